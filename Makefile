@@ -1,0 +1,46 @@
+# Top-level entry points.  `make test` and `make demo` do all set-up on a
+# fresh Debian machine (missing packages are installed by scripts/deps.sh).
+BUILD ?= build
+RELEASE ?= build-release
+FUZZ_BUILD ?= build-fuzz
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 20
+
+.PHONY: all deps build test demo bench fuzz asan clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@$(MAKE) --no-print-directory fuzz
+
+demo: build
+	@scripts/demo.sh $(BUILD)
+
+release: deps
+	@cmake -S . -B $(RELEASE) -DCMAKE_BUILD_TYPE=Release -DBTR_WERROR=OFF >/dev/null
+	@cmake --build $(RELEASE) -j $(JOBS)
+
+bench: release
+	@scripts/bench.sh $(RELEASE)
+
+# libFuzzer targets, each run for FUZZ_SECONDS
+fuzz: deps
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DBTR_FUZZ=ON -DBTR_WERROR=OFF >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	@scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+asan: deps
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DBTR_SANITIZE=ON >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	cd build-asan && ctest --output-on-failure -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD) $(RELEASE) $(FUZZ_BUILD) build-asan

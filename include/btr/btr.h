@@ -1,0 +1,13 @@
+/* btr/btr.h - umbrella header for the btr library. */
+#ifndef BTR_BTR_H
+#define BTR_BTR_H
+
+#include "btr/error.h"
+#include "btr/branch.h"
+#include "btr/insn.h"
+#include "btr/image.h"
+#include "btr/trace.h"
+#include "btr/pt.h"
+#include "btr/ptflow.h"
+
+#endif

@@ -1,0 +1,56 @@
+/* btr/insn.h - x86 instruction length and branch classification (Zydis). */
+#ifndef BTR_INSN_H
+#define BTR_INSN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "btr/branch.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum btr_exec_mode {
+	BTR_MODE_64 = 0,   /* 64-bit long mode (default) */
+	BTR_MODE_32,       /* 32-bit protected / compatibility mode */
+	BTR_MODE_16,       /* 16-bit mode */
+};
+
+enum {
+	BTR_INSN_DIRECT = 1u << 0,  /* target is encoded in the instruction (.target valid) */
+	BTR_INSN_COND = 1u << 1,    /* conditional: consumes a TNT bit in PT */
+	BTR_INSN_FAR = 1u << 2,     /* far transfer (changes CS / privilege) */
+	BTR_INSN_NOTRACK = 1u << 3, /* has the 3E (notrack) prefix */
+	BTR_INSN_BND = 1u << 4,     /* has the F2 (bnd) prefix */
+	BTR_INSN_STOPS = 1u << 5,   /* ends the trace of a block without a branch: hlt, ud2, ... */
+	BTR_INSN_PTWRITE = 1u << 6, /* PTWRITE instruction */
+	BTR_INSN_VMENTRY = 1u << 7, /* VMLAUNCH/VMRESUME/VMCALL etc. */
+	BTR_INSN_TSX = 1u << 8,     /* XBEGIN/XEND/XABORT */
+};
+
+/* A classified instruction. Caller-owned; no allocation. */
+struct btr_insn {
+	uint64_t ip;        /* address it was decoded at */
+	uint64_t target;    /* branch target for BTR_INSN_DIRECT, else 0 */
+	uint32_t flags;     /* BTR_INSN_* */
+	uint8_t len;        /* length in bytes, 1..15 */
+	uint8_t kind;       /* enum btr_branch_kind, BTR_KIND_NONE for non-branches */
+	uint16_t imm;       /* RET/RETF imm16 (bytes popped), else 0 */
+};
+
+/* Decodes the instruction at @bytes (at most @size bytes, read from
+ * address @ip in @mode) and classifies it into @out.  Returns the length
+ * (> 0), -BTR_ERR_BAD_INSN if the bytes are not a valid instruction,
+ * -BTR_ERR_TRUNCATED if @size is too short for it, -BTR_ERR_INVAL on NULL. */
+int btr_insn_decode(const uint8_t *bytes, size_t size, uint64_t ip,
+		    enum btr_exec_mode mode, struct btr_insn *out);
+
+/* Formats the instruction at @bytes as Intel-syntax text into @buf
+ * (always NUL-terminated).  Returns the length or a negative error. */
+int btr_insn_format(const uint8_t *bytes, size_t size, uint64_t ip,
+		    enum btr_exec_mode mode, char *buf, size_t bufsize);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

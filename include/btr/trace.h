@@ -1,0 +1,198 @@
+/* btr/trace.h - the .btr trace container (specified in docs/format.md).
+ *
+ * A .btr file is a header followed by chunks; each chunk carries one or
+ * more typed little-endian records and a checksum, optionally compressed
+ * with zstd.  The writer and reader stream in constant memory.
+ */
+#ifndef BTR_TRACE_H
+#define BTR_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "btr/branch.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum btr_rec_type {
+	BTR_REC_MACHINE = 1,       /* struct btr_rec_machine */
+	BTR_REC_MODULE_LOAD = 2,   /* struct btr_rec_module */
+	BTR_REC_MODULE_UNLOAD = 3, /* struct btr_rec_module (path may be empty) */
+	BTR_REC_THREAD_START = 4,  /* struct btr_rec_thread */
+	BTR_REC_THREAD_EXIT = 5,   /* struct btr_rec_thread */
+	BTR_REC_THREAD_NAME = 6,   /* struct btr_rec_thread (name set) */
+	BTR_REC_PT = 7,            /* struct btr_rec_data: raw Intel PT bytes */
+	BTR_REC_BTS = 8,           /* struct btr_rec_data: raw 24-byte BTS records */
+	BTR_REC_LBR = 9,           /* struct btr_rec_lbr: one LBR stack snapshot */
+	BTR_REC_BRANCHES = 10,     /* struct btr_rec_branches: decoded branches */
+	BTR_REC_PROCESS_EXIT = 11, /* struct btr_rec_exit */
+	BTR_REC_EXEC = 12,         /* struct btr_rec_module: new program image (path), drops old modules */
+	BTR_REC__MAX
+};
+
+enum {
+	BTR_MACHINE_PT_RETCOMP = 1u << 0,  /* PT return compression was enabled */
+	BTR_MACHINE_PT_CYC = 1u << 1,
+	BTR_MACHINE_PT_MTC = 1u << 2,
+	BTR_MACHINE_PT_TSC = 1u << 3,
+	BTR_MACHINE_USER_ONLY = 1u << 4,   /* only user-mode (CPL>0) code traced */
+	BTR_MACHINE_KERNEL_ONLY = 1u << 5,
+};
+
+/* Machine and capture description; normally the first record. */
+struct btr_rec_machine {
+	char backend[16];       /* "qemu", "pt", "bts", "lbr", "step", "perf" */
+	char cpu_vendor[16];    /* "GenuineIntel" ... */
+	uint16_t cpu_family, cpu_model, cpu_stepping;
+	uint16_t lbr_depth;     /* LBR: stack depth */
+	uint32_t flags;         /* BTR_MACHINE_* */
+	uint8_t mtc_freq;       /* PT: IA32_RTIT_CTL.MTCFreq */
+	uint8_t cyc_thresh;     /* PT */
+	uint8_t addr_filter_cfg;/* PT: number of address-filter ranges below */
+	uint8_t reserved;
+	uint32_t nom_freq;      /* PT: nominal frequency ratio (CPUID 0x16 / MSR) */
+	uint32_t cpuid15_eax, cpuid15_ebx; /* TSC/core crystal clock ratio */
+	uint64_t tsc_hz;        /* TSC frequency, 0 if unknown */
+	uint64_t addr_filter[4][2]; /* PT IP filter ranges [start, end] */
+	uint64_t start_time_ns; /* wall clock at record start (CLOCK_REALTIME) */
+};
+
+/* A mapping of an executable file (or an anonymous code region). */
+struct btr_rec_module {
+	uint32_t pid;
+	uint32_t prot;          /* PROT_* bits */
+	uint64_t start;         /* first address */
+	uint64_t size;          /* length in bytes */
+	uint64_t pgoff;         /* file offset of @start */
+	uint64_t tsc;           /* when it happened, 0 if unknown */
+	uint8_t build_id[20];
+	uint8_t build_id_len;   /* 0: none */
+	const char *path;       /* NUL-terminated; reader: owned by the reader */
+};
+
+struct btr_rec_thread {
+	uint32_t pid, tid;
+	uint32_t parent_tid;    /* THREAD_START: creator, 0 if unknown */
+	int32_t exit_code;      /* THREAD_EXIT */
+	uint64_t tsc;
+	const char *name;       /* THREAD_NAME; reader-owned */
+};
+
+/* Raw hardware/software trace bytes for one thread (or CPU).  Chunks of
+ * the same (tid, cpu) stream are in order; @stream_offset is the offset of
+ * the first byte within that stream, so gaps are detectable. */
+struct btr_rec_data {
+	uint32_t tid;
+	int32_t cpu;            /* -1 if per-thread */
+	uint64_t stream_offset;
+	uint64_t size;
+	const uint8_t *data;    /* reader: owned by the reader */
+};
+
+struct btr_lbr_entry {
+	uint64_t from, to;
+	uint32_t flags;         /* BTR_BF_MISPRED, BTR_BF_PREDICTED, BTR_BF_TSX_ABORT, BTR_BF_CYCLES */
+	uint32_t cycles;
+};
+
+/* One LBR snapshot, newest entry first (as perf reports them). */
+struct btr_rec_lbr {
+	uint32_t pid, tid;
+	int32_t cpu;
+	uint32_t count;
+	uint64_t tsc;
+	uint64_t ip;            /* sample IP */
+	const struct btr_lbr_entry *entries; /* reader-owned */
+};
+
+struct btr_rec_branches {
+	uint32_t tid;
+	uint32_t count;
+	const struct btr_branch *branches; /* reader-owned */
+};
+
+/* Process exit: normal exit (@signo 0, @code) or death by signal @signo
+ * at instruction @ip (0 if unknown) with fault address @addr. */
+struct btr_rec_exit {
+	uint32_t pid, tid;
+	int32_t code;
+	int32_t signo;
+	uint64_t ip;
+	uint64_t addr;
+	uint64_t tsc;
+};
+
+struct btr_record {
+	enum btr_rec_type type;
+	union {
+		struct btr_rec_machine machine;
+		struct btr_rec_module module;
+		struct btr_rec_thread thread;
+		struct btr_rec_data data;
+		struct btr_rec_lbr lbr;
+		struct btr_rec_branches branches;
+		struct btr_rec_exit exit;
+	} u;
+};
+
+struct btr_trace_writer;
+struct btr_trace_reader;
+
+struct btr_trace_writer_opts {
+	size_t sz;               /* sizeof(struct btr_trace_writer_opts) */
+	int compress;            /* 0: none, 1..19: zstd level */
+	size_t chunk_size;       /* target uncompressed chunk size, 0: default (1 MiB) */
+};
+
+/* Creates @path for writing (through a temporary name that is renamed on
+ * btr_trace_writer_close, so a failed recording leaves nothing under
+ * @path).  @opts may be NULL.  Returns 0 or -BTR_ERR_PERM, -BTR_ERR_NOENT,
+ * -BTR_ERR_IO, -BTR_ERR_NOMEM, -BTR_ERR_UNSUPPORTED (zstd not built in). */
+int btr_trace_writer_new(const char *path, const struct btr_trace_writer_opts *opts,
+			 struct btr_trace_writer **out);
+
+/* Appends @rec (copied; the caller keeps ownership).  Returns 0 or a
+ * negative error (the writer is then unusable). */
+int btr_trace_write(struct btr_trace_writer *w, const struct btr_record *rec);
+
+/* Flushes the current chunk so that everything written so far is
+ * readable even if the process dies afterwards. */
+int btr_trace_flush(struct btr_trace_writer *w);
+
+/* Flushes, writes the end marker, renames into place and frees @w.
+ * Returns 0 or a negative error (the file is then removed). */
+int btr_trace_writer_close(struct btr_trace_writer *w);
+
+/* Frees @w without finishing the file; removes the temporary file. */
+void btr_trace_writer_abort(struct btr_trace_writer *w);
+
+/* Opens @path.  Returns 0, -BTR_ERR_NOENT, -BTR_ERR_PERM, -BTR_ERR_IO,
+ * -BTR_ERR_BAD_MAGIC, -BTR_ERR_BAD_VERSION, -BTR_ERR_TRUNCATED. */
+int btr_trace_reader_new(const char *path, struct btr_trace_reader **out);
+
+/* Opens a trace held in memory (@buf stays owned by the caller and must
+ * outlive the reader). */
+int btr_trace_reader_new_mem(const void *buf, size_t size, struct btr_trace_reader **out);
+
+/* Reads the next record into @rec.  Pointers inside @rec are owned by the
+ * reader and valid until the next call.  Returns 0, -BTR_ERR_EOS at the
+ * clean end, -BTR_ERR_TRUNCATED if the file stops inside a chunk (every
+ * complete chunk before the cut has been returned), -BTR_ERR_CHECKSUM,
+ * -BTR_ERR_BAD_RECORD, -BTR_ERR_COMPRESS.  After an error other than
+ * CHECKSUM the reader stays at the error. */
+int btr_trace_read(struct btr_trace_reader *r, struct btr_record *rec);
+
+/* Byte offset in the file of the chunk currently being read (for error
+ * messages). */
+uint64_t btr_trace_reader_offset(const struct btr_trace_reader *r);
+
+void btr_trace_reader_free(struct btr_trace_reader *r);
+
+/* Returns the name of a record type ("machine", "module_load", ...). */
+const char *btr_rec_type_name(enum btr_rec_type type);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

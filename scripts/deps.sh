@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages btr needs to build and test, if missing.
+# Used by `make test` and `make demo`; safe to run repeatedly.
+set -eu
+pkgs="build-essential cmake pkg-config libzydis-dev libzstd-dev libelf-dev libdw-dev
+      libipt-dev qemu-user clang libfuzzer-14-dev libclang-rt-14-dev python3"
+missing=""
+for p in $pkgs; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "deps: installing$missing" >&2
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q >&2
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends $missing >&2

@@ -1,0 +1,105 @@
+/* main.c - the btr command: a table of subcommands. */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+
+#include "cli.h"
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+};
+
+static const struct command commands[] = {
+#define X(n, h) { #n, cmd_##n, h },
+	BTR_COMMANDS(X)
+#undef X
+};
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("btr: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "btr %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'btr %s --help'.\n", cmd);
+	return EXIT_USAGE;
+}
+
+int cli_parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!s || !*s || *s == '-')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || *end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: btr COMMAND [OPTIONS] [ARGS]\n"
+		   "Record and analyse the control flow of Linux x86-64 programs.\n\nCommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (commands[i].fn)
+			fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "\nRun 'btr COMMAND --help' for a command's options.\n"
+		   "Exit codes: 0 ok, 1 a check found something, 2 usage error, 3 runtime error.\n");
+}
+
+static void log_to_stderr(void *ctx, enum btr_log_level level, const char *msg)
+{
+	static const char *const names[] = { "error", "warning", "info", "debug" };
+	(void)ctx;
+	fprintf(stderr, "btr: %s: %s\n", names[level], msg);
+}
+
+int main(int argc, char **argv)
+{
+	const char *v = getenv("BTR_LOG");
+	enum btr_log_level lvl = BTR_LOG_WARN;
+	if (v && !strcmp(v, "debug"))
+		lvl = BTR_LOG_DEBUG;
+	else if (v && !strcmp(v, "info"))
+		lvl = BTR_LOG_INFO;
+	btr_log_set(log_to_stderr, NULL, lvl);
+
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("btr %s\n", BTR_VERSION);
+		return EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (commands[i].fn && !strcmp(argv[1], commands[i].name)) {
+			optind = 1;
+			return commands[i].fn(argc - 1, argv + 1);
+		}
+	}
+	fprintf(stderr, "btr: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return EXIT_USAGE;
+}
