@@ -103,13 +103,18 @@ struct btr_filter {
 /* Parses a comma-separated filter expression into @out.  Terms are LBR
  * class names (jcc, near_rel_call, near_ind_call, near_ret, near_ind_jmp,
  * near_rel_jmp, far_branch, cpl_eq_0, cpl_neq_0), fine kind names
- * (loop, jrcxz, syscall, int3, ...), the aliases user (= cpl_neq_0),
- * kernel (= cpl_eq_0), call, ret, jmp, any/all.  Without a privilege term
- * both privileges match; without a kind term every kind matches.
- * Matching is case-insensitive.  Returns 0, or -BTR_ERR_BAD_FILTER on an
- * unknown term (naming it through the log callback), -BTR_ERR_INVAL on
- * NULL arguments.  An empty or NULL-string @expr... NULL is invalid; ""
- * matches everything. */
+ * (loop, jrcxz, syscall, int3, none, ...), the aliases user (= cpl_neq_0),
+ * kernel (= cpl_eq_0), call (all calls: near rel, near ind, far), ret
+ * (near and far returns), jmp (near rel, near ind, far jumps), any/all.
+ * Where a class and a kind share a name ("jcc") the class wins; the
+ * aliases call/ret/jmp win over the fine kinds of the same name.  Terms
+ * accumulate (union) within the kind and the privilege groups; a branch
+ * must match both groups.  Without a privilege term both privileges
+ * match; without a kind term every kind matches, including BTR_KIND_NONE.
+ * Matching is case-insensitive; blanks around terms and empty terms are
+ * ignored.  Returns 0, or -BTR_ERR_BAD_FILTER on an unknown term (naming
+ * it through the log callback; @out is then unchanged), -BTR_ERR_INVAL if
+ * @expr or @out is NULL.  The empty string "" matches everything. */
 int btr_filter_parse(const char *expr, struct btr_filter *out);
 
 /* Initializes @f to match everything. */

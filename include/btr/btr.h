@@ -9,5 +9,7 @@
 #include "btr/trace.h"
 #include "btr/pt.h"
 #include "btr/ptflow.h"
+#include "btr/bts.h"
+#include "btr/lbr.h"
 
 #endif

@@ -32,11 +32,15 @@ void btr_image_free(struct btr_image *img);
 int btr_image_add_elf(struct btr_image *img, const char *path, uint64_t base, int all_segments);
 
 /* Adds bytes [@offset, @offset+@size) of file @path at address @addr
- * (@size 0: to end of file).  Returns 0 or a negative error. */
+ * (@size 0: to end of file), mapped read-only, not copied.  Returns 0,
+ * -BTR_ERR_NOENT, -BTR_ERR_PERM, -BTR_ERR_INVAL (not a regular file, the
+ * range is beyond the file's end or wraps), -BTR_ERR_NOMEM, -BTR_ERR_IO. */
 int btr_image_add_file(struct btr_image *img, const char *path, uint64_t offset,
 		       uint64_t size, uint64_t addr);
 
-/* Adds a copy of @size bytes at @addr (the image owns the copy). */
+/* Adds a copy of @size bytes at @addr (the image owns the copy; @bytes
+ * stays the caller's).  Returns 0, -BTR_ERR_INVAL (@size 0, the range
+ * wraps) or -BTR_ERR_NOMEM. */
 int btr_image_add_bytes(struct btr_image *img, const void *bytes, size_t size, uint64_t addr);
 
 /* Reads up to @size bytes of code at @addr into @buf.  Stops at the end of
@@ -50,8 +54,9 @@ int btr_image_read(const struct btr_image *img, uint64_t addr, void *buf, size_t
  * or changed. */
 int btr_image_map(const struct btr_image *img, uint64_t addr, const uint8_t **ptr, size_t *avail);
 
-/* Returns the number of successful additions (sections may be several per
- * ELF); a generation number that changes whenever the image changes. */
+/* Returns the number of successful changes (additions and removals;
+ * sections may be several per ELF): a generation number that changes
+ * whenever the image changes. */
 unsigned btr_image_generation(const struct btr_image *img);
 
 struct btr_symbol {
@@ -63,11 +68,16 @@ struct btr_symbol {
 
 /* Finds the function symbol containing @addr (the nearest preceding
  * function symbol within the same module if sizes are missing).  Returns
- * 0 and fills @sym, or -BTR_ERR_NOT_FOUND. */
+ * 0 and fills @sym, or -BTR_ERR_NOT_FOUND.  Symbols come from .symtab and
+ * .dynsym (STT_FUNC, STT_GNU_IFUNC, names not demangled) plus synthetic
+ * "name@plt" entries for PLT stubs; a symbol of size 0 reports the extent
+ * up to the next symbol or the end of its section in @sym->size. */
 int btr_image_symbol(struct btr_image *img, uint64_t addr, struct btr_symbol *sym);
 
 /* Formats @addr as "name+0xoff" (or "name" at offset 0, or "module+0xoff"
- * without a symbol, or "0x..." outside every module) into @buf. */
+ * without a symbol, or "0x..." outside every module) into @buf,
+ * truncated to @bufsize.  "module" is the file's base name and the offset
+ * is relative to its link addresses (file offset for raw files). */
 void btr_image_symbolize(struct btr_image *img, uint64_t addr, char *buf, size_t bufsize);
 
 /* Source line of @addr through DWARF.  On success stores a pointer to the
@@ -76,9 +86,67 @@ void btr_image_symbolize(struct btr_image *img, uint64_t addr, char *buf, size_t
 int btr_image_line(struct btr_image *img, uint64_t addr, const char **file, int *line);
 
 /* Reads the GNU build-id of ELF file @path into @buf (at most @size
- * bytes).  Returns its length, -BTR_ERR_NOT_FOUND if the file has none,
- * or another negative error. */
+ * bytes, caller-owned; NULL with @size 0 to ask for the length).  Returns
+ * its full length (which may exceed @size: then only @size bytes were
+ * copied), -BTR_ERR_NOT_FOUND if the file has none, or -BTR_ERR_NOENT,
+ * -BTR_ERR_PERM, -BTR_ERR_BAD_ELF. */
 int btr_elf_build_id(const char *path, uint8_t *buf, size_t size);
+
+/* ---- additions (engineer "image") ----
+ *
+ * Overlap rule: every addition (add_elf, add_file, add_bytes) replaces
+ * whatever the image held at the addresses it covers; older sections are
+ * trimmed or split, so the newest addition wins for the overlapped range
+ * and older bytes stay visible elsewhere.
+ *
+ * Threads: btr_image_map/btr_image_read/btr_image_generation may be called
+ * from several threads at once on an image nobody changes; the other
+ * functions need exclusive access (symbols and DWARF load lazily). */
+
+/* Removes every byte in [@addr, @addr+@size) from the image (a module
+ * unload, munmap).  Symbols of an ELF module whose address range is
+ * removed completely are dropped too.  Returns the number of bytes that
+ * were mapped and are now gone (0 if none), or -BTR_ERR_INVAL (@size 0 or
+ * the range wraps). */
+int64_t btr_image_remove(struct btr_image *img, uint64_t addr, uint64_t size);
+
+/* Directories with separate debug files (DIR/.build-id/xx/rest.debug, as
+ * installed by Debian's -dbg packages), copied.  They supply .symtab for
+ * stripped modules (which only have .dynsym) and DWARF for lines; @ndirs 0
+ * restores the default, /usr/lib/debug.  Affects modules whose symbols or
+ * lines have not been looked up yet.  Returns 0, -BTR_ERR_INVAL or
+ * -BTR_ERR_NOMEM. */
+int btr_image_set_debug_dirs(struct btr_image *img, const char *const *dirs, size_t ndirs);
+
+/* Load bias of ELF file @path mapped at @start from file offset @pgoff (a
+ * perf MMAP record, a /proc/PID/maps line): start - (p_vaddr - p_offset +
+ * pgoff) of the PT_LOAD segment that contains file offset @pgoff.  The
+ * result is the @base to pass to btr_image_add_elf (0 for ET_EXEC).
+ * Two segments can share a file page (text and data of -z noseparate-code
+ * binaries, .rodata and RELRO data); this form prefers an executable
+ * segment then, btr_elf_load_bias_prot() decides by the protection.
+ * Returns 0 and stores the bias in *@bias, -BTR_ERR_NOT_FOUND if no
+ * PT_LOAD holds @pgoff, -BTR_ERR_NOENT, -BTR_ERR_PERM, -BTR_ERR_BAD_ELF.
+ * (Stable signature: lib/stream.c uses it.) */
+int btr_elf_load_bias(const char *path, uint64_t start, uint64_t pgoff, uint64_t *bias);
+
+/* Same, with @prot (PROT_* bits of the mapping, -1 if unknown) picking the
+ * segment whose PF_X/PF_W flags match among those sharing the file page.
+ * Note that /proc/PID/maps shows the RELRO part of the data segment as
+ * r--p while perf MMAP records carry the mmap-time rw-. */
+int btr_elf_load_bias_prot(const char *path, uint64_t start, uint64_t pgoff, int prot,
+			   uint64_t *bias);
+
+/* Finds a file whose GNU build-id is @id (@len bytes).  For every
+ * directory D of @dirs (@ndirs entries; NULL/0 means {"/usr/lib/debug"})
+ * in order it tries D/.build-id/xx/rest.debug, D/.build-id/xx/rest
+ * (xx = first byte in hex, rest = the others), then every regular file
+ * directly in D (not recursive).  Note that .debug files from
+ * /usr/lib/debug hold DWARF and symbols but no code.  Returns 0 and writes
+ * the NUL-terminated path into @path (@pathsize bytes, caller-owned),
+ * -BTR_ERR_NOT_FOUND, -BTR_ERR_INVAL (@len 0, or the path does not fit). */
+int btr_elf_find_build_id(const uint8_t *id, size_t len, const char *const *dirs, size_t ndirs,
+			  char *path, size_t pathsize);
 
 #ifdef __cplusplus
 }

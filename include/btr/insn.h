@@ -41,12 +41,38 @@ struct btr_insn {
 /* Decodes the instruction at @bytes (at most @size bytes, read from
  * address @ip in @mode) and classifies it into @out.  Returns the length
  * (> 0), -BTR_ERR_BAD_INSN if the bytes are not a valid instruction,
- * -BTR_ERR_TRUNCATED if @size is too short for it, -BTR_ERR_INVAL on NULL. */
+ * -BTR_ERR_TRUNCATED if @size is too short for it, -BTR_ERR_INVAL on NULL
+ * or a bad @mode.  Thread-safe, no allocation.
+ *
+ * Classification (docs/branch-kinds.md has the full table):
+ *  - DIRECT is set for the rel forms only (Jcc, LOOPcc, JrCXZ, CALL rel,
+ *    JMP rel); .target = ip + len + disp, wrapped to the operand size
+ *    (16 or 32 bits outside 64-bit mode, also with a 66 prefix in 32-bit
+ *    mode).  Far ptr16:32 forms are FAR without DIRECT, target 0: their
+ *    linear target depends on the new code segment's base.
+ *  - HLT/UD0/UD1/UD2 are kind NONE with STOPS; PTWRITE, VMLAUNCH/VMRESUME/
+ *    VMCALL/VMMCALL and XBEGIN/XEND/XABORT are kind NONE with their flag.
+ *  - NOTRACK: 3E prefix on CALL_IND/JMP_IND.  BND: F2 prefix on near
+ *    Jcc/CALL/CALL_IND/RET/JMP/JMP_IND.
+ *  - 66 on near branches in 64-bit mode is ignored, as Intel CPUs do. */
 int btr_insn_decode(const uint8_t *bytes, size_t size, uint64_t ip,
 		    enum btr_exec_mode mode, struct btr_insn *out);
 
-/* Formats the instruction at @bytes as Intel-syntax text into @buf
- * (always NUL-terminated).  Returns the length or a negative error. */
+struct btr_image;
+
+/* Like btr_insn_decode, reading the bytes at @ip from @img (an
+ * instruction may straddle adjacent sections).  Returns the length,
+ * -BTR_ERR_NOMAP if no section holds @ip, -BTR_ERR_TRUNCATED if the code
+ * ends inside the instruction, -BTR_ERR_BAD_INSN, -BTR_ERR_INVAL. */
+int btr_insn_decode_image(const struct btr_image *img, uint64_t ip,
+			  enum btr_exec_mode mode, struct btr_insn *out);
+
+/* Formats the instruction at @bytes as Intel-syntax text (Zydis
+ * formatter; relative targets shown as absolute addresses computed from
+ * @ip) into @buf, always NUL-terminated and truncated to @bufsize - 1
+ * characters.  Returns the length of the full text (like snprintf; it is
+ * >= @bufsize when truncated), -BTR_ERR_BAD_INSN, -BTR_ERR_TRUNCATED, or
+ * -BTR_ERR_INVAL (NULL, @bufsize 0, bad @mode). */
 int btr_insn_format(const uint8_t *bytes, size_t size, uint64_t ip,
 		    enum btr_exec_mode mode, char *buf, size_t bufsize);
 

@@ -1,0 +1,66 @@
+/* btr/bts.h - Branch Trace Store record decoding.
+ *
+ * BTS writes one 24-byte record per taken branch into the DS save area
+ * (Intel SDM Vol. 3B, "BTS Record Format" for IA-32e mode): three
+ * little-endian 64-bit words
+ *
+ *   +0  branch from (linear address of the branch instruction)
+ *   +8  branch to   (linear address of the target)
+ *   +16 flags: bit 4 = branch predicted; other bits reserved
+ *
+ * Linux perf (intel_bts) hands these records out unchanged, and the .btr
+ * container stores them as BTR_REC_BTS.  BTS records only taken branches
+ * and carries no timing, so decoded branches have neither TSC nor cycles.
+ */
+#ifndef BTR_BTS_H
+#define BTR_BTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "btr/branch.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct btr_image;
+
+#define BTR_BTS_RECORD_SIZE 24u
+#define BTR_BTS_PREDICTED (1ull << 4)   /* bit in the flags word */
+
+/* Branch callback: return 0 to continue, a negative btr error to abort
+ * (the decoder returns it unchanged), or a positive value to stop early
+ * (the decoder then returns the number of branches delivered so far,
+ * including this one).  @b is valid only during the call. */
+typedef int (*btr_branch_fn)(void *ctx, const struct btr_branch *b);
+
+/* Decodes the BTS records in @buf (@size bytes, caller-owned, any
+ * alignment) and calls @cb for each, in buffer order (oldest first).
+ *
+ * Every branch gets .tid = @tid, the flags TAKEN, KERNEL (from >=
+ * 0xffff800000000000), TO_KERNEL (to in the same range), PREDICTED (flags
+ * bit 4), and .kind from the instruction at .from read through @img (64-bit
+ * mode).  @img may be NULL.  Kind rules:
+ *   - @img NULL, no code at .from, or undecodable: BTR_KIND_NONE (unknown);
+ *   - a branch instruction: its kind (a conditional one was taken);
+ *   - a non-branch instruction at .from, or a direct branch whose target
+ *     is not .to: BTR_KIND_ASYNC (interrupt, exception or fault).
+ * Records whose from and to are both 0 are padding (perf leaves them in
+ * wrapped buffers) and are skipped without a callback.
+ *
+ * Returns the number of branches delivered; -BTR_ERR_TRUNCATED if @size is
+ * not a multiple of 24, after delivering the floor(@size / 24) complete
+ * records (a stream reader can keep the last @size % 24 bytes and prepend
+ * them to the next buffer); -BTR_ERR_INVAL if @cb is NULL or @buf is NULL
+ * with @size > 0; or the callback's negative value. */
+int btr_bts_decode(const uint8_t *buf, size_t size, const struct btr_image *img, uint32_t tid,
+		   btr_branch_fn cb, void *ctx);
+
+/* Encodes one record into @out (24 bytes): the inverse of the decoder, for
+ * software capture and tests.  @predicted sets flags bit 4. */
+void btr_bts_encode(uint64_t from, uint64_t to, int predicted, uint8_t out[BTR_BTS_RECORD_SIZE]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1207 @@
+/* image.c - memory images of traced programs: code bytes by address,
+ * function symbols (ELF .symtab/.dynsym + PLT stubs) and source lines
+ * (DWARF through elfutils libdwfl).
+ *
+ * Layout: a sorted array of non-overlapping sections, each pointing into a
+ * backing store that lives as long as the image (libelf's mapping of an ELF
+ * file, our own read-only mapping of a raw file, or a malloc'ed copy).
+ * Decoders call btr_image_map once per basic block, mostly at addresses
+ * near the previous one, so a one-entry "last hit" cache answers most
+ * lookups without the binary search.
+ */
+#include "btr/image.h"
+#include "internal.h"
+
+#include <dirent.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NO_MODULE UINT32_MAX
+
+struct section {
+	uint64_t start, end;   /* [start, end) */
+	const uint8_t *data;   /* bytes of start */
+	uint32_t module;       /* index into img->mods, or NO_MODULE */
+};
+
+struct sym {
+	uint64_t addr, end;    /* end: addr+size, or the computed extent */
+	uint64_t size;         /* as reported (the extent for size-0 symbols) */
+	uint64_t maxend;       /* max(end) over syms[0..i]: bounds the backward walk */
+	const char *name;
+	uint8_t rank;          /* dedup preference among aliases, lower wins */
+};
+
+enum { LAZY_NONE = 0, LAZY_OK = 1, LAZY_FAIL = -1 };
+
+struct module {
+	char *path;
+	const char *base_name; /* points into path */
+	uint64_t bias;         /* added to ELF vaddrs (0 for ET_EXEC, raw files) */
+	uint64_t lo, hi;       /* address range of all PT_LOADs / the raw range */
+	Elf *elf;              /* NULL for raw files */
+	Elf *dbg_elf;          /* separate debug file whose .symtab we use, or NULL */
+	int dead;              /* removed by btr_image_remove */
+	int sym_state;
+	struct sym *syms;
+	size_t nsyms;
+	char *plt_names;       /* storage of the "name@plt" strings */
+	int dw_state;
+	Dwfl *dwfl;
+	Dwfl_Module *dwmod;
+};
+
+struct backing {
+	void *ptr;
+	size_t len;
+	int is_mmap;
+};
+
+struct btr_image {
+	struct section *secs;
+	size_t nsecs, capsecs;
+	size_t last;           /* "last hit" cache; accessed with relaxed atomics */
+	struct module *mods;
+	size_t nmods, capmods;
+	uint32_t last_mod;     /* module cache for symbol lookups */
+	struct backing *backs;
+	size_t nbacks, capbacks;
+	unsigned generation;
+	char **debug_dirs;     /* NULL: the default, /usr/lib/debug */
+	size_t ndebug_dirs;
+	char *dwfl_path;       /* debug_dirs as a libdwfl debuginfo_path */
+	Dwfl_Callbacks dwfl_cb;
+};
+
+/* ------------------------------------------------------------------ */
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elsize)
+{
+	if (need <= *cap)
+		return 0;
+	size_t ncap = *cap ? *cap * 2 : 16;
+	while (ncap < need)
+		ncap *= 2;
+	void *p = realloc(*arr, ncap * elsize);
+	if (!p)
+		return -BTR_ERR_NOMEM;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+int btr_image_new(struct btr_image **out)
+{
+	if (!out)
+		return -BTR_ERR_INVAL;
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -BTR_ERR_NOMEM;
+}
+
+static void module_release(struct module *m)
+{
+	if (m->dwfl)
+		dwfl_end(m->dwfl);
+	if (m->elf)
+		elf_end(m->elf);
+	if (m->dbg_elf)
+		elf_end(m->dbg_elf);
+	free(m->syms);
+	free(m->plt_names);
+	free(m->path);
+	memset(m, 0, sizeof(*m));
+}
+
+void btr_image_free(struct btr_image *img)
+{
+	if (!img)
+		return;
+	for (size_t i = 0; i < img->nmods; i++)
+		module_release(&img->mods[i]);
+	for (size_t i = 0; i < img->nbacks; i++) {
+		if (img->backs[i].is_mmap)
+			munmap(img->backs[i].ptr, img->backs[i].len);
+		else
+			free(img->backs[i].ptr);
+	}
+	for (size_t i = 0; i < img->ndebug_dirs; i++)
+		free(img->debug_dirs[i]);
+	free(img->debug_dirs);
+	free(img->dwfl_path);
+	free(img->backs);
+	free(img->mods);
+	free(img->secs);
+	free(img);
+}
+
+unsigned btr_image_generation(const struct btr_image *img)
+{
+	return img ? img->generation : 0;
+}
+
+/* ---- sections ---------------------------------------------------- */
+
+/* Index of the first section whose end is above @addr (sections do not
+ * overlap, so ends are sorted like starts). */
+static size_t first_ending_after(const struct btr_image *img, uint64_t addr)
+{
+	size_t lo = 0, hi = img->nsecs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (img->secs[mid].end > addr)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/* Removes [start, end) from every section: trims, splits or drops the
+ * sections it overlaps.  Needs room for one more section (a split), which
+ * the caller reserves.  Returns the number of bytes removed. */
+static uint64_t carve(struct btr_image *img, uint64_t start, uint64_t end)
+{
+	uint64_t removed = 0;
+	size_t i = first_ending_after(img, start);
+	while (i < img->nsecs && img->secs[i].start < end) {
+		struct section *s = &img->secs[i];
+		if (s->start < start && s->end > end) {
+			/* The new range falls inside s: keep both outer parts. */
+			memmove(s + 2, s + 1, (img->nsecs - i - 1) * sizeof(*s));
+			img->nsecs++;
+			s[1] = *s;
+			s[1].data += end - s->start;
+			s[1].start = end;
+			s->end = start;
+			removed += end - start;
+			break;
+		} else if (s->start < start) {
+			removed += s->end - start;
+			s->end = start;
+			i++;
+		} else if (s->end > end) {
+			removed += end - s->start;
+			s->data += end - s->start;
+			s->start = end;
+			break;
+		} else {
+			removed += s->end - s->start;
+			memmove(s, s + 1, (img->nsecs - i - 1) * sizeof(*s));
+			img->nsecs--;
+		}
+	}
+	return removed;
+}
+
+static int reserve_secs(struct btr_image *img, size_t more)
+{
+	return grow((void **)&img->secs, &img->capsecs, img->nsecs + more, sizeof(*img->secs));
+}
+
+/* Adds [start, end) -> data, replacing anything there.  The caller has
+ * reserved room for two more sections. */
+static void insert_section(struct btr_image *img, uint64_t start, uint64_t end,
+			   const uint8_t *data, uint32_t module)
+{
+	carve(img, start, end);
+	size_t i = first_ending_after(img, start);
+	memmove(&img->secs[i + 1], &img->secs[i], (img->nsecs - i) * sizeof(img->secs[0]));
+	img->secs[i] = (struct section){ start, end, data, module };
+	img->nsecs++;
+	__atomic_store_n(&img->last, 0, __ATOMIC_RELAXED);
+}
+
+static int add_backing(struct btr_image *img, void *ptr, size_t len, int is_mmap)
+{
+	int err = grow((void **)&img->backs, &img->capbacks, img->nbacks + 1, sizeof(*img->backs));
+	if (err)
+		return err;
+	img->backs[img->nbacks++] = (struct backing){ ptr, len, is_mmap };
+	return 0;
+}
+
+static const struct section *find_section(const struct btr_image *img, uint64_t addr)
+{
+	size_t n = img->nsecs;
+	size_t i = __atomic_load_n(&img->last, __ATOMIC_RELAXED);
+	if (btr_likely(i < n && img->secs[i].start <= addr && addr < img->secs[i].end))
+		return &img->secs[i];
+	/* Neighbouring section first: straight-line code crossing a boundary. */
+	if (i + 1 < n && img->secs[i + 1].start <= addr && addr < img->secs[i + 1].end) {
+		__atomic_store_n((size_t *)&img->last, i + 1, __ATOMIC_RELAXED);
+		return &img->secs[i + 1];
+	}
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (img->secs[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr >= img->secs[lo - 1].end)
+		return NULL;
+	/* The cache is a hint only; a racing store of another valid index is
+	 * harmless, which is why relaxed atomics suffice. */
+	__atomic_store_n((size_t *)&img->last, lo - 1, __ATOMIC_RELAXED);
+	return &img->secs[lo - 1];
+}
+
+int btr_image_map(const struct btr_image *img, uint64_t addr, const uint8_t **ptr, size_t *avail)
+{
+	const struct section *s = find_section(img, addr);
+	if (!s)
+		return -BTR_ERR_NOMAP;
+	*ptr = s->data + (addr - s->start);
+	uint64_t n = s->end - addr;
+	*avail = n > SIZE_MAX ? SIZE_MAX : (size_t)n;
+	return 0;
+}
+
+int btr_image_read(const struct btr_image *img, uint64_t addr, void *buf, size_t size)
+{
+	const uint8_t *p;
+	size_t avail;
+	int err = btr_image_map(img, addr, &p, &avail);
+	if (err)
+		return err;
+	if (size > avail)
+		size = avail;
+	if (size > INT_MAX)
+		size = INT_MAX;
+	memcpy(buf, p, size);
+	return (int)size;
+}
+
+/* ---- modules ----------------------------------------------------- */
+
+static int add_module(struct btr_image *img, const char *path, uint32_t *idx)
+{
+	int err = grow((void **)&img->mods, &img->capmods, img->nmods + 1, sizeof(*img->mods));
+	if (err)
+		return err;
+	struct module *m = &img->mods[img->nmods];
+	memset(m, 0, sizeof(*m));
+	m->path = strdup(path);
+	if (!m->path)
+		return -BTR_ERR_NOMEM;
+	const char *slash = strrchr(m->path, '/');
+	m->base_name = slash && slash[1] ? slash + 1 : m->path;
+	*idx = (uint32_t)img->nmods++;
+	return 0;
+}
+
+/* Opens @path as an ELF file read through libelf's own mapping.  The
+ * descriptor is closed before returning: images may hold hundreds of
+ * shared objects, and a descriptor per module would exhaust the limit. */
+static int open_elf(const char *path, Elf **out)
+{
+	elf_version(EV_CURRENT);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return btr_err_from_errno(errno);
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int err = btr_err_from_errno(errno);
+		close(fd);
+		return err;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		btr_debug("%s: not a regular file", path);
+		return -BTR_ERR_BAD_ELF;
+	}
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_cntl(elf, ELF_C_FDREAD) != 0) {
+		btr_debug("%s: not an ELF file (%s)", path, elf_errmsg(-1));
+		if (elf)
+			elf_end(elf);
+		close(fd);
+		return -BTR_ERR_BAD_ELF;
+	}
+	elf_cntl(elf, ELF_C_FDDONE);
+	close(fd);
+	*out = elf;
+	return 0;
+}
+
+int btr_image_add_elf(struct btr_image *img, const char *path, uint64_t base, int all_segments)
+{
+	if (!img || !path)
+		return -BTR_ERR_INVAL;
+	Elf *elf;
+	int err = open_elf(path, &elf);
+	if (err)
+		return err;
+
+	GElf_Ehdr eh;
+	size_t rawsize, nph;
+	const uint8_t *raw = (const uint8_t *)elf_rawfile(elf, &rawsize);
+	if (!gelf_getehdr(elf, &eh) || !raw || elf_getphdrnum(elf, &nph) != 0 ||
+	    (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)) {
+		btr_debug("%s: not an executable or shared object", path);
+		elf_end(elf);
+		return -BTR_ERR_BAD_ELF;
+	}
+	/* ET_EXEC runs at its link addresses whatever the caller thinks the
+	 * base is; ET_DYN (PIE, .so) is shifted by the load bias. */
+	uint64_t bias = eh.e_type == ET_DYN ? base : 0;
+
+	/* Validate everything first so that a bad file leaves the image as it
+	 * was (no half-added ELF). */
+	uint64_t lo = UINT64_MAX, hi = 0;
+	size_t nadd = 0;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			goto bad;
+		if (ph.p_type != PT_LOAD || ph.p_memsz == 0)
+			continue;
+		uint64_t start = ph.p_vaddr + bias;
+		if (ph.p_filesz > ph.p_memsz || start < bias || start + ph.p_memsz < start ||
+		    ph.p_offset > rawsize || ph.p_filesz > rawsize - ph.p_offset) {
+			btr_debug("%s: PT_LOAD %zu outside the file or the address space", path, i);
+			goto bad;
+		}
+		lo = start < lo ? start : lo;
+		hi = start + ph.p_memsz > hi ? start + ph.p_memsz : hi;
+		/* Up to two insertions (file part, zero part), and each can
+		 * split an older section: four more entries at most. */
+		if ((ph.p_flags & PF_X) || all_segments)
+			nadd += 4;
+	}
+	if (lo >= hi) {
+		btr_debug("%s: no loadable segment", path);
+		goto bad;
+	}
+
+	uint32_t midx;
+	if ((err = reserve_secs(img, nadd + 2)) != 0 || (err = add_module(img, path, &midx)) != 0) {
+		elf_end(elf);
+		return err;
+	}
+	struct module *m = &img->mods[midx];
+	m->elf = elf;
+	m->bias = bias;
+	m->lo = lo;
+	m->hi = hi;
+
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		gelf_getphdr(elf, (int)i, &ph);
+		if (ph.p_type != PT_LOAD || ph.p_memsz == 0)
+			continue;
+		if (!(ph.p_flags & PF_X) && !all_segments)
+			continue;
+		uint64_t start = ph.p_vaddr + bias;
+		if (ph.p_filesz)
+			insert_section(img, start, start + ph.p_filesz, raw + ph.p_offset, midx);
+		/* The part of p_memsz beyond p_filesz is zero-filled memory
+		 * (.bss).  It is only data: code never lives there, so it is
+		 * added only with all_segments.  An anonymous mapping reads
+		 * as zeros and costs no memory until touched (never: the
+		 * image is read-only), whatever the size. */
+		if (ph.p_memsz > ph.p_filesz && all_segments) {
+			uint64_t zlen = ph.p_memsz - ph.p_filesz;
+			void *z = zlen <= SIZE_MAX / 2 ? mmap(NULL, (size_t)zlen, PROT_READ,
+							       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+							       -1, 0)
+						       : MAP_FAILED;
+			if (z == MAP_FAILED || add_backing(img, z, (size_t)zlen, 1) != 0) {
+				if (z != MAP_FAILED)
+					munmap(z, (size_t)zlen);
+				btr_warn("%s: no room for the %llu zero bytes of segment %zu, left out",
+					 path, (unsigned long long)zlen, i);
+				continue;
+			}
+			insert_section(img, start + ph.p_filesz, start + ph.p_memsz, z, midx);
+		}
+	}
+	img->generation++;
+	return 0;
+bad:
+	elf_end(elf);
+	return -BTR_ERR_BAD_ELF;
+}
+
+int btr_image_add_file(struct btr_image *img, const char *path, uint64_t offset,
+		       uint64_t size, uint64_t addr)
+{
+	if (!img || !path)
+		return -BTR_ERR_INVAL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return btr_err_from_errno(errno);
+	struct stat st;
+	int err = 0;
+	if (fstat(fd, &st) < 0) {
+		err = btr_err_from_errno(errno);
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		btr_debug("%s: not a regular file", path);
+		err = -BTR_ERR_INVAL;
+		goto out;
+	}
+	uint64_t fsize = (uint64_t)st.st_size;
+	if (offset >= fsize || (size && size > fsize - offset)) {
+		btr_debug("%s: range 0x%llx+0x%llx beyond the file's %llu bytes", path,
+			  (unsigned long long)offset, (unsigned long long)size,
+			  (unsigned long long)fsize);
+		err = -BTR_ERR_INVAL;
+		goto out;
+	}
+	if (!size)
+		size = fsize - offset;
+	if (addr + size < addr) {
+		err = -BTR_ERR_INVAL;
+		goto out;
+	}
+	long pg = sysconf(_SC_PAGESIZE);
+	uint64_t moff = offset & ~(uint64_t)(pg - 1);
+	size_t mlen = (size_t)(offset + size - moff);
+	/* A read-only private mapping: the page cache shares it with other
+	 * images and nothing can scribble on the code. */
+	void *map = mmap(NULL, mlen, PROT_READ, MAP_PRIVATE, fd, (off_t)moff);
+	if (map == MAP_FAILED) {
+		err = btr_err_from_errno(errno);
+		goto out;
+	}
+	uint32_t midx;
+	if ((err = reserve_secs(img, 2)) != 0 || (err = add_backing(img, map, mlen, 1)) != 0) {
+		munmap(map, mlen);
+		goto out;
+	}
+	if ((err = add_module(img, path, &midx)) != 0)
+		goto out;  /* the mapping stays in the backing list, freed with the image */
+	img->mods[midx].lo = addr;
+	img->mods[midx].hi = addr + size;
+	/* Raw files name addresses as file+offset-within-file. */
+	img->mods[midx].bias = addr - offset;
+	insert_section(img, addr, addr + size, (const uint8_t *)map + (offset - moff), midx);
+	img->generation++;
+out:
+	close(fd);
+	return err;
+}
+
+int btr_image_add_bytes(struct btr_image *img, const void *bytes, size_t size, uint64_t addr)
+{
+	if (!img || !bytes || !size || addr + size < addr)
+		return -BTR_ERR_INVAL;
+	void *copy = malloc(size);
+	if (!copy)
+		return -BTR_ERR_NOMEM;
+	memcpy(copy, bytes, size);
+	int err = reserve_secs(img, 2);
+	if (!err)
+		err = add_backing(img, copy, size, 0);
+	if (err) {
+		free(copy);
+		return err;
+	}
+	insert_section(img, addr, addr + size, copy, NO_MODULE);
+	img->generation++;
+	return 0;
+}
+
+int64_t btr_image_remove(struct btr_image *img, uint64_t addr, uint64_t size)
+{
+	if (!img || !size || addr + size < addr)
+		return -BTR_ERR_INVAL;
+	/* A split needs one more slot. */
+	if (reserve_secs(img, 1) != 0)
+		return -BTR_ERR_NOMEM;
+	uint64_t removed = carve(img, addr, addr + size);
+	__atomic_store_n(&img->last, 0, __ATOMIC_RELAXED);
+	for (size_t i = 0; i < img->nmods; i++) {
+		struct module *m = &img->mods[i];
+		if (m->lo >= addr && m->hi <= addr + size)
+			m->dead = 1;
+	}
+	img->generation++;
+	return (int64_t)removed;
+}
+
+/* ---- symbols ----------------------------------------------------- */
+
+/* The module that owns @addr: the one whose section holds it (so that
+ * newer additions hide older modules), else the newest live module whose
+ * address range covers it (addresses in segments that were not added,
+ * e.g. data when only code was loaded). */
+static struct module *module_at(struct btr_image *img, uint64_t addr)
+{
+	const struct section *s = find_section(img, addr);
+	if (s)
+		return s->module == NO_MODULE ? NULL : &img->mods[s->module];
+	if (img->last_mod < img->nmods) {
+		struct module *m = &img->mods[img->last_mod];
+		if (!m->dead && m->lo <= addr && addr < m->hi)
+			return m;
+	}
+	for (size_t i = img->nmods; i-- > 0;) {
+		struct module *m = &img->mods[i];
+		if (!m->dead && m->lo <= addr && addr < m->hi) {
+			img->last_mod = (uint32_t)i;
+			return m;
+		}
+	}
+	return NULL;
+}
+
+struct symvec {
+	struct sym *v;
+	size_t n, cap;
+};
+
+static int symvec_push(struct symvec *sv, uint64_t addr, uint64_t size, uint64_t secend,
+		       const char *name, uint8_t rank)
+{
+	int err = grow((void **)&sv->v, &sv->cap, sv->n + 1, sizeof(*sv->v));
+	if (err)
+		return err;
+	/* end temporarily holds the section end; fixed up after sorting. */
+	sv->v[sv->n++] = (struct sym){ .addr = addr, .size = size, .end = secend, .name = name,
+				       .rank = rank };
+	return 0;
+}
+
+static int sym_cmp(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	/* Like perf: fewer leading underscores names the public entry
+	 * (printf rather than _IO_printf), then the shorter name. */
+	size_t ux = strspn(x->name, "_"), uy = strspn(y->name, "_");
+	if (ux != uy)
+		return ux < uy ? -1 : 1;
+	size_t lx = strlen(x->name), ly = strlen(y->name);
+	if (lx != ly)
+		return lx < ly ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int read_symtab(struct module *m, Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct symvec *sv)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	if (!data || !sh->sh_entsize)
+		return 0;
+	size_t n = sh->sh_size / sh->sh_entsize;
+	for (size_t i = 1; i < n; i++) {
+		GElf_Sym s;
+		if (!gelf_getsym(data, (int)i, &s))
+			break;
+		int type = GELF_ST_TYPE(s.st_info);
+		if (type != STT_FUNC && type != STT_GNU_IFUNC)
+			continue;
+		if (s.st_shndx == SHN_UNDEF || s.st_shndx >= SHN_LORESERVE || s.st_value == 0)
+			continue;
+		const char *name = elf_strptr(elf, sh->sh_link, s.st_name);
+		if (!name || !*name)
+			continue;
+		GElf_Shdr tsh;
+		Elf_Scn *tscn = elf_getscn(elf, s.st_shndx);
+		uint64_t secend = UINT64_MAX;
+		if (tscn && gelf_getshdr(tscn, &tsh))
+			secend = tsh.sh_addr + tsh.sh_size + m->bias;
+		/* Prefer, among aliases at one address: sized over sizeless,
+		 * global over weak over local, .symtab over .dynsym. */
+		int bind = GELF_ST_BIND(s.st_info);
+		uint8_t rank = (s.st_size ? 0 : 8) | (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 2 : 4) |
+			       (sh->sh_type == SHT_SYMTAB ? 0 : 1);
+		int err = symvec_push(sv, s.st_value + m->bias, s.st_size, secend, name, rank);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Section by name, or NULL. */
+static Elf_Scn *find_scn(Elf *elf, size_t shstrndx, const char *want, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		if (!gelf_getshdr(scn, sh))
+			continue;
+		const char *name = elf_strptr(elf, shstrndx, sh->sh_name);
+		if (name && !strcmp(name, want))
+			return scn;
+	}
+	return NULL;
+}
+
+struct gotref {
+	uint64_t got;          /* GOT slot address (link-time) */
+	const char *name;
+};
+
+static int gotref_cmp(const void *a, const void *b)
+{
+	const struct gotref *x = a, *y = b;
+	return x->got < y->got ? -1 : x->got > y->got;
+}
+
+/* Synthesizes "name@plt" symbols.  PLT stubs have no symbols of their own;
+ * like binutils' synthetic symtab we decode each stub's `jmp *disp(%rip)`
+ * (opcode ff 25, possibly after endbr64 and/or a bnd prefix) to find the
+ * GOT slot it jumps through, and name the stub after the dynamic
+ * relocation (JUMP_SLOT or GLOB_DAT) of that slot.  Covers .plt (lazy
+ * binding), .plt.sec (IBT-enabled binaries, whose .plt stubs only push)
+ * and .plt.got (-z now style). */
+static int read_plt(struct module *m, struct symvec *sv)
+{
+	size_t shstrndx;
+	if (elf_getshdrstrndx(m->elf, &shstrndx) != 0)
+		return 0;
+	struct gotref *refs = NULL;
+	size_t nrefs = 0, caprefs = 0, namebytes = 0;
+	int err = 0;
+
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(m->elf, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+			continue;
+		Elf_Scn *symscn = elf_getscn(m->elf, sh.sh_link);
+		GElf_Shdr symsh;
+		Elf_Data *rd = elf_getdata(scn, NULL), *sd = NULL;
+		if (!rd)
+			continue;
+		/* IRELATIVE needs no symbol table (static binaries have none). */
+		if (symscn && gelf_getshdr(symscn, &symsh) && symsh.sh_type == SHT_DYNSYM)
+			sd = elf_getdata(symscn, NULL);
+		size_t n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Rela r;
+			GElf_Sym s;
+			if (!gelf_getrela(rd, (int)i, &r))
+				break;
+			unsigned type = GELF_R_TYPE(r.r_info);
+			if (type == R_X86_64_IRELATIVE) {
+				/* The slot gets the IFUNC resolver's result; the
+				 * addend is the resolver, best named by the IFUNC
+				 * symbol (global) rather than the resolver's own
+				 * (usually local) one. */
+				const char *name = NULL;
+				unsigned best = 16;
+				for (size_t k = 0; k < sv->n; k++)
+					if (sv->v[k].addr == (uint64_t)r.r_addend + m->bias &&
+					    sv->v[k].rank < best) {
+						name = sv->v[k].name;
+						best = sv->v[k].rank;
+					}
+				if (!name)
+					continue;
+				if ((err = grow((void **)&refs, &caprefs, nrefs + 1, sizeof(*refs))) != 0)
+					goto out;
+				refs[nrefs++] = (struct gotref){ r.r_offset, name };
+				namebytes += strlen(name) + 5;
+				continue;
+			}
+			if (!sd)
+				continue;
+			if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+				continue;
+			if (!gelf_getsym(sd, (int)GELF_R_SYM(r.r_info), &s))
+				continue;
+			int stype = GELF_ST_TYPE(s.st_info);
+			if (stype != STT_FUNC && stype != STT_GNU_IFUNC && stype != STT_NOTYPE)
+				continue;
+			const char *name = elf_strptr(m->elf, symsh.sh_link, s.st_name);
+			if (!name || !*name)
+				continue;
+			if ((err = grow((void **)&refs, &caprefs, nrefs + 1, sizeof(*refs))) != 0)
+				goto out;
+			refs[nrefs++] = (struct gotref){ r.r_offset, name };
+			namebytes += strlen(name) + 5;
+		}
+	}
+	if (!nrefs)
+		goto out;
+	qsort(refs, nrefs, sizeof(*refs), gotref_cmp);
+	m->plt_names = malloc(namebytes);
+	if (!m->plt_names) {
+		err = -BTR_ERR_NOMEM;
+		goto out;
+	}
+	char *np = m->plt_names;
+
+	static const char *const pltnames[] = { ".plt", ".plt.sec", ".plt.got" };
+	for (size_t k = 0; k < BTR_ARRAY_SIZE(pltnames); k++) {
+		Elf_Scn *pscn = find_scn(m->elf, shstrndx, pltnames[k], &sh);
+		Elf_Data *pd;
+		if (!pscn || sh.sh_type != SHT_PROGBITS || !(pd = elf_rawdata(pscn, NULL)) ||
+		    pd->d_size < sh.sh_size)
+			continue;
+		uint64_t esz = sh.sh_entsize >= 8 ? sh.sh_entsize : 16;
+		const uint8_t *b = pd->d_buf;
+		for (uint64_t off = 0; off + 6 <= sh.sh_size; off += esz) {
+			/* Instruction boundaries where the jmp can start:
+			 * plain, after bnd (f2), after endbr64, after both. */
+			static const uint8_t starts[] = { 0, 1, 4, 5 };
+			for (size_t j = 0; j < sizeof(starts); j++) {
+				uint64_t p = off + starts[j];
+				if (p + 6 > sh.sh_size || p + 6 > off + esz)
+					break;
+				if (b[p] != 0xff || b[p + 1] != 0x25)
+					continue;
+				int32_t disp;
+				memcpy(&disp, b + p + 2, 4);
+				uint64_t got = sh.sh_addr + p + 6 + (uint64_t)(int64_t)disp;
+				size_t lo = 0, hi = nrefs;
+				while (lo < hi) {
+					size_t mid = (lo + hi) / 2;
+					if (refs[mid].got < got)
+						lo = mid + 1;
+					else
+						hi = mid;
+				}
+				if (lo < nrefs && refs[lo].got == got && refs[lo].name) {
+					int len = sprintf(np, "%s@plt", refs[lo].name);
+					refs[lo].name = NULL;  /* one stub per slot */
+					uint64_t a = sh.sh_addr + off + m->bias;
+					err = symvec_push(sv, a, esz, sh.sh_addr + sh.sh_size + m->bias,
+							  np, 16);
+					np += len + 1;
+					if (err)
+						goto out;
+				}
+				break;
+			}
+		}
+	}
+out:
+	free(refs);
+	return err;
+}
+
+static int elf_build_id(Elf *elf, uint8_t *buf, size_t size);
+static int open_elf(const char *path, Elf **out);
+
+static int has_symtab(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(elf, scn)) != NULL)
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB && sh.sh_size)
+			return 1;
+	return 0;
+}
+
+/* Stripped binaries (libc.so.6 on Debian) keep only .dynsym, which lacks
+ * every internal function; their .symtab lives in a separate debug file
+ * (libc6-dbg: /usr/lib/debug/.build-id/xx/rest.debug).  It has the same
+ * addresses, so the same bias applies. */
+static Elf *find_debug_elf(const struct btr_image *img, struct module *m)
+{
+	uint8_t id[64];
+	char path[PATH_MAX];
+	int n = elf_build_id(m->elf, id, sizeof(id));
+	if (n <= 0 || n > (int)sizeof(id))
+		return NULL;
+	if (btr_elf_find_build_id(id, (size_t)n, (const char *const *)img->debug_dirs,
+				  img->ndebug_dirs, path, sizeof(path)) != 0)
+		return NULL;
+	Elf *dbg;
+	if (open_elf(path, &dbg) != 0)
+		return NULL;
+	if (!has_symtab(dbg)) {
+		elf_end(dbg);
+		return NULL;
+	}
+	btr_debug("%s: symbols from %s", m->path, path);
+	return dbg;
+}
+
+static int load_symbols(const struct btr_image *img, struct module *m)
+{
+	if (m->sym_state != LAZY_NONE)
+		return m->sym_state == LAZY_OK ? 0 : -BTR_ERR_NOT_FOUND;
+	m->sym_state = LAZY_FAIL;
+	if (!m->elf)
+		return -BTR_ERR_NOT_FOUND;
+	if (!has_symtab(m->elf))
+		m->dbg_elf = find_debug_elf(img, m);
+	struct symvec sv = { 0 };
+	int err = 0;
+	Elf *elfs[2] = { m->elf, m->dbg_elf };
+	for (int k = 0; k < 2 && elfs[k]; k++) {
+		Elf_Scn *scn = NULL;
+		GElf_Shdr sh;
+		while (!err && (scn = elf_nextscn(elfs[k], scn)) != NULL) {
+			if (gelf_getshdr(scn, &sh) &&
+			    (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM))
+				err = read_symtab(m, elfs[k], scn, &sh, &sv);
+		}
+	}
+	if (!err)
+		err = read_plt(m, &sv);
+	if (err) {
+		free(sv.v);
+		return err;
+	}
+	if (sv.n)  /* qsort's array argument must not be NULL, even for 0 */
+		qsort(sv.v, sv.n, sizeof(*sv.v), sym_cmp);
+	/* Keep one name per address (the best ranked sorts first). */
+	size_t n = 0;
+	for (size_t i = 0; i < sv.n; i++)
+		if (n == 0 || sv.v[n - 1].addr != sv.v[i].addr)
+			sv.v[n++] = sv.v[i];
+	/* Extents: sized symbols end at addr+size; sizeless ones reach to the
+	 * next symbol or the end of their section, whichever comes first. */
+	uint64_t maxend = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct sym *s = &sv.v[i];
+		if (s->size) {
+			s->end = s->addr + s->size;
+		} else {
+			uint64_t e = s->end;  /* section end */
+			if (i + 1 < n && sv.v[i + 1].addr < e)
+				e = sv.v[i + 1].addr;
+			s->end = e > s->addr ? e : s->addr + 1;
+			s->size = s->end - s->addr;
+		}
+		maxend = s->end > maxend ? s->end : maxend;
+		s->maxend = maxend;
+	}
+	m->syms = sv.v;
+	m->nsyms = n;
+	m->sym_state = LAZY_OK;
+	return 0;
+}
+
+static const struct sym *module_symbol(const struct btr_image *img, struct module *m, uint64_t addr)
+{
+	if (load_symbols(img, m) != 0 || !m->nsyms)
+		return NULL;
+	size_t lo = 0, hi = m->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->syms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Usually the nearest preceding symbol contains addr; a nested or
+	 * overlapping one further back can too, and maxend says when to stop. */
+	for (size_t i = lo; i-- > 0 && m->syms[i].maxend > addr;)
+		if (addr < m->syms[i].end)
+			return &m->syms[i];
+	return NULL;
+}
+
+int btr_image_symbol(struct btr_image *img, uint64_t addr, struct btr_symbol *sym)
+{
+	if (!img || !sym)
+		return -BTR_ERR_INVAL;
+	struct module *m = module_at(img, addr);
+	const struct sym *s = m ? module_symbol(img, m, addr) : NULL;
+	if (!s)
+		return -BTR_ERR_NOT_FOUND;
+	sym->name = s->name;
+	sym->addr = s->addr;
+	sym->size = s->size;
+	sym->module = m->path;
+	return 0;
+}
+
+void btr_image_symbolize(struct btr_image *img, uint64_t addr, char *buf, size_t bufsize)
+{
+	if (!buf || !bufsize)
+		return;
+	struct module *m = img ? module_at(img, addr) : NULL;
+	const struct sym *s = m ? module_symbol(img, m, addr) : NULL;
+	if (s && addr == s->addr)
+		snprintf(buf, bufsize, "%s", s->name);
+	else if (s)
+		snprintf(buf, bufsize, "%s+0x%llx", s->name, (unsigned long long)(addr - s->addr));
+	else if (m)
+		snprintf(buf, bufsize, "%s+0x%llx", m->base_name, (unsigned long long)(addr - m->bias));
+	else
+		snprintf(buf, bufsize, "0x%llx", (unsigned long long)addr);
+}
+
+/* ---- source lines ------------------------------------------------ */
+
+/* The Dwfl callbacks of an image: elfutils' standard search for separate
+ * debug info (.gnu_debuglink next to the file, build-id under absolute
+ * path entries), with the image's debug directories as the path. */
+static const Dwfl_Callbacks *dwfl_callbacks(struct btr_image *img)
+{
+	img->dwfl_cb = (Dwfl_Callbacks){
+		.find_elf = dwfl_build_id_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.section_address = dwfl_offline_section_address,
+		.debuginfo_path = &img->dwfl_path,  /* NULL string: the default */
+	};
+	return &img->dwfl_cb;
+}
+
+int btr_image_set_debug_dirs(struct btr_image *img, const char *const *dirs, size_t ndirs)
+{
+	if (!img || (ndirs && !dirs))
+		return -BTR_ERR_INVAL;
+	char **copy = ndirs ? calloc(ndirs, sizeof(*copy)) : NULL;
+	/* ":.debug:" keeps libdwfl's search next to the file by debuglink. */
+	size_t plen = sizeof(":.debug");
+	for (size_t i = 0; i < ndirs; i++)
+		plen += strlen(dirs[i]) + 1;
+	char *path = ndirs ? malloc(plen) : NULL;
+	if (ndirs && (!copy || !path))
+		goto nomem;
+	if (path)
+		strcpy(path, ":.debug");
+	for (size_t i = 0; i < ndirs; i++) {
+		if (!(copy[i] = strdup(dirs[i])))
+			goto nomem;
+		strcat(path, ":");
+		strcat(path, dirs[i]);
+	}
+	for (size_t i = 0; i < img->ndebug_dirs; i++)
+		free(img->debug_dirs[i]);
+	free(img->debug_dirs);
+	free(img->dwfl_path);
+	img->debug_dirs = copy;
+	img->ndebug_dirs = ndirs;
+	img->dwfl_path = path;
+	return 0;
+nomem:
+	for (size_t i = 0; copy && i < ndirs; i++)
+		free(copy[i]);
+	free(copy);
+	free(path);
+	return -BTR_ERR_NOMEM;
+}
+
+/* One Dwfl per module, created at the first line lookup: most modules of
+ * a process (libc, ld.so) are never asked for lines, and DWARF is costly. */
+static int load_dwarf(struct btr_image *img, struct module *m)
+{
+	if (m->dw_state != LAZY_NONE)
+		return m->dw_state == LAZY_OK ? 0 : -BTR_ERR_NO_DEBUGINFO;
+	m->dw_state = LAZY_FAIL;
+	if (!m->elf)
+		return -BTR_ERR_NO_DEBUGINFO;
+	m->dwfl = dwfl_begin(dwfl_callbacks(img));
+	if (!m->dwfl)
+		return -BTR_ERR_NOMEM;
+	dwfl_report_begin(m->dwfl);
+	/* add_p_vaddr=true: for ET_DYN the base is the bias added to p_vaddr,
+	 * exactly our m->bias; ET_EXEC ignores it. */
+	m->dwmod = dwfl_report_elf(m->dwfl, m->base_name, m->path, -1, m->bias, true);
+	dwfl_report_end(m->dwfl, NULL, NULL);
+	Dwarf_Addr b;
+	if (!m->dwmod || !dwfl_module_getdwarf(m->dwmod, &b)) {
+		btr_debug("%s: no DWARF (%s)", m->path, dwfl_errmsg(-1));
+		return -BTR_ERR_NO_DEBUGINFO;
+	}
+	m->dw_state = LAZY_OK;
+	return 0;
+}
+
+int btr_image_line(struct btr_image *img, uint64_t addr, const char **file, int *line)
+{
+	if (!img || !file || !line)
+		return -BTR_ERR_INVAL;
+	struct module *m = module_at(img, addr);
+	if (!m)
+		return -BTR_ERR_NOT_FOUND;
+	int err = load_dwarf(img, m);
+	if (err)
+		return err;
+	Dwfl_Line *l = dwfl_module_getsrc(m->dwmod, addr);
+	int ln = 0;
+	const char *f = l ? dwfl_lineinfo(l, NULL, &ln, NULL, NULL, NULL) : NULL;
+	if (!f || ln <= 0)
+		return -BTR_ERR_NOT_FOUND;
+	*file = f;
+	*line = ln;
+	return 0;
+}
+
+/* ---- ELF helpers ------------------------------------------------- */
+
+/* Build-id from the notes of an open ELF: PT_NOTE segments (what the
+ * loader sees), else SHT_NOTE sections (files without program headers,
+ * e.g. some separate debug files). */
+static int note_build_id(Elf_Data *d, uint8_t *buf, size_t size)
+{
+	size_t off = 0, noff, doff;
+	GElf_Nhdr nh;
+	while (d && (off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && nh.n_descsz &&
+		    !memcmp((const char *)d->d_buf + noff, "GNU", 4)) {
+			size_t n = nh.n_descsz < size ? nh.n_descsz : size;
+			if (n)
+				memcpy(buf, (const char *)d->d_buf + doff, n);
+			return nh.n_descsz > INT_MAX ? -BTR_ERR_BAD_ELF : (int)nh.n_descsz;
+		}
+	}
+	return -BTR_ERR_NOT_FOUND;
+}
+
+static int elf_build_id(Elf *elf, uint8_t *buf, size_t size)
+{
+	size_t nph = 0;
+	if (elf_getphdrnum(elf, &nph) == 0) {
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
+				continue;
+			/* Notes are 4-aligned, or 8 in .note.gnu.property segments. */
+			Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
+							   ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+			int n = note_build_id(d, buf, size);
+			if (n != -BTR_ERR_NOT_FOUND)
+				return n;
+		}
+	}
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		int n = note_build_id(elf_getdata(scn, NULL), buf, size);
+		if (n != -BTR_ERR_NOT_FOUND)
+			return n;
+	}
+	return -BTR_ERR_NOT_FOUND;
+}
+
+int btr_elf_build_id(const char *path, uint8_t *buf, size_t size)
+{
+	if (!path || (!buf && size))
+		return -BTR_ERR_INVAL;
+	Elf *elf;
+	int err = open_elf(path, &elf);
+	if (err)
+		return err;
+	err = elf_build_id(elf, buf, size);
+	elf_end(elf);
+	return err;
+}
+
+int btr_elf_load_bias(const char *path, uint64_t start, uint64_t pgoff, uint64_t *bias)
+{
+	return btr_elf_load_bias_prot(path, start, pgoff, -1, bias);
+}
+
+int btr_elf_load_bias_prot(const char *path, uint64_t start, uint64_t pgoff, int prot,
+			   uint64_t *bias)
+{
+	if (!path || !bias)
+		return -BTR_ERR_INVAL;
+	Elf *elf;
+	int err = open_elf(path, &elf);
+	if (err)
+		return err;
+	GElf_Ehdr eh;
+	size_t nph;
+	err = -BTR_ERR_NOT_FOUND;
+	if (!gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &nph) != 0) {
+		err = -BTR_ERR_BAD_ELF;
+		goto out;
+	}
+	int best = -1;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		/* The loader maps from the page holding p_offset, so the mapping's
+		 * pgoff is p_offset rounded down to a page (p_vaddr and p_offset
+		 * are congruent modulo the page size, which keeps this exact).
+		 * Two segments can start in one file page (.text's last page is
+		 * .data's first without -z separate-code, or the RELRO data after
+		 * .rodata): the protection tells them apart. */
+		uint64_t pstart = ph.p_offset & ~(uint64_t)0xfff;
+		uint64_t pend = ph.p_offset + (ph.p_filesz ? ph.p_filesz : 1);
+		if (pgoff < pstart || pgoff >= pend)
+			continue;
+		int score;
+		if (prot >= 0)
+			score = (!!(prot & PROT_EXEC) == !!(ph.p_flags & PF_X)) * 2 +
+				(!!(prot & PROT_WRITE) == !!(ph.p_flags & PF_W));
+		else  /* unknown: code is what decoders need */
+			score = !!(ph.p_flags & PF_X);
+		if (score <= best)
+			continue;
+		best = score;
+		*bias = eh.e_type == ET_EXEC ? 0 : start - (ph.p_vaddr - ph.p_offset + pgoff);
+		err = 0;
+	}
+out:
+	elf_end(elf);
+	return err;
+}
+
+static int id_matches(const char *path, const uint8_t *id, size_t len)
+{
+	uint8_t got[64];
+	int n = btr_elf_build_id(path, got, sizeof(got));
+	return n == (int)len && !memcmp(got, id, len);
+}
+
+int btr_elf_find_build_id(const uint8_t *id, size_t len, const char *const *dirs, size_t ndirs,
+			  char *path, size_t pathsize)
+{
+	static const char *const defdirs[] = { "/usr/lib/debug" };
+	if (!id || !len || len > 64 || !path || !pathsize)
+		return -BTR_ERR_INVAL;
+	if (!dirs || !ndirs) {
+		dirs = defdirs;
+		ndirs = 1;
+	}
+	char hex[2 * 64 + 1];
+	for (size_t i = 0; i < len; i++)
+		sprintf(hex + 2 * i, "%02x", id[i]);
+	char buf[PATH_MAX];
+	int toolong = 0;
+	for (size_t d = 0; d < ndirs; d++) {
+		static const char *const suffixes[] = { ".debug", "" };
+		for (size_t k = 0; k < 2; k++) {
+			int n = snprintf(buf, sizeof(buf), "%s/.build-id/%.2s/%s%s", dirs[d], hex,
+					 hex + 2, suffixes[k]);
+			if (n < 0 || (size_t)n >= sizeof(buf))
+				continue;
+			if (id_matches(buf, id, len))
+				goto found;
+		}
+		DIR *dir = opendir(dirs[d]);
+		if (!dir)
+			continue;
+		struct dirent *de;
+		while ((de = readdir(dir)) != NULL) {
+			if (de->d_name[0] == '.' && (!de->d_name[1] || !strcmp(de->d_name, "..")))
+				continue;
+			int n = snprintf(buf, sizeof(buf), "%s/%s", dirs[d], de->d_name);
+			struct stat st;
+			if (n < 0 || (size_t)n >= sizeof(buf) || stat(buf, &st) != 0 || !S_ISREG(st.st_mode))
+				continue;
+			if (id_matches(buf, id, len)) {
+				closedir(dir);
+				goto found;
+			}
+		}
+		closedir(dir);
+	}
+	return -BTR_ERR_NOT_FOUND;
+found:
+	if (strlen(buf) >= pathsize)
+		toolong = 1;
+	else
+		strcpy(path, buf);
+	return toolong ? -BTR_ERR_INVAL : 0;
+}
