@@ -139,10 +139,23 @@ struct btr_record {
 struct btr_trace_writer;
 struct btr_trace_reader;
 
+/* Format constants (docs/format.md).  A reader accepts every file whose
+ * major version equals BTR_TRACE_VERSION_MAJOR, whatever its minor. */
+#define BTR_TRACE_VERSION_MAJOR 1
+#define BTR_TRACE_VERSION_MINOR 0
+#define BTR_TRACE_CHUNK_DEFAULT (1u << 20) /* writer: default chunk_size */
+#define BTR_TRACE_CHUNK_MIN 512u           /* writer: smaller chunk_size is raised to this */
+#define BTR_TRACE_CHUNK_MAX (64u << 20)    /* largest chunk payload either side accepts */
+#define BTR_TRACE_MAX_STRING 65535u        /* longest string field (module path, name) */
+#define BTR_TRACE_MAX_LBR 65535u           /* most entries in one LBR record */
+
 struct btr_trace_writer_opts {
 	size_t sz;               /* sizeof(struct btr_trace_writer_opts) */
 	int compress;            /* 0: none, 1..19: zstd level */
 	size_t chunk_size;       /* target uncompressed chunk size, 0: default (1 MiB) */
+	int no_sync;             /* 1: skip the fsync before the final rename (tests,
+				  * scratch files); 0: the file is durable once
+				  * btr_trace_writer_close returns */
 };
 
 /* Creates @path for writing (through a temporary name that is renamed on
@@ -153,11 +166,21 @@ int btr_trace_writer_new(const char *path, const struct btr_trace_writer_opts *o
 			 struct btr_trace_writer **out);
 
 /* Appends @rec (copied; the caller keeps ownership).  Returns 0 or a
- * negative error (the writer is then unusable). */
+ * negative error (the writer is then unusable), except -BTR_ERR_INVAL for
+ * an invalid record (unknown type, NULL data/entries with a non-zero
+ * size/count, string longer than BTR_TRACE_MAX_STRING, more than
+ * BTR_TRACE_MAX_LBR entries, build_id_len > 20): nothing is written and
+ * the writer stays usable.  PT/BTS data and branch arrays larger than a
+ * chunk are split into several records (consecutive stream_offset /
+ * consecutive branches), so a reader may see one write as several
+ * records.  Strings longer than the fixed fields of the machine record
+ * are cut to 15 bytes. */
 int btr_trace_write(struct btr_trace_writer *w, const struct btr_record *rec);
 
 /* Flushes the current chunk so that everything written so far is
- * readable even if the process dies afterwards. */
+ * readable even if the process dies afterwards (the temporary file then
+ * reads up to here, followed by -BTR_ERR_TRUNCATED).  No fsync.  Returns
+ * 0 or the writer's error. */
 int btr_trace_flush(struct btr_trace_writer *w);
 
 /* Flushes, writes the end marker, renames into place and frees @w.
@@ -168,7 +191,13 @@ int btr_trace_writer_close(struct btr_trace_writer *w);
 void btr_trace_writer_abort(struct btr_trace_writer *w);
 
 /* Opens @path.  Returns 0, -BTR_ERR_NOENT, -BTR_ERR_PERM, -BTR_ERR_IO,
- * -BTR_ERR_BAD_MAGIC, -BTR_ERR_BAD_VERSION, -BTR_ERR_TRUNCATED. */
+ * -BTR_ERR_BAD_MAGIC, -BTR_ERR_BAD_VERSION, -BTR_ERR_TRUNCATED (the file
+ * is empty or ends inside the file header), -BTR_ERR_CHECKSUM (file header
+ * corrupted), -BTR_ERR_NOMEM.  Only the header is read here; the reader
+ * then streams chunk by chunk with pread (constant memory: one chunk,
+ * at most BTR_TRACE_CHUNK_MAX), so @path must be seekable.  A perf.data
+ * file ("PERFILE2") is read through the perf.data reader when it is built
+ * in (see btr_trace_reader_info().format). */
 int btr_trace_reader_new(const char *path, struct btr_trace_reader **out);
 
 /* Opens a trace held in memory (@buf stays owned by the caller and must
@@ -180,12 +209,49 @@ int btr_trace_reader_new_mem(const void *buf, size_t size, struct btr_trace_read
  * clean end, -BTR_ERR_TRUNCATED if the file stops inside a chunk (every
  * complete chunk before the cut has been returned), -BTR_ERR_CHECKSUM,
  * -BTR_ERR_BAD_RECORD, -BTR_ERR_COMPRESS.  After an error other than
- * CHECKSUM the reader stays at the error. */
+ * CHECKSUM the reader stays at the error.  After -BTR_ERR_CHECKSUM the
+ * damaged chunk has been skipped (its records are lost) and the next call
+ * continues with the following chunk (found by scanning for a valid chunk
+ * header if the damaged one's sizes cannot be trusted); a caller that
+ * prefers to stop simply stops.  Records of unknown type (newer minor
+ * version) are skipped silently; -BTR_ERR_INVAL for NULL arguments. */
 int btr_trace_read(struct btr_trace_reader *r, struct btr_record *rec);
 
 /* Byte offset in the file of the chunk currently being read (for error
  * messages). */
 uint64_t btr_trace_reader_offset(const struct btr_trace_reader *r);
+
+enum btr_trace_format {
+	BTR_TRACE_FMT_BTR = 1,  /* a .btr container */
+	BTR_TRACE_FMT_PERF = 2, /* a perf.data file read through lib/perfdata.c */
+};
+
+/* What a reader knows about its input: the file header (fixed after
+ * btr_trace_reader_new) and running counts (updated by btr_trace_read). */
+struct btr_trace_info {
+	enum btr_trace_format format;
+	uint16_t major, minor;      /* format version of the file */
+	uint32_t flags;             /* file header flags (BTR_TRACE_F_*) */
+	uint64_t created_ns;        /* CLOCK_REALTIME when the writer started */
+	uint32_t writer_pid;
+	char creator[64];           /* e.g. "btr 0.1.0", NUL-terminated */
+	uint64_t chunks;            /* data chunks read so far (end chunk excluded) */
+	uint64_t compressed_chunks; /* ... of which zstd-compressed */
+	uint64_t stored_bytes;      /* chunk payload bytes as stored in the file */
+	uint64_t raw_bytes;         /* chunk payload bytes after decompression */
+	uint64_t records;           /* records returned so far */
+	uint64_t unknown_records;   /* records of unknown type skipped so far */
+	uint64_t bad_chunks;        /* chunks skipped after -BTR_ERR_CHECKSUM */
+	int complete;               /* the end chunk has been read */
+};
+
+/* File header flags. */
+enum {
+	BTR_TRACE_F_ZSTD = 1u << 0, /* the writer was asked to compress chunks */
+};
+
+/* Fills @out (never fails; @r and @out must not be NULL). */
+void btr_trace_reader_info(const struct btr_trace_reader *r, struct btr_trace_info *out);
 
 void btr_trace_reader_free(struct btr_trace_reader *r);
 

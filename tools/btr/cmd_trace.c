@@ -1,0 +1,478 @@
+/* cmd_trace.c - `btr trace dump|info FILE`: look inside a .btr container
+ * (or a perf.data file, through the same reader). */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/mman.h>
+
+#include "cli.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: btr trace dump [-v] [-x] FILE\n"
+		"       btr trace info [--format text|json] FILE\n"
+		"Look inside a .btr trace (or perf.data file).\n\n"
+		"  dump   one line per record: type name and fields; PT/BTS data records\n"
+		"         show tid, cpu, stream offset and size\n"
+		"    -v, --verbose   also print every LBR entry and decoded branch\n"
+		"    -x, --hex       also hex-dump PT/BTS data bytes\n"
+		"  info   summary: records per type, PT/BTS/LBR bytes, threads, modules,\n"
+		"         backend, compression, completeness\n"
+		"    --format json   print one JSON object instead of text\n\n"
+		"Exit status: 0 ok, 2 usage error, 3 the file cannot be read or is damaged\n"
+		"(truncated, checksum mismatch: everything readable is still printed).\n");
+}
+
+/* Prints @s as a double-quoted string with C/JSON escapes (both accept
+ * \" \\ \n \t and \u00XX for other control bytes). */
+static void print_quoted(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p == '\n')
+			fputs("\\n", f);
+		else if (*p == '\t')
+			fputs("\\t", f);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+static const char *prot_str(uint32_t prot, char buf[4])
+{
+	buf[0] = (prot & PROT_READ) ? 'r' : '-';
+	buf[1] = (prot & PROT_WRITE) ? 'w' : '-';
+	buf[2] = (prot & PROT_EXEC) ? 'x' : '-';
+	buf[3] = 0;
+	return buf;
+}
+
+static void print_module(const struct btr_record *rec)
+{
+	const struct btr_rec_module *m = &rec->u.module;
+	char pb[4];
+
+	printf(" pid=%" PRIu32 " 0x%" PRIx64 "-0x%" PRIx64 " prot=%s pgoff=0x%" PRIx64 " tsc=%" PRIu64,
+	       m->pid, m->start, m->start + m->size, prot_str(m->prot, pb), m->pgoff, m->tsc);
+	if (m->build_id_len) {
+		printf(" build_id=");
+		for (int i = 0; i < m->build_id_len; i++)
+			printf("%02x", m->build_id[i]);
+	}
+	printf(" path=");
+	print_quoted(stdout, m->path);
+}
+
+static void print_branch_flags(uint32_t flags)
+{
+	static const char *const names[] = { "taken", "kernel", "tsc", "cycles", "mispred",
+					     "predicted", "insns", "tsx_abort", "to_kernel" };
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (flags & (1u << i))
+			printf(" %s", names[i]);
+}
+
+static void hexdump(const uint8_t *d, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i += 16) {
+		printf("  %08" PRIx64 " ", i);
+		for (uint64_t k = i; k < i + 16 && k < n; k++)
+			printf(" %02x", d[k]);
+		putchar('\n');
+	}
+}
+
+static void dump_record(const struct btr_record *rec, int verbose, int hex)
+{
+	printf("%s", btr_rec_type_name(rec->type));
+	switch (rec->type) {
+	case BTR_REC_MACHINE: {
+		const struct btr_rec_machine *m = &rec->u.machine;
+		printf(" backend=%s vendor=%s family=%u model=0x%x stepping=%u lbr_depth=%u flags=0x%" PRIx32
+		       " mtc_freq=%u cyc_thresh=%u nom_freq=%" PRIu32 " cpuid15=%" PRIu32 "/%" PRIu32
+		       " tsc_hz=%" PRIu64 " start_time_ns=%" PRIu64,
+		       m->backend[0] ? m->backend : "?", m->cpu_vendor[0] ? m->cpu_vendor : "?",
+		       m->cpu_family, m->cpu_model, m->cpu_stepping, m->lbr_depth, m->flags, m->mtc_freq,
+		       m->cyc_thresh, m->nom_freq, m->cpuid15_eax, m->cpuid15_ebx, m->tsc_hz,
+		       m->start_time_ns);
+		for (int i = 0; i < m->addr_filter_cfg && i < 4; i++)
+			printf(" filter%d=0x%" PRIx64 "-0x%" PRIx64, i, m->addr_filter[i][0],
+			       m->addr_filter[i][1]);
+		break;
+	}
+	case BTR_REC_MODULE_LOAD:
+	case BTR_REC_MODULE_UNLOAD:
+	case BTR_REC_EXEC:
+		print_module(rec);
+		break;
+	case BTR_REC_THREAD_START:
+		printf(" pid=%" PRIu32 " tid=%" PRIu32 " parent=%" PRIu32 " tsc=%" PRIu64, rec->u.thread.pid,
+		       rec->u.thread.tid, rec->u.thread.parent_tid, rec->u.thread.tsc);
+		break;
+	case BTR_REC_THREAD_EXIT:
+		printf(" pid=%" PRIu32 " tid=%" PRIu32 " code=%" PRId32 " tsc=%" PRIu64, rec->u.thread.pid,
+		       rec->u.thread.tid, rec->u.thread.exit_code, rec->u.thread.tsc);
+		break;
+	case BTR_REC_THREAD_NAME:
+		printf(" pid=%" PRIu32 " tid=%" PRIu32 " tsc=%" PRIu64 " name=", rec->u.thread.pid,
+		       rec->u.thread.tid, rec->u.thread.tsc);
+		print_quoted(stdout, rec->u.thread.name);
+		break;
+	case BTR_REC_PT:
+	case BTR_REC_BTS:
+		printf(" tid=%" PRIu32 " cpu=%" PRId32 " offset=0x%" PRIx64 " size=%" PRIu64, rec->u.data.tid,
+		       rec->u.data.cpu, rec->u.data.stream_offset, rec->u.data.size);
+		if (hex) {
+			putchar('\n');
+			hexdump(rec->u.data.data, rec->u.data.size);
+			return;
+		}
+		break;
+	case BTR_REC_LBR: {
+		const struct btr_rec_lbr *l = &rec->u.lbr;
+		printf(" pid=%" PRIu32 " tid=%" PRIu32 " cpu=%" PRId32 " count=%" PRIu32 " ip=0x%" PRIx64
+		       " tsc=%" PRIu64,
+		       l->pid, l->tid, l->cpu, l->count, l->ip, l->tsc);
+		if (verbose) {
+			for (uint32_t i = 0; i < l->count; i++) {
+				printf("\n  0x%" PRIx64 " -> 0x%" PRIx64 " cycles=%" PRIu32, l->entries[i].from,
+				       l->entries[i].to, l->entries[i].cycles);
+				print_branch_flags(l->entries[i].flags);
+			}
+		}
+		break;
+	}
+	case BTR_REC_BRANCHES: {
+		const struct btr_rec_branches *b = &rec->u.branches;
+		printf(" tid=%" PRIu32 " count=%" PRIu32, b->tid, b->count);
+		if (verbose) {
+			for (uint32_t i = 0; i < b->count; i++) {
+				const struct btr_branch *x = &b->branches[i];
+				printf("\n  0x%" PRIx64 " -> 0x%" PRIx64 " %s", x->from, x->to,
+				       btr_branch_kind_name((enum btr_branch_kind)x->kind));
+				print_branch_flags(x->flags);
+				if (x->flags & BTR_BF_TSC)
+					printf(" tsc=%" PRIu64, x->tsc);
+				if (x->flags & BTR_BF_INSNS)
+					printf(" insns=%" PRIu64, x->insns);
+				if (x->flags & BTR_BF_CYCLES)
+					printf(" cyc=%" PRIu32, x->cycles);
+			}
+		}
+		break;
+	}
+	case BTR_REC_PROCESS_EXIT: {
+		const struct btr_rec_exit *x = &rec->u.exit;
+		printf(" pid=%" PRIu32 " tid=%" PRIu32 " code=%" PRId32 " signal=%" PRId32 " ip=0x%" PRIx64
+		       " addr=0x%" PRIx64 " tsc=%" PRIu64,
+		       x->pid, x->tid, x->code, x->signo, x->ip, x->addr, x->tsc);
+		break;
+	}
+	default:
+		break;
+	}
+	putchar('\n');
+}
+
+/* A growing open-addressing set of thread ids (0 is "empty"). */
+struct tidset {
+	uint32_t *v;
+	size_t cap, n;
+};
+
+static int tidset_add(struct tidset *s, uint32_t tid)
+{
+	if (!tid)
+		return 0;
+	if (2 * (s->n + 1) > s->cap) {
+		struct tidset t = { calloc(s->cap ? 2 * s->cap : 64, sizeof(uint32_t)), s->cap ? 2 * s->cap : 64, 0 };
+		if (!t.v)
+			return -1;
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->v[i])
+				tidset_add(&t, s->v[i]);
+		free(s->v);
+		*s = t;
+	}
+	size_t i = (tid * 2654435761u) & (s->cap - 1);
+	while (s->v[i] && s->v[i] != tid)
+		i = (i + 1) & (s->cap - 1);
+	if (!s->v[i]) {
+		s->v[i] = tid;
+		s->n++;
+	}
+	return 0;
+}
+
+struct summary {
+	uint64_t by_type[BTR_REC__MAX];
+	uint64_t pt_bytes, bts_bytes, lbr_entries, branches;
+	uint64_t modules;
+	char backend[16];
+	int have_exit;
+	struct btr_rec_exit exit;
+	struct tidset threads;
+};
+
+static void account(struct summary *s, const struct btr_record *rec)
+{
+	if ((unsigned)rec->type < BTR_REC__MAX)
+		s->by_type[rec->type]++;
+	switch (rec->type) {
+	case BTR_REC_MACHINE:
+		if (!s->backend[0])
+			memcpy(s->backend, rec->u.machine.backend, sizeof(s->backend));
+		break;
+	case BTR_REC_MODULE_LOAD:
+	case BTR_REC_EXEC:
+		s->modules++;
+		break;
+	case BTR_REC_THREAD_START:
+	case BTR_REC_THREAD_EXIT:
+	case BTR_REC_THREAD_NAME:
+		tidset_add(&s->threads, rec->u.thread.tid);
+		break;
+	case BTR_REC_PT:
+		s->pt_bytes += rec->u.data.size;
+		tidset_add(&s->threads, rec->u.data.tid);
+		break;
+	case BTR_REC_BTS:
+		s->bts_bytes += rec->u.data.size;
+		tidset_add(&s->threads, rec->u.data.tid);
+		break;
+	case BTR_REC_LBR:
+		s->lbr_entries += rec->u.lbr.count;
+		tidset_add(&s->threads, rec->u.lbr.tid);
+		break;
+	case BTR_REC_BRANCHES:
+		s->branches += rec->u.branches.count;
+		tidset_add(&s->threads, rec->u.branches.tid);
+		break;
+	case BTR_REC_PROCESS_EXIT:
+		s->have_exit = 1;
+		s->exit = rec->u.exit;
+		tidset_add(&s->threads, rec->u.exit.tid);
+		break;
+	default:
+		break;
+	}
+}
+
+static void format_time(uint64_t ns, char *buf, size_t n)
+{
+	time_t t = (time_t)(ns / 1000000000u);
+	struct tm tm;
+	if (!ns || !gmtime_r(&t, &tm) || !strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(buf, n, "unknown");
+}
+
+static void print_info_text(const char *file, const struct btr_trace_info *ti, const struct summary *s)
+{
+	char when[64];
+	uint64_t total = 0;
+
+	format_time(ti->created_ns, when, sizeof(when));
+	printf("file:        %s\n", file);
+	if (ti->format == BTR_TRACE_FMT_PERF)
+		printf("format:      perf.data\n");
+	else
+		printf("format:      btr %u.%u (written by %s, pid %" PRIu32 ", %s)\n", ti->major, ti->minor,
+		       ti->creator[0] ? ti->creator : "?", ti->writer_pid, when);
+	printf("complete:    %s\n", ti->complete ? "yes" : "no (no end chunk)");
+	printf("backend:     %s\n", s->backend[0] ? s->backend : "unknown");
+	if (ti->format == BTR_TRACE_FMT_PERF)
+		printf("compressed:  no\n");
+	else
+		printf("compressed:  %s (%" PRIu64 " of %" PRIu64 " chunks zstd; %" PRIu64 " bytes stored, %" PRIu64
+		       " raw)\n",
+		       ti->compressed_chunks ? "yes" : "no", ti->compressed_chunks, ti->chunks,
+		       ti->stored_bytes, ti->raw_bytes);
+	for (int t = 1; t < BTR_REC__MAX; t++)
+		total += s->by_type[t];
+	printf("records:     %" PRIu64 "\n", total);
+	for (int t = 1; t < BTR_REC__MAX; t++)
+		if (s->by_type[t])
+			printf("  %-14s %" PRIu64 "\n", btr_rec_type_name((enum btr_rec_type)t), s->by_type[t]);
+	if (ti->unknown_records)
+		printf("  %-14s %" PRIu64 " (newer format, skipped)\n", "unknown", ti->unknown_records);
+	printf("threads:     %zu\n", s->threads.n);
+	printf("modules:     %" PRIu64 "\n", s->modules);
+	printf("pt bytes:    %" PRIu64 "\n", s->pt_bytes);
+	printf("bts bytes:   %" PRIu64 "\n", s->bts_bytes);
+	printf("lbr bytes:   %" PRIu64 " (%" PRIu64 " entries)\n", s->lbr_entries * 24, s->lbr_entries);
+	printf("branches:    %" PRIu64 "\n", s->branches);
+	if (s->have_exit)
+		printf("exit:        pid %" PRIu32 " code %" PRId32 " signal %" PRId32 " ip 0x%" PRIx64 "\n",
+		       s->exit.pid, s->exit.code, s->exit.signo, s->exit.ip);
+	if (ti->bad_chunks)
+		printf("damaged:     %" PRIu64 " chunks skipped (checksum mismatch)\n", ti->bad_chunks);
+}
+
+static void print_info_json(const char *file, const struct btr_trace_info *ti, const struct summary *s)
+{
+	uint64_t total = 0;
+
+	for (int t = 1; t < BTR_REC__MAX; t++)
+		total += s->by_type[t];
+	printf("{\"file\": ");
+	print_quoted(stdout, file);
+	printf(", \"format\": \"%s\"", ti->format == BTR_TRACE_FMT_PERF ? "perf" : "btr");
+	if (ti->format == BTR_TRACE_FMT_PERF)
+		printf(", \"version\": \"\", \"creator\": ");
+	else
+		printf(", \"version\": \"%u.%u\", \"creator\": ", ti->major, ti->minor);
+	print_quoted(stdout, ti->creator);
+	printf(", \"created_ns\": %" PRIu64 ", \"complete\": %s", ti->created_ns,
+	       ti->complete ? "true" : "false");
+	printf(", \"backend\": ");
+	print_quoted(stdout, s->backend[0] ? s->backend : "unknown");
+	printf(", \"compressed\": %s, \"chunks\": %" PRIu64 ", \"compressed_chunks\": %" PRIu64
+	       ", \"stored_bytes\": %" PRIu64 ", \"raw_bytes\": %" PRIu64 ", \"damaged_chunks\": %" PRIu64,
+	       ti->compressed_chunks ? "true" : "false", ti->chunks, ti->compressed_chunks, ti->stored_bytes,
+	       ti->raw_bytes, ti->bad_chunks);
+	printf(", \"records\": %" PRIu64 ", \"records_by_type\": {", total);
+	for (int t = 1; t < BTR_REC__MAX; t++)
+		printf("%s\"%s\": %" PRIu64, t > 1 ? ", " : "", btr_rec_type_name((enum btr_rec_type)t),
+		       s->by_type[t]);
+	printf("}, \"unknown_records\": %" PRIu64, ti->unknown_records);
+	printf(", \"data_bytes\": {\"pt\": %" PRIu64 ", \"bts\": %" PRIu64 ", \"lbr\": %" PRIu64 "}",
+	       s->pt_bytes, s->bts_bytes, s->lbr_entries * 24);
+	printf(", \"lbr_entries\": %" PRIu64 ", \"branches\": %" PRIu64 ", \"threads\": %zu, \"modules\": %" PRIu64,
+	       s->lbr_entries, s->branches, s->threads.n, s->modules);
+	if (s->have_exit)
+		printf(", \"exit\": {\"pid\": %" PRIu32 ", \"code\": %" PRId32 ", \"signal\": %" PRId32
+		       ", \"ip\": \"0x%" PRIx64 "\"}",
+		       s->exit.pid, s->exit.code, s->exit.signo, s->exit.ip);
+	printf("}\n");
+}
+
+/* Reads every record of @file, calling dump_record or account.  Returns
+ * the exit code; prints the one error line itself. */
+static int walk(const char *file, int mode_info, int json, int verbose, int hex)
+{
+	struct btr_trace_reader *r;
+	struct btr_record rec;
+	struct btr_trace_info ti;
+	struct summary s;
+	int rc, first_err = 0;
+	uint64_t err_off = 0, last_off = 0;
+
+	memset(&s, 0, sizeof(s));
+	rc = btr_trace_reader_new(file, &r);
+	if (rc) {
+		cli_error("%s: %s", file, btr_errstr(rc));
+		return EXIT_RUNTIME;
+	}
+	for (;;) {
+		rc = btr_trace_read(r, &rec);
+		if (rc == 0) {
+			if (mode_info)
+				account(&s, &rec);
+			else
+				dump_record(&rec, verbose, hex);
+			continue;
+		}
+		if (rc == -BTR_ERR_EOS)
+			break;
+		last_off = btr_trace_reader_offset(r);
+		if (!first_err) {
+			first_err = rc;
+			err_off = btr_trace_reader_offset(r);
+		}
+		/* A damaged chunk is skipped; keep going to show the rest. */
+		if (rc == -BTR_ERR_CHECKSUM)
+			continue;
+		break;
+	}
+	btr_trace_reader_info(r, &ti);
+	if (mode_info) {
+		if (json)
+			print_info_json(file, &ti, &s);
+		else
+			print_info_text(file, &ti, &s);
+	}
+	fflush(stdout);
+	btr_trace_reader_free(r);
+	free(s.threads.v);
+	if (!first_err)
+		return EXIT_OK;
+	if (rc == -BTR_ERR_EOS)
+		cli_error("%s: %" PRIu64 " damaged chunk(s) skipped (checksum mismatch), first at offset 0x%" PRIx64,
+			  file, ti.bad_chunks, err_off);
+	else if (ti.bad_chunks)
+		cli_error("%s: %s at offset 0x%" PRIx64 " (after %" PRIu64 " damaged chunk(s) skipped)", file,
+			  btr_errstr(rc), last_off, ti.bad_chunks);
+	else
+		cli_error("%s: %s at offset 0x%" PRIx64, file, btr_errstr(rc), last_off);
+	return EXIT_RUNTIME;
+}
+
+int cmd_trace(int argc, char **argv)
+{
+	static const struct option dump_opts[] = {
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "hex", no_argument, NULL, 'x' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	static const struct option info_opts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int verbose = 0, hex = 0, json = 0, c, mode_info;
+
+	if (argc < 2)
+		return cli_usage_error("trace", "missing subcommand (dump or info)");
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "dump"))
+		mode_info = 0;
+	else if (!strcmp(argv[1], "info"))
+		mode_info = 1;
+	else
+		return cli_usage_error("trace", "unknown subcommand '%s' (dump or info)", argv[1]);
+
+	argc--;
+	argv++;
+	optind = 0; /* glibc: full re-initialization for the shifted argv */
+	while ((c = getopt_long(argc, argv, mode_info ? "+h" : "+vxh", mode_info ? info_opts : dump_opts,
+				NULL)) != -1) {
+		switch (c) {
+		case 'v':
+			verbose = 1;
+			break;
+		case 'x':
+			hex = 1;
+			break;
+		case 'f':
+			if (!strcmp(optarg, "json"))
+				json = 1;
+			else if (!strcmp(optarg, "text"))
+				json = 0;
+			else
+				return cli_usage_error("trace", "unknown format '%s' (text or json)", optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		default:
+			return cli_usage_error("trace", "bad option");
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("trace", "%s: missing FILE", argv[0]);
+	if (optind + 1 < argc)
+		return cli_usage_error("trace", "%s: one FILE only", argv[0]);
+	return walk(argv[optind], mode_info, json, verbose, hex);
+}
