@@ -3,13 +3,33 @@
  * Layout and semantics follow the Intel SDM Vol. 3C, chapter "Intel
  * Processor Trace", section "Trace Packets and Data Types".  The decoder
  * works on caller-owned buffers and a caller-owned state struct and never
- * allocates.
+ * allocates; so does the encoder.  Neither logs nor prints.
+ *
+ * Typical streaming use (see docs/pt-dump.md for the CLI built on it):
+ *
+ *	struct btr_pt_pkt_decoder d;
+ *	struct btr_pt_packet p;
+ *	btr_pt_pkt_init(&d, buf0, n0, 0);
+ *	btr_pt_pkt_sync_forward(&d);          // skip to the first PSB
+ *	for (;;) {
+ *		int r = btr_pt_pkt_next(&d, &p);
+ *		if (r > 0) { use p (p.offset is its stream offset); continue; }
+ *		if (r == -BTR_ERR_EOS || r == -BTR_ERR_AGAIN) {
+ *			if (no more input) break;     // AGAIN here = truncated packet
+ *			btr_pt_pkt_feed(&d, next_buf, next_n);
+ *			continue;
+ *		}
+ *		// -BTR_ERR_BAD_PACKET at btr_pt_pkt_offset(&d): report, then
+ *		if (btr_pt_pkt_sync_forward(&d) < 0) feed more or stop;
+ *	}
  */
 #ifndef BTR_PT_H
 #define BTR_PT_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include "btr/error.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -60,18 +80,30 @@ enum btr_pt_ipc {
 	BTR_PT_IPC_FULL = 6,       /* 64-bit IP */
 };
 
+/* Largest encoded packet (PSB), and the byte patterns of PSB. */
+#define BTR_PT_MAX_PACKET 16
+#define BTR_PT_PSB_SIZE 16
+
+/* PWRX wake reasons (btr_pt_packet.u.pwrx.wake bits). */
+#define BTR_PT_PWRX_INT 0x1    /* external interrupt */
+#define BTR_PT_PWRX_STORE 0x4  /* store to monitored address */
+#define BTR_PT_PWRX_HW 0x8     /* autonomous hardware condition (HDC) */
+
 /* One decoded packet.  Only the member for .type is meaningful. */
 struct btr_pt_packet {
 	uint8_t type;   /* enum btr_pt_type */
 	uint8_t size;   /* encoded size in bytes */
 	uint16_t reserved;
+	uint64_t offset; /* decoder: stream offset of the packet's first byte
+			  * (encoder: ignored) */
 	union {
 		/* TNT: @count (1..6 short, 1..47 long) bits in @bits; the first
-		 * (oldest) branch is bit @count-1, the newest bit 0; 1 = taken. */
+		 * (oldest) branch is bit @count-1, the newest bit 0; 1 = taken.
+		 * Encoder: a long TNT is written if @count > 6 or .size is 8. */
 		struct { uint64_t bits; uint8_t count; } tnt;
-		/* TIP, TIP.PGE, TIP.PGD, FUP: @raw is the payload as encoded,
-		 * @ip the IP reconstructed with the decoder's last IP (valid
-		 * unless @ipc is SUPPRESSED). */
+		/* TIP, TIP.PGE, TIP.PGD, FUP: @raw is the payload as encoded
+		 * (zero-extended), @ip the IP reconstructed with the decoder's
+		 * last IP (valid unless @ipc is SUPPRESSED). */
 		struct { uint64_t ip; uint64_t raw; uint8_t ipc; } ip;
 		/* PIP: @cr3 with bits 4:0 zero; @nr the non-root (NR) bit. */
 		struct { uint64_t cr3; uint8_t nr; } pip;
@@ -83,75 +115,133 @@ struct btr_pt_packet {
 		struct { uint64_t tsc; } tsc;           /* 56-bit value */
 		struct { uint8_t ctc; } mtc;            /* 8-bit CTC */
 		struct { uint16_t ctc; uint16_t fc; } tma; /* CTC[15:0], FastCounter[8:0] */
-		struct { uint64_t value; } cyc;
+		struct { uint64_t value; } cyc;         /* cycle count (up to 61 bits) */
 		struct { uint64_t base; } vmcs;         /* bits 11:0 zero */
 		struct { uint64_t payload; } mnt;
 		/* PTW: @payload of @bytes (4 or 8); @ip set if FUP follows. */
 		struct { uint64_t payload; uint8_t bytes; uint8_t ip; } ptw;
-		struct { uint8_t ip; } exstop;
+		struct { uint8_t ip; } exstop;          /* @ip: FUP follows */
 		struct { uint32_t hints; uint32_t ext; } mwait;
+		/* PWRE: @hw (C-state entry initiated by hardware), resolved
+		 * thread C-state @state and sub-C-state @substate (4 bits each). */
 		struct { uint8_t hw; uint8_t state, substate; } pwre;
+		/* PWRX: last and deepest core C-state (4 bits), @wake reason
+		 * bits BTR_PT_PWRX_*. */
 		struct { uint8_t last, deepest, wake; } pwrx;
-		struct { uint8_t sz; uint8_t type; } bbp;  /* sz: 0 = 8-byte BIP, 1 = 4-byte */
+		/* BBP: @sz 0 = 8-byte BIP payloads follow, 1 = 4-byte; @type
+		 * (5 bits) the block type (e.g. 0x2 GPRs).  Until the next BEP,
+		 * TNT, TIP* or MODE packet, bytes xxxxx100b are BIPs. */
+		struct { uint8_t sz; uint8_t type; } bbp;
+		/* BIP: @id (5 bits) the item in the block, @value its payload
+		 * (4 or 8 bytes per the BBP's @sz; the encoder takes it from
+		 * .size, 5 or 9). */
 		struct { uint64_t value; uint8_t id; } bip;
-		struct { uint8_t ip; } bep;
+		struct { uint8_t ip; } bep;             /* @ip: FUP follows */
+		/* CFE (control flow event): @ip FUP follows, @type (5 bits),
+		 * @vector (interrupt vector, if the type has one). */
 		struct { uint8_t ip; uint8_t type; uint8_t vector; } cfe;
+		/* EVD (event data): @type (6 bits) and 64-bit @payload. */
 		struct { uint64_t payload; uint8_t type; } evd;
 	} u;
 };
 
 /* Packet decoder state.  Caller-owned; initialize with btr_pt_pkt_init.
  * Fields are private to pt.c but public so the struct can live on the
- * stack or be embedded without allocation. */
+ * stack or be embedded without allocation.  It holds no pointers to
+ * memory it owns; @begin..@end is the caller's current buffer. */
 struct btr_pt_pkt_decoder {
 	const uint8_t *begin;   /* current buffer */
 	const uint8_t *end;
-	const uint8_t *pos;     /* next packet */
+	const uint8_t *pos;     /* next packet (unless @carry_len) */
 	uint64_t base_offset;   /* stream offset of @begin */
 	uint64_t last_ip;       /* for IP reconstruction */
-	uint8_t bbp_sz;         /* size of BIP payloads from the last BBP */
-	uint8_t carry_len;      /* bytes of a packet cut at the previous buffer's end */
-	uint8_t carry[32];
+	uintptr_t fast_lim;     /* the fast path may decode at pos < fast_lim */
+	uint64_t off_bias;      /* base_offset - (uintptr_t)begin */
+	uint8_t bbp_sz;         /* inside a BBP block: 4 or 8 (BIP payload size), else 0 */
+	uint8_t syncing;        /* a sync_forward ran out of data: continue it */
+	uint8_t carry_len;      /* stream bytes before @begin not yet decoded */
+	uint8_t carry[2 * BTR_PT_MAX_PACKET];
 };
 
 /* Starts decoding the first @size bytes of @buf (caller-owned, must stay
  * valid while decoding it), whose first byte is at @offset in the whole
- * stream.  Not synchronized: call btr_pt_pkt_sync_forward first unless
- * @buf starts at a PSB.  Returns 0 or -BTR_ERR_INVAL. */
+ * stream.  Decoding starts at @buf's first byte; call
+ * btr_pt_pkt_sync_forward first unless @buf starts at a packet boundary
+ * (e.g. a PSB).  Returns 0 or -BTR_ERR_INVAL (NULL @d, or NULL @buf with
+ * nonzero @size). */
 int btr_pt_pkt_init(struct btr_pt_pkt_decoder *d, const uint8_t *buf, size_t size, uint64_t offset);
 
-/* Continues with the next buffer of the same stream; a packet cut at the
- * end of the previous buffer is completed from @buf.  Returns 0. */
+/* Continues with the next buffer of the same stream (its first byte
+ * follows the previous buffer's last byte).  A packet cut at the end of
+ * the previous buffer is completed from @buf; bytes of the previous
+ * buffer not yet decoded (at most 2 * BTR_PT_MAX_PACKET) are kept, so the
+ * previous buffer may be freed after this call.  Returns 0, or
+ * -BTR_ERR_INVAL if more undecoded bytes remain than can be kept (the
+ * decoder is unchanged then). */
 int btr_pt_pkt_feed(struct btr_pt_pkt_decoder *d, const uint8_t *buf, size_t size);
 
-/* Moves to the next PSB at or after the current position (and resets
- * the last IP).  Returns 0, or -BTR_ERR_EOS if there is none. */
+/* Moves to the next PSB at or after the current position, resets the
+ * last IP and the BBP block state.  As in libipt, the PSB is the last 16
+ * bytes of a run of 02 82 pairs (so back-to-back PSBs sync to the second,
+ * and a run that reaches the end of the data waits for the next buffer).
+ * Returns 0, or -BTR_ERR_EOS if the data holds no (complete) PSB there:
+ * the buffer is consumed, a trailing PSB prefix is kept, and the search
+ * continues automatically at the next btr_pt_pkt_next (or sync_forward)
+ * after btr_pt_pkt_feed. */
 int btr_pt_pkt_sync_forward(struct btr_pt_pkt_decoder *d);
 
-/* Moves to the last PSB before the current position.  Returns 0 or
- * -BTR_ERR_EOS. */
+/* Moves to the last PSB that starts before the current position within
+ * the current buffer (bytes kept from earlier buffers are dropped), and
+ * resets the last IP.  Returns 0 or -BTR_ERR_EOS (none; position kept). */
 int btr_pt_pkt_sync_backward(struct btr_pt_pkt_decoder *d);
 
-/* Moves to stream offset @offset (must be inside the current buffer),
- * resetting the last IP.  Returns 0 or -BTR_ERR_INVAL. */
+/* Moves to stream offset @offset (must be inside the current buffer, or
+ * its end), resetting the last IP and block state and dropping kept bytes.
+ * Returns 0 or -BTR_ERR_INVAL. */
 int btr_pt_pkt_sync_set(struct btr_pt_pkt_decoder *d, uint64_t offset);
 
 /* Decodes the packet at the current position into @pkt and advances.
- * Returns its size (> 0); -BTR_ERR_EOS at the end of the buffer; -BTR_ERR_AGAIN
- * if the buffer ends inside a packet (feed the next buffer, or treat as
- * -BTR_ERR_TRUNCATED at the true end); -BTR_ERR_BAD_PACKET on a byte
- * that starts no packet (the position stays on it: resync).  The stream
- * offset of the packet is btr_pt_pkt_offset() before the call. */
+ * Returns its size (> 0) and sets @pkt->offset.  Errors (the position
+ * does not move):
+ *  -BTR_ERR_EOS: no more bytes in this buffer (feed the next one);
+ *  -BTR_ERR_AGAIN: the buffer ends inside a packet (its bytes are kept:
+ *   feed the next buffer; at the true end of the stream this means a
+ *   truncated packet at btr_pt_pkt_offset());
+ *  -BTR_ERR_BAD_PACKET: the bytes at btr_pt_pkt_offset() are no valid
+ *   packet (unknown opcode or reserved encoding); call
+ *   btr_pt_pkt_sync_forward to resume at the next PSB. */
 int btr_pt_pkt_next(struct btr_pt_pkt_decoder *d, struct btr_pt_packet *pkt);
 
-/* Stream offset of the next packet. */
+/* Decodes up to @n packets into @pkts (caller-owned) like repeated
+ * btr_pt_pkt_next calls, but faster (decoder state stays in registers).
+ * Returns the number decoded (> 0), stopping early before an error or
+ * the end of the buffer (the next call then returns that error), or, if
+ * the first packet fails, that error (see btr_pt_pkt_next). */
+int btr_pt_pkt_next_batch(struct btr_pt_pkt_decoder *d, struct btr_pt_packet *pkts, int n);
+
+/* Declares the end of the stream (no more btr_pt_pkt_feed) after
+ * btr_pt_pkt_next returned -BTR_ERR_EOS or -BTR_ERR_AGAIN.  Returns
+ * -BTR_ERR_TRUNCATED if the stream ends inside a packet (which starts at
+ * btr_pt_pkt_offset()), else 0 (also while a sync search ran out of data:
+ * then there was no PSB). */
+int btr_pt_pkt_end(const struct btr_pt_pkt_decoder *d);
+
+/* Stream offset of the next packet (or of the failing bytes after an
+ * error). */
 uint64_t btr_pt_pkt_offset(const struct btr_pt_pkt_decoder *d);
 
-/* Returns the packet name as printed by `btr pt dump` ("tnt.8", "tip.pge", ...). */
+/* Returns the name of a packet type as printed by `btr pt dump` ("tip.pge",
+ * "mode.exec", "tnt" for both TNT sizes, ...), "invalid" if out of range. */
 const char *btr_pt_type_name(enum btr_pt_type type);
 
-/* Formats @pkt's payload (without offset and name) into @buf as documented
- * in docs/pt-dump.md.  Returns the length. */
+/* Returns the name `btr pt dump` prints for @pkt: like btr_pt_type_name,
+ * but "tnt.8" or "tnt.64" for TNT packets by their size. */
+const char *btr_pt_pkt_name(const struct btr_pt_packet *pkt);
+
+/* Formats @pkt's payload (without offset and name) into @buf (@size bytes,
+ * caller-owned, always NUL-terminated if @size > 0) as documented in
+ * docs/pt-dump.md; packets without payload give "".  Returns the length
+ * the full text has (like snprintf; at most 96). */
 int btr_pt_pkt_format(const struct btr_pt_packet *pkt, char *buf, size_t size);
 
 /* Encoder: writes packets into a caller-owned buffer, tracking the last
@@ -161,21 +251,102 @@ struct btr_pt_encoder {
 	uint64_t last_ip;
 };
 
-/* Initializes @e to write into @buf of @size bytes. */
+/* Initializes @e to write into @buf of @size bytes (caller-owned). */
 void btr_pt_enc_init(struct btr_pt_encoder *e, uint8_t *buf, size_t size);
 
 /* Writes @pkt exactly as given (for IP packets: @pkt->u.ip.ipc and the
- * bytes of @pkt->u.ip.ip it implies; updates last IP).  Returns the bytes
- * written, or -BTR_ERR_INVAL for an unencodable packet, -BTR_ERR_NOMEM
- * (buffer full; nothing written). */
+ * bytes of @pkt->u.ip.ip it implies; updates last IP; a PSB resets it).
+ * Returns the bytes written, or -BTR_ERR_INVAL for an unencodable packet
+ * (unknown type or ipc, TNT count 0 or > 47 (> 6 in a 1-byte TNT), PTW
+ * bytes not 4 or 8), -BTR_ERR_NOMEM (buffer full; nothing written). */
 int btr_pt_enc_packet(struct btr_pt_encoder *e, const struct btr_pt_packet *pkt);
 
 /* Writes an IP packet of @type (TIP, TIP_PGE, TIP_PGD, FUP) for @ip with
- * the smallest compression the hardware would also accept. */
+ * the smallest compression the hardware would also accept (update16,
+ * update32, sext48, update48 or full) and makes @ip the last IP.  Returns
+ * the bytes written (3..9), -BTR_ERR_INVAL (other @type), -BTR_ERR_NOMEM
+ * (fewer than 9 bytes left; nothing written). */
 int btr_pt_enc_ip(struct btr_pt_encoder *e, enum btr_pt_type type, uint64_t ip);
+
+/* Writes a PSB+ header group: PSB, then a FUP for @ip with sext48/full
+ * compression if @ip is nonzero (0: no FUP), then PSBEND; resets the last
+ * IP first as the hardware does.  Returns bytes written or -BTR_ERR_NOMEM. */
+int btr_pt_enc_psb(struct btr_pt_encoder *e, uint64_t ip);
 
 /* Number of bytes written so far. */
 static inline size_t btr_pt_enc_size(const struct btr_pt_encoder *e) { return (size_t)(e->pos - e->begin); }
+
+/* ---- TNT accumulation for software trace generators (hot path) ----
+ *
+ * Collects conditional-branch outcomes and writes them as TNT packets:
+ *
+ *	struct btr_pt_tnt_acc t;
+ *	btr_pt_tnt_init(&t, 0);                  // 1-byte TNTs (6 bits)
+ *	btr_pt_tnt_add(&e, &t, taken);           // per conditional branch
+ *	btr_pt_tnt_flush(&e, &t);                // before any TIP/FUP/...
+ *
+ * The order matters to decoders: pending TNT bits must be flushed before
+ * writing any other packet that refers to later control flow. */
+struct btr_pt_tnt_acc {
+	uint64_t bits;   /* oldest outcome in the highest of @count bits */
+	uint8_t count;
+	uint8_t max;     /* 6 (short TNT) or 47 (long TNT) */
+};
+
+static inline void btr_pt_tnt_init(struct btr_pt_tnt_acc *t, int use_long)
+{
+	t->bits = 0;
+	t->count = 0;
+	t->max = use_long ? 47 : 6;
+}
+
+/* Writes the pending bits as one TNT packet (1-byte if at most 6 bits).
+ * Returns the bytes written (0 if none pending) or -BTR_ERR_NOMEM (the
+ * bits stay pending). */
+static inline int btr_pt_tnt_flush(struct btr_pt_encoder *e, struct btr_pt_tnt_acc *t)
+{
+	uint64_t pl;
+
+	if (!t->count)
+		return 0;
+	pl = (1ull << t->count) | t->bits;      /* stop bit above the payload */
+	if (t->count <= 6) {
+		if (e->pos >= e->end)
+			return -BTR_ERR_NOMEM;
+		*e->pos++ = (uint8_t)(pl << 1);
+		t->bits = 0;
+		t->count = 0;
+		return 1;
+	}
+	if (e->end - e->pos < 8)
+		return -BTR_ERR_NOMEM;
+	e->pos[0] = 0x02;
+	e->pos[1] = 0xa3;
+	for (int i = 0; i < 6; i++)
+		e->pos[2 + i] = (uint8_t)(pl >> (8 * i));
+	e->pos += 8;
+	t->bits = 0;
+	t->count = 0;
+	return 8;
+}
+
+/* Records one conditional branch outcome (@taken nonzero = taken) and
+ * writes a TNT packet when @t is full.  Returns 0 or the bytes written,
+ * or -BTR_ERR_NOMEM (the outcome was not recorded). */
+static inline int btr_pt_tnt_add(struct btr_pt_encoder *e, struct btr_pt_tnt_acc *t, int taken)
+{
+	if (t->count >= t->max) {
+		int r = btr_pt_tnt_flush(e, t);
+		if (r < 0)
+			return r;
+	}
+	t->bits = (t->bits << 1) | (taken != 0);
+	if (++t->count == t->max) {
+		int r = btr_pt_tnt_flush(e, t);
+		return r < 0 ? 0 : r;   /* stays full: retried at the next add */
+	}
+	return 0;
+}
 
 #ifdef __cplusplus
 }

@@ -37,4 +37,8 @@ int cli_parse_u64(const char *s, uint64_t *out);
 BTR_COMMANDS(X)
 #undef X
 
+/* `btr pt decode` (cmd_pt_decode.c), dispatched by cmd_pt.c; weak like the
+ * commands above. */
+int cmd_pt_decode(int argc, char **argv) __attribute__((weak));
+
 #endif

@@ -1,0 +1,172 @@
+/* pt_format.c - packet names and payload text for `btr pt dump`.
+ *
+ * Kept apart from pt.c so that the decoder's hot path carries no
+ * formatting code.  The text format is specified in docs/pt-dump.md and
+ * modelled on libipt's ptdump: names are the same ("tnt.8", "tip.pge",
+ * "mode.exec", "stop", ...), numbers are 0x-prefixed hex.
+ */
+#include "btr/pt.h"
+#include "internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+static const char *const type_names[BTR_PT__COUNT] = {
+	[BTR_PT_INVALID] = "invalid",
+	[BTR_PT_PAD] = "pad",
+	[BTR_PT_PSB] = "psb",
+	[BTR_PT_PSBEND] = "psbend",
+	[BTR_PT_TNT] = "tnt",
+	[BTR_PT_TIP] = "tip",
+	[BTR_PT_TIP_PGE] = "tip.pge",
+	[BTR_PT_TIP_PGD] = "tip.pgd",
+	[BTR_PT_FUP] = "fup",
+	[BTR_PT_PIP] = "pip",
+	[BTR_PT_MODE_EXEC] = "mode.exec",
+	[BTR_PT_MODE_TSX] = "mode.tsx",
+	[BTR_PT_TRACESTOP] = "stop",
+	[BTR_PT_CBR] = "cbr",
+	[BTR_PT_TSC] = "tsc",
+	[BTR_PT_MTC] = "mtc",
+	[BTR_PT_TMA] = "tma",
+	[BTR_PT_CYC] = "cyc",
+	[BTR_PT_VMCS] = "vmcs",
+	[BTR_PT_OVF] = "ovf",
+	[BTR_PT_MNT] = "mnt",
+	[BTR_PT_PTW] = "ptw",
+	[BTR_PT_EXSTOP] = "exstop",
+	[BTR_PT_MWAIT] = "mwait",
+	[BTR_PT_PWRE] = "pwre",
+	[BTR_PT_PWRX] = "pwrx",
+	[BTR_PT_BBP] = "bbp",
+	[BTR_PT_BIP] = "bip",
+	[BTR_PT_BEP] = "bep",
+	[BTR_PT_CFE] = "cfe",
+	[BTR_PT_EVD] = "evd",
+};
+
+const char *btr_pt_type_name(enum btr_pt_type type)
+{
+	if ((unsigned)type >= BTR_PT__COUNT)
+		return "invalid";
+	return type_names[type];
+}
+
+const char *btr_pt_pkt_name(const struct btr_pt_packet *pkt)
+{
+	if (pkt->type == BTR_PT_TNT)
+		return pkt->size == 1 ? "tnt.8" : "tnt.64";
+	return btr_pt_type_name((enum btr_pt_type)pkt->type);
+}
+
+static const char *exec_mode(unsigned csl, unsigned csd)
+{
+	/* SDM: CS.L=1 with CS.D=1 is reserved. */
+	return csl ? (csd ? "invalid" : "64-bit") : (csd ? "32-bit" : "16-bit");
+}
+
+int btr_pt_pkt_format(const struct btr_pt_packet *pkt, char *buf, size_t size)
+{
+	char tmp[128];
+	int n = 0;
+
+	tmp[0] = 0;
+	switch (pkt->type) {
+	case BTR_PT_TNT: {
+		/* Oldest branch first, like ptdump: '!' taken, '.' not taken. */
+		unsigned c = pkt->u.tnt.count > 64 ? 64 : pkt->u.tnt.count;
+		for (unsigned i = 0; i < c; i++)
+			tmp[n++] = (pkt->u.tnt.bits >> (c - 1 - i)) & 1 ? '!' : '.';
+		tmp[n] = 0;
+		break;
+	}
+	case BTR_PT_TIP:
+	case BTR_PT_TIP_PGE:
+	case BTR_PT_TIP_PGD:
+	case BTR_PT_FUP:
+		if (pkt->u.ip.ipc == BTR_PT_IPC_SUPPRESSED)
+			n = snprintf(tmp, sizeof(tmp), "0: suppressed");
+		else
+			n = snprintf(tmp, sizeof(tmp), "%u: 0x%016" PRIx64, pkt->u.ip.ipc, pkt->u.ip.ip);
+		break;
+	case BTR_PT_PIP:
+		n = snprintf(tmp, sizeof(tmp), "0x%016" PRIx64 "%s", pkt->u.pip.cr3, pkt->u.pip.nr ? ", nr" : "");
+		break;
+	case BTR_PT_MODE_EXEC:
+		n = snprintf(tmp, sizeof(tmp), "%s%s", exec_mode(pkt->u.mode_exec.csl, pkt->u.mode_exec.csd),
+			     pkt->u.mode_exec.iflag ? ", if" : "");
+		break;
+	case BTR_PT_MODE_TSX:
+		n = snprintf(tmp, sizeof(tmp), "%s",
+			     pkt->u.mode_tsx.intx ? (pkt->u.mode_tsx.abrt ? "intx, abrt" : "intx")
+						  : (pkt->u.mode_tsx.abrt ? "abrt" : "none"));
+		break;
+	case BTR_PT_CBR:
+		n = snprintf(tmp, sizeof(tmp), "0x%02x", pkt->u.cbr.ratio);
+		break;
+	case BTR_PT_TSC:
+		n = snprintf(tmp, sizeof(tmp), "0x%" PRIx64, pkt->u.tsc.tsc);
+		break;
+	case BTR_PT_MTC:
+		n = snprintf(tmp, sizeof(tmp), "0x%02x", pkt->u.mtc.ctc);
+		break;
+	case BTR_PT_TMA:
+		n = snprintf(tmp, sizeof(tmp), "ctc 0x%04x, fc 0x%03x", pkt->u.tma.ctc, pkt->u.tma.fc);
+		break;
+	case BTR_PT_CYC:
+		n = snprintf(tmp, sizeof(tmp), "0x%" PRIx64, pkt->u.cyc.value);
+		break;
+	case BTR_PT_VMCS:
+		n = snprintf(tmp, sizeof(tmp), "0x%" PRIx64, pkt->u.vmcs.base);
+		break;
+	case BTR_PT_MNT:
+		n = snprintf(tmp, sizeof(tmp), "0x%016" PRIx64, pkt->u.mnt.payload);
+		break;
+	case BTR_PT_PTW:
+		n = snprintf(tmp, sizeof(tmp), "%u: 0x%" PRIx64 "%s", pkt->u.ptw.bytes, pkt->u.ptw.payload,
+			     pkt->u.ptw.ip ? ", ip" : "");
+		break;
+	case BTR_PT_EXSTOP:
+		n = snprintf(tmp, sizeof(tmp), "%s", pkt->u.exstop.ip ? "ip" : "");
+		break;
+	case BTR_PT_MWAIT:
+		n = snprintf(tmp, sizeof(tmp), "hints 0x%x, ext 0x%x", pkt->u.mwait.hints, pkt->u.mwait.ext);
+		break;
+	case BTR_PT_PWRE:
+		n = snprintf(tmp, sizeof(tmp), "c%u.%u%s", pkt->u.pwre.state, pkt->u.pwre.substate,
+			     pkt->u.pwre.hw ? ", hw" : "");
+		break;
+	case BTR_PT_PWRX:
+		n = snprintf(tmp, sizeof(tmp), "last c%u, deepest c%u%s%s%s", pkt->u.pwrx.last, pkt->u.pwrx.deepest,
+			     pkt->u.pwrx.wake & BTR_PT_PWRX_INT ? ", int" : "",
+			     pkt->u.pwrx.wake & BTR_PT_PWRX_STORE ? ", store" : "",
+			     pkt->u.pwrx.wake & BTR_PT_PWRX_HW ? ", hw" : "");
+		break;
+	case BTR_PT_BBP:
+		n = snprintf(tmp, sizeof(tmp), "type 0x%02x, %u bytes", pkt->u.bbp.type, pkt->u.bbp.sz ? 4 : 8);
+		break;
+	case BTR_PT_BIP:
+		n = snprintf(tmp, sizeof(tmp), "id 0x%02x: 0x%" PRIx64, pkt->u.bip.id, pkt->u.bip.value);
+		break;
+	case BTR_PT_BEP:
+		n = snprintf(tmp, sizeof(tmp), "%s", pkt->u.bep.ip ? "ip" : "");
+		break;
+	case BTR_PT_CFE:
+		n = snprintf(tmp, sizeof(tmp), "type 0x%02x, vector 0x%02x%s", pkt->u.cfe.type, pkt->u.cfe.vector,
+			     pkt->u.cfe.ip ? ", ip" : "");
+		break;
+	case BTR_PT_EVD:
+		n = snprintf(tmp, sizeof(tmp), "type 0x%02x: 0x%016" PRIx64, pkt->u.evd.type, pkt->u.evd.payload);
+		break;
+	default: /* pad, psb, psbend, stop, ovf: no payload */
+		break;
+	}
+	if (n < 0)
+		n = 0;
+	if (size) {
+		size_t c = (size_t)n < size - 1 ? (size_t)n : size - 1;
+		memcpy(buf, tmp, c);
+		buf[c] = 0;
+	}
+	return n;
+}
