@@ -11,5 +11,7 @@
 #include "btr/ptflow.h"
 #include "btr/bts.h"
 #include "btr/lbr.h"
+#include "btr/stream.h"
+#include "btr/report.h"
 
 #endif

@@ -1,8 +1,12 @@
 /* btr/ptflow.h - Intel PT flow reconstruction: packets + code -> the
  * executed instruction and branch stream.
  *
- * (Skeleton contract; the implementation issue refines it.  Keep the
- * callback style: decoders take bytes and callbacks, never descriptors.)
+ * The decoder is packet driven: it walks the code image (through a block
+ * cache) only as far as the packets seen so far prove execution went, so
+ * a stream may be fed in pieces of any size.  Semantics follow the Intel
+ * SDM Vol. 3C chapter "Intel Processor Trace"; see docs/pt-decode.md for
+ * the exact rules (return compression, FUP binding, overflow recovery,
+ * timestamps and their precision, errata).
  */
 #ifndef BTR_PTFLOW_H
 #define BTR_PTFLOW_H
@@ -27,6 +31,17 @@ struct btr_ptflow_config {
 	unsigned n_ip_filter;
 	uint64_t ip_filter[4][2];  /* [start, end] inclusive ranges */
 	uint32_t tid;              /* copied into every event */
+	/* 0: apply the errata of cpu_family/model like libipt's
+	 * pt_cpu_errata(); BTR_PTFLOW_NO_ERRATA: apply none. */
+	uint32_t flags;
+	/* log2 of the number of block-cache entries (0: 16, i.e. 64K blocks,
+	 * about 5 MiB; 8..22 accepted).  Memory is fixed by this, not by the
+	 * trace. */
+	uint8_t cache_bits;
+};
+
+enum {
+	BTR_PTFLOW_NO_ERRATA = 1u << 0,
 };
 
 enum btr_flow_event_type {
@@ -48,14 +63,24 @@ struct btr_flow_event {
 	uint64_t offset;       /* stream offset of the packet that caused it */
 	uint64_t ip;
 	uint64_t tsc;          /* 0 if unknown */
-	uint64_t payload;      /* PTWRITE payload, PAGING cr3 */
+	uint64_t payload;      /* PTWRITE payload, PAGING cr3, MODE: enum btr_exec_mode */
 };
+
+/* Returns "enable", "disable", "gap", "overflow", ... for @t, or "?". */
+const char *btr_flow_event_name(enum btr_flow_event_type t);
 
 struct btr_ptflow_callbacks {
 	/* Every branch (taken or not taken conditional, every unconditional
-	 * and asynchronous transfer).  Return nonzero to stop decoding. */
+	 * and asynchronous transfer), in execution order.  @b is valid only
+	 * during the call.  .to is the fall-through for a not-taken branch,
+	 * 0 when the target is unknown (suppressed IP).  .insns counts the
+	 * instructions since the previous branch including this one (an
+	 * asynchronous branch's source instruction did not execute).  Return
+	 * nonzero to stop decoding. */
 	int (*branch)(void *ctx, const struct btr_branch *b);
-	/* Every executed instruction, if non-NULL (slower). */
+	/* Every executed instruction, if non-NULL (slower); reported before
+	 * the branch that ends its block.  @insn is valid during the call;
+	 * only the last instruction of a block has kind/flags/target set. */
 	int (*insn)(void *ctx, uint64_t ip, const struct btr_insn *insn);
 	/* Events: enable, disable, gap, overflow, ... */
 	int (*event)(void *ctx, const struct btr_flow_event *ev);
@@ -65,8 +90,10 @@ struct btr_ptflow_callbacks {
 struct btr_ptflow;
 
 /* Creates a flow decoder reading code from @img (borrowed: must outlive
- * the decoder).  @cfg may be NULL for defaults.  Returns 0 or
- * -BTR_ERR_NOMEM, -BTR_ERR_INVAL. */
+ * the decoder; it is only read, so several decoders may share it across
+ * threads).  @cfg (copied) may be NULL for defaults.  The decoder owns a
+ * fixed-size block cache (about 5 MiB); memory does not grow with the
+ * trace.  Returns 0 or -BTR_ERR_NOMEM, -BTR_ERR_INVAL. */
 int btr_ptflow_new(struct btr_image *img, const struct btr_ptflow_config *cfg,
 		   struct btr_ptflow **out);
 void btr_ptflow_free(struct btr_ptflow *f);
@@ -79,11 +106,43 @@ void btr_ptflow_free(struct btr_ptflow *f);
 int btr_ptflow_decode(struct btr_ptflow *f, const uint8_t *buf, size_t size,
 		      const struct btr_ptflow_callbacks *cb);
 
+/* Forgets the stream position and flow state (not the block cache or
+ * the statistics): the next btr_ptflow_decode starts a new stream, at
+ * its first PSB, at stream offset @offset.  Use it when the input has a
+ * hole (for example discontinuous AUX buffers).  A BTR_FLOW_GAP event
+ * with -BTR_ERR_TRUNCATED is reported through the next decode's
+ * callbacks if the decoder was tracing. */
+void btr_ptflow_reset(struct btr_ptflow *f, uint64_t offset);
+
 struct btr_ptflow_stats {
 	uint64_t insns, branches, gaps, bytes;
 	uint64_t by_kind[BTR_KIND__COUNT];
+	uint64_t overflows;      /* OVF packets */
+	uint64_t blocks_decoded; /* block cache misses (basic blocks decoded) */
 };
+/* Fills @st with the totals since btr_ptflow_new (all decode calls). */
 void btr_ptflow_stats(const struct btr_ptflow *f, struct btr_ptflow_stats *st);
+
+/* Names of the errata workarounds enabled for @cfg's CPU (for example
+ * "bdm70 skd007 skd022 skd010 skl014 skl168"), written into @buf
+ * (NUL-terminated, "" if none).  Returns the length. */
+int btr_ptflow_errata_names(const struct btr_ptflow_config *cfg, char *buf, size_t size);
+
+/* Decodes the whole stream @buf (caller-owned) in parallel: splits it at
+ * PSB packets into pieces of about @chunk bytes (0: 64 KiB); @nthreads
+ * worker threads, each with its own decoder and block cache, decode the
+ * pieces in order into 2 x @nthreads buffers while the calling thread
+ * delivers the branch and event callbacks in stream order (cb->insn is
+ * not supported here: -BTR_ERR_UNSUPPORTED).  The output equals
+ * btr_ptflow_decode's on the same stream because the hardware resets its
+ * return-compression stack at every PSB.  Memory is bounded by the
+ * buffers (24 bytes per branch of a piece).  @st (may be NULL) receives
+ * the summed statistics.  Returns 0, a positive value if a callback
+ * stopped decoding, -BTR_ERR_INVAL, -BTR_ERR_NOMEM (also when no thread
+ * can be started), -BTR_ERR_UNSUPPORTED. */
+int btr_ptflow_decode_parallel(struct btr_image *img, const struct btr_ptflow_config *cfg,
+			       const uint8_t *buf, size_t size, unsigned nthreads, size_t chunk,
+			       const struct btr_ptflow_callbacks *cb, struct btr_ptflow_stats *st);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,154 @@
+/* btr/report.h - analyses over the common branch stream (btr/stream.h).
+ *
+ * Feed a report with branches and stream events (btr_report_branch,
+ * btr_report_event - they have the signatures of the stream callbacks, so
+ * a report can be the stream's callback context directly), then call
+ * btr_report_finish and read the results with btr_report_get.
+ *
+ * Basic blocks: a block is the code between the target of a thread's
+ * previous branch and the source of its next branch, [prev.to, b.from].
+ * Its instruction count is b.insns (valid with BTR_BF_INSNS).  A block
+ * whose start is unknown (first branch after an enable, gap or LBR
+ * snapshot start) has start 0: it counts for its function, which is the
+ * function containing b.from, but is not listed among the top blocks.
+ * Without instruction counts (LBR, BTS) functions and blocks are ranked
+ * by the number of branches leaving them and the result says so
+ * (rank_by_insns == 0).
+ *
+ * Tables grow with the number of distinct threads, blocks, functions and
+ * modules seen, never with the length of the trace.
+ */
+#ifndef BTR_REPORT_H
+#define BTR_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "btr/branch.h"
+#include "btr/image.h"
+#include "btr/stream.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct btr_report_opts {
+	size_t sz;          /* sizeof(struct btr_report_opts) */
+	unsigned top;       /* entries in top_functions/top_blocks; 0: 10 */
+	unsigned max_gaps;  /* gaps described in detail; 0: 8 */
+};
+
+struct btr_report_thread {
+	uint32_t tid;
+	uint64_t insns;
+	uint64_t branches;
+	int exited;          /* a THREAD_EXIT was seen */
+	int32_t exit_code;
+	const char *name;    /* THREAD_NAME, or NULL (owned by the report) */
+};
+
+struct btr_report_func {
+	const char *name;    /* symbol; "[module]" for code of a module without a
+			      * symbol there; "[unknown]" outside every module
+			      * (owned by the report) */
+	const char *module;  /* module path, or NULL */
+	uint64_t addr;       /* symbol start (0 for [unknown]) */
+	uint64_t insns;      /* instructions executed in it */
+	uint64_t branches;   /* branches leaving it (= blocks executed) */
+	const char *file;    /* source file of @addr, or NULL (owned by the report) */
+	int line;
+};
+
+struct btr_report_block {
+	uint64_t start, end; /* first instruction, the branch instruction */
+	uint64_t count;      /* times executed */
+	uint64_t insns;      /* instructions executed in it, all executions */
+	const char *sym;     /* "func+0xoff" of @start (owned by the report) */
+	const char *file;    /* source file of @start or NULL (owned by the report) */
+	int line;
+};
+
+struct btr_report_gap {
+	uint32_t tid;
+	int reason;          /* negative enum btr_error */
+	uint64_t offset;
+	int from_flow;       /* 1: reported by the PT decoder, 0: container */
+};
+
+struct btr_report_module {
+	uint64_t start, size, pgoff;
+	const char *path;    /* recorded path (owned by the report) */
+	const char *loaded;  /* file loaded into the image, or NULL */
+};
+
+struct btr_report_exit {
+	int valid;           /* a PROCESS_EXIT record was seen */
+	uint32_t pid, tid;
+	int32_t code;        /* exit status if @signo == 0 */
+	int32_t signo;       /* killed by this signal, 0 for a normal exit */
+	uint64_t ip, addr;   /* where (0: unknown), fault address */
+	const char *where;   /* "func+0xoff" of @ip, or NULL (owned by the report) */
+};
+
+struct btr_report_result {
+	const char *backend;            /* "" if unknown */
+	int has_insns;                  /* some branch carried an instruction count */
+	int rank_by_insns;              /* top lists ranked by instructions (else branches) */
+	uint64_t insns;                 /* executed instructions (sum of .insns) */
+	uint64_t branches;              /* branches (incl. not-taken conditionals) */
+	uint64_t taken;
+	uint64_t mispredicted;          /* LBR only */
+	uint64_t unclassified;          /* kind BTR_KIND_NONE (no code to classify) */
+	/* Indexed by enum btr_lbr_class: type classes JCC..FAR_BRANCH, and the
+	 * privilege counts CPL_EQ_0 (kernel source) / CPL_NEQ_0 (user). */
+	uint64_t by_class[BTR_LBR__COUNT];
+	uint64_t by_kind[BTR_KIND__COUNT];
+	uint64_t gaps;                  /* all gaps (container + flow + overflow) */
+	uint64_t overflows;             /* of which hardware overflows */
+	const struct btr_report_gap *gap_list; size_t n_gap_list; /* the first max_gaps */
+	const struct btr_report_thread *threads; size_t n_threads;  /* by tid */
+	const struct btr_report_module *modules; size_t n_modules;  /* load order */
+	const struct btr_report_func *top_functions; size_t n_top_functions;
+	const struct btr_report_block *top_blocks; size_t n_top_blocks;
+	size_t n_functions, n_blocks;   /* distinct functions / blocks seen */
+	struct btr_report_exit exit;
+};
+
+struct btr_report;
+
+/* Creates an empty report.  @opts may be NULL.  Returns 0,
+ * -BTR_ERR_INVAL (bad opts->sz, NULL @out) or -BTR_ERR_NOMEM. */
+int btr_report_new(const struct btr_report_opts *opts, struct btr_report **out);
+void btr_report_free(struct btr_report *r);
+
+/* Counts branch @b (a struct btr_report * passed as void * so it can be
+ * a stream callback).  Returns 0, or 1 after an allocation failure (the
+ * report then stops the stream and btr_report_finish returns
+ * -BTR_ERR_NOMEM). */
+int btr_report_branch(void *report, const struct btr_branch *b);
+
+/* Takes note of stream event @ev (threads, modules, gaps, exit; on EXEC
+ * the blocks seen so far are symbolized with the old image).  Returns 0
+ * or 1 like btr_report_branch. */
+int btr_report_event(void *report, const struct btr_stream_event *ev);
+
+/* Symbolizes with @img (may be NULL: addresses only), ranks, and fills
+ * the result.  @backend (may be NULL) names the trace source.  Returns 0
+ * or -BTR_ERR_NOMEM. */
+int btr_report_finish(struct btr_report *r, struct btr_image *img, const char *backend);
+
+/* The result, valid after btr_report_finish until btr_report_free. */
+const struct btr_report_result *btr_report_get(const struct btr_report *r);
+
+/* Convenience: opens trace @path with @sopts (its callbacks and ctx are
+ * replaced by the report's), runs the stream into a new report and
+ * finishes it.  On success or on a read error after which a report was
+ * still produced (-BTR_ERR_TRUNCATED, ...), *@out holds the report and
+ * *@lost (may be NULL) says whether trace data was lost.  Returns 0 or a
+ * negative error; *@out is NULL if nothing could be read. */
+int btr_report_trace(const char *path, const struct btr_stream_opts *sopts,
+		     const struct btr_report_opts *ropts, struct btr_report **out, int *lost);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,182 @@
+/* btr/stream.h - the common branch stream: any trace -> branches + events.
+ *
+ * A stream reads a trace (.btr, or perf.data through the same reader) and
+ * turns every source of control-flow data into one sequence of struct
+ * btr_branch plus events:
+ *
+ *   MODULE_LOAD / EXEC     -> ELF files placed into a struct btr_image at
+ *                             their load bias (build-ids checked, paths
+ *                             remapped through opts.root / opts.debug_dirs /
+ *                             opts.elfs)
+ *   PT                     -> one PT flow decoder (btr/ptflow.h) per
+ *                             (thread, cpu) stream, chunks fed in order; a
+ *                             jump in stream_offset is a GAP event
+ *   BTS                    -> btr/bts.h
+ *   LBR                    -> btr/lbr.h, one DISCONTINUITY event before
+ *                             each snapshot (snapshots are not contiguous)
+ *   BRANCHES               -> delivered as they are
+ *   THREAD_*, PROCESS_EXIT -> events
+ *
+ * Memory is bounded by the number of threads, modules and the decoders'
+ * caches, independent of the trace's length: at most 16 PT flow decoders
+ * live at once (each has a block cache of several MiB); with more
+ * concurrently traced streams the least recently fed one is freed and
+ * resumes at its next PSB after a GAP (reason -BTR_ERR_NOSYNC).
+ *
+ * A stream is used from one thread at a time.
+ */
+#ifndef BTR_STREAM_H
+#define BTR_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "btr/branch.h"
+#include "btr/image.h"
+#include "btr/insn.h"
+#include "btr/ptflow.h"
+#include "btr/trace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum btr_stream_event_type {
+	BTR_SEV_MACHINE = 1,     /* .rec: the BTR_REC_MACHINE record */
+	BTR_SEV_MODULE_LOAD,     /* .rec: module record; .path: the file actually
+				  * loaded into the image (NULL if none was) */
+	BTR_SEV_MODULE_UNLOAD,   /* .rec */
+	BTR_SEV_EXEC,            /* .rec; delivered BEFORE the image is replaced:
+				  * .image is still the old program's image */
+	BTR_SEV_THREAD_START,    /* .rec, .tid */
+	BTR_SEV_THREAD_EXIT,     /* .rec, .tid */
+	BTR_SEV_THREAD_NAME,     /* .rec, .tid */
+	BTR_SEV_PROCESS_EXIT,    /* .rec */
+	BTR_SEV_FLOW,            /* .flow: a PT flow event (enable, disable,
+				  * gap, overflow, ...) of thread .tid */
+	BTR_SEV_GAP,             /* data of thread .tid lost or skipped: .reason
+				  * -BTR_ERR_TRUNCATED (stream_offset jump at
+				  * .offset, BTS record cut short), CHECKSUM (bad
+				  * chunk, .tid 0, .offset in the file), NOSYNC (the
+				  * thread's PT decoder was evicted, see below), or
+				  * a PT decoder failure */
+	BTR_SEV_DISCONTINUITY,   /* the next branch of .tid does not continue
+				  * from the previous one (a new LBR snapshot) */
+};
+
+/* One event.  Every pointer is valid only during the callback. */
+struct btr_stream_event {
+	enum btr_stream_event_type type;
+	uint32_t tid;                       /* thread, 0 if unknown */
+	int reason;                         /* GAP: negative enum btr_error */
+	uint64_t offset;                    /* GAP: stream offset / file offset */
+	const struct btr_record *rec;       /* record-derived events, else NULL */
+	const struct btr_flow_event *flow;  /* BTR_SEV_FLOW, else NULL */
+	const char *path;                   /* MODULE_LOAD: file used, or NULL */
+	struct btr_image *image;            /* the stream's current image */
+};
+
+/* A user-supplied ELF file (`--elf FILE[:BASE]`). */
+struct btr_stream_elf {
+	const char *path;
+	uint64_t base;     /* load bias, valid if @has_base */
+	int has_base;      /* 1: add at @base at once (and again after EXEC);
+			    * 0: use it for recorded modules whose build-id or
+			    * file name matches (ET_EXEC files are also added at
+			    * once, their addresses are fixed) */
+};
+
+struct btr_stream_opts {
+	size_t sz;                           /* sizeof(struct btr_stream_opts) */
+	/* Only branches matching @filter are delivered (NULL: all).  The
+	 * instructions of dropped branches are added to the .insns of the
+	 * next delivered branch of the same thread, so instruction totals
+	 * stay exact: .insns then counts the instructions since the previous
+	 * delivered branch. */
+	const struct btr_filter *filter;
+	/* Prefix prepended to absolute recorded module paths ("sysroot");
+	 * NULL: none.  A file found under @root wins over the plain path. */
+	const char *root;
+	/* NULL-terminated list of directories searched by build-id
+	 * (DIR/.build-id/xx/rest.debug and DIR/.build-id/xx/rest) and by file
+	 * name (DIR/basename); NULL: none. */
+	const char *const *debug_dirs;
+	const struct btr_stream_elf *elfs;   /* user ELF files, @n_elfs of them */
+	unsigned n_elfs;
+	/* Callbacks; each may be NULL.  Return nonzero to stop the stream
+	 * (btr_stream_run then returns that value, if positive, or 1). */
+	int (*branch)(void *ctx, const struct btr_branch *b);
+	int (*event)(void *ctx, const struct btr_stream_event *ev);
+	/* Every executed instruction of PT sources (slower; NULL: off). */
+	int (*insn)(void *ctx, uint32_t tid, uint64_t ip, const struct btr_insn *insn);
+	void *ctx;
+};
+
+struct btr_stream;
+
+/* Creates a stream that is fed with btr_stream_record().  @opts is
+ * copied (the strings and arrays it points to are borrowed and must
+ * outlive the stream).  Returns 0, -BTR_ERR_INVAL (bad opts->sz or NULL
+ * @out), -BTR_ERR_NOMEM, or an error of adding a user ELF with a base
+ * (-BTR_ERR_NOENT, -BTR_ERR_BAD_ELF, ...). */
+int btr_stream_new(const struct btr_stream_opts *opts, struct btr_stream **out);
+
+/* Opens trace file @path (.btr or perf.data) and creates a stream over
+ * it.  Returns 0 or the errors of btr_stream_new and btr_trace_reader_new
+ * (-BTR_ERR_NOENT, -BTR_ERR_PERM, -BTR_ERR_BAD_MAGIC, -BTR_ERR_BAD_VERSION,
+ * -BTR_ERR_TRUNCATED, ...). */
+int btr_stream_open(const char *path, const struct btr_stream_opts *opts, struct btr_stream **out);
+
+/* Processes one record (caller-owned; not kept).  Returns 0, a positive
+ * value if a callback asked to stop, or a negative error that ends the
+ * stream (-BTR_ERR_NOMEM).  Trace data the decoders cannot follow becomes
+ * GAP / FLOW events, not errors. */
+int btr_stream_record(struct btr_stream *s, const struct btr_record *rec);
+
+/* Reads every record of the trace opened by btr_stream_open and then
+ * calls btr_stream_finish.  Returns 0 at the clean end, a positive value
+ * if a callback stopped the stream, or a negative error.  A chunk with a
+ * bad checksum is skipped with a GAP event (reason -BTR_ERR_CHECKSUM) and
+ * reading goes on; -BTR_ERR_TRUNCATED (and other reader errors) are
+ * returned after everything before the damage was delivered and the
+ * stream finished.  btr_stream_data_lost() tells whether data was lost. */
+int btr_stream_run(struct btr_stream *s);
+
+/* Flushes per-thread state at the end of the input (BTS bytes left over
+ * become a GAP).  Called by btr_stream_run; call it yourself after the
+ * last btr_stream_record.  Returns 0, or a positive value if a callback
+ * stopped. */
+int btr_stream_finish(struct btr_stream *s);
+
+/* The image the stream decodes with (owned by the stream; replaced on
+ * EXEC records, valid until then or until btr_stream_free). */
+struct btr_image *btr_stream_image(struct btr_stream *s);
+
+struct btr_stream_stats {
+	uint64_t records;        /* records processed */
+	uint64_t pt_bytes, bts_bytes, lbr_snapshots;
+	uint64_t branches;       /* branches delivered (after the filter) */
+	uint64_t filtered;       /* branches dropped by the filter */
+	uint64_t gaps;           /* GAP events + flow GAP/OVERFLOW events */
+	uint64_t lost_chunks;    /* chunks skipped (bad checksum) */
+	unsigned modules_loaded; /* module files placed into the image */
+	unsigned modules_missing;/* recorded modules without a usable file */
+	unsigned buildid_mismatch;
+	int read_error;          /* the reader's terminating error, 0 if clean */
+};
+void btr_stream_get_stats(const struct btr_stream *s, struct btr_stream_stats *st);
+
+/* Returns nonzero if trace data was lost while reading the container
+ * (bad checksum, truncation, unreadable record) - not counting gaps the
+ * recording itself contains (overflows, code missing for decoding). */
+int btr_stream_data_lost(const struct btr_stream *s);
+
+/* The backend named by the trace's MACHINE record ("qemu", "perf", ...)
+ * or "" before one was seen.  Owned by the stream. */
+const char *btr_stream_backend(const struct btr_stream *s);
+
+void btr_stream_free(struct btr_stream *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

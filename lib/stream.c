@@ -1,0 +1,1014 @@
+/* stream.c - the common branch stream: trace records -> branches + events.
+ *
+ * One struct btr_stream turns the records of a trace (any backend) into
+ * struct btr_branch and struct btr_stream_event callbacks.  State kept:
+ * the code image, one PT flow decoder per (tid, cpu) data stream, a BTS
+ * carry buffer per stream, per-thread filter accounting and the list of
+ * modules placed into the image - all bounded by threads and modules,
+ * never by the length of the trace.
+ */
+#include "btr/stream.h"
+#include "internal.h"
+
+#include <gelf.h>
+#include <libelf.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "btr/bts.h"
+#include "btr/lbr.h"
+
+#define BTS_REC_SIZE BTR_BTS_RECORD_SIZE
+/* Live PT flow decoders at most.  Each owns a block cache of several MiB,
+ * so a trace with hundreds of threads (or a hostile one with thousands of
+ * tids) must not get one decoder each at the same time. */
+#define MAX_LIVE_FLOWS 16
+#define PROT_EXEC_BIT 4 /* PROT_EXEC; the record uses the POSIX values */
+
+/* A PT or BTS data stream: records of one (tid, cpu) pair. */
+struct data_stream {
+	uint32_t tid;
+	int32_t cpu;
+	int kind;                 /* BTR_REC_PT or BTR_REC_BTS */
+	int started;              /* next_off is valid */
+	uint64_t next_off;        /* expected stream_offset of the next chunk */
+	struct btr_ptflow *flow;  /* PT */
+	uint64_t last_use;        /* PT: for evicting the least recently used decoder */
+	int evicted;              /* PT: its decoder was taken away mid-stream */
+	uint8_t carry[BTS_REC_SIZE]; /* BTS: a record cut at a chunk end */
+	unsigned carry_len;
+	struct btr_stream *s;
+};
+
+/* Per-thread state: instructions of branches dropped by the filter. */
+struct thread_state {
+	uint32_t tid;
+	int used;
+	uint64_t pending_insns;
+};
+
+/* A module file placed into the image (for de-duplication and EXEC). */
+struct loaded_module {
+	char *file;
+	uint64_t bias;
+	uint64_t start, size;     /* recorded mapping (0, 0 for user ELFs) */
+	uint32_t pid;             /* process that mapped it */
+};
+
+struct user_elf {
+	const char *path;
+	const char *base_name;
+	uint64_t base;
+	int has_base;
+	int is_exec;              /* ET_EXEC */
+	uint8_t build_id[20];
+	int build_id_len;         /* <= 0: none */
+};
+
+struct btr_stream {
+	struct btr_stream_opts o;
+	struct btr_trace_reader *reader; /* reads .btr and perf.data alike */
+	struct btr_image *img;
+	struct btr_ptflow_config flowcfg;
+	char backend[sizeof(((struct btr_rec_machine *)0)->backend) + 1];
+
+	struct data_stream **ds;
+	size_t n_ds, cap_ds;
+	unsigned n_live_flows;
+	uint64_t tick;
+
+	struct thread_state *threads; /* open addressing, power of two */
+	size_t n_threads, cap_threads;
+
+	struct loaded_module *mods;
+	size_t n_mods, cap_mods;
+
+	struct user_elf *uelfs;
+	unsigned n_uelfs;
+
+	struct btr_stream_stats st;
+	int stopped;              /* positive: a callback asked to stop */
+	int error;                /* a failure inside a callback path (NOMEM) */
+	int data_lost;
+	int finished;
+};
+
+/* ---- helpers ---- */
+
+static int stop_value(int rc)
+{
+	return rc > 0 ? rc : 1;
+}
+
+static int emit(struct btr_stream *s, struct btr_stream_event *ev)
+{
+	ev->image = s->img;
+	if (!s->o.event)
+		return 0;
+	int rc = s->o.event(s->o.ctx, ev);
+	if (rc) {
+		s->stopped = stop_value(rc);
+		return s->stopped;
+	}
+	return 0;
+}
+
+static int emit_gap(struct btr_stream *s, uint32_t tid, int reason, uint64_t offset)
+{
+	struct btr_stream_event ev = { .type = BTR_SEV_GAP, .tid = tid, .reason = reason, .offset = offset };
+	s->st.gaps++;
+	return emit(s, &ev);
+}
+
+static struct thread_state *thread_get(struct btr_stream *s, uint32_t tid)
+{
+	/* Grow at 50% load; the table is sized by the threads seen. */
+	if ((s->n_threads + 1) * 2 > s->cap_threads) {
+		size_t ncap = s->cap_threads ? s->cap_threads * 2 : 16;
+		struct thread_state *nt = calloc(ncap, sizeof(*nt));
+		if (!nt)
+			return NULL;
+		for (size_t i = 0; i < s->cap_threads; i++) {
+			if (!s->threads[i].used)
+				continue;
+			size_t j = (s->threads[i].tid * 2654435761u) & (ncap - 1);
+			while (nt[j].used)
+				j = (j + 1) & (ncap - 1);
+			nt[j] = s->threads[i];
+		}
+		free(s->threads);
+		s->threads = nt;
+		s->cap_threads = ncap;
+	}
+	size_t j = (tid * 2654435761u) & (s->cap_threads - 1);
+	while (s->threads[j].used) {
+		if (s->threads[j].tid == tid)
+			return &s->threads[j];
+		j = (j + 1) & (s->cap_threads - 1);
+	}
+	s->threads[j].used = 1;
+	s->threads[j].tid = tid;
+	s->threads[j].pending_insns = 0;
+	s->n_threads++;
+	return &s->threads[j];
+}
+
+/* Applies the filter and delivers @b.  Dropped branches pass their
+ * instruction count on to the next delivered branch of the thread, so
+ * that a filtered report still counts every executed instruction. */
+static int deliver(struct btr_stream *s, const struct btr_branch *b)
+{
+	if (s->o.filter) {
+		struct thread_state *t = thread_get(s, b->tid);
+		if (!t) {
+			s->error = -BTR_ERR_NOMEM;
+			s->stopped = 1;
+			return -BTR_ERR_NOMEM;
+		}
+		if (!btr_filter_match(s->o.filter, b)) {
+			if (b->flags & BTR_BF_INSNS)
+				t->pending_insns += b->insns;
+			s->st.filtered++;
+			return 0;
+		}
+		if (t->pending_insns) {
+			struct btr_branch c = *b;
+			c.insns = ((b->flags & BTR_BF_INSNS) ? b->insns : 0) + t->pending_insns;
+			c.flags |= BTR_BF_INSNS;
+			t->pending_insns = 0;
+			s->st.branches++;
+			if (s->o.branch) {
+				int rc = s->o.branch(s->o.ctx, &c);
+				if (rc)
+					return s->stopped = stop_value(rc);
+			}
+			return 0;
+		}
+	}
+	s->st.branches++;
+	if (s->o.branch) {
+		int rc = s->o.branch(s->o.ctx, b);
+		if (rc)
+			return s->stopped = stop_value(rc);
+	}
+	return 0;
+}
+
+/* Reads the ELF type of @path: 1 for ET_EXEC, 0 for others, negative on
+ * error.  Needed because ET_EXEC files can be placed without knowing where
+ * the recording mapped them. */
+static int elf_is_exec(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -BTR_ERR_NOENT;
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	int rc = -BTR_ERR_BAD_ELF;
+	GElf_Ehdr eh;
+	if (e && elf_kind(e) == ELF_K_ELF && gelf_getehdr(e, &eh))
+		rc = eh.e_type == ET_EXEC;
+	if (e)
+		elf_end(e);
+	close(fd);
+	return rc;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *b = strrchr(p, '/');
+	return b ? b + 1 : p;
+}
+
+static int file_exists(const char *p)
+{
+	return access(p, R_OK) == 0;
+}
+
+static int add_loaded(struct btr_stream *s, const char *file, uint64_t bias, uint64_t start, uint64_t size,
+		      uint32_t pid)
+{
+	if (s->n_mods == s->cap_mods) {
+		size_t ncap = s->cap_mods ? s->cap_mods * 2 : 16;
+		struct loaded_module *nm = realloc(s->mods, ncap * sizeof(*nm));
+		if (!nm)
+			return -BTR_ERR_NOMEM;
+		s->mods = nm;
+		s->cap_mods = ncap;
+	}
+	char *f = strdup(file);
+	if (!f)
+		return -BTR_ERR_NOMEM;
+	s->mods[s->n_mods++] = (struct loaded_module){ .file = f, .bias = bias, .start = start, .size = size,
+					       .pid = pid };
+	return 0;
+}
+
+static int is_loaded(const struct btr_stream *s, const char *file, uint64_t bias)
+{
+	for (size_t i = 0; i < s->n_mods; i++)
+		if (s->mods[i].bias == bias && !strcmp(s->mods[i].file, file))
+			return 1;
+	return 0;
+}
+
+static void hex_id(const uint8_t *id, int len, char *out)
+{
+	for (int i = 0; i < len; i++)
+		sprintf(out + 2 * i, "%02x", id[i]);
+	out[2 * (len > 0 ? len : 0)] = 0;
+}
+
+/* Size of the mapping an executable segment of ELF @path would get when
+ * mapped from file offset @pgoff: from @pgoff to the end of the PF_X
+ * PT_LOAD that holds it, page-aligned.  0 if unknown (not readable as
+ * ELF); 1 if no executable segment holds @pgoff (a code mapping there
+ * cannot come from this file). */
+static uint64_t elf_code_span(const char *path, uint64_t pgoff)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	uint64_t span = 0;
+	size_t n = 0;
+	if (e && elf_kind(e) == ELF_K_ELF && elf_getphdrnum(e, &n) == 0) {
+		span = 1;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Phdr ph;
+			if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+				continue;
+			uint64_t lo = ph.p_offset & ~0xfffull, hi = (ph.p_offset + ph.p_filesz + 0xfff) & ~0xfffull;
+			if (pgoff >= lo && pgoff < hi) {
+				span = hi - pgoff;
+				break;
+			}
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return span;
+}
+
+/* Candidate check: returns 1 if @file exists and its build-id matches
+ * the record's (or either has none), 0 if it exists but its build-id
+ * differs, -1 if it does not exist or cannot be the file that ran.
+ * Without a recorded build-id the only evidence is the mapping's size: a
+ * code segment of another length is another program that happens to have
+ * the same path here (old perf.data files name /usr/bin/perf, /lib64/...),
+ * and placing its code would be worse than having none. */
+static int candidate_matches(const char *file, const struct btr_rec_module *m)
+{
+	if (!file_exists(file))
+		return -1;
+	if (!m->build_id_len) {
+		uint64_t span = m->size ? elf_code_span(file, m->pgoff) : 0;
+		if (span == 1) {
+			btr_info("%s: no code at file offset 0x%" PRIx64 ": not the file that ran", file, m->pgoff);
+			return -1;
+		}
+		if (span && (span > m->size + 0x1000 || m->size > span + 0x1000)) {
+			btr_info("%s: code segment of 0x%" PRIx64 " bytes, the recording mapped 0x%" PRIx64
+				 ": not the file that ran", file, span, m->size);
+			return -1;
+		}
+		return 1;
+	}
+	uint8_t id[64];
+	int n = btr_elf_build_id(file, id, sizeof(id));
+	if (n < 0)
+		return n == -BTR_ERR_NOT_FOUND ? 1 : 0;
+	return n == m->build_id_len && !memcmp(id, m->build_id, (size_t)n);
+}
+
+/* Finds the file to load for module record @m into @out.  Order: a user
+ * ELF (--elf) matching by build-id or file name, ROOT/path, path, the
+ * debug directories by build-id, then DIR/basename.  The first candidate
+ * whose build-id matches wins; if none matches, the first existing one
+ * is used and *@mismatch set (its code is not what ran). */
+static int find_module_file(struct btr_stream *s, const struct btr_rec_module *m, char *out, size_t outsz,
+			    int *mismatch)
+{
+	const char *path = m->path;
+	const char *bn = base_name(path);
+	char first[4096] = "";
+	char buf[4096];
+	*mismatch = 0;
+
+#define TRY(p)                                                                          \
+	do {                                                                            \
+		int r_ = candidate_matches((p), m);                                     \
+		if (r_ == 1) {                                                          \
+			snprintf(out, outsz, "%s", (p));                                \
+			return 0;                                                       \
+		}                                                                       \
+		if (r_ == 0 && !first[0])                                               \
+			snprintf(first, sizeof(first), "%s", (p));                      \
+	} while (0)
+
+	/* User ELFs by build-id first: an exact match beats any name. */
+	if (m->build_id_len) {
+		for (unsigned i = 0; i < s->n_uelfs; i++) {
+			const struct user_elf *u = &s->uelfs[i];
+			if (!u->has_base && u->build_id_len == m->build_id_len &&
+			    !memcmp(u->build_id, m->build_id, m->build_id_len)) {
+				snprintf(out, outsz, "%s", u->path);
+				return 0;
+			}
+		}
+	}
+	for (unsigned i = 0; i < s->n_uelfs; i++) {
+		const struct user_elf *u = &s->uelfs[i];
+		if (!u->has_base && !strcmp(u->base_name, bn))
+			TRY(u->path);
+	}
+	if (s->o.root && path[0] == '/') {
+		snprintf(buf, sizeof(buf), "%s%s", s->o.root, path);
+		TRY(buf);
+	}
+	TRY(path);
+	if (s->o.debug_dirs) {
+		size_t nd = 0;
+		while (s->o.debug_dirs[nd])
+			nd++;
+		if (m->build_id_len && nd &&
+		    btr_elf_find_build_id(m->build_id, m->build_id_len, s->o.debug_dirs, nd, buf, sizeof(buf)) == 0)
+			TRY(buf);
+		for (size_t i = 0; i < nd; i++) {
+			snprintf(buf, sizeof(buf), "%s/%s", s->o.debug_dirs[i], bn);
+			TRY(buf);
+		}
+	}
+#undef TRY
+	if (first[0]) {
+		snprintf(out, outsz, "%s", first);
+		*mismatch = 1;
+		return 0;
+	}
+	return -BTR_ERR_NOENT;
+}
+
+/* Places the file of module record @m into the image.  Returns 1 and
+ * stores the file in @file if one was loaded (or already was), 0 if not
+ * (no file, not code), negative on allocation failure. */
+static int load_module(struct btr_stream *s, const struct btr_rec_module *m, char *file, size_t filesz)
+{
+	const char *path = m->path;
+	if (!path || !path[0] || path[0] == '[' || !strncmp(path, "//anon", 6))
+		return 0;   /* [vdso], [kernel.kallsyms], anonymous: no file */
+	if (m->prot && !(m->prot & PROT_EXEC_BIT))
+		return 0;   /* a data mapping; code comes with the PROT_EXEC one */
+	size_t len = strlen(path);
+	if (len > 3 && !strcmp(path + len - 3, ".ko"))
+		return 0;   /* kernel modules are relocatable objects, not images */
+
+	int mismatch = 0;
+	if (find_module_file(s, m, file, filesz, &mismatch) < 0) {
+		s->st.modules_missing++;
+		btr_info("module %s: no usable file here; its code cannot be decoded or named", path);
+		return 0;
+	}
+	uint64_t bias = 0;
+	int rc = btr_elf_load_bias(file, m->start, m->pgoff, &bias);
+	if (rc < 0) {
+		s->st.modules_missing++;
+		btr_warn("%s: cannot place it at 0x%" PRIx64 " (file offset 0x%" PRIx64 "): %s", file,
+			 m->start, m->pgoff, btr_errstr(rc));
+		return 0;
+	}
+	if (is_loaded(s, file, bias))
+		return 1;   /* another mapping or process of the same file: said once */
+	if (mismatch) {
+		char want[41], have[41] = "none";
+		uint8_t id[20];
+		int n = btr_elf_build_id(file, id, sizeof(id));
+		hex_id(m->build_id, m->build_id_len > 20 ? 20 : m->build_id_len, want);
+		if (n > 0)
+			hex_id(id, n, have);
+		s->st.buildid_mismatch++;
+		btr_warn("%s: build-id %s differs from the recorded %s (%s): its code is not what ran",
+			 file, have, want, path);
+	}
+	rc = btr_image_add_elf(s->img, file, bias, 0);
+	if (rc < 0) {
+		if (rc == -BTR_ERR_NOMEM)
+			return rc;
+		s->st.modules_missing++;
+		btr_warn("%s: %s", file, btr_errstr(rc));
+		return 0;
+	}
+	rc = add_loaded(s, file, bias, m->start, m->size, m->pid);
+	if (rc < 0)
+		return rc;
+	s->st.modules_loaded++;
+	btr_debug("module %s -> %s at bias 0x%" PRIx64, path, file, bias);
+	return 1;
+}
+
+/* Adds the user ELFs whose place is known: explicit base, or ET_EXEC. */
+static int add_user_elfs(struct btr_stream *s)
+{
+	for (unsigned i = 0; i < s->n_uelfs; i++) {
+		struct user_elf *u = &s->uelfs[i];
+		if (!u->has_base && !u->is_exec)
+			continue;
+		uint64_t base = u->has_base ? u->base : 0;
+		if (is_loaded(s, u->path, base))
+			continue;
+		int rc = btr_image_add_elf(s->img, u->path, base, 0);
+		if (rc < 0) {
+			btr_info("%s: %s", u->path, btr_errstr(rc));
+			return rc;
+		}
+		rc = add_loaded(s, u->path, base, 0, 0, 0);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* ---- data streams ---- */
+
+static struct data_stream *ds_get(struct btr_stream *s, uint32_t tid, int32_t cpu, int kind)
+{
+	for (size_t i = 0; i < s->n_ds; i++) {
+		struct data_stream *d = s->ds[i];
+		if (d->tid == tid && d->cpu == cpu && d->kind == kind)
+			return d;
+	}
+	if (s->n_ds == s->cap_ds) {
+		size_t ncap = s->cap_ds ? s->cap_ds * 2 : 8;
+		struct data_stream **n = realloc(s->ds, ncap * sizeof(*n));
+		if (!n)
+			return NULL;
+		s->ds = n;
+		s->cap_ds = ncap;
+	}
+	struct data_stream *d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->tid = tid;
+	d->cpu = cpu;
+	d->kind = kind;
+	d->s = s;
+	s->ds[s->n_ds++] = d;
+	return d;
+}
+
+static int flow_branch(void *ctx, const struct btr_branch *b)
+{
+	struct data_stream *d = ctx;
+	if (b->tid == d->tid)
+		return deliver(d->s, b) != 0;
+	struct btr_branch c = *b;
+	c.tid = d->tid;
+	return deliver(d->s, &c) != 0;
+}
+
+static int flow_insn(void *ctx, uint64_t ip, const struct btr_insn *insn)
+{
+	struct data_stream *d = ctx;
+	int rc = d->s->o.insn(d->s->o.ctx, d->tid, ip, insn);
+	if (rc)
+		d->s->stopped = stop_value(rc);
+	return rc != 0;
+}
+
+static int flow_event(void *ctx, const struct btr_flow_event *fev)
+{
+	struct data_stream *d = ctx;
+	struct btr_stream_event ev = { .type = BTR_SEV_FLOW, .tid = d->tid, .flow = fev,
+				       .reason = fev->reason, .offset = fev->offset };
+	if (fev->type == BTR_FLOW_GAP || fev->type == BTR_FLOW_OVERFLOW)
+		d->s->st.gaps++;
+	return emit(d->s, &ev) != 0;
+}
+
+static void pt_drop_decoder(struct btr_stream *s, struct data_stream *d)
+{
+	if (!d->flow)
+		return;
+	btr_ptflow_free(d->flow);
+	d->flow = NULL;
+	s->n_live_flows--;
+}
+
+static int pt_new_decoder(struct btr_stream *s, struct data_stream *d)
+{
+	struct btr_ptflow_config cfg = s->flowcfg;
+	cfg.tid = d->tid;
+	pt_drop_decoder(s, d);
+	if (s->n_live_flows >= MAX_LIVE_FLOWS) {
+		/* Evict the least recently fed decoder; its stream resumes at
+		 * its next PSB with a gap (reported when it resumes). */
+		struct data_stream *v = NULL;
+		for (size_t i = 0; i < s->n_ds; i++)
+			if (s->ds[i]->flow && (!v || s->ds[i]->last_use < v->last_use))
+				v = s->ds[i];
+		if (v) {
+			pt_drop_decoder(s, v);
+			v->evicted = 1;
+		}
+	}
+	int rc = btr_ptflow_new(s->img, &cfg, &d->flow);
+	if (rc == 0)
+		s->n_live_flows++;
+	return rc;
+}
+
+/* Checks that a data record continues its stream.  A jump means bytes
+ * were lost between chunks (a bad chunk was skipped, perf lost AUX data):
+ * report a gap and restart the decoder, which then waits for the next PSB
+ * instead of misreading the bytes after the hole. */
+static int check_continuity(struct btr_stream *s, struct data_stream *d, const struct btr_rec_data *r, int *restart)
+{
+	*restart = 0;
+	if (d->started && r->stream_offset != d->next_off) {
+		*restart = 1;
+		return emit_gap(s, d->tid, -BTR_ERR_TRUNCATED, d->next_off);
+	}
+	return 0;
+}
+
+static int on_pt(struct btr_stream *s, const struct btr_rec_data *r)
+{
+	struct data_stream *d = ds_get(s, r->tid, r->cpu, BTR_REC_PT);
+	if (!d)
+		return -BTR_ERR_NOMEM;
+	int restart, rc = check_continuity(s, d, r, &restart);
+	if (rc)
+		return rc;
+	if (d->evicted && !restart) {
+		d->evicted = 0;
+		rc = emit_gap(s, d->tid, -BTR_ERR_NOSYNC, r->stream_offset);
+		if (rc)
+			return rc;
+	}
+	d->evicted = 0;
+	if (!d->flow || restart) {
+		rc = pt_new_decoder(s, d);
+		if (rc < 0)
+			return rc;
+	}
+	d->last_use = ++s->tick;
+	d->started = 1;
+	d->next_off = r->stream_offset + r->size;
+	s->st.pt_bytes += r->size;
+	struct btr_ptflow_callbacks cb = { .branch = flow_branch, .event = flow_event,
+					   .insn = s->o.insn ? flow_insn : NULL, .ctx = d };
+	rc = btr_ptflow_decode(d->flow, r->data, (size_t)r->size, &cb);
+	if (rc > 0)
+		return s->stopped ? s->stopped : 1;
+	if (rc < 0) {
+		/* Not a trace gap but a decoder failure: this stream's rest is
+		 * lost; report it and restart at the next chunk's PSB. */
+		btr_warn("PT decoding of thread %u failed at stream offset 0x%" PRIx64 ": %s", d->tid,
+			 r->stream_offset, btr_errstr(rc));
+		if (rc == -BTR_ERR_NOMEM)
+			return rc;
+		pt_drop_decoder(s, d);
+		return emit_gap(s, d->tid, rc, r->stream_offset);
+	}
+	return 0;
+}
+
+/* Decoder callback (btr_branch_fn) for BTS and LBR: ctx is the stream. */
+static int branch_cb(void *ctx, const struct btr_branch *b)
+{
+	int rc = deliver(ctx, b);
+	return rc < 0 ? rc : rc ? 1 : 0;
+}
+
+static int on_bts(struct btr_stream *s, const struct btr_rec_data *r)
+{
+	struct data_stream *d = ds_get(s, r->tid, r->cpu, BTR_REC_BTS);
+	if (!d)
+		return -BTR_ERR_NOMEM;
+	int restart, rc = check_continuity(s, d, r, &restart);
+	if (rc)
+		return rc;
+	if (restart)
+		d->carry_len = 0;   /* half a record before the hole is useless */
+	d->started = 1;
+	d->next_off = r->stream_offset + r->size;
+	s->st.bts_bytes += r->size;
+	const uint8_t *p = r->data;
+	size_t n = (size_t)r->size;
+	/* Records may be split across chunks: complete a carried one first. */
+	if (d->carry_len) {
+		size_t take = BTS_REC_SIZE - d->carry_len;
+		if (take > n)
+			take = n;
+		memcpy(d->carry + d->carry_len, p, take);
+		d->carry_len += take;
+		p += take;
+		n -= take;
+		if (d->carry_len < BTS_REC_SIZE)
+			return 0;
+		rc = btr_bts_decode(d->carry, BTS_REC_SIZE, s->img, d->tid, branch_cb, s);
+		d->carry_len = 0;
+		if (s->stopped)
+			return s->stopped;
+		if (rc < 0)
+			return rc == -BTR_ERR_NOMEM ? rc : 0;
+	}
+	size_t whole = n - n % BTS_REC_SIZE;
+	if (whole) {
+		rc = btr_bts_decode(p, whole, s->img, d->tid, branch_cb, s);
+		if (s->stopped)
+			return s->stopped;
+		if (rc == -BTR_ERR_NOMEM)
+			return rc;
+	}
+	memcpy(d->carry, p + whole, n - whole);
+	d->carry_len = (unsigned)(n - whole);
+	return 0;
+}
+
+static int on_lbr(struct btr_stream *s, const struct btr_rec_lbr *r)
+{
+	/* Each snapshot is a window into the thread's flow unrelated to the
+	 * previous one: tell consumers not to join blocks across it. */
+	struct btr_stream_event ev = { .type = BTR_SEV_DISCONTINUITY, .tid = r->tid };
+	int rc = emit(s, &ev);
+	if (rc)
+		return rc;
+	s->st.lbr_snapshots++;
+	rc = btr_lbr_decode(r, s->img, branch_cb, s);
+	if (s->stopped)
+		return s->stopped;
+	return rc == -BTR_ERR_NOMEM ? rc : 0;
+}
+
+static int on_branches(struct btr_stream *s, const struct btr_rec_branches *r)
+{
+	for (uint32_t i = 0; i < r->count; i++) {
+		const struct btr_branch *b = &r->branches[i];
+		int rc;
+		/* A kind from a damaged or newer file must not index past the
+		 * kind tables (btr_filter_match shifts by it). */
+		if ((r->tid && b->tid != r->tid) || b->kind >= BTR_KIND__COUNT) {
+			struct btr_branch c = *b;
+			if (r->tid)
+				c.tid = r->tid;
+			if (c.kind >= BTR_KIND__COUNT)
+				c.kind = BTR_KIND_NONE;
+			rc = deliver(s, &c);
+		} else {
+			rc = deliver(s, b);
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static void on_machine(struct btr_stream *s, const struct btr_rec_machine *m)
+{
+	memcpy(s->backend, m->backend, sizeof(m->backend));
+	s->backend[sizeof(m->backend)] = 0;
+	struct btr_ptflow_config *c = &s->flowcfg;
+	c->cpu_family = m->cpu_family;
+	c->cpu_model = m->cpu_model;
+	c->cpu_stepping = m->cpu_stepping;
+	c->mtc_freq = m->mtc_freq;
+	c->nom_freq = m->nom_freq;
+	c->cpuid15_eax = m->cpuid15_eax;
+	c->cpuid15_ebx = m->cpuid15_ebx;
+	c->no_retcomp = !(m->flags & BTR_MACHINE_PT_RETCOMP);
+	c->n_ip_filter = m->addr_filter_cfg > 4 ? 4 : m->addr_filter_cfg;
+	memcpy(c->ip_filter, m->addr_filter, sizeof(c->ip_filter));
+}
+
+/* EXEC: process @pid's image is replaced.  Remove what it had mapped, so
+ * the old program's code cannot be mistaken for the new one's; the image
+ * object itself stays (decoders borrow it) and bumps its generation.
+ * Other processes' modules (system-wide perf recordings) stay. */
+static int on_exec(struct btr_stream *s, const struct btr_record *rec)
+{
+	uint32_t pid = rec->u.module.pid;
+	for (size_t i = 0; i < s->n_mods;) {
+		struct loaded_module *m = &s->mods[i];
+		if (m->size && m->pid == pid) {
+			btr_image_remove(s->img, m->start, m->size);
+			free(m->file);
+			*m = s->mods[--s->n_mods];
+			continue;
+		}
+		i++;
+	}
+	if (rec->u.module.size && rec->u.module.path && rec->u.module.path[0]) {
+		char file[4096];
+		int rc = load_module(s, &rec->u.module, file, sizeof(file));
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int on_unload(struct btr_stream *s, const struct btr_rec_module *m)
+{
+	if (!m->size)
+		return 0;
+	for (size_t i = 0; i < s->n_mods; i++) {
+		if (s->mods[i].size && s->mods[i].start == m->start && s->mods[i].pid == m->pid) {
+			btr_image_remove(s->img, m->start, s->mods[i].size);
+			free(s->mods[i].file);
+			s->mods[i] = s->mods[--s->n_mods];
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* ---- public API ---- */
+
+int btr_stream_new(const struct btr_stream_opts *opts, struct btr_stream **out)
+{
+	if (!out)
+		return -BTR_ERR_INVAL;
+	*out = NULL;
+	if (opts && (opts->sz < offsetof(struct btr_stream_opts, ctx) + sizeof(void *) ||
+		     (opts->n_elfs && !opts->elfs)))
+		return -BTR_ERR_INVAL;
+	struct btr_stream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -BTR_ERR_NOMEM;
+	if (opts)
+		memcpy(&s->o, opts, opts->sz < sizeof(s->o) ? opts->sz : sizeof(s->o));
+	s->o.sz = sizeof(s->o);
+	s->flowcfg.sz = sizeof(s->flowcfg);
+	int rc = btr_image_new(&s->img);
+	if (rc < 0)
+		goto fail;
+	if (s->o.n_elfs) {
+		s->uelfs = calloc(s->o.n_elfs, sizeof(*s->uelfs));
+		if (!s->uelfs) {
+			rc = -BTR_ERR_NOMEM;
+			goto fail;
+		}
+		s->n_uelfs = s->o.n_elfs;
+		for (unsigned i = 0; i < s->n_uelfs; i++) {
+			struct user_elf *u = &s->uelfs[i];
+			u->path = s->o.elfs[i].path;
+			if (!u->path) {
+				rc = -BTR_ERR_INVAL;
+				goto fail;
+			}
+			u->base_name = base_name(u->path);
+			u->base = s->o.elfs[i].base;
+			u->has_base = s->o.elfs[i].has_base;
+			int t = elf_is_exec(u->path);
+			if (t < 0) {
+				btr_info("%s: %s", u->path, btr_errstr(t));
+				rc = t;
+				goto fail;
+			}
+			u->is_exec = t;
+			u->build_id_len = btr_elf_build_id(u->path, u->build_id, sizeof(u->build_id));
+		}
+	}
+	rc = add_user_elfs(s);
+	if (rc < 0)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	btr_stream_free(s);
+	return rc;
+}
+
+int btr_stream_open(const char *path, const struct btr_stream_opts *opts, struct btr_stream **out)
+{
+	if (!path || !out)
+		return -BTR_ERR_INVAL;
+	*out = NULL;
+	struct btr_trace_reader *r;
+	int rc = btr_trace_reader_new(path, &r);
+	if (rc < 0)
+		return rc;
+	rc = btr_stream_new(opts, out);
+	if (rc < 0) {
+		btr_trace_reader_free(r);
+		return rc;
+	}
+	(*out)->reader = r;
+	return 0;
+}
+
+int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
+{
+	if (!s || !rec)
+		return -BTR_ERR_INVAL;
+	if (s->error)
+		return s->error;
+	if (s->stopped)
+		return s->stopped;
+	s->st.records++;
+	struct btr_stream_event ev = { .rec = rec };
+	int rc = 0;
+	char file[4096];
+	switch (rec->type) {
+	case BTR_REC_MACHINE:
+		on_machine(s, &rec->u.machine);
+		ev.type = BTR_SEV_MACHINE;
+		rc = emit(s, &ev);
+		break;
+	case BTR_REC_MODULE_LOAD:
+		rc = load_module(s, &rec->u.module, file, sizeof(file));
+		if (rc < 0)
+			break;
+		ev.type = BTR_SEV_MODULE_LOAD;
+		ev.tid = rec->u.module.pid;
+		ev.path = rc > 0 ? file : NULL;
+		rc = emit(s, &ev);
+		break;
+	case BTR_REC_MODULE_UNLOAD:
+		ev.type = BTR_SEV_MODULE_UNLOAD;
+		ev.tid = rec->u.module.pid;
+		rc = emit(s, &ev);
+		if (!rc)
+			rc = on_unload(s, &rec->u.module);
+		break;
+	case BTR_REC_EXEC:
+		/* Consumers symbolize what they hold with the old image first. */
+		ev.type = BTR_SEV_EXEC;
+		ev.tid = rec->u.module.pid;
+		rc = emit(s, &ev);
+		if (!rc)
+			rc = on_exec(s, rec);
+		break;
+	case BTR_REC_THREAD_START:
+	case BTR_REC_THREAD_EXIT:
+	case BTR_REC_THREAD_NAME:
+		ev.type = rec->type == BTR_REC_THREAD_START ? BTR_SEV_THREAD_START
+			: rec->type == BTR_REC_THREAD_EXIT ? BTR_SEV_THREAD_EXIT : BTR_SEV_THREAD_NAME;
+		ev.tid = rec->u.thread.tid;
+		rc = emit(s, &ev);
+		break;
+	case BTR_REC_PROCESS_EXIT:
+		ev.type = BTR_SEV_PROCESS_EXIT;
+		ev.tid = rec->u.exit.tid;
+		rc = emit(s, &ev);
+		break;
+	case BTR_REC_PT:
+		rc = on_pt(s, &rec->u.data);
+		break;
+	case BTR_REC_BTS:
+		rc = on_bts(s, &rec->u.data);
+		break;
+	case BTR_REC_LBR:
+		rc = on_lbr(s, &rec->u.lbr);
+		break;
+	case BTR_REC_BRANCHES:
+		rc = on_branches(s, &rec->u.branches);
+		break;
+	default:
+		break;   /* a newer record type: nothing to do with it */
+	}
+	if (s->error)
+		return s->error;
+	if (rc < 0)
+		return rc;
+	return s->stopped ? s->stopped : 0;
+}
+
+int btr_stream_finish(struct btr_stream *s)
+{
+	if (!s)
+		return -BTR_ERR_INVAL;
+	if (s->finished)
+		return s->stopped;
+	s->finished = 1;
+	for (size_t i = 0; i < s->n_ds && !s->stopped; i++) {
+		struct data_stream *d = s->ds[i];
+		if (d->kind == BTR_REC_BTS && d->carry_len) {
+			/* The stream ended inside a BTS record. */
+			int rc = emit_gap(s, d->tid, -BTR_ERR_TRUNCATED, d->next_off - d->carry_len);
+			d->carry_len = 0;
+			if (rc)
+				return rc;
+		}
+	}
+	return s->stopped;
+}
+
+int btr_stream_run(struct btr_stream *s)
+{
+	if (!s || !s->reader)
+		return -BTR_ERR_INVAL;
+	struct btr_record rec;
+	for (;;) {
+		int rc = btr_trace_read(s->reader, &rec);
+		if (rc == -BTR_ERR_EOS)
+			break;
+		if (rc == -BTR_ERR_CHECKSUM) {
+			/* The reader skipped the chunk: note the loss, go on. */
+			s->st.lost_chunks++;
+			s->data_lost = 1;
+			rc = emit_gap(s, 0, -BTR_ERR_CHECKSUM, btr_trace_reader_offset(s->reader));
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (rc < 0) {
+			s->st.read_error = rc;
+			s->data_lost = 1;
+			btr_stream_finish(s);
+			return rc;
+		}
+		rc = btr_stream_record(s, &rec);
+		if (rc)
+			return rc;
+	}
+	return btr_stream_finish(s);
+}
+
+struct btr_image *btr_stream_image(struct btr_stream *s)
+{
+	return s ? s->img : NULL;
+}
+
+void btr_stream_get_stats(const struct btr_stream *s, struct btr_stream_stats *st)
+{
+	if (s && st)
+		*st = s->st;
+}
+
+int btr_stream_data_lost(const struct btr_stream *s)
+{
+	return s ? s->data_lost : 0;
+}
+
+const char *btr_stream_backend(const struct btr_stream *s)
+{
+	return s ? s->backend : "";
+}
+
+void btr_stream_free(struct btr_stream *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n_ds; i++) {
+		if (s->ds[i]->flow)
+			btr_ptflow_free(s->ds[i]->flow);
+		free(s->ds[i]);
+	}
+	free(s->ds);
+	for (size_t i = 0; i < s->n_mods; i++)
+		free(s->mods[i].file);
+	free(s->mods);
+	free(s->threads);
+	free(s->uelfs);
+	if (s->reader)
+		btr_trace_reader_free(s->reader);
+	btr_image_free(s->img);
+	free(s);
+}

@@ -1,0 +1,599 @@
+/* test_ptflow_unit: handcrafted PT packet sequences over a small code
+ * image, one rule each (TNT, TIP, return compression, deferred TIP,
+ * FUP+TIP, OVF and its errata, MODE.Exec 32-bit, TSX abort, PTW, PIP,
+ * TraceStop, timing, gaps, callbacks that stop, byte-by-byte feeding).
+ * Where libipt gives an instruction sequence it must be the same. */
+#include "check.h"
+#include "flowdiff.h"
+#include "btr/pt.h"
+#include "ptgen.h"
+
+#define BTR_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static struct btr_image *img;
+
+/* 64-bit code at 0x1000 */
+static const uint8_t code64[] = {
+	/* 0x1000 */ 0x48, 0x83, 0xc0, 0x01,       /* add rax, 1 */
+	/* 0x1004 */ 0x75, 0xfa,                   /* jne 0x1000 */
+	/* 0x1006 */ 0xff, 0xe0,                   /* jmp rax */
+	/* 0x1008 */ 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc,
+	/* 0x1010 */ 0xe8, 0x0b, 0x00, 0x00, 0x00, /* call 0x1020 */
+	/* 0x1015 */ 0x90,                         /* nop */
+	/* 0x1016 */ 0xc3,                         /* ret */
+	/* 0x1017 */ 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc,
+	/* 0x1020 */ 0x90,                         /* nop */
+	/* 0x1021 */ 0xc3,                         /* ret */
+	/* 0x1022 */ 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc,
+	/* 0x1030 */ 0x0f, 0x05,                   /* syscall */
+	/* 0x1032 */ 0x90,                         /* nop */
+	/* 0x1033 */ 0xc3,                         /* ret */
+};
+/* 32-bit code at 0x5000: in 64-bit mode 0x40 would be a REX prefix */
+static const uint8_t code32[] = {
+	/* 0x5000 */ 0x40,                         /* inc eax */
+	/* 0x5001 */ 0x75, 0xfd,                   /* jne 0x5000 */
+	/* 0x5003 */ 0xc3,                         /* ret */
+};
+
+static uint8_t sbuf[4096];
+static struct btr_pt_encoder enc;
+
+static void s_begin(void) { btr_pt_enc_init(&enc, sbuf, sizeof(sbuf)); }
+static void s_pkt(struct btr_pt_packet p) { CHECK(btr_pt_enc_packet(&enc, &p) > 0); }
+static void s_ip(enum btr_pt_type t, uint64_t ip) { CHECK(btr_pt_enc_ip(&enc, t, ip) > 0); }
+static void s_ipsup(enum btr_pt_type t)
+{
+	struct btr_pt_packet p = { .type = (uint8_t)t };
+	p.u.ip.ipc = BTR_PT_IPC_SUPPRESSED;
+	s_pkt(p);
+}
+static void s_psb(int mode64, uint64_t fup)
+{
+	s_pkt((struct btr_pt_packet){ .type = BTR_PT_PSB });
+	struct btr_pt_packet m = { .type = BTR_PT_MODE_EXEC };
+	m.u.mode_exec.csl = (uint8_t)mode64;
+	m.u.mode_exec.csd = (uint8_t)!mode64;
+	s_pkt(m);
+	if (fup)
+		s_ip(BTR_PT_FUP, fup);
+	s_pkt((struct btr_pt_packet){ .type = BTR_PT_PSBEND });
+}
+static void s_tnt(const char *bits)
+{
+	struct btr_pt_packet p = { .type = BTR_PT_TNT, .size = 1 };
+	for (const char *c = bits; *c; c++) {
+		p.u.tnt.bits = (p.u.tnt.bits << 1) | (*c == '1');
+		p.u.tnt.count++;
+	}
+	s_pkt(p);
+}
+static void s_simple(enum btr_pt_type t) { s_pkt((struct btr_pt_packet){ .type = (uint8_t)t }); }
+
+struct rec {
+	struct ipvec ips;
+	struct btr_branch br[64];
+	unsigned nbr;
+	struct btr_flow_event ev[64];
+	unsigned nev;
+	int stop_after;   /* stop at this branch (1-based), 0: never */
+};
+
+static int r_insn(void *ctx, uint64_t ip, const struct btr_insn *in)
+{
+	(void)in;
+	ipvec_push(&((struct rec *)ctx)->ips, ip);
+	return 0;
+}
+static int r_branch(void *ctx, const struct btr_branch *b)
+{
+	struct rec *r = ctx;
+	if (r->nbr < 64)
+		r->br[r->nbr] = *b;
+	r->nbr++;
+	return r->stop_after && (int)r->nbr == r->stop_after;
+}
+static int r_event(void *ctx, const struct btr_flow_event *e)
+{
+	struct rec *r = ctx;
+	if (r->nev < 64)
+		r->ev[r->nev++] = *e;
+	return 0;
+}
+
+struct bvec_ { struct btr_branch *v; size_t n, cap; };
+static int bv_push(void *ctx, const struct btr_branch *b)
+{
+	struct bvec_ *v = ctx;
+	if (v->n == v->cap) {
+		v->cap = v->cap ? v->cap * 2 : 4096;
+		v->v = realloc(v->v, v->cap * sizeof(*v->v));
+	}
+	v->v[v->n++] = *b;
+	return 0;
+}
+
+static int decode(struct rec *r, const struct btr_ptflow_config *cfg, size_t piece)
+{
+	memset(r, 0, sizeof(*r) - sizeof(r->stop_after));
+	struct btr_ptflow *f;
+	int e = btr_ptflow_new(img, cfg, &f);
+	CHECK_EQ(e, 0);
+	if (e)
+		return e;
+	struct btr_ptflow_callbacks cb = { .branch = r_branch, .insn = r_insn, .event = r_event, .ctx = r };
+	size_t size = btr_pt_enc_size(&enc);
+	int ret = 0;
+	if (!piece)
+		piece = size;
+	for (size_t i = 0; i < size && !ret; i += piece)
+		ret = btr_ptflow_decode(f, sbuf + i, size - i < piece ? size - i : piece, &cb);
+	btr_ptflow_free(f);
+	return ret;
+}
+
+static int has_event(const struct rec *r, enum btr_flow_event_type t)
+{
+	for (unsigned i = 0; i < r->nev; i++)
+		if (r->ev[i].type == t)
+			return (int)i + 1;
+	return 0;
+}
+
+static void expect_ips(const char *name, const struct rec *r, const uint64_t *want, size_t n)
+{
+	long d = ipvec_diff(&r->ips, want, n);
+	if (d >= 0)
+		ipvec_report(name, &r->ips, want, n, d);
+	CHECK_EQ(d, -1);
+#ifdef BTR_HAVE_LIBIPT
+	struct ipvec l = { 0 };
+	flow_ipt(img, sbuf, btr_pt_enc_size(&enc), &l);
+	long d2 = ipvec_diff(&r->ips, l.v, l.n);
+	if (d2 >= 0)
+		ipvec_report(name, &r->ips, l.v, l.n, d2);
+	CHECK_EQ(d2, -1);
+	ipvec_free(&l);
+#endif
+}
+
+int main(void)
+{
+	CHECK_EQ(btr_image_new(&img), 0);
+	CHECK_EQ(btr_image_add_bytes(img, code64, sizeof(code64), 0x1000), 0);
+	CHECK_EQ(btr_image_add_bytes(img, code32, sizeof(code32), 0x5000), 0);
+	struct btr_ptflow_config cfg = { .sz = sizeof(cfg) };
+	struct rec r;
+
+	/* 1. TNT, indirect jump, call, compressed and uncompressed RET, syscall */
+	s_begin();
+	s_psb(1, 0);
+	s_ip(BTR_PT_TIP_PGE, 0x1000);
+	s_tnt("110");
+	s_ip(BTR_PT_TIP, 0x1010);
+	s_tnt("1");
+	s_ip(BTR_PT_TIP, 0x1030);
+	s_ipsup(BTR_PT_TIP_PGD);
+	{
+		static const uint64_t want[] = { 0x1000, 0x1004, 0x1000, 0x1004, 0x1000, 0x1004, 0x1006,
+						 0x1010, 0x1020, 0x1021, 0x1015, 0x1016, 0x1030 };
+		CHECK_EQ(decode(&r, &cfg, 0), 0);
+		expect_ips("basic", &r, want, BTR_ARRAY_SIZE(want));
+		CHECK_EQ(r.nbr, 8);
+		CHECK_EQ(r.br[0].kind, BTR_KIND_JCC);
+		CHECK_EQ(r.br[0].from, 0x1004);
+		CHECK_EQ(r.br[0].to, 0x1000);
+		CHECK(r.br[0].flags & BTR_BF_TAKEN);
+		CHECK_EQ(r.br[0].insns, 2);
+		CHECK_EQ(r.br[2].to, 0x1006);           /* not taken: fall-through */
+		CHECK(!(r.br[2].flags & BTR_BF_TAKEN));
+		CHECK_EQ(r.br[3].kind, BTR_KIND_JMP_IND);
+		CHECK_EQ(r.br[3].to, 0x1010);
+		CHECK_EQ(r.br[4].kind, BTR_KIND_CALL);
+		CHECK_EQ(r.br[5].kind, BTR_KIND_RET);   /* compressed */
+		CHECK_EQ(r.br[5].to, 0x1015);
+		CHECK_EQ(r.br[6].to, 0x1030);           /* uncompressed, empty stack */
+		CHECK_EQ(r.br[7].kind, BTR_KIND_SYSCALL);
+		CHECK_EQ(r.ev[0].type, BTR_FLOW_ENABLE);
+		CHECK_EQ(r.ev[0].ip, 0x1000);
+		CHECK(has_event(&r, BTR_FLOW_DISABLE));
+		/* the same, fed one byte at a time */
+		struct rec r1;
+		CHECK_EQ(decode(&r1, &cfg, 1), 0);
+		CHECK_EQ(ipvec_diff(&r1.ips, want, BTR_ARRAY_SIZE(want)), -1);
+		CHECK_EQ(r1.nbr, 8);
+		ipvec_free(&r1.ips);
+		/* --no-retcomp: the RET at 0x1021 waits for a TIP (the bit is
+		 * then read as a deferred TIP's) and goes to 0x1030 */
+		cfg.no_retcomp = 1;
+		CHECK_EQ(decode(&r1, &cfg, 0), 0);
+		static const uint64_t want_nr[] = { 0x1000, 0x1004, 0x1000, 0x1004, 0x1000, 0x1004, 0x1006,
+						    0x1010, 0x1020, 0x1021, 0x1030 };
+		CHECK_EQ(ipvec_diff(&r1.ips, want_nr, BTR_ARRAY_SIZE(want_nr)), -1);
+		cfg.no_retcomp = 0;
+		ipvec_free(&r1.ips);
+		/* a callback that stops */
+		r1.stop_after = 2;
+		CHECK_EQ(decode(&r1, &cfg, 0), 1);
+		CHECK_EQ(r1.nbr, 2);
+		r1.stop_after = 0;
+		ipvec_free(&r1.ips);
+		/* parallel decoding: same branches */
+		struct rec rp;
+		memset(&rp, 0, sizeof(rp));
+		struct btr_ptflow_callbacks cb = { .branch = r_branch, .event = r_event, .ctx = &rp };
+		struct btr_ptflow_stats st;
+		CHECK_EQ(btr_ptflow_decode_parallel(img, &cfg, sbuf, btr_pt_enc_size(&enc), 2, 0, &cb, &st), 0);
+		CHECK_EQ(rp.nbr, 8);
+		CHECK_EQ(st.insns, BTR_ARRAY_SIZE(want));
+		CHECK_EQ(st.by_kind[BTR_KIND_JCC], 3);
+		cb.insn = r_insn;
+		CHECK_EQ(btr_ptflow_decode_parallel(img, &cfg, sbuf, 4, 2, 0, &cb, NULL), -BTR_ERR_UNSUPPORTED);
+	}
+	ipvec_free(&r.ips);
+
+	/* 2. deferred TIP: bits of branches after the indirect jump come first */
+	s_begin();
+	s_psb(1, 0);
+	s_ip(BTR_PT_TIP_PGE, 0x1000);
+	s_tnt("1010");
+	s_ip(BTR_PT_TIP, 0x1000);
+	s_ip(BTR_PT_TIP_PGD, 0x2000);
+	{
+		static const uint64_t want[] = { 0x1000, 0x1004, 0x1000, 0x1004, 0x1006,
+						 0x1000, 0x1004, 0x1000, 0x1004, 0x1006 };
+		CHECK_EQ(decode(&r, &cfg, 0), 0);
+		expect_ips("deferred", &r, want, BTR_ARRAY_SIZE(want));
+		CHECK(!has_event(&r, BTR_FLOW_GAP));
+		CHECK_EQ(r.br[r.nbr - 1].to, 0x2000);   /* the PGD binds to the indirect jump */
+	}
+	ipvec_free(&r.ips);
+
+	/* 3. FUP + TIP: an interrupt before 0x1004 executes */
+	s_begin();
+	s_psb(1, 0);
+	s_ip(BTR_PT_TIP_PGE, 0x1000);
+	s_tnt("1");
+	s_ip(BTR_PT_FUP, 0x1004);
+	s_ip(BTR_PT_TIP, 0x1020);
+	s_ip(BTR_PT_TIP, 0x1032);
+	s_ip(BTR_PT_TIP_PGD, 0x3000);
+	{
+		static const uint64_t want[] = { 0x1000, 0x1004, 0x1000, 0x1020, 0x1021, 0x1032, 0x1033 };
+		CHECK_EQ(decode(&r, &cfg, 0), 0);
+		expect_ips("async", &r, want, BTR_ARRAY_SIZE(want));
+		CHECK_EQ(r.br[1].kind, BTR_KIND_ASYNC);
+		CHECK_EQ(r.br[1].from, 0x1004);
+		CHECK_EQ(r.br[1].to, 0x1020);
+		CHECK_EQ(r.br[1].insns, 1);
+		CHECK(has_event(&r, BTR_FLOW_ASYNC));
+	}
+	ipvec_free(&r.ips);
+
+	/* 4. OVF, resume at the FUP */
+	s_begin();
+	s_psb(1, 0);
+	s_ip(BTR_PT_TIP_PGE, 0x1000);
+	s_tnt("1");
+	s_simple(BTR_PT_OVF);
+	enc.last_ip = 0;
+	s_ip(BTR_PT_FUP, 0x1010);
+	s_tnt("1");
+	s_ip(BTR_PT_TIP_PGD, 0x4000);
+	{
+		static const uint64_t want[] = { 0x1000, 0x1004, 0x1010, 0x1020, 0x1021, 0x1015, 0x1016 };
+		CHECK_EQ(decode(&r, &cfg, 0), 0);
+		expect_ips("overflow", &r, want, BTR_ARRAY_SIZE(want));
+		int g = has_event(&r, BTR_FLOW_GAP);
+		CHECK(g);
+		if (g)
+			CHECK_EQ(r.ev[g - 1].reason, -BTR_ERR_OVERFLOW);
+		CHECK(has_event(&r, BTR_FLOW_OVERFLOW));
+	}
+	ipvec_free(&r.ips);
+
+	/* 5. SKD010: no FUP after the OVF, the TIP gives the IP */
+	s_begin();
+	s_psb(1, 0);
+	s_ip(BTR_PT_TIP_PGE, 0x1000);
+	s_tnt("1");
+	s_simple(BTR_PT_OVF);
+	s_ip(BTR_PT_TIP, 0x1010);
+	s_tnt("1");
+	s_ip(BTR_PT_TIP_PGD, 0x4000);
+	{
+		static const uint64_t want[] = { 0x1000, 0x1004, 0x1010, 0x1020, 0x1021, 0x1015, 0x1016 };
+		struct btr_ptflow_config sk = cfg;
+		sk.cpu_family = 6;
+		sk.cpu_model = 0x5e;
+		CHECK_EQ(decode(&r, &sk, 0), 0);
+		CHECK_EQ(ipvec_diff(&r.ips, want, BTR_ARRAY_SIZE(want)), -1);
+		char names[128];
+		btr_ptflow_errata_names(&sk, names, sizeof(names));
+		CHECK(strstr(names, "skd010") != NULL);
+		CHECK(strstr(names, "skl014") != NULL);
+	}
+	ipvec_free(&r.ips);
+
+	/* 6. APL11: a TIP.PGD right after OVF is ignored on Goldmont */
+	s_begin();
+	s_psb(1, 0);
+	s_ip(BTR_PT_TIP_PGE, 0x1000);
+	s_tnt("1");
+	s_simple(BTR_PT_OVF);
+	s_ipsup(BTR_PT_TIP_PGD);
+	enc.last_ip = 0;
+	s_ip(BTR_PT_FUP, 0x1010);
+	s_tnt("1");
+	s_ip(BTR_PT_TIP_PGD, 0x4000);
+	{
+		struct btr_ptflow_config gm = cfg;
+		gm.cpu_family = 6;
+		gm.cpu_model = 0x5c;
+		CHECK_EQ(decode(&r, &gm, 0), 0);
+		CHECK_EQ(r.ips.n, 7);      /* resumed at 0x1010 */
+		ipvec_free(&r.ips);
+		CHECK_EQ(decode(&r, &cfg, 0), 0);
+		CHECK_EQ(r.ips.n, 2);      /* without the erratum: disabled */
+	}
+	ipvec_free(&r.ips);
+
+	/* 7. MODE.Exec 32-bit code */
+	s_begin();
+	s_psb(0, 0x5000);
+	s_tnt("10");
+	s_ip(BTR_PT_TIP_PGD, 0x6000);
+	{
+		static const uint64_t want[] = { 0x5000, 0x5001, 0x5000, 0x5001, 0x5003 };
+		CHECK_EQ(decode(&r, &cfg, 0), 0);
+		CHECK_EQ(ipvec_diff(&r.ips, want, BTR_ARRAY_SIZE(want)), -1);
+		int m = has_event(&r, BTR_FLOW_MODE);
+		CHECK(m);
+		if (m)
+			CHECK_EQ(r.ev[m - 1].payload, BTR_MODE_32);
+		CHECK(!has_event(&r, BTR_FLOW_GAP));
+	}
+	ipvec_free(&r.ips);
+
+	/* 8. PIP, PTW, TSX abort, TraceStop */
+	s_begin();
+	s_psb(1, 0);
+	s_ip(BTR_PT_TIP_PGE, 0x1000);
+	{
+		struct btr_pt_packet p = { .type = BTR_PT_PIP };
+		p.u.pip.cr3 = 0x1234000;
+		s_pkt(p);
+		struct btr_pt_packet w = { .type = BTR_PT_PTW };
+		w.u.ptw.payload = 0xdeadbeef;
+		w.u.ptw.bytes = 4;
+		s_pkt(w);
+		struct btr_pt_packet x = { .type = BTR_PT_MODE_TSX };
+		x.u.mode_tsx.abrt = 1;
+		s_pkt(x);
+		s_ip(BTR_PT_FUP, 0x1004);
+		s_ip(BTR_PT_TIP, 0x1020);
+		s_simple(BTR_PT_TRACESTOP);
+		CHECK_EQ(decode(&r, &cfg, 0), 0);
+		int i = has_event(&r, BTR_FLOW_PAGING);
+		CHECK(i);
+		if (i)
+			CHECK_EQ(r.ev[i - 1].payload, 0x1234000);
+		i = has_event(&r, BTR_FLOW_PTWRITE);
+		CHECK(i);
+		if (i)
+			CHECK_EQ(r.ev[i - 1].payload, 0xdeadbeef);
+		CHECK(has_event(&r, BTR_FLOW_TSX_ABORT));
+		CHECK(has_event(&r, BTR_FLOW_STOP));
+		CHECK_EQ(r.nbr, 1);
+		CHECK(r.br[0].flags & BTR_BF_TSX_ABORT);
+		CHECK_EQ(r.br[0].from, 0x1004);
+	}
+	ipvec_free(&r.ips);
+
+	/* 9. timing: TSC, then TMA + MTC with CPUID 0x15 = 2/100, CYC */
+	s_begin();
+	s_pkt((struct btr_pt_packet){ .type = BTR_PT_PSB });
+	{
+		struct btr_pt_packet t = { .type = BTR_PT_TSC };
+		t.u.tsc.tsc = 1000;
+		s_pkt(t);
+		struct btr_pt_packet a = { .type = BTR_PT_TMA };
+		a.u.tma.ctc = 0x100;
+		s_pkt(a);
+		s_simple(BTR_PT_PSBEND);
+		s_ip(BTR_PT_TIP_PGE, 0x1000);
+		s_tnt("1");
+		struct btr_pt_packet m = { .type = BTR_PT_MTC };
+		m.u.mtc.ctc = (0x100 >> 3) + 2;    /* two MTC periods of 8 crystal ticks */
+		s_pkt(m);
+		struct btr_pt_packet c = { .type = BTR_PT_CYC };
+		c.u.cyc.value = 5;
+		s_pkt(c);
+		s_tnt("0");
+		s_ip(BTR_PT_TIP_PGD, 0x4000);
+		struct btr_ptflow_config tc = cfg;
+		tc.cpuid15_eax = 2;
+		tc.cpuid15_ebx = 100;
+		tc.mtc_freq = 3;
+		CHECK_EQ(decode(&r, &tc, 0), 0);
+		CHECK_EQ(r.nbr, 3);
+		CHECK_EQ(r.br[0].tsc, 1000);
+		CHECK(r.br[0].flags & BTR_BF_TSC);
+		CHECK_EQ(r.br[1].tsc, 1000 + 16 * 50);
+		CHECK(r.br[1].flags & BTR_BF_CYCLES);
+		CHECK_EQ(r.br[1].cycles, 5);
+		CHECK(!(r.br[0].flags & BTR_BF_CYCLES));
+	}
+	ipvec_free(&r.ips);
+
+	/* 10. missing code is a gap, then the next IP resumes */
+	s_begin();
+	s_psb(1, 0);
+	s_ip(BTR_PT_TIP_PGE, 0x9000);
+	s_tnt("1");
+	s_ip(BTR_PT_TIP, 0x1010);
+	s_tnt("1");
+	s_ip(BTR_PT_TIP_PGD, 0x4000);
+	{
+		CHECK_EQ(decode(&r, &cfg, 0), 0);
+		int g = has_event(&r, BTR_FLOW_GAP);
+		CHECK(g);
+		if (g) {
+			CHECK_EQ(r.ev[g - 1].reason, -BTR_ERR_NOMAP);
+			CHECK_EQ(r.ev[g - 1].ip, 0x9000);
+		}
+		CHECK_EQ(r.ips.n, 5);   /* 0x1010 0x1020 0x1021 0x1015 0x1016 */
+	}
+	ipvec_free(&r.ips);
+
+	/* 11. garbage before the first PSB and a bad byte inside: skipped */
+	s_begin();
+	{
+		static const uint8_t junk[] = { 0x02, 0xff, 0x99, 0x02, 0x23 };
+		memcpy(enc.pos, junk, sizeof(junk));
+		enc.pos += sizeof(junk);
+		s_psb(1, 0);
+		s_ip(BTR_PT_TIP_PGE, 0x1000);
+		s_tnt("0");
+		*enc.pos++ = 0xd9;   /* not a packet */
+		s_psb(1, 0x1006);
+		s_ip(BTR_PT_TIP, 0x1010);
+		s_tnt("1");
+		s_ip(BTR_PT_TIP_PGD, 0x4000);
+		CHECK_EQ(decode(&r, &cfg, 0), 0);
+		int g = has_event(&r, BTR_FLOW_GAP);
+		CHECK(g);
+		if (g)
+			CHECK_EQ(r.ev[g - 1].reason, -BTR_ERR_BAD_PACKET);
+		static const uint64_t want[] = { 0x1000, 0x1004, 0x1006, 0x1010, 0x1020, 0x1021, 0x1015, 0x1016 };
+		CHECK_EQ(ipvec_diff(&r.ips, want, BTR_ARRAY_SIZE(want)), -1);
+	}
+	ipvec_free(&r.ips);
+
+	/* 12. parallel == sequential, branch by branch (pieces of 4 KiB cut at
+	 * PSBs every 512 bytes, 3 threads) on a generated walk */
+	{
+		struct ptgen g;
+		memset(&g, 0, sizeof(g));
+		ptgen_code(&g, 0x400000, 64);
+		ptgen_walk(&g, 300000, 99, 512);
+		struct btr_image *gi;
+		btr_image_new(&gi);
+		btr_image_add_bytes(gi, g.code, g.code_size, g.base);
+		struct bvec_ sq = { 0 }, pr = { 0 };
+		struct btr_ptflow *f;
+		CHECK_EQ(btr_ptflow_new(gi, NULL, &f), 0);
+		struct btr_ptflow_callbacks cb = { .branch = bv_push, .ctx = &sq };
+		CHECK_EQ(btr_ptflow_decode(f, g.pt, g.pt_size, &cb), 0);
+		btr_ptflow_free(f);
+		cb.ctx = &pr;
+		struct btr_ptflow_stats st;
+		CHECK_EQ(btr_ptflow_decode_parallel(gi, NULL, g.pt, g.pt_size, 3, 4096, &cb, &st), 0);
+		CHECK_EQ(sq.n, g.branches);
+		CHECK_EQ(pr.n, sq.n);
+		CHECK_EQ(st.insns, g.insns);
+		size_t bad = 0;
+		for (size_t i = 0; i < sq.n && i < pr.n; i++)
+			if (sq.v[i].from != pr.v[i].from || sq.v[i].to != pr.v[i].to ||
+			    sq.v[i].kind != pr.v[i].kind || sq.v[i].flags != pr.v[i].flags ||
+			    sq.v[i].insns != pr.v[i].insns || sq.v[i].tsc != pr.v[i].tsc)
+				bad++;
+		CHECK_EQ(bad, 0);
+#ifdef BTR_HAVE_LIBIPT
+		/* and instruction by instruction against libipt (which, at the
+		 * very end of a stream, also reports the few instructions up to
+		 * the next branch that would need trace; btr reports only what
+		 * the trace proves) */
+		struct ipvec bi = { 0 }, li = { 0 };
+		CHECK_EQ(flow_btr(gi, NULL, g.pt, g.pt_size, 777, &bi), 0);
+		CHECK_EQ(bi.n, g.insns);
+		CHECK_EQ(flow_ipt(gi, g.pt, g.pt_size, &li), 0);
+		CHECK(li.n >= bi.n && li.n - bi.n < 32);
+		size_t first = bi.n;
+		for (size_t i = 0; i < bi.n && i < li.n; i++)
+			if (bi.v[i] != li.v[i]) {
+				first = i;
+				break;
+			}
+		CHECK_EQ(first, bi.n);
+		ipvec_free(&bi);
+		ipvec_free(&li);
+#endif
+		free(sq.v);
+		free(pr.v);
+		btr_image_free(gi);
+		ptgen_free(&g);
+	}
+
+	/* 13. btr_ptflow_reset: a hole in the input */
+	s_begin();
+	s_psb(1, 0);
+	s_ip(BTR_PT_TIP_PGE, 0x1000);
+	s_tnt("110");
+	s_ip(BTR_PT_TIP, 0x1010);
+	s_tnt("1");
+	{
+		struct btr_ptflow *f;
+		CHECK_EQ(btr_ptflow_new(img, &cfg, &f), 0);
+		memset(&r, 0, sizeof(r));
+		struct btr_ptflow_callbacks cb = { .branch = r_branch, .insn = r_insn, .event = r_event, .ctx = &r };
+		size_t n = btr_pt_enc_size(&enc);
+		CHECK_EQ(btr_ptflow_decode(f, sbuf, n - 3, &cb), 0);   /* cut inside the TIP */
+		btr_ptflow_reset(f, 1000);
+		CHECK_EQ(btr_ptflow_decode(f, sbuf, n, &cb), 0);       /* a new stream */
+		int g = has_event(&r, BTR_FLOW_GAP);
+		CHECK(g);
+		if (g) {
+			CHECK_EQ(r.ev[g - 1].reason, -BTR_ERR_TRUNCATED);
+			CHECK_EQ(r.ev[g - 1].offset, 1000);
+		}
+		/* 6 before the hole (three jne, 0x1006 is not proven without
+		 * its TIP), then all 10 of the new stream */
+		CHECK_EQ(r.ips.n, 6 + 10);
+		btr_ptflow_free(f);
+	}
+	ipvec_free(&r.ips);
+
+	/* 14. parallel == sequential events across PSBs where the flow was
+	 * on, lost (after a gap) and off */
+	s_begin();
+	s_psb(1, 0);
+	s_ip(BTR_PT_TIP_PGE, 0x9000);     /* no code: gap, flow lost */
+	s_tnt("1");
+	s_psb(1, 0x1000);                 /* resync: ENABLE */
+	s_tnt("11");
+	s_psb(1, 0x1000);                 /* still on: no event */
+	s_tnt("0");
+	s_ip(BTR_PT_TIP_PGD, 0x4000);
+	s_psb(1, 0);                      /* off */
+	s_ip(BTR_PT_TIP_PGE, 0x1010);
+	s_tnt("1");
+	{
+		CHECK_EQ(decode(&r, &cfg, 0), 0);
+		struct rec rp;
+		memset(&rp, 0, sizeof(rp));
+		struct btr_ptflow_callbacks cb = { .branch = r_branch, .event = r_event, .ctx = &rp };
+		CHECK_EQ(btr_ptflow_decode_parallel(img, &cfg, sbuf, btr_pt_enc_size(&enc), 2, 8, &cb, NULL), 0);
+		CHECK_EQ(rp.nbr, r.nbr);
+		CHECK_EQ(rp.nev, r.nev);
+		for (unsigned i = 0; i < r.nev && i < rp.nev; i++) {
+			CHECK_EQ(rp.ev[i].type, r.ev[i].type);
+			CHECK_EQ(rp.ev[i].ip, r.ev[i].ip);
+			CHECK_EQ(rp.ev[i].offset, r.ev[i].offset);
+		}
+		CHECK(r.nev >= 5);   /* enable, gap, enable, disable, enable */
+	}
+	ipvec_free(&r.ips);
+
+	/* config validation */
+	{
+		struct btr_ptflow *f;
+		struct btr_ptflow_config bad = cfg;
+		bad.cache_bits = 40;
+		CHECK_EQ(btr_ptflow_new(img, &bad, &f), -BTR_ERR_INVAL);
+		CHECK_EQ(btr_ptflow_new(NULL, &cfg, &f), -BTR_ERR_INVAL);
+		CHECK_STR(btr_flow_event_name(BTR_FLOW_GAP), "gap");
+	}
+	btr_image_free(img);
+	return check_done();
+}

@@ -1,0 +1,557 @@
+/* test_stream.c - the common branch stream over .btr traces written here:
+ * PT (encoded with the packet encoder over a tiny code image), BTS, LBR,
+ * decoded branches, modules (load bias, build-id, path remapping),
+ * filters, gaps, truncation. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "btr/btr.h"
+#include "btr/bts.h"
+#include "btr/pt.h"
+#include "btr/stream.h"
+#include "btr/trace.h"
+#include "check.h"
+
+/* The tiny program the PT, BTS and LBR streams "execute":
+ *   0x1000 31 c0             xor eax, eax
+ *   0x1002 ff c0             inc eax           <- loop
+ *   0x1004 83 f8 03          cmp eax, 3
+ *   0x1007 75 f9             jne 0x1002
+ *   0x1009 e8 02 00 00 00    call 0x1010
+ *   0x100e 0f 05             syscall
+ *   0x1010 c3                ret
+ */
+static const uint8_t code[] = { 0x31, 0xc0, 0xff, 0xc0, 0x83, 0xf8, 0x03, 0x75, 0xf9,
+				0xe8, 0x02, 0x00, 0x00, 0x00, 0x0f, 0x05, 0xc3 };
+#define CODE_BASE 0x1000
+
+#define MAX_SEEN 1024
+struct seen {
+	struct btr_branch b[MAX_SEEN];
+	size_t n;
+	int ev_count[32];
+	struct btr_stream_event ev[MAX_SEEN];   /* copies; pointers not kept */
+	size_t n_ev;
+	char module_path[MAX_SEEN][PATH_MAX];   /* MODULE_LOAD .path per event, "" if NULL */
+};
+
+static int on_branch(void *ctx, const struct btr_branch *b)
+{
+	struct seen *s = ctx;
+	if (s->n < MAX_SEEN)
+		s->b[s->n] = *b;
+	s->n++;
+	return 0;
+}
+
+static uint64_t insn_count[16];
+static int on_insn(void *ctx, uint32_t tid, uint64_t ip, const struct btr_insn *insn)
+{
+	(void)ctx;
+	if (tid < 16 && ip >= CODE_BASE && ip < CODE_BASE + sizeof(code) && insn->ip == ip)
+		insn_count[tid]++;
+	return 0;
+}
+
+static int on_event(void *ctx, const struct btr_stream_event *ev)
+{
+	struct seen *s = ctx;
+	s->ev_count[ev->type]++;
+	if (s->n_ev < MAX_SEEN) {
+		s->ev[s->n_ev] = *ev;
+		snprintf(s->module_path[s->n_ev], PATH_MAX, "%s", ev->path ? ev->path : "");
+		s->ev[s->n_ev].rec = NULL;
+		s->ev[s->n_ev].flow = NULL;
+		s->n_ev++;
+	}
+	return 0;
+}
+
+/* Log capture: counts warnings containing "build-id". */
+static int buildid_warnings;
+static void log_cb(void *ctx, enum btr_log_level level, const char *msg)
+{
+	(void)ctx;
+	if (level == BTR_LOG_WARN && strstr(msg, "build-id"))
+		buildid_warnings++;
+}
+
+/* One pass of the program as PT: PSB, TIP.PGE at 0x1000, the loop's
+ * conditional outcomes T T N, the return as a TIP (no return
+ * compression), and TIP.PGD with suppressed IP at the syscall (tracing
+ * user mode only).  Returns the size. */
+static size_t encode_pass(uint8_t *buf, size_t size)
+{
+	struct btr_pt_encoder e;
+	struct btr_pt_tnt_acc t;
+	btr_pt_enc_init(&e, buf, size);
+	btr_pt_tnt_init(&t, 0);
+	CHECK(btr_pt_enc_psb(&e, 0) > 0);
+	CHECK(btr_pt_enc_ip(&e, BTR_PT_TIP_PGE, 0x1000) > 0);
+	btr_pt_tnt_add(&e, &t, 1);
+	btr_pt_tnt_add(&e, &t, 1);
+	btr_pt_tnt_add(&e, &t, 0);
+	CHECK_EQ(btr_pt_tnt_flush(&e, &t), 1);
+	CHECK(btr_pt_enc_ip(&e, BTR_PT_TIP, 0x100e) > 0);
+	struct btr_pt_packet pgd = { .type = BTR_PT_TIP_PGD };
+	pgd.u.ip.ipc = BTR_PT_IPC_SUPPRESSED;
+	CHECK(btr_pt_enc_packet(&e, &pgd) > 0);
+	return btr_pt_enc_size(&e);
+}
+
+static void write_rec(struct btr_trace_writer *w, const struct btr_record *r)
+{
+	CHECK_EQ(btr_trace_write(w, r), 0);
+}
+
+static void write_data(struct btr_trace_writer *w, enum btr_rec_type type, uint32_t tid, uint64_t off,
+		       const uint8_t *data, size_t size)
+{
+	struct btr_record r = { .type = type };
+	r.u.data = (struct btr_rec_data){ .tid = tid, .cpu = -1, .stream_offset = off, .size = size, .data = data };
+	write_rec(w, &r);
+}
+
+/* Expected branches of one PT pass (the syscall's end is the decoder's
+ * business and is not asserted here). */
+static void check_pass(const struct btr_branch *b, uint32_t tid)
+{
+	static const struct { uint64_t from, to; int kind; uint64_t insns; int taken; } want[] = {
+		{ 0x1007, 0x1002, BTR_KIND_JCC, 4, 1 },  /* xor inc cmp jne */
+		{ 0x1007, 0x1002, BTR_KIND_JCC, 3, 1 },  /* inc cmp jne */
+		{ 0x1007, 0x1009, BTR_KIND_JCC, 3, 0 },  /* not taken: .to is the fall-through */
+		{ 0x1009, 0x1010, BTR_KIND_CALL, 1, 1 },
+		{ 0x1010, 0x100e, BTR_KIND_RET, 1, 1 },
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		CHECK_EQ(b[i].from, want[i].from);
+		CHECK_EQ(b[i].to, want[i].to);
+		CHECK_EQ(b[i].kind, want[i].kind);
+		CHECK_EQ(b[i].tid, tid);
+		CHECK(b[i].flags & BTR_BF_INSNS);
+		CHECK_EQ(b[i].insns, want[i].insns);
+		CHECK_EQ(!!(b[i].flags & BTR_BF_TAKEN), want[i].taken);
+	}
+}
+
+static size_t count_tid(const struct seen *s, uint32_t tid)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->n && i < MAX_SEEN; i++)
+		n += s->b[i].tid == tid;
+	return n;
+}
+
+static void test_pt_bts_lbr(void)
+{
+	const char *path = "test_stream_pt.btr";
+	uint8_t pt[256];
+	size_t n = encode_pass(pt, sizeof(pt));
+	CHECK(n > 20);
+
+	struct btr_trace_writer *w;
+	struct btr_trace_writer_opts wo = { .sz = sizeof(wo), .chunk_size = 512 };
+	CHECK_EQ(btr_trace_writer_new(path, &wo, &w), 0);
+	struct btr_record m = { .type = BTR_REC_MACHINE };
+	snprintf(m.u.machine.backend, sizeof(m.u.machine.backend), "test");
+	m.u.machine.flags = BTR_MACHINE_USER_ONLY; /* no RETCOMP: returns are TIPs */
+	write_rec(w, &m);
+	/* Thread 7: the pass cut in two records in the middle of a packet. */
+	write_data(w, BTR_REC_PT, 7, 0, pt, 5);
+	write_data(w, BTR_REC_PT, 7, 5, pt + 5, n - 5);
+	/* Thread 8: one pass in one record, interleaved with thread 7. */
+	write_data(w, BTR_REC_PT, 8, 0, pt, n);
+	/* Thread 7 again after a hole of 100 bytes: a gap, then a new pass. */
+	write_data(w, BTR_REC_PT, 7, n + 100, pt, n);
+
+	/* BTS for thread 9: jne taken, call, ret; cut at byte 30. */
+	uint8_t bts[72];
+	btr_bts_encode(0x1007, 0x1002, 1, bts);
+	btr_bts_encode(0x1009, 0x1010, 0, bts + 24);
+	btr_bts_encode(0x1010, 0x100e, 0, bts + 48);
+	write_data(w, BTR_REC_BTS, 9, 0, bts, 30);
+	write_data(w, BTR_REC_BTS, 9, 30, bts + 30, 42);
+	/* ... and a record after a hole: a gap, then the record (jne again). */
+	write_data(w, BTR_REC_BTS, 9, 100, bts, 24);
+
+	/* LBR snapshot for thread 10, newest first. */
+	struct btr_lbr_entry le[2] = { { .from = 0x1010, .to = 0x100e, .flags = BTR_BF_MISPRED },
+				       { .from = 0x1009, .to = 0x1010 } };
+	struct btr_record lr = { .type = BTR_REC_LBR };
+	lr.u.lbr = (struct btr_rec_lbr){ .pid = 10, .tid = 10, .cpu = 0, .count = 2, .entries = le };
+	write_rec(w, &lr);
+	struct btr_record ex = { .type = BTR_REC_PROCESS_EXIT };
+	ex.u.exit = (struct btr_rec_exit){ .pid = 7, .tid = 7, .code = 3 };
+	write_rec(w, &ex);
+	CHECK_EQ(btr_trace_writer_close(w), 0);
+
+	struct seen *s = calloc(1, sizeof(*s));
+	struct btr_stream_opts so = { .sz = sizeof(so), .branch = on_branch, .event = on_event,
+				      .insn = on_insn, .ctx = s };
+	struct btr_stream *st;
+	CHECK_EQ(btr_stream_open(path, &so, &st), 0);
+	if (!st)
+		return;
+	CHECK_EQ(btr_image_add_bytes(btr_stream_image(st), code, sizeof(code), CODE_BASE), 0);
+	CHECK_EQ(btr_stream_run(st), 0);
+	CHECK_STR(btr_stream_backend(st), "test");
+	CHECK_EQ(btr_stream_data_lost(st), 0);
+
+	/* Thread 7: a pass, the gap, a pass.  Thread 8: a pass. */
+	size_t n7 = count_tid(s, 7), n8 = count_tid(s, 8);
+	CHECK(n7 >= 10);
+	CHECK(n8 >= 5);
+	CHECK_EQ(n7, 2 * n8);
+	static struct btr_branch b7[MAX_SEEN], b8[MAX_SEEN], b9[8], b10[8];
+	size_t k7 = 0, k8 = 0, k9 = 0, k10 = 0;
+	for (size_t i = 0; i < s->n && i < MAX_SEEN; i++) {
+		const struct btr_branch *b = &s->b[i];
+		if (b->tid == 7)
+			b7[k7++] = *b;
+		else if (b->tid == 8)
+			b8[k8++] = *b;
+		else if (b->tid == 9 && k9 < 8)
+			b9[k9++] = *b;
+		else if (b->tid == 10 && k10 < 8)
+			b10[k10++] = *b;
+	}
+	if (n8 < 5 || n7 < 2 * n8)
+		return;   /* reported above; the rest would read garbage */
+	check_pass(b7, 7);
+	check_pass(b7 + n8, 7);
+	check_pass(b8, 8);
+	/* The instruction callback sees exactly the instructions the
+	 * branches count. */
+	uint64_t sum8 = 0;
+	for (size_t i = 0; i < k8; i++)
+		sum8 += b8[i].insns;
+	CHECK(sum8 >= 12);
+	CHECK_EQ(insn_count[8], sum8);
+	CHECK_EQ(insn_count[7], 2 * sum8);
+
+	/* The holes in thread 7's PT and thread 9's BTS are GAP events at
+	 * the offsets where data went missing. */
+	CHECK_EQ(s->ev_count[BTR_SEV_GAP], 2);
+	int gap7 = 0, gap9 = 0;
+	for (size_t i = 0; i < s->n_ev; i++) {
+		if (s->ev[i].type != BTR_SEV_GAP)
+			continue;
+		if (s->ev[i].tid == 7 && s->ev[i].offset == n)
+			gap7++;
+		if (s->ev[i].tid == 9 && s->ev[i].offset == 72)
+			gap9++;
+	}
+	CHECK_EQ(gap7, 1);
+	CHECK_EQ(gap9, 1);
+	CHECK(s->ev_count[BTR_SEV_FLOW] >= 3); /* enable of each pass at least */
+
+	/* BTS: three taken branches classified from the image, in order,
+	 * then the one after the hole. */
+	CHECK_EQ(k9, 4);
+	CHECK_EQ(b9[3].from, 0x1007);
+	CHECK_EQ(b9[3].to, 0x1002);
+	CHECK_EQ(b9[0].from, 0x1007);
+	CHECK_EQ(b9[0].kind, BTR_KIND_JCC);
+	CHECK(b9[0].flags & BTR_BF_PREDICTED);
+	CHECK_EQ(b9[1].from, 0x1009);
+	CHECK_EQ(b9[1].kind, BTR_KIND_CALL);
+	CHECK_EQ(b9[2].to, 0x100e);
+	CHECK_EQ(b9[2].kind, BTR_KIND_RET);
+
+	/* LBR: oldest first, after one DISCONTINUITY. */
+	CHECK_EQ(s->ev_count[BTR_SEV_DISCONTINUITY], 1);
+	CHECK_EQ(k10, 2);
+	CHECK_EQ(b10[0].from, 0x1009);
+	CHECK_EQ(b10[0].kind, BTR_KIND_CALL);
+	CHECK_EQ(b10[1].from, 0x1010);
+	CHECK_EQ(b10[1].kind, BTR_KIND_RET);
+	CHECK(b10[1].flags & BTR_BF_MISPRED);
+
+	CHECK_EQ(s->ev_count[BTR_SEV_MACHINE], 1);
+	CHECK_EQ(s->ev_count[BTR_SEV_PROCESS_EXIT], 1);
+	struct btr_stream_stats stats;
+	btr_stream_get_stats(st, &stats);
+	CHECK_EQ(stats.pt_bytes, 3 * n);
+	CHECK_EQ(stats.bts_bytes, 96);
+	CHECK_EQ(stats.lbr_snapshots, 1);
+	CHECK_EQ(stats.branches, s->n);
+	btr_stream_free(st);
+
+	/* Truncation: cut the file in its last chunk.  Everything before is
+	 * delivered, then TRUNCATED, and data_lost is set. */
+	FILE *f = fopen(path, "rb");
+	CHECK(f != NULL);
+	if (f) {
+		static uint8_t whole[1 << 16];
+		size_t len = fread(whole, 1, sizeof(whole), f);
+		fclose(f);
+		CHECK(len > 64);
+		f = fopen("test_stream_cut.btr", "wb");
+		fwrite(whole, 1, len - 20, f);
+		fclose(f);
+		memset(s, 0, sizeof(*s));
+		CHECK_EQ(btr_stream_open("test_stream_cut.btr", &so, &st), 0);
+		btr_image_add_bytes(btr_stream_image(st), code, sizeof(code), CODE_BASE);
+		CHECK_EQ(btr_stream_run(st), -BTR_ERR_TRUNCATED);
+		CHECK_EQ(btr_stream_data_lost(st), 1);
+		btr_stream_free(st);
+		unlink("test_stream_cut.btr");
+	}
+	free(s);
+	unlink(path);
+
+	/* Missing file and a file that is not a trace. */
+	CHECK_EQ(btr_stream_open("/nonexistent/x.btr", &so, &st), -BTR_ERR_NOENT);
+	CHECK_EQ(btr_stream_open(BTR_SOURCE_DIR "/tests/check.h", &so, &st), -BTR_ERR_BAD_MAGIC);
+}
+
+/* More threads than live decoders: complete streams lose nothing; a
+ * stream whose decoder was evicted resumes at its next PSB after a gap. */
+static void test_many_threads(void)
+{
+	uint8_t pt[256];
+	size_t n = encode_pass(pt, sizeof(pt));
+	struct seen *s = calloc(1, sizeof(*s));
+	struct btr_stream_opts so = { .sz = sizeof(so), .branch = on_branch, .event = on_event, .ctx = s };
+	struct btr_stream *st;
+	CHECK_EQ(btr_stream_new(&so, &st), 0);
+	CHECK_EQ(btr_image_add_bytes(btr_stream_image(st), code, sizeof(code), CODE_BASE), 0);
+	struct btr_record r = { .type = BTR_REC_PT };
+	for (uint32_t t = 100; t < 180; t++) {
+		r.u.data = (struct btr_rec_data){ .tid = t, .cpu = -1, .stream_offset = 0, .size = n, .data = pt };
+		CHECK_EQ(btr_stream_record(st, &r), 0);
+	}
+	r.u.data = (struct btr_rec_data){ .tid = 100, .cpu = -1, .stream_offset = n, .size = n, .data = pt };
+	CHECK_EQ(btr_stream_record(st, &r), 0);
+	CHECK_EQ(btr_stream_finish(st), 0);
+	size_t n100 = 0, n150 = 0;
+	for (size_t i = 0; i < s->n && i < MAX_SEEN; i++) {
+		n100 += s->b[i].tid == 100;
+		n150 += s->b[i].tid == 150;
+	}
+	CHECK(s->n >= 81 * 5);
+	CHECK(n150 >= 5);
+	CHECK_EQ(n100, 2 * n150);
+	CHECK_EQ(s->ev_count[BTR_SEV_GAP], 1);
+	btr_stream_free(st);
+	free(s);
+}
+
+/* A BTS stream that ends inside a record: the complete record is
+ * delivered and the partial one reported as a gap at the end. */
+static void test_bts_tail(void)
+{
+	uint8_t bts[48];
+	btr_bts_encode(0x1009, 0x1010, 0, bts);
+	btr_bts_encode(0x1010, 0x100e, 0, bts + 24);
+	struct seen *s = calloc(1, sizeof(*s));
+	struct btr_stream_opts so = { .sz = sizeof(so), .branch = on_branch, .event = on_event, .ctx = s };
+	struct btr_stream *st;
+	CHECK_EQ(btr_stream_new(&so, &st), 0);
+	struct btr_record r = { .type = BTR_REC_BTS };
+	r.u.data = (struct btr_rec_data){ .tid = 3, .cpu = -1, .stream_offset = 0, .size = 30, .data = bts };
+	CHECK_EQ(btr_stream_record(st, &r), 0);
+	CHECK_EQ(s->n, 1);
+	CHECK_EQ(s->ev_count[BTR_SEV_GAP], 0);
+	CHECK_EQ(btr_stream_finish(st), 0);
+	CHECK_EQ(s->ev_count[BTR_SEV_GAP], 1);
+	CHECK_EQ(s->ev[0].offset, 24);
+	CHECK_EQ(s->ev[0].reason, -BTR_ERR_TRUNCATED);
+	btr_stream_free(st);
+	free(s);
+}
+
+/* Decoded branches with a filter: dropped branches' instructions move to
+ * the next delivered branch of the same thread. */
+static void test_filter(void)
+{
+	struct btr_filter flt;
+	CHECK_EQ(btr_filter_parse("near_rel_call", &flt), 0);
+	struct seen *s = calloc(1, sizeof(*s));
+	struct btr_stream_opts so = { .sz = sizeof(so), .filter = &flt, .branch = on_branch, .ctx = s };
+	struct btr_stream *st;
+	CHECK_EQ(btr_stream_new(&so, &st), 0);
+	struct btr_branch br[] = {
+		{ .from = 0x10, .to = 0x20, .tid = 1, .kind = BTR_KIND_JCC, .insns = 4, .flags = BTR_BF_INSNS | BTR_BF_TAKEN },
+		{ .from = 0x30, .to = 0x40, .tid = 2, .kind = BTR_KIND_JCC, .insns = 50, .flags = BTR_BF_INSNS },
+		{ .from = 0x28, .to = 0x10, .tid = 1, .kind = BTR_KIND_JCC, .insns = 3, .flags = BTR_BF_INSNS | BTR_BF_TAKEN },
+		{ .from = 0x18, .to = 0x80, .tid = 1, .kind = BTR_KIND_CALL, .insns = 1, .flags = BTR_BF_INSNS | BTR_BF_TAKEN },
+		{ .from = 0x88, .to = 0x1d, .tid = 1, .kind = BTR_KIND_RET, .insns = 1, .flags = BTR_BF_INSNS | BTR_BF_TAKEN },
+		{ .from = 0x22, .to = 0x80, .tid = 1, .kind = BTR_KIND_CALL, .insns = 2, .flags = BTR_BF_INSNS | BTR_BF_TAKEN },
+		{ .from = 0x38, .to = 0x90, .tid = 2, .kind = BTR_KIND_CALL, .insns = 5, .flags = BTR_BF_INSNS | BTR_BF_TAKEN },
+	};
+	struct btr_record r = { .type = BTR_REC_BRANCHES };
+	r.u.branches = (struct btr_rec_branches){ .tid = 0, .count = 7, .branches = br };
+	CHECK_EQ(btr_stream_record(st, &r), 0);
+	CHECK_EQ(btr_stream_finish(st), 0);
+	CHECK_EQ(s->n, 3);
+	CHECK_EQ(s->b[0].from, 0x18);
+	CHECK_EQ(s->b[0].insns, 4 + 3 + 1);   /* jcc, jcc, the call */
+	CHECK_EQ(s->b[1].from, 0x22);
+	CHECK_EQ(s->b[1].insns, 1 + 2);       /* ret, the call */
+	CHECK_EQ(s->b[2].tid, 2);
+	CHECK_EQ(s->b[2].insns, 50 + 5);
+	struct btr_stream_stats stats;
+	btr_stream_get_stats(st, &stats);
+	CHECK_EQ(stats.filtered, 4);
+	CHECK_EQ(stats.branches, 3);
+	btr_stream_free(st);
+	free(s);
+}
+
+/* The executable mapping of this program, from /proc/self/maps. */
+static int self_mapping(char *path, size_t pathsz, uint64_t *start, uint64_t *end, uint64_t *pgoff)
+{
+	ssize_t l = readlink("/proc/self/exe", path, pathsz - 1);
+	if (l <= 0)
+		return -1;
+	path[l] = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return -1;
+	char line[PATH_MAX + 128];
+	int found = -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long a, b, off;
+		char perms[8];
+		int pos = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &a, &b, perms, &off, &pos) < 4 || !pos)
+			continue;
+		char *p = line + pos;
+		p[strcspn(p, "\n")] = 0;
+		if (perms[2] == 'x' && !strcmp(p, path)) {
+			*start = a;
+			*end = b;
+			*pgoff = off;
+			found = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+__attribute__((noinline)) int stream_marker_fn(int x)
+{
+	return x * 3 + 1;
+}
+
+struct mod_case {
+	const char *what;
+	const char *rec_path;
+	const char *root;
+	const char *debug_dir;
+	int use_elf;       /* pass the real file as a user ELF without base */
+	int bad_id;        /* corrupt the recorded build-id */
+	int want_loaded;
+	int want_mismatch;
+};
+
+static void test_modules(void)
+{
+	char self[PATH_MAX], dir[PATH_MAX], nowhere[PATH_MAX + 16];
+	uint64_t start, end, pgoff;
+	if (self_mapping(self, sizeof(self), &start, &end, &pgoff) < 0) {
+		CHECK(!"no executable mapping of this program in /proc/self/maps");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s", self);
+	*strrchr(dir, '/') = 0;
+	snprintf(nowhere, sizeof(nowhere), "/nowhere/%s", strrchr(self, '/') + 1);
+	uint8_t id[20];
+	int idlen = btr_elf_build_id(self, id, sizeof(id));
+	CHECK(idlen > 0);   /* gcc on Debian links with --build-id */
+
+	const struct mod_case cases[] = {
+		{ "recorded path", self, NULL, NULL, 0, 0, 1, 0 },
+		{ "root remap", "/exe", "/proc/self", NULL, 0, 0, 1, 0 },
+		{ "user ELF by name", nowhere, NULL, NULL, 1, 0, 1, 0 },
+		{ "user ELF by build-id", "/nowhere/other-name", NULL, NULL, 1, 0, 1, 0 },
+		{ "debug dir by name", nowhere, NULL, dir, 0, 0, 1, 0 },
+		{ "debug dir by build-id", "/nowhere/other-name", NULL, dir, 0, 0, 1, 0 },
+		{ "build-id mismatch", self, NULL, NULL, 0, 1, 1, 1 },
+		{ "missing", "/nowhere/zzz-missing", NULL, NULL, 0, 0, 0, 0 },
+	};
+	btr_log_set(log_cb, NULL, BTR_LOG_WARN);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		const struct mod_case *mc = &cases[c];
+		struct seen *s = calloc(1, sizeof(*s));
+		struct btr_stream_elf ue = { .path = self };
+		const char *dirs[2] = { mc->debug_dir, NULL };
+		struct btr_stream_opts so = { .sz = sizeof(so), .event = on_event, .ctx = s, .root = mc->root,
+					      .debug_dirs = mc->debug_dir ? dirs : NULL,
+					      .elfs = mc->use_elf ? &ue : NULL, .n_elfs = mc->use_elf ? 1 : 0 };
+		struct btr_stream *st;
+		buildid_warnings = 0;
+		CHECK_EQ(btr_stream_new(&so, &st), 0);
+		struct btr_record r = { .type = BTR_REC_MODULE_LOAD };
+		r.u.module = (struct btr_rec_module){ .pid = 1, .prot = 5, .start = start, .size = end - start,
+						      .pgoff = pgoff, .path = mc->rec_path };
+		memcpy(r.u.module.build_id, id, sizeof(id));
+		r.u.module.build_id_len = (uint8_t)idlen;
+		if (mc->bad_id)
+			r.u.module.build_id[0] ^= 0xff;
+		CHECK_EQ(btr_stream_record(st, &r), 0);
+		struct btr_stream_stats stats;
+		btr_stream_get_stats(st, &stats);
+		char sym[256];
+		btr_image_symbolize(btr_stream_image(st), (uint64_t)(uintptr_t)&stream_marker_fn, sym, sizeof(sym));
+		int ok = s->ev_count[BTR_SEV_MODULE_LOAD] == 1;
+		CHECK(ok);
+		if (mc->want_loaded) {
+			if (strcmp(sym, "stream_marker_fn"))
+				fprintf(stderr, "case '%s': symbolized as %s\n", mc->what, sym);
+			CHECK_STR(sym, "stream_marker_fn");
+			CHECK_EQ(stats.modules_loaded, 1);
+			CHECK(s->module_path[0][0] != 0);
+		} else {
+			CHECK_EQ(stats.modules_missing, 1);
+			CHECK_STR(s->module_path[0], "");
+			CHECK(strcmp(sym, "stream_marker_fn") != 0);
+		}
+		CHECK_EQ(stats.buildid_mismatch, mc->want_mismatch);
+		CHECK_EQ(buildid_warnings, mc->want_mismatch);
+
+		/* EXEC of the same pid drops the module from the image. */
+		struct btr_record e = { .type = BTR_REC_EXEC };
+		e.u.module = (struct btr_rec_module){ .pid = 1, .path = "/new/program" };
+		CHECK_EQ(btr_stream_record(st, &e), 0);
+		CHECK_EQ(s->ev_count[BTR_SEV_EXEC], 1);
+		uint8_t byte;
+		if (mc->want_loaded)
+			CHECK_EQ(btr_image_read(btr_stream_image(st), (uint64_t)(uintptr_t)&stream_marker_fn, &byte, 1),
+				 -BTR_ERR_NOMAP);
+		btr_stream_free(st);
+		free(s);
+	}
+	btr_log_set(NULL, NULL, BTR_LOG_WARN);
+
+	/* A user ELF with an explicit base is placed at once. */
+	struct btr_stream_elf ue = { .path = self, .base = start - pgoff, .has_base = 1 };
+	struct btr_stream_opts so = { .sz = sizeof(so), .elfs = &ue, .n_elfs = 1 };
+	struct btr_stream *st;
+	CHECK_EQ(btr_stream_new(&so, &st), 0);
+	struct btr_symbol sy;
+	/* The bias of a PIE is start - pgoff only if its text PT_LOAD has
+	 * p_vaddr == p_offset, as GNU ld lays them out. */
+	CHECK_EQ(btr_image_symbol(btr_stream_image(st), (uint64_t)(uintptr_t)&stream_marker_fn, &sy), 0);
+	CHECK_STR(sy.name, "stream_marker_fn");
+	btr_stream_free(st);
+	struct btr_stream_elf bad = { .path = "/nonexistent/elf", .has_base = 1 };
+	so.elfs = &bad;
+	CHECK_EQ(btr_stream_new(&so, &st), -BTR_ERR_NOENT);
+}
+
+int main(void)
+{
+	test_pt_bts_lbr();
+	test_many_threads();
+	test_bts_tail();
+	test_filter();
+	test_modules();
+	printf("stream_marker_fn(1) = %d\n", stream_marker_fn(1));
+	return check_done();
+}

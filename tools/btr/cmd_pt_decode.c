@@ -1,0 +1,492 @@
+/* cmd_pt_decode.c - `btr pt decode`: Intel PT packets + code -> the
+ * executed instructions / branches (docs/pt-decode.md). */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "btr/image.h"
+#include "btr/insn.h"
+#include "btr/perfdata.h"
+#include "btr/ptflow.h"
+
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: btr pt decode RAW [OPTIONS]\n"
+		"Reconstruct the executed instructions and branches from Intel PT data.\n"
+		"RAW is a raw PT stream, or a perf.data file with Intel PT AUX data.\n\n"
+		"Code image:\n"
+		"  --elf FILE[:BASE]          an ELF file (BASE: load bias for PIE / shared objects)\n"
+		"  --raw FILE[:FROM[-TO]]:BASE  bytes FROM..TO of FILE (default: all) at address BASE\n"
+		"Configuration:\n"
+		"  --cpu F/M/S                CPU family/model/stepping (errata workarounds)\n"
+		"  --no-retcomp               return compression was disabled\n"
+		"  --ip-filter START-END      an IP filter range that was configured (up to 4)\n"
+		"  --mtc-freq N               IA32_RTIT_CTL.MTCFreq (default 3)\n"
+		"  --cpuid15 EAX/EBX          CPUID 0x15 TSC/crystal ratio (MTC timestamps)\n"
+		"Output (one of):\n"
+		"  --branches                 'FROM -> TO KIND' per branch (default)\n"
+		"  --insn [--disasm]          one executed instruction per line: 16 hex digits\n"
+		"  --stat [--format json]     only counts and decode time\n"
+		"  -j, --jobs N               decode in N threads, split at PSBs (not with --insn)\n"
+		"Event lines ([enable ...], [disable ...], [gap ...], [overflow ...]) start with '['.\n"
+		"  -h, --help                 this help\n");
+}
+
+struct out_ctx {
+	FILE *f;
+	struct btr_image *img;
+	int disasm;
+};
+
+static int print_branch(void *ctx, const struct btr_branch *b)
+{
+	struct out_ctx *o = ctx;
+	fprintf(o->f, "0x%" PRIx64 " -> 0x%" PRIx64 " %s%s\n", b->from, b->to,
+		btr_branch_kind_name((enum btr_branch_kind)b->kind),
+		(b->flags & BTR_BF_TAKEN) ? "" : " not-taken");
+	return 0;
+}
+
+static int print_insn(void *ctx, uint64_t ip, const struct btr_insn *in)
+{
+	struct out_ctx *o = ctx;
+	if (!o->disasm) {
+		fprintf(o->f, "%016" PRIx64 "\n", ip);
+		return 0;
+	}
+	uint8_t bytes[16];
+	char text[128] = "?";
+	int n = btr_image_read(o->img, ip, bytes, in->len ? in->len : sizeof(bytes));
+	if (n > 0)
+		btr_insn_format(bytes, (size_t)n, ip, BTR_MODE_64, text, sizeof(text));
+	fprintf(o->f, "%016" PRIx64 "  %s\n", ip, text);
+	return 0;
+}
+
+static int print_event(void *ctx, const struct btr_flow_event *ev)
+{
+	struct out_ctx *o = ctx;
+	switch (ev->type) {
+	case BTR_FLOW_GAP:
+		fprintf(o->f, "[gap at offset 0x%" PRIx64 ": %s]\n", ev->offset, btr_errstr(ev->reason));
+		break;
+	case BTR_FLOW_OVERFLOW:
+		fprintf(o->f, "[overflow at offset 0x%" PRIx64 "]\n", ev->offset);
+		break;
+	case BTR_FLOW_ASYNC:
+		break;  /* the branch line shows it */
+	case BTR_FLOW_PAGING:
+	case BTR_FLOW_PTWRITE:
+		fprintf(o->f, "[%s 0x%" PRIx64 "]\n", btr_flow_event_name(ev->type), ev->payload);
+		break;
+	case BTR_FLOW_MODE:
+		fprintf(o->f, "[mode %s]\n", ev->payload == BTR_MODE_64 ? "64" : ev->payload == BTR_MODE_32 ? "32" : "16");
+		break;
+	default:
+		fprintf(o->f, "[%s 0x%" PRIx64 "]\n", btr_flow_event_name(ev->type), ev->ip);
+		break;
+	}
+	return 0;
+}
+
+/* Splits "A:B" at the last ':' whose right side is a number. */
+static char *split_num(char *s, uint64_t *v)
+{
+	char *c = strrchr(s, ':');
+	if (!c || c == s)
+		return NULL;
+	if (cli_parse_u64(c + 1, v))
+		return NULL;
+	*c = 0;
+	return c + 1;
+}
+
+static int parse_range(const char *s, uint64_t *a, uint64_t *b)
+{
+	char tmp[128];
+	snprintf(tmp, sizeof(tmp), "%s", s);
+	char *d = strchr(tmp, '-');
+	if (!d)
+		return -1;
+	*d = 0;
+	return cli_parse_u64(tmp, a) || cli_parse_u64(d + 1, b) || *b < *a ? -1 : 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* perf.data: one decoder per CPU (or thread) stream. */
+struct pstream {
+	int32_t cpu;
+	uint32_t tid;
+	uint64_t next_off;   /* stream offset the next AUX chunk should have */
+	struct btr_ptflow *f;
+};
+
+static int decode_perf(const char *path, struct btr_image *img, struct btr_ptflow_config *cfg,
+		       const struct btr_ptflow_callbacks *cb, struct btr_ptflow_stats *tot, int have_cpu)
+{
+	struct btr_perf_reader *r;
+	int e = btr_perf_reader_new(path, &r);
+	if (e) {
+		cli_error("%s: %s", path, btr_errstr(e));
+		return EXIT_RUNTIME;
+	}
+	struct pstream ps[256];
+	unsigned nps = 0;
+	struct btr_record rec;
+	int ret = EXIT_OK;
+	while ((e = btr_perf_read(r, &rec)) == 0) {
+		if (rec.type == BTR_REC_MACHINE) {
+			const struct btr_rec_machine *m = &rec.u.machine;
+			if (!have_cpu) {
+				cfg->cpu_family = m->cpu_family;
+				cfg->cpu_model = m->cpu_model;
+				cfg->cpu_stepping = m->cpu_stepping;
+			}
+			if (m->mtc_freq)
+				cfg->mtc_freq = m->mtc_freq;
+			if (m->cpuid15_eax) {
+				cfg->cpuid15_eax = m->cpuid15_eax;
+				cfg->cpuid15_ebx = m->cpuid15_ebx;
+			}
+			if (m->nom_freq)
+				cfg->nom_freq = m->nom_freq;
+		} else if (rec.type == BTR_REC_MODULE_LOAD || rec.type == BTR_REC_EXEC) {
+			const struct btr_rec_module *m = &rec.u.module;
+			/* Add the file if it is here (the recording machine's
+			 * binaries are often missing: their code is then a gap). */
+			if (m->path && m->path[0] == '/' && (m->prot & 4) && access(m->path, R_OK) == 0)
+				btr_image_add_file(img, m->path, m->pgoff, m->size, m->start);
+		} else if (rec.type == BTR_REC_PT) {
+			const struct btr_rec_data *d = &rec.u.data;
+			unsigned k;
+			for (k = 0; k < nps; k++)
+				if (ps[k].cpu == d->cpu && (d->cpu >= 0 || ps[k].tid == d->tid))
+					break;
+			if (k == nps) {
+				if (nps == sizeof(ps) / sizeof(ps[0]))
+					continue;
+				cfg->tid = d->tid;
+				if (btr_ptflow_new(img, cfg, &ps[k].f)) {
+					ret = EXIT_RUNTIME;
+					cli_error("out of memory");
+					break;
+				}
+				ps[k].cpu = d->cpu;
+				ps[k].tid = d->tid;
+				ps[k].next_off = d->stream_offset;
+				nps++;
+			}
+			if (d->stream_offset != ps[k].next_off)
+				btr_ptflow_reset(ps[k].f, d->stream_offset);  /* a hole in the AUX data */
+			ps[k].next_off = d->stream_offset + d->size;
+			btr_ptflow_decode(ps[k].f, d->data, d->size, cb);
+		}
+	}
+	if (e != -BTR_ERR_EOS && ret == EXIT_OK) {
+		cli_error("%s: %s at offset 0x%" PRIx64, path, btr_errstr(e), btr_perf_reader_offset(r));
+		ret = EXIT_RUNTIME;
+	}
+	for (unsigned k = 0; k < nps; k++) {
+		struct btr_ptflow_stats st;
+		btr_ptflow_stats(ps[k].f, &st);
+		tot->insns += st.insns;
+		tot->branches += st.branches;
+		tot->gaps += st.gaps;
+		tot->bytes += st.bytes;
+		tot->overflows += st.overflows;
+		tot->blocks_decoded += st.blocks_decoded;
+		for (int i = 0; i < BTR_KIND__COUNT; i++)
+			tot->by_kind[i] += st.by_kind[i];
+		btr_ptflow_free(ps[k].f);
+	}
+	btr_perf_reader_free(r);
+	return ret;
+}
+
+int cmd_pt_decode(int argc, char **argv)
+{
+	enum { O_ELF = 256, O_RAW, O_CPU, O_NORET, O_FILTER, O_INSN, O_BRANCHES, O_STAT, O_DISASM,
+	       O_FORMAT, O_MTC, O_CPUID15 };
+	static const struct option opts[] = {
+		{ "elf", required_argument, NULL, O_ELF },
+		{ "raw", required_argument, NULL, O_RAW },
+		{ "cpu", required_argument, NULL, O_CPU },
+		{ "no-retcomp", no_argument, NULL, O_NORET },
+		{ "ip-filter", required_argument, NULL, O_FILTER },
+		{ "insn", no_argument, NULL, O_INSN },
+		{ "branches", no_argument, NULL, O_BRANCHES },
+		{ "stat", no_argument, NULL, O_STAT },
+		{ "disasm", no_argument, NULL, O_DISASM },
+		{ "format", required_argument, NULL, O_FORMAT },
+		{ "mtc-freq", required_argument, NULL, O_MTC },
+		{ "cpuid15", required_argument, NULL, O_CPUID15 },
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const char *cmd = "pt decode";
+	struct btr_ptflow_config cfg = { .sz = sizeof(cfg) };
+	struct btr_image *img = NULL;
+	int mode = O_BRANCHES, disasm = 0, json = 0, have_cpu = 0;
+	unsigned jobs = 1;
+	int ret = EXIT_OK;
+
+	if (btr_image_new(&img)) {
+		cli_error("out of memory");
+		return EXIT_RUNTIME;
+	}
+	optind = 1;
+	int c;
+	while ((c = getopt_long(argc, argv, "hj:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			btr_image_free(img);
+			return EXIT_OK;
+		case O_ELF: {
+			char *s = strdup(optarg);
+			uint64_t base = 0;
+			if (!s)
+				goto nomem;
+			if (access(s, F_OK) != 0)
+				split_num(s, &base);
+			int e = btr_image_add_elf(img, s, base, 0);
+			if (e) {
+				cli_error("%s: %s", s, btr_errstr(e));
+				free(s);
+				ret = EXIT_RUNTIME;
+				goto out;
+			}
+			free(s);
+			break;
+		}
+		case O_RAW: {
+			char *s = strdup(optarg);
+			uint64_t base, from = 0, to = 0;
+			if (!s)
+				goto nomem;
+			if (!split_num(s, &base)) {
+				free(s);
+				ret = cli_usage_error(cmd, "--raw needs FILE[:FROM[-TO]]:BASE, got '%s'", optarg);
+				goto out;
+			}
+			if (access(s, F_OK) != 0) {
+				char *r = strrchr(s, ':');
+				if (r) {
+					*r++ = 0;
+					if (strchr(r, '-') ? parse_range(r, &from, &to) : cli_parse_u64(r, &from)) {
+						free(s);
+						ret = cli_usage_error(cmd, "bad range in --raw '%s'", optarg);
+						goto out;
+					}
+				}
+			}
+			int e = btr_image_add_file(img, s, from, to > from ? to - from : 0, base);
+			if (e) {
+				cli_error("%s: %s", s, btr_errstr(e));
+				free(s);
+				ret = EXIT_RUNTIME;
+				goto out;
+			}
+			free(s);
+			break;
+		}
+		case O_CPU: {
+			unsigned fa, mo, st = 0;
+			if (sscanf(optarg, "%u/%u/%u", &fa, &mo, &st) < 2) {
+				ret = cli_usage_error(cmd, "--cpu needs FAMILY/MODEL[/STEPPING], got '%s'", optarg);
+				goto out;
+			}
+			cfg.cpu_family = (uint16_t)fa;
+			cfg.cpu_model = (uint16_t)mo;
+			cfg.cpu_stepping = (uint16_t)st;
+			have_cpu = 1;
+			break;
+		}
+		case O_NORET:
+			cfg.no_retcomp = 1;
+			break;
+		case O_FILTER:
+			if (cfg.n_ip_filter == 4 ||
+			    parse_range(optarg, &cfg.ip_filter[cfg.n_ip_filter][0], &cfg.ip_filter[cfg.n_ip_filter][1])) {
+				ret = cli_usage_error(cmd, "bad --ip-filter '%s' (START-END, at most 4)", optarg);
+				goto out;
+			}
+			cfg.n_ip_filter++;
+			break;
+		case O_INSN: case O_BRANCHES: case O_STAT:
+			mode = c;
+			break;
+		case O_DISASM:
+			disasm = 1;
+			break;
+		case O_FORMAT:
+			if (!strcmp(optarg, "json"))
+				json = 1;
+			else if (strcmp(optarg, "text")) {
+				ret = cli_usage_error(cmd, "unknown --format '%s' (text, json)", optarg);
+				goto out;
+			}
+			break;
+		case O_MTC: {
+			uint64_t v;
+			if (cli_parse_u64(optarg, &v) || v > 15) {
+				ret = cli_usage_error(cmd, "bad --mtc-freq '%s'", optarg);
+				goto out;
+			}
+			cfg.mtc_freq = (uint8_t)v;
+			break;
+		}
+		case O_CPUID15: {
+			unsigned a, b;
+			if (sscanf(optarg, "%u/%u", &a, &b) != 2 || !a) {
+				ret = cli_usage_error(cmd, "--cpuid15 needs EAX/EBX, got '%s'", optarg);
+				goto out;
+			}
+			cfg.cpuid15_eax = a;
+			cfg.cpuid15_ebx = b;
+			break;
+		}
+		case 'j': {
+			uint64_t v;
+			if (cli_parse_u64(optarg, &v) || !v || v > 64) {
+				ret = cli_usage_error(cmd, "bad -j '%s' (1..64)", optarg);
+				goto out;
+			}
+			jobs = (unsigned)v;
+			break;
+		}
+		default:
+			ret = cli_usage_error(cmd, "unknown option");
+			goto out;
+		}
+	}
+	if (optind + 1 != argc) {
+		ret = cli_usage_error(cmd, optind >= argc ? "missing RAW file" : "too many arguments");
+		goto out;
+	}
+	if (disasm && mode != O_INSN) {
+		ret = cli_usage_error(cmd, "--disasm needs --insn");
+		goto out;
+	}
+	const char *path = argv[optind];
+	int fd = open(path, O_RDONLY);
+	if (fd < 0) {
+		cli_error("%s: %s", path, strerror(errno));
+		ret = EXIT_RUNTIME;
+		goto out;
+	}
+	struct stat sb;
+	if (fstat(fd, &sb) < 0) {
+		cli_error("%s: %s", path, strerror(errno));
+		close(fd);
+		ret = EXIT_RUNTIME;
+		goto out;
+	}
+	size_t size = (size_t)sb.st_size;
+	const uint8_t *buf = NULL;
+	if (size) {
+		buf = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (buf == MAP_FAILED) {
+			cli_error("%s: %s", path, strerror(errno));
+			close(fd);
+			ret = EXIT_RUNTIME;
+			goto out;
+		}
+	}
+	close(fd);
+
+	static char obuf[1 << 16];
+	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
+	struct out_ctx oc = { .f = stdout, .img = img, .disasm = disasm };
+	struct btr_ptflow_callbacks cb = { .event = print_event, .ctx = &oc };
+	if (mode == O_BRANCHES)
+		cb.branch = print_branch;
+	if (mode == O_INSN)
+		cb.insn = print_insn;
+	if (mode == O_STAT)
+		cb.event = NULL;
+
+	struct btr_ptflow_stats st = { 0 };
+	double t0 = now_s();
+	if (size >= 8 && btr_perf_probe(buf, size)) {
+		ret = decode_perf(path, img, &cfg, &cb, &st, have_cpu);
+	} else if (jobs > 1 && mode != O_INSN) {
+		int e = btr_ptflow_decode_parallel(img, &cfg, buf, size, jobs, 0, &cb, &st);
+		if (e < 0) {
+			cli_error("%s: %s", path, btr_errstr(e));
+			ret = EXIT_RUNTIME;
+		}
+	} else {
+		struct btr_ptflow *f;
+		int e = btr_ptflow_new(img, &cfg, &f);
+		if (!e) {
+			e = btr_ptflow_decode(f, buf, size, &cb);
+			btr_ptflow_stats(f, &st);
+			btr_ptflow_free(f);
+		}
+		if (e < 0) {
+			cli_error("%s: %s", path, btr_errstr(e));
+			ret = EXIT_RUNTIME;
+		}
+	}
+	double dt = now_s() - t0;
+	if (buf)
+		munmap((void *)buf, size);
+
+	if (mode == O_STAT && ret == EXIT_OK) {
+		char errata[128];
+		btr_ptflow_errata_names(&cfg, errata, sizeof(errata));
+		double mbs = dt > 0 ? (double)st.bytes / dt / 1e6 : 0;
+		double nspb = st.branches ? dt * 1e9 / (double)st.branches : 0;
+		if (json) {
+			printf("{\"instructions\": %" PRIu64 ", \"branches\": %" PRIu64 ", \"branches_by_kind\": {",
+			       st.insns, st.branches);
+			int first = 1;
+			for (int k = 1; k < BTR_KIND__COUNT; k++) {
+				if (!st.by_kind[k])
+					continue;
+				printf("%s\"%s\": %" PRIu64, first ? "" : ", ", btr_branch_kind_name((enum btr_branch_kind)k), st.by_kind[k]);
+				first = 0;
+			}
+			printf("}, \"gaps\": %" PRIu64 ", \"overflows\": %" PRIu64 ", \"trace_bytes\": %" PRIu64
+			       ", \"blocks_decoded\": %" PRIu64 ", \"decode_seconds\": %.6f, \"mb_per_s\": %.1f"
+			       ", \"ns_per_branch\": %.2f, \"jobs\": %u, \"errata\": \"%s\"}\n",
+			       st.gaps, st.overflows, st.bytes, st.blocks_decoded, dt, mbs, nspb, jobs, errata);
+		} else {
+			printf("instructions  %" PRIu64 "\nbranches      %" PRIu64 "\n", st.insns, st.branches);
+			for (int k = 1; k < BTR_KIND__COUNT; k++)
+				if (st.by_kind[k])
+					printf("  %-11s %" PRIu64 "\n", btr_branch_kind_name((enum btr_branch_kind)k), st.by_kind[k]);
+			printf("gaps          %" PRIu64 "\noverflows     %" PRIu64 "\ntrace bytes   %" PRIu64
+			       "\nblocks        %" PRIu64 "\ndecode time   %.6f s (%.1f MB/s, %.2f ns/branch, %u job%s)\n",
+			       st.gaps, st.overflows, st.bytes, st.blocks_decoded, dt, mbs, nspb, jobs, jobs > 1 ? "s" : "");
+			if (errata[0])
+				printf("errata        %s\n", errata);
+		}
+	}
+	fflush(stdout);
+out:
+	btr_image_free(img);
+	return ret;
+nomem:
+	cli_error("out of memory");
+	btr_image_free(img);
+	return EXIT_RUNTIME;
+}

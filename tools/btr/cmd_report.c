@@ -1,0 +1,506 @@
+/* cmd_report.c - `btr report FILE`: what a trace says about the run.
+ *
+ * Opens the trace through the common branch stream (lib/stream.c), feeds
+ * a report (lib/report.c) and prints it as text or one JSON object
+ * (docs/report.md, /work/shared/CONTRACT.md).
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "btr/report.h"
+#include "btr/stream.h"
+#include "cli.h"
+
+#define MAX_ELFS 64
+#define MAX_DIRS 16
+#define TEXT_MODULES 20   /* modules listed in the text report */
+#define TEXT_THREADS 32   /* threads listed in the text report */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: btr report [OPTIONS] FILE\n"
+		"Summarize a trace (.btr or perf.data): executed instructions, branches by\n"
+		"class and kind, threads, modules, gaps, hottest functions and basic blocks,\n"
+		"and how the process ended.\n\n"
+		"Options:\n"
+		"  --format text|json     output format (default text)\n"
+		"  --top N                entries in the top lists (default 10)\n"
+		"  --filter EXPR          count only branches matching EXPR (btr_filter syntax:\n"
+		"                         jcc,near_ret,user,...; see docs/branch-kinds.md)\n"
+		"  --elf FILE[:BASE]      use ELF FILE: at load bias BASE, or (without BASE) for\n"
+		"                         the recorded module with the same build-id or name\n"
+		"  --root DIR             look for recorded module paths under DIR first\n"
+		"  --debug-dir DIR        look for modules in DIR by build-id and by name\n"
+		"  -h, --help             this help\n\n"
+		"Exit status: 0 ok; 2 usage error; 3 the trace cannot be read, or data was\n"
+		"lost (truncated or corrupt trace: the report covers what was read).\n");
+}
+
+/* Length of the valid UTF-8 sequence at @p (1..4), or 0 if invalid. */
+static int utf8_len(const unsigned char *p)
+{
+	int n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
+	for (int i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+/* A JSON string; paths and thread names come from the trace, so control
+ * characters are escaped and bytes that are not UTF-8 become U+FFFD. */
+static void json_str(FILE *f, const char *s)
+{
+	if (!s) {
+		fputs("null", f);
+		return;
+	}
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\') {
+			fprintf(f, "\\%c", *p);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			fprintf(f, "\\u%04x", *p);
+		} else if (*p < 0x80) {
+			fputc(*p, f);
+		} else {
+			int n = utf8_len(p);
+			if (n) {
+				fwrite(p, 1, (size_t)n, f);
+				p += n - 1;
+			} else {
+				fputs("\\ufffd", f);
+			}
+		}
+	}
+	fputc('"', f);
+}
+
+static const char *sig_name(int sig)
+{
+	static char buf[32];
+	const char *d = sigabbrev_np(sig);
+	if (d) {
+		snprintf(buf, sizeof(buf), "SIG%s", d);
+		return buf;
+	}
+	snprintf(buf, sizeof(buf), "signal %d", sig);
+	return buf;
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static void print_json(FILE *f, const char *file, const struct btr_report_result *res, int lost,
+		       const struct btr_stream_stats *st)
+{
+	fprintf(f, "{\n  \"file\": ");
+	json_str(f, file);
+	fprintf(f, ",\n  \"backend\": ");
+	json_str(f, res->backend);
+	fprintf(f, ",\n  \"instructions\": %" PRIu64 ",\n  \"has_instructions\": %s", res->insns,
+		res->has_insns ? "true" : "false");
+	fprintf(f, ",\n  \"branches\": %" PRIu64 ",\n  \"taken\": %" PRIu64 ",\n  \"mispredicted\": %" PRIu64
+		   ",\n  \"unclassified\": %" PRIu64,
+		res->branches, res->taken, res->mispredicted, res->unclassified);
+	fprintf(f, ",\n  \"branches_by_class\": {");
+	for (int c = 0; c < BTR_LBR__COUNT; c++)
+		fprintf(f, "%s\"%s\": %" PRIu64, c ? ", " : "", btr_lbr_class_name((enum btr_lbr_class)c),
+			res->by_class[c]);
+	fprintf(f, "},\n  \"branches_by_kind\": {");
+	int first = 1;
+	for (int k = 1; k < BTR_KIND__COUNT; k++) {
+		fprintf(f, "%s\"%s\": %" PRIu64, first ? "" : ", ",
+			btr_branch_kind_name((enum btr_branch_kind)k), res->by_kind[k]);
+		first = 0;
+	}
+	fprintf(f, "},\n  \"threads\": %zu,\n  \"thread_list\": [", res->n_threads);
+	for (size_t i = 0; i < res->n_threads; i++) {
+		const struct btr_report_thread *t = &res->threads[i];
+		fprintf(f, "%s\n    {\"tid\": %" PRIu32 ", \"name\": ", i ? "," : "", t->tid);
+		json_str(f, t->name);
+		fprintf(f, ", \"instructions\": %" PRIu64 ", \"branches\": %" PRIu64, t->insns, t->branches);
+		if (t->exited)
+			fprintf(f, ", \"exit_code\": %" PRId32, t->exit_code);
+		fputc('}', f);
+	}
+	size_t loaded = 0;
+	for (size_t i = 0; i < res->n_modules; i++)
+		loaded += res->modules[i].loaded != NULL;
+	fprintf(f, "%s],\n  \"modules\": %zu,\n  \"modules_loaded\": %zu,\n  \"module_list\": [",
+		res->n_threads ? "\n  " : "", res->n_modules, loaded);
+	for (size_t i = 0; i < res->n_modules; i++) {
+		const struct btr_report_module *m = &res->modules[i];
+		fprintf(f, "%s\n    {\"path\": ", i ? "," : "");
+		json_str(f, m->path);
+		fprintf(f, ", \"start\": \"0x%" PRIx64 "\", \"size\": %" PRIu64 ", \"pgoff\": \"0x%" PRIx64
+			   "\", \"loaded\": ",
+			m->start, m->size, m->pgoff);
+		json_str(f, m->loaded);
+		fputc('}', f);
+	}
+	fprintf(f, "%s],\n  \"gaps\": %" PRIu64 ",\n  \"overflows\": %" PRIu64 ",\n  \"gap_list\": [",
+		res->n_modules ? "\n  " : "", res->gaps, res->overflows);
+	for (size_t i = 0; i < res->n_gap_list; i++) {
+		const struct btr_report_gap *g = &res->gap_list[i];
+		fprintf(f, "%s\n    {\"tid\": %" PRIu32 ", \"offset\": \"0x%" PRIx64 "\", \"source\": \"%s\", \"reason\": ",
+			i ? "," : "", g->tid, g->offset, g->from_flow ? "decoder" : "trace");
+		json_str(f, btr_errstr(g->reason));
+		fputc('}', f);
+	}
+	fprintf(f, "%s],\n  \"data_lost\": %s,\n  \"rank_by\": \"%s\",\n  \"functions\": %zu,\n  \"top_functions\": [",
+		res->n_gap_list ? "\n  " : "", lost ? "true" : "false",
+		res->rank_by_insns ? "instructions" : "branches", res->n_functions);
+	for (size_t i = 0; i < res->n_top_functions; i++) {
+		const struct btr_report_func *fn = &res->top_functions[i];
+		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+		json_str(f, fn->name);
+		fprintf(f, ", \"module\": ");
+		json_str(f, fn->module);
+		fprintf(f, ", \"addr\": \"0x%" PRIx64 "\", \"instructions\": %" PRIu64 ", \"branches\": %" PRIu64
+			   ", \"file\": ",
+			fn->addr, fn->insns, fn->branches);
+		json_str(f, fn->file);
+		fprintf(f, ", \"line\": %d}", fn->line);
+	}
+	fprintf(f, "%s],\n  \"blocks\": %zu,\n  \"top_blocks\": [", res->n_top_functions ? "\n  " : "",
+		res->n_blocks);
+	for (size_t i = 0; i < res->n_top_blocks; i++) {
+		const struct btr_report_block *b = &res->top_blocks[i];
+		fprintf(f, "%s\n    {\"start\": \"0x%" PRIx64 "\", \"end\": \"0x%" PRIx64 "\", \"count\": %" PRIu64
+			   ", \"instructions\": %" PRIu64 ", \"symbol\": ",
+			i ? "," : "", b->start, b->end, b->count, b->insns);
+		json_str(f, b->sym);
+		fprintf(f, ", \"file\": ");
+		json_str(f, b->file);
+		fprintf(f, ", \"line\": %d}", b->line);
+	}
+	fprintf(f, "%s],\n  \"exit\": ", res->n_top_blocks ? "\n  " : "");
+	if (!res->exit.valid) {
+		fputs("null", f);
+	} else {
+		const struct btr_report_exit *x = &res->exit;
+		fprintf(f, "{\"pid\": %" PRIu32 ", \"tid\": %" PRIu32 ", \"code\": %" PRId32 ", \"signal\": %" PRId32,
+			x->pid, x->tid, x->code, x->signo);
+		if (x->signo) {
+			fprintf(f, ", \"signal_name\": ");
+			json_str(f, sig_name(x->signo));
+			fprintf(f, ", \"ip\": \"0x%" PRIx64 "\", \"addr\": \"0x%" PRIx64 "\", \"where\": ", x->ip, x->addr);
+			json_str(f, x->where);
+		}
+		fputc('}', f);
+	}
+	fprintf(f, ",\n  \"stats\": {\"records\": %" PRIu64 ", \"pt_bytes\": %" PRIu64 ", \"bts_bytes\": %" PRIu64
+		   ", \"lbr_snapshots\": %" PRIu64 ", \"filtered\": %" PRIu64 ", \"modules_missing\": %u"
+		   ", \"buildid_mismatch\": %u}\n}\n",
+		st->records, st->pt_bytes, st->bts_bytes, st->lbr_snapshots, st->filtered, st->modules_missing,
+		st->buildid_mismatch);
+}
+
+static void print_text(FILE *f, const char *file, const struct btr_report_result *res,
+		       const struct btr_stream_stats *st)
+{
+	fprintf(f, "trace:        %s\n", file);
+	fprintf(f, "backend:      %s\n", res->backend[0] ? res->backend : "(unknown)");
+	if (res->has_insns)
+		fprintf(f, "instructions: %" PRIu64 "\n", res->insns);
+	else
+		fprintf(f, "instructions: unknown (this trace has no instruction counts)\n");
+	fprintf(f, "branches:     %" PRIu64 " (taken %" PRIu64, res->branches, res->taken);
+	if (res->mispredicted)
+		fprintf(f, ", mispredicted %" PRIu64, res->mispredicted);
+	if (st->filtered)
+		fprintf(f, ", %" PRIu64 " more not matching the filter", st->filtered);
+	fprintf(f, ")\n  by class:  ");
+	for (int c = BTR_LBR_JCC; c < BTR_LBR__COUNT; c++)
+		fprintf(f, " %s %" PRIu64, btr_lbr_class_name((enum btr_lbr_class)c), res->by_class[c]);
+	if (res->unclassified)
+		fprintf(f, " unclassified %" PRIu64, res->unclassified);
+	fprintf(f, "\n  privilege: cpl_neq_0 (user) %" PRIu64 ", cpl_eq_0 (kernel) %" PRIu64 "\n",
+		res->by_class[BTR_LBR_CPL_NEQ_0], res->by_class[BTR_LBR_CPL_EQ_0]);
+	fprintf(f, "  by kind:  ");
+	int any = 0;
+	for (int k = 1; k < BTR_KIND__COUNT; k++) {
+		if (res->by_kind[k]) {
+			fprintf(f, " %s %" PRIu64, btr_branch_kind_name((enum btr_branch_kind)k), res->by_kind[k]);
+			any = 1;
+		}
+	}
+	if (!any)
+		fprintf(f, " (none)");
+	fprintf(f, "\nthreads:      %zu\n", res->n_threads);
+	/* Threads with branches, by tid; idle ones (names from a system-wide
+	 * recording) only in JSON. */
+	size_t shown_thr = 0;
+	for (size_t i = 0; i < res->n_threads; i++) {
+		const struct btr_report_thread *t = &res->threads[i];
+		if (!t->branches || shown_thr == TEXT_THREADS)
+			continue;
+		shown_thr++;
+		fprintf(f, "  tid %-8" PRIu32, t->tid);
+		if (t->name)
+			fprintf(f, " %-16s", t->name);
+		if (res->has_insns)
+			fprintf(f, " %" PRIu64 " instructions,", t->insns);
+		fprintf(f, " %" PRIu64 " branches", t->branches);
+		if (t->exited)
+			fprintf(f, ", exit %" PRId32, t->exit_code);
+		fputc('\n', f);
+	}
+	if (res->n_threads > shown_thr)
+		fprintf(f, "  ... %zu more without branches or not shown (--format json lists all)\n",
+			res->n_threads - shown_thr);
+	size_t loaded = 0;
+	for (size_t i = 0; i < res->n_modules; i++)
+		loaded += res->modules[i].loaded != NULL;
+	fprintf(f, "modules:      %zu (%zu with code loaded)\n", res->n_modules, loaded);
+	/* Modules with code first: they are what the report can name. */
+	size_t shown = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < res->n_modules; i++) {
+			const struct btr_report_module *m = &res->modules[i];
+			if ((pass == 0) != (m->loaded != NULL))
+				continue;
+			if (pass == 1 && shown >= TEXT_MODULES)
+				break;
+			fprintf(f, "  0x%" PRIx64 "-0x%" PRIx64 " %s", m->start, m->start + m->size, m->path);
+			if (m->loaded && strcmp(m->loaded, m->path))
+				fprintf(f, " -> %s", m->loaded);
+			else if (!m->loaded)
+				fprintf(f, " (no code)");
+			fputc('\n', f);
+			shown++;
+		}
+	}
+	if (res->n_modules > shown)
+		fprintf(f, "  ... %zu more without code (--format json lists all)\n", res->n_modules - shown);
+	fprintf(f, "gaps:         %" PRIu64, res->gaps);
+	if (res->overflows)
+		fprintf(f, " (%" PRIu64 " overflows)", res->overflows);
+	fputc('\n', f);
+	for (size_t i = 0; i < res->n_gap_list; i++) {
+		const struct btr_report_gap *g = &res->gap_list[i];
+		fprintf(f, "  tid %" PRIu32 " at %s offset 0x%" PRIx64 ": %s\n", g->tid,
+			g->from_flow ? "PT stream" : "trace", g->offset, btr_errstr(g->reason));
+	}
+	if (res->gaps > res->n_gap_list)
+		fprintf(f, "  ... %" PRIu64 " more\n", res->gaps - res->n_gap_list);
+	if (res->exit.valid) {
+		const struct btr_report_exit *x = &res->exit;
+		if (x->signo) {
+			fprintf(f, "exit:         killed by %s", sig_name(x->signo));
+			if (x->ip)
+				fprintf(f, " at 0x%" PRIx64 " %s", x->ip, x->where ? x->where : "");
+			if (x->addr)
+				fprintf(f, " (address 0x%" PRIx64 ")", x->addr);
+			fprintf(f, ", tid %" PRIu32 "\n", x->tid);
+		} else {
+			fprintf(f, "exit:         code %" PRId32 "\n", x->code);
+		}
+	} else {
+		fprintf(f, "exit:         (not recorded)\n");
+	}
+
+	const char *by = res->rank_by_insns ? "instructions" : "branches";
+	uint64_t total = res->rank_by_insns ? res->insns : res->branches;
+	fprintf(f, "\ntop functions by %s", by);
+	if (!res->rank_by_insns)
+		fprintf(f, " leaving them (no instruction counts in this trace)");
+	fprintf(f, ":\n");
+	if (!res->n_top_functions)
+		fprintf(f, "  (none)\n");
+	for (size_t i = 0; i < res->n_top_functions; i++) {
+		const struct btr_report_func *fn = &res->top_functions[i];
+		uint64_t v = res->rank_by_insns ? fn->insns : fn->branches;
+		fprintf(f, "  %12" PRIu64 " %5.1f%%  0x%-14" PRIx64 " %s", v, pct(v, total), fn->addr, fn->name);
+		if (fn->file)
+			fprintf(f, "  %s:%d", fn->file, fn->line);
+		else if (fn->module)
+			fprintf(f, "  (%s)", fn->module);
+		fputc('\n', f);
+	}
+	fprintf(f, "\ntop basic blocks by %s:\n", by);
+	if (!res->n_top_blocks)
+		fprintf(f, "  (none)\n");
+	for (size_t i = 0; i < res->n_top_blocks; i++) {
+		const struct btr_report_block *b = &res->top_blocks[i];
+		uint64_t v = res->rank_by_insns ? b->insns : b->count;
+		fprintf(f, "  %12" PRIu64 " %5.1f%%  0x%" PRIx64 "-0x%" PRIx64 " x%" PRIu64 "  %s", v, pct(v, total),
+			b->start, b->end, b->count, b->sym);
+		if (b->file)
+			fprintf(f, "  %s:%d", b->file, b->line);
+		fputc('\n', f);
+	}
+}
+
+/* FILE[:BASE]: the part after the last ':' is a base only if it parses
+ * as a number, so paths containing ':' still work. */
+static int parse_elf(char *arg, struct btr_stream_elf *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->path = arg;
+	char *c = strrchr(arg, ':');
+	if (c == arg)
+		return -1;   /* ":BASE" without a file */
+	if (c) {
+		uint64_t v;
+		if (cli_parse_u64(c + 1, &v) == 0) {
+			*c = 0;
+			e->base = v;
+			e->has_base = 1;
+		} else if (c[1] == 0 || (c[1] >= '0' && c[1] <= '9')) {
+			return -1;
+		}
+	}
+	return arg[0] ? 0 : -1;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "top", required_argument, NULL, 't' },
+		{ "filter", required_argument, NULL, 'F' },
+		{ "elf", required_argument, NULL, 'e' },
+		{ "root", required_argument, NULL, 'r' },
+		{ "debug-dir", required_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int json = 0;
+	uint64_t top = 10;
+	const char *filter_expr = NULL, *root = NULL;
+	struct btr_stream_elf elfs[MAX_ELFS];
+	unsigned n_elfs = 0;
+	const char *dirs[MAX_DIRS + 1];
+	unsigned n_dirs = 0;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if (!strcmp(optarg, "json"))
+				json = 1;
+			else if (!strcmp(optarg, "text"))
+				json = 0;
+			else
+				return cli_usage_error("report", "unknown format '%s' (text or json)", optarg);
+			break;
+		case 't':
+			if (cli_parse_u64(optarg, &top) < 0 || top == 0 || top > 100000)
+				return cli_usage_error("report", "bad --top '%s' (1..100000)", optarg);
+			break;
+		case 'F':
+			filter_expr = optarg;
+			break;
+		case 'e':
+			if (n_elfs == MAX_ELFS)
+				return cli_usage_error("report", "too many --elf options (at most %d)", MAX_ELFS);
+			if (parse_elf(optarg, &elfs[n_elfs]) < 0)
+				return cli_usage_error("report", "bad --elf '%s' (FILE or FILE:BASE)", optarg);
+			n_elfs++;
+			break;
+		case 'r':
+			root = optarg;
+			break;
+		case 'd':
+			if (n_dirs == MAX_DIRS)
+				return cli_usage_error("report", "too many --debug-dir options (at most %d)", MAX_DIRS);
+			dirs[n_dirs++] = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		default:
+			return cli_usage_error("report", "unknown option");
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("report", "missing trace FILE");
+	if (optind + 1 < argc)
+		return cli_usage_error("report", "one trace FILE expected, got '%s' too", argv[optind + 1]);
+	const char *file = argv[optind];
+	dirs[n_dirs] = NULL;
+
+	struct btr_filter filter;
+	if (filter_expr && btr_filter_parse(filter_expr, &filter) < 0)
+		return cli_usage_error("report", "bad --filter '%s'", filter_expr);
+
+	/* Check the --elf files first, so an error names the right file. */
+	for (unsigned i = 0; i < n_elfs; i++) {
+		uint8_t id[20];
+		int e = btr_elf_build_id(elfs[i].path, id, sizeof(id));
+		if (e < 0 && e != -BTR_ERR_NOT_FOUND) {
+			cli_error("%s: %s", elfs[i].path, btr_errstr(e));
+			return EXIT_RUNTIME;
+		}
+	}
+
+	struct btr_stream_opts so = { .sz = sizeof(so) };
+	so.filter = filter_expr ? &filter : NULL;
+	so.root = root;
+	so.debug_dirs = n_dirs ? dirs : NULL;
+	so.elfs = elfs;
+	so.n_elfs = n_elfs;
+
+	struct btr_report_opts ro = { .sz = sizeof(ro), .top = (unsigned)top };
+	struct btr_report *r = NULL;
+	struct btr_report *rep;
+	int rc = btr_report_new(&ro, &rep);
+	if (rc < 0) {
+		cli_error("%s: %s", file, btr_errstr(rc));
+		return EXIT_RUNTIME;
+	}
+	so.branch = btr_report_branch;
+	so.event = btr_report_event;
+	so.ctx = rep;
+	struct btr_stream *s;
+	rc = btr_stream_open(file, &so, &s);
+	if (rc < 0) {
+		btr_report_free(rep);
+		cli_error("%s: %s", file, btr_errstr(rc));
+		return EXIT_RUNTIME;
+	}
+	int run = btr_stream_run(s);
+	int lost = btr_stream_data_lost(s);
+	struct btr_stream_stats st;
+	btr_stream_get_stats(s, &st);
+	rc = btr_report_finish(rep, btr_stream_image(s), btr_stream_backend(s));
+	btr_stream_free(s);
+	if (rc < 0 || run > 0) {
+		btr_report_free(rep);
+		cli_error("%s: %s", file, btr_errstr(rc < 0 ? rc : -BTR_ERR_NOMEM));
+		return EXIT_RUNTIME;
+	}
+	r = rep;
+	const struct btr_report_result *res = btr_report_get(r);
+	if (json)
+		print_json(stdout, file, res, lost, &st);
+	else
+		print_text(stdout, file, res, &st);
+	if (fflush(stdout) != 0) {
+		btr_report_free(r);
+		cli_error("writing the report: output error");
+		return EXIT_RUNTIME;
+	}
+	btr_report_free(r);
+	if (st.modules_missing && !json && run >= 0 && !lost)
+		fprintf(stderr, "btr: note: %u recorded module(s) had no file here; use --elf, --root or --debug-dir\n",
+			st.modules_missing);
+	if (run < 0 || lost) {
+		/* The report covers what could be read; data was lost, so the
+		 * run as a whole is a runtime error (exit 3, one line). */
+		if (run < 0)
+			cli_error("warning: %s: %s; the report covers only the data before it", file, btr_errstr(run));
+		else
+			cli_error("warning: %s: %" PRIu64 " damaged chunk(s) skipped; the report misses their data",
+				  file, st.lost_chunks);
+		return EXIT_RUNTIME;
+	}
+	return EXIT_OK;
+}
