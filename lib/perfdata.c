@@ -1251,6 +1251,7 @@ static int convert(struct btr_perf_reader *r, uint32_t t, uint16_t misc, const u
 		rec->type = t == REC_FORK ? BTR_REC_THREAD_START : BTR_REC_THREAD_EXIT;
 		th->pid = rd32(r, p);
 		th->tid = rd32(r, p + 8);
+		th->name = ""; /* never NULL, as the btr reader gives it */
 		if (t == REC_FORK)
 			th->parent_tid = rd32(r, p + 12);
 		th->tsc = perf_to_tsc(r, rd64(r, p + 16));

@@ -9,7 +9,7 @@ for f in "$build"/fuzz_*; do
   name=$(basename "$f")
   corpus=$(mktemp -d)
   [ -d "tests/fuzz/corpus/${name#fuzz_}" ] && cp -r "tests/fuzz/corpus/${name#fuzz_}/." "$corpus/"
-  if "$f" -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=0 "$corpus" >"$build/$name.log" 2>&1; then
+  if "$f" -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=0 -artifact_prefix="$build/$name-" "$corpus" >"$build/$name.log" 2>&1; then
     echo "fuzz: $name ran ${secs}s clean"
   else
     echo "fuzz: $name FAILED, see $build/$name.log"; tail -30 "$build/$name.log"; fail=$((fail+1))

@@ -76,7 +76,7 @@ struct btr_rec_thread {
 	uint32_t parent_tid;    /* THREAD_START: creator, 0 if unknown */
 	int32_t exit_code;      /* THREAD_EXIT */
 	uint64_t tsc;
-	const char *name;       /* THREAD_NAME; reader-owned */
+	const char *name;       /* THREAD_NAME; reader-owned; never NULL ("" if none) */
 };
 
 /* Raw hardware/software trace bytes for one thread (or CPU).  Chunks of
