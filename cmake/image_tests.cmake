@@ -4,5 +4,5 @@
 # tested against a real binary.
 add_executable(prog_symbols_nopie ${CMAKE_CURRENT_SOURCE_DIR}/tests/progs/symbols.c)
 set_target_properties(prog_symbols_nopie PROPERTIES POSITION_INDEPENDENT_CODE OFF)
-target_compile_options(prog_symbols_nopie PRIVATE -g -O1 -fno-inline -fno-pie -Wno-error)
-target_link_options(prog_symbols_nopie PRIVATE -no-pie)
+target_compile_options(prog_symbols_nopie PRIVATE -g -O1 -fno-inline -fno-pie -Wno-error -fno-sanitize=all)
+target_link_options(prog_symbols_nopie PRIVATE -no-pie -fno-sanitize=all)
