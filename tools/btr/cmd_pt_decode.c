@@ -12,10 +12,13 @@
 #include <unistd.h>
 
 #include "cli.h"
+
+#define BTR_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #include "btr/image.h"
 #include "btr/insn.h"
 #include "btr/perfdata.h"
 #include "btr/ptflow.h"
+#include "btr/stream.h"
 
 
 static void usage(FILE *f)
@@ -23,7 +26,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: btr pt decode RAW [OPTIONS]\n"
 		"Reconstruct the executed instructions and branches from Intel PT data.\n"
-		"RAW is a raw PT stream, or a perf.data file with Intel PT AUX data.\n\n"
+		"RAW is a raw PT stream, a .btr trace (its module map gives the code; lines of\n"
+		"a new thread are preceded by '[thread TID]'), or a perf.data file with\n"
+		"Intel PT AUX data.\n\n"
 		"Code image:\n"
 		"  --elf FILE[:BASE]          an ELF file (BASE: load bias for PIE / shared objects)\n"
 		"  --raw FILE[:FROM[-TO]]:BASE  bytes FROM..TO of FILE (default: all) at address BASE\n"
@@ -219,6 +224,101 @@ static int decode_perf(const char *path, struct btr_image *img, struct btr_ptflo
 	return ret;
 }
 
+/* .btr traces: the common branch stream (lib/stream.c) places the recorded
+ * modules and runs one flow decoder per thread, the same decoding that
+ * `btr report` uses; this command only prints what it delivers. */
+struct btr_ctx {
+	struct out_ctx *o;
+	struct btr_ptflow_stats *st;
+	int mode;          /* 0 branches, 1 insn, 2 stat */
+	uint32_t last_tid;
+	int any;
+	struct btr_stream *s;
+};
+
+static void btr_thread_mark(struct btr_ctx *c, uint32_t tid)
+{
+	if (c->mode != 2 && (!c->any || tid != c->last_tid))
+		fprintf(c->o->f, "[thread %" PRIu32 "]\n", tid);
+	c->any = 1;
+	c->last_tid = tid;
+}
+
+static int btr_branch_cb(void *ctx, const struct btr_branch *b)
+{
+	struct btr_ctx *c = ctx;
+	c->st->branches++;
+	if (b->kind < BTR_KIND__COUNT)
+		c->st->by_kind[b->kind]++;
+	if (b->flags & BTR_BF_INSNS)
+		c->st->insns += b->insns;
+	if (c->mode == 0) {
+		btr_thread_mark(c, b->tid);
+		return print_branch(c->o, b);
+	}
+	return 0;
+}
+
+static int btr_insn_cb(void *ctx, uint32_t tid, uint64_t ip, const struct btr_insn *in)
+{
+	struct btr_ctx *c = ctx;
+	btr_thread_mark(c, tid);
+	if (c->s)
+		c->o->img = btr_stream_image(c->s);
+	return print_insn(c->o, ip, in);
+}
+
+static int btr_event_cb(void *ctx, const struct btr_stream_event *ev)
+{
+	struct btr_ctx *c = ctx;
+	if (ev->type == BTR_SEV_GAP) {
+		c->st->gaps++;
+		if (c->mode != 2) {
+			btr_thread_mark(c, ev->tid);
+			fprintf(c->o->f, "[gap at offset 0x%" PRIx64 ": %s]\n", ev->offset, btr_errstr(ev->reason));
+		}
+	} else if (ev->type == BTR_SEV_FLOW && ev->flow) {
+		if (ev->flow->type == BTR_FLOW_GAP || ev->flow->type == BTR_FLOW_OVERFLOW)
+			c->st->gaps++;
+		if (ev->flow->type == BTR_FLOW_OVERFLOW)
+			c->st->overflows++;
+		if (c->mode != 2) {
+			btr_thread_mark(c, ev->tid);
+			print_event(c->o, ev->flow);
+		}
+	}
+	return 0;
+}
+
+static int decode_btr(const char *path, const struct btr_stream_elf *elfs, unsigned n_elfs,
+		      struct out_ctx *o, int mode, struct btr_ptflow_stats *st)
+{
+	struct btr_ctx c = { .o = o, .st = st, .mode = mode == 0 ? 0 : mode };
+	struct btr_stream_opts so = { .sz = sizeof(so), .elfs = elfs, .n_elfs = n_elfs,
+				      .branch = btr_branch_cb, .event = btr_event_cb, .ctx = &c };
+	struct btr_stream *s;
+	if (mode == 1)
+		so.insn = btr_insn_cb;
+	int e = btr_stream_open(path, &so, &s);
+	if (e < 0) {
+		cli_error("%s: %s", path, btr_errstr(e));
+		return EXIT_RUNTIME;
+	}
+	c.s = s;
+	e = btr_stream_run(s);
+	struct btr_stream_stats ss;
+	btr_stream_get_stats(s, &ss);
+	st->bytes = ss.pt_bytes;
+	int lost = btr_stream_data_lost(s);
+	btr_stream_free(s);
+	if (e < 0 || lost) {
+		cli_error("%s: %s (everything before the damage was decoded)", path,
+			  btr_errstr(e < 0 ? e : ss.read_error ? ss.read_error : -BTR_ERR_CHECKSUM));
+		return EXIT_RUNTIME;
+	}
+	return EXIT_OK;
+}
+
 int cmd_pt_decode(int argc, char **argv)
 {
 	enum { O_ELF = 256, O_RAW, O_CPU, O_NORET, O_FILTER, O_INSN, O_BRANCHES, O_STAT, O_DISASM,
@@ -244,6 +344,9 @@ int cmd_pt_decode(int argc, char **argv)
 	struct btr_ptflow_config cfg = { .sz = sizeof(cfg) };
 	struct btr_image *img = NULL;
 	int mode = O_BRANCHES, disasm = 0, json = 0, have_cpu = 0;
+	struct btr_stream_elf elfs[64];   /* --elf again, for .btr input */
+	char *elf_paths[64];
+	unsigned n_elfs = 0;
 	unsigned jobs = 1;
 	int ret = EXIT_OK;
 
@@ -273,7 +376,14 @@ int cmd_pt_decode(int argc, char **argv)
 				ret = EXIT_RUNTIME;
 				goto out;
 			}
-			free(s);
+			if (n_elfs == BTR_ARRAY_LEN(elfs)) {
+				free(s);
+				ret = cli_usage_error(cmd, "too many --elf options (at most %zu)", BTR_ARRAY_LEN(elfs));
+				goto out;
+			}
+			elf_paths[n_elfs] = s;
+			elfs[n_elfs] = (struct btr_stream_elf){ .path = s, .base = base, .has_base = strcmp(s, optarg) != 0 };
+			n_elfs++;
 			break;
 		}
 		case O_RAW: {
@@ -425,7 +535,9 @@ int cmd_pt_decode(int argc, char **argv)
 
 	struct btr_ptflow_stats st = { 0 };
 	double t0 = now_s();
-	if (size >= 8 && btr_perf_probe(buf, size)) {
+	if (size >= 8 && !memcmp(buf, "BTRTRACE", 8)) {
+		ret = decode_btr(path, elfs, n_elfs, &oc, mode == O_BRANCHES ? 0 : mode == O_INSN ? 1 : 2, &st);
+	} else if (size >= 8 && btr_perf_probe(buf, size)) {
 		ret = decode_perf(path, img, &cfg, &cb, &st, have_cpu);
 	} else if (jobs > 1 && mode != O_INSN) {
 		int e = btr_ptflow_decode_parallel(img, &cfg, buf, size, jobs, 0, &cb, &st);
@@ -483,10 +595,12 @@ int cmd_pt_decode(int argc, char **argv)
 	}
 	fflush(stdout);
 out:
+	for (unsigned i = 0; i < n_elfs; i++)
+		free(elf_paths[i]);
 	btr_image_free(img);
 	return ret;
 nomem:
 	cli_error("out of memory");
-	btr_image_free(img);
-	return EXIT_RUNTIME;
+	ret = EXIT_RUNTIME;
+	goto out;
 }
