@@ -1,0 +1,114 @@
+/* btr/capture.h - recording a program's control flow: capture backends.
+ *
+ * A backend is an ops table: a name, a probe that says whether it works
+ * on this machine (and why not), and a record function that runs a
+ * command under it and writes a .btr trace.  Backends: "pt", "bts",
+ * "lbr" (hardware, through perf_event_open), "qemu" (software: a QEMU
+ * TCG plugin that emits Intel PT) and "step" (ptrace single-stepping).
+ * Only "qemu" records today; the probes of the others are real.
+ *
+ * This module lives in lib/capture/, the only part of libbtr that makes
+ * Linux-specific calls (fork, exec, perf_event_open, ptrace).
+ */
+#ifndef BTR_CAPTURE_H
+#define BTR_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Result of a probe.  @reason is a short human-readable sentence: why the
+ * backend is usable ("intel_pt PMU present") or the exact cause why not
+ * ("/sys/bus/event_source/devices/intel_pt does not exist"). */
+struct btr_capture_probe {
+	bool usable;
+	char reason[256];
+};
+
+/* Options of a recording.  Caller-owned; strings are borrowed for the
+ * duration of the call. */
+struct btr_capture_opts {
+	size_t sz;                /* sizeof(struct btr_capture_opts) */
+	const char *output;       /* the .btr file to write (required) */
+	char *const *argv;        /* command and arguments, NULL-terminated (required) */
+	int no_retcomp;           /* PT: disable return compression */
+	const char *ground_truth; /* qemu: also log every executed instruction address here */
+	const char *qemu;         /* qemu: the qemu-x86_64 binary (NULL: search PATH) */
+	const char *plugin;       /* qemu: the plugin (NULL: $BTR_QEMU_PLUGIN, then next to /proc/self/exe) */
+	int compress;             /* zstd level for the output, 0: none */
+};
+
+/* How the recorded command ended (from waitpid), and trace statistics. */
+struct btr_capture_result {
+	int exited;               /* 1: exit(@code); 0: killed by signal @signo */
+	int code;
+	int signo;
+	uint64_t crash_ip;        /* killed by a signal: the IP it happened at, 0 if unknown */
+	uint64_t threads;         /* threads seen */
+	uint64_t modules;         /* module load records */
+	uint64_t pt_bytes;        /* trace bytes written */
+	int interrupted;          /* a SIGINT/SIGTERM reached the recorder while recording */
+};
+
+struct btr_capture_backend {
+	const char *name;
+	const char *description;
+	/* Fills @out.  Never fails: an error is "usable = false" plus reason. */
+	void (*probe)(struct btr_capture_probe *out);
+	/* Runs @opts->argv under the backend and writes @opts->output
+	 * completely or not at all.  The command's stdin/stdout/stderr are
+	 * inherited.  Returns 0 when the command ran (whatever its exit
+	 * status, which is in @res), or a negative error: -BTR_ERR_CHILD (the
+	 * command cannot be started; nothing written), -BTR_ERR_PERM /
+	 * -BTR_ERR_NOENT / -BTR_ERR_IO (the output cannot be created; checked
+	 * before the command starts), -BTR_ERR_NODEV (backend unusable),
+	 * -BTR_ERR_UNSUPPORTED (backend cannot record yet), -BTR_ERR_INVAL. */
+	int (*record)(const struct btr_capture_opts *opts, struct btr_capture_result *res);
+};
+
+/* Number of backends, and the @i-th (0 <= i < count), in the order
+ * pt, bts, lbr, qemu, step. */
+size_t btr_capture_count(void);
+const struct btr_capture_backend *btr_capture_get(size_t i);
+
+/* The backend named @name, or NULL. */
+const struct btr_capture_backend *btr_capture_find(const char *name);
+
+/* Chooses the backend for "-b auto": the first usable hardware backend
+ * that can record (pt, bts, lbr), else qemu.  Stores the choice in *@out
+ * and a one-line explanation in @why (@why_size bytes).  Returns 0 or
+ * -BTR_ERR_NODEV if nothing is usable. */
+int btr_capture_auto(const struct btr_capture_backend **out, char *why, size_t why_size);
+
+/* Checks that @cmd (a path, or a name searched in PATH like execvp)
+ * names an executable x86-64 ELF file and stores its path in @buf.
+ * Returns 0 or -BTR_ERR_CHILD (the reason is logged: not found, not
+ * executable, not x86-64 ELF). */
+int btr_capture_check_command(const char *cmd, char *buf, size_t size);
+
+/* Probes (lib/capture/probe.c). */
+void btr_probe_pt(struct btr_capture_probe *out);
+void btr_probe_bts(struct btr_capture_probe *out);
+void btr_probe_lbr(struct btr_capture_probe *out);
+void btr_probe_qemu(struct btr_capture_probe *out);
+void btr_probe_step(struct btr_capture_probe *out);
+
+/* The qemu backend's record function (lib/capture/qemu.c). */
+int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_result *res);
+
+/* Finds the qemu-x86_64 binary: @hint if non-NULL, else $BTR_QEMU, else
+ * PATH.  Writes it to @buf; returns 0 or -BTR_ERR_NOENT. */
+int btr_qemu_find(const char *hint, char *buf, size_t size);
+
+/* Finds the plugin: @hint, else $BTR_QEMU_PLUGIN, else btr-qemu.so in the
+ * directory of /proc/self/exe.  Returns 0 or -BTR_ERR_NOENT. */
+int btr_qemu_find_plugin(const char *hint, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,69 @@
+/* capture.c - the table of capture backends and the "-b auto" choice. */
+#include "btr/capture.h"
+#include "btr/error.h"
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Hardware backends probe for real, but their record functions arrive
+ * with the hardware capture issue; until then they refuse to record so
+ * that "auto" never picks them. */
+static int record_unsupported(const struct btr_capture_opts *opts, struct btr_capture_result *res)
+{
+	(void)opts;
+	(void)res;
+	return -BTR_ERR_UNSUPPORTED;
+}
+
+static const struct btr_capture_backend backends[] = {
+	{ "pt", "Intel Processor Trace (perf intel_pt PMU)", btr_probe_pt, record_unsupported },
+	{ "bts", "Branch Trace Store (perf intel_bts PMU)", btr_probe_bts, record_unsupported },
+	{ "lbr", "Last Branch Records sampled through perf", btr_probe_lbr, record_unsupported },
+	{ "qemu", "QEMU TCG plugin emitting Intel PT (software)", btr_probe_qemu, btr_qemu_record },
+	{ "step", "ptrace single-stepping", btr_probe_step, record_unsupported },
+};
+
+size_t btr_capture_count(void)
+{
+	return BTR_ARRAY_SIZE(backends);
+}
+
+const struct btr_capture_backend *btr_capture_get(size_t i)
+{
+	return i < BTR_ARRAY_SIZE(backends) ? &backends[i] : NULL;
+}
+
+const struct btr_capture_backend *btr_capture_find(const char *name)
+{
+	for (size_t i = 0; name && i < BTR_ARRAY_SIZE(backends); i++)
+		if (!strcmp(backends[i].name, name))
+			return &backends[i];
+	return NULL;
+}
+
+int btr_capture_auto(const struct btr_capture_backend **out, char *why, size_t why_size)
+{
+	struct btr_capture_probe pr;
+	char hw[300] = "";
+
+	for (size_t i = 0; i < 3; i++) {   /* pt, bts, lbr in order of preference */
+		backends[i].probe(&pr);
+		if (pr.usable && backends[i].record != record_unsupported) {
+			*out = &backends[i];
+			snprintf(why, why_size, "%s: %s", backends[i].name, pr.reason);
+			return 0;
+		}
+		if (!hw[0])
+			snprintf(hw, sizeof(hw), "%s: %s", backends[i].name,
+				 pr.usable ? "hardware recording not implemented yet" : pr.reason);
+	}
+	btr_probe_qemu(&pr);
+	if (!pr.usable) {
+		snprintf(why, why_size, "no backend usable (%s; qemu: %s)", hw, pr.reason);
+		return -BTR_ERR_NODEV;
+	}
+	*out = btr_capture_find("qemu");
+	snprintf(why, why_size, "qemu, no hardware tracing (%s)", hw);
+	return 0;
+}

@@ -1,0 +1,180 @@
+/* probe.c - which capture backends work on this machine, and why not.
+ *
+ * Every probe tries the real thing where it is cheap (open the PMU with
+ * perf_event_open, single-step a child with ptrace) rather than guessing
+ * from CPUID: in VMs and containers CPUID may advertise features that the
+ * hypervisor or seccomp policy does not let through.
+ */
+#include "btr/capture.h"
+#include "btr/error.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define PMU_DIR "/sys/bus/event_source/devices/"
+
+static void say(struct btr_capture_probe *out, bool usable, const char *fmt, ...)
+	BTR_PRINTF(3, 4);
+
+#include <stdarg.h>
+static void say(struct btr_capture_probe *out, bool usable, const char *fmt, ...)
+{
+	va_list ap;
+	out->usable = usable;
+	va_start(ap, fmt);
+	vsnprintf(out->reason, sizeof(out->reason), fmt, ap);
+	va_end(ap);
+}
+
+static long perf_open(struct perf_event_attr *attr)
+{
+	/* This process, any CPU: what `btr record` would do for its child. */
+	return syscall(SYS_perf_event_open, attr, 0, -1, -1, 0);
+}
+
+static const char *paranoid_hint(int err)
+{
+	if (err != EACCES && err != EPERM)
+		return "";
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+	static char buf[96];
+	int v = 0;
+	if (f && fscanf(f, "%d", &v) == 1)
+		snprintf(buf, sizeof(buf), " (kernel.perf_event_paranoid = %d)", v);
+	else
+		buf[0] = 0;
+	if (f)
+		fclose(f);
+	return buf;
+}
+
+/* intel_pt / intel_bts: the PMU must exist in sysfs and open for user space. */
+static void probe_pmu(struct btr_capture_probe *out, const char *pmu)
+{
+	char path[128];
+	snprintf(path, sizeof(path), PMU_DIR "%s/type", pmu);
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		say(out, false, PMU_DIR "%s does not exist (CPU or hypervisor offers no %s)", pmu, pmu);
+		return;
+	}
+	int type = -1;
+	if (fscanf(f, "%d", &type) != 1)
+		type = -1;
+	fclose(f);
+	if (type < 0) {
+		say(out, false, "cannot read %s", path);
+		return;
+	}
+	struct perf_event_attr attr;
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = (uint32_t)type;
+	attr.exclude_kernel = 1;
+	attr.exclude_hv = 1;
+	attr.disabled = 1;
+	long fd = perf_open(&attr);
+	if (fd < 0) {
+		int e = errno;
+		say(out, false, "perf_event_open(%s) failed: %s%s", pmu, strerror(e), paranoid_hint(e));
+		return;
+	}
+	close((int)fd);
+	say(out, true, "%s PMU present and perf_event_open works", pmu);
+}
+
+void btr_probe_pt(struct btr_capture_probe *out)
+{
+	probe_pmu(out, "intel_pt");
+}
+
+void btr_probe_bts(struct btr_capture_probe *out)
+{
+	probe_pmu(out, "intel_bts");
+}
+
+void btr_probe_lbr(struct btr_capture_probe *out)
+{
+	struct perf_event_attr attr;
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = PERF_TYPE_HARDWARE;
+	attr.config = PERF_COUNT_HW_CPU_CYCLES;
+	attr.sample_period = 100000;
+	attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_BRANCH_STACK;
+	attr.branch_sample_type = PERF_SAMPLE_BRANCH_ANY | PERF_SAMPLE_BRANCH_USER;
+	attr.exclude_kernel = 1;
+	attr.exclude_hv = 1;
+	attr.disabled = 1;
+	long fd = perf_open(&attr);
+	if (fd < 0) {
+		int e = errno;
+		const char *why = e == ENOENT ? " (no hardware cycles event: no PMU, e.g. in a VM)" :
+				  e == EOPNOTSUPP ? " (the PMU has no branch stack)" : paranoid_hint(e);
+		say(out, false, "perf_event_open(cycles, PERF_SAMPLE_BRANCH_STACK) failed: %s%s",
+		    strerror(e), why);
+		return;
+	}
+	close((int)fd);
+	say(out, true, "perf_event_open with PERF_SAMPLE_BRANCH_STACK works");
+}
+
+void btr_probe_qemu(struct btr_capture_probe *out)
+{
+	char q[4096], p[4096];
+	if (btr_qemu_find(NULL, q, sizeof(q)) < 0) {
+		say(out, false, "qemu-x86_64 not found in PATH (install qemu-user)");
+		return;
+	}
+	if (btr_qemu_find_plugin(NULL, p, sizeof(p)) < 0) {
+		say(out, false, "plugin btr-qemu.so not found next to the btr binary (set BTR_QEMU_PLUGIN)");
+		return;
+	}
+	say(out, true, "%s with plugin %s", q, p);
+}
+
+void btr_probe_step(struct btr_capture_probe *out)
+{
+	pid_t pid = fork();
+	if (pid < 0) {
+		say(out, false, "fork failed: %s", strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) < 0)
+			_exit(errno == EPERM ? 10 : 11);
+		raise(SIGSTOP);
+		_exit(0);
+	}
+	int st;
+	if (waitpid(pid, &st, 0) < 0) {
+		say(out, false, "waitpid failed: %s", strerror(errno));
+		return;
+	}
+	if (WIFEXITED(st)) {
+		say(out, false, "ptrace(PTRACE_TRACEME) failed: %s",
+		    WEXITSTATUS(st) == 10 ? "operation not permitted (seccomp or yama policy)" : "error");
+		return;
+	}
+	int ok = 0;
+	if (WIFSTOPPED(st) && ptrace(PTRACE_SINGLESTEP, pid, NULL, NULL) == 0 &&
+	    waitpid(pid, &st, 0) == pid && WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP)
+		ok = 1;
+	int e = errno;
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	if (ok)
+		say(out, true, "ptrace single-stepping works (the step recorder is not implemented yet)");
+	else
+		say(out, false, "ptrace(PTRACE_SINGLESTEP) failed: %s", strerror(e));
+}

@@ -1,0 +1,1074 @@
+/* qemu_plugin.c - a QEMU TCG plugin that records a linux-user guest's
+ * control flow as an Intel-PT-compatible packet stream per guest thread.
+ *
+ * Built only as the shared object btr-qemu.so (cmake/qemu_plugin.cmake
+ * defines BTR_QEMU_PLUGIN_BUILD); inside libbtr this file is empty.
+ *
+ * Arguments (-plugin btr-qemu.so,ARG=VAL,...):
+ *   out=PATH      the .btr file the plugin writes (module map, threads, PT)
+ *   gt=PATH       optional ground-truth log: every executed instruction
+ *                 address per thread (debugging aid, slow)
+ *   retcomp=on|off  PT return compression (default on)
+ *   state=PATH    shared state file (qemu_state.h) that lets `btr record`
+ *                 finish the trace when QEMU dies without an exit callback
+ *
+ * How the flow is reconstructed.  At translation time every TB gets a
+ * struct tbinfo: its instruction addresses and the classification of its
+ * last instruction (btr_insn_decode on the guest bytes).  At run time a
+ * TB-exec callback sees the sequence of TBs each thread enters; comparing
+ * the new TB's pc with the possible successors of the previous TB gives
+ * the TNT bit of a conditional branch, the target of an indirect branch
+ * (TIP, or a compressed RET), or shows that the previous TB was left
+ * early or to an unexpected place (a signal).
+ *
+ * Why an inline counter on every instruction: a TB can be left in its
+ * middle (a faulting load delivers SIGSEGV, QEMU restarts an instruction
+ * after self-modifying code).  Each instruction adds 1 to its TB's
+ * counter before it executes (QEMU_PLUGIN_INLINE_ADD_U64, a few host
+ * instructions, no call), and the TB-exec callback remembers the counter,
+ * so the difference tells how many instructions of the previous TB
+ * started; the last started one is the faulting instruction.  The counter
+ * lives in the TB (inline ops take a fixed pointer and TBs are shared by
+ * all vcpus), so in a multi-threaded guest two threads running the same
+ * TB at the same moment can disturb it; it is only consulted when a TB is
+ * left at an unexpected place, so this limits exactness only for a fault
+ * in a TB that another thread runs at the same time (docs/record.md).
+ *
+ * System calls end a TB in QEMU; the syscall callback emits TIP.PGD with
+ * the IP suppressed, as user-only hardware tracing does when SYSCALL
+ * switches to CPL 0 (SDM 3C 32.2.4.1 "CPL filtering"), and the next TB is
+ * announced by TIP.PGE.  Signals become FUP (interrupted or faulting IP)
+ * + TIP (handler); rt_sigreturn is a system call like any other.  A
+ * signal right after a conditional or indirect branch hides the branch's
+ * outcome until the handler returns: those packets are written into a
+ * reserved hole when rt_sigreturn shows where the thread resumes
+ * (qs_pend_resolve in qemu_state.h).
+ */
+#ifdef BTR_QEMU_PLUGIN_BUILD
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "btr/error.h"
+#include "btr/image.h"
+#include "btr/insn.h"
+#include "btr/pt.h"
+#include "btr/trace.h"
+#include <Zydis/Zydis.h>
+
+#include "qemu_plugin_api.h"
+#include "qemu_state.h"
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_version = BTR_QEMU_PLUGIN_VERSION;
+
+
+static struct {
+	pthread_mutex_t lock;          /* writer, gt file, module list */
+	struct btr_trace_writer *w;
+	int gt_fd;
+	int retcomp;
+	int exe_mapped;
+	uint64_t guest_base;
+	int have_base;
+	uint64_t handler[65];          /* guest signal handlers by signo */
+	uint64_t hlist[64];            /* the distinct values of handler[] */
+	unsigned n_hlist;
+	int exit_called;
+	int64_t exit_code;
+	uint32_t pid;
+	struct thr *thr[MAX_VCPUS];
+	struct qs_hdr *qs;             /* shared state file (qemu_state.h) */
+	struct mod { uint64_t start, size; char *path; } mods[1024];
+	unsigned n_mods;
+	uint32_t parent[MAX_VCPUS];
+} g = { .lock = PTHREAD_MUTEX_INITIALIZER, .gt_fd = -1, .retcomp = 1 };
+
+static uint32_t gettid_(void) { return (uint32_t)syscall(SYS_gettid); }
+
+/* Zeroed memory from the shared state file (or the heap if it is full:
+ * such state is simply not salvageable after a crash). */
+static void *qs_alloc(size_t size)
+{
+	size = (size + 63) & ~(size_t)63;
+	if (g.qs) {
+		uint64_t at = __atomic_fetch_add(&g.qs->used, size, __ATOMIC_RELAXED);
+		if (at + size <= g.qs->size)
+			return (uint8_t *)g.qs + at;
+	}
+	void *p = calloc(1, size);
+	if (!p)
+		abort();
+	return p;
+}
+
+static int qs_create(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, (off_t)QS_SIZE) < 0) {
+		close(fd);
+		return -1;
+	}
+	void *m = mmap(NULL, QS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return -1;
+	g.qs = m;
+	g.qs->base = (uint64_t)(uintptr_t)m;
+	g.qs->size = QS_SIZE;
+	g.qs->used = (sizeof(struct qs_hdr) + 4095) & ~4095ull;
+	g.qs->pid = (uint32_t)getpid();
+	__atomic_store_n(&g.qs->magic, QS_MAGIC, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* ---- records ---- */
+
+static void write_rec(const struct btr_record *r)
+{
+	pthread_mutex_lock(&g.lock);
+	/* Flushed at once: QEMU may die without calling us again, and
+	 * `btr record` then salvages every complete chunk. */
+	if (g.w && (btr_trace_write(g.w, r) < 0 || btr_trace_flush(g.w) < 0)) {
+		/* The writer is unusable; keep the guest running untraced
+		 * rather than aborting it.  btr record notices the short file. */
+		btr_trace_writer_abort(g.w);
+		g.w = NULL;
+	}
+	pthread_mutex_unlock(&g.lock);
+}
+
+static void add_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot)
+{
+	struct btr_record r = { .type = BTR_REC_MODULE_LOAD };
+	r.u.module.pid = g.pid;
+	r.u.module.prot = prot;
+	r.u.module.start = start;
+	r.u.module.size = size;
+	r.u.module.pgoff = pgoff;
+	r.u.module.path = path;
+	int n = btr_elf_build_id(path, r.u.module.build_id, sizeof(r.u.module.build_id));
+	r.u.module.build_id_len = n > 0 ? (uint8_t)n : 0;
+	write_rec(&r);
+	pthread_mutex_lock(&g.lock);
+	if (g.n_mods < sizeof(g.mods) / sizeof(g.mods[0])) {
+		struct mod *m = &g.mods[g.n_mods];
+		m->start = start;
+		m->size = size;
+		if ((m->path = strdup(path)))
+			g.n_mods++;
+	}
+	pthread_mutex_unlock(&g.lock);
+}
+
+/* munmap(@start, @size) removed every module it covers entirely. */
+static void remove_modules(uint64_t start, uint64_t size)
+{
+	for (unsigned i = 0; i < g.n_mods;) {
+		struct mod *m = &g.mods[i];
+		if (m->start >= start && m->start + m->size <= start + size) {
+			struct btr_record r = { .type = BTR_REC_MODULE_UNLOAD };
+			r.u.module.pid = g.pid;
+			r.u.module.start = m->start;
+			r.u.module.size = m->size;
+			r.u.module.path = m->path;
+			write_rec(&r);
+			pthread_mutex_lock(&g.lock);
+			free(m->path);
+			*m = g.mods[--g.n_mods];
+			pthread_mutex_unlock(&g.lock);
+			continue;
+		}
+		i++;
+	}
+}
+
+/* ---- PT stream per thread ---- */
+
+static void pt_flush(struct thr *t)
+{
+	qs_pend_resolve(t, 0, 0);    /* the hole must be filled before it leaves */
+	size_t n = btr_pt_enc_size(&t->enc);
+	if (!n)
+		return;
+	struct btr_record r = { .type = BTR_REC_PT };
+	r.u.data.tid = t->tid;
+	r.u.data.cpu = -1;
+	r.u.data.stream_offset = t->flushed;
+	r.u.data.size = n;
+	r.u.data.data = t->enc.begin;
+	write_rec(&r);
+	t->flushed += n;
+	t->enc.pos = t->enc.begin;   /* keeps last_ip: the stream continues */
+}
+
+/* One pointer compare per TB covers both "flush soon" and "PSB due". */
+static void update_check(struct thr *t)
+{
+	uint8_t *full = t->enc.end - PT_SLACK;
+	uint64_t due = t->last_psb + PSB_PERIOD;
+	uint8_t *psb = due <= t->flushed ? t->enc.begin : t->enc.begin + (due - t->flushed);
+	t->check_at = psb < full ? psb : full;
+}
+
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+static inline void ensure_space(struct thr *t)
+{
+	if (UNLIKELY(t->enc.end - t->enc.pos < PT_SLACK)) {
+		pt_flush(t);
+		update_check(t);
+	}
+}
+
+static inline void tnt_add(struct thr *t, int taken)
+{
+	t->tnt_bits = (t->tnt_bits << 1) | (unsigned)taken;
+	if (++t->tnt_n == 6)
+		tnt_flush(t);
+}
+
+static void emit_mode(struct thr *t)
+{
+	struct btr_pt_packet p = { .type = BTR_PT_MODE_EXEC };
+	p.u.mode_exec.csl = 1;
+	btr_pt_enc_packet(&t->enc, &p);
+}
+
+/* PSB+: PSB, MODE.Exec, FUP (current IP, only while PacketEn), PSBEND. */
+static void emit_psb(struct thr *t, uint64_t ip, int with_fup)
+{
+	tnt_flush(t);
+	struct btr_pt_packet p = { .type = BTR_PT_PSB };
+	t->last_psb = stream_pos(t);
+	btr_pt_enc_packet(&t->enc, &p);
+	t->enc.last_ip = 0;           /* the decoder resets its last IP at PSB */
+	emit_mode(t);
+	if (with_fup)
+		btr_pt_enc_ip(&t->enc, BTR_PT_FUP, ip);
+	p.type = BTR_PT_PSBEND;
+	btr_pt_enc_packet(&t->enc, &p);
+	t->rs_n = 0;                  /* no RET compression across a PSB */
+	update_check(t);
+}
+
+static void rs_push(struct thr *t, uint64_t ret)
+{
+	t->rs_top = (t->rs_top + 1) % RS_DEPTH;
+	t->rs[t->rs_top] = ret;
+	if (t->rs_n < RS_DEPTH)
+		t->rs_n++;
+}
+
+/* ---- ground truth ---- */
+
+static void gt_flush(struct thr *t)
+{
+	if (!t->gt || !t->gt_n || g.gt_fd < 0)
+		return;
+	struct { uint32_t magic, tid; uint64_t n; } h = { GT_MAGIC, t->tid, t->gt_n };
+	pthread_mutex_lock(&g.lock);
+	if (write(g.gt_fd, &h, sizeof(h)) != (ssize_t)sizeof(h) ||
+	    write(g.gt_fd, t->gt, t->gt_n * 8) != (ssize_t)(t->gt_n * 8)) {
+		close(g.gt_fd);
+		g.gt_fd = -1;
+	}
+	pthread_mutex_unlock(&g.lock);
+	t->gt_n = 0;
+}
+
+/* The instruction that was logged last did not complete (it faulted or
+ * is restarted): drop it from the ground truth, as PT shows it as the
+ * FUP source instead of an executed instruction. */
+static void gt_unlog(struct thr *t, uint64_t ip)
+{
+	if (t->gt && t->gt_n && t->gt[t->gt_n - 1] == ip)
+		t->gt_n--;
+}
+
+/* ---- threads ---- */
+
+static void announce(struct thr *t);
+
+static struct thr *thr_get(unsigned vcpu)
+{
+	struct thr *t = g.thr[vcpu];
+	if (LIKELY(t))
+		return t;
+	t = qs_alloc(sizeof(*t));
+	if (g.qs && qs_owns(g.qs, t)) {
+		uint32_t k = __atomic_fetch_add(&g.qs->n_thr, 1, __ATOMIC_RELAXED);
+		if (k < sizeof(g.qs->thr) / sizeof(g.qs->thr[0]))
+			g.qs->thr[k] = t;
+	}
+	t->tid = gettid_();
+	t->parent = g.parent[vcpu];
+	btr_pt_enc_init(&t->enc, t->buf, sizeof(t->buf));
+	update_check(t);
+	if (g.gt_fd >= 0)
+		t->gt = qs_alloc(GT_BUF * sizeof(uint64_t));
+	announce(t);
+	g.thr[vcpu] = t;
+	return t;
+}
+
+static void announce(struct thr *t)
+{
+	struct btr_record r = { .type = BTR_REC_THREAD_START };
+	r.u.thread.pid = g.pid;
+	r.u.thread.tid = t->tid;
+	r.u.thread.parent_tid = t->parent;
+	write_rec(&r);
+	t->announced = 1;
+	emit_psb(t, 0, 0);
+}
+
+static void thread_end(struct thr *t, int32_t code)
+{
+	if (t->done)
+		return;
+	pt_flush(t);
+	gt_flush(t);
+	struct btr_record r = { .type = BTR_REC_THREAD_EXIT };
+	r.u.thread.pid = g.pid;
+	r.u.thread.tid = t->tid;
+	r.u.thread.exit_code = code;
+	write_rec(&r);
+	t->done = 1;
+}
+
+/* ---- control flow ---- */
+
+static int is_sync_handler(uint64_t pc)
+{
+	static const int sync[] = { 4, 5, 7, 8, 11 };   /* ILL TRAP BUS FPE SEGV */
+	int found = 0;
+	for (int s = 1; s < 65; s++) {
+		if (g.handler[s] != pc)
+			continue;
+		int is_sync = 0;
+		for (size_t i = 0; i < sizeof(sync) / sizeof(sync[0]); i++)
+			is_sync |= sync[i] == s;
+		if (!is_sync)
+			return 0;
+		found = 1;
+	}
+	return found;
+}
+
+static void async_branch(struct thr *t, uint64_t from, uint64_t to)
+{
+	qs_pend_resolve(t, 0, 0);
+	emit_ip(t, BTR_PT_FUP, from);
+	btr_pt_enc_ip(&t->enc, BTR_PT_TIP, to);
+}
+
+/* Is @pc a signal handler?  Called on every indirect branch that is not
+ * a compressed return, so it scans the few distinct handlers only. */
+static inline int is_handler(uint64_t pc)
+{
+	for (unsigned i = 0; i < g.n_hlist; i++)
+		if (g.hlist[i] == pc)
+			return 1;
+	return 0;
+}
+
+/* A signal handler @pc was entered right after the branch ending @p,
+ * whose outcome is unknown until the handler returns: reserve a hole for
+ * the branch and FUP, write the TIP to the handler after it with a full
+ * IP (so it does not depend on the FUP's IP). */
+static void defer_branch(struct thr *t, struct tbinfo *p, uint64_t pc)
+{
+	qs_pend_resolve(t, 0, 0);
+	tnt_flush(t);
+	t->pend_at = t->enc.pos;
+	t->pend_kind = p->kind;
+	t->pend_target = p->target;
+	t->pend_end = p->end;
+	t->pend_handler = pc;
+	memset(t->enc.pos, 0, PEND_HOLE);
+	t->enc.pos += PEND_HOLE;
+	t->enc.last_ip = pc;
+}
+
+/* The thread left TB @p (whose @started instructions began) for @pc. */
+static void resolve(struct thr *t, struct tbinfo *p, uint64_t started, uint64_t pc)
+{
+	uint32_t n = p->n;
+
+	if (started < n) {
+		uint64_t ip = insn_addr(p, started - 1);
+		if (pc == insn_addr(p, started))
+			return;                       /* left early, continues in order */
+		if (pc == ip) {
+			gt_unlog(t, ip);
+			return;                       /* instruction restarted */
+		}
+		if (is_handler(pc)) {
+			gt_unlog(t, ip);
+			async_branch(t, ip, pc);      /* it faulted: signal handler */
+			return;
+		}
+		/* Neither: another thread running the same TB lost one of our
+		 * counter increments (the inline add is not atomic).  The TB
+		 * did complete; decide by its end as usual. */
+	}
+
+	switch (p->kind) {
+	case BTR_KIND_NONE:
+		if (pc == p->end || ((p->flags & TB_REP) && pc == p->last_pc))
+			return;
+		if ((p->flags & TB_FAULTS) || is_sync_handler(pc)) {
+			gt_unlog(t, p->last_pc);
+			async_branch(t, p->last_pc, pc);
+		} else {
+			async_branch(t, p->end, pc);
+		}
+		return;
+	case BTR_KIND_JCC:
+	case BTR_KIND_LOOP:
+	case BTR_KIND_JRCXZ:
+		if (pc == p->target) {
+			tnt_add(t, 1);
+		} else if (pc == p->end) {
+			tnt_add(t, 0);
+		} else {
+			/* A signal right after the branch: its direction shows
+			 * when the handler returns. */
+			defer_branch(t, p, pc);
+		}
+		return;
+	case BTR_KIND_JMP:
+		if (pc != p->target)
+			async_branch(t, p->target, pc);
+		return;
+	case BTR_KIND_CALL:
+		if (pc != p->target && is_sync_handler(pc)) {
+			gt_unlog(t, p->last_pc);      /* the push faulted */
+			async_branch(t, p->last_pc, pc);
+			return;
+		}
+		rs_push(t, p->end);
+		if (pc != p->target)
+			async_branch(t, p->target, pc);
+		return;
+	case BTR_KIND_CALL_IND:
+		rs_push(t, p->end);
+		if (is_handler(pc))
+			defer_branch(t, p, pc);   /* maybe a signal, not the target */
+		else
+			emit_ip(t, BTR_PT_TIP, pc);
+		return;
+	case BTR_KIND_RET:
+		if (g.retcomp && t->rs_n && t->rs[t->rs_top] == pc) {
+			t->rs_top = (t->rs_top + RS_DEPTH - 1) % RS_DEPTH;
+			t->rs_n--;
+			tnt_add(t, 1);
+			return;
+		}
+		/* A deferred RET is never compressed: an uncompressed one is
+		 * valid whatever the call stack. */
+		if (is_handler(pc))
+			defer_branch(t, p, pc);
+		else
+			emit_ip(t, BTR_PT_TIP, pc);
+		return;
+	case BTR_KIND_JMP_IND:
+		if (is_handler(pc)) {
+			defer_branch(t, p, pc);
+			return;
+		}
+		emit_ip(t, BTR_PT_TIP, pc);
+		return;
+	case BTR_KIND_INT3:
+	case BTR_KIND_FAR_CALL:
+	case BTR_KIND_FAR_JMP:
+	case BTR_KIND_FAR_RET:
+	case BTR_KIND_IRET:
+	case BTR_KIND_SYSRET:
+		emit_ip(t, BTR_PT_TIP, pc);
+		return;
+	case BTR_KIND_SYSCALL:
+		/* Normally handled by the syscall callback; be robust. */
+		emit_pgd(t);
+		emit_mode(t);
+		btr_pt_enc_ip(&t->enc, BTR_PT_TIP_PGE, pc);
+		t->enabled = 1;
+		return;
+	default:                                      /* INT n, UD: faults */
+		gt_unlog(t, p->last_pc);
+		async_branch(t, p->last_pc, pc);
+		return;
+	}
+}
+
+static void read_maps(uint64_t first_pc);
+
+static __attribute__((noinline)) struct thr *thr_first(unsigned vcpu, uint64_t pc)
+{
+	if (!g.exe_mapped)
+		read_maps(pc);
+	return thr_get(vcpu);
+}
+
+static __attribute__((noinline)) void tb_check(struct thr *t, uint64_t pc)
+{
+	ensure_space(t);
+	if (t->enabled && stream_pos(t) - t->last_psb >= PSB_PERIOD)
+		emit_psb(t, pc, 1);
+	update_check(t);
+}
+
+static __attribute__((noinline)) void tb_enable(struct thr *t, uint64_t pc)
+{
+	if (t->pend_at && t->sigreturn)
+		qs_pend_resolve(t, 1, pc);
+	tnt_flush(t);
+	emit_mode(t);
+	btr_pt_enc_ip(&t->enc, BTR_PT_TIP_PGE, pc);
+	t->enabled = 1;
+}
+
+/* Called at the start of every executed TB: the hot path.  The common
+ * cases (TB completed, new pc a regular successor) are decided inline
+ * here; everything else goes through resolve(). */
+static void tb_exec(unsigned vcpu, void *ud)
+{
+	struct tbinfo *cur = ud;
+	struct thr *t = g.thr[vcpu];
+	uint64_t pc = cur->pc;
+
+	if (UNLIKELY(!t))
+		t = thr_first(vcpu, pc);
+
+	struct tbinfo *p = t->prev;
+	if (LIKELY(p != NULL)) {
+		uint64_t c = p->count - t->base;
+		if (LIKELY(c == p->n_s)) {
+			/* if-chain, not switch: one predictable compare per kind
+			 * beats an indirect jump through a table here. */
+			unsigned k = p->kind;
+			if (k == BTR_KIND_JCC) {
+				if (pc == p->target) {
+					tnt_add(t, 1);
+					goto done;
+				}
+				if (pc == p->end) {
+					tnt_add(t, 0);
+					goto done;
+				}
+			} else if (k == BTR_KIND_NONE || k == BTR_KIND_JMP) {
+				if (pc == p->target)
+					goto done;
+			} else if (k == BTR_KIND_RET) {
+				if (g.retcomp && t->rs_n && t->rs[t->rs_top] == pc) {
+					t->rs_top = (t->rs_top + RS_DEPTH - 1) % RS_DEPTH;
+					t->rs_n--;
+					tnt_add(t, 1);
+					goto done;
+				}
+			} else if (k == BTR_KIND_CALL) {
+				if (pc == p->target) {
+					rs_push(t, p->end);
+					goto done;
+				}
+			}
+		}
+		resolve(t, p, qs_started(p, c), pc);
+	} else if (!t->enabled) {
+		tb_enable(t, pc);
+	}
+done:
+	if (UNLIKELY(t->enc.pos >= t->check_at))
+		tb_check(t, pc);
+	t->prev = cur;
+	t->base = cur->count;
+}
+
+static void gt_insn(unsigned vcpu, void *ud)
+{
+	struct thr *t = thr_get(vcpu);
+	uint64_t ip = (uint64_t)(uintptr_t)ud;
+	int rep = (int)(ip >> 63);
+	ip &= ~(1ull << 63);
+	/* QEMU runs each iteration of a REP string instruction as its own
+	 * TB; architecturally it is one instruction. */
+	if (rep && t->gt_n && t->gt[t->gt_n - 1] == ip)
+		return;
+	if (t->gt_n == GT_BUF)
+		gt_flush(t);
+	t->gt[t->gt_n++] = ip;
+}
+
+static int is_rep_string(const uint8_t *b, size_t len)
+{
+	int rep = 0;
+	size_t i = 0;
+	for (; i < len; i++) {
+		if (b[i] == 0xf3 || b[i] == 0xf2)
+			rep = 1;
+		else if (b[i] == 0x66 || b[i] == 0x67 || b[i] == 0x2e || b[i] == 0x3e ||
+			 b[i] == 0x26 || b[i] == 0x36 || b[i] == 0x64 || b[i] == 0x65 ||
+			 (b[i] >= 0x40 && b[i] <= 0x4f))
+			continue;
+		else
+			break;
+	}
+	if (!rep || i >= len)
+		return 0;
+	uint8_t op = b[i];
+	return (op >= 0xa4 && op <= 0xa7) || (op >= 0xaa && op <= 0xaf) || (op >= 0x6c && op <= 0x6f);
+}
+
+static ZydisDecoder zdec;
+
+/* Can the instruction end its TB early: fault (memory access, division,
+ * privileged or trapping instruction), or make QEMU stop after it
+ * (self-modifying code is written by a store; atomics may be restarted)?
+ * Only these instructions, and the last one of each TB, bump the TB's
+ * counter: an instruction that cannot stop the TB need not be counted,
+ * which saves an inline add on most register-only instructions. */
+static int may_stop(const uint8_t *bytes, size_t len, uint64_t va)
+{
+	ZydisDecodedInstruction in;
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&zdec, bytes, len, &in, ops)))
+		return 1;
+	if (in.attributes & ZYDIS_ATTRIB_IS_PRIVILEGED)
+		return 1;
+	switch (in.mnemonic) {
+	case ZYDIS_MNEMONIC_DIV: case ZYDIS_MNEMONIC_IDIV:
+	case ZYDIS_MNEMONIC_UD0: case ZYDIS_MNEMONIC_UD1: case ZYDIS_MNEMONIC_UD2:
+	case ZYDIS_MNEMONIC_HLT: case ZYDIS_MNEMONIC_INT: case ZYDIS_MNEMONIC_INT1:
+	case ZYDIS_MNEMONIC_INT3: case ZYDIS_MNEMONIC_INTO: case ZYDIS_MNEMONIC_BOUND:
+	case ZYDIS_MNEMONIC_IN: case ZYDIS_MNEMONIC_OUT: case ZYDIS_MNEMONIC_INSB:
+	case ZYDIS_MNEMONIC_INSW: case ZYDIS_MNEMONIC_INSD: case ZYDIS_MNEMONIC_OUTSB:
+	case ZYDIS_MNEMONIC_OUTSW: case ZYDIS_MNEMONIC_OUTSD: case ZYDIS_MNEMONIC_CLI:
+	case ZYDIS_MNEMONIC_STI: case ZYDIS_MNEMONIC_SYSCALL: case ZYDIS_MNEMONIC_SYSENTER:
+	case ZYDIS_MNEMONIC_CPUID: case ZYDIS_MNEMONIC_RDTSC: case ZYDIS_MNEMONIC_RDTSCP:
+	case ZYDIS_MNEMONIC_RDPMC: case ZYDIS_MNEMONIC_PAUSE: case ZYDIS_MNEMONIC_XABORT:
+	case ZYDIS_MNEMONIC_XBEGIN: case ZYDIS_MNEMONIC_XEND:
+		return 1;
+	default:
+		break;
+	}
+	for (unsigned i = 0; i < in.operand_count; i++)
+		if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[i].mem.type != ZYDIS_MEMOP_TYPE_AGEN)
+			return 1;
+	(void)va;
+	return 0;
+}
+
+static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+	size_t n = qemu_plugin_tb_n_insns(tb);
+	if (!n)
+		return;
+	/* QEMU 7.2 lists an instruction that crosses into the next page as
+	 * the last of the TB, with only its bytes on the first page, but
+	 * stops the TB before it and runs it as the first of a new TB: such
+	 * a truncated instruction is not part of this TB. */
+	if (n > 1) {
+		struct qemu_plugin_insn *last = qemu_plugin_tb_get_insn(tb, n - 1);
+		struct btr_insn ins;
+		if (btr_insn_decode(qemu_plugin_insn_data(last), qemu_plugin_insn_size(last),
+				    qemu_plugin_insn_vaddr(last), BTR_MODE_64, &ins) == -BTR_ERR_TRUNCATED)
+			n--;
+	}
+	struct tbinfo *b = qs_alloc(sizeof(*b) + 2 * n * sizeof(uint16_t));
+	b->pc = qemu_plugin_tb_vaddr(tb);
+	b->n = (uint32_t)n;
+	for (size_t i = 0; i < n; i++) {
+		struct qemu_plugin_insn *in = qemu_plugin_tb_get_insn(tb, i);
+		uint64_t va = qemu_plugin_insn_vaddr(in);
+		b->off[i] = (uint16_t)(va - b->pc);
+		if (i == n - 1 || may_stop(qemu_plugin_insn_data(in), qemu_plugin_insn_size(in), va)) {
+			qemu_plugin_register_vcpu_insn_exec_inline(in, QEMU_PLUGIN_INLINE_ADD_U64, &b->count, 1);
+			b->off[n + b->n_s++] = (uint16_t)i;
+		}
+		if (!g.have_base) {
+			g.guest_base = (uint64_t)(uintptr_t)qemu_plugin_insn_haddr(in) - va;
+			g.have_base = 1;
+		}
+		int rep = 0;
+		if (i == n - 1 || g.gt_fd >= 0) {
+			const uint8_t *bytes = qemu_plugin_insn_data(in);
+			size_t len = qemu_plugin_insn_size(in);
+			rep = is_rep_string(bytes, len);
+			if (i == n - 1) {
+				struct btr_insn ins;
+				b->last_pc = va;
+				b->end = va + len;
+				b->target = b->end;   /* the successor of a TB without a branch */
+				if (btr_insn_decode(bytes, len, va, BTR_MODE_64, &ins) > 0) {
+					b->kind = ins.kind;
+					if (ins.kind != BTR_KIND_NONE)
+						b->target = ins.target;
+					if (ins.flags & BTR_INSN_STOPS)
+						b->flags |= TB_FAULTS;
+				}
+				if (rep)
+					b->flags |= TB_REP;
+			}
+		}
+		if (g.gt_fd >= 0)
+			qemu_plugin_register_vcpu_insn_exec_cb(in, gt_insn, QEMU_PLUGIN_CB_NO_REGS,
+							       (void *)(uintptr_t)(va | ((uint64_t)rep << 63)));
+	}
+	qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS, b);
+}
+
+/* ---- module map ---- */
+
+/* Adds the executable PT_LOAD segments of ELF @path whose first page
+ * (file offset 0) is mapped at guest address @base_map. */
+static void add_elf_segments(const char *path, uint64_t base_map)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph[64];
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > 64 ||
+	    pread(fd, ph, eh.e_phnum * sizeof(Elf64_Phdr), (off_t)eh.e_phoff) !=
+		    (ssize_t)(eh.e_phnum * sizeof(Elf64_Phdr))) {
+		close(fd);
+		return;
+	}
+	close(fd);
+	uint64_t v0 = UINT64_MAX;
+	for (unsigned i = 0; i < eh.e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < v0)
+			v0 = ph[i].p_vaddr;
+	if (v0 == UINT64_MAX)
+		return;
+	uint64_t bias = eh.e_type == ET_DYN ? base_map - (v0 & ~0xfffull) : 0;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X))
+			continue;
+		uint64_t lo = (bias + ph[i].p_vaddr) & ~0xfffull;
+		uint64_t hi = (bias + ph[i].p_vaddr + ph[i].p_memsz + 0xfff) & ~0xfffull;
+		add_module(path, lo, hi - lo, ph[i].p_offset & ~0xfffull, PROT_READ | PROT_EXEC);
+	}
+}
+
+/* The executable and the dynamic loader are mapped by QEMU itself before
+ * the guest runs, so they are found in /proc/self/maps at the first TB.
+ * QEMU maps guest code pages without host PROT_EXEC, so the executable
+ * segments come from the ELF program headers: the loader is the file
+ * mapped at the first guest pc, the executable is
+ * qemu_plugin_path_to_binary(); each one's load address is the nearest
+ * mapping of its file offset 0 below the known guest address (the host's
+ * own ld.so may be mapped too, elsewhere). */
+static void read_maps(uint64_t first_pc)
+{
+	char exe[PATH_MAX] = "", interp[PATH_MAX] = "";
+	uint64_t exe_base = 0, interp_base = 0;
+	const char *bin = qemu_plugin_path_to_binary();
+	if (!bin || !realpath(bin, exe))
+		exe[0] = 0;
+	uint64_t sc = qemu_plugin_start_code();
+	g.exe_mapped = 1;
+	FILE *f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return;
+	char line[PATH_MAX + 128];
+	struct { uint64_t lo, hi, off; char path[PATH_MAX]; } *m = malloc(sizeof(*m));
+	if (!m) {
+		fclose(f);
+		return;
+	}
+	/* Two passes: find the loader's path, then the bases. */
+	for (int pass = 0; pass < 2; pass++) {
+		rewind(f);
+		while (fgets(line, sizeof(line), f)) {
+			unsigned long long lo, hi, off;
+			char perm[8];
+			int pos = 0;
+			if (sscanf(line, "%llx-%llx %7s %llx %*s %*s%n", &lo, &hi, perm, &off, &pos) < 4)
+				continue;
+			char *path = line + pos;
+			while (*path == ' ')
+				path++;
+			path[strcspn(path, "\n")] = 0;
+			if (path[0] != '/')
+				continue;
+			m->lo = lo - g.guest_base;
+			m->hi = hi - g.guest_base;
+			m->off = off;
+			if (pass == 0) {
+				if (first_pc >= m->lo && first_pc < m->hi)
+					snprintf(interp, sizeof(interp), "%s", path);
+				continue;
+			}
+			if (off != 0)
+				continue;
+			if (interp[0] && !strcmp(path, interp) && m->lo <= first_pc && m->lo > interp_base)
+				interp_base = m->lo;
+			if (exe[0] && !strcmp(path, exe) && m->lo <= sc && m->lo > exe_base)
+				exe_base = m->lo;
+		}
+	}
+	fclose(f);
+	free(m);
+	if (exe[0] && exe_base)
+		add_elf_segments(exe, exe_base);
+	if (interp[0] && interp_base && strcmp(interp, exe))
+		add_elf_segments(interp, interp_base);
+}
+
+/* ---- system calls ---- */
+
+/* Reads guest memory without trusting the guest's pointer: a bad one
+ * makes the system call fail with EFAULT, which QEMU reports to the
+ * guest, and must not crash us. */
+static int guest_read(uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len };
+	struct iovec remote = { (void *)(uintptr_t)(addr + g.guest_base), len };
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
+}
+
+static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t a1, uint64_t a2,
+		       uint64_t a3, uint64_t a4, uint64_t a5, uint64_t a6, uint64_t a7, uint64_t a8)
+{
+	struct thr *t = thr_get(vcpu);
+	ensure_space(t);
+	if (t->prev) {
+		/* The syscall instruction ended the previous TB. */
+		t->sys_ret = t->prev->end;
+		emit_pgd(t);
+		t->prev = NULL;
+	}
+	t->mm_nr = -1;
+	t->sigreturn = num == SYS_rt_sigreturn;
+	switch (num) {
+	case SYS_mmap:
+		if ((a3 & PROT_EXEC) && (int64_t)a5 >= 0) {
+			char link[64];
+			snprintf(link, sizeof(link), "/proc/self/fd/%d", (int)a5);
+			ssize_t k = readlink(link, t->mm_path, sizeof(t->mm_path) - 1);
+			if (k > 0) {
+				t->mm_path[k] = 0;
+				t->mm_nr = num;
+			}
+		}
+		break;
+	case SYS_munmap:
+		t->mm_nr = num;
+		break;
+	default:
+		break;
+	}
+	t->mm_a[0] = a1; t->mm_a[1] = a2; t->mm_a[2] = a3;
+	t->mm_a[3] = a4; t->mm_a[4] = a5; t->mm_a[5] = a6;
+
+	switch (num) {
+	case SYS_rt_sigaction:
+		uint64_t h;
+		if (a1 < 65 && a2 && guest_read(a2, &h, sizeof(h)) == 0) {
+			g.handler[a1] = h > 1 ? h : 0;   /* SIG_DFL 0, SIG_IGN 1 */
+			unsigned k = 0;
+			for (int sig = 1; sig < 65; sig++) {
+				int seen = !g.handler[sig];
+				for (unsigned j = 0; j < k && !seen; j++)
+					seen = g.hlist[j] == g.handler[sig];
+				if (!seen && k < 64)
+					g.hlist[k++] = g.handler[sig];
+			}
+			g.n_hlist = k;
+		}
+		break;
+	case SYS_exit:
+		thread_end(t, (int32_t)a1);
+		break;
+	case SYS_exit_group:
+		g.exit_called = 1;
+		g.exit_code = (int64_t)a1;
+		break;
+	case SYS_execve: {
+		char path[PATH_MAX];
+		size_t k = 0;
+		while (k < sizeof(path) - 1 && guest_read(a1 + k, &path[k], 1) == 0 && path[k])
+			k++;
+		path[k] = 0;
+		if (k && access(path, X_OK) == 0) {
+			/* QEMU runs the new program natively: tracing ends here. */
+			struct btr_record r = { .type = BTR_REC_EXEC };
+			r.u.module.pid = g.pid;
+			r.u.module.path = path;
+			write_rec(&r);
+			for (unsigned i = 0; i < MAX_VCPUS; i++)
+				if (g.thr[i]) {
+					pt_flush(g.thr[i]);
+					gt_flush(g.thr[i]);
+				}
+			pthread_mutex_lock(&g.lock);
+			if (g.w)
+				btr_trace_flush(g.w);
+			pthread_mutex_unlock(&g.lock);
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	(void)a7; (void)a8;
+}
+
+static void syscall_ret_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, int64_t ret)
+{
+	struct thr *t = thr_get(vcpu);
+	if (t->mm_nr != num)
+		return;
+	t->mm_nr = -1;
+	if (num == SYS_mmap && ret >= 0 && (uint64_t)ret < (1ull << 56))
+		add_module(t->mm_path, (uint64_t)ret, t->mm_a[1], t->mm_a[5], (uint32_t)t->mm_a[2]);
+	else if (num == SYS_munmap && ret == 0)
+		remove_modules(t->mm_a[0], t->mm_a[1]);
+}
+
+/* ---- lifecycle ---- */
+
+static void vcpu_init(qemu_plugin_id_t id, unsigned vcpu)
+{
+	if (vcpu >= MAX_VCPUS) {
+		qemu_plugin_outs("btr: too many threads\n");
+		abort();
+	}
+	/* linux-user creates the CPU of a new thread in the parent thread. */
+	g.parent[vcpu] = vcpu ? gettid_() : 0;
+	struct thr *old = g.thr[vcpu];
+	if (old) {     /* index reused before the exit callback ran */
+		thread_end(old, 0);
+		g.thr[vcpu] = NULL;
+		if (!qs_owns(g.qs, old->gt))
+			free(old->gt);
+		old->gt = NULL;
+		if (!qs_owns(g.qs, old))
+			free(old);
+	}
+}
+
+static void vcpu_exit(qemu_plugin_id_t id, unsigned vcpu)
+{
+	struct thr *t = vcpu < MAX_VCPUS ? g.thr[vcpu] : NULL;
+	if (!t)
+		return;
+	thread_end(t, 0);
+	g.thr[vcpu] = NULL;
+	if (!qs_owns(g.qs, t->gt))
+		free(t->gt);
+	t->gt = NULL;
+	if (!qs_owns(g.qs, t))
+		free(t);
+}
+
+/* Called by qemu_plugin_user_exit() for exit_group and for death by a
+ * signal (QEMU's dump_core_and_abort), with the other vcpus stopped. */
+static void at_exit(qemu_plugin_id_t id, void *ud)
+{
+	uint32_t self = gettid_();
+	struct btr_record ex = { .type = BTR_REC_PROCESS_EXIT };
+	ex.u.exit.pid = g.pid;
+	ex.u.exit.code = g.exit_called ? (int32_t)g.exit_code : -1;
+	for (unsigned i = 0; i < MAX_VCPUS; i++) {
+		struct thr *t = g.thr[i];
+		if (!t || t->done)
+			continue;
+		struct qs_end e;
+		ensure_space(t);
+		qs_finish_thread(NULL, t, t->tid == self, &e);
+		if (e.unlog)
+			gt_unlog(t, e.unlog);
+		if (t->tid == self) {
+			ex.u.exit.tid = t->tid;
+			ex.u.exit.ip = e.ip;
+			ex.u.exit.addr = e.boundary;
+		}
+		thread_end(t, ex.u.exit.code);
+	}
+	write_rec(&ex);
+	pthread_mutex_lock(&g.lock);
+	if (g.w && btr_trace_writer_close(g.w) < 0)
+		qemu_plugin_outs("btr: cannot finish the trace file\n");
+	g.w = NULL;
+	if (g.gt_fd >= 0)
+		close(g.gt_fd);
+	g.gt_fd = -1;
+	pthread_mutex_unlock(&g.lock);
+}
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
+					   int argc, char **argv)
+{
+	const char *out = NULL, *gt = NULL, *state = NULL;
+	if (info->system_emulation) {
+		qemu_plugin_outs("btr: the plugin supports linux-user mode only\n");
+		return -1;
+	}
+	for (int i = 0; i < argc; i++) {
+		if (!strncmp(argv[i], "out=", 4))
+			out = argv[i] + 4;
+		else if (!strncmp(argv[i], "gt=", 3))
+			gt = argv[i] + 3;
+		else if (!strncmp(argv[i], "state=", 6))
+			state = argv[i] + 6;
+		else if (!strcmp(argv[i], "retcomp=off") || !strcmp(argv[i], "retcomp=0"))
+			g.retcomp = 0;
+		else if (!strcmp(argv[i], "retcomp=on") || !strcmp(argv[i], "retcomp=1"))
+			g.retcomp = 1;
+		else {
+			qemu_plugin_outs("btr: unknown plugin argument\n");
+			return -1;
+		}
+	}
+	if (!out) {
+		qemu_plugin_outs("btr: plugin argument out=PATH is required\n");
+		return -1;
+	}
+	g.pid = (uint32_t)getpid();
+	if (!ZYAN_SUCCESS(ZydisDecoderInit(&zdec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64))) {
+		qemu_plugin_outs("btr: cannot initialize Zydis\n");
+		return -1;
+	}
+	if (state && qs_create(state) < 0) {
+		qemu_plugin_outs("btr: cannot create the state file\n");
+		return -1;
+	}
+	struct btr_trace_writer_opts o = { .sz = sizeof(o), .compress = 0 };
+	if (btr_trace_writer_new(out, &o, &g.w) < 0) {
+		qemu_plugin_outs("btr: cannot create the plugin trace file\n");
+		return -1;
+	}
+	if (gt) {
+		g.gt_fd = open(gt, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		if (g.gt_fd < 0) {
+			qemu_plugin_outs("btr: cannot create the ground-truth file\n");
+			return -1;
+		}
+	}
+	qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
+	qemu_plugin_register_vcpu_exit_cb(id, vcpu_exit);
+	qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
+	qemu_plugin_register_vcpu_syscall_cb(id, syscall_cb);
+	qemu_plugin_register_vcpu_syscall_ret_cb(id, syscall_ret_cb);
+	qemu_plugin_register_atexit_cb(id, at_exit, NULL);
+	return 0;
+}
+
+#endif /* BTR_QEMU_PLUGIN_BUILD */

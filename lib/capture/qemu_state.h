@@ -1,0 +1,255 @@
+/* qemu_state.h - state of the btr QEMU plugin that must outlive it.
+ *
+ * Why shared: QEMU 7.2 runs no plugin callback when the guest dies from a
+ * signal (dump_core_and_abort kills the process directly), so a crash or
+ * Ctrl-C would lose the packets of the last TBs and the knowledge of
+ * where the guest stopped.  The plugin therefore allocates its per-thread
+ * state (including the PT buffer being filled) and its per-TB info from a
+ * MAP_SHARED file; after the process is gone, `btr record`
+ * (lib/capture/qemu.c) maps the same file at the same address and
+ * finishes every thread exactly as the plugin's exit callback would, with
+ * qs_finish_thread() below.  Used only inside lib/capture.
+ */
+#ifndef BTR_QEMU_STATE_H
+#define BTR_QEMU_STATE_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+#include "btr/branch.h"
+#include "btr/pt.h"
+
+#define MAX_VCPUS 4096
+#define PT_BUF (256 * 1024)
+#define PT_SLACK 256          /* worst case bytes emitted between space checks */
+#define PSB_PERIOD 4096       /* bytes between PSBs (hardware default order of magnitude) */
+#define RS_DEPTH 64           /* return-compression call stack, as libipt's pt_retstack */
+
+enum { TB_REP = 1, TB_FAULTS = 2 };
+
+struct tbinfo {
+	uint64_t count;      /* inline counter: instructions started (all threads) */
+	uint64_t pc;         /* first instruction */
+	uint64_t end;        /* address after the last instruction */
+	uint64_t last_pc;    /* last instruction */
+	uint64_t target;     /* direct target of the last instruction */
+	uint32_t n;
+	uint16_t n_s;        /* instructions that count (see qemu_plugin.c) */
+	uint8_t kind;        /* enum btr_branch_kind of the last instruction */
+	uint8_t flags;       /* TB_* */
+	/* off[i], i < n: instruction i is at pc + off[i]; off[n + j], j <
+	 * n_s: the index of the j-th counting instruction (the last
+	 * instruction always counts). */
+	uint16_t off[];
+};
+
+/* Instructions of @p that started, from the counter difference @c. */
+static inline uint64_t qs_started(const struct tbinfo *p, uint64_t c)
+{
+	if (c == 0 || c > p->n_s)
+		return p->n;     /* disturbed by another thread: assume complete */
+	return (uint64_t)p->off[p->n + c - 1] + 1;
+}
+
+struct thr {
+	uint32_t tid, parent;
+	int announced;       /* THREAD_START written */
+	int enabled;         /* PacketEn */
+	int done;
+	struct tbinfo *prev;
+	uint64_t base;       /* prev->count when prev was entered */
+	uint64_t sys_ret;    /* address after the last system call instruction */
+	struct btr_pt_encoder enc;
+	uint64_t flushed;    /* stream bytes already written as records */
+	uint64_t last_psb;
+	uint8_t *check_at;   /* tb_exec's single test: buffer nearly full or PSB due */
+	uint64_t tnt_bits;
+	unsigned tnt_n;
+	uint64_t rs[RS_DEPTH];
+	unsigned rs_top, rs_n;
+	int64_t mm_nr;       /* pending mmap/munmap arguments */
+	uint64_t mm_a[6];
+	char mm_path[PATH_MAX];
+	uint64_t *gt;
+	size_t gt_n;
+	/* A signal arrived right after a conditional or indirect branch: the
+	 * branch's outcome shows only when the handler returns (the resume
+	 * address after rt_sigreturn).  pend_at is a reserved hole of
+	 * PEND_HOLE bytes in buf, rewritten by qs_pend_resolve(). */
+	uint8_t *pend_at;
+	uint64_t pend_target, pend_end, pend_handler;
+	uint8_t pend_kind;
+	uint8_t sigreturn;   /* the last system call was rt_sigreturn */
+	uint8_t buf[PT_BUF];
+};
+
+#define GT_BUF (64 * 1024)    /* ground-truth entries buffered per thread */
+#define GT_MAGIC 0x54474254u  /* "BTGT" little-endian: ground-truth block header */
+
+#define QS_MAGIC 0x3174617473726274ull   /* "btrstat1" */
+#define QS_SIZE (1ull << 30)               /* sparse file, touched pages only */
+
+/* The first bytes of the shared file. */
+struct qs_hdr {
+	uint64_t magic;
+	uint64_t base;       /* address of the mapping in the plugin */
+	uint64_t size;
+	uint64_t used;       /* bump allocator, atomic */
+	uint32_t pid;
+	uint32_t n_thr;      /* atomic */
+	struct thr *thr[MAX_VCPUS * 4]; /* every thread state allocated */
+};
+
+static inline int qs_owns(const struct qs_hdr *h, const void *p)
+{
+	uint64_t a = (uint64_t)(uintptr_t)p;
+	return h && a >= h->base && a < h->base + h->size;
+}
+
+static inline uint64_t stream_pos(const struct thr *t)
+{
+	return t->flushed + btr_pt_enc_size(&t->enc);
+}
+
+static inline void tnt_flush(struct thr *t)
+{
+	if (!t->tnt_n)
+		return;
+	struct btr_pt_packet p = { .type = BTR_PT_TNT, .size = 1 };
+	p.u.tnt.bits = t->tnt_bits;
+	p.u.tnt.count = (uint8_t)t->tnt_n;
+	btr_pt_enc_packet(&t->enc, &p);
+	t->tnt_bits = 0;
+	t->tnt_n = 0;
+}
+
+static inline void emit_ip(struct thr *t, enum btr_pt_type type, uint64_t ip)
+{
+	tnt_flush(t);
+	btr_pt_enc_ip(&t->enc, type, ip);
+}
+
+static inline void emit_pgd(struct thr *t)
+{
+	tnt_flush(t);
+	struct btr_pt_packet p = { .type = BTR_PT_TIP_PGD };
+	p.u.ip.ipc = BTR_PT_IPC_SUPPRESSED;
+	btr_pt_enc_packet(&t->enc, &p);
+	t->enabled = 0;
+	/* Clearing our copy of the call stack is always safe: a decoder pops
+	 * only on compressed returns, and we compress only on a match. */
+	t->rs_n = 0;
+}
+
+static inline uint64_t insn_addr(const struct tbinfo *b, uint64_t i)
+{
+	return b->pc + b->off[i];
+}
+
+#define PEND_HOLE 27   /* TNT or TIP (9), FUP (9), TIP handler (9): full IPs */
+
+/* Fills the hole of a pending branch.  @resumed: the thread came back
+ * from the handler with rt_sigreturn at @resume, so the branch went to
+ * @resume and the signal interrupted it there (FUP @resume, TIP handler).
+ * Otherwise: an indirect branch really went to the handler (a direct
+ * call of the function), a conditional one is taken as not taken (its
+ * direction is unknowable).  Unused bytes become PAD packets. */
+static inline void qs_pend_resolve(struct thr *t, int resumed, uint64_t resume)
+{
+	if (!t->pend_at)
+		return;
+	struct btr_pt_encoder e;
+	struct btr_pt_packet p;
+	memset(t->pend_at, 0, PEND_HOLE);     /* 0x00 = PAD */
+	btr_pt_enc_init(&e, t->pend_at, PEND_HOLE);
+	int cond = t->pend_kind == BTR_KIND_JCC || t->pend_kind == BTR_KIND_LOOP ||
+		   t->pend_kind == BTR_KIND_JRCXZ;
+	uint64_t from;
+	if (cond) {
+		int taken = resumed && resume == t->pend_target && resume != t->pend_end;
+		memset(&p, 0, sizeof(p));
+		p.type = BTR_PT_TNT;
+		p.size = 1;
+		p.u.tnt.bits = (unsigned)taken;
+		p.u.tnt.count = 1;
+		btr_pt_enc_packet(&e, &p);
+		from = taken ? t->pend_target : t->pend_end;
+	} else if (!resumed) {
+		memset(&p, 0, sizeof(p));
+		p.type = BTR_PT_TIP;
+		p.u.ip.ipc = BTR_PT_IPC_FULL;
+		p.u.ip.ip = t->pend_handler;
+		btr_pt_enc_packet(&e, &p);
+		t->pend_at = NULL;
+		return;
+	} else {
+		memset(&p, 0, sizeof(p));
+		p.type = BTR_PT_TIP;
+		p.u.ip.ipc = BTR_PT_IPC_FULL;
+		p.u.ip.ip = resume;
+		btr_pt_enc_packet(&e, &p);
+		from = resume;
+	}
+	memset(&p, 0, sizeof(p));
+	p.type = BTR_PT_FUP;
+	p.u.ip.ipc = BTR_PT_IPC_FULL;
+	p.u.ip.ip = from;
+	btr_pt_enc_packet(&e, &p);
+	p.type = BTR_PT_TIP;
+	p.u.ip.ip = t->pend_handler;
+	btr_pt_enc_packet(&e, &p);
+	t->pend_at = NULL;
+}
+
+/* How a thread that got no exit callback ended (see at_exit). */
+struct qs_end {
+	uint64_t ip;         /* instruction it stopped at (faulting one), 0 if unknown */
+	uint64_t boundary;   /* where it stopped if the kill was asynchronous */
+	uint64_t unlog;      /* ground truth: this instruction did not complete */
+};
+
+/* Finishes the PT stream of thread @t that died inside its last TB (or
+ * in a system call): pending TNT bits, FUP at the instruction it stopped
+ * at when it is the thread that died (@self) or when it left the TB
+ * early, then TIP.PGD.  @self_sync: the process died from a synchronous
+ * signal (a fault) raised by this thread; for an asynchronous kill the
+ * last TB ran to its end.  Fills @e.  @h (may be NULL) bounds the
+ * pointers that can be trusted. */
+static inline void qs_finish_thread(const struct qs_hdr *h, struct thr *t, int self_sync, struct qs_end *e)
+{
+	struct tbinfo *p = t->prev;
+	e->ip = e->boundary = e->unlog = 0;
+	qs_pend_resolve(t, 0, 0);
+	if (h && p && !qs_owns(h, p))
+		p = NULL;
+	if (!p) {
+		/* Died in a system call (abort, raise, kill): the stream
+		 * already ended with TIP.PGD. */
+		e->ip = e->boundary = t->sys_ret;
+		if (t->enabled)
+			emit_pgd(t);
+		return;
+	}
+	uint64_t started = qs_started(p, p->count - t->base);
+	uint64_t ip = insn_addr(p, started - 1);
+	int int3 = started == p->n && p->kind == BTR_KIND_INT3;
+	if (int3)
+		ip = p->end;      /* a trap: it completed */
+	e->ip = ip;
+	e->boundary = started == p->n ? p->end : ip;
+	if (int3) {
+		emit_pgd(t);
+	} else if (self_sync || started < p->n) {
+		e->unlog = ip;
+		emit_ip(t, BTR_PT_FUP, ip);
+		emit_pgd(t);
+	} else if (p->kind == BTR_KIND_NONE) {
+		emit_ip(t, BTR_PT_FUP, p->end);
+		emit_pgd(t);
+	} else {
+		emit_pgd(t);
+	}
+	t->prev = NULL;
+}
+
+#endif

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# make bench: runs every benchmark of build dir $1 (a Release build).
+# Compiled ones are build/bench_NAME; shell ones bench/bench_NAME.sh.
+set -u
+build=${1:-build-release}
+status=0
+for b in "$build"/bench_*; do
+  [ -x "$b" ] || continue
+  echo "== $(basename "$b")"
+  "$b" || status=1
+done
+# bench_record: gzip -c of 10 MiB under btr record, callgrind, qemu -d exec
+echo "== bench_record.sh"
+bash bench/bench_record.sh "$build" 10 || status=1
+exit $status

@@ -1,0 +1,81 @@
+/* cmd_info.c - btr info: which capture backends work here, and why. */
+#include <getopt.h>
+#include <string.h>
+
+#include "cli.h"
+#include "btr/capture.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: btr info [--format text|json]\n"
+		   "Probes every capture backend (pt, bts, lbr, qemu, step) and prints whether it\n"
+		   "is usable on this machine and the exact reason.\n\n"
+		   "  -f, --format FMT  text (default): one line per backend; json: an object with\n"
+		   "                    one member per backend, {\"usable\": bool, \"reason\": string}\n"
+		   "  -h, --help        this help\n");
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+int cmd_info(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int json = 0, c;
+	while ((c = getopt_long(argc, argv, "f:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if (!strcmp(optarg, "json"))
+				json = 1;
+			else if (!strcmp(optarg, "text"))
+				json = 0;
+			else
+				return cli_usage_error("info", "unknown format '%s'", optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		default:
+			return cli_usage_error("info", "unknown option");
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("info", "unexpected argument '%s'", argv[optind]);
+
+	if (json)
+		printf("{");
+	for (size_t i = 0; i < btr_capture_count(); i++) {
+		const struct btr_capture_backend *b = btr_capture_get(i);
+		struct btr_capture_probe p;
+		memset(&p, 0, sizeof(p));
+		b->probe(&p);
+		if (json) {
+			printf("%s\n  ", i ? "," : "");
+			json_str(b->name);
+			printf(": {\"usable\": %s, \"reason\": ", p.usable ? "true" : "false");
+			json_str(p.reason);
+			printf("}");
+		} else {
+			printf("%-5s %-3s %s\n", b->name, p.usable ? "yes" : "no", p.reason);
+		}
+	}
+	if (json)
+		printf("\n}\n");
+	return EXIT_OK;
+}
