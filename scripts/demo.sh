@@ -6,8 +6,8 @@ out=${TMPDIR:-/tmp}/btr-demo.btr
 echo "== btr info"
 "$build/btr" info || true
 echo
-echo "== btr record -o $out -- $build/example_demo 12"
-"$build/btr" record -o "$out" -- "$build/example_demo" 12
+echo "== btr record -o $out -- $build/example_demo 20"
+"$build/btr" record -o "$out" -- "$build/example_demo" 20
 echo
 echo "== btr report $out"
 "$build/btr" report "$out"
