@@ -123,5 +123,18 @@ check "SIGTERM: exit 143 (got $rc)" [ $rc -eq 143 ]
 "$btr" trace dump term.btr 2>&1 | grep -q '^process_exit .*signal=15'
 check "SIGTERM: trace readable with exit record" [ $? -eq 0 ]
 
+# ---- info's "usable" is a promise: record -b NAME works exactly when it says yes ----
+for b in pt bts lbr qemu step; do
+  u=$(python3 -c 'import json,sys; print(json.load(open("info.json"))[sys.argv[1]]["usable"])' "$b")
+  "$btr" record -q -b "$b" -o "usable-$b.btr" -- /bin/true >/dev/null 2>&1; rc=$?
+  if [ "$u" = True ]; then
+    check "info says $b usable: record -b $b exits 0 (got $rc)" [ $rc -eq 0 ]
+    check "info says $b usable: record -b $b wrote a trace" [ -s "usable-$b.btr" ]
+  else
+    check "info says $b unusable: record -b $b exits 3 (got $rc)" [ $rc -eq 3 ]
+    check "info says $b unusable: no trace left" [ ! -e "usable-$b.btr" ]
+  fi
+done
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -78,6 +78,12 @@ const struct btr_capture_backend *btr_capture_get(size_t i);
 /* The backend named @name, or NULL. */
 const struct btr_capture_backend *btr_capture_find(const char *name);
 
+/* Probes backend @b into @out.  usable is true only if `btr record -b
+ * NAME` can record with it on this machine: a backend whose mechanism works
+ * but that has no recorder yet is reported unusable, with both facts in
+ * the reason.  Never fails. */
+void btr_capture_probe_backend(const struct btr_capture_backend *b, struct btr_capture_probe *out);
+
 /* Chooses the backend for "-b auto": the first usable hardware backend
  * that can record (pt, bts, lbr), else qemu.  Stores the choice in *@out
  * and a one-line explanation in @why (@why_size bytes).  Returns 0 or

@@ -24,6 +24,19 @@ static const struct btr_capture_backend backends[] = {
 	{ "step", "ptrace single-stepping", btr_probe_step, record_unsupported },
 };
 
+void btr_capture_probe_backend(const struct btr_capture_backend *b, struct btr_capture_probe *out)
+{
+	memset(out, 0, sizeof(*out));
+	b->probe(out);
+	/* "usable" promises that `btr record -b NAME` works: a backend whose
+	 * mechanism works here but which btr cannot record with yet is not. */
+	if (out->usable && b->record == record_unsupported) {
+		size_t n = strlen(out->reason);
+		snprintf(out->reason + n, sizeof(out->reason) - n, ", but btr has no %s recorder yet", b->name);
+		out->usable = false;
+	}
+}
+
 size_t btr_capture_count(void)
 {
 	return BTR_ARRAY_SIZE(backends);

@@ -174,7 +174,7 @@ void btr_probe_step(struct btr_capture_probe *out)
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
 	if (ok)
-		say(out, true, "ptrace single-stepping works (the step recorder is not implemented yet)");
+		say(out, true, "ptrace single-stepping works");
 	else
 		say(out, false, "ptrace(PTRACE_SINGLESTEP) failed: %s", strerror(e));
 }

@@ -63,8 +63,7 @@ int cmd_info(int argc, char **argv)
 	for (size_t i = 0; i < btr_capture_count(); i++) {
 		const struct btr_capture_backend *b = btr_capture_get(i);
 		struct btr_capture_probe p;
-		memset(&p, 0, sizeof(p));
-		b->probe(&p);
+		btr_capture_probe_backend(b, &p);
 		if (json) {
 			printf("%s\n  ", i ? "," : "");
 			json_str(b->name);
