@@ -4,8 +4,13 @@
  * mix (modelled on real Skylake traces: mostly 1-byte TNT, TIP with
  * compressed IPs, MTC and CYC timing packets, PSB+ every 4 KiB), then
  * decodes it packet by packet with btr_pt_pkt_next (whole buffer, and fed
- * in 64 KiB pieces) and with libipt's pt_pkt_next, and prints GB/s side by
- * side.  Usage: bench_pt [MB] (default 128).  Build with
+ * in 64 KiB pieces), with btr_pt_pkt_next_batch and btr_pt_pkt_next_compact
+ * (256 packets per call) and with libipt's pt_pkt_next, and prints GB/s
+ * side by side; then the same for the real Skylake recording repeated.
+ * Every loop reads each packet's type and payload.  Before timing, the
+ * batch and compact outputs are checked byte for byte against
+ * btr_pt_pkt_next on the whole stream (exit 1 on a difference).
+ * Usage: bench_pt [MB] (default 128).  Build with
  * -DCMAKE_BUILD_TYPE=Release for meaningful numbers.
  */
 #include "btr/pt.h"
@@ -173,6 +178,75 @@ static size_t run_btr_batch(const uint8_t *buf, size_t len, uint64_t *sum)
 	return n;
 }
 
+/* The same with btr_pt_pkt_next_compact, 256 packets at a time: type,
+ * size, offset (base + off) and payload of every packet, as with the
+ * others. */
+static size_t run_btr_compact(const uint8_t *buf, size_t len, uint64_t *sum)
+{
+	static struct btr_pt_cpkt pk[256];
+	struct btr_pt_pkt_decoder d;
+	size_t n = 0;
+	uint64_t s = 0, base;
+	int r;
+
+	btr_pt_pkt_init(&d, buf, len, 0);
+	while ((r = btr_pt_pkt_next_compact(&d, pk, 256, &base)) > 0) {
+		for (int i = 0; i < r; i++)
+			s += pk[i].type + pk[i].payload;
+		n += (size_t)r;
+	}
+	*sum = s;
+	return n;
+}
+
+/* Untimed: btr_pt_pkt_next_batch and btr_pt_pkt_next_compact (expanded)
+ * must give exactly the packets btr_pt_pkt_next gives, byte for byte
+ * (fuzz_pt checks the batch on small inputs; this checks both on the
+ * whole stream).  Returns 0 or 1 (printed). */
+static int verify(const uint8_t *buf, size_t len)
+{
+	static struct btr_pt_packet pk[256];
+	static struct btr_pt_cpkt cp[256];
+	struct btr_pt_pkt_decoder d1, d2, d3;
+	struct btr_pt_packet p, q;
+	uint64_t base = 0;
+	int n2 = 0, i2 = 0, n3 = 0, i3 = 0, r;
+	size_t k = 0;
+
+	btr_pt_pkt_init(&d1, buf, len, 0);
+	btr_pt_pkt_init(&d2, buf, len, 0);
+	btr_pt_pkt_init(&d3, buf, len, 0);
+	for (;; k++) {
+		memset(&p, 0, sizeof(p));
+		r = btr_pt_pkt_next(&d1, &p);
+		if (i2 == n2) {
+			memset(pk, 0, sizeof(pk));
+			n2 = btr_pt_pkt_next_batch(&d2, pk, 97 + (int)(k % 160));
+			i2 = 0;
+		}
+		if (i3 == n3) {
+			n3 = btr_pt_pkt_next_compact(&d3, cp, 97 + (int)((k * 7) % 160), &base);
+			i3 = 0;
+		}
+		if (r <= 0) {
+			if (n2 > 0 || n3 > 0 || n2 != r || n3 != r) {
+				fprintf(stderr, "bench_pt: verify: packet %zu: next %d, batch %d, compact %d\n", k, r, n2, n3);
+				return 1;
+			}
+			return 0;
+		}
+		if (n2 <= 0 || memcmp(&p, &pk[i2], sizeof(p))) {
+			fprintf(stderr, "bench_pt: verify: batch differs at packet %zu (offset %" PRIu64 ")\n", k, p.offset);
+			return 1;
+		}
+		if (n3 <= 0 || btr_pt_cpkt_expand(&cp[i3], base, &q) || memcmp(&p, &q, sizeof(p))) {
+			fprintf(stderr, "bench_pt: verify: compact differs at packet %zu (offset %" PRIu64 ")\n", k, p.offset);
+			return 1;
+		}
+		i2++, i3++;
+	}
+}
+
 #ifdef BTR_HAVE_LIBIPT
 static size_t run_ipt(const uint8_t *buf, size_t len, uint64_t *sum)
 {
@@ -201,10 +275,12 @@ static size_t run_ipt(const uint8_t *buf, size_t len, uint64_t *sum)
 /* Times every decoder on @buf; all must decode the same number of packets. */
 static int measure(const char *label, const uint8_t *buf, size_t len)
 {
-	double t, best_btr = 1e9, best_piece = 1e9, best_batch = 1e9;
+	double t, best_btr = 1e9, best_piece = 1e9, best_batch = 1e9, best_compact = 1e9;
 	size_t npk = 0, n;
 	uint64_t sum;
 
+	if (verify(buf, len))
+		return 1;
 	for (int rep = 0; rep < 3; rep++) {
 		t = now();
 		n = run_btr(buf, len, 0, &sum);
@@ -229,6 +305,14 @@ static int measure(const char *label, const uint8_t *buf, size_t len)
 		t = now() - t;
 		if (t < best_batch)
 			best_batch = t;
+		t = now();
+		if (run_btr_compact(buf, len, &sum) != npk) {
+			fprintf(stderr, "bench_pt: btr (compact) decoded a different packet count\n");
+			return 1;
+		}
+		t = now() - t;
+		if (t < best_compact)
+			best_compact = t;
 	}
 	printf("%s: %.1f MB, %zu packets (%.2f bytes/packet)\n", label, len / 1e6, npk, (double)len / npk);
 	printf("  btr    pt_pkt_next:            %6.2f GB/s  %7.1f Mpackets/s\n", len / best_btr / 1e9,
@@ -237,6 +321,8 @@ static int measure(const char *label, const uint8_t *buf, size_t len)
 	       npk / best_piece / 1e6);
 	printf("  btr    pt_pkt_next_batch:      %6.2f GB/s  %7.1f Mpackets/s\n", len / best_batch / 1e9,
 	       npk / best_batch / 1e6);
+	printf("  btr    pt_pkt_next_compact:    %6.2f GB/s  %7.1f Mpackets/s\n", len / best_compact / 1e9,
+	       npk / best_compact / 1e6);
 #ifdef BTR_HAVE_LIBIPT
 	double best_ipt = 1e9;
 	for (int rep = 0; rep < 2; rep++) {
@@ -252,8 +338,8 @@ static int measure(const char *label, const uint8_t *buf, size_t len)
 	}
 	printf("  libipt pt_pkt_next:            %6.2f GB/s  %7.1f Mpackets/s\n", len / best_ipt / 1e9,
 	       npk / best_ipt / 1e6);
-	printf("  speedup btr/libipt: %.2fx (pt_pkt_next), %.2fx (batch)\n", best_ipt / best_btr,
-	       best_ipt / best_batch);
+	printf("  speedup btr/libipt: %.2fx (pt_pkt_next), %.2fx (batch), %.2fx (compact)\n", best_ipt / best_btr,
+	       best_ipt / best_batch, best_ipt / best_compact);
 #else
 	printf("  libipt: not available in this build\n");
 #endif

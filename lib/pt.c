@@ -17,11 +17,22 @@
  *  - Streaming: a packet cut at the end of a buffer is moved into the
  *    small carry array and completed from the next buffer; only this
  *    boundary case copies bytes.
+ *  - Throughput: btr_pt_pkt_next_batch and btr_pt_pkt_next_compact
+ *    decode 64-byte blocks at a time ("the batch paths" below; with
+ *    AVX-512 VBMI, detected at run time, the compact one without any
+ *    serial walk), everything unusual falls back to btr_pt_pkt_next.
  */
 #include "btr/pt.h"
 #include "internal.h"
 
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(BTR_PT_NO_AVX512)
+#include <immintrin.h>
+#define PT_AVX512 1
+#endif
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "pt.c assumes a little-endian host (x86-64)"
@@ -103,6 +114,8 @@ struct fast_ent {
 #define F_ISFAST(b) ((b) == 0 || F_ISTNT(b) || F_ISCYC1(b) || F_ISIP(b) || (b) == 0x19 || (b) == 0x59)
 #define F_BYTES(n) ((((1ull << (4 * (n))) << (4 * (n)))) - 1)   /* n = 8 gives ~0 */
 #define F_KEEP(ipc) ((ipc) == 1 ? ~0xffffull : (ipc) == 2 ? ~0xffffffffull : (ipc) == 4 ? ~0xffffffffffffull : 0)
+#define FENT_TYPE(b) ((b) == 0 ? BTR_PT_PAD : F_ISTNT(b) ? BTR_PT_TNT : F_ISCYC1(b) ? BTR_PT_CYC : \
+		      F_ISIP(b) ? IPT(b) : (b) == 0x19 ? BTR_PT_TSC : (b) == 0x59 ? BTR_PT_MTC : 0)
 #define FENT(b) {                                                                              \
 	.mask = F_ISIP(b) ? F_BYTES(IPB((b) >> 5)) : (b) == 0x19 ? F_BYTES(7) : (b) == 0x59 ? 0xff : 0, \
 	.keep = F_ISIP(b) ? F_KEEP((b) >> 5) : 0,                                              \
@@ -110,8 +123,7 @@ struct fast_ent {
 	.m1 = F_ISIP(b) ? ~0ull : 0,                                                           \
 	.c1 = F_ISTNT(b) ? TNTN(b) : 0,                                                        \
 	.setip = F_ISIP(b) && ((b) >> 5) ? ~0ull : 0,                                          \
-	.type = (b) == 0 ? BTR_PT_PAD : F_ISTNT(b) ? BTR_PT_TNT : F_ISCYC1(b) ? BTR_PT_CYC :        \
-		F_ISIP(b) ? IPT(b) : (b) == 0x19 ? BTR_PT_TSC : (b) == 0x59 ? BTR_PT_MTC : 0,     \
+	.type = FENT_TYPE(b),                                                                    \
 	.size = F_ISIP(b) ? 1 + IPB((b) >> 5) : (b) == 0x19 ? 8 : (b) == 0x59 ? 2 : 1,          \
 	.ipc = F_ISIP(b) ? (b) >> 5 : 0,                                                         \
 	.sh = F_ISIP(b) && ((b) >> 5) == 3 ? 16 : 0,                                             \
@@ -826,33 +838,482 @@ int btr_pt_pkt_next(struct btr_pt_pkt_decoder *d, struct btr_pt_packet *pkt)
 	return next_general(d, pkt);
 }
 
+/* ---- the batch paths: 64-byte blocks in two passes ----
+ *
+ * Decoding is serial (a packet's size says where the next one starts),
+ * and in real PT ~85% of the packets are 1-byte PAD, TNT or CYC, in runs
+ * of ~5.  A per-packet loop pays the chain "load byte -> table -> size ->
+ * next position" (~12 cycles) per packet, plus a mispredicted branch
+ * whenever the size changes.  The batch paths instead take 64 bytes at a
+ * time:
+ *  1. SSE2 compares classify all 64 bytes at once: bit i of @one is set
+ *     if byte i is a 1-byte PAD/TNT/CYC packet should a packet start
+ *     there.
+ *  2. The walk hops from one multi-byte packet to the next with a
+ *     count-trailing-zeros over ~@one: every byte in between starts a
+ *     1-byte packet.  It decodes the multi-byte packets (TIP/FUP with the
+ *     last-IP chain, MTC, TSC) into the small array @mp and collects all
+ *     packet starts in the bitmask @starts.  So the serial chain is paid
+ *     once per multi-byte packet, not once per packet.
+ *  3. The emission loop writes one packet per bit of @starts from a
+ *     template indexed by the byte (one_tab, cone_tab): its iterations
+ *     are independent and it has no data-dependent branch.  Then the
+ *     multi-byte packets are copied over their (wrong) template copies.
+ * The packets written are byte for byte those btr_pt_pkt_next writes
+ * (fuzz_pt checks this for btr_pt_pkt_next_batch; bench_pt checks the
+ * compact form against btr_pt_pkt_next on its streams).  Anything else
+ * (0x02 extended packets, CYC longer than a byte, MODE, bad bytes, BBP
+ * blocks, buffer ends) stops the block and goes through
+ * btr_pt_pkt_next. */
+
+/* A 1-byte packet as struct btr_pt_packet writes it, without its offset:
+ * bytes 0..7 (@hdr: type, size, reserved and padding) and 16..31 (the
+ * first two words of the union; btr_pt_pkt_next writes 0 to ip.ipc at
+ * byte 32, which is not a field of these packets: not written). */
+struct pkt_tmpl {
+	uint64_t hdr, w0, w1, pad_;
+};
+
+/* The same as struct btr_pt_cpkt: word 0 without the offset, payload. */
+struct cpkt_tmpl {
+	uint64_t w0, payload;
+};
+
+_Static_assert(offsetof(struct btr_pt_packet, offset) == 8 && offsetof(struct btr_pt_packet, u) == 16 &&
+		       sizeof(struct btr_pt_packet) == 40, "packet layout the emission writes");
+_Static_assert(offsetof(struct btr_pt_cpkt, type) == 4 && offsetof(struct btr_pt_cpkt, size) == 5 &&
+		       offsetof(struct btr_pt_cpkt, aux) == 6 && offsetof(struct btr_pt_cpkt, payload) == 8 &&
+		       sizeof(struct btr_pt_cpkt) == 16, "compact layout the emission writes");
+
+#define ONE_TYPE(b) ((b) == 0 ? BTR_PT_PAD : F_ISTNT(b) ? BTR_PT_TNT : F_ISCYC1(b) ? BTR_PT_CYC : 0)
+#define ONE_W0(b) (F_ISTNT(b) ? (uint64_t)(((b) >> 1) & ((1u << TNTN(b)) - 1)) : F_ISCYC1(b) ? (uint64_t)((b) >> 3) : 0)
+#define ONE_W1(b) ((uint64_t)(F_ISTNT(b) ? TNTN(b) : 0))
+#define OENT(b) { .hdr = (uint64_t)ONE_TYPE(b) | 1u << 8, .w0 = ONE_W0(b), .w1 = ONE_W1(b) }
+#define O4(b) OENT(b), OENT((b) + 1), OENT((b) + 2), OENT((b) + 3)
+#define O16(b) O4(b), O4((b) + 4), O4((b) + 8), O4((b) + 12)
+#define O64(b) O16(b), O16((b) + 16), O16((b) + 32), O16((b) + 48)
+#define CENT(b) { .w0 = (uint64_t)ONE_TYPE(b) << 32 | 1ull << 40 | ONE_W1(b) << 48, .payload = ONE_W0(b) }
+#define C4(b) CENT(b), CENT((b) + 1), CENT((b) + 2), CENT((b) + 3)
+#define C16(b) C4(b), C4((b) + 4), C4((b) + 8), C4((b) + 12)
+#define C64(b) C16(b), C16((b) + 16), C16((b) + 32), C16((b) + 48)
+
+/* Templates of the 1-byte packets (other entries unused). */
+static const struct pkt_tmpl one_tab[256] __attribute__((aligned(64))) = {
+	O64(0), O64(64), O64(128), O64(192)
+};
+static const struct cpkt_tmpl cone_tab[256] __attribute__((aligned(64))) = {
+	C64(0), C64(64), C64(128), C64(192)
+};
+
+/* Readable bytes a block needs: 64 classified, and a packet starting at
+ * byte 62 may read 8 payload bytes up to byte 71. */
+#define BLOCK_NEED 80
+
+/* Bit i set: byte @p[i] is a 1-byte packet (PAD, TNT, 1-byte CYC) if a
+ * packet starts there.  Reads 64 bytes. */
+static inline uint64_t one_mask(const uint8_t *p)
+{
+#ifdef __SSE2__
+	const __m128i k1 = _mm_set1_epi8(1), k2 = _mm_set1_epi8(2), k3 = _mm_set1_epi8(3),
+		      k7 = _mm_set1_epi8(7), k0 = _mm_setzero_si128();
+	uint64_t m = 0;
+
+	for (int k = 0; k < 4; k++) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * k));
+		__m128i even = _mm_cmpeq_epi8(_mm_and_si128(v, k1), k0);   /* PAD, TNT, 0x02 */
+		__m128i ext = _mm_cmpeq_epi8(v, k2);
+		__m128i cyc = _mm_cmpeq_epi8(_mm_and_si128(v, k7), k3);    /* 1-byte CYC */
+		__m128i x = _mm_or_si128(_mm_andnot_si128(ext, even), cyc);
+		m |= (uint64_t)(unsigned)_mm_movemask_epi8(x) << (16 * k);
+	}
+	return m;
+#else
+	uint64_t m = 0;
+
+	for (int k = 0; k < 64; k++)
+		m |= (uint64_t)((one_tab[p[k]].hdr & 0xff) != 0) << k;   /* a 1-byte type */
+	return m;
+#endif
+}
+
+#ifdef PT_AVX512
+/* The 1-byte templates of cone_tab as byte tables: type, aux (TNT count)
+ * and payload (TNT bits, CYC value: at most 6 bits). */
+#define BT4(m, b) m(b), m((b) + 1), m((b) + 2), m((b) + 3)
+#define BT16(m, b) BT4(m, b), BT4(m, (b) + 4), BT4(m, (b) + 8), BT4(m, (b) + 12)
+#define BT64(m, b) BT16(m, b), BT16(m, (b) + 16), BT16(m, (b) + 32), BT16(m, (b) + 48)
+#define BT256(m) BT64(m, 0), BT64(m, 64), BT64(m, 128), BT64(m, 192)
+#define ONE_W1B(b) ((uint8_t)ONE_W1(b))
+#define ONE_W0B(b) ((uint8_t)ONE_W0(b))
+#define ONE_TYPEB(b) ((uint8_t)ONE_TYPE(b))
+static const uint8_t one_type_b[256] __attribute__((aligned(64))) = { BT256(ONE_TYPEB) };
+static const uint8_t one_aux_b[256] __attribute__((aligned(64))) = { BT256(ONE_W1B) };
+static const uint8_t one_pay_b[256] __attribute__((aligned(64))) = { BT256(ONE_W0B) };
+
+#define PT_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+
+/* 256-entry byte table lookup of the 64 bytes in @v. */
+static inline PT_AVX512_TARGET __m512i lut256(const uint8_t *tab, __m512i v)
+{
+	__m512i lo = _mm512_permutex2var_epi8(_mm512_load_si512(tab), v, _mm512_load_si512(tab + 64));
+	__m512i hi = _mm512_permutex2var_epi8(_mm512_load_si512(tab + 128), v, _mm512_load_si512(tab + 192));
+	return _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi);
+}
+
+/* The size of a packet by its first byte (as fast_tab[b].size), 0 for
+ * the bytes the block paths do not decode (0x02 extended packets, MODE,
+ * CYC longer than a byte, bad bytes). */
+#define FSIZEB(b) (F_ISIP(b) ? 1 + IPB((b) >> 5) : (b) == 0x19 ? 8 : (b) == 0x59 ? 2 : 1)
+#define FSIZE2B(b) ((uint8_t)(F_ISFAST(b) ? FSIZEB(b) : 0))
+static const uint8_t fast_size2_b[256] __attribute__((aligned(64))) = { BT256(FSIZE2B) };
+
+/* Word 0 of a compact packet of the fast types, without the offset. */
+#define CW0(b) ((uint64_t)FENT_TYPE(b) << 32 | (uint64_t)FSIZEB(b) << 40 | (uint64_t)(F_ISIP(b) ? (b) >> 5 : 0) << 48)
+#define CW4(b) CW0(b), CW0((b) + 1), CW0((b) + 2), CW0((b) + 3)
+#define CW16(b) CW4(b), CW4((b) + 4), CW4((b) + 8), CW4((b) + 12)
+#define CW64(b) CW16(b), CW16((b) + 16), CW16((b) + 32), CW16((b) + 48)
+static const uint64_t cw0_tab[256] __attribute__((aligned(64))) = { CW64(0), CW64(64), CW64(128), CW64(192) };
+
+/* Room block_compact_avx512 needs in the output: it writes 64 records. */
+#define AVX_ROOM 64
+
+/* A whole block for btr_pt_pkt_next_compact without the serial walk
+ * (AVX-512 VBMI, checked at run time): with nxt[i] = i + size of a
+ * packet at i (capped at 63, the block end; = i for a byte the block
+ * path does not decode), the k-th packet starts at nxt^k(s).  Pointer
+ * jumping computes nxt^1, nxt^2, nxt^4, ..., nxt^32 with 5 byte permutes,
+ * and from them the start of every k = 0..63 at once with 6 more: no
+ * chain of loads per packet, no walk.  Then the records of all packets
+ * are built as 1-byte packets from byte tables (type, aux, payload),
+ * 4 records per permute (64 records, junk past the count), and only the
+ * multi-byte packets are decoded one by one (they carry the last-IP
+ * chain) over their junk records.  Packets beyond @room are left for
+ * the next call.  Same results, @adv and @stop as decode_block. */
+static inline PT_AVX512_TARGET __attribute__((always_inline)) int block_compact_avx512(const uint8_t *p, unsigned s,
+									  uint64_t *lastp, uint64_t bias,
+									  struct btr_pt_cpkt *out, int room,
+									  unsigned *adv, int *stop)
+{
+	static const uint8_t iota[64] __attribute__((aligned(64))) = {
+		0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+		22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42,
+		43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
+	};
+	/* dword k: bytes 0, 2 <- lane k of the first table, 1, 3 <- lane k
+	 * of the second (index + 64) */
+	static const uint8_t idxu[64] __attribute__((aligned(64))) = {
+		0, 64, 0, 64, 1, 65, 1, 65, 2, 66, 2, 66, 3, 67, 3, 67,
+		4, 68, 4, 68, 5, 69, 5, 69, 6, 70, 6, 70, 7, 71, 7, 71,
+		8, 72, 8, 72, 9, 73, 9, 73, 10, 74, 10, 74, 11, 75, 11, 75,
+		12, 76, 12, 76, 13, 77, 13, 77, 14, 78, 14, 78, 15, 79, 15, 79,
+	};
+	/* record r: bytes 0, 4, 6, 8 <- bytes 0..3 of dword r */
+	static const uint8_t idxo[64] __attribute__((aligned(64))) = {
+		0, 0, 0, 0, 1, 0, 2, 0, 3, 0, 0, 0, 0, 0, 0, 0,
+		4, 0, 0, 0, 5, 0, 6, 0, 7, 0, 0, 0, 0, 0, 0, 0,
+		8, 0, 0, 0, 9, 0, 10, 0, 11, 0, 0, 0, 0, 0, 0, 0,
+		12, 0, 0, 0, 13, 0, 14, 0, 15, 0, 0, 0, 0, 0, 0, 0,
+	};
+	uint8_t pst[64] __attribute__((aligned(64)));
+	const __m512i v = _mm512_loadu_si512(p);
+	const __m512i io = _mm512_load_si512(iota);
+	const __m512i sz = lut256(fast_size2_b, v);
+	const __m512i j1 = _mm512_min_epu8(_mm512_adds_epu8(io, sz), _mm512_set1_epi8(63));
+	const __m512i j2 = _mm512_permutexvar_epi8(j1, j1);
+	const __m512i j4 = _mm512_permutexvar_epi8(j2, j2);
+	const __m512i j8 = _mm512_permutexvar_epi8(j4, j4);
+	const __m512i j16 = _mm512_permutexvar_epi8(j8, j8);
+	const __m512i j32 = _mm512_permutexvar_epi8(j16, j16);
+	/* lanes k with bit b of k set */
+	const __mmask64 kb0 = 0xaaaaaaaaaaaaaaaaull, kb1 = 0xccccccccccccccccull, kb2 = 0xf0f0f0f0f0f0f0f0ull,
+			kb3 = 0xff00ff00ff00ff00ull, kb4 = 0xffff0000ffff0000ull, kb5 = 0xffffffff00000000ull;
+	__m512i ps = _mm512_set1_epi8((char)s);   /* the first packet starts at s (< 63) */
+
+	ps = _mm512_mask_permutexvar_epi8(ps, kb0, ps, j1);
+	ps = _mm512_mask_permutexvar_epi8(ps, kb1, ps, j2);
+	ps = _mm512_mask_permutexvar_epi8(ps, kb2, ps, j4);
+	ps = _mm512_mask_permutexvar_epi8(ps, kb3, ps, j8);
+	ps = _mm512_mask_permutexvar_epi8(ps, kb4, ps, j16);
+	ps = _mm512_mask_permutexvar_epi8(ps, kb5, ps, j32);
+	/* ps[k]: start of packet k, or the fixed point (63, or a byte not
+	 * decoded here) once the packets run out */
+	const __m512i szp = _mm512_permutexvar_epi8(ps, sz);
+	const __mmask64 all = _mm512_cmplt_epu8_mask(ps, _mm512_set1_epi8(63)) & _mm512_test_epi8_mask(szp, szp);
+	/* the packets that fit in @room (a prefix: the orbit only grows) */
+	const __mmask64 real = room >= 64 ? all : all & ((1ull << room) - 1);
+	const int cnt = __builtin_ctzll(~real);
+	const __m512i t = _mm512_permutexvar_epi8(ps, lut256(one_type_b, v));
+	const __m512i a = _mm512_permutexvar_epi8(ps, lut256(one_aux_b, v));
+	const __m512i y = _mm512_permutexvar_epi8(ps, lut256(one_pay_b, v));
+	const uint64_t ob = bias + (uint64_t)(uintptr_t)p;
+	/* record: dword 0 = offset (base + position), byte 5 = size 1 */
+	const __m512i basev = _mm512_set4_epi32(0, 0, 1 << 8, (int)(uint32_t)ob);
+	const __m512i sixteen = _mm512_set1_epi8(16);
+	__m512i iu = _mm512_load_si512(idxu);
+
+	_mm512_store_si512(pst, ps);
+	/* 16 packets at a time: first their 4 bytes (position, type, aux,
+	 * payload) as one dword each, then 4 records per permute. */
+	for (int m = 0; m < 64; m += 16) {
+		__m512i u = _mm512_or_si512(_mm512_maskz_permutex2var_epi8(0x3333333333333333ull, ps, iu, t),
+					    _mm512_maskz_permutex2var_epi8(0xccccccccccccccccull, a, iu, y));
+		__m512i io4 = _mm512_load_si512(idxo);
+		for (int j = 0; j < 16; j += 4) {
+			__m512i r = _mm512_maskz_permutexvar_epi8(0x0151015101510151ull, io4, u);
+			_mm512_storeu_si512(out + m + j, _mm512_add_epi32(r, basev));
+			io4 = _mm512_add_epi8(io4, sixteen);
+		}
+		iu = _mm512_add_epi8(iu, sixteen);
+	}
+	/* the multi-byte packets (type 0 in one_type_b), in order */
+	uint64_t multi = real & _mm512_testn_epi8_mask(t, t), last = *lastp;
+	for (; multi; multi &= multi - 1) {
+		const unsigned k = (unsigned)__builtin_ctzll(multi), q = pst[k];
+		const struct fast_ent *f = &fast_tab[p[q]];
+		uint64_t w, raw, ip, w0;
+		memcpy(&w, p + q + 1, 8);
+		raw = w & f->mask;
+		ip = (last & f->keep) | raw;
+		ip = (uint64_t)((int64_t)(ip << f->sh) >> f->sh);
+		last = (ip & f->setip) | (last & ~f->setip);
+		w0 = cw0_tab[p[q]] + (uint32_t)(ob + q);
+		memcpy(&out[k], &w0, 8);
+		out[k].payload = ip | f->c0;
+	}
+	*lastp = last;
+	if (real != all) {         /* out of room: stop before packet cnt */
+		*stop = 0;
+		*adv = pst[cnt];
+	} else if (pst[63] < 63) {
+		*stop = 1;
+		*adv = pst[63];
+	} else {
+		*stop = 0;
+		*adv = cnt ? pst[cnt - 1] + fast_size2_b[p[pst[cnt - 1]]] : 63;
+	}
+	return cnt;
+}
+
+/* Runs block_compact_avx512 over the blocks at *@pp while @room - i >=
+ * AVX_ROOM and the buffer (ending at @end) has BLOCK_NEED bytes.  The
+ * blocks lie on a fixed 63-byte grid and only the start offset inside
+ * the block (0..8) carries over from one to the next, so the CPU can
+ * load and classify the next block and do its pointer jumping before
+ * the current one is done: the chain between blocks is the 6 permutes
+ * of the orbit.  Returns the packets written; *@pp is the next packet,
+ * *@stop set if it is one this path does not decode. */
+static PT_AVX512_TARGET __attribute__((noinline)) int compact_run_avx512(const uint8_t **pp, const uint8_t *end,
+									 uint64_t *lastp, uint64_t bias,
+									 struct btr_pt_cpkt *out, int room, int *stop)
+{
+	const uint8_t *blk = *pp;
+	unsigned s = 0, adv;
+	int i = 0;
+
+	*stop = 0;
+	while (room - i >= AVX_ROOM && end - blk >= BLOCK_NEED) {
+		i += block_compact_avx512(blk, s, lastp, bias, out + i, AVX_ROOM, &adv, stop);
+		if (*stop) {
+			*pp = blk + adv;
+			return i;
+		}
+		blk += 63;
+		s = adv - 63;
+	}
+	*pp = blk + s;
+	return i;
+}
+
+/* One block for the end of the output array (@room < AVX_ROOM): through
+ * a scratch array, as the block writes 64 records.  As decode_block. */
+static PT_AVX512_TARGET __attribute__((noinline)) int compact_tail_avx512(const uint8_t *p, uint64_t *lastp,
+									  uint64_t bias, struct btr_pt_cpkt *out,
+									  int room, unsigned *adv, int *stop)
+{
+	struct btr_pt_cpkt tmp[AVX_ROOM];
+	int cnt = block_compact_avx512(p, 0, lastp, bias, tmp, room, adv, stop);
+
+	memcpy(out, tmp, (size_t)cnt * sizeof(*tmp));
+	return cnt;
+}
+
+/* -1 unknown, 0 no, 1 yes: AVX-512 F, BW, VBMI (Ice Lake, Zen 4 and
+ * later).  The library is built for the x86-64 baseline; only these
+ * functions use AVX-512, and only if the CPU has it.  (A race between
+ * threads on the first call only computes the same value twice.) */
+static int pt_avx512 = -1;
+
+static int have_avx512(void)
+{
+	if (btr_unlikely(pt_avx512 < 0)) {
+		__builtin_cpu_init();
+		pt_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+			    __builtin_cpu_supports("avx512vbmi");
+	}
+	return pt_avx512;
+}
+#endif
+
+/* Decodes packets at @p (with BLOCK_NEED readable bytes, no carry, no
+ * sync or BBP state) from at most one 64-byte block into @outv (room for
+ * @room > 0 packets): struct btr_pt_packet, or if @compact struct
+ * btr_pt_cpkt with offsets relative to -@bias (truncated to 32 bits).
+ * @bias + (uintptr_t)p is the stream offset of @p.  Returns the number
+ * of packets written (@*adv bytes consumed); @*stop is set if the block
+ * ended at a packet this path does not handle. */
+static inline __attribute__((always_inline)) int decode_block(const uint8_t *p, uint64_t *lastp, uint64_t bias,
+							      void *outv, int room, unsigned *adv, int *stop,
+							      const int compact)
+{
+	union {
+		struct btr_pt_packet s[32];
+		struct btr_pt_cpkt c[32];
+	} mp;                           /* the multi-byte packets */
+	uint8_t mslot[32];              /* their indexes in the output */
+	unsigned nm = 0;
+	const uint64_t one = one_mask(p);
+	/* Byte 63 acts as a multi-byte packet: it ends every block. */
+	const uint64_t multi = ~one | 1ull << 63;
+	const uint64_t ob = bias + (uint64_t)(uintptr_t)p;   /* offset of p[0] */
+	uint64_t starts = 0, last = *lastp;
+	unsigned pos = 0;
+	int cnt = 0;
+	*stop = 0;
+	for (;;) {
+		unsigned q = pos + (unsigned)__builtin_ctzll(multi >> pos);
+		int k = (int)(q - pos);
+
+		/* bytes pos..q-1 are 1-byte packets */
+		if (btr_unlikely(cnt + k >= room)) {
+			unsigned r = (unsigned)(room - cnt);
+			starts |= (1ull << (pos + r)) - (1ull << pos);
+			pos += r;
+			cnt = room;
+			break;
+		}
+		starts |= (1ull << q) - (1ull << pos);
+		cnt += k;
+		if (q == 63) {
+			pos = 63;
+			break;
+		}
+		const struct fast_ent *f = &fast_tab[p[q]];
+		/* (nm == 32 only after 32 1-byte IP packets: suppressed TIPs) */
+		if (btr_unlikely(!f->fast) || btr_unlikely(nm == 32)) {
+			pos = q;
+			*stop = !f->fast;
+			break;
+		}
+		/* As fast_decode, but the last IP update is a select, so the
+		 * chain through it only links the IP arithmetic. */
+		uint64_t w, raw, ip, v1, w2 = f->ipc, off = ob + q;
+		memcpy(&w, p + q + 1, 8);
+		raw = w & f->mask;
+		ip = (last & f->keep) | raw;
+		ip = (uint64_t)((int64_t)(ip << f->sh) >> f->sh);
+		last = (ip & f->setip) | (last & ~f->setip);
+		ip |= f->c0;
+		if (compact) {
+			uint64_t w0 = (uint32_t)off | (uint64_t)f->type << 32 | (uint64_t)f->size << 40 |
+				      (uint64_t)f->ipc << 48;
+			memcpy(&mp.c[nm], &w0, 8);
+			mp.c[nm].payload = ip;
+		} else {
+			struct btr_pt_packet *o = &mp.s[nm];
+			v1 = (raw & f->m1) | f->c1;
+			memcpy(o, &f->type, 2);
+			memset((char *)o + 2, 0, 6);
+			memcpy((char *)o + 8, &off, 8);
+			memcpy((char *)o + 16, &ip, 8);
+			memcpy((char *)o + 24, &v1, 8);
+			memcpy((char *)o + 32, &w2, 8);
+		}
+		mslot[nm++] = (uint8_t)cnt;
+		starts |= 1ull << q;
+		cnt++;
+		pos = q + f->size;
+		if (pos >= 63)
+			break;
+	}
+	*lastp = last;
+	*adv = pos;
+	/* Emission, by byte position up to the last start: each position
+	 * writes the 1-byte template of its byte to the slot of the next
+	 * packet, and only a start moves to the next slot.  So a position
+	 * inside a multi-byte packet writes junk that the next start
+	 * overwrites, and the multi-byte packets' slots get junk that the
+	 * copy below overwrites; no slot at or past @cnt is written.  This
+	 * way the loop has a fixed course (no branch on the data, nothing
+	 * to mispredict but its end) and its only chain is the slot count:
+	 * one cycle per byte, where a loop over the set bits of @starts
+	 * would chain through starts &= starts - 1. */
+	if (starts) {
+		const unsigned end = 64 - (unsigned)__builtin_clzll(starts);
+		uint64_t slot = 0;
+		if (compact) {
+			char *o = outv;
+			uint64_t st = starts, off = (uint32_t)ob;
+			for (unsigned i = 0; i < end; i++, off++) {
+				const struct cpkt_tmpl *t = &cone_tab[p[i]];
+				uint64_t w0 = t->w0 + (uint32_t)off;
+				memcpy(o, &w0, 8);
+				memcpy(o + 8, &t->payload, 8);
+				o += (st & 1) * sizeof(struct btr_pt_cpkt);
+				st >>= 1;
+			}
+		} else {
+			struct btr_pt_packet *o = outv;
+			for (unsigned i = 0; i < end; i++) {
+				const struct pkt_tmpl *t = &one_tab[p[i]];
+				uint64_t off = ob + i;
+				memcpy(&o[slot], &t->hdr, 8);
+				memcpy((char *)&o[slot] + 8, &off, 8);
+				memcpy((char *)&o[slot] + 16, &t->w0, 16);
+				slot += (starts >> i) & 1;
+			}
+		}
+	}
+	if (compact) {
+		for (unsigned j = 0; j < nm; j++)
+			((struct btr_pt_cpkt *)outv)[mslot[j]] = mp.c[j];
+	} else {
+		for (unsigned j = 0; j < nm; j++)
+			((struct btr_pt_packet *)outv)[mslot[j]] = mp.s[j];
+	}
+	return cnt;
+}
+
 int btr_pt_pkt_next_batch(struct btr_pt_pkt_decoder *d, struct btr_pt_packet *pkts, int n)
 {
 	int i = 0;
 
 	while (i < n) {
-		/* Run the fast path with the position and last IP in registers;
-		 * everything else goes through btr_pt_pkt_next. */
+		/* Blocks, then the per-packet fast path near the buffer end,
+		 * with the position and last IP in registers; everything else
+		 * goes through btr_pt_pkt_next. */
 		const uint8_t *p = d->pos;
 		const uintptr_t lim = d->fast_lim;
 		const uint64_t bias = d->off_bias;
 		uint64_t last = d->last_ip;
 
+		if (lim) {
+			const uint8_t *const end = d->end;
+			while (i < n && (size_t)(end - p) >= BLOCK_NEED) {
+				unsigned adv;
+				int stop;
+				i += decode_block(p, &last, bias, pkts + i, n - i, &adv, &stop, 0);
+				p += adv;
+				if (stop)
+					break;
+			}
+		}
 		while (i < n && (uintptr_t)p < lim) {
 			const struct fast_ent *f = &fast_tab[p[0]];
 			if (!f->fast)
 				break;
 			unsigned sz = fast_decode(f, p, &last, &pkts[i]);
 			pkts[i].offset = bias + (uint64_t)(uintptr_t)p;
-			/* Most packets are 1 byte (TNT, PAD): with a predicted
-			 * branch the next position does not wait for the table
-			 * load (variable-length decoding is a serial chain). */
-			if (btr_likely(sz == 1)) {
-				p++;
-			} else {
-				p += sz;
-				__asm__("" : "+r"(p)); /* keep a branch, not a cmov */
-			}
+			p += sz;
 			i++;
 		}
 		d->pos = p;
@@ -864,6 +1325,168 @@ int btr_pt_pkt_next_batch(struct btr_pt_pkt_decoder *d, struct btr_pt_packet *pk
 			return i ? i : r;
 		i++;
 	}
+	return i;
+}
+
+/* struct btr_pt_packet -> compact (the mapping in pt.h). */
+static void to_cpkt(const struct btr_pt_packet *p, uint64_t base, struct btr_pt_cpkt *c)
+{
+	uint64_t pl = 0;
+	uint8_t a = 0, a2 = 0;
+
+	switch (p->type) {
+	case BTR_PT_TNT: pl = p->u.tnt.bits; a = p->u.tnt.count; break;
+	case BTR_PT_TIP:
+	case BTR_PT_TIP_PGE:
+	case BTR_PT_TIP_PGD:
+	case BTR_PT_FUP: pl = p->u.ip.ip; a = p->u.ip.ipc; break;
+	case BTR_PT_PIP: pl = p->u.pip.cr3; a = p->u.pip.nr; break;
+	case BTR_PT_MODE_EXEC:
+		pl = (uint64_t)(p->u.mode_exec.csl | p->u.mode_exec.csd << 1 | p->u.mode_exec.iflag << 2);
+		break;
+	case BTR_PT_MODE_TSX: pl = (uint64_t)(p->u.mode_tsx.intx | p->u.mode_tsx.abrt << 1); break;
+	case BTR_PT_CBR: pl = p->u.cbr.ratio; break;
+	case BTR_PT_TSC: pl = p->u.tsc.tsc; break;
+	case BTR_PT_MTC: pl = p->u.mtc.ctc; break;
+	case BTR_PT_TMA: pl = p->u.tma.ctc | (uint64_t)p->u.tma.fc << 16; break;
+	case BTR_PT_CYC: pl = p->u.cyc.value; break;
+	case BTR_PT_VMCS: pl = p->u.vmcs.base; break;
+	case BTR_PT_MNT: pl = p->u.mnt.payload; break;
+	case BTR_PT_PTW: pl = p->u.ptw.payload; a = p->u.ptw.bytes; a2 = p->u.ptw.ip; break;
+	case BTR_PT_EXSTOP: a = p->u.exstop.ip; break;
+	case BTR_PT_MWAIT: pl = p->u.mwait.hints | (uint64_t)p->u.mwait.ext << 32; break;
+	case BTR_PT_PWRE: pl = p->u.pwre.hw; a = p->u.pwre.state; a2 = p->u.pwre.substate; break;
+	case BTR_PT_PWRX: pl = p->u.pwrx.wake; a = p->u.pwrx.last; a2 = p->u.pwrx.deepest; break;
+	case BTR_PT_BBP: a = p->u.bbp.sz; a2 = p->u.bbp.type; break;
+	case BTR_PT_BIP: pl = p->u.bip.value; a = p->u.bip.id; break;
+	case BTR_PT_BEP: a = p->u.bep.ip; break;
+	case BTR_PT_CFE: pl = p->u.cfe.vector; a = p->u.cfe.ip; a2 = p->u.cfe.type; break;
+	case BTR_PT_EVD: pl = p->u.evd.payload; a = p->u.evd.type; break;
+	default: break;
+	}
+	c->off = (uint32_t)(p->offset - base);
+	c->type = p->type;
+	c->size = p->size;
+	c->aux = a;
+	c->aux2 = a2;
+	c->payload = pl;
+}
+
+int btr_pt_cpkt_expand(const struct btr_pt_cpkt *c, uint64_t base, struct btr_pt_packet *out)
+{
+	const uint64_t pl = c->payload;
+
+	memset(out, 0, sizeof(*out));
+	out->type = c->type;
+	out->size = c->size;
+	out->offset = base + c->off;
+	switch (c->type) {
+	case BTR_PT_PAD:
+	case BTR_PT_PSB:
+	case BTR_PT_PSBEND:
+	case BTR_PT_TRACESTOP:
+	case BTR_PT_OVF:
+		break;
+	case BTR_PT_TNT: out->u.tnt.bits = pl; out->u.tnt.count = c->aux; break;
+	case BTR_PT_TIP:
+	case BTR_PT_TIP_PGE:
+	case BTR_PT_TIP_PGD:
+	case BTR_PT_FUP: {
+		unsigned nb = IPB(c->aux & 7);
+		out->u.ip.ip = pl;
+		out->u.ip.ipc = c->aux;
+		out->u.ip.raw = nb >= 8 ? pl : pl & ((1ull << (8 * nb)) - 1);
+		break;
+	}
+	case BTR_PT_PIP: out->u.pip.cr3 = pl; out->u.pip.nr = c->aux; break;
+	case BTR_PT_MODE_EXEC:
+		out->u.mode_exec.csl = pl & 1;
+		out->u.mode_exec.csd = (pl >> 1) & 1;
+		out->u.mode_exec.iflag = (pl >> 2) & 1;
+		break;
+	case BTR_PT_MODE_TSX: out->u.mode_tsx.intx = pl & 1; out->u.mode_tsx.abrt = (pl >> 1) & 1; break;
+	case BTR_PT_CBR: out->u.cbr.ratio = (uint8_t)pl; break;
+	case BTR_PT_TSC: out->u.tsc.tsc = pl; break;
+	case BTR_PT_MTC: out->u.mtc.ctc = (uint8_t)pl; break;
+	case BTR_PT_TMA: out->u.tma.ctc = (uint16_t)pl; out->u.tma.fc = (uint16_t)(pl >> 16); break;
+	case BTR_PT_CYC: out->u.cyc.value = pl; break;
+	case BTR_PT_VMCS: out->u.vmcs.base = pl; break;
+	case BTR_PT_MNT: out->u.mnt.payload = pl; break;
+	case BTR_PT_PTW: out->u.ptw.payload = pl; out->u.ptw.bytes = c->aux; out->u.ptw.ip = c->aux2; break;
+	case BTR_PT_EXSTOP: out->u.exstop.ip = c->aux; break;
+	case BTR_PT_MWAIT: out->u.mwait.hints = (uint32_t)pl; out->u.mwait.ext = (uint32_t)(pl >> 32); break;
+	case BTR_PT_PWRE: out->u.pwre.hw = (uint8_t)pl; out->u.pwre.state = c->aux; out->u.pwre.substate = c->aux2; break;
+	case BTR_PT_PWRX: out->u.pwrx.wake = (uint8_t)pl; out->u.pwrx.last = c->aux; out->u.pwrx.deepest = c->aux2; break;
+	case BTR_PT_BBP: out->u.bbp.sz = c->aux; out->u.bbp.type = c->aux2; break;
+	case BTR_PT_BIP: out->u.bip.value = pl; out->u.bip.id = c->aux; break;
+	case BTR_PT_BEP: out->u.bep.ip = c->aux; break;
+	case BTR_PT_CFE: out->u.cfe.vector = (uint8_t)pl; out->u.cfe.ip = c->aux; out->u.cfe.type = c->aux2; break;
+	case BTR_PT_EVD: out->u.evd.payload = pl; out->u.evd.type = c->aux; break;
+	default:
+		return -BTR_ERR_INVAL;
+	}
+	return 0;
+}
+
+#define CPKT_MAX (1 << 24)
+
+int btr_pt_pkt_next_compact(struct btr_pt_pkt_decoder *d, struct btr_pt_cpkt *pkts, int n, uint64_t *base)
+{
+	uint64_t b = 0;
+	int i = 0;
+#ifdef PT_AVX512
+	const int avx = have_avx512();
+#endif
+
+	if (n > CPKT_MAX)
+		n = CPKT_MAX;
+	/* Within one call the packets are contiguous (a sync search or an
+	 * error ends the call), so offsets from the first one fit 32 bits. */
+	while (i < n) {
+		const uint8_t *p = d->pos;
+		uint64_t last = d->last_ip;
+
+		if (d->fast_lim) {
+			const uint8_t *const end = d->end;
+			if (!i)
+				b = d->off_bias + (uint64_t)(uintptr_t)p;
+			const uint64_t rbias = d->off_bias - b;
+			while (i < n && (size_t)(end - p) >= BLOCK_NEED) {
+				unsigned adv;
+				int stop;
+#ifdef PT_AVX512
+				if (avx && n - i >= AVX_ROOM) {
+					i += compact_run_avx512(&p, end, &last, rbias, pkts + i, n - i, &stop);
+					if (stop)
+						break;
+					continue;
+				}
+				if (avx)
+					i += compact_tail_avx512(p, &last, rbias, pkts + i, n - i, &adv, &stop);
+				else
+#endif
+					i += decode_block(p, &last, rbias, pkts + i, n - i, &adv, &stop, 1);
+				p += adv;
+				if (stop)
+					break;
+			}
+			d->pos = p;
+			d->last_ip = last;
+			if (i == n)
+				break;
+		}
+		struct btr_pt_packet tmp;
+		int r = btr_pt_pkt_next(d, &tmp);
+		if (r < 0) {
+			if (!i)
+				return r;
+			break;
+		}
+		if (!i)
+			b = tmp.offset;
+		to_cpkt(&tmp, b, &pkts[i++]);
+	}
+	*base = b;
 	return i;
 }
 

@@ -4,7 +4,7 @@
  * each bad packet), formats every packet, and checks that the decoder
  * gives exactly the same packets and errors when the same bytes arrive in
  * pieces (two random cut points derived from the input, fed through
- * btr_pt_pkt_feed) and through btr_pt_pkt_next_batch.  abort() on any
+ * btr_pt_pkt_feed), through btr_pt_pkt_next_batch and btr_pt_pkt_next_compact.  abort() on any
  * difference; the sanitizers catch memory errors.
  */
 #include "btr/pt.h"
@@ -56,7 +56,21 @@ static void run(const uint8_t *data, size_t size, const size_t *cuts, int ncuts,
 		int r;
 		/* zeroed, so the bytes a packet type leaves unwritten compare equal */
 		memset(pk, 0, sizeof(pk));
-		if (batch) {
+		if (batch == 2) {
+			/* compact: n >= 64 so the 64-byte block loop (AVX-512
+			 * where the CPU has it) is reached */
+			static struct btr_pt_cpkt cp[80];
+			uint64_t base = 0;
+			r = btr_pt_pkt_next_compact(&d, cp, 80, &base);
+			for (int i = 0; i < r; i++) {
+				struct btr_pt_packet x;
+				if (btr_pt_cpkt_expand(&cp[i], base, &x))
+					abort();
+				add(out, 0, x.offset, &x);
+			}
+			if (r > 0)
+				continue;
+		} else if (batch) {
 			r = btr_pt_pkt_next_batch(&d, pk, 7);
 			for (int i = 0; i < r; i++) {
 				char text[128];
@@ -109,7 +123,7 @@ static int same(const struct evs *a, const struct evs *b)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct evs whole, split, batch;
+	static struct evs whole, split, batch, compact;
 	uint64_t h = 1469598103934665603ull;
 	size_t cuts[3];
 
@@ -130,6 +144,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cuts[0] = size;
 	run(data, size, cuts, 1, 1, &batch);
 	if (!same(&whole, &batch))
+		abort();
+	run(data, size, cuts, 1, 2, &compact);
+	if (!same(&whole, &compact))
+		abort();
+	cuts[0] = c1, cuts[1] = c2, cuts[2] = size;
+	run(data, size, cuts, 3, 2, &compact);
+	if (!same(&whole, &compact))
 		abort();
 
 	/* Round trip: every decoded packet re-encodes to the same bytes,
