@@ -15,20 +15,6 @@ static void usage(FILE *f)
 		   "  -h, --help        this help\n");
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
 
 int cmd_info(int argc, char **argv)
 {
@@ -66,9 +52,9 @@ int cmd_info(int argc, char **argv)
 		btr_capture_probe_backend(b, &p);
 		if (json) {
 			printf("%s\n  ", i ? "," : "");
-			json_str(b->name);
+			cli_json_str(stdout, b->name);
 			printf(": {\"usable\": %s, \"reason\": ", p.usable ? "true" : "false");
-			json_str(p.reason);
+			cli_json_str(stdout, p.reason);
 			printf("}");
 		} else {
 			printf("%-5s %-3s %s\n", b->name, p.usable ? "yes" : "no", p.reason);

@@ -40,44 +40,6 @@ static void usage(FILE *f)
 		"lost (truncated or corrupt trace: the report covers what was read).\n");
 }
 
-/* Length of the valid UTF-8 sequence at @p (1..4), or 0 if invalid. */
-static int utf8_len(const unsigned char *p)
-{
-	int n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
-	for (int i = 1; i < n; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
-/* A JSON string; paths and thread names come from the trace, so control
- * characters are escaped and bytes that are not UTF-8 become U+FFFD. */
-static void json_str(FILE *f, const char *s)
-{
-	if (!s) {
-		fputs("null", f);
-		return;
-	}
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\') {
-			fprintf(f, "\\%c", *p);
-		} else if (*p < 0x20 || *p == 0x7f) {
-			fprintf(f, "\\u%04x", *p);
-		} else if (*p < 0x80) {
-			fputc(*p, f);
-		} else {
-			int n = utf8_len(p);
-			if (n) {
-				fwrite(p, 1, (size_t)n, f);
-				p += n - 1;
-			} else {
-				fputs("\\ufffd", f);
-			}
-		}
-	}
-	fputc('"', f);
-}
 
 static const char *sig_name(int sig)
 {
@@ -100,9 +62,9 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 		       const struct btr_stream_stats *st)
 {
 	fprintf(f, "{\n  \"file\": ");
-	json_str(f, file);
+	cli_json_str(f, file);
 	fprintf(f, ",\n  \"backend\": ");
-	json_str(f, res->backend);
+	cli_json_str(f, res->backend);
 	fprintf(f, ",\n  \"instructions\": %" PRIu64 ",\n  \"has_instructions\": %s", res->insns,
 		res->has_insns ? "true" : "false");
 	fprintf(f, ",\n  \"branches\": %" PRIu64 ",\n  \"taken\": %" PRIu64 ",\n  \"mispredicted\": %" PRIu64
@@ -123,7 +85,7 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 	for (size_t i = 0; i < res->n_threads; i++) {
 		const struct btr_report_thread *t = &res->threads[i];
 		fprintf(f, "%s\n    {\"tid\": %" PRIu32 ", \"name\": ", i ? "," : "", t->tid);
-		json_str(f, t->name);
+		cli_json_str(f, t->name);
 		fprintf(f, ", \"instructions\": %" PRIu64 ", \"branches\": %" PRIu64, t->insns, t->branches);
 		if (t->exited)
 			fprintf(f, ", \"exit_code\": %" PRId32, t->exit_code);
@@ -137,11 +99,11 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 	for (size_t i = 0; i < res->n_modules; i++) {
 		const struct btr_report_module *m = &res->modules[i];
 		fprintf(f, "%s\n    {\"path\": ", i ? "," : "");
-		json_str(f, m->path);
+		cli_json_str(f, m->path);
 		fprintf(f, ", \"start\": \"0x%" PRIx64 "\", \"size\": %" PRIu64 ", \"pgoff\": \"0x%" PRIx64
 			   "\", \"loaded\": ",
 			m->start, m->size, m->pgoff);
-		json_str(f, m->loaded);
+		cli_json_str(f, m->loaded);
 		fputc('}', f);
 	}
 	fprintf(f, "%s],\n  \"gaps\": %" PRIu64 ",\n  \"overflows\": %" PRIu64 ",\n  \"gap_list\": [",
@@ -150,7 +112,7 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 		const struct btr_report_gap *g = &res->gap_list[i];
 		fprintf(f, "%s\n    {\"tid\": %" PRIu32 ", \"offset\": \"0x%" PRIx64 "\", \"source\": \"%s\", \"reason\": ",
 			i ? "," : "", g->tid, g->offset, g->from_flow ? "decoder" : "trace");
-		json_str(f, btr_errstr(g->reason));
+		cli_json_str(f, btr_errstr(g->reason));
 		fputc('}', f);
 	}
 	fprintf(f, "%s],\n  \"data_lost\": %s,\n  \"rank_by\": \"%s\",\n  \"functions\": %zu,\n  \"top_functions\": [",
@@ -159,13 +121,13 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 	for (size_t i = 0; i < res->n_top_functions; i++) {
 		const struct btr_report_func *fn = &res->top_functions[i];
 		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-		json_str(f, fn->name);
+		cli_json_str(f, fn->name);
 		fprintf(f, ", \"module\": ");
-		json_str(f, fn->module);
+		cli_json_str(f, fn->module);
 		fprintf(f, ", \"addr\": \"0x%" PRIx64 "\", \"instructions\": %" PRIu64 ", \"branches\": %" PRIu64
 			   ", \"file\": ",
 			fn->addr, fn->insns, fn->branches);
-		json_str(f, fn->file);
+		cli_json_str(f, fn->file);
 		fprintf(f, ", \"line\": %d}", fn->line);
 	}
 	fprintf(f, "%s],\n  \"blocks\": %zu,\n  \"top_blocks\": [", res->n_top_functions ? "\n  " : "",
@@ -175,9 +137,9 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 		fprintf(f, "%s\n    {\"start\": \"0x%" PRIx64 "\", \"end\": \"0x%" PRIx64 "\", \"count\": %" PRIu64
 			   ", \"instructions\": %" PRIu64 ", \"symbol\": ",
 			i ? "," : "", b->start, b->end, b->count, b->insns);
-		json_str(f, b->sym);
+		cli_json_str(f, b->sym);
 		fprintf(f, ", \"file\": ");
-		json_str(f, b->file);
+		cli_json_str(f, b->file);
 		fprintf(f, ", \"line\": %d}", b->line);
 	}
 	fprintf(f, "%s],\n  \"exit\": ", res->n_top_blocks ? "\n  " : "");
@@ -189,9 +151,9 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 			x->pid, x->tid, x->code, x->signo);
 		if (x->signo) {
 			fprintf(f, ", \"signal_name\": ");
-			json_str(f, sig_name(x->signo));
+			cli_json_str(f, sig_name(x->signo));
 			fprintf(f, ", \"ip\": \"0x%" PRIx64 "\", \"addr\": \"0x%" PRIx64 "\", \"where\": ", x->ip, x->addr);
-			json_str(f, x->where);
+			cli_json_str(f, x->where);
 		}
 		fputc('}', f);
 	}

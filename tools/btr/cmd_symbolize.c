@@ -35,20 +35,6 @@ static void usage(FILE *f)
 		"Exit: 0 ok, 2 usage error (bad address), 3 a file cannot be loaded.\n");
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
 
 struct out {
 	struct btr_image *img;
@@ -74,10 +60,10 @@ static void print_one(struct out *o, uint64_t addr)
 	}
 	printf("%s\n  {\"addr\": \"0x%llx\", \"symbol\": ", o->count ? "," : "",
 	       (unsigned long long)addr);
-	json_str(sym);
+	cli_json_str(stdout, sym);
 	printf(", \"file\": ");
 	if (file)
-		json_str(file);
+		cli_json_str(stdout, file);
 	else
 		printf("null");
 	printf(", \"line\": %d}", file ? line : 0);
