@@ -11,11 +11,17 @@
  *   look-ahead is needed; a packet cut at a buffer end is carried over.
  *
  * - Block cache.  Each basic block is decoded once (Zydis, via btr_insn)
- *   into a fixed direct-mapped table: instruction count and lengths, the
- *   class of the ending instruction, its direct target and fall-through.
- *   Every block also remembers the blocks that followed it (taken and not
- *   taken), so the hot path is a pointer chase plus one compare, no hash.
- *   The table never grows: memory is bounded by the cache size.
+ *   into one cache line of a dense array (allocated in decode order; an
+ *   index maps addresses to blocks): instruction count, the class of the
+ *   ending instruction, its direct target and fall-through.  Every block
+ *   also links to the blocks that followed it (taken and not taken), so
+ *   the hot path is a pointer chase plus one compare, no hash.  The array
+ *   never grows: when full it is dropped and refilled.
+ *
+ * - The hot loop (walk_fast) consumes TNT and TIP packets straight from
+ *   the stream bytes while the flow is known, with its state in
+ *   registers; the branch records go to the callback one by one or in
+ *   batches (cb->branches).
  *
  * - Return compression keeps a 64-entry stack like the hardware's
  *   (SDM "Indirect Transfer Compression for Returns").  The hardware only
@@ -45,35 +51,56 @@ enum blk_class {
 };
 
 #define BLK_MAXI 32          /* instructions per block at most */
-#define CACHE_BITS_DEFAULT 16 /* 64K blocks of 32 bytes + 44 cold bytes: 5 MiB */
-#define WAYS 4               /* set-associative: hot blocks that hash alike coexist */
+#define CACHE_BITS_DEFAULT 16 /* 64K blocks: 64 + 16 + 32 + 8 bytes each, 7.5 MiB */
+#define WAYS 4               /* set-associative index: hot blocks that hash alike coexist */
 
-/* 32 bytes per block, two per cache line: only what the hot path
- * reads.  Instruction lengths, the last instruction's flags and
- * immediate and the replacement age live in cold side arrays indexed by
- * the slot. */
-struct __attribute__((aligned(32))) blk {
-	uint64_t ip;         /* first instruction (key) */
-	uint64_t target;     /* direct target of the last instruction */
-	uint32_t succ[2];    /* slot + 1 of the block that followed: [0] fall-through, [1] taken */
-	uint16_t len;        /* bytes from ip to the end of the last instruction */
+/* One cache line per block, everything the hot loop reads: the walk
+ * from block to block is a chain of dependent loads, so each step must
+ * be one load (the link) plus the compare that validates it, which the
+ * CPU predicts and takes off the chain.  Blocks are allocated in the
+ * order they are first decoded (a bump allocator over a dense array),
+ * so the blocks of one function sit next to each other; an index table
+ * maps addresses to blocks for the lookups that links cannot serve
+ * (TIP targets, returns).  Instruction lengths and the last
+ * instruction's flags and immediate live in cold side arrays indexed
+ * like the blocks. */
+struct __attribute__((aligned(64))) blk {
+	uint64_t ip;          /* first instruction (key) */
+	struct blk *next[2];  /* the block at to[0] / to[1] when last followed, or
+			       * anything else: valid only if its ip and mode match */
+	uint64_t to[2];       /* [0] fall-through (ip + len), [1] direct target (0 if none) */
+	uint64_t end_ip;      /* address of the last instruction */
+	uint32_t tail[2];     /* branch record flags | kind << 16 for a branch to to[0] / to[1] */
+	uint16_t len;         /* bytes from ip to the end of the last instruction */
 	uint8_t ninsn;
-	uint8_t end_len;     /* length of the last instruction */
-	uint8_t cls;         /* enum blk_class */
-	uint8_t kind;        /* enum btr_branch_kind of the last instruction */
-	uint8_t mode;        /* enum btr_exec_mode + 1; 0 = empty slot */
-	uint8_t pad;
+	uint8_t end_len;      /* length of the last instruction */
+	uint8_t cls;          /* enum blk_class */
+	uint8_t kind;         /* enum btr_branch_kind of the last instruction */
+	uint8_t mode;         /* enum btr_exec_mode + 1; 0 = not a valid block */
+	uint8_t jcc;          /* cls == C_COND and kind == BTR_KIND_JCC (the hot case) */
+};
+_Static_assert(sizeof(struct blk) == 64, "one cache line per block");
+
+/* Index entry: 4 per set, one cache line per set. */
+struct blk_ref {
+	uint64_t ip;
+	uint32_t ref;         /* block number + 1; 0 = empty */
+	uint32_t mode;        /* enum btr_exec_mode + 1 */
 };
 
 struct blk_cold {
 	uint32_t end_flags;  /* BTR_INSN_* of the last instruction */
-	uint32_t age;        /* replacement: when it was built, in misses */
 	uint16_t end_imm;
 };
 
+/* Links start here: mode 0 never validates, so the hot loop needs no
+ * NULL test. */
+static const struct blk blk_nil;
+#define NIL ((struct blk *)&blk_nil)
+
 /* The address after the block, and its last instruction's address. */
-#define NEXT(b) ((b)->ip + (b)->len)
-#define END_IP(b) ((b)->ip + (b)->len - (b)->end_len)
+#define NEXT(b) ((b)->to[0])
+#define END_IP(b) ((b)->end_ip)
 
 /* ---- decoder state ---------------------------------------------------- */
 
@@ -98,10 +125,21 @@ struct btr_ptflow {
 	struct errata er;
 	unsigned img_gen;
 
-	struct blk *blks;
-	uint8_t *lens;        /* BLK_MAXI instruction lengths per slot */
+	struct blk *blks;     /* 2^cache_bits blocks, the first nblk in use */
+	struct blk_ref *idx;  /* 2^cache_bits index entries in sets of WAYS */
+	uint8_t *lens;        /* BLK_MAXI instruction lengths per block */
 	struct blk_cold *cold;
 	unsigned cache_bits;
+	uint32_t nblk;        /* blocks allocated since the last flush */
+	struct blk *cur;      /* the block at ip when a walk stopped (validated by ip/mode) */
+	struct btr_branch *bbuf; /* batched branch records (cb->branches) */
+	unsigned bn;
+	/* Every record in bbuf has .tsc = bbuf_tsc, .tid = cfg.tid and
+	 * .cycles = 0 unless bbuf_dirty (then the flush restores it): the
+	 * hot loop writes only from, to, insns, flags and kind. */
+	uint64_t bbuf_tsc;
+	uint8_t bbuf_dirty;
+	uint64_t fw_nonjcc;   /* walk_fast: TNT bits consumed by other than JCC */
 
 	/* flow */
 	uint64_t ip;
@@ -132,8 +170,12 @@ struct btr_ptflow {
 	unsigned tq_head, tq_cnt;
 	unsigned tnt_total;
 
-	/* return stack (ring) */
+	/* return stack (ring); rsl: where the block at the return address
+	 * is remembered (the link next[0] of the calling block, unused by
+	 * calls otherwise), so that a compressed RET needs no lookup */
 	uint64_t rs[RETSTACK];
+	struct blk **rsl[RETSTACK];
+	struct blk *rs_nolink;
 	unsigned rs_top, rs_n;
 
 	/* timing */
@@ -212,6 +254,8 @@ int btr_ptflow_errata_names(const struct btr_ptflow_config *cfg, char *buf, size
 	return n;
 }
 
+static void bbuf_fill(struct btr_ptflow *f, unsigned from);
+
 int btr_ptflow_new(struct btr_image *img, const struct btr_ptflow_config *cfg,
 		   struct btr_ptflow **out)
 {
@@ -240,15 +284,21 @@ int btr_ptflow_new(struct btr_image *img, const struct btr_ptflow_config *cfg,
 		return -BTR_ERR_INVAL;
 	}
 	size_t n = (size_t)1 << f->cache_bits;
-	f->blks = aligned_alloc(64, n * sizeof(*f->blks) < 64 ? 64 : n * sizeof(*f->blks));
-	if (f->blks)
-		memset(f->blks, 0, n * sizeof(*f->blks));
+	f->blks = aligned_alloc(64, n * sizeof(*f->blks));
+	f->idx = aligned_alloc(64, n * sizeof(*f->idx));
+	if (f->idx)
+		memset(f->idx, 0, n * sizeof(*f->idx));
 	f->lens = malloc(n * BLK_MAXI);
 	f->cold = calloc(n, sizeof(*f->cold));
-	if (!f->blks || !f->lens || !f->cold) {
+	f->bbuf = malloc(BTR_PTFLOW_BATCH * sizeof(*f->bbuf));
+	f->cur = NIL;
+	f->rs_nolink = NIL;
+	if (!f->blks || !f->idx || !f->lens || !f->cold || !f->bbuf) {
 		btr_ptflow_free(f);
 		return -BTR_ERR_NOMEM;
 	}
+	memset(f->bbuf, 0, BTR_PTFLOW_BATCH * sizeof(*f->bbuf));
+	bbuf_fill(f, 0);
 	f->img = img;
 	f->img_gen = btr_image_generation(img);
 	*out = f;
@@ -260,8 +310,10 @@ void btr_ptflow_free(struct btr_ptflow *f)
 	if (!f)
 		return;
 	free(f->blks);
+	free(f->idx);
 	free(f->lens);
 	free(f->cold);
+	free(f->bbuf);
 	free(f);
 }
 
@@ -278,6 +330,31 @@ void btr_ptflow_stats(const struct btr_ptflow *f, struct btr_ptflow_stats *st)
 #define KFLAGS(from, to) ((unsigned)(((from) >> 63) << 1) | (unsigned)(((to) >> 63) << 8))
 _Static_assert(BTR_BF_KERNEL == 1u << 1 && BTR_BF_TO_KERNEL == 1u << 8, "KFLAGS bit positions");
 
+/* Restores the constant fields of the batch records from @from on. */
+static void bbuf_fill(struct btr_ptflow *f, unsigned from)
+{
+	for (unsigned k = from; k < BTR_PTFLOW_BATCH; k++) {
+		f->bbuf[k].tsc = f->bbuf_tsc;
+		f->bbuf[k].tid = f->cfg.tid;
+		f->bbuf[k].cycles = 0;
+	}
+	if (!from)
+		f->bbuf_dirty = 0;
+}
+
+/* Delivers the batched branch records (cb->branches). */
+static void flush_branches(struct btr_ptflow *f)
+{
+	unsigned n = f->bn;
+	if (!n)
+		return;
+	f->bn = 0;
+	if (!f->stopped && f->cb->branches(f->cb->ctx, f->bbuf, n))
+		f->stopped = 1;
+	if (f->bbuf_dirty)
+		bbuf_fill(f, 0);
+}
+
 static void emit_event(struct btr_ptflow *f, enum btr_flow_event_type t, int reason,
 		       uint64_t ip, uint64_t payload)
 {
@@ -286,6 +363,10 @@ static void emit_event(struct btr_ptflow *f, enum btr_flow_event_type t, int rea
 	if (t == BTR_FLOW_OVERFLOW)
 		f->st.overflows++;
 	if (!f->cb || !f->cb->event)
+		return;
+	/* Branches before the event first. */
+	flush_branches(f);
+	if (f->stopped)
 		return;
 	struct btr_flow_event ev = {
 		.type = t, .reason = reason, .offset = f->pkt_off, .ip = ip,
@@ -300,7 +381,7 @@ static inline void emit_branch(struct btr_ptflow *f, uint64_t from, uint64_t to,
 {
 	f->st.branches++;
 	f->st.by_kind[kind]++;
-	if (!f->cb || !f->cb->branch) {
+	if (!f->cb || (!f->cb->branch && !f->cb->branches)) {
 		f->since = 0;
 		return;
 	}
@@ -324,6 +405,13 @@ static inline void emit_branch(struct btr_ptflow *f, uint64_t from, uint64_t to,
 	}
 	b.flags = (uint16_t)flags;
 	f->since = 0;
+	if (f->cb->branches) {
+		f->bbuf_dirty = 1;
+		f->bbuf[f->bn++] = b;
+		if (f->bn == BTR_PTFLOW_BATCH)
+			flush_branches(f);
+		return;
+	}
 	if (f->cb->branch(f->cb->ctx, &b))
 		f->stopped = 1;
 }
@@ -333,6 +421,7 @@ static void emit_insns(struct btr_ptflow *f, const struct blk *b, unsigned n)
 {
 	const uint8_t *lens = f->lens + (size_t)(b - f->blks) * BLK_MAXI;
 	uint64_t ip = b->ip;
+	flush_branches(f);
 	for (unsigned i = 0; i < n && !f->stopped; i++) {
 		struct btr_insn in = { .ip = ip, .len = lens[i] };
 		if (i + 1 == b->ninsn) {
@@ -340,7 +429,7 @@ static void emit_insns(struct btr_ptflow *f, const struct blk *b, unsigned n)
 			const struct blk_cold *c = &f->cold[b - f->blks];
 			in.flags = c->end_flags;
 			in.imm = c->end_imm;
-			in.target = (c->end_flags & BTR_INSN_DIRECT) ? b->target : 0;
+			in.target = (c->end_flags & BTR_INSN_DIRECT) ? b->to[1] : 0;
 		}
 		if (f->cb->insn(f->cb->ctx, ip, &in))
 			f->stopped = 1;
@@ -359,10 +448,25 @@ static inline void exec_blk(struct btr_ptflow *f, const struct blk *b)
 
 /* ---- block decoding --------------------------------------------------- */
 
-/* First slot of @ip's set. */
+/* First entry of @ip's index set. */
 static inline size_t blk_set(const struct btr_ptflow *f, uint64_t ip)
 {
 	return (size_t)((ip * 0x9E3779B97F4A7C15ull) >> (64 - f->cache_bits)) & ~(size_t)(WAYS - 1);
+}
+
+/* Forgets every block (the array is full, or the image changed).  Links
+ * into the old blocks stay harmless: they are validated by address and
+ * mode, and a reused block is rebuilt with fresh links. */
+static void flush_blocks(struct btr_ptflow *f, int image_changed)
+{
+	memset(f->idx, 0, sizeof(*f->idx) << f->cache_bits);
+	/* A changed image also invalidates the blocks themselves (all of
+	 * them: links and return-stack entries may still reach blocks left
+	 * from before an earlier flush). */
+	if (image_changed)
+		memset(f->blks, 0, sizeof(*f->blks) << f->cache_bits);
+	f->nblk = 0;
+	f->cur = NIL;
 }
 
 static enum blk_class class_of(const struct btr_insn *in)
@@ -385,30 +489,22 @@ static enum blk_class class_of(const struct btr_insn *in)
 	}
 }
 
-/* Decodes the block at @ip in the current mode into its cache slot.
- * Returns the block, or NULL with *@err set (-BTR_ERR_NOMAP,
+/* Decodes the block at @ip in the current mode into a new block and
+ * indexes it.  Returns the block, or NULL with *@err set (-BTR_ERR_NOMAP,
  * -BTR_ERR_BAD_INSN) if not even the first instruction decodes. */
 static struct blk *build_blk(struct btr_ptflow *f, uint64_t ip, int *err)
 {
 	if (btr_unlikely(btr_image_generation(f->img) != f->img_gen)) {
 		/* The image changed: every cached block may be stale. */
-		memset(f->blks, 0, sizeof(*f->blks) << f->cache_bits);
+		flush_blocks(f, 1);
 		f->img_gen = btr_image_generation(f->img);
 	}
-	/* Victim: an empty way, else the least recently built one. */
-	struct blk *set = &f->blks[blk_set(f, ip)];
-	struct blk *b = &set[0];
-	for (unsigned w = 0; w < WAYS; w++) {
-		if (!set[w].mode) {
-			b = &set[w];
-			break;
-		}
-		if (f->cold[&set[w] - f->blks].age < f->cold[b - f->blks].age)
-			b = &set[w];
-	}
-	struct blk_cold *cold = &f->cold[b - f->blks];
-	cold->age = (uint32_t)++f->st.blocks_decoded;
-	uint8_t *lens = f->lens + (size_t)(b - f->blks) * BLK_MAXI;
+	if (btr_unlikely(f->nblk == (uint32_t)1 << f->cache_bits))
+		flush_blocks(f, 0);
+	uint32_t nb = f->nblk;
+	struct blk *b = &f->blks[nb];
+	struct blk_cold *cold = &f->cold[nb];
+	uint8_t *lens = f->lens + (size_t)nb * BLK_MAXI;
 	uint64_t cur = ip;
 	unsigned n = 0;
 	struct btr_insn in, last = { 0 };
@@ -446,49 +542,109 @@ static struct blk *build_blk(struct btr_ptflow *f, uint64_t ip, int *err)
 		if (cls != C_NONE || n == BLK_MAXI)
 			break;
 	}
+	f->st.blocks_decoded++;
 	b->ip = ip;
-	b->ninsn = n;
+	b->ninsn = (uint8_t)n;
 	b->len = (uint16_t)(cur - ip);
 	b->end_len = lens[n - 1];
 	b->kind = cls == C_NONE ? BTR_KIND_NONE : last.kind;
 	cold->end_flags = last.flags;
 	cold->end_imm = last.imm;
-	b->target = (last.flags & BTR_INSN_DIRECT) ? last.target : 0;
+	b->to[0] = cur;
+	b->to[1] = (last.flags & BTR_INSN_DIRECT) ? last.target : 0;
+	b->end_ip = cur - b->end_len;
+	/* The record tails of the direct branches (flags other than
+	 * INSNS/TSC/CYCLES, which depend on the walk, and the kind). */
+	b->tail[0] = (uint32_t)KFLAGS(b->end_ip, b->to[0]) | (uint32_t)b->kind << 16;
+	b->tail[1] = (uint32_t)(BTR_BF_TAKEN | KFLAGS(b->end_ip, b->to[1])) | (uint32_t)b->kind << 16;
 	b->cls = (uint8_t)cls;
-	b->succ[0] = b->succ[1] = 0;
+	b->jcc = cls == C_COND && b->kind == BTR_KIND_JCC;
+	b->next[0] = b->next[1] = NIL;
 	b->mode = (uint8_t)(f->mode + 1);
+	f->nblk = nb + 1;
+
+	/* Index it: an empty way, else the oldest block (lowest number). */
+	struct blk_ref *set = &f->idx[blk_set(f, ip)], *v = &set[0];
+	for (unsigned w = 0; w < WAYS; w++) {
+		if (!set[w].ref) {
+			v = &set[w];
+			break;
+		}
+		if (set[w].ref < v->ref)
+			v = &set[w];
+	}
+	v->ip = ip;
+	v->ref = nb + 1;
+	v->mode = b->mode;
 	return b;
 }
 
 static inline struct blk *lookup(struct btr_ptflow *f, uint64_t ip, int *err)
 {
-	struct blk *set = &f->blks[blk_set(f, ip)];
+	const struct blk_ref *set = &f->idx[blk_set(f, ip)];
+	uint32_t m = f->mode + 1u;
 	for (unsigned w = 0; w < WAYS; w++)
-		if (btr_likely(set[w].ip == ip && set[w].mode == f->mode + 1))
-			return &set[w];
+		if (btr_likely(set[w].ip == ip && set[w].mode == m && set[w].ref))
+			return &f->blks[set[w].ref - 1];
 	return build_blk(f, ip, err);
 }
 
-/* Successor @which of @b at @ip, through the link cache. */
+/* Successor @which of @b at @ip, through the link. */
 static inline struct blk *succ(struct btr_ptflow *f, struct blk *b, int which, uint64_t ip, int *err)
 {
-	struct blk *s = f->blks + b->succ[which] - 1;
-	if (btr_likely(b->succ[which] && s->ip == ip && s->mode == f->mode + 1))
+	struct blk *s = b->next[which];
+	if (btr_likely(s->ip == ip && s->mode == f->mode + 1))
 		return s;
 	s = lookup(f, ip, err);
-	/* Only link from a block still holding its own key (the lookup may
-	 * have evicted @b itself). */
-	if (s && b->ip != ip)
-		b->succ[which] = (uint32_t)(s - f->blks) + 1;
+	/* (If the lookup flushed the blocks, @b is dead and writing its
+	 * link is harmless.) */
+	if (s)
+		b->next[which] = s;
 	return s;
 }
 
 /* ---- state helpers ---------------------------------------------------- */
 
-static inline void rs_push(struct btr_ptflow *f, uint64_t ip)
+static inline uint64_t rd_le(const uint8_t *p, unsigned n)
+{
+	uint64_t v = 0;
+	for (unsigned i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+static const uint8_t ipc_len[8] = { 0, 2, 4, 6, 6, 0xff, 8, 0xff };
+
+/* The IP of an IP packet with compression @ipc and payload @p, given
+ * the last IP @last (SDM "IP Compression"). */
+static inline uint64_t ip_of(uint64_t last, unsigned ipc, const uint8_t *p)
+{
+	uint64_t ip;
+	switch (ipc) {
+	case 1: ip = (last & ~0xffffull) | rd_le(p, 2); break;
+	case 2: ip = (last & ~0xffffffffull) | rd_le(p, 4); break;
+	case 3: ip = rd_le(p, 6); if (ip & (1ull << 47)) ip |= 0xffff000000000000ull; break;
+	case 4: ip = (last & ~0xffffffffffffull) | rd_le(p, 6); break;
+	case 6: ip = rd_le(p, 8); break;
+	default: ip = last; break;
+	}
+	return ip;
+}
+
+static inline uint64_t ip_reconstruct(struct btr_ptflow *f, unsigned ipc, const uint8_t *p)
+{
+	if (ipc_len[ipc] == 0xff || ipc == 0)
+		return f->last_ip;
+	f->last_ip = ip_of(f->last_ip, ipc, p);
+	return f->last_ip;
+}
+
+/* Pushes return address @ip; @link (may be NULL) remembers its block. */
+static inline void rs_push(struct btr_ptflow *f, uint64_t ip, struct blk **link)
 {
 	f->rs_top = (f->rs_top + 1) % RETSTACK;
 	f->rs[f->rs_top] = ip;
+	f->rsl[f->rs_top] = link ? link : &f->rs_nolink;
 	if (f->rs_n < RETSTACK)
 		f->rs_n++;
 }
@@ -571,7 +727,7 @@ static int pgd_binds(const struct btr_ptflow *f, const struct blk *b, uint64_t x
 			return 1;
 		return f->er.skl014 && f->cfg.n_ip_filter > 0;
 	}
-	if ((b->cls == C_JMP || b->cls == C_CALL) && b->target != x)
+	if ((b->cls == C_JMP || b->cls == C_CALL) && b->to[1] != x)
 		return 0;
 	return 1;
 }
@@ -629,9 +785,9 @@ static int walk(struct btr_ptflow *f, enum goal goal, uint64_t x, int suppressed
 			guard = 0;
 			exec_blk(f, b);
 			if (tnt_pop(f)) {
-				emit_branch(f, END_IP(b), b->target, b->kind, BTR_BF_TAKEN);
-				f->ip = b->target;
-				b = succ(f, b, 1, b->target, &err);
+				emit_branch(f, END_IP(b), b->to[1], b->kind, BTR_BF_TAKEN);
+				f->ip = b->to[1];
+				b = succ(f, b, 1, b->to[1], &err);
 			} else {
 				emit_branch(f, END_IP(b), NEXT(b), b->kind, 0);
 				f->ip = NEXT(b);
@@ -645,11 +801,11 @@ static int walk(struct btr_ptflow *f, enum goal goal, uint64_t x, int suppressed
 			exec_blk(f, b);
 			/* A call to the next instruction (PIC "call; pop") is not
 			 * pushed: the hardware does not expect its RET either. */
-			if (b->cls == C_CALL && b->target != NEXT(b))
-				rs_push(f, NEXT(b));
-			emit_branch(f, END_IP(b), b->target, b->kind, BTR_BF_TAKEN);
-			f->ip = b->target;
-			b = succ(f, b, 1, b->target, &err);
+			if (b->cls == C_CALL && b->to[1] != NEXT(b))
+				rs_push(f, NEXT(b), &b->next[0]);
+			emit_branch(f, END_IP(b), b->to[1], b->kind, BTR_BF_TAKEN);
+			f->ip = b->to[1];
+			b = succ(f, b, 1, b->to[1], &err);
 			continue;
 		case C_RET:
 			if (retcomp && f->rs_n && f->tnt_total) {
@@ -680,7 +836,7 @@ static int walk(struct btr_ptflow *f, enum goal goal, uint64_t x, int suppressed
 				 * deferred its TIP (SDM "Deferred TIPs"). */
 				exec_blk(f, b);
 				if (b->cls == C_IND && b->kind == BTR_KIND_CALL_IND)
-					rs_push(f, NEXT(b));
+					rs_push(f, NEXT(b), &b->next[0]);
 				set_pend(f, b);
 				return 0;
 			}
@@ -689,190 +845,427 @@ static int walk(struct btr_ptflow *f, enum goal goal, uint64_t x, int suppressed
 	}
 bind:
 	exec_blk(f, b);
-	if (b->kind == BTR_KIND_CALL_IND || (b->cls == C_CALL && b->target != NEXT(b)))
-		rs_push(f, NEXT(b));
+	if (b->kind == BTR_KIND_CALL_IND || (b->cls == C_CALL && b->to[1] != NEXT(b)))
+		rs_push(f, NEXT(b), &b->next[0]);
 	*endp = b;
 	return 1;
 }
 
 
 /* The hot path: G_TNT without an instruction callback.  The same rules
- * as walk(), with the TNT word, the counters and the callback in
- * registers (the callback is opaque, so through @f every field would be
- * reloaded after each call).  Returns like walk(). */
-static int walk_tnt_fast(struct btr_ptflow *f)
+ * as walk(), with the TNT word, the counters and the output in
+ * registers (a callback is opaque, so through @f every field would be
+ * reloaded after each call).  The bits come from the TNT queue first,
+ * then, if @p is not NULL, straight from the TNT packets (and PADs)
+ * that start at @p[*pos..limit) (they may extend to @p[n]), so a run of
+ * TNT packets is one walk.  *@pos advances past the packets consumed
+ * (whole packets: bits left when the walk stops at an indirect branch
+ * are queued), f->pkt_off becomes the stream offset (@off + index) of
+ * the last one.  Returns like walk(). */
+static inline __attribute__((always_inline)) int
+walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint64_t off, size_t *pos,
+	    const int omode)
 {
-	int err = 0;
-	struct blk *b = lookup(f, f->ip, &err);
+	int err = 0, ret = 0;
+	const uint8_t m1 = (uint8_t)(f->mode + 1);
 	const int retcomp = !f->cfg.no_retcomp;
 	/* Counters live in registers: an increment through memory on every
 	 * edge would be a loop-carried store-to-load chain.  Only JCC (the
 	 * common kind) is counted here, rarer kinds go to f->st directly;
 	 * the instruction count since the last branch is insns - mark. */
-	uint64_t insns = f->st.insns, mark = f->st.insns - f->since, njcc = 0;
-	unsigned h = f->tq_head;
-	uint64_t bits = f->tq_bits[h];
-	unsigned n = f->tq_n[h], total = f->tnt_total;
-	unsigned guard = 0;
-	int ret = 0;
-	struct btr_branch br;
-	br.tid = f->cfg.tid;
-	br.cycles = 0;
-	br.reserved = 0;
-	/* Timing packets are not processed during a walk: the timestamp is
-	 * the same for every branch of this call. */
-	br.tsc = f->tsc;
-	const uint16_t tscfl = (uint16_t)(BTR_BF_INSNS | (f->tsc ? BTR_BF_TSC : 0));
+	uint64_t insns = f->st.insns, mark = f->st.insns - f->since;
+	/* JCC branches are not counted one by one either: each consumes one
+	 * TNT bit, so they are the bits consumed (loaded - nb) minus the
+	 * other bit consumers, counted in f->fw_nonjcc. */
+	uint64_t loaded = 0, gmark = 0;
+	f->fw_nonjcc = 0;
+	unsigned h = f->tq_head, qn = f->tq_cnt;
+	uint64_t bits = 0;
+	unsigned nb = 0, guard = 0;
+	size_t i = *pos, pkt = *pos;
+	struct blk *b = NULL;
+	uint64_t ip = f->ip;
+
 	int (*const bcb)(void *, const struct btr_branch *) = f->cb->branch;
 	void *const bctx = f->cb->ctx;
+	struct btr_branch *const ob = f->bbuf;
+	unsigned on = f->bn;
+	/* Timing packets are not processed during a walk: the timestamp is
+	 * the same for every branch of this call.  A CYC count goes to the
+	 * first branch. */
+	const uint64_t tsc = f->tsc;
+	const uint32_t tid = f->cfg.tid;
+	const uint32_t tscfl = BTR_BF_INSNS | (tsc ? BTR_BF_TSC : 0);
+	uint32_t cyc = 0, cycfl = 0;
+	uint64_t cyc_saved = f->cyc_acc;
+	if (f->have_cyc && omode) {
+		cyc = f->cyc_acc > UINT32_MAX ? UINT32_MAX : (uint32_t)f->cyc_acc;
+		cycfl = BTR_BF_CYCLES;
+		f->have_cyc = 0;
+		f->cyc_acc = 0;
+	}
+	struct btr_branch br;
+	br.tid = tid;
+	br.tsc = tsc;
+	br.reserved = 0;
+	if (omode == 2 && btr_unlikely(f->bbuf_tsc != tsc)) {
+		/* The records still buffered keep their time. */
+		f->bbuf_tsc = tsc;
+		bbuf_fill(f, on);
+		f->bbuf_dirty = 1;
+	}
 
-#define FAST_EMIT(from_, to_, kind_, fl_)                                        \
+	/* Counts a branch that consumed no TNT bit (@bit 0) or one that is
+	 * not a JCC (@bit 1). */
+#define FAST_COUNT(kind_, bit_)                                                  \
 	do {                                                                     \
-		if (btr_likely((kind_) == BTR_KIND_JCC)) {                       \
-			njcc++;                                                  \
-		} else {                                                         \
-			f->st.by_kind[kind_]++;                                  \
-			f->st.branches++;                                        \
-		}                                                                \
-		if (bcb) {                                                       \
+		f->st.by_kind[kind_]++;                                          \
+		f->st.branches++;                                                \
+		f->fw_nonjcc += (bit_);                                          \
+	} while (0)
+#define FAST_EMIT(from_, to_, kind_, tail_)                                      \
+	do {                                                                     \
+		if (omode == 2) {                                                \
+			struct btr_branch *o_ = &ob[on];                         \
+			uint32_t t_ = (tail_) | tscfl | cycfl;                   \
+			o_->from = (from_);                                      \
+			o_->to = (to_);                                          \
+			o_->insns = insns - mark;                                \
+			memcpy(&o_->flags, &t_, 4);                              \
+			if (btr_unlikely(cycfl)) {                               \
+				o_->cycles = cyc;                                \
+				f->bbuf_dirty = 1;                               \
+			}                                                        \
+			cyc = cycfl = 0;                                         \
+			if (btr_unlikely(++on == BTR_PTFLOW_BATCH)) {            \
+				f->bn = on;                                      \
+				flush_branches(f);                               \
+				on = 0;                                          \
+				if (f->stopped) {                                \
+					mark = insns;                            \
+					goto out;                                \
+				}                                                \
+			}                                                        \
+		} else if (omode == 1) {                                         \
+			uint32_t t_ = (tail_) | tscfl | cycfl;                   \
 			br.from = (from_);                                       \
 			br.to = (to_);                                           \
-			br.kind = (uint8_t)(kind_);                              \
 			br.insns = insns - mark;                                 \
-			br.flags = (uint16_t)((fl_) | tscfl | KFLAGS(br.from, br.to)); \
-			if (btr_unlikely(f->have_cyc)) {                         \
-				br.flags |= BTR_BF_CYCLES;                       \
-				br.cycles = f->cyc_acc > UINT32_MAX ? UINT32_MAX : (uint32_t)f->cyc_acc; \
-				f->cyc_acc = 0;                                  \
-				f->have_cyc = 0;                                 \
-			}                                                        \
+			br.cycles = cyc;                                         \
+			br.flags = (uint16_t)t_;                                 \
+			br.kind = (uint8_t)(t_ >> 16);                           \
+			cyc = cycfl = 0;                                         \
 			if (btr_unlikely(bcb(bctx, &br))) {                      \
 				f->stopped = 1;                                  \
 				mark = insns;                                    \
 				goto out;                                        \
 			}                                                        \
-			br.cycles = 0;                                           \
 		}                                                                \
 		mark = insns;                                                    \
 	} while (0)
-#define FAST_BIT(var)                                                            \
+	/* Follows link @which of @b to @to (lookup on a miss).  In TIP mode
+	 * (walking to the branch a TIP resolves, packet not yet consumed) a
+	 * failure leaves the TIP to on_tip, which reports it. */
+#define FAST_NEXT(which, to_)                                                    \
 	do {                                                                     \
-		var = (int)((bits >> --n) & 1);                                  \
-		total--;                                                         \
-		if (!n && total) {                                               \
-			h = (h + 1) % TNTQ;                                      \
-			bits = f->tq_bits[h];                                    \
-			n = f->tq_n[h];                                          \
-		}                                                                \
-	} while (0)
-#define FAST_NEXT(which, to)                                                     \
-	do {                                                                     \
-		struct blk *s_ = f->blks + b->succ[which] - 1;                   \
-		uint64_t t_ = (to);                                              \
-		f->ip = t_;                                                      \
-		if (btr_likely(b->succ[which] && s_->ip == t_ && s_->mode == f->mode + 1)) { \
+		struct blk *s_ = b->next[which];                                 \
+		uint64_t t_ = (to_);                                             \
+		if (btr_likely(s_->ip == t_ && s_->mode == m1)) {                \
 			b = s_;                                                  \
 		} else {                                                         \
-			s_ = lookup(f, t_, &err);                                \
-			if (s_ && b->ip != t_)                                   \
-				b->succ[which] = (uint32_t)(s_ - f->blks) + 1;   \
-			b = s_;                                                  \
-			if (!b) {                                                \
-				ret = err;                                       \
+			ip = t_;                                                 \
+			s_ = lookup(f, ip, &err);                                \
+			if (!s_) {                                               \
+				b = NULL;                                        \
+				ret = tipmode ? 0 : err;                         \
 				goto out;                                        \
 			}                                                        \
+			b->next[which] = s_;                                     \
+			b = s_;                                                  \
 		}                                                                \
 	} while (0)
+	/* The block at ip when none is at hand: the candidate (the walk's
+	 * last stop, or the last target of the indirect branch just
+	 * resolved), else a lookup. */
+	/* Direct blocks walked since the last TNT bit (a loop without trace
+	 * is an error). */
+#define FAST_GUARD(fail_)                                                        \
+	do {                                                                     \
+		if (loaded - nb != gmark) {                                      \
+			gmark = loaded - nb;                                     \
+			guard = 0;                                               \
+		}                                                                \
+		if (btr_unlikely(++guard > WALK_LIMIT)) {                        \
+			fail_;                                                   \
+			goto out;                                                \
+		}                                                                \
+	} while (0)
+#define FAST_ACQUIRE()                                                           \
+	do {                                                                     \
+		b = cand;                                                        \
+		if (btr_unlikely(b->ip != ip || b->mode != m1)) {                \
+			b = lookup(f, ip, &err);                                 \
+			if (!b) {                                                \
+				ret = tipmode ? 0 : err;                         \
+				goto out;                                        \
+			}                                                        \
+			if (lk)                                                  \
+				*lk = b;                                         \
+		}                                                                \
+		lk = NULL;                                                       \
+	} while (0)
 
-	if (!b) {
-		ret = err;
-		goto out;
-	}
-	while (total) {
-		/* Conditional branches dominate: test for them before the
+	struct blk *cand = f->cur, **lk = NULL;
+	int tipmode = 0;
+	for (;;) {
+		if (!nb) {
+			/* Next TNT word: the queue, then the stream. */
+			if (qn) {
+				bits = f->tq_bits[h];
+				nb = f->tq_n[h];
+				loaded += nb;
+				h = (h + 1) % TNTQ;
+				qn--;
+			} else if (p) {
+				for (;;) {
+					if (i >= limit)
+						goto out;
+					uint8_t c = p[i];
+					if (c == 0x00) {          /* PAD */
+						i++;
+						continue;
+					}
+					if (!(c & 1) && c != 0x02) {
+						/* short TNT: stop bit, up to 6 bits, oldest highest */
+						unsigned hi = 31u - (unsigned)__builtin_clz(c);
+						bits = (uint64_t)(c >> 1) & ((1u << (hi - 1)) - 1);
+						nb = hi - 1;
+						loaded += nb;
+						pkt = i++;
+						break;
+					}
+					if (c == 0x02 && i + 8 <= n && p[i + 1] == 0xa3) {
+						/* long TNT: 48-bit payload with stop bit */
+						uint64_t v = rd_le(p + i + 2, 6);
+						pkt = i;
+						i += 8;
+						if (!v)
+							continue;
+						unsigned hi = 63u - (unsigned)__builtin_clzll(v);
+						bits = v & ((1ull << hi) - 1);
+						nb = hi;
+						loaded += nb;
+						if (nb)
+							break;
+						continue;
+					}
+					if ((c & 0x1f) == 0x0d && (c >> 5) && ipc_len[c >> 5] != 0xff &&
+					    i + 1 + ipc_len[c >> 5] <= n && !f->async_pending &&
+					    !f->have_next_mode) {
+						/* TIP (not suppressed, not part of an
+						 * asynchronous transfer, no mode change):
+						 * walk to the indirect branch it resolves,
+						 * as on_tip() would. */
+						unsigned ipc = c >> 5;
+						uint64_t tip = ip_of(f->last_ip, ipc, p + i + 1);
+						tipmode = 1;
+						guard = 0;   /* on_tip's walk would start afresh */
+						gmark = loaded - nb;
+						if (!b)
+							FAST_ACQUIRE();
+						for (;;) {
+							unsigned cls = b->cls;
+							if (cls == C_NONE) {
+								FAST_GUARD((void)0);
+								insns += b->ninsn;
+								FAST_NEXT(0, b->to[0]);
+							} else if (cls == C_JMP || cls == C_CALL) {
+								FAST_GUARD((void)0);
+								insns += b->ninsn;
+								if (cls == C_CALL && b->to[1] != b->to[0])
+									rs_push(f, b->to[0], &b->next[0]);
+								FAST_COUNT(b->kind, 0);
+								FAST_EMIT(b->end_ip, b->to[1], b->kind, b->tail[1]);
+								FAST_NEXT(1, b->to[1]);
+							} else if (cls == C_COND) {
+								goto out;   /* on_tip reports it */
+							} else {
+								break;
+							}
+						}
+						/* bound: IND, RET or FAR */
+						tipmode = 0;
+						guard = 0;
+						gmark = loaded - nb;
+						insns += b->ninsn;
+						if (b->kind == BTR_KIND_CALL_IND)
+							rs_push(f, b->to[0], &b->next[0]);
+						f->last_ip = tip;
+						pkt = i;
+						i += 1u + ipc_len[ipc];
+						FAST_COUNT(b->kind, 0);
+						FAST_EMIT(b->end_ip, tip, b->kind,
+							  (uint32_t)(BTR_BF_TAKEN | KFLAGS(b->end_ip, tip)) |
+								  (uint32_t)b->kind << 16);
+						/* The target block is looked up when it
+						 * is needed (a failure belongs to that
+						 * packet); next[1] of an indirect branch
+						 * remembers its last target. */
+						ip = tip;
+						cand = b->next[1];
+						lk = &b->next[1];
+						b = NULL;
+						continue;
+					}
+					goto out;
+				}
+			} else {
+				goto out;
+			}
+		}
+		if (btr_unlikely(!b))
+			FAST_ACQUIRE();
+		/* JCCs dominate: an inner loop for them, tested before the
 		 * switch (one well-predicted compare instead of a jump table). */
-		if (btr_likely(b->cls == C_COND)) {
-			int t;
-			insns += b->ninsn;
-			FAST_BIT(t);
-			/* Branch-free on the bit: the TNT word is in a register
-			 * long before the walk needs it, while a branch on it
-			 * mispredicts as often as the traced program's did. */
-			uint64_t nx = NEXT(b);
-			uint64_t to = t ? b->target : nx;
-			FAST_EMIT(nx - b->end_len, to, b->kind, (unsigned)t * BTR_BF_TAKEN);
-			FAST_NEXT(t, to);
+		if (btr_likely(b->jcc)) {
+			do {
+				/* Branch-free on the bit: the TNT word is in a
+				 * register long before the walk needs it, while a
+				 * branch on it mispredicts as often as the traced
+				 * program's did.  (Loading both links and selecting
+				 * one with a cmov shortens the dependency chain but
+				 * measured slower: the loop is bound by its
+				 * instruction count.) */
+				unsigned t = (unsigned)(bits >> --nb) & 1;
+				insns += b->ninsn;
+				uint64_t to = b->to[t];
+				struct blk *s = b->next[t];
+				FAST_EMIT(b->end_ip, to, BTR_KIND_JCC, b->tail[t]);
+				if (btr_likely(s->ip == to && s->mode == m1))
+					b = s;
+				else
+					FAST_NEXT(t, to);
+			} while (nb && b->jcc);
 			continue;
 		}
 		switch (b->cls) {
-		case C_NONE:
-			if (btr_unlikely(++guard > WALK_LIMIT)) {
-				ret = -BTR_ERR_BAD_CONTEXT;
-				goto out;
-			}
+		case C_COND: {
+			/* LOOP, JRCXZ */
+			unsigned t = (unsigned)(bits >> --nb) & 1;
 			insns += b->ninsn;
-			FAST_NEXT(0, NEXT(b));
+			uint64_t to = b->to[t];
+			FAST_COUNT(b->kind, 1);
+			FAST_EMIT(b->end_ip, to, b->kind, b->tail[t]);
+			FAST_NEXT(t, to);
+			continue;
+		}
+		case C_NONE:
+			FAST_GUARD(ret = -BTR_ERR_BAD_CONTEXT);
+			insns += b->ninsn;
+			FAST_NEXT(0, b->to[0]);
 			continue;
 		case C_JMP:
 		case C_CALL:
-			if (btr_unlikely(++guard > WALK_LIMIT)) {
-				ret = -BTR_ERR_BAD_CONTEXT;
-				goto out;
-			}
+			FAST_GUARD(ret = -BTR_ERR_BAD_CONTEXT);
 			insns += b->ninsn;
-			if (b->cls == C_CALL && b->target != NEXT(b))
-				rs_push(f, NEXT(b));
-			FAST_EMIT(END_IP(b), b->target, b->kind, BTR_BF_TAKEN);
-			FAST_NEXT(1, b->target);
+			/* A call to the next instruction (PIC "call; pop") is not
+			 * pushed: the hardware does not expect its RET either. */
+			if (b->cls == C_CALL && b->to[1] != b->to[0])
+				rs_push(f, b->to[0], &b->next[0]);
+			FAST_COUNT(b->kind, 0);
+			FAST_EMIT(b->end_ip, b->to[1], b->kind, b->tail[1]);
+			FAST_NEXT(1, b->to[1]);
 			continue;
 		case C_RET:
 			if (retcomp && f->rs_n) {
-				int t;
+				/* Compressed return: a taken bit. */
 				insns += b->ninsn;
-				FAST_BIT(t);
-				if (!t) {
+				f->fw_nonjcc++;   /* the bit, JCC or not */
+				if (!((bits >> --nb) & 1)) {
 					ret = -BTR_ERR_BAD_CONTEXT;
 					goto out;
 				}
+				struct blk **lnk = f->rsl[f->rs_top];
 				uint64_t to = rs_pop(f);
-				FAST_EMIT(END_IP(b), to, b->kind, BTR_BF_TAKEN);
-				f->ip = to;
-				b = lookup(f, to, &err);
-				if (!b) {
-					ret = err;
-					goto out;
+				FAST_COUNT(b->kind, 0);
+				FAST_EMIT(b->end_ip, to, b->kind,
+					  (uint32_t)(BTR_BF_TAKEN | KFLAGS(b->end_ip, to)) | (uint32_t)b->kind << 16);
+				b = *lnk;
+				if (btr_unlikely(b->ip != to || b->mode != m1)) {
+					ip = to;
+					b = lookup(f, to, &err);
+					if (!b) {
+						ret = err;
+						goto out;
+					}
+					*lnk = b;
 				}
 				continue;
 			}
 			__attribute__((fallthrough));
 		default:
-			/* an indirect branch with bits left: deferred TIP */
+			/* An indirect branch with bits left: the hardware
+			 * deferred its TIP (SDM "Deferred TIPs"). */
 			insns += b->ninsn;
 			if (b->kind == BTR_KIND_CALL_IND)
-				rs_push(f, NEXT(b));
+				rs_push(f, b->to[0], &b->next[0]);
 			set_pend(f, b);
+			ip = b->ip;
+			b = NULL;
 			goto out;
 		}
 	}
 out:
 	/* write the registers back */
+	f->ip = b ? b->ip : ip;
+	f->cur = b ? b : cand;
 	f->since = insns - mark;
 	f->st.insns = insns;
+	uint64_t njcc = loaded - nb - f->fw_nonjcc;
 	f->st.branches += njcc;
 	f->st.by_kind[BTR_KIND_JCC] += njcc;
-	if (!total) {
-		f->tq_head = f->tq_cnt = 0;
-	} else {
-		unsigned used = (h + TNTQ - f->tq_head) % TNTQ;
-		f->tq_head = h;
-		f->tq_cnt -= used;
-		f->tq_n[h] = (uint8_t)n;
+	if (omode == 2)
+		f->bn = on;
+	if (cycfl) {
+		/* no branch took the CYC count */
+		f->have_cyc = 1;
+		f->cyc_acc = cyc_saved;
 	}
+	/* Bits left (a deferred TIP, an error, a stop): the current word
+	 * goes back to the head of the queue. */
+	if (nb) {
+		h = (h + TNTQ - 1) % TNTQ;
+		f->tq_bits[h] = bits & ((1ull << nb) - 1);
+		f->tq_n[h] = (uint8_t)nb;
+		qn++;
+	}
+	f->tq_head = qn ? h : 0;
+	f->tq_cnt = qn;
+	unsigned total = 0;
+	for (unsigned k = 0; k < qn; k++)
+		total += f->tq_n[(h + k) % TNTQ];
 	f->tnt_total = total;
+	if (p)
+		f->pkt_off = off + pkt;
+	*pos = i;
 	return ret;
 #undef FAST_EMIT
-#undef FAST_BIT
 #undef FAST_NEXT
+#undef FAST_ACQUIRE
+#undef FAST_GUARD
+#undef FAST_COUNT
+}
+
+/* walk_fast_t specialized by output (0 counts only, 1 per-branch
+ * callback, 2 batches): fewer live values in the hot loop. */
+static int walk_fast(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint64_t off,
+		     size_t *pos)
+{
+	if (f->cb->branches)
+		return walk_fast_t(f, p, n, limit, off, pos, 2);
+	if (f->cb->branch)
+		return walk_fast_t(f, p, n, limit, off, pos, 1);
+	return walk_fast_t(f, p, n, limit, off, pos, 0);
 }
 
 /* ---- packet handlers -------------------------------------------------- */
@@ -902,7 +1295,8 @@ static void on_tnt(struct btr_ptflow *f, uint64_t bits, unsigned n)
 	f->tnt_total += n;
 	if (f->pend)
 		return;  /* waiting for the deferred TIP */
-	int r = f->cb->insn ? walk(f, G_TNT, 0, 0, NULL) : walk_tnt_fast(f);
+	size_t used = 0;
+	int r = f->cb->insn ? walk(f, G_TNT, 0, 0, NULL) : walk_fast(f, NULL, 0, 0, 0, &used);
 	if (r < 0)
 		gap(f, r, f->ip);
 }
@@ -961,7 +1355,9 @@ static void on_tip(struct btr_ptflow *f, uint64_t ip, int suppressed)
 		resolve_tip(f, f->pend, ip, suppressed);
 		/* Bits queued behind a deferred TIP. */
 		if (f->en == EN_ON && f->tnt_total) {
-			int r = walk(f, G_TNT, 0, 0, NULL);
+			size_t used = 0;
+			int r = f->cb->insn ? walk(f, G_TNT, 0, 0, NULL)
+					    : walk_fast(f, NULL, 0, 0, 0, &used);
 			if (r < 0)
 				gap(f, r, f->ip);
 		}
@@ -1197,30 +1593,7 @@ static void on_mtc(struct btr_ptflow *f, uint8_t v)
 static const uint8_t psb_pattern[16] = { 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
 					 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82 };
 
-static inline uint64_t rd_le(const uint8_t *p, unsigned n)
-{
-	uint64_t v = 0;
-	for (unsigned i = 0; i < n; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
 
-static inline uint64_t ip_reconstruct(struct btr_ptflow *f, unsigned ipc, const uint8_t *p)
-{
-	uint64_t ip;
-	switch (ipc) {
-	case 1: ip = (f->last_ip & ~0xffffull) | rd_le(p, 2); break;
-	case 2: ip = (f->last_ip & ~0xffffffffull) | rd_le(p, 4); break;
-	case 3: ip = rd_le(p, 6); if (ip & (1ull << 47)) ip |= 0xffff000000000000ull; break;
-	case 4: ip = (f->last_ip & ~0xffffffffffffull) | rd_le(p, 6); break;
-	case 6: ip = rd_le(p, 8); break;
-	default: return f->last_ip;
-	}
-	f->last_ip = ip;
-	return ip;
-}
-
-static const uint8_t ipc_len[8] = { 0, 2, 4, 6, 6, 0xff, 8, 0xff };
 
 /* Parses and handles one packet at @p (@n bytes available).  Returns its
  * size, 0 if it is incomplete, or -1 for a byte that starts no packet. */
@@ -1438,6 +1811,21 @@ static size_t run(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit
 			f->synced = 1;
 		}
 		f->pkt_off = off + i;
+		uint8_t c = p[i];
+		if (((!(c & 1) && c > 0x02) || (c == 0x02 && i + 8 <= n && p[i + 1] == 0xa3) ||
+		     ((c & 0x1f) == 0x0d && (c >> 5) && !f->async_pending)) &&
+		    f->en == EN_ON && !f->pend && !f->tq_cnt && !f->cb->insn) {
+			/* TNT and TIP packets while the flow is known: walk
+			 * straight from the packet bytes. */
+			size_t used = i;
+			int wr = walk_fast(f, p, n, limit, off, &used);
+			if (btr_likely(used > i)) {
+				i = used;
+				if (wr < 0)
+					gap(f, wr, f->ip);
+				continue;
+			}
+		}
 		int r = packet(f, p + i, n - i);
 		if (btr_likely(r > 0)) {
 			i += (size_t)r;
@@ -1463,6 +1851,12 @@ int btr_ptflow_decode(struct btr_ptflow *f, const uint8_t *buf, size_t size,
 	static const struct btr_ptflow_callbacks none;
 	f->cb = cb ? cb : &none;
 	f->stopped = 0;
+	if (btr_image_generation(f->img) != f->img_gen) {
+		/* The image changed since the last call: links would
+		 * otherwise still lead to blocks of the old code. */
+		flush_blocks(f, 1);
+		f->img_gen = btr_image_generation(f->img);
+	}
 	if (f->pending_trunc_gap) {
 		f->pending_trunc_gap = 0;
 		f->pkt_off = f->off;
@@ -1487,6 +1881,7 @@ int btr_ptflow_decode(struct btr_ptflow *f, const uint8_t *buf, size_t size,
 				memmove(f->carry, tmp + used, rest);
 				f->carry_len = (unsigned)rest;
 				f->off += size;
+				flush_branches(f);
 				return f->stopped ? 1 : 0;
 			}
 			gap(f, -BTR_ERR_TRUNCATED, f->ip);
@@ -1508,34 +1903,27 @@ int btr_ptflow_decode(struct btr_ptflow *f, const uint8_t *buf, size_t size,
 		}
 	}
 	f->off += size;
+	/* Nothing stays buffered between calls. */
+	flush_branches(f);
 	return f->stopped ? 1 : 0;
 }
 
 /* ---- parallel decoding ------------------------------------------------ */
 
-/* One buffered callback, 24 bytes (memory traffic is what parallel
- * decoding pays for): a branch, or a marker that carries an event
- * (index into the piece's event array), a new timestamp or a CYC count
- * for the next branch.  The thread id is the configuration's. */
-enum { REC_BRANCH = 0, REC_EVENT, REC_TSC, REC_CYC };
-
-struct prec {
-	uint64_t from, to;
-	uint32_t insns;
-	uint16_t flags;
-	uint8_t kind;
-	uint8_t tag;
-};
-
+/* A piece's output: the branch records exactly as the sequential
+ * decoder delivers them (the workers' decoders batch them, and a batch
+ * is one memcpy here; replay hands them on without conversion, in
+ * batches to cb->branches), and the events with the number of branches
+ * before each.  Small pieces keep this in the caches. */
 struct piece {
 	const uint8_t *buf;
 	size_t size;         /* bytes of this piece */
 	size_t tail;         /* bytes of the next piece's PSB+ to walk to its FUP */
-	struct prec *out;
+	struct btr_branch *out;
 	size_t n, cap;
 	struct btr_flow_event *ev;
+	size_t *evpos;       /* branches before event k */
 	size_t nev, capev;
-	uint64_t tsc;        /* timestamp of the last branch recorded */
 	int err;
 	struct btr_ptflow *f;
 	struct btr_ptflow_stats st;
@@ -1546,49 +1934,23 @@ struct piece {
 	int tail_on;         /* tracing was on at the end: the next PSB+ FUP is no new enable */
 };
 
-static struct prec *new_rec(struct piece *pc)
+static int par_branches(void *ctx, const struct btr_branch *b, size_t n)
 {
-	if (btr_unlikely(pc->n == pc->cap)) {
-		size_t nc = pc->cap ? pc->cap * 2 : 4096;
-		struct prec *no = realloc(pc->out, nc * sizeof(*no));
+	struct piece *pc = ctx;
+	if (btr_unlikely(pc->cap - pc->n < n)) {
+		size_t nc = pc->cap ? pc->cap : 4096;
+		while (nc - pc->n < n)
+			nc *= 2;
+		struct btr_branch *no = realloc(pc->out, nc * sizeof(*no));
 		if (!no) {
 			pc->err = -BTR_ERR_NOMEM;
-			return NULL;
+			return 1;
 		}
 		pc->out = no;
 		pc->cap = nc;
 	}
-	return &pc->out[pc->n++];
-}
-
-static int par_branch(void *ctx, const struct btr_branch *b)
-{
-	struct piece *pc = ctx;
-	struct prec *r;
-	if (btr_unlikely(b->tsc != pc->tsc)) {
-		if (!(r = new_rec(pc)))
-			return 1;
-		r->tag = REC_TSC;
-		r->from = b->tsc;
-		pc->tsc = b->tsc;
-	}
-	if (btr_unlikely(b->flags & BTR_BF_CYCLES)) {
-		if (!(r = new_rec(pc)))
-			return 1;
-		r->tag = REC_CYC;
-		r->from = b->cycles;
-	}
-	if (!(r = new_rec(pc)))
-		return 1;
-	/* Separate 8-byte loads: @b was just written field by field, and a
-	 * merged 16-byte load would defeat store-to-load forwarding (a
-	 * stall of ~15 cycles per branch). */
-	r->from = __atomic_load_n(&b->from, __ATOMIC_RELAXED);
-	r->to = __atomic_load_n(&b->to, __ATOMIC_RELAXED);
-	r->insns = b->insns > UINT32_MAX ? UINT32_MAX : (uint32_t)b->insns;
-	r->flags = b->flags;
-	r->kind = b->kind;
-	r->tag = REC_BRANCH;
+	memcpy(pc->out + pc->n, b, n * sizeof(*b));
+	pc->n += n;
 	return 0;
 }
 
@@ -1602,64 +1964,61 @@ static int par_event(void *ctx, const struct btr_flow_event *e)
 	if (pc->nev == pc->capev) {
 		size_t nc = pc->capev ? pc->capev * 2 : 64;
 		struct btr_flow_event *ne = realloc(pc->ev, nc * sizeof(*ne));
-		if (!ne) {
+		if (ne)
+			pc->ev = ne;
+		size_t *np = ne ? realloc(pc->evpos, nc * sizeof(*np)) : NULL;
+		if (!np) {
 			pc->err = -BTR_ERR_NOMEM;
 			return 1;
 		}
-		pc->ev = ne;
+		pc->evpos = np;
 		pc->capev = nc;
 	}
-	struct prec *r = new_rec(pc);
-	if (!r)
-		return 1;
-	r->tag = REC_EVENT;
-	r->from = pc->nev;
+	/* (the decoder delivered the branches before @e first) */
+	pc->evpos[pc->nev] = pc->n;
 	pc->ev[pc->nev++] = *e;
+	return 0;
+}
+
+/* Delivers @n branch records. */
+static int deliver(const struct btr_ptflow_callbacks *cb, const struct btr_branch *b, size_t n)
+{
+	if (cb->branches) {
+		while (n) {
+			size_t k = n < BTR_PTFLOW_BATCH ? n : BTR_PTFLOW_BATCH;
+			if (cb->branches(cb->ctx, b, k))
+				return 1;
+			b += k;
+			n -= k;
+		}
+		return 0;
+	}
+	if (cb->branch)
+		for (size_t k = 0; k < n; k++)
+			if (cb->branch(cb->ctx, &b[k]))
+				return 1;
 	return 0;
 }
 
 /* Delivers piece @pc's records.  With @quiet_head, the ENABLE and MODE
  * events of its leading PSB+ are dropped: the sequential decoder, which
  * was tracing there, reports none.  Returns 0 or 1 if a callback stopped. */
-static int replay(const struct piece *pc, const struct btr_ptflow_callbacks *cb, uint32_t tid,
-		  int quiet_head)
+static int replay(const struct piece *pc, const struct btr_ptflow_callbacks *cb, int quiet_head)
 {
-	struct btr_branch b;
-	memset(&b, 0, sizeof(b));
-	b.tid = tid;
-	uint32_t cyc = 0;
-	for (size_t k = 0; k < pc->n; k++) {
-		const struct prec *r = &pc->out[k];
-		switch (r->tag) {
-		case REC_BRANCH:
-			if (!cb->branch)
-				break;
-			b.from = r->from;
-			b.to = r->to;
-			b.insns = r->insns;
-			b.flags = r->flags;
-			b.kind = r->kind;
-			b.cycles = cyc;
-			cyc = 0;
-			if (cb->branch(cb->ctx, &b))
-				return 1;
+	size_t k = 0;
+	for (size_t e = 0; e <= pc->nev; e++) {
+		size_t end = e < pc->nev ? pc->evpos[e] : pc->n;
+		if (end > k && deliver(cb, pc->out + k, end - k))
+			return 1;
+		k = end;
+		if (e == pc->nev)
 			break;
-		case REC_EVENT: {
-			const struct btr_flow_event *e = &pc->ev[r->from];
-			if (quiet_head && (e->type == BTR_FLOW_ENABLE || e->type == BTR_FLOW_MODE) &&
-			    e->offset >= pc->start_off && e->offset < pc->start_off + pc->head_len)
-				break;
-			if (cb->event && cb->event(cb->ctx, e))
-				return 1;
-			break;
-		}
-		case REC_TSC:
-			b.tsc = r->from;
-			break;
-		default:
-			cyc = (uint32_t)r->from;
-			break;
-		}
+		const struct btr_flow_event *ev = &pc->ev[e];
+		if (quiet_head && (ev->type == BTR_FLOW_ENABLE || ev->type == BTR_FLOW_MODE) &&
+		    ev->offset >= pc->start_off && ev->offset < pc->start_off + pc->head_len)
+			continue;
+		if (cb->event && cb->event(cb->ctx, ev))
+			return 1;
 	}
 	return 0;
 }
@@ -1669,7 +2028,7 @@ static void *par_worker(void *arg)
 	struct piece *pc = arg;
 	/* Buffer only what the caller wants: without a branch callback
 	 * (statistics only) the workers run at full decoding speed. */
-	struct btr_ptflow_callbacks cb = { .branch = pc->want_branch ? par_branch : NULL,
+	struct btr_ptflow_callbacks cb = { .branches = pc->want_branch ? par_branches : NULL,
 					   .event = pc->want_event ? par_event : NULL, .ctx = pc };
 	struct btr_ptflow *f = pc->f;
 	int r = btr_ptflow_decode(f, pc->buf, pc->size, &cb);
@@ -1723,7 +2082,12 @@ static size_t psb_plus_len(const uint8_t *p, size_t n)
  * offset @pos; the block cache is kept (it depends only on the image). */
 static void reset_for_piece(struct btr_ptflow *f, uint64_t pos)
 {
-	struct blk *blks = f->blks;
+	struct blk *blks = f->blks, *cur = f->cur;
+	struct blk_ref *idx = f->idx;
+	struct btr_branch *bbuf = f->bbuf;
+	uint32_t nblk = f->nblk;
+	uint64_t bbuf_tsc = f->bbuf_tsc;
+	uint8_t bbuf_dirty = f->bbuf_dirty;
 	uint8_t *lens = f->lens;
 	struct blk_cold *cold = f->cold;
 	unsigned bits = f->cache_bits, gen = f->img_gen;
@@ -1732,6 +2096,13 @@ static void reset_for_piece(struct btr_ptflow *f, uint64_t pos)
 	struct btr_image *img = f->img;
 	memset(f, 0, sizeof(*f));
 	f->blks = blks;
+	f->cur = cur;
+	f->idx = idx;
+	f->bbuf = bbuf;
+	f->nblk = nblk;
+	f->rs_nolink = NIL;
+	f->bbuf_tsc = bbuf_tsc;
+	f->bbuf_dirty = bbuf_dirty;
 	f->lens = lens;
 	f->cold = cold;
 	f->cache_bits = bits;
@@ -1812,7 +2183,6 @@ static void *par_thread_main(void *arg)
 		pc->tail = end < p->size ? psb_plus_len(p->buf + end, p->size - end) : 0;
 		pc->n = 0;
 		pc->nev = 0;
-		pc->tsc = 0;
 		pc->err = 0;
 		pc->tail_phase = 0;
 		pc->start_off = pos;
@@ -1844,7 +2214,7 @@ int btr_ptflow_decode_parallel(struct btr_image *img, const struct btr_ptflow_co
 	if (nthreads > 64)
 		nthreads = 64;
 	if (!chunk)
-		chunk = 64u << 10;  /* small pieces: their buffered output stays in cache */
+		chunk = 16u << 10;  /* small pieces: their buffered output stays in cache */
 	if (st)
 		memset(st, 0, sizeof(*st));
 
@@ -1854,7 +2224,7 @@ int btr_ptflow_decode_parallel(struct btr_image *img, const struct btr_ptflow_co
 	p.size = size;
 	p.chunk = chunk;
 	p.nslots = 2 * nthreads;
-	p.want_branch = cb->branch != NULL;
+	p.want_branch = cb->branch != NULL || cb->branches != NULL;
 	p.want_event = cb->event != NULL;
 	p.slots = calloc(p.nslots, sizeof(*p.slots));
 	p.slot_idx = calloc(p.nslots, sizeof(*p.slot_idx));
@@ -1904,7 +2274,7 @@ int btr_ptflow_decode_parallel(struct btr_image *img, const struct btr_ptflow_co
 		if (pc->err && !ret)
 			ret = pc->err;
 		if (!ret)
-			ret = replay(pc, cb, cfg ? cfg->tid : 0, prev_tail_on);
+			ret = replay(pc, cb, prev_tail_on);
 		prev_tail_on = pc->tail_on;
 		if (st) {
 			st->insns += pc->st.insns;
@@ -1943,6 +2313,7 @@ out:
 		for (unsigned k = 0; k < p.nslots; k++) {
 			free(p.slots[k].out);
 			free(p.slots[k].ev);
+			free(p.slots[k].evpos);
 		}
 	free(p.slots);
 	free(p.slot_idx);

@@ -35,7 +35,7 @@ struct btr_ptflow_config {
 	 * pt_cpu_errata(); BTR_PTFLOW_NO_ERRATA: apply none. */
 	uint32_t flags;
 	/* log2 of the number of block-cache entries (0: 16, i.e. 64K blocks,
-	 * about 5 MiB; 8..22 accepted).  Memory is fixed by this, not by the
+	 * about 7.5 MiB; 8..22 accepted).  Memory is fixed by this, not by the
 	 * trace. */
 	uint8_t cache_bits;
 };
@@ -85,14 +85,24 @@ struct btr_ptflow_callbacks {
 	/* Events: enable, disable, gap, overflow, ... */
 	int (*event)(void *ctx, const struct btr_flow_event *ev);
 	void *ctx;
+	/* Optional and faster than @branch: the same branch records, in
+	 * execution order, in batches of 1..BTR_PTFLOW_BATCH at @b (owned by
+	 * the decoder, valid only during the call).  If set, @branch is not
+	 * called.  Every event and instruction callback comes after the
+	 * batch holding the branches before it.  Return nonzero to stop
+	 * decoding (the decoder may have walked up to a batch further). */
+	int (*branches)(void *ctx, const struct btr_branch *b, size_t n);
 };
+
+/* Largest batch passed to btr_ptflow_callbacks.branches. */
+#define BTR_PTFLOW_BATCH 256
 
 struct btr_ptflow;
 
 /* Creates a flow decoder reading code from @img (borrowed: must outlive
  * the decoder; it is only read, so several decoders may share it across
  * threads).  @cfg (copied) may be NULL for defaults.  The decoder owns a
- * fixed-size block cache (about 5 MiB); memory does not grow with the
+ * fixed-size block cache (about 7.5 MiB); memory does not grow with the
  * trace.  Returns 0 or -BTR_ERR_NOMEM, -BTR_ERR_INVAL. */
 int btr_ptflow_new(struct btr_image *img, const struct btr_ptflow_config *cfg,
 		   struct btr_ptflow **out);
@@ -129,14 +139,14 @@ void btr_ptflow_stats(const struct btr_ptflow *f, struct btr_ptflow_stats *st);
 int btr_ptflow_errata_names(const struct btr_ptflow_config *cfg, char *buf, size_t size);
 
 /* Decodes the whole stream @buf (caller-owned) in parallel: splits it at
- * PSB packets into pieces of about @chunk bytes (0: 64 KiB); @nthreads
+ * PSB packets into pieces of about @chunk bytes (0: 16 KiB); @nthreads
  * worker threads, each with its own decoder and block cache, decode the
  * pieces in order into 2 x @nthreads buffers while the calling thread
- * delivers the branch and event callbacks in stream order (cb->insn is
- * not supported here: -BTR_ERR_UNSUPPORTED).  The output equals
- * btr_ptflow_decode's on the same stream because the hardware resets its
- * return-compression stack at every PSB.  Memory is bounded by the
- * buffers (24 bytes per branch of a piece).  @st (may be NULL) receives
+ * delivers the branch (or batched branches) and event callbacks in
+ * stream order (cb->insn is not supported here: -BTR_ERR_UNSUPPORTED).
+ * The output equals btr_ptflow_decode's on the same stream because the
+ * hardware resets its return-compression stack at every PSB.  Memory is bounded by the
+ * buffers (48 bytes per branch of a piece).  @st (may be NULL) receives
  * the summed statistics.  Returns 0, a positive value if a callback
  * stopped decoding, -BTR_ERR_INVAL, -BTR_ERR_NOMEM (also when no thread
  * can be started), -BTR_ERR_UNSUPPORTED. */
