@@ -37,6 +37,7 @@ static const char *const errstr[BTR_ERR__COUNT] = {
 	[BTR_ERR_NODEV] = "tracing backend not available",
 	[BTR_ERR_CHILD] = "cannot start traced program",
 	[BTR_ERR_INTERRUPTED] = "interrupted",
+	[BTR_ERR_ISDIR] = "is a directory",
 };
 
 const char *btr_errstr(int err)
@@ -57,6 +58,7 @@ int btr_err_from_errno(int e)
 	case ENOMEM: return -BTR_ERR_NOMEM;
 	case EINVAL: return -BTR_ERR_INVAL;
 	case EINTR: return -BTR_ERR_INTERRUPTED;
+	case EISDIR: return -BTR_ERR_ISDIR;
 	case ENODEV: case EOPNOTSUPP: case ENOSYS: return -BTR_ERR_NODEV;
 	default: return -BTR_ERR_IO;
 	}

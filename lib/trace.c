@@ -1273,7 +1273,7 @@ int btr_trace_reader_new(const char *path, struct btr_trace_reader **out)
 		goto fail;
 	}
 	if (S_ISDIR(st.st_mode)) {
-		rc = -BTR_ERR_IO;
+		rc = -BTR_ERR_ISDIR;
 		goto fail;
 	}
 	/* Pipes and other unsized files: trust pread's short reads instead. */

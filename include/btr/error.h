@@ -42,6 +42,7 @@ enum btr_error {
 	BTR_ERR_NODEV,         /* capture backend not available on this machine */
 	BTR_ERR_CHILD,         /* traced program could not be started */
 	BTR_ERR_INTERRUPTED,   /* stopped by a signal (e.g. SIGINT) */
+	BTR_ERR_ISDIR,         /* a directory was given where a file is needed */
 	BTR_ERR__COUNT
 };
 

@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -349,6 +350,17 @@ static int pt_dump(int argc, char **argv)
 	int fd = open(path, O_RDONLY);
 	if (fd < 0) {
 		cli_error("%s: %s", path, strerror(errno));
+		return EXIT_RUNTIME;
+	}
+	struct stat sb;
+	if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		cli_error("%s: %s", path, btr_errstr(-BTR_ERR_ISDIR));
+		close(fd);
+		return EXIT_RUNTIME;
+	}
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0) {
+		cli_error("%s: empty file", path);
+		close(fd);
 		return EXIT_RUNTIME;
 	}
 	char magic[8] = { 0 };

@@ -509,6 +509,12 @@ int cmd_pt_decode(int argc, char **argv)
 		ret = EXIT_RUNTIME;
 		goto out;
 	}
+	if (S_ISDIR(sb.st_mode)) {
+		cli_error("%s: %s", path, btr_errstr(-BTR_ERR_ISDIR));
+		close(fd);
+		ret = EXIT_RUNTIME;
+		goto out;
+	}
 	size_t size = (size_t)sb.st_size;
 	const uint8_t *buf = NULL;
 	if (size) {
@@ -539,6 +545,11 @@ int cmd_pt_decode(int argc, char **argv)
 		ret = decode_btr(path, elfs, n_elfs, &oc, mode == O_BRANCHES ? 0 : mode == O_INSN ? 1 : 2, &st);
 	} else if (size >= 8 && btr_perf_probe(buf, size)) {
 		ret = decode_perf(path, img, &cfg, &cb, &st, have_cpu);
+	} else if (!memmem(buf ? buf : (const uint8_t *)"", size, "\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82", 16)) {
+		/* Raw PT decoding starts at a PSB; without one nothing can be
+		 * decoded, which is a wrong input, not an empty trace. */
+		cli_error("%s: %s", path, size ? "no PSB packet found: not Intel PT data" : "empty file");
+		ret = EXIT_RUNTIME;
 	} else if (jobs > 1 && mode != O_INSN) {
 		int e = btr_ptflow_decode_parallel(img, &cfg, buf, size, jobs, 0, &cb, &st);
 		if (e < 0) {
