@@ -75,7 +75,8 @@ check "no psb, --no-sync: exit 0" [ $rc -eq 0 ]
 check "no psb, --no-sync: 3 tnt" [ "$(grep -c 'tnt.8 !$' "$tmp/out")" -eq 3 ]
 : >"$tmp/empty.pt"
 "$btr" pt dump "$tmp/empty.pt" >"$tmp/out" 2>"$tmp/err"; rc=$?
-check "empty file: exit 0, no output" [ $rc -eq 0 -a ! -s "$tmp/out" ]
+check "empty file: exit 3, no output" [ $rc -eq 3 -a ! -s "$tmp/out" ]
+check "empty file: one line naming it" grep -q "empty.pt: empty file" "$tmp/err"
 
 # ---- a .btr trace (the sample test_trace writes, if built) ----
 if [ -s "$build/trace_sample.btr" ]; then

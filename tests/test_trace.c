@@ -880,7 +880,7 @@ static void test_magic_version(void)
 	CHECK_EQ(btr_trace_reader_new_mem("", 0, &r), -BTR_ERR_TRUNCATED);
 	path_in(p, sizeof(p), "does-not-exist.btr");
 	CHECK_EQ(btr_trace_reader_new(p, &r), -BTR_ERR_NOENT);
-	CHECK_EQ(btr_trace_reader_new(dir, &r), -BTR_ERR_IO);
+	CHECK_EQ(btr_trace_reader_new(dir, &r), -BTR_ERR_ISDIR);
 	free(b);
 }
 

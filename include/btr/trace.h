@@ -190,7 +190,7 @@ int btr_trace_writer_close(struct btr_trace_writer *w);
 /* Frees @w without finishing the file; removes the temporary file. */
 void btr_trace_writer_abort(struct btr_trace_writer *w);
 
-/* Opens @path.  Returns 0, -BTR_ERR_NOENT, -BTR_ERR_PERM, -BTR_ERR_IO,
+/* Opens @path.  Returns 0, -BTR_ERR_NOENT, -BTR_ERR_PERM, -BTR_ERR_ISDIR, -BTR_ERR_IO,
  * -BTR_ERR_BAD_MAGIC, -BTR_ERR_BAD_VERSION, -BTR_ERR_TRUNCATED (the file
  * is empty or ends inside the file header), -BTR_ERR_CHECKSUM (file header
  * corrupted), -BTR_ERR_NOMEM.  Only the header is read here; the reader
