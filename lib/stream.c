@@ -512,6 +512,16 @@ static int flow_branch(void *ctx, const struct btr_branch *b)
 	return deliver(d->s, &c) != 0;
 }
 
+/* The batched form: one call per up to BTR_PTFLOW_BATCH branches instead of
+ * one per branch, which is most of the per-branch cost of a PT stream. */
+static int flow_branches(void *ctx, const struct btr_branch *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (flow_branch(ctx, &b[i]))
+			return 1;
+	return 0;
+}
+
 static int flow_insn(void *ctx, uint64_t ip, const struct btr_insn *insn)
 {
 	struct data_stream *d = ctx;
@@ -601,7 +611,7 @@ static int on_pt(struct btr_stream *s, const struct btr_rec_data *r)
 	d->started = 1;
 	d->next_off = r->stream_offset + r->size;
 	s->st.pt_bytes += r->size;
-	struct btr_ptflow_callbacks cb = { .branch = flow_branch, .event = flow_event,
+	struct btr_ptflow_callbacks cb = { .branches = flow_branches, .event = flow_event,
 					   .insn = s->o.insn ? flow_insn : NULL, .ctx = d };
 	rc = btr_ptflow_decode(d->flow, r->data, (size_t)r->size, &cb);
 	if (rc > 0)
