@@ -541,7 +541,8 @@ int cmd_pt_decode(int argc, char **argv)
 
 	struct btr_ptflow_stats st = { 0 };
 	double t0 = now_s();
-	if (size >= 8 && !memcmp(buf, "BTRTRACE", 8)) {
+	int is_btr = size >= 8 && !memcmp(buf, "BTRTRACE", 8);
+	if (is_btr) {
 		ret = decode_btr(path, elfs, n_elfs, &oc, mode == O_BRANCHES ? 0 : mode == O_INSN ? 1 : 2, &st);
 	} else if (size >= 8 && btr_perf_probe(buf, size)) {
 		ret = decode_perf(path, img, &cfg, &cb, &st, have_cpu);
@@ -597,9 +598,14 @@ int cmd_pt_decode(int argc, char **argv)
 			for (int k = 1; k < BTR_KIND__COUNT; k++)
 				if (st.by_kind[k])
 					printf("  %-11s %" PRIu64 "\n", btr_branch_kind_name((enum btr_branch_kind)k), st.by_kind[k]);
-			printf("gaps          %" PRIu64 "\noverflows     %" PRIu64 "\ntrace bytes   %" PRIu64
-			       "\nblocks        %" PRIu64 "\ndecode time   %.6f s (%.1f MB/s, %.2f ns/branch, %u job%s)\n",
-			       st.gaps, st.overflows, st.bytes, st.blocks_decoded, dt, mbs, nspb, jobs, jobs > 1 ? "s" : "");
+			printf("gaps          %" PRIu64 "\noverflows     %" PRIu64 "\ntrace bytes   %" PRIu64 "\n",
+			       st.gaps, st.overflows, st.bytes);
+			/* the block count is per decoder; .btr input runs several
+			 * decoders inside the branch stream, which does not count them */
+			if (!is_btr)
+				printf("blocks        %" PRIu64 "\n", st.blocks_decoded);
+			printf("decode time   %.6f s (%.1f MB/s, %.2f ns/branch, %u job%s)\n",
+			       dt, mbs, nspb, jobs, jobs > 1 ? "s" : "");
 			if (errata[0])
 				printf("errata        %s\n", errata);
 		}
