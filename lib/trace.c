@@ -946,6 +946,20 @@ static void cstr(struct cur *c, char *dst, size_t cap)
 	dst[k] = 0;
 }
 
+
+/* Makes the reader-owned array @p (capacity *@cap elements of @elem
+ * bytes) hold more than @n elements.  Returns the array (moved or not),
+ * or NULL when out of memory (@p then stays valid and unchanged). */
+static void *grow_array(void *p, size_t *cap, uint32_t n, size_t elem)
+{
+	if (n < *cap)
+		return p;
+	void *q = realloc(p, ((size_t)n + 1) * elem);
+	if (q)
+		*cap = (size_t)n + 1;
+	return q;
+}
+
 static int decode(struct btr_trace_reader *r, enum btr_rec_type type, const uint8_t *body,
 		  size_t len, struct btr_record *rec)
 {
@@ -1035,13 +1049,10 @@ static int decode(struct btr_trace_reader *r, enum btr_rec_type type, const uint
 			c.bad = 1;
 			break;
 		}
-		if (l->count >= r->lbr_cap) {
-			struct btr_lbr_entry *e = realloc(r->lbr, ((size_t)l->count + 1) * sizeof(*e));
-			if (!e)
-				return -BTR_ERR_NOMEM;
-			r->lbr = e;
-			r->lbr_cap = (size_t)l->count + 1;
-		}
+		void *lbr = grow_array(r->lbr, &r->lbr_cap, l->count, sizeof(*r->lbr));
+		if (!lbr)
+			return -BTR_ERR_NOMEM;
+		r->lbr = lbr;
 		for (uint32_t i = 0; i < l->count; i++) {
 			r->lbr[i].from = c64(&c);
 			r->lbr[i].to = c64(&c);
@@ -1059,13 +1070,10 @@ static int decode(struct btr_trace_reader *r, enum btr_rec_type type, const uint
 			c.bad = 1;
 			break;
 		}
-		if (b->count >= r->br_cap) {
-			struct btr_branch *e = realloc(r->br, ((size_t)b->count + 1) * sizeof(*e));
-			if (!e)
-				return -BTR_ERR_NOMEM;
-			r->br = e;
-			r->br_cap = (size_t)b->count + 1;
-		}
+		void *br = grow_array(r->br, &r->br_cap, b->count, sizeof(*r->br));
+		if (!br)
+			return -BTR_ERR_NOMEM;
+		r->br = br;
 		for (uint32_t i = 0; i < b->count; i++) {
 			struct btr_branch *x = &r->br[i];
 			x->from = c64(&c);
