@@ -55,6 +55,18 @@ PY
   check "$prog: --stat counts the printed instructions ($s vs $n)" [ "$s" = "$n" ]
 done
 
+# --filter: only the matching branches, as many as --stat counts of that kind
+"$btr" pt decode "$tmp/flow_loops.btr" --filter near_ret >"$tmp/ret.txt"
+check "--filter near_ret exit 0" [ $? -eq 0 ]
+nret=$(grep -v '^\[' "$tmp/ret.txt" | grep -c ' ret$')
+nall=$(grep -vc '^\[' "$tmp/ret.txt")
+sret=$("$btr" pt decode "$tmp/flow_loops.btr" --stat | awk '$1 == "ret" {print $2}')
+check "--filter near_ret prints only rets ($nret of $nall)" [ "$nret" -eq "$nall" ]
+check "--filter near_ret prints some rets" [ "$nret" -gt 0 ]
+check "--filter near_ret prints every ret ($nret vs --stat $sret)" [ "$nret" = "$sret" ]
+"$btr" pt decode "$tmp/flow_loops.btr" --filter bogus >/dev/null 2>&1
+check "--filter bogus exits 2" [ $? -eq 2 ]
+
 # a corrupt trace: exit 3 with one line naming the file
 head -c 300 "$tmp/flow_loops.btr" >"$tmp/cut.btr"
 "$btr" pt decode "$tmp/cut.btr" --stat >/dev/null 2>"$tmp/err"; rc=$?

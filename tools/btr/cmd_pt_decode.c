@@ -42,6 +42,8 @@ static void usage(FILE *f)
 		"  --branches                 'FROM -> TO KIND' per branch (default)\n"
 		"  --insn [--disasm]          one executed instruction per line: 16 hex digits\n"
 		"  --stat [--format json]     only counts and decode time\n"
+		"  --filter EXPR              with --branches: print only branches matching EXPR\n"
+		"                             (jcc,near_ret,user,...: docs/branch-kinds.md)\n"
 		"  -j, --jobs N               decode in N threads, split at PSBs (not with --insn)\n"
 		"Event lines ([enable ...], [disable ...], [gap ...], [overflow ...]) start with '['.\n"
 		"  -h, --help                 this help\n");
@@ -51,11 +53,14 @@ struct out_ctx {
 	FILE *f;
 	struct btr_image *img;
 	int disasm;
+	const struct btr_filter *filter;   /* --filter, NULL: all */
 };
 
 static int print_branch(void *ctx, const struct btr_branch *b)
 {
 	struct out_ctx *o = ctx;
+	if (o->filter && !btr_filter_match(o->filter, b))
+		return 0;
 	fprintf(o->f, "0x%" PRIx64 " -> 0x%" PRIx64 " %s%s\n", b->from, b->to,
 		btr_branch_kind_name((enum btr_branch_kind)b->kind),
 		(b->flags & BTR_BF_TAKEN) ? "" : " not-taken");
@@ -322,7 +327,7 @@ static int decode_btr(const char *path, const struct btr_stream_elf *elfs, unsig
 int cmd_pt_decode(int argc, char **argv)
 {
 	enum { O_ELF = 256, O_RAW, O_CPU, O_NORET, O_FILTER, O_INSN, O_BRANCHES, O_STAT, O_DISASM,
-	       O_FORMAT, O_MTC, O_CPUID15 };
+	       O_FORMAT, O_MTC, O_CPUID15, O_BFILTER };
 	static const struct option opts[] = {
 		{ "elf", required_argument, NULL, O_ELF },
 		{ "raw", required_argument, NULL, O_RAW },
@@ -336,6 +341,7 @@ int cmd_pt_decode(int argc, char **argv)
 		{ "format", required_argument, NULL, O_FORMAT },
 		{ "mtc-freq", required_argument, NULL, O_MTC },
 		{ "cpuid15", required_argument, NULL, O_CPUID15 },
+		{ "filter", required_argument, NULL, O_BFILTER },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -343,7 +349,8 @@ int cmd_pt_decode(int argc, char **argv)
 	const char *cmd = "pt decode";
 	struct btr_ptflow_config cfg = { .sz = sizeof(cfg) };
 	struct btr_image *img = NULL;
-	int mode = O_BRANCHES, disasm = 0, json = 0, have_cpu = 0;
+	int mode = O_BRANCHES, disasm = 0, json = 0, have_cpu = 0, have_bfilter = 0;
+	struct btr_filter bfilter;
 	struct btr_stream_elf elfs[64];   /* --elf again, for .btr input */
 	char *elf_paths[64];
 	unsigned n_elfs = 0;
@@ -463,6 +470,13 @@ int cmd_pt_decode(int argc, char **argv)
 			cfg.mtc_freq = (uint8_t)v;
 			break;
 		}
+		case O_BFILTER:
+			if (btr_filter_parse(optarg, &bfilter)) {
+				ret = cli_usage_error(cmd, "bad --filter '%s' (terms: docs/branch-kinds.md)", optarg);
+				goto out;
+			}
+			have_bfilter = 1;
+			break;
 		case O_CPUID15: {
 			unsigned a, b;
 			if (sscanf(optarg, "%u/%u", &a, &b) != 2 || !a) {
@@ -489,6 +503,10 @@ int cmd_pt_decode(int argc, char **argv)
 	}
 	if (optind + 1 != argc) {
 		ret = cli_usage_error(cmd, optind >= argc ? "missing RAW file" : "too many arguments");
+		goto out;
+	}
+	if (have_bfilter && mode != O_BRANCHES) {
+		ret = cli_usage_error(cmd, "--filter goes with --branches");
 		goto out;
 	}
 	if (disasm && mode != O_INSN) {
@@ -530,7 +548,7 @@ int cmd_pt_decode(int argc, char **argv)
 
 	static char obuf[1 << 16];
 	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
-	struct out_ctx oc = { .f = stdout, .img = img, .disasm = disasm };
+	struct out_ctx oc = { .f = stdout, .img = img, .disasm = disasm, .filter = have_bfilter ? &bfilter : NULL };
 	struct btr_ptflow_callbacks cb = { .event = print_event, .ctx = &oc };
 	if (mode == O_BRANCHES)
 		cb.branch = print_branch;
