@@ -1259,6 +1259,34 @@ static int is_perf(struct btr_trace_reader *r)
 	return read_at(r, 0, m, 8) == 8 && btr_perf_probe(m, 8);
 }
 
+/* Common tail of the two constructors: a perf.data input goes to the
+ * perf.data reader (from @path, or from r->mem when @path is NULL), anything
+ * else must start with a btr file header.  Frees @r on failure. */
+static int reader_finish_open(struct btr_trace_reader *r, const char *path, struct btr_trace_reader **out)
+{
+	int rc;
+
+	if (is_perf(r)) {
+		if (path) {
+			/* The perf.data reader maps the file itself. */
+			close(r->fd);
+			r->fd = -1;
+		}
+		rc = path ? btr_perf_reader_new(path, &r->perf)
+			  : btr_perf_reader_new_mem(r->mem_size ? r->mem : NULL, r->mem_size, &r->perf);
+		if (!rc)
+			r->info.format = BTR_TRACE_FMT_PERF;
+	} else {
+		rc = read_header(r);
+	}
+	if (rc) {
+		btr_trace_reader_free(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
 int btr_trace_reader_new(const char *path, struct btr_trace_reader **out)
 {
 	struct btr_trace_reader *r;
@@ -1286,22 +1314,7 @@ int btr_trace_reader_new(const char *path, struct btr_trace_reader **out)
 	}
 	/* Pipes and other unsized files: trust pread's short reads instead. */
 	r->file_size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : UINT64_MAX / 2;
-	if (is_perf(r)) {
-		/* The perf.data reader maps the file itself. */
-		close(r->fd);
-		r->fd = -1;
-		rc = btr_perf_reader_new(path, &r->perf);
-		if (rc)
-			goto fail;
-		r->info.format = BTR_TRACE_FMT_PERF;
-		*out = r;
-		return 0;
-	}
-	rc = read_header(r);
-	if (rc)
-		goto fail;
-	*out = r;
-	return 0;
+	return reader_finish_open(r, path, out);
 fail:
 	btr_trace_reader_free(r);
 	return rc;
@@ -1310,7 +1323,6 @@ fail:
 int btr_trace_reader_new_mem(const void *buf, size_t size, struct btr_trace_reader **out)
 {
 	struct btr_trace_reader *r;
-	int rc;
 
 	if ((!buf && size) || !out)
 		return -BTR_ERR_INVAL;
@@ -1320,22 +1332,7 @@ int btr_trace_reader_new_mem(const void *buf, size_t size, struct btr_trace_read
 		return -BTR_ERR_NOMEM;
 	r->mem = buf ? buf : (const void *)"";
 	r->mem_size = size;
-	if (is_perf(r)) {
-		rc = btr_perf_reader_new_mem(buf, size, &r->perf);
-		if (rc)
-			goto fail;
-		r->info.format = BTR_TRACE_FMT_PERF;
-		*out = r;
-		return 0;
-	}
-	rc = read_header(r);
-	if (rc)
-		goto fail;
-	*out = r;
-	return 0;
-fail:
-	btr_trace_reader_free(r);
-	return rc;
+	return reader_finish_open(r, NULL, out);
 }
 
 uint64_t btr_trace_reader_offset(const struct btr_trace_reader *r)
