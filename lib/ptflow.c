@@ -290,7 +290,7 @@ int btr_ptflow_new(struct btr_image *img, const struct btr_ptflow_config *cfg,
 		memset(f->idx, 0, n * sizeof(*f->idx));
 	f->lens = malloc(n * BLK_MAXI);
 	f->cold = calloc(n, sizeof(*f->cold));
-	f->bbuf = malloc(BTR_PTFLOW_BATCH * sizeof(*f->bbuf));
+	f->bbuf = calloc(BTR_PTFLOW_BATCH, sizeof(*f->bbuf));
 	f->cur = NIL;
 	f->rs_nolink = NIL;
 	if (!f->blks || !f->idx || !f->lens || !f->cold || !f->bbuf) {
@@ -394,6 +394,7 @@ static inline void emit_branch(struct btr_ptflow *f, uint64_t from, uint64_t to,
 	b.cycles = 0;
 	b.kind = (uint8_t)kind;
 	b.reserved = 0;
+	b.pid = 0;
 	flags |= BTR_BF_INSNS | KFLAGS(from, to);
 	if (f->tsc)
 		flags |= BTR_BF_TSC;
@@ -908,6 +909,7 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 	br.tid = tid;
 	br.tsc = tsc;
 	br.reserved = 0;
+	br.pid = 0;
 	if (omode == 2 && btr_unlikely(f->bbuf_tsc != tsc)) {
 		/* The records still buffered keep their time. */
 		f->bbuf_tsc = tsc;

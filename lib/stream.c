@@ -48,6 +48,7 @@ struct data_stream {
 /* Per-thread state: instructions of branches dropped by the filter. */
 struct thread_state {
 	uint32_t tid;
+	uint32_t pid;             /* from the thread's records, 0 if unknown */
 	int used;
 	uint64_t pending_insns;
 };
@@ -96,6 +97,7 @@ struct btr_stream {
 	int error;                /* a failure inside a callback path (NOMEM) */
 	int data_lost;
 	int finished;
+	uint32_t last_tid, last_pid; /* btr_stream_pid_of's one-entry cache */
 };
 
 /* ---- helpers ---- */
@@ -107,7 +109,9 @@ static int stop_value(int rc)
 
 static int emit(struct btr_stream *s, struct btr_stream_event *ev)
 {
-	ev->image = s->img;
+	if (!ev->pid && ev->tid)
+		ev->pid = btr_stream_pid_of(s, ev->tid);
+	ev->image = btr_stream_image_pid(s, ev->pid);
 	if (!s->o.event)
 		return 0;
 	int rc = s->o.event(s->o.ctx, ev);
@@ -153,6 +157,7 @@ static struct thread_state *thread_get(struct btr_stream *s, uint32_t tid)
 	}
 	s->threads[j].used = 1;
 	s->threads[j].tid = tid;
+	s->threads[j].pid = 0;
 	s->threads[j].pending_insns = 0;
 	s->n_threads++;
 	return &s->threads[j];
@@ -163,6 +168,16 @@ static struct thread_state *thread_get(struct btr_stream *s, uint32_t tid)
  * that a filtered report still counts every executed instruction. */
 static int deliver(struct btr_stream *s, const struct btr_branch *b)
 {
+	struct btr_branch pb;
+	if (!b->pid && b->tid) {
+		/* Decoders know threads only; the stream knows their process. */
+		uint32_t pid = btr_stream_pid_of(s, b->tid);
+		if (pid) {
+			pb = *b;
+			pb.pid = pid;
+			b = &pb;
+		}
+	}
 	if (s->o.filter) {
 		struct thread_state *t = thread_get(s, b->tid);
 		if (!t) {
@@ -877,12 +892,14 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 			break;
 		ev.type = BTR_SEV_MODULE_LOAD;
 		ev.tid = rec->u.module.pid;
+		ev.pid = rec->u.module.pid;
 		ev.path = rc > 0 ? file : NULL;
 		rc = emit(s, &ev);
 		break;
 	case BTR_REC_MODULE_UNLOAD:
 		ev.type = BTR_SEV_MODULE_UNLOAD;
 		ev.tid = rec->u.module.pid;
+		ev.pid = rec->u.module.pid;
 		rc = emit(s, &ev);
 		if (!rc)
 			rc = on_unload(s, &rec->u.module);
@@ -891,6 +908,7 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 		/* Consumers symbolize what they hold with the old image first. */
 		ev.type = BTR_SEV_EXEC;
 		ev.tid = rec->u.module.pid;
+		ev.pid = rec->u.module.pid;
 		rc = emit(s, &ev);
 		if (!rc)
 			rc = on_exec(s, rec);
@@ -901,11 +919,20 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 		ev.type = rec->type == BTR_REC_THREAD_START ? BTR_SEV_THREAD_START
 			: rec->type == BTR_REC_THREAD_EXIT ? BTR_SEV_THREAD_EXIT : BTR_SEV_THREAD_NAME;
 		ev.tid = rec->u.thread.tid;
+		ev.pid = rec->u.thread.pid;
+		if (rec->u.thread.pid && rec->u.thread.tid) {
+			struct thread_state *t = thread_get(s, rec->u.thread.tid);
+			if (!t)
+				return -BTR_ERR_NOMEM;
+			t->pid = rec->u.thread.pid;
+			s->last_tid = 0;
+		}
 		rc = emit(s, &ev);
 		break;
 	case BTR_REC_PROCESS_EXIT:
 		ev.type = BTR_SEV_PROCESS_EXIT;
 		ev.tid = rec->u.exit.tid;
+		ev.pid = rec->u.exit.pid;
 		rc = emit(s, &ev);
 		break;
 	case BTR_REC_PT:
@@ -984,6 +1011,30 @@ int btr_stream_run(struct btr_stream *s)
 struct btr_image *btr_stream_image(struct btr_stream *s)
 {
 	return s ? s->img : NULL;
+}
+
+struct btr_image *btr_stream_image_pid(struct btr_stream *s, uint32_t pid)
+{
+	(void)pid;   /* one image for now; per-process images: issue 8 */
+	return s ? s->img : NULL;
+}
+
+uint32_t btr_stream_pid_of(struct btr_stream *s, uint32_t tid)
+{
+	if (!s || !tid || !s->cap_threads)
+		return 0;
+	if (tid == s->last_tid)
+		return s->last_pid;
+	size_t j = (tid * 2654435761u) & (s->cap_threads - 1);
+	while (s->threads[j].used) {
+		if (s->threads[j].tid == tid) {
+			s->last_tid = tid;
+			s->last_pid = s->threads[j].pid;
+			return s->last_pid;
+		}
+		j = (j + 1) & (s->cap_threads - 1);
+	}
+	return 0;
 }
 
 void btr_stream_get_stats(const struct btr_stream *s, struct btr_stream_stats *st)

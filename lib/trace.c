@@ -1085,6 +1085,7 @@ static int decode(struct btr_trace_reader *r, enum btr_rec_type type, const uint
 			x->flags = c16(&c);
 			x->kind = c8(&c);
 			x->reserved = c8(&c);
+			x->pid = 0;
 		}
 		b->branches = r->br;
 		break;

@@ -79,6 +79,10 @@ struct btr_branch {
 	uint16_t flags;    /* BTR_BF_* */
 	uint8_t kind;      /* enum btr_branch_kind */
 	uint8_t reserved;
+	uint32_t pid;      /* process id, 0 if unknown; filled by the common
+			    * stream (btr/stream.h) from the trace's thread
+			    * records; decoders leave it 0.  Not stored in
+			    * .btr BRANCHES records (derived from tid). */
 };
 
 /* Returns the LBR type class of @kind (BTR_LBR_JCC..BTR_LBR_FAR_BRANCH), or

@@ -67,12 +67,15 @@ enum btr_stream_event_type {
 struct btr_stream_event {
 	enum btr_stream_event_type type;
 	uint32_t tid;                       /* thread, 0 if unknown */
+	uint32_t pid;                       /* process of .tid (or of the
+					     * record), 0 if unknown */
 	int reason;                         /* GAP: negative enum btr_error */
 	uint64_t offset;                    /* GAP: stream offset / file offset */
 	const struct btr_record *rec;       /* record-derived events, else NULL */
 	const struct btr_flow_event *flow;  /* BTR_SEV_FLOW, else NULL */
 	const char *path;                   /* MODULE_LOAD: file used, or NULL */
-	struct btr_image *image;            /* the stream's current image */
+	struct btr_image *image;            /* the image of process .pid (see
+					     * btr_stream_image_pid) */
 };
 
 /* A user-supplied ELF file (`--elf FILE[:BASE]`). */
@@ -150,6 +153,17 @@ int btr_stream_finish(struct btr_stream *s);
 /* The image the stream decodes with (owned by the stream; replaced on
  * EXEC records, valid until then or until btr_stream_free). */
 struct btr_image *btr_stream_image(struct btr_stream *s);
+
+/* The image of process @pid: its own modules, replaced when that process
+ * execs (valid until then or until btr_stream_free; owned by the stream).
+ * Branches carry .pid, so consumers symbolize b->from with
+ * btr_stream_image_pid(s, b->pid).  @pid 0 or a process the trace never
+ * named gives the image of the trace's first process.  Never NULL for a
+ * live stream. */
+struct btr_image *btr_stream_image_pid(struct btr_stream *s, uint32_t pid);
+
+/* The process id of thread @tid as the trace's records say, 0 if unknown. */
+uint32_t btr_stream_pid_of(struct btr_stream *s, uint32_t tid);
 
 struct btr_stream_stats {
 	uint64_t records;        /* records processed */

@@ -1,0 +1,127 @@
+/* btr/analysis.h - analyses: consumers of the common branch stream.
+ *
+ * Every view, profile and check (report, coverage, CFG, call graph, flame
+ * graph, check, ...) is an analysis: a small object that is fed the
+ * branches and events of one btr_stream in order and then writes its
+ * result.  Because they share one interface, one pass over a trace (one
+ * decode) can feed any number of them:
+ *
+ *     struct btr_analysis *a[2];
+ *     btr_cov_new(&copts, &a[0]);            (an analysis module's constructor)
+ *     btr_callgraph_new(&gopts, &a[1]);
+ *     btr_analysis_run(path, &sopts, a, 2, &info);
+ *     btr_analysis_write(a[0], out, "lcov");
+ *
+ * An analysis module (lib/analysis/NAME.c, header btr/NAME.h) fills a
+ * struct btr_analysis_ops and creates its handle with btr_analysis_new();
+ * its own typed result accessors get their state back with
+ * btr_analysis_state().  Analyses keep tables that grow with the code
+ * seen (blocks, functions, call stacks), never with the trace's length.
+ *
+ * Order guarantee: branches and events reach an analysis exactly in
+ * stream order; a batch passed to ops->branches holds consecutive
+ * branches with no event between them (threads may interleave, as in the
+ * trace).  Symbolize with the process's image: btr_stream_image_pid(s,
+ * b->pid); on BTR_SEV_EXEC that image is about to be replaced, so
+ * symbolize what you hold for that process then (or key results by
+ * module-relative address, which survives exec and ASLR).
+ */
+#ifndef BTR_ANALYSIS_H
+#define BTR_ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "btr/branch.h"
+#include "btr/stream.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What an analysis implements.  Every callback may be NULL.  Callbacks
+ * that return int return 0 to go on, a negative enum btr_error to fail
+ * (the run stops and returns it), or a positive value to stop the run
+ * early without error (e.g. "found what I was looking for"). */
+struct btr_analysis_ops {
+	const char *name;   /* short name ("report", "cov", ...) for messages */
+	/* Once, before the first branch; @s is the stream (borrowed for the
+	 * run: images, pid lookups, backend). */
+	int (*begin)(void *state, struct btr_stream *s);
+	/* @n >= 1 consecutive branches (borrowed for the call). */
+	int (*branches)(void *state, const struct btr_branch *b, size_t n);
+	/* One stream event; every branch before it has been delivered. */
+	int (*event)(void *state, const struct btr_stream_event *ev);
+	/* Once, after the last branch and event, while the stream (and so its
+	 * images) still lives: symbolize and finish here.  @status is 0 for a
+	 * clean end or the stream's negative read error (-BTR_ERR_TRUNCATED,
+	 * ...): results then cover what was read. */
+	int (*end)(void *state, int status);
+	/* Writes the result to @out in @format (NULL: the analysis' default;
+	 * names are the analysis' own, e.g. "text", "json", "lcov").  Returns
+	 * 0, -BTR_ERR_INVAL for a format it does not know, -BTR_ERR_IO. */
+	int (*write)(void *state, FILE *out, const char *format);
+	/* Frees @state (called by btr_analysis_free). */
+	void (*destroy)(void *state);
+};
+
+struct btr_analysis;
+
+/* Wraps @state (ownership passes to the analysis: ops->destroy frees it)
+ * with @ops (borrowed; normally a static table).  Returns 0, -BTR_ERR_INVAL
+ * or -BTR_ERR_NOMEM (then ops->destroy(state) has been called). */
+int btr_analysis_new(const struct btr_analysis_ops *ops, void *state, struct btr_analysis **out);
+
+/* Frees @a and its state; NULL is fine. */
+void btr_analysis_free(struct btr_analysis *a);
+
+/* The state given to btr_analysis_new (for the module's typed accessors). */
+void *btr_analysis_state(const struct btr_analysis *a);
+const struct btr_analysis_ops *btr_analysis_ops(const struct btr_analysis *a);
+
+/* Writes @a's result (ops->write); -BTR_ERR_UNSUPPORTED if it has none. */
+int btr_analysis_write(struct btr_analysis *a, FILE *out, const char *format);
+
+/* What a run saw. */
+struct btr_analysis_run_info {
+	size_t sz;                   /* sizeof(struct btr_analysis_run_info) */
+	int lost;                    /* trace data was lost (truncation, bad chunk) */
+	int status;                  /* the stream's read error, 0 if clean */
+	char backend[32];            /* the trace's backend ("qemu", "perf", ...) */
+	struct btr_stream_stats stats;
+};
+
+/* Opens trace @path with @sopts (may be NULL; its branch/event/insn
+ * callbacks and ctx are replaced), feeds every analysis of @list (@n of
+ * them, borrowed) in one pass - begin, branch batches and events in
+ * stream order, end - and fills @info (may be NULL).  Returns 0 when the
+ * whole trace was read; a positive value if an analysis stopped the run
+ * early (ends were still called); the stream's read error (-BTR_ERR_TRUNCATED,
+ * -BTR_ERR_CHECKSUM, ...) after the analyses were ended with it, so
+ * partial results are usable; a negative error of an analysis or of
+ * opening the trace (-BTR_ERR_NOENT, -BTR_ERR_BAD_MAGIC, ...: nothing was
+ * fed, no end called). */
+int btr_analysis_run(const char *path, const struct btr_stream_opts *sopts,
+		     struct btr_analysis *const *list, size_t n,
+		     struct btr_analysis_run_info *info);
+
+/* The same over a stream the caller feeds itself: btr_analysis_mux_new
+ * returns callbacks to put into struct btr_stream_opts (branch, event,
+ * ctx = the mux) before btr_stream_new; call btr_analysis_mux_begin after
+ * creating the stream, feed it, then btr_analysis_mux_end.  For tests and
+ * for commands that build streams from records in memory. */
+struct btr_analysis_mux;
+int btr_analysis_mux_new(struct btr_analysis *const *list, size_t n, struct btr_analysis_mux **out);
+void btr_analysis_mux_free(struct btr_analysis_mux *m);
+/* Stream callbacks (ctx = the mux). */
+int btr_analysis_mux_branch(void *mux, const struct btr_branch *b);
+int btr_analysis_mux_event(void *mux, const struct btr_stream_event *ev);
+int btr_analysis_mux_begin(struct btr_analysis_mux *m, struct btr_stream *s);
+/* Flushes buffered branches and calls every end with @status.  Returns 0
+ * or the first analysis error. */
+int btr_analysis_mux_end(struct btr_analysis_mux *m, int status);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,245 @@
+/* analysis.c - the analysis interface and the one-pass driver that feeds
+ * several analyses from one stream (btr/analysis.h).
+ *
+ * Why a batch buffer: the stream delivers branches one at a time; handing
+ * each analysis a few hundred at once amortizes the indirect call per
+ * consumer, so N analyses cost about N loops over a small hot array rather
+ * than N indirect calls per branch.  The buffer is flushed before every
+ * event so that analyses see branches and events in stream order.
+ */
+#include "btr/analysis.h"
+#include "btr/error.h"
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MUX_BATCH 512
+
+struct btr_analysis {
+	const struct btr_analysis_ops *ops;
+	void *state;
+};
+
+struct btr_analysis_mux {
+	struct btr_analysis *const *list;
+	size_t n;
+	int error;          /* first negative analysis error */
+	int stopped;        /* positive: an analysis asked to stop */
+	size_t nb;
+	struct btr_branch buf[MUX_BATCH];
+};
+
+int btr_analysis_new(const struct btr_analysis_ops *ops, void *state, struct btr_analysis **out)
+{
+	if (!ops || !out) {
+		if (ops && ops->destroy && state)
+			ops->destroy(state);
+		return -BTR_ERR_INVAL;
+	}
+	struct btr_analysis *a = calloc(1, sizeof(*a));
+	if (!a) {
+		if (ops->destroy && state)
+			ops->destroy(state);
+		*out = NULL;
+		return -BTR_ERR_NOMEM;
+	}
+	a->ops = ops;
+	a->state = state;
+	*out = a;
+	return 0;
+}
+
+void btr_analysis_free(struct btr_analysis *a)
+{
+	if (!a)
+		return;
+	if (a->ops->destroy)
+		a->ops->destroy(a->state);
+	free(a);
+}
+
+void *btr_analysis_state(const struct btr_analysis *a)
+{
+	return a ? a->state : NULL;
+}
+
+const struct btr_analysis_ops *btr_analysis_ops(const struct btr_analysis *a)
+{
+	return a ? a->ops : NULL;
+}
+
+int btr_analysis_write(struct btr_analysis *a, FILE *out, const char *format)
+{
+	if (!a || !out)
+		return -BTR_ERR_INVAL;
+	if (!a->ops->write)
+		return -BTR_ERR_UNSUPPORTED;
+	return a->ops->write(a->state, out, format);
+}
+
+/* ---- the multiplexer ---- */
+
+int btr_analysis_mux_new(struct btr_analysis *const *list, size_t n, struct btr_analysis_mux **out)
+{
+	if (!out || (n && !list))
+		return -BTR_ERR_INVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!list[i])
+			return -BTR_ERR_INVAL;
+	struct btr_analysis_mux *m = calloc(1, sizeof(*m));
+	if (!m)
+		return -BTR_ERR_NOMEM;
+	m->list = list;
+	m->n = n;
+	*out = m;
+	return 0;
+}
+
+void btr_analysis_mux_free(struct btr_analysis_mux *m)
+{
+	free(m);
+}
+
+/* Records an analysis' answer; returns nonzero when the run must stop. */
+static int note(struct btr_analysis_mux *m, int rc)
+{
+	if (rc < 0) {
+		if (!m->error)
+			m->error = rc;
+		return 1;
+	}
+	if (rc > 0 && !m->stopped)
+		m->stopped = rc;
+	return rc != 0;
+}
+
+static int flush(struct btr_analysis_mux *m)
+{
+	size_t nb = m->nb;
+	m->nb = 0;
+	if (!nb)
+		return 0;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct btr_analysis *a = m->list[i];
+		if (a->ops->branches && note(m, a->ops->branches(a->state, m->buf, nb)))
+			return 1;
+	}
+	return 0;
+}
+
+int btr_analysis_mux_branch(void *mux, const struct btr_branch *b)
+{
+	struct btr_analysis_mux *m = mux;
+	m->buf[m->nb++] = *b;
+	if (m->nb == MUX_BATCH)
+		return flush(m);
+	return 0;
+}
+
+int btr_analysis_mux_event(void *mux, const struct btr_stream_event *ev)
+{
+	struct btr_analysis_mux *m = mux;
+	if (flush(m))
+		return 1;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct btr_analysis *a = m->list[i];
+		if (a->ops->event && note(m, a->ops->event(a->state, ev)))
+			return 1;
+	}
+	return 0;
+}
+
+int btr_analysis_mux_begin(struct btr_analysis_mux *m, struct btr_stream *s)
+{
+	if (!m)
+		return -BTR_ERR_INVAL;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct btr_analysis *a = m->list[i];
+		if (a->ops->begin && note(m, a->ops->begin(a->state, s)))
+			break;
+	}
+	return m->error;
+}
+
+int btr_analysis_mux_end(struct btr_analysis_mux *m, int status)
+{
+	if (!m)
+		return -BTR_ERR_INVAL;
+	if (!m->error)
+		flush(m);
+	/* Every analysis is ended, even after another one failed, so each
+	 * can release what it holds and show partial results. */
+	for (size_t i = 0; i < m->n; i++) {
+		const struct btr_analysis *a = m->list[i];
+		if (a->ops->end) {
+			int rc = a->ops->end(a->state, m->error ? m->error : status);
+			if (rc < 0 && !m->error)
+				m->error = rc;
+		}
+	}
+	return m->error;
+}
+
+/* ---- one pass over a trace file ---- */
+
+int btr_analysis_run(const char *path, const struct btr_stream_opts *sopts,
+		     struct btr_analysis *const *list, size_t n,
+		     struct btr_analysis_run_info *info)
+{
+	if (!path || (n && !list))
+		return -BTR_ERR_INVAL;
+	if (info && info->sz && info->sz != sizeof(*info))
+		return -BTR_ERR_INVAL;
+	struct btr_analysis_mux *m;
+	int rc = btr_analysis_mux_new(list, n, &m);
+	if (rc < 0)
+		return rc;
+	struct btr_stream_opts o;
+	memset(&o, 0, sizeof(o));
+	if (sopts) {
+		if (sopts->sz != sizeof(o)) {
+			btr_analysis_mux_free(m);
+			return -BTR_ERR_INVAL;
+		}
+		o = *sopts;
+	}
+	o.sz = sizeof(o);
+	o.branch = btr_analysis_mux_branch;
+	o.event = btr_analysis_mux_event;
+	o.insn = NULL;
+	o.ctx = m;
+	struct btr_stream *s;
+	rc = btr_stream_open(path, &o, &s);
+	if (rc < 0) {
+		btr_analysis_mux_free(m);
+		return rc;
+	}
+	rc = btr_analysis_mux_begin(m, s);
+	int status = 0;
+	if (rc >= 0) {
+		rc = btr_stream_run(s);
+		if (rc < 0 && !m->error)
+			status = rc;       /* a read error: partial results */
+		int erc = btr_analysis_mux_end(m, status);
+		if (m->error)
+			rc = m->error;
+		else if (erc < 0)
+			rc = erc;
+		else if (m->stopped)
+			rc = m->stopped;
+	} else {
+		btr_analysis_mux_end(m, rc);
+	}
+	if (info) {
+		memset(info, 0, sizeof(*info));
+		info->sz = sizeof(*info);
+		info->lost = btr_stream_data_lost(s);
+		info->status = status;
+		snprintf(info->backend, sizeof(info->backend), "%s", btr_stream_backend(s));
+		btr_stream_get_stats(s, &info->stats);
+	}
+	btr_stream_free(s);
+	btr_analysis_mux_free(m);
+	return rc;
+}
