@@ -114,6 +114,11 @@ static int emit(struct btr_stream *s, struct btr_stream_event *ev)
 	ev->image = btr_stream_image_pid(s, ev->pid);
 	if (!s->o.event)
 		return 0;
+	if ((s->o.pid && ev->pid && ev->pid != s->o.pid) || (s->o.tid && ev->tid && ev->tid != s->o.tid &&
+							      ev->type != BTR_SEV_MODULE_LOAD &&
+							      ev->type != BTR_SEV_MODULE_UNLOAD &&
+							      ev->type != BTR_SEV_EXEC))
+		return 0;
 	int rc = s->o.event(s->o.ctx, ev);
 	if (rc) {
 		s->stopped = stop_value(rc);
@@ -178,6 +183,8 @@ static int deliver(struct btr_stream *s, const struct btr_branch *b)
 			b = &pb;
 		}
 	}
+	if ((s->o.pid && b->pid != s->o.pid) || (s->o.tid && b->tid != s->o.tid))
+		return 0;
 	if (s->o.filter) {
 		struct thread_state *t = thread_get(s, b->tid);
 		if (!t) {

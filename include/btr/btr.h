@@ -13,5 +13,6 @@
 #include "btr/lbr.h"
 #include "btr/stream.h"
 #include "btr/report.h"
+#include "btr/analysis.h"
 
 #endif

@@ -105,6 +105,11 @@ struct btr_stream_opts {
 	const char *const *debug_dirs;
 	const struct btr_stream_elf *elfs;   /* user ELF files, @n_elfs of them */
 	unsigned n_elfs;
+	/* Only branches and events of process @pid / thread @tid are
+	 * delivered (0: all).  Events without a process (MACHINE, container
+	 * GAPs) are always delivered.  Other processes are still decoded
+	 * where their data is interleaved, but nothing of them is passed on. */
+	uint32_t pid, tid;
 	/* Callbacks; each may be NULL.  Return nonzero to stop the stream
 	 * (btr_stream_run then returns that value, if positive, or 1). */
 	int (*branch)(void *ctx, const struct btr_branch *b);

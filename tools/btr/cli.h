@@ -2,6 +2,7 @@
 #ifndef BTR_CLI_H
 #define BTR_CLI_H
 
+#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include "btr/btr.h"
@@ -26,6 +27,59 @@ void cli_json_str(FILE *f, const char *s);
 
 /* Parses a number (decimal, or 0x hex).  Returns 0 or -1. */
 int cli_parse_u64(const char *s, uint64_t *out);
+
+/* Options every command that reads a trace shares: --filter, --elf,
+ * --root, --debug-dir, --pid, --tid (cli_stream.c).  Use:
+ *
+ *     static const struct option lopts[] = { CLI_STREAM_LONGOPTS, {"format",...}, ... };
+ *     struct cli_stream cs; cli_stream_init(&cs);
+ *     while ((c = getopt_long(...)) != -1) {
+ *             int r = cli_stream_opt(&cs, "cmd", c, optarg);
+ *             if (r < 0) return EXIT_USAGE;   (message printed)
+ *             if (r > 0) continue;            (was one of ours)
+ *             switch (c) { ...own options... }
+ *     }
+ *     if ((rc = cli_stream_ready(&cs, "cmd")) != EXIT_OK) return rc;
+ *     ... btr_stream_open(file, &cs.so, &s) or btr_analysis_run(file, &cs.so, ...)
+ *
+ * The option values are the short codes below (>= 0x1000, so they never
+ * clash with a command's own letters); CLI_STREAM_HELP is their --help text. */
+#define CLI_STREAM_MAX_ELFS 64
+#define CLI_STREAM_MAX_DIRS 16
+enum { CLI_OPT_FILTER = 0x1000, CLI_OPT_ELF, CLI_OPT_ROOT, CLI_OPT_DEBUG_DIR, CLI_OPT_PID, CLI_OPT_TID };
+#define CLI_STREAM_LONGOPTS                                                    \
+	{ "filter", required_argument, NULL, CLI_OPT_FILTER },                 \
+	{ "elf", required_argument, NULL, CLI_OPT_ELF },                       \
+	{ "root", required_argument, NULL, CLI_OPT_ROOT },                     \
+	{ "debug-dir", required_argument, NULL, CLI_OPT_DEBUG_DIR },           \
+	{ "pid", required_argument, NULL, CLI_OPT_PID },                       \
+	{ "tid", required_argument, NULL, CLI_OPT_TID }
+#define CLI_STREAM_HELP                                                        \
+	"  --filter EXPR          only branches matching EXPR (LBR_SELECT classes and\n" \
+	"                         kinds: jcc,near_ret,user,...; see docs/branch-kinds.md)\n" \
+	"  --pid PID              only process PID\n"                          \
+	"  --tid TID              only thread TID\n"                           \
+	"  --elf FILE[:BASE]      use ELF FILE: at load bias BASE, or (without BASE) for\n" \
+	"                         the recorded module with the same build-id or name\n" \
+	"  --root DIR             look for recorded module paths under DIR first\n" \
+	"  --debug-dir DIR        look for modules in DIR by build-id and by name\n"
+
+struct cli_stream {
+	struct btr_stream_opts so;   /* ready after cli_stream_ready (callbacks unset) */
+	struct btr_filter filter;
+	const char *filter_expr;
+	struct btr_stream_elf elfs[CLI_STREAM_MAX_ELFS];
+	unsigned n_elfs;
+	const char *dirs[CLI_STREAM_MAX_DIRS + 1];
+	unsigned n_dirs;
+};
+void cli_stream_init(struct cli_stream *cs);
+/* Handles option @c if it is one of CLI_STREAM_LONGOPTS: returns 1, or -1
+ * after printing a usage error; 0 if @c is not ours. */
+int cli_stream_opt(struct cli_stream *cs, const char *cmd, int c, char *arg);
+/* Parses the filter, checks the --elf files (one line naming a bad one)
+ * and fills cs->so.  Returns EXIT_OK, EXIT_USAGE or EXIT_RUNTIME. */
+int cli_stream_ready(struct cli_stream *cs, const char *cmd);
 
 /* Subcommands: int cmd_NAME(int argc, char **argv), argv[0] is the
  * subcommand name.  Declared weak so that the table in main.c links while

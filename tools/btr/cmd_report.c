@@ -14,8 +14,6 @@
 #include "btr/stream.h"
 #include "cli.h"
 
-#define MAX_ELFS 64
-#define MAX_DIRS 16
 #define TEXT_MODULES 20   /* modules listed in the text report */
 #define TEXT_THREADS 32   /* threads listed in the text report */
 
@@ -29,12 +27,7 @@ static void usage(FILE *f)
 		"Options:\n"
 		"  --format text|json     output format (default text)\n"
 		"  --top N                entries in the top lists (default 10)\n"
-		"  --filter EXPR          count only branches matching EXPR (btr_filter syntax:\n"
-		"                         jcc,near_ret,user,...; see docs/branch-kinds.md)\n"
-		"  --elf FILE[:BASE]      use ELF FILE: at load bias BASE, or (without BASE) for\n"
-		"                         the recorded module with the same build-id or name\n"
-		"  --root DIR             look for recorded module paths under DIR first\n"
-		"  --debug-dir DIR        look for modules in DIR by build-id and by name\n"
+		CLI_STREAM_HELP
 		"  -h, --help             this help\n\n"
 		"Exit status: 0 ok; 2 usage error; 3 the trace cannot be read, or data was\n"
 		"lost (truncated or corrupt trace: the report covers what was read).\n");
@@ -300,50 +293,27 @@ static void print_text(FILE *f, const char *file, const struct btr_report_result
 	}
 }
 
-/* FILE[:BASE]: the part after the last ':' is a base only if it parses
- * as a number, so paths containing ':' still work. */
-static int parse_elf(char *arg, struct btr_stream_elf *e)
-{
-	memset(e, 0, sizeof(*e));
-	e->path = arg;
-	char *c = strrchr(arg, ':');
-	if (c == arg)
-		return -1;   /* ":BASE" without a file */
-	if (c) {
-		uint64_t v;
-		if (cli_parse_u64(c + 1, &v) == 0) {
-			*c = 0;
-			e->base = v;
-			e->has_base = 1;
-		} else if (c[1] == 0 || (c[1] >= '0' && c[1] <= '9')) {
-			return -1;
-		}
-	}
-	return arg[0] ? 0 : -1;
-}
-
 int cmd_report(int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		{ "format", required_argument, NULL, 'f' },
 		{ "top", required_argument, NULL, 't' },
-		{ "filter", required_argument, NULL, 'F' },
-		{ "elf", required_argument, NULL, 'e' },
-		{ "root", required_argument, NULL, 'r' },
-		{ "debug-dir", required_argument, NULL, 'd' },
+		CLI_STREAM_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int json = 0;
 	uint64_t top = 10;
-	const char *filter_expr = NULL, *root = NULL;
-	struct btr_stream_elf elfs[MAX_ELFS];
-	unsigned n_elfs = 0;
-	const char *dirs[MAX_DIRS + 1];
-	unsigned n_dirs = 0;
+	struct cli_stream cs;
 	int c;
 
+	cli_stream_init(&cs);
 	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+		int sr = cli_stream_opt(&cs, "report", c, optarg);
+		if (sr < 0)
+			return EXIT_USAGE;
+		if (sr > 0)
+			continue;
 		switch (c) {
 		case 'f':
 			if (!strcmp(optarg, "json"))
@@ -357,24 +327,6 @@ int cmd_report(int argc, char **argv)
 			if (cli_parse_u64(optarg, &top) < 0 || top == 0 || top > 100000)
 				return cli_usage_error("report", "bad --top '%s' (1..100000)", optarg);
 			break;
-		case 'F':
-			filter_expr = optarg;
-			break;
-		case 'e':
-			if (n_elfs == MAX_ELFS)
-				return cli_usage_error("report", "too many --elf options (at most %d)", MAX_ELFS);
-			if (parse_elf(optarg, &elfs[n_elfs]) < 0)
-				return cli_usage_error("report", "bad --elf '%s' (FILE or FILE:BASE)", optarg);
-			n_elfs++;
-			break;
-		case 'r':
-			root = optarg;
-			break;
-		case 'd':
-			if (n_dirs == MAX_DIRS)
-				return cli_usage_error("report", "too many --debug-dir options (at most %d)", MAX_DIRS);
-			dirs[n_dirs++] = optarg;
-			break;
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
@@ -387,28 +339,10 @@ int cmd_report(int argc, char **argv)
 	if (optind + 1 < argc)
 		return cli_usage_error("report", "one trace FILE expected, got '%s' too", argv[optind + 1]);
 	const char *file = argv[optind];
-	dirs[n_dirs] = NULL;
-
-	struct btr_filter filter;
-	if (filter_expr && btr_filter_parse(filter_expr, &filter) < 0)
-		return cli_usage_error("report", "bad --filter '%s'", filter_expr);
-
-	/* Check the --elf files first, so an error names the right file. */
-	for (unsigned i = 0; i < n_elfs; i++) {
-		uint8_t id[20];
-		int e = btr_elf_build_id(elfs[i].path, id, sizeof(id));
-		if (e < 0 && e != -BTR_ERR_NOT_FOUND) {
-			cli_error("%s: %s", elfs[i].path, btr_errstr(e));
-			return EXIT_RUNTIME;
-		}
-	}
-
-	struct btr_stream_opts so = { .sz = sizeof(so) };
-	so.filter = filter_expr ? &filter : NULL;
-	so.root = root;
-	so.debug_dirs = n_dirs ? dirs : NULL;
-	so.elfs = elfs;
-	so.n_elfs = n_elfs;
+	int crc = cli_stream_ready(&cs, "report");
+	if (crc != EXIT_OK)
+		return crc;
+	struct btr_stream_opts so = cs.so;
 
 	struct btr_report_opts ro = { .sz = sizeof(ro), .top = (unsigned)top };
 	struct btr_report *r = NULL;

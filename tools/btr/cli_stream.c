@@ -1,0 +1,101 @@
+/* cli_stream.c - the trace-reading options every command shares (cli.h). */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void cli_stream_init(struct cli_stream *cs)
+{
+	memset(cs, 0, sizeof(*cs));
+	cs->so.sz = sizeof(cs->so);
+}
+
+/* FILE[:BASE]: the part after the last ':' is a base only if it parses
+ * as a number, so paths containing ':' still work. */
+static int parse_elf(char *arg, struct btr_stream_elf *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->path = arg;
+	char *c = strrchr(arg, ':');
+	if (c == arg)
+		return -1;   /* ":BASE" without a file */
+	if (c) {
+		uint64_t v;
+		if (cli_parse_u64(c + 1, &v) == 0) {
+			*c = 0;
+			e->base = v;
+			e->has_base = 1;
+		} else if (c[1] == 0 || (c[1] >= '0' && c[1] <= '9')) {
+			return -1;
+		}
+	}
+	return arg[0] ? 0 : -1;
+}
+
+static int parse_id(const char *cmd, const char *what, const char *arg, uint32_t *out)
+{
+	uint64_t v;
+	if (cli_parse_u64(arg, &v) < 0 || v == 0 || v > UINT32_MAX) {
+		cli_usage_error(cmd, "bad --%s '%s' (a positive number)", what, arg);
+		return -1;
+	}
+	*out = (uint32_t)v;
+	return 1;
+}
+
+int cli_stream_opt(struct cli_stream *cs, const char *cmd, int c, char *arg)
+{
+	switch (c) {
+	case CLI_OPT_FILTER:
+		cs->filter_expr = arg;
+		return 1;
+	case CLI_OPT_ELF:
+		if (cs->n_elfs == CLI_STREAM_MAX_ELFS) {
+			cli_usage_error(cmd, "too many --elf options (at most %d)", CLI_STREAM_MAX_ELFS);
+			return -1;
+		}
+		if (parse_elf(arg, &cs->elfs[cs->n_elfs]) < 0) {
+			cli_usage_error(cmd, "bad --elf '%s' (FILE or FILE:BASE)", arg);
+			return -1;
+		}
+		cs->n_elfs++;
+		return 1;
+	case CLI_OPT_ROOT:
+		cs->so.root = arg;
+		return 1;
+	case CLI_OPT_DEBUG_DIR:
+		if (cs->n_dirs == CLI_STREAM_MAX_DIRS) {
+			cli_usage_error(cmd, "too many --debug-dir options (at most %d)", CLI_STREAM_MAX_DIRS);
+			return -1;
+		}
+		cs->dirs[cs->n_dirs++] = arg;
+		return 1;
+	case CLI_OPT_PID:
+		return parse_id(cmd, "pid", arg, &cs->so.pid);
+	case CLI_OPT_TID:
+		return parse_id(cmd, "tid", arg, &cs->so.tid);
+	default:
+		return 0;
+	}
+}
+
+int cli_stream_ready(struct cli_stream *cs, const char *cmd)
+{
+	cs->dirs[cs->n_dirs] = NULL;
+	if (cs->filter_expr && btr_filter_parse(cs->filter_expr, &cs->filter) < 0)
+		return cli_usage_error(cmd, "bad --filter '%s'", cs->filter_expr);
+	/* Check the --elf files first, so an error names the right file. */
+	for (unsigned i = 0; i < cs->n_elfs; i++) {
+		uint8_t id[20];
+		int e = btr_elf_build_id(cs->elfs[i].path, id, sizeof(id));
+		if (e < 0 && e != -BTR_ERR_NOT_FOUND) {
+			cli_error("%s: %s", cs->elfs[i].path, btr_errstr(e));
+			return EXIT_RUNTIME;
+		}
+	}
+	cs->so.filter = cs->filter_expr ? &cs->filter : NULL;
+	cs->so.debug_dirs = cs->n_dirs ? cs->dirs : NULL;
+	cs->so.elfs = cs->elfs;
+	cs->so.n_elfs = cs->n_elfs;
+	return EXIT_OK;
+}
