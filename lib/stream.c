@@ -942,6 +942,19 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 		ev.pid = rec->u.exit.pid;
 		rc = emit(s, &ev);
 		break;
+	case BTR_REC_PROCESS:
+		ev.type = BTR_SEV_PROCESS;
+		ev.pid = rec->u.process.pid;
+		if (rec->u.process.pid) {
+			/* The main thread's id is the process id. */
+			struct thread_state *t = thread_get(s, rec->u.process.pid);
+			if (!t)
+				return -BTR_ERR_NOMEM;
+			t->pid = rec->u.process.pid;
+			s->last_tid = 0;
+		}
+		rc = emit(s, &ev);
+		break;
 	case BTR_REC_PT:
 		rc = on_pt(s, &rec->u.data);
 		break;

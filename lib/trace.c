@@ -54,6 +54,7 @@
 #define BRANCHES_FIXED 8u    /* + 44 * count */
 #define BRANCH_SIZE 44u
 #define EXIT_FIXED 40u
+#define PROCESS_FIXED 30u    /* + path + args + detail (u16 length each) */
 
 static inline void put16(uint8_t *p, uint16_t v)
 {
@@ -101,6 +102,7 @@ static const char *const type_names[BTR_REC__MAX] = {
 	[BTR_REC_BRANCHES] = "branches",
 	[BTR_REC_PROCESS_EXIT] = "process_exit",
 	[BTR_REC_EXEC] = "exec",
+	[BTR_REC_PROCESS] = "process",
 };
 
 const char *btr_rec_type_name(enum btr_rec_type type)
@@ -389,6 +391,15 @@ int btr_trace_write(struct btr_trace_writer *w, const struct btr_record *rec)
 	case BTR_REC_PROCESS_EXIT:
 		body = EXIT_FIXED;
 		break;
+	case BTR_REC_PROCESS:
+		n1 = slen(rec->u.process.path);
+		n2 = slen(rec->u.process.detail);
+		if (n1 > BTR_TRACE_MAX_STRING || n2 > BTR_TRACE_MAX_STRING ||
+		    rec->u.process.args_len > BTR_TRACE_MAX_STRING ||
+		    (rec->u.process.args_len && !rec->u.process.args))
+			return -BTR_ERR_INVAL;
+		body = PROCESS_FIXED + n1 + rec->u.process.args_len + n2;
+		break;
 	default:
 		return -BTR_ERR_INVAL;
 	}
@@ -474,6 +485,18 @@ int btr_trace_write(struct btr_trace_writer *w, const struct btr_record *rec)
 		put64(p + 16, x->ip);
 		put64(p + 24, x->addr);
 		put64(p + 32, x->tsc);
+		break;
+	}
+	case BTR_REC_PROCESS: {
+		const struct btr_rec_process *x = &rec->u.process;
+		put32(p, x->pid);
+		put32(p + 4, x->ppid);
+		put32(p + 8, x->event);
+		put32(p + 12, (uint32_t)x->reason);
+		put64(p + 16, x->tsc);
+		p = put_str(p + 24, x->path, n1);
+		p = put_str(p, x->args, x->args_len);
+		put_str(p, x->detail, n2);
 		break;
 	}
 	default:
@@ -663,7 +686,7 @@ struct btr_trace_reader {
 	size_t lbr_cap;
 	struct btr_branch *br;
 	size_t br_cap;
-	char *str;              /* BTR_TRACE_MAX_STRING + 1 */
+	char *str;              /* 3 * (BTR_TRACE_MAX_STRING + 1): PROCESS has three strings */
 
 	struct btr_trace_info info;
 	/* perf.data input: every call is forwarded to lib/perfdata.c. */
@@ -1101,6 +1124,29 @@ static int decode(struct btr_trace_reader *r, enum btr_rec_type type, const uint
 		x->tsc = c64(&c);
 		break;
 	}
+	case BTR_REC_PROCESS: {
+		/* Three strings: path, args (NUL-separated), detail; each in
+		 * its own third of the string buffer. */
+		struct btr_rec_process *x = &rec->u.process;
+		const size_t cap = BTR_TRACE_MAX_STRING + 1;
+		x->pid = c32(&c);
+		x->ppid = c32(&c);
+		x->event = c32(&c);
+		x->reason = (int32_t)c32(&c);
+		x->tsc = c64(&c);
+		cstr(&c, r->str, cap);
+		x->path = r->str;
+		uint16_t an = c16(&c);
+		const uint8_t *ap = take(&c, an);
+		if (ap)
+			memcpy(r->str + cap, ap, an);
+		r->str[cap + (ap ? an : 0)] = 0;
+		x->args = r->str + cap;
+		x->args_len = ap ? an : 0;
+		cstr(&c, r->str + 2 * cap, cap);
+		x->detail = r->str + 2 * cap;
+		break;
+	}
 	default:
 		return 1; /* a type this file does not know yet: skipped */
 	}
@@ -1230,7 +1276,7 @@ static struct btr_trace_reader *reader_alloc(void)
 		return NULL;
 	r->fd = -1;
 	r->info.format = BTR_TRACE_FMT_BTR;
-	r->str = malloc(BTR_TRACE_MAX_STRING + 1);
+	r->str = malloc(3 * (BTR_TRACE_MAX_STRING + 1));
 	if (!r->str) {
 		free(r);
 		return NULL;

@@ -84,7 +84,7 @@ static void spit(const char *p, const void *b, size_t n)
 
 /* ---- a fixed set of records of every type ---- */
 
-#define NSAMPLE 14
+#define NSAMPLE 16
 static uint8_t pt_bytes[3000], bts_bytes[24 * 5];
 static struct btr_lbr_entry lbr_e[16];
 static struct btr_branch br_e[40];
@@ -218,6 +218,24 @@ static void make_samples(struct btr_record *s)
 	s[k].u.module.size = 0x1b000;
 	s[k].u.module.path = "";
 	k++;
+	s[k].type = BTR_REC_PROCESS;
+	s[k].u.process.pid = 4250;
+	s[k].u.process.ppid = 4242;
+	s[k].u.process.event = BTR_PROC_EXEC;
+	s[k].u.process.tsc = 7500;
+	s[k].u.process.path = "/bin/sh";
+	s[k].u.process.args = "sh\0-c\0echo hi\0";
+	s[k].u.process.args_len = 15;
+	s[k].u.process.detail = "";
+	k++;
+	s[k].type = BTR_REC_PROCESS;
+	s[k].u.process.pid = 4251;
+	s[k].u.process.ppid = 4250;
+	s[k].u.process.event = BTR_PROC_UNTRACED;
+	s[k].u.process.reason = -BTR_ERR_UNSUPPORTED;
+	s[k].u.process.path = "/usr/bin/x32";
+	s[k].u.process.detail = "32-bit program";
+	k++;
 	s[k].type = BTR_REC_PROCESS_EXIT;
 	s[k].u.exit.pid = 4242;
 	s[k].u.exit.tid = 4242;
@@ -293,6 +311,14 @@ static int rec_equal(const struct btr_record *a, const struct btr_record *b)
 	}
 	case BTR_REC_PROCESS_EXIT:
 		return !memcmp(&a->u.exit, &b->u.exit, sizeof(a->u.exit));
+	case BTR_REC_PROCESS: {
+		const struct btr_rec_process *x = &a->u.process, *y = &b->u.process;
+		return x->pid == y->pid && x->ppid == y->ppid && x->event == y->event &&
+		       x->reason == y->reason && x->tsc == y->tsc && x->args_len == y->args_len &&
+		       y->path && y->args && y->detail && !strcmp(x->path ? x->path : "", y->path) &&
+		       !memcmp(x->args ? x->args : "", y->args, x->args_len) &&
+		       !strcmp(x->detail ? x->detail : "", y->detail);
+	}
 	default:
 		return 0;
 	}

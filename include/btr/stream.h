@@ -61,6 +61,8 @@ enum btr_stream_event_type {
 				  * a PT decoder failure */
 	BTR_SEV_DISCONTINUITY,   /* the next branch of .tid does not continue
 				  * from the previous one (a new LBR snapshot) */
+	BTR_SEV_PROCESS,         /* .rec: a BTR_REC_PROCESS record (process
+				  * start, exec with argv, untraced); .pid */
 };
 
 /* One event.  Every pointer is valid only during the callback. */

@@ -28,6 +28,7 @@ enum btr_rec_type {
 	BTR_REC_BRANCHES = 10,     /* struct btr_rec_branches: decoded branches */
 	BTR_REC_PROCESS_EXIT = 11, /* struct btr_rec_exit */
 	BTR_REC_EXEC = 12,         /* struct btr_rec_module: new program image (path), drops old modules */
+	BTR_REC_PROCESS = 13,      /* struct btr_rec_process: a process starts, execs, or runs on untraced */
 	BTR_REC__MAX
 };
 
@@ -123,6 +124,36 @@ struct btr_rec_exit {
 	uint64_t tsc;
 };
 
+/* What a BTR_REC_PROCESS record says. */
+enum btr_proc_event {
+	BTR_PROC_START = 1,    /* a traced process begins: the recorded command
+				* (@ppid 0 or the recorder's parent), a child of
+				* fork/vfork/clone without CLONE_VM (@ppid its
+				* parent; it starts with a copy of the parent's
+				* module map), or a process attached to (-p) */
+	BTR_PROC_EXEC = 2,     /* process @pid executed @path with @args; tracing
+				* continues in the new program (its modules
+				* follow as EXEC / MODULE_LOAD records) */
+	BTR_PROC_UNTRACED = 3, /* from here process @pid runs untraced: @reason
+				* (negative enum btr_error) and @detail say why
+				* ("32-bit program", "set-uid program",
+				* "--max-processes 1000 reached"); @path/@args
+				* name what it ran if known */
+};
+
+/* A process event.  Strings are reader-owned (never NULL, "" if none). */
+struct btr_rec_process {
+	uint32_t pid, ppid;
+	uint32_t event;         /* enum btr_proc_event */
+	int32_t reason;         /* UNTRACED: negative enum btr_error, else 0 */
+	uint64_t tsc;           /* when, 0 if unknown */
+	const char *path;       /* the program (START, EXEC, UNTRACED) */
+	const char *args;       /* argv: @args_len bytes, each argument ends in
+				 * a NUL (so "a\0b\0" is argv {a, b}) */
+	uint32_t args_len;      /* <= BTR_TRACE_MAX_STRING */
+	const char *detail;     /* human-readable detail (UNTRACED), or "" */
+};
+
 struct btr_record {
 	enum btr_rec_type type;
 	union {
@@ -133,6 +164,7 @@ struct btr_record {
 		struct btr_rec_lbr lbr;
 		struct btr_rec_branches branches;
 		struct btr_rec_exit exit;
+		struct btr_rec_process process;
 	} u;
 };
 
@@ -142,7 +174,7 @@ struct btr_trace_reader;
 /* Format constants (docs/format.md).  A reader accepts every file whose
  * major version equals BTR_TRACE_VERSION_MAJOR, whatever its minor. */
 #define BTR_TRACE_VERSION_MAJOR 1
-#define BTR_TRACE_VERSION_MINOR 0
+#define BTR_TRACE_VERSION_MINOR 1   /* 1: BTR_REC_PROCESS */
 #define BTR_TRACE_CHUNK_DEFAULT (1u << 20) /* writer: default chunk_size */
 #define BTR_TRACE_CHUNK_MIN 512u           /* writer: smaller chunk_size is raised to this */
 #define BTR_TRACE_CHUNK_MAX (64u << 20)    /* largest chunk payload either side accepts */

@@ -169,6 +169,25 @@ static void dump_record(const struct btr_record *rec, int verbose, int hex)
 		}
 		break;
 	}
+	case BTR_REC_PROCESS: {
+		const struct btr_rec_process *x = &rec->u.process;
+		static const char *const ev[] = { "?", "start", "exec", "untraced" };
+		printf(" pid=%" PRIu32 " ppid=%" PRIu32 " event=%s tsc=%" PRIu64 " path=", x->pid, x->ppid,
+		       ev[x->event < 4 ? x->event : 0], x->tsc);
+		print_quoted(stdout, x->path);
+		printf(" argv=[");
+		for (uint32_t i = 0; i < x->args_len; i += (uint32_t)strnlen(x->args + i, x->args_len - i) + 1) {
+			if (i)
+				putchar(' ');
+			print_quoted(stdout, x->args + i);
+		}
+		putchar(']');
+		if (x->event == BTR_PROC_UNTRACED) {
+			printf(" reason=");
+			print_quoted(stdout, *x->detail ? x->detail : btr_errstr(x->reason));
+		}
+		break;
+	}
 	case BTR_REC_PROCESS_EXIT: {
 		const struct btr_rec_exit *x = &rec->u.exit;
 		printf(" pid=%" PRIu32 " tid=%" PRIu32 " code=%" PRId32 " signal=%" PRId32 " ip=0x%" PRIx64
