@@ -12,4 +12,7 @@ done
 # bench_record: gzip -c of 10 MiB under btr record, callgrind, qemu -d exec
 echo "== bench_record.sh"
 bash bench/bench_record.sh "$build" 10 || status=1
+# btr's flow decoder beside libxdc on PT that btr records from real programs
+echo "== bench_xdc.sh"
+bash bench/bench_xdc.sh "$build" 30 || status=1
 exit $status
