@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # bench_record.sh - cost of recording: `gzip -c` of a 10 MB file, side by
 # side in one run: native, `btr record -b qemu`, valgrind callgrind with
-# --collect-jumps=yes, and `qemu-x86_64 -d exec,nochain` logging to a file.
+# --collect-jumps=yes, valgrind --tool=none (valgrind's own floor),
+# qemu-x86_64 with the cheapest plugin (bench/floor_plugin.c: one callback
+# per executed TB storing its address; the floor of plugin recording),
+# qemu-x86_64 alone, and `qemu-x86_64 -d exec,nochain` logging to a file.
 # Usage: bench/bench_record.sh BUILD_DIR [SIZE_MB]
 # (the qemu -d exec,nochain run is by far the slowest: several minutes for
 # 10 MiB; BTR_BENCH_NO_EXECLOG=1 skips it)
@@ -58,8 +61,21 @@ if command -v valgrind >/dev/null; then
   printf '%-34s %9.3f %9s %8.1f %12s\n' "valgrind callgrind --collect-jumps" "$wall" "$cpu" \
     "$(echo "$wall / $native" | bc -l)" "$(stat -c %s "$tmp/cg.out" 2>/dev/null || echo 0)"
   rm -f "$tmp/cg.out"
+  run valgrind --tool=none "$gzip" -c "$in"
+  printf '%-34s %9.3f %9s %8.1f %12s\n' "valgrind --tool=none" "$wall" "$cpu" \
+    "$(echo "$wall / $native" | bc -l)" "-"
 else
   echo "valgrind: not installed, skipped"
+fi
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+if command -v qemu-x86_64 >/dev/null &&
+   ${CC:-cc} -O2 -shared -fPIC -I"$here/lib/capture" -o "$tmp/floor.so" "$here/bench/floor_plugin.c" 2>"$tmp/cc.err"; then
+  run qemu-x86_64 -plugin "$tmp/floor.so" "$gzip" -c "$in"
+  printf '%-34s %9.3f %9s %8.1f %12s\n' "qemu + per-TB callback (floor)" "$wall" "$cpu" \
+    "$(echo "$wall / $native" | bc -l)" "-"
+else
+  echo "qemu per-TB callback floor: not measured ($(head -1 "$tmp/cc.err" 2>/dev/null))"
 fi
 
 if command -v qemu-x86_64 >/dev/null && [ -z "${BTR_BENCH_NO_EXECLOG:-}" ]; then
