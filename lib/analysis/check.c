@@ -145,7 +145,11 @@ struct thr {
 	int pending_mod;
 	uint64_t pm_from, pm_pos, pm_tsc;
 	int pm_reason;
-	int desync;          /* the PT decoder lost the code once: its later flow is suspect */
+	uint64_t sys_next;   /* after a SYSCALL branch: where the thread resumes */
+	int desync;          /* the PT decoder lost the flow once: returns into frames of
+			      * before (compressed against a return stack the decoder no
+			      * longer has) are not evidence */
+	int code_mod_seen;
 	uint64_t last_to;
 };
 
@@ -540,8 +544,10 @@ static int check_ret(struct check *c, size_t pi, struct proc *p, struct thr *t, 
 			t->n--;
 			return 0;
 		}
-		if (top->type == FR_SIGNAL && is_sigreturn_stub(c, b->pid, to)) {
-			t->n--;
+		if (is_sigreturn_stub(c, b->pid, to)) {
+			/* a handler returns into the sigreturn trampoline */
+			if (top->type == FR_SIGNAL)
+				t->n--;
 			return 0;
 		}
 		size_t lim = t->n > DEEP_SEARCH ? t->n - DEEP_SEARCH : 0;
@@ -561,13 +567,8 @@ static int check_ret(struct check *c, size_t pi, struct proc *p, struct thr *t, 
 		return 0;
 	}
 	int pre = call_preceded(c, pi, b->pid, to);
-	if (t->desync) {
-		/* After the decoder lost the code, the flow it reconstructs
-		 * (compressed returns against a return stack it no longer
-		 * has) is not evidence: only the first mismatch is reported. */
-		t->n = 0;
+	if (t->desync && !t->n)
 		return 0;
-	}
 	if (pre && (!t->n || c->stats.sampled)) {
 		t->n = 0;   /* began mid-stack, or after a gap */
 		return 0;
@@ -591,10 +592,9 @@ static int check_plt(struct check *c, struct proc *p, struct thr *t, const struc
 	char name[128];
 	if (!sym_name(c, b->pid, b->from, name, sizeof(name)))
 		return 0;
-	char *at = strstr(name, "@plt");
-	if (!at)
+	if (!strstr(name, "@plt"))
 		return 0;
-	*at = 0;
+	*strchr(name, '@') = 0;   /* "memcpy@@GLIBC_2.14@plt" -> "memcpy" */
 	if ((tm->soname && !strncmp(tm->soname, "ld-linux", 8)) || !strncmp(base_name(tm->path), "ld-linux", 8))
 		return 0;   /* the lazy-binding resolver */
 	if (!check_mod_exports(tm, name)) {
@@ -613,28 +613,33 @@ static int check_plt(struct check *c, struct proc *p, struct thr *t, const struc
 	for (size_t i = 0; i < p->n_maps && n < 1; i++)
 		if (mod_of(c, &p->maps[i]) && c->mods[p->maps[i].mod].is_main)
 			order[n++] = p->maps[i].mod;
-	int fidx = fmap->mod;
-	int seen_f = 0;
-	for (size_t i = 0; i < n; i++)
-		seen_f |= order[i] == fidx;
-	if (!seen_f)
-		order[n++] = fidx;
-	for (size_t i = 0; i < n && n < BTR_ARRAY_SIZE(order); i++) {
-		const struct check_mod *m = &c->mods[order[i]];
-		for (size_t k = 0; k < m->n_needed; k++) {
-			for (size_t j = 0; j < p->n_maps; j++) {
-				int mi = p->maps[j].mod;
-				if (mi < 0 || !c->mods[mi].ok)
-					continue;
-				const struct check_mod *cand = &c->mods[mi];
-				if (strcmp(m->needed[k], cand->soname ? cand->soname : base_name(cand->path)))
-					continue;
-				int dup = 0;
-				for (size_t q = 0; q < n; q++)
-					dup |= order[q] == mi;
-				if (!dup && n < BTR_ARRAY_SIZE(order))
-					order[n++] = mi;
+	/* the program's closure first, then the caller's (a dlopen'ed one) */
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1) {
+			int seen_f = 0;
+			for (size_t i = 0; i < n; i++)
+				seen_f |= order[i] == fmap->mod;
+			if (seen_f)
 				break;
+			order[n++] = fmap->mod;
+		}
+		for (size_t i = 0; i < n && n < BTR_ARRAY_SIZE(order); i++) {
+			const struct check_mod *m = &c->mods[order[i]];
+			for (size_t k = 0; k < m->n_needed; k++) {
+				for (size_t j = 0; j < p->n_maps; j++) {
+					int mi = p->maps[j].mod;
+					if (mi < 0 || !c->mods[mi].ok)
+						continue;
+					const struct check_mod *cand = &c->mods[mi];
+					if (strcmp(m->needed[k], cand->soname ? cand->soname : base_name(cand->path)))
+						continue;
+					int dup = 0;
+					for (size_t q = 0; q < n; q++)
+						dup |= order[q] == mi;
+					if (!dup && n < BTR_ARRAY_SIZE(order))
+						order[n++] = mi;
+					break;
+				}
 			}
 		}
 	}
@@ -704,7 +709,7 @@ static int emit_code_mod(struct check *c, struct thr *t, uint64_t resume)
 	int n = btr_image_read(btr_stream_image_pid(c->s, t->pid), t->pm_from, bytes, sizeof(bytes));
 	for (int i = 0; i < n; i++)
 		snprintf(hex + 3 * i, sizeof(hex) - 3 * (size_t)i, "%s%02x", i ? " " : "", bytes[i]);
-	char rs[SYM_LEN + 32] = "";
+	char rs[SYM_LEN + 48] = "";
 	if (resume) {
 		char sym[SYM_LEN];
 		symbolize(c, t->pid, resume, sym);
@@ -740,18 +745,20 @@ static int on_branch(struct check *c, const struct btr_branch *b)
 	if (!p || !t)
 		return -BTR_ERR_NOMEM;
 	c->stats.branches++;
+	t->sys_next = b->kind == BTR_KIND_SYSCALL && b->from ? b->from + 2 : 0;
 	if (!is_user_transfer(b))
 		return 0;
 	int rc = 0;
 	uint64_t tsc = (b->flags & BTR_BF_TSC) ? b->tsc : 0;
-	int taken = (b->flags & BTR_BF_TAKEN) || b->kind != BTR_KIND_JCC;
+	int cond = b->kind == BTR_KIND_JCC || b->kind == BTR_KIND_LOOP || b->kind == BTR_KIND_JRCXZ;
+	int taken = (b->flags & BTR_BF_TAKEN) || !cond;
 	if (t->chain && b->kind != BTR_KIND_RET && (rc = end_chain(c, t)) < 0)
 		return rc;
 	if (t->pending_mod && (rc = emit_code_mod(c, t, b->from)) < 0)
 		return rc;
 	t->last_to = b->to;
 	/* A transfer into memory no file backs: shellcode, JIT. */
-	if (taken && p->n_maps) {
+	if (taken && b->to && p->n_maps) {
 		struct mapping *m = map_of(p, b->to);
 		/* without a module record the image may still hold code there
 		 * (an --elf given by the user) */
@@ -834,6 +841,12 @@ static int on_branch(struct check *c, const struct btr_branch *b)
 		}
 		return check_ret(c, pi, p, t, b);
 	case BTR_KIND_JMP_IND: {
+		char name[64];
+		if (sym_name(c, b->pid, b->from, name, sizeof(name)) && !strncmp(name, "_Unwind_", 8)) {
+			/* libgcc's unwinder enters a landing pad (uw_install_context) */
+			unwind_to(c, p, t, b->to);
+			return 0;
+		}
 		if ((rc = check_indirect(c, pi, p, t, b)) < 0)
 			return rc;
 		/* longjmp: an indirect jump to the instruction after a call */
@@ -975,14 +988,12 @@ static int a_event(void *state, const struct btr_stream_event *ev)
 	switch (ev->type) {
 	case BTR_SEV_MODULE_LOAD:
 		return on_module(c, ev);
-	case BTR_SEV_MODULE_UNLOAD: {
-		struct proc *p = proc_get(c, ev->pid ? ev->pid : ev->rec->u.module.pid, NULL);
-		if (p)
-			drop_maps(p, ev->rec->u.module.start, ev->rec->u.module.size, 0);
-		pmap_clear(&c->insn);
-		pmap_clear(&c->callpre);
+	case BTR_SEV_MODULE_UNLOAD:
+		/* Mappings stay: the qemu recorder writes module records as
+		 * they happen but PT in large chunks, so an unload can precede
+		 * branches that ran before it.  A later load at the same
+		 * addresses wins (map_of searches newest first). */
 		return 0;
-	}
 	case BTR_SEV_EXEC: {
 		struct proc *p = proc_get(c, ev->pid ? ev->pid : ev->rec->u.module.pid, NULL);
 		if (p)
@@ -1016,8 +1027,17 @@ static int a_event(void *state, const struct btr_stream_event *ev)
 		if (!ev->flow || !ev->tid)
 			return 0;
 		if (ev->flow->type == BTR_FLOW_ENABLE) {
-			if ((t = thr_get(c, ev->tid, ev->pid)) && t->pending_mod)
+			if (!(t = thr_get(c, ev->tid, ev->pid)))
+				return -BTR_ERR_NOMEM;
+			if (t->pending_mod)
 				return emit_code_mod(c, t, ev->flow->ip);
+			/* Resuming elsewhere than after the system call: a signal
+			 * was delivered on its return (unless it was rt_sigreturn
+			 * itself, which resumes the interrupted code). */
+			uint64_t next = t->sys_next;
+			t->sys_next = 0;
+			if (next && ev->flow->ip != next && !is_sigreturn_stub(c, ev->pid, next - 9))
+				return push_frame(c, t, next, FR_SIGNAL);
 			return 0;
 		}
 		if (ev->flow->type != BTR_FLOW_GAP && ev->flow->type != BTR_FLOW_OVERFLOW)
@@ -1025,8 +1045,9 @@ static int a_event(void *state, const struct btr_stream_event *ev)
 		if (!(t = thr_get(c, ev->tid, ev->pid)))
 			return -BTR_ERR_NOMEM;
 		reset_thread(c, t);
+		t->desync = 1;
 		if (ev->flow->type == BTR_FLOW_GAP && ev->flow->reason == -BTR_ERR_BAD_CONTEXT && t->last_to &&
-		    !t->desync++) {
+		    !t->code_mod_seen++) {
 			t->pending_mod = 1;
 			t->pm_from = t->last_to;
 			t->pm_pos = c->pos;

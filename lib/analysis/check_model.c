@@ -1,6 +1,6 @@
 /* check_model.c - the legitimate-transfer model of one ELF file for
  * `btr check`: function entries (symbols, .eh_frame FDE starts, PLT
- * entries, the entry point), PLT ranges, exported functions, DT_NEEDED
+ * entries, the entry point, DT_INIT/DT_FINI and the init/fini arrays), PLT ranges, exported functions, DT_NEEDED
  * and DT_SONAME.
  *
  * Why FDE starts: stripped programs and libraries (every Debian binary)
@@ -139,7 +139,10 @@ static int read_symbols(Elf *e, struct u64vec *ent, struct u64vec *exp, char **s
 			if (r < 0)
 				return r;
 			int bind = GELF_ST_BIND(s.st_info);
-			if (sh.sh_type != SHT_DYNSYM || (bind != STB_GLOBAL && bind != STB_WEAK))
+			/* IFUNC names count as provided by the module even when
+			 * local: its PLT slot gets whatever the resolver picks */
+			if (t != STT_GNU_IFUNC &&
+			    (sh.sh_type != SHT_DYNSYM || (bind != STB_GLOBAL && bind != STB_WEAK)))
 				continue;
 			const char *name = elf_strptr(e, sh.sh_link, s.st_name);
 			if (!name || !*name)
@@ -162,6 +165,59 @@ static int read_symbols(Elf *e, struct u64vec *ent, struct u64vec *exp, char **s
 static char *dupstr(const char *s)
 {
 	return s ? strdup(s) : NULL;
+}
+
+/* Functions the loader calls through pointers: DT_INIT/DT_FINI and the
+ * entries of .init_array/.fini_array/.preinit_array.  Their code has no
+ * exported symbol in stripped files (crti's _init has no FDE either).
+ * Array slots of position-independent files hold 0 in the file: their
+ * values are the addends of RELATIVE relocations at those slots. */
+static int read_init_fini(Elf *e, struct u64vec *ent)
+{
+	static const char *const arrs[] = { ".init_array", ".fini_array", ".preinit_array" };
+	uint64_t lo[3] = {0}, hi[3] = {0};
+	int r;
+	for (int k = 0; k < 3; k++) {
+		GElf_Shdr sh;
+		Elf_Scn *scn = find_scn(e, arrs[k], &sh);
+		if (!scn || sh.sh_type == SHT_NOBITS)
+			continue;
+		lo[k] = sh.sh_addr;
+		hi[k] = sh.sh_addr + sh.sh_size;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		for (size_t o = 0; d && d->d_buf && o + 8 <= d->d_size; o += 8) {
+			uint64_t v;
+			memcpy(&v, (const uint8_t *)d->d_buf + o, 8);
+			if (v && v != UINT64_MAX && (r = push(ent, v)) < 0)
+				return r;
+		}
+	}
+	static const char *const secs[] = { ".init", ".fini" };
+	for (int k = 0; k < 2; k++) {
+		GElf_Shdr sh;
+		if (find_scn(e, secs[k], &sh) && sh.sh_size && (r = push(ent, sh.sh_addr)) < 0)
+			return r;
+	}
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		size_t n = d ? sh.sh_size / sh.sh_entsize : 0;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Rela rel;
+			if (!gelf_getrela(d, (int)i, &rel))
+				break;
+			if (GELF_R_TYPE(rel.r_info) != R_X86_64_RELATIVE)
+				continue;
+			for (int k = 0; k < 3; k++)
+				if (rel.r_offset >= lo[k] && rel.r_offset < hi[k] &&
+				    (r = push(ent, (uint64_t)rel.r_addend)) < 0)
+					return r;
+		}
+	}
+	return 0;
 }
 
 static int read_dynamic(Elf *e, struct check_mod *m)
@@ -232,7 +288,8 @@ int check_mod_load(const char *path, struct check_mod *m)
 	if (eh.e_entry && (rc = push(&ent, eh.e_entry)) < 0)
 		goto out;
 	if ((rc = read_symbols(e, &ent, &exp, &strings, &strbytes)) < 0 ||
-	    (rc = read_eh_frame_hdr(e, &ent)) < 0 || (rc = read_dynamic(e, m)) < 0)
+	    (rc = read_eh_frame_hdr(e, &ent)) < 0 || (rc = read_dynamic(e, m)) < 0 ||
+	    (rc = read_init_fini(e, &ent)) < 0)
 		goto out;
 	static const char *const plts[3] = { ".plt", ".plt.sec", ".plt.got" };
 	for (int k = 0; k < 3; k++) {
