@@ -21,8 +21,8 @@
  * Findings are deduplicated by (kind, from, to); memory grows with the
  * code seen and the stack depth, not with the trace.  docs/check.md.
  */
-#ifndef BTR_CHECK_H
-#define BTR_CHECK_H
+#ifndef BTR_CHECK_ANALYSIS_H   /* not BTR_CHECK_H: tests/check.h uses that */
+#define BTR_CHECK_ANALYSIS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -28,7 +28,8 @@ static void usage(FILE *f)
 		"Options:\n"
 		"  --format text|json     output format (default text)\n"
 		"  --fail-on SEVERITY     exit 1 if a finding has SEVERITY or higher\n"
-		"                         (info, low, medium, high; default high)\n"
+		"                         (info, low, medium, high; default info:\n"
+		"                         any finding)\n"
 		"  --allow FILE           known-good exceptions, one 'KIND PATTERN' a line\n"
 		"                         (PATTERN: '*', 0xLO-0xHI, or text in the finding)\n"
 		CLI_STREAM_HELP
@@ -82,7 +83,7 @@ int cmd_check(int argc, char **argv)
 	struct cli_stream cs;
 	cli_stream_init(&cs);
 	const char *format = "text", *allow_path = NULL;
-	int fail_on = BTR_CHECK_HIGH;
+	int fail_on = BTR_CHECK_INFO;   /* by default any finding fails */
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
