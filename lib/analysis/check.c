@@ -589,6 +589,11 @@ static int check_plt(struct check *c, struct proc *p, struct thr *t, const struc
 	const struct check_mod *tm = mod_of(c, tmap);
 	if (!tm)
 		return 0;
+	/* A non-PIE program's PLT stub is the canonical address of a function
+	 * whose address it takes: other modules' slots point there, and that
+	 * stub's own jump is checked next. */
+	if (check_mod_in_plt(tm, b->to - tmap->bias))
+		return 0;
 	char name[128];
 	if (!sym_name(c, b->pid, b->from, name, sizeof(name)))
 		return 0;
@@ -689,8 +694,9 @@ static int check_indirect(struct check *c, size_t pi, struct proc *p, struct thr
 		return check_plt(c, p, t, b, fmap, fm);
 	if (fm == tm && check_mod_func_of(fm, b->from - fmap->bias) == check_mod_func_of(tm, tl))
 		return 0;   /* switch table, computed goto */
-	if (check_mod_is_entry(tm, tl) || check_mod_in_plt(tm, tl) || is_endbr64(c, b->pid, b->to))
-		return 0;   /* tail call, resolver, thunk */
+	if (check_mod_is_entry(tm, tl) || check_mod_in_plt(tm, tl) || is_endbr64(c, b->pid, b->to) ||
+	    check_mod_is_taken(tm, tl))
+		return 0;   /* tail call, resolver, thunk, computed goto through a label table */
 	if (call_preceded(c, pi, b->pid, b->to))
 		return 0;   /* longjmp to after setjmp (unwound in on_branch) */
 	return add_finding(c, K_JMP_NONENTRY, BTR_CHECK_MEDIUM, t, b->from, b->to, b->to, c->pos, tsc,

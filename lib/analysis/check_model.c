@@ -220,6 +220,66 @@ static int read_init_fini(Elf *e, struct u64vec *ent)
 	return 0;
 }
 
+/* Code addresses the file stores in its data (see check_priv.h). */
+static int read_taken(Elf *e, int is_exec_type, struct u64vec *out)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(e, scn)) != NULL)
+		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR) && (sh.sh_flags & SHF_ALLOC)) {
+			if (sh.sh_addr < lo)
+				lo = sh.sh_addr;
+			if (sh.sh_addr + sh.sh_size > hi)
+				hi = sh.sh_addr + sh.sh_size;
+		}
+	if (lo >= hi)
+		return 0;
+	int r;
+	scn = NULL;
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		Elf_Data *d;
+		if (sh.sh_type == SHT_RELA && sh.sh_entsize && (d = elf_getdata(scn, NULL)) != NULL) {
+			size_t n = sh.sh_size / sh.sh_entsize;
+			for (size_t i = 0; i < n; i++) {
+				GElf_Rela rel;
+				if (!gelf_getrela(d, (int)i, &rel))
+					break;
+				uint64_t v = (uint64_t)rel.r_addend;
+				if (GELF_R_TYPE(rel.r_info) == R_X86_64_RELATIVE && v >= lo && v < hi &&
+				    (r = push(out, v)) < 0)
+					return r;
+			}
+			continue;
+		}
+		/* ET_EXEC: absolute addresses, no relocations */
+		if (!is_exec_type || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_ALLOC) ||
+		    (sh.sh_flags & SHF_EXECINSTR) || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+			continue;
+		for (size_t o = 0; o + 8 <= d->d_size; o += 8) {
+			uint64_t v;
+			memcpy(&v, (const uint8_t *)d->d_buf + o, 8);
+			if (v >= lo && v < hi && (r = push(out, v)) < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+static void sort_unique(struct u64vec *v)
+{
+	if (!v->n)
+		return;
+	qsort(v->v, v->n, sizeof(*v->v), u64cmp);
+	size_t w = 0;
+	for (size_t i = 0; i < v->n; i++)
+		if (!w || v->v[w - 1] != v->v[i])
+			v->v[w++] = v->v[i];
+	v->n = w;
+}
+
 static int read_dynamic(Elf *e, struct check_mod *m)
 {
 	Elf_Scn *scn = NULL;
@@ -306,14 +366,18 @@ int check_mod_load(const char *path, struct check_mod *m)
 			if ((rc = push(&ent, a)) < 0)
 				goto out;
 	}
-	qsort(ent.v, ent.n, sizeof(*ent.v), u64cmp);
-	size_t w = 0;
-	for (size_t i = 0; i < ent.n; i++)
-		if (!w || ent.v[w - 1] != ent.v[i])
-			ent.v[w++] = ent.v[i];
+	sort_unique(&ent);
 	m->entries = ent.v;
-	m->n_entries = w;
+	m->n_entries = ent.n;
 	ent.v = NULL;
+	struct u64vec tk = {0};
+	if ((rc = read_taken(e, eh.e_type == ET_EXEC, &tk)) < 0) {
+		free(tk.v);
+		goto out;
+	}
+	sort_unique(&tk);
+	m->taken = tk.v;
+	m->n_taken = tk.n;
 	m->strings = strings;
 	strings = NULL;
 	if (exp.n) {
@@ -347,6 +411,7 @@ void check_mod_free(struct check_mod *m)
 		free(m->needed[i]);
 	free(m->needed);
 	free(m->entries);
+	free(m->taken);
 	free(m->exports);
 	free(m->strings);
 	memset(m, 0, sizeof(*m));
@@ -376,6 +441,19 @@ uint64_t check_mod_func_of(const struct check_mod *m, uint64_t a)
 {
 	ptrdiff_t i = floor_idx(m, a);
 	return i >= 0 ? m->entries[i] : UINT64_MAX;
+}
+
+int check_mod_is_taken(const struct check_mod *m, uint64_t a)
+{
+	size_t lo = 0, hi = m->n_taken;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->taken[mid] < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < m->n_taken && m->taken[lo] == a;
 }
 
 int check_mod_in_plt(const struct check_mod *m, uint64_t a)

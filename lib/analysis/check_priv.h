@@ -21,6 +21,12 @@ struct check_mod {
 	 * sorted, unique. */
 	uint64_t *entries;
 	size_t n_entries;
+	/* Address-taken code: code addresses stored in the file's data
+	 * (RELATIVE relocation addends; for ET_EXEC, aligned words of the
+	 * data sections), e.g. computed-goto tables; sorted, unique.
+	 * Legitimate indirect-jump targets. */
+	uint64_t *taken;
+	size_t n_taken;
 	/* PLT sections (.plt, .plt.sec, .plt.got): [lo, hi) */
 	uint64_t plt_lo[3], plt_hi[3];
 	/* Defined global function symbols of .dynsym (what the module
@@ -44,6 +50,8 @@ int check_mod_is_entry(const struct check_mod *m, uint64_t a);
 /* The greatest entry <= @a, or UINT64_MAX if none: two addresses with
  * the same value lie in the same function (as far as the model knows). */
 uint64_t check_mod_func_of(const struct check_mod *m, uint64_t a);
+/* Nonzero if link address @a is stored somewhere in @m's data. */
+int check_mod_is_taken(const struct check_mod *m, uint64_t a);
 /* Nonzero if @a lies in one of @m's PLT sections. */
 int check_mod_in_plt(const struct check_mod *m, uint64_t a);
 /* Nonzero if @m exports function @name. */
