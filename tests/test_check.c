@@ -3,7 +3,8 @@
  * and LBR snapshots built from that binary's real code.  A legitimate
  * call/return pair gives nothing; a return into win() (no call precedes
  * it) is a return-hijack; three returns in a row into non-call-preceded
- * addresses a rop-chain.  The qemu recordings of the fixtures
+ * addresses a rop-chain; a direct call recorded to a target its encoding
+ * does not name is code-modified.  The qemu recordings of the fixtures
  * are tested in tests/cli_check.sh. */
 #include "check.h"
 #include "btr/btr.h"
@@ -118,6 +119,8 @@ int main(void)
 	write_lbr(w, smash, 1);
 	struct btr_lbr_entry rop[3] = { { ret, mainf + BIAS, 0, 0 }, { ret, ret, 0, 0 }, { ret, ret, 0, 0 } };
 	write_lbr(w, rop, 3);
+	struct btr_lbr_entry patched[1] = { { call, win + BIAS, 0, 0 } };
+	write_lbr(w, patched, 1);
 	CHECK_EQ(btr_trace_writer_close(w), 0);
 
 	struct btr_analysis *a;
@@ -126,7 +129,7 @@ int main(void)
 	CHECK_EQ(btr_analysis_run(path, NULL, &a, 1, NULL), 0);
 	size_t n;
 	const struct btr_check_finding *f = btr_check_findings(a, &n);
-	int hijack = 0, chain = 0;
+	int hijack = 0, chain = 0, patch = 0;
 	for (size_t i = 0; i < n; i++) {
 		printf("%s %s 0x%llx -> 0x%llx %s\n", btr_check_severity_name(f[i].severity), f[i].kind,
 		       (unsigned long long)f[i].from, (unsigned long long)f[i].to, f[i].detail);
@@ -134,14 +137,17 @@ int main(void)
 			hijack++;
 		if (!strcmp(f[i].kind, "rop-chain") && f[i].from == ret)
 			chain++;
+		if (!strcmp(f[i].kind, "code-modified") && f[i].from == call && f[i].to == win + BIAS)
+			patch++;
 	}
-	CHECK_EQ(n, 2);
+	CHECK_EQ(n, 3);
 	CHECK_EQ(hijack, 1);
 	CHECK_EQ(chain, 1);
+	CHECK_EQ(patch, 1);
 	struct btr_check_stats st;
 	btr_check_get_stats(a, &st);
 	CHECK_EQ(st.sampled, 1);
-	CHECK_EQ(st.branches, 6);
+	CHECK_EQ(st.branches, 7);
 	btr_analysis_free(a);
 
 	/* an allow rule for the hijack's target range removes exactly it */
@@ -152,8 +158,8 @@ int main(void)
 	CHECK_EQ(btr_check_new(&co, &a), 0);
 	CHECK_EQ(btr_analysis_run(path, NULL, &a, 1, NULL), 0);
 	f = btr_check_findings(a, &n);
-	CHECK_EQ(n, 1);
-	CHECK(n == 1 && !strcmp(f[0].kind, "rop-chain"));
+	CHECK_EQ(n, 2);
+	CHECK(n == 2 && !strcmp(f[0].kind, "rop-chain") && !strcmp(f[1].kind, "code-modified"));
 	btr_check_get_stats(a, &st);
 	CHECK_EQ(st.allowed, 1);
 	btr_analysis_free(a);

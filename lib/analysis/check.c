@@ -782,8 +782,27 @@ static int on_branch(struct check *c, const struct btr_branch *b)
 			return rc;
 		}
 	}
-	if (b->kind == BTR_KIND_ASYNC)
+	if (b->kind == BTR_KIND_ASYNC) {
+		/* Sampled LBR has no asynchronous user-to-user entries (CPL
+		 * filtering drops the kernel's half), but the LBR classifier
+		 * calls a direct branch whose target is not the recorded one
+		 * "async": that is code which differs from the file. */
+		uint32_t v = c->stats.sampled ? insn_at(c, pi, b->pid, b->from) : INSN_NOCODE;
+		if (v != INSN_NOCODE && ((v >> 16) & BTR_INSN_DIRECT)) {
+			struct btr_insn in;
+			if (btr_insn_decode_image(btr_stream_image_pid(c->s, b->pid), b->from, BTR_MODE_64, &in) > 0 &&
+			    in.target != b->to) {
+				struct mapping *m = map_of(p, b->from);
+				return add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos, tsc,
+						   "the direct %s at 0x%" PRIx64 " in %s encodes target 0x%" PRIx64
+						   ", the branch record goes to 0x%" PRIx64 ": the code that ran is not "
+						   "the file's",
+						   btr_branch_kind_name((enum btr_branch_kind)in.kind), b->from,
+						   m && m->path ? m->path : "the image", in.target, b->to);
+			}
+		}
 		return push_frame(c, t, b->from, FR_SIGNAL);
+	}
 	uint32_t v = insn_at(c, pi, b->pid, b->from);
 	if (v == INSN_NOCODE) {
 		c->stats.unknown_code++;
