@@ -75,6 +75,10 @@ rec fptr.btr "$build/prog_check_fptr";           expect_kind fptr call-non-entry
 rec got.btr "$build/prog_check_got";             expect_kind got got-overwrite getppid
 rec shell.btr "$build/prog_check_shellcode";     expect_kind shell unbacked-code main
 rec hook.btr "$build/prog_check_hook";           expect_kind hook code-modified hook
+check "hook: evidence names target, the file's bytes and the resume point" python3 -c '
+import json, re; f = json.load(open("hook.json"))["findings"][0]
+assert f["from_sym"] == "target" and f["to_sym"] == "hook", f
+assert re.search(r"\[[0-9a-f]{2}( [0-9a-f]{2}){7,}\]", f["detail"]), f["detail"]'
 mkdir d && touch d/visible.txt d/btr_hidden_secret
 LD_PRELOAD=$build/libcheck_hide.so "$btr" record -q -b qemu -o pre.btr -- /bin/ls d >ls.out 2>&1
 check "preload: the hook hid the file" [ "$(cat ls.out)" = "visible.txt" ]

@@ -137,6 +137,7 @@ struct thr {
 	unsigned chain;
 	uint64_t chain_to[CHAIN_MAX];
 	uint64_t chain_from, chain_last_to, chain_pos, chain_tsc;
+	int cand;                   /* a held-back return-hijack (end_chain) */
 	int chain_first_mismatch;   /* the first return went to a call-preceded site */
 	/* sampled mode: consecutive short return blocks */
 	unsigned gchain;
@@ -484,12 +485,38 @@ static void unwind_to(struct check *c, struct proc *p, struct thr *t, uint64_t t
 
 /* ---- the checks ---- */
 
-static int end_chain(struct check *c, struct thr *t)
+static int emit_cand(struct check *c, struct thr *t)
+{
+	if (!t->cand)
+		return 0;
+	t->cand = 0;
+	return add_finding(c, K_RET_HIJACK, BTR_CHECK_HIGH, t, t->chain_from, t->chain_to[0], t->chain_to[0],
+			   t->chain_pos, t->chain_tsc,
+			   "the return reaches a function entry that no call instruction precedes and that is "
+			   "not on the shadow stack, and that function does not return into the sigreturn "
+			   "trampoline (overwritten return address)");
+}
+
+/* Ends the run of hijacked returns of @t and reports it.  A single
+ * return into a function entry is held back (unless @final): a signal
+ * delivered right at a return can reach the trace as that return going
+ * to the handler; if the function then returns into the sigreturn
+ * trampoline, it was a handler (see check_ret). */
+static int end_chain(struct check *c, struct thr *t, int final)
 {
 	if (!t->chain)
 		return 0;
 	unsigned n = t->chain;
 	t->chain = 0;
+	if (n == 1 && !t->chain_first_mismatch) {
+		struct proc *p = proc_get(c, t->pid, NULL);
+		struct mapping *m = p ? map_of(p, t->chain_to[0]) : NULL;
+		const struct check_mod *cm = mod_of(c, m);
+		if (cm && check_mod_is_entry(cm, t->chain_to[0] - m->bias)) {
+			t->cand = 1;
+			return final ? emit_cand(c, t) : 0;
+		}
+	}
 	char list[CHAIN_MAX * 24 + 8] = "";
 	size_t off = 0;
 	for (unsigned i = 0; i < n && i < CHAIN_MAX; i++)
@@ -524,7 +551,9 @@ static int hijacked_ret(struct check *c, struct thr *t, const struct btr_branch 
 		t->chain_last_to = b->to;
 		return 0;
 	}
-	int r = end_chain(c, t);
+	int r = end_chain(c, t, 0);
+	if (r >= 0)
+		r = emit_cand(c, t);
 	t->chain = 1;
 	t->chain_to[0] = b->to;
 	t->chain_from = b->from;
@@ -538,6 +567,16 @@ static int hijacked_ret(struct check *c, struct thr *t, const struct btr_branch 
 static int check_ret(struct check *c, size_t pi, struct proc *p, struct thr *t, const struct btr_branch *b)
 {
 	uint64_t to = b->to;
+	if (t->cand && !t->n) {
+		/* the function entered by a suspicious return returns */
+		if (is_sigreturn_stub(c, b->pid, to)) {
+			t->cand = 0;   /* it was a signal handler */
+			return 0;
+		}
+		int rc = emit_cand(c, t);
+		if (rc < 0)
+			return rc;
+	}
 	if (t->n) {
 		struct frame *top = &t->st[t->n - 1];
 		if (top->type == FR_WILD || (top->type == FR_CALL && top->ret == to)) {
@@ -713,8 +752,9 @@ static int emit_code_mod(struct check *c, struct thr *t, uint64_t resume)
 	uint8_t bytes[12];
 	char hex[3 * sizeof(bytes) + 1] = "";
 	int n = btr_image_read(btr_stream_image_pid(c->s, t->pid), t->pm_from, bytes, sizeof(bytes));
+	size_t off = 0;
 	for (int i = 0; i < n; i++)
-		snprintf(hex + 3 * i, sizeof(hex) - 3 * (size_t)i, "%s%02x", i ? " " : "", bytes[i]);
+		off += (size_t)snprintf(hex + off, sizeof(hex) - off, "%s%02x", i ? " " : "", bytes[i]);
 	char rs[SYM_LEN + 48] = "";
 	if (resume) {
 		char sym[SYM_LEN];
@@ -758,7 +798,7 @@ static int on_branch(struct check *c, const struct btr_branch *b)
 	uint64_t tsc = (b->flags & BTR_BF_TSC) ? b->tsc : 0;
 	int cond = b->kind == BTR_KIND_JCC || b->kind == BTR_KIND_LOOP || b->kind == BTR_KIND_JRCXZ;
 	int taken = (b->flags & BTR_BF_TAKEN) || !cond;
-	if (t->chain && b->kind != BTR_KIND_RET && (rc = end_chain(c, t)) < 0)
+	if (t->chain && b->kind != BTR_KIND_RET && (rc = end_chain(c, t, 0)) < 0)
 		return rc;
 	if (t->pending_mod && (rc = emit_code_mod(c, t, b->from)) < 0)
 		return rc;
@@ -1001,7 +1041,8 @@ static void drop_maps(struct proc *p, uint64_t start, uint64_t size, int all)
 
 static void reset_thread(struct check *c, struct thr *t)
 {
-	end_chain(c, t);
+	end_chain(c, t, 1);
+	emit_cand(c, t);
 	t->n = 0;
 	t->gchain = 0;
 }
@@ -1034,7 +1075,8 @@ static int a_event(void *state, const struct btr_stream_event *ev)
 	case BTR_SEV_THREAD_EXIT:
 		for (size_t i = 0; i < c->n_thr; i++)
 			if (c->thr[i]->tid == ev->tid) {
-				end_chain(c, c->thr[i]);
+				end_chain(c, c->thr[i], 1);
+				emit_cand(c, c->thr[i]);
 				free(c->thr[i]->st);
 				free(c->thr[i]);
 				c->thr[i] = c->thr[--c->n_thr];
@@ -1091,7 +1133,9 @@ static int a_end(void *state, int status)
 	(void)status;
 	for (size_t i = 0; i < c->n_thr; i++) {
 		struct thr *t = c->thr[i];
-		int rc = end_chain(c, t);
+		int rc = end_chain(c, t, 1);
+		if (rc >= 0)
+			rc = emit_cand(c, t);
 		if (rc < 0)
 			return rc;
 		if (t->pending_mod && (rc = emit_code_mod(c, t, 0)) < 0)
