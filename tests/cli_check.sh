@@ -73,6 +73,7 @@ rec smash.btr "$build/prog_check_smash";         expect_kind smash return-hijack
 rec rop.btr "$build/prog_check_rop";             expect_kind rop rop-chain vuln
 rec fptr.btr "$build/prog_check_fptr";           expect_kind fptr call-non-entry mid_target
 rec got.btr "$build/prog_check_got";             expect_kind got got-overwrite getppid
+rec gotcall.btr "$build/prog_check_gotcall";     expect_kind gotcall got-overwrite getppid   # -fno-plt style call
 rec shell.btr "$build/prog_check_shellcode";     expect_kind shell unbacked-code main
 rec hook.btr "$build/prog_check_hook";           expect_kind hook code-modified hook
 check "hook: evidence names target, the file's bytes and the resume point" python3 -c '

@@ -618,9 +618,11 @@ static int check_ret(struct check *c, size_t pi, struct proc *p, struct thr *t, 
 	return hijacked_ret(c, t, b, pre);
 }
 
-/* The PLT stub of @name in module @fm jumped to @to. */
+/* An indirect jump or call of module @fm through its GOT slot of @name
+ * (a PLT stub, or `call/jmp *name@GOTPCREL(%rip)` of -fno-plt code) went
+ * to @b->to.  @name NULL: take it from the PLT stub's symbol at b->from. */
 static int check_plt(struct check *c, struct proc *p, struct thr *t, const struct btr_branch *b,
-		     const struct mapping *fmap, const struct check_mod *fm)
+		     const struct mapping *fmap, const struct check_mod *fm, const char *slot_name)
 {
 	if (check_mod_in_plt(fm, b->to - fmap->bias))
 		return 0;   /* lazy binding: on to the stub's push */
@@ -634,11 +636,15 @@ static int check_plt(struct check *c, struct proc *p, struct thr *t, const struc
 	if (check_mod_in_plt(tm, b->to - tmap->bias))
 		return 0;
 	char name[128];
-	if (!sym_name(c, b->pid, b->from, name, sizeof(name)))
-		return 0;
-	if (!strstr(name, "@plt"))
-		return 0;
-	*strchr(name, '@') = 0;   /* "memcpy@@GLIBC_2.14@plt" -> "memcpy" */
+	if (slot_name) {
+		snprintf(name, sizeof(name), "%s", slot_name);
+	} else {
+		if (!sym_name(c, b->pid, b->from, name, sizeof(name)))
+			return 0;
+		if (!strstr(name, "@plt"))
+			return 0;
+		*strchr(name, '@') = 0;   /* "memcpy@@GLIBC_2.14@plt" -> "memcpy" */
+	}
 	if ((tm->soname && !strncmp(tm->soname, "ld-linux", 8)) || !strncmp(base_name(tm->path), "ld-linux", 8))
 		return 0;   /* the lazy-binding resolver */
 	if (!check_mod_exports(tm, name)) {
@@ -646,9 +652,9 @@ static int check_plt(struct check *c, struct proc *p, struct thr *t, const struc
 		symbolize(c, b->pid, b->to, tsym);
 		return add_finding(c, K_GOT, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos,
 				   (b->flags & BTR_BF_TSC) ? b->tsc : 0,
-				   "the GOT slot of %s in %s sends the PLT jump to %s in %s, which does not "
+				   "the GOT slot of %s in %s sends the %s to %s in %s, which does not "
 				   "export %s (overwritten GOT entry)",
-				   name, fm->path, tsym, tm->path, name);
+				   name, fm->path, slot_name ? "call through it" : "PLT jump", tsym, tm->path, name);
 	}
 	/* Which module would provide @name without preloading: breadth-first
 	 * over DT_NEEDED from the program (and the calling module). */
@@ -700,6 +706,25 @@ static int check_plt(struct check *c, struct proc *p, struct thr *t, const struc
 			   name, fm->path, tm->path, expect->path, name);
 }
 
+/* For `call/jmp *disp32(%rip)` (FF /2, FF /4 with RIP-relative ModRM,
+ * optional prefixes) through a GOT slot of an imported function: its
+ * name; else NULL. */
+static const char *got_call_name(struct check *c, const struct btr_branch *b, const struct mapping *fmap,
+				 const struct check_mod *fm)
+{
+	uint8_t buf[16];
+	int n = btr_image_read(btr_stream_image_pid(c->s, b->pid), b->from, buf, sizeof(buf));
+	int i = 0;
+	while (i < n && i < 4 && (buf[i] == 0x3e || buf[i] == 0xf2 || buf[i] == 0x2e || (buf[i] & 0xf0) == 0x40))
+		i++;
+	if (i + 6 > n || buf[i] != 0xff || (buf[i + 1] != 0x15 && buf[i + 1] != 0x25))
+		return NULL;
+	int32_t disp;
+	memcpy(&disp, buf + i + 2, 4);
+	uint64_t slot = b->from + (uint64_t)(i + 6) + (uint64_t)(int64_t)disp;
+	return check_mod_got_name(fm, slot - fmap->bias);
+}
+
 static int check_indirect(struct check *c, size_t pi, struct proc *p, struct thr *t,
 			  const struct btr_branch *b)
 {
@@ -715,6 +740,10 @@ static int check_indirect(struct check *c, size_t pi, struct proc *p, struct thr
 		return 0;   /* no model (or no file: reported as unbacked) */
 	uint64_t tl = b->to - tmap->bias;
 	uint64_t tsc = (b->flags & BTR_BF_TSC) ? b->tsc : 0;
+	const char *gname;
+	if (fm && !check_mod_in_plt(fm, b->from - fmap->bias) &&
+	    (gname = got_call_name(c, b, fmap, fm)) != NULL)
+		return check_plt(c, p, t, b, fmap, fm, gname);
 	if (b->kind == BTR_KIND_CALL_IND) {
 		if (check_mod_is_entry(tm, tl) || check_mod_in_plt(tm, tl) || is_endbr64(c, b->pid, b->to))
 			return 0;
@@ -730,7 +759,7 @@ static int check_indirect(struct check *c, size_t pi, struct proc *p, struct thr
 	}
 	/* JMP_IND */
 	if (fm && check_mod_in_plt(fm, b->from - fmap->bias))
-		return check_plt(c, p, t, b, fmap, fm);
+		return check_plt(c, p, t, b, fmap, fm, NULL);
 	if (fm == tm && check_mod_func_of(fm, b->from - fmap->bias) == check_mod_func_of(tm, tl))
 		return 0;   /* switch table, computed goto */
 	if (check_mod_is_entry(tm, tl) || check_mod_in_plt(tm, tl) || is_endbr64(c, b->pid, b->to) ||

@@ -49,6 +49,16 @@ static int u64cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+struct slotname {
+	uint64_t slot, name;   /* GOT slot, offset of its name in the blob */
+};
+
+static int slotcmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct slotname *)a)->slot, y = ((const struct slotname *)b)->slot;
+	return x < y ? -1 : x > y;
+}
+
 static int strpcmp(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -280,6 +290,52 @@ static void sort_unique(struct u64vec *v)
 	v->n = w;
 }
 
+/* GOT slots of imported functions (JUMP_SLOT, GLOB_DAT of a function or
+ * untyped undefined symbol), names appended to the string blob. */
+static int read_got(Elf *e, struct u64vec *slots, struct u64vec *names, char **strings, size_t *strbytes)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+			continue;
+		Elf_Scn *symscn = elf_getscn(e, sh.sh_link);
+		GElf_Shdr symsh;
+		Elf_Data *rd = elf_getdata(scn, NULL), *sd;
+		if (!rd || !symscn || !gelf_getshdr(symscn, &symsh) || symsh.sh_type != SHT_DYNSYM ||
+		    !(sd = elf_getdata(symscn, NULL)))
+			continue;
+		size_t n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Rela r;
+			GElf_Sym s;
+			if (!gelf_getrela(rd, (int)i, &r))
+				break;
+			unsigned type = GELF_R_TYPE(r.r_info);
+			if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) ||
+			    !gelf_getsym(sd, (int)GELF_R_SYM(r.r_info), &s))
+				continue;
+			int st = GELF_ST_TYPE(s.st_info);
+			if (st != STT_FUNC && st != STT_GNU_IFUNC && !(st == STT_NOTYPE && s.st_shndx == SHN_UNDEF))
+				continue;
+			const char *name = elf_strptr(e, symsh.sh_link, s.st_name);
+			if (!name || !*name)
+				continue;
+			size_t len = strlen(name) + 1;
+			char *ns = realloc(*strings, *strbytes + len);
+			if (!ns)
+				return -BTR_ERR_NOMEM;
+			*strings = ns;
+			memcpy(ns + *strbytes, name, len);
+			int rc;
+			if ((rc = push(slots, r.r_offset)) < 0 || (rc = push(names, *strbytes)) < 0)
+				return rc;
+			*strbytes += len;
+		}
+	}
+	return 0;
+}
+
 static int read_dynamic(Elf *e, struct check_mod *m)
 {
 	Elf_Scn *scn = NULL;
@@ -328,7 +384,7 @@ int check_mod_load(const char *path, struct check_mod *m)
 	if (fd < 0)
 		return -BTR_ERR_NOENT;
 	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	struct u64vec ent = {0}, exp = {0};
+	struct u64vec ent = {0}, exp = {0}, gs = {0}, gn = {0};
 	char *strings = NULL;
 	size_t strbytes = 0;
 	int rc = 0;
@@ -348,6 +404,7 @@ int check_mod_load(const char *path, struct check_mod *m)
 	if (eh.e_entry && (rc = push(&ent, eh.e_entry)) < 0)
 		goto out;
 	if ((rc = read_symbols(e, &ent, &exp, &strings, &strbytes)) < 0 ||
+	    (rc = read_got(e, &gs, &gn, &strings, &strbytes)) < 0 ||
 	    (rc = read_eh_frame_hdr(e, &ent)) < 0 || (rc = read_dynamic(e, m)) < 0 ||
 	    (rc = read_init_fini(e, &ent)) < 0)
 		goto out;
@@ -380,6 +437,27 @@ int check_mod_load(const char *path, struct check_mod *m)
 	m->n_taken = tk.n;
 	m->strings = strings;
 	strings = NULL;
+	if (gs.n) {
+		if (!(m->got_slot = malloc(gs.n * sizeof(*m->got_slot))) ||
+		    !(m->got_name = malloc(gs.n * sizeof(*m->got_name)))) {
+			rc = -BTR_ERR_NOMEM;
+			goto out;
+		}
+		struct slotname *sn = malloc(gs.n * sizeof(*sn));
+		if (!sn) {
+			rc = -BTR_ERR_NOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < gs.n; i++)
+			sn[i] = (struct slotname){ gs.v[i], gn.v[i] };
+		qsort(sn, gs.n, sizeof(*sn), slotcmp);
+		for (size_t i = 0; i < gs.n; i++) {
+			m->got_slot[i] = sn[i].slot;
+			m->got_name[i] = m->strings + sn[i].name;
+		}
+		free(sn);
+		m->n_got = gs.n;
+	}
 	if (exp.n) {
 		if (!(m->exports = malloc(exp.n * sizeof(*m->exports)))) {
 			rc = -BTR_ERR_NOMEM;
@@ -392,6 +470,8 @@ int check_mod_load(const char *path, struct check_mod *m)
 	}
 	m->ok = 1;
 out:
+	free(gs.v);
+	free(gn.v);
 	free(ent.v);
 	free(exp.v);
 	free(strings);
@@ -412,6 +492,8 @@ void check_mod_free(struct check_mod *m)
 	free(m->needed);
 	free(m->entries);
 	free(m->taken);
+	free(m->got_slot);
+	free(m->got_name);
 	free(m->exports);
 	free(m->strings);
 	memset(m, 0, sizeof(*m));
@@ -454,6 +536,19 @@ int check_mod_is_taken(const struct check_mod *m, uint64_t a)
 			hi = mid;
 	}
 	return lo < m->n_taken && m->taken[lo] == a;
+}
+
+const char *check_mod_got_name(const struct check_mod *m, uint64_t slot)
+{
+	size_t lo = 0, hi = m->n_got;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->got_slot[mid] < slot)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < m->n_got && m->got_slot[lo] == slot ? m->got_name[lo] : NULL;
 }
 
 int check_mod_in_plt(const struct check_mod *m, uint64_t a)

@@ -27,6 +27,11 @@ struct check_mod {
 	 * Legitimate indirect-jump targets. */
 	uint64_t *taken;
 	size_t n_taken;
+	/* GOT slots of functions imported through JUMP_SLOT / GLOB_DAT
+	 * relocations: slot address and symbol name, sorted by slot. */
+	uint64_t *got_slot;
+	const char **got_name;
+	size_t n_got;
 	/* PLT sections (.plt, .plt.sec, .plt.got): [lo, hi) */
 	uint64_t plt_lo[3], plt_hi[3];
 	/* Defined global function symbols of .dynsym (what the module
@@ -52,6 +57,8 @@ int check_mod_is_entry(const struct check_mod *m, uint64_t a);
 uint64_t check_mod_func_of(const struct check_mod *m, uint64_t a);
 /* Nonzero if link address @a is stored somewhere in @m's data. */
 int check_mod_is_taken(const struct check_mod *m, uint64_t a);
+/* The imported function whose GOT slot is at link address @slot, or NULL. */
+const char *check_mod_got_name(const struct check_mod *m, uint64_t slot);
 /* Nonzero if @a lies in one of @m's PLT sections. */
 int check_mod_in_plt(const struct check_mod *m, uint64_t a);
 /* Nonzero if @m exports function @name. */
