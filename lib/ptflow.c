@@ -464,8 +464,13 @@ static void flush_blocks(struct btr_ptflow *f, int image_changed)
 	/* A changed image also invalidates the blocks themselves (all of
 	 * them: links and return-stack entries may still reach blocks left
 	 * from before an earlier flush). */
-	if (image_changed)
+	if (image_changed) {
 		memset(f->blks, 0, sizeof(*f->blks) << f->cache_bits);
+		/* The return stack's links pointed into those blocks and now
+		 * read NULL (not NIL): detach them (the addresses stay). */
+		for (unsigned i = 0; i < RETSTACK; i++)
+			f->rsl[i] = &f->rs_nolink;
+	}
 	f->nblk = 0;
 	f->cur = NIL;
 }

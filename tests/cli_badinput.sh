@@ -44,6 +44,8 @@ pt decode --stat
 trace dump
 trace info
 trace info --format json
+check
+check --format json
 CMDS
 
 # a directory is named as such

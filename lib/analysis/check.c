@@ -1,0 +1,1393 @@
+/* check.c - `btr check`: recorded transfers against the transfers the
+ * loaded code allows (btr/check.h, docs/check.md).
+ *
+ * One streaming pass.  State: per process the executable mappings (from
+ * the module records) and their ELF models (check_model.c, shared by
+ * path); per thread a shadow stack and the state of a ROP chain being
+ * followed; caches keyed by code address (decoded instruction, "is
+ * preceded by a call", indirect edges already judged).  All of it grows
+ * with the code seen and the stack depth, never with the trace's length.
+ *
+ * Why the shadow stack tolerates so much: a return that does not match
+ * the top is legitimate when it matches a deeper frame (frames skipped by
+ * unwinding), when it comes from the C++ unwinder (_Unwind_* returns into
+ * a landing pad), when it reaches the sigreturn trampoline from a signal
+ * frame, or when the stack is empty because the trace began mid-stack or
+ * after a gap - then the kBouncer rule (the target must follow a call
+ * instruction) is all that can be checked.  longjmp is an indirect jump
+ * to the instruction after a setjmp call: it unwinds the shadow stack to
+ * the frame of the function it lands in.
+ */
+#include "btr/check.h"
+#include "btr/error.h"
+#include "btr/image.h"
+#include "btr/insn.h"
+#include "check_priv.h"
+#include "internal.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define MAX_FINDINGS 4096     /* unique findings kept; more are counted as dropped */
+#define MAX_DEPTH (1u << 16)  /* shadow stack entries per thread; the oldest half goes when full */
+#define GADGET_BYTES 32       /* a "short block" between two returns of a chain */
+#define DEEP_SEARCH 4096      /* frames searched below the top for a return target */
+#define SYM_LEN 160
+
+/* ---- a small open-addressing map (a, b) -> v ---- */
+
+struct pent {
+	uint64_t a, b;
+	uint32_t v;   /* 0: empty slot; stored value + 1 */
+};
+struct pmap {
+	struct pent *t;
+	size_t cap, n;
+};
+
+static size_t phash(uint64_t a, uint64_t b)
+{
+	uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull) * 0xc2b2ae3d27d4eb4full;
+	return (size_t)(h ^ (h >> 29));
+}
+
+static int pmap_get(const struct pmap *m, uint64_t a, uint64_t b, uint32_t *v)
+{
+	if (!m->cap)
+		return 0;
+	for (size_t i = phash(a, b) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		const struct pent *e = &m->t[i];
+		if (!e->v)
+			return 0;
+		if (e->a == a && e->b == b) {
+			*v = e->v - 1;
+			return 1;
+		}
+	}
+}
+
+static int pmap_put(struct pmap *m, uint64_t a, uint64_t b, uint32_t v)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t nc = m->cap ? m->cap * 2 : 1024;
+		struct pent *nt = calloc(nc, sizeof(*nt));
+		if (!nt)
+			return -BTR_ERR_NOMEM;
+		for (size_t i = 0; i < m->cap; i++) {
+			struct pent *e = &m->t[i];
+			if (!e->v)
+				continue;
+			size_t j = phash(e->a, e->b) & (nc - 1);
+			while (nt[j].v)
+				j = (j + 1) & (nc - 1);
+			nt[j] = *e;
+		}
+		free(m->t);
+		m->t = nt;
+		m->cap = nc;
+	}
+	size_t i = phash(a, b) & (m->cap - 1);
+	while (m->t[i].v && !(m->t[i].a == a && m->t[i].b == b))
+		i = (i + 1) & (m->cap - 1);
+	if (!m->t[i].v)
+		m->n++;
+	m->t[i] = (struct pent){ a, b, v + 1 };
+	return 0;
+}
+
+static void pmap_clear(struct pmap *m)
+{
+	free(m->t);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---- processes, mappings, threads ---- */
+
+struct mapping {
+	uint64_t start, end, bias;
+	int mod;          /* index into st->mods, -1: no model */
+	int backed;       /* a regular file backs it */
+	char *path;
+};
+
+struct proc {
+	uint32_t pid;
+	struct mapping *maps;
+	size_t n_maps, cap_maps;
+};
+
+enum { FR_CALL = 0, FR_SIGNAL, FR_WILD };
+
+struct frame {
+	uint64_t ret;
+	uint8_t type;
+};
+
+#define CHAIN_MAX 8
+struct thr {
+	uint32_t tid, pid;
+	struct frame *st;
+	size_t n, cap;
+	/* a run of hijacked returns (one finding when it ends) */
+	unsigned chain;
+	uint64_t chain_to[CHAIN_MAX];
+	uint64_t chain_from, chain_last_to, chain_pos, chain_tsc;
+	int cand;                   /* a held-back return-hijack (end_chain) */
+	int chain_first_mismatch;   /* the first return went to a call-preceded site */
+	/* sampled mode: consecutive short return blocks */
+	unsigned gchain;
+	uint64_t glast_to, gfirst_from, gfirst_to;
+	/* the trace stopped matching the code: finding waits for the resume ip */
+	int pending_mod;
+	uint64_t pm_from, pm_pos, pm_tsc;
+	int pm_reason;
+	uint64_t sys_next;   /* after a SYSCALL branch: where the thread resumes */
+	int desync;          /* the PT decoder lost the flow once: returns into frames of
+			      * before (compressed against a return stack the decoder no
+			      * longer has) are not evidence */
+	int code_mod_seen;
+	uint64_t last_to;
+};
+
+struct finding {
+	struct btr_check_finding pub;
+	char from_sym[SYM_LEN], to_sym[SYM_LEN];
+	char *detail;
+};
+
+struct allow_rule {
+	char kind[32];     /* "" = any */
+	int type;          /* 0 any, 1 range, 2 text */
+	uint64_t lo, hi;
+	char *text;
+};
+
+struct check {
+	struct btr_stream *s;
+	struct check_mod *mods;
+	size_t n_mods;
+	struct proc *procs;
+	size_t n_procs;
+	struct thr **thr;
+	size_t n_thr;
+	struct pmap insn;       /* (proc<<48|addr, 0) -> kind | len << 8 | flags << 16; ~0u: no code */
+	struct pmap callpre;    /* (proc<<48|addr, 1) -> 0/1 */
+	struct pmap edges;      /* (from, to) of indirect transfers already judged */
+	struct pmap dedup;      /* (kind id << 56 ^ from, to) -> finding index */
+	struct finding *f;
+	size_t n_f, cap_f;
+	struct btr_check_finding *pubs;
+	struct allow_rule *rules;
+	size_t n_rules;
+	uint64_t pos;
+	int ended;
+	struct btr_check_stats stats;
+};
+
+static const char *const KINDS[] = {
+	"return-hijack", "rop-chain", "return-mismatch", "gadget-chain", "call-non-entry",
+	"jump-non-entry", "unbacked-code", "code-modified", "got-overwrite", "interposition",
+};
+enum { K_RET_HIJACK, K_ROP, K_RET_MISMATCH, K_GADGETS, K_CALL_NONENTRY, K_JMP_NONENTRY,
+       K_UNBACKED, K_CODE_MOD, K_GOT, K_INTERPOSE };
+
+const char *btr_check_severity_name(enum btr_check_severity s)
+{
+	static const char *const n[] = { "info", "low", "medium", "high" };
+	return (unsigned)s < 4 ? n[s] : "?";
+}
+
+int btr_check_severity_parse(const char *name)
+{
+	for (int i = 0; i < 4; i++)
+		if (name && !strcasecmp(name, btr_check_severity_name((enum btr_check_severity)i)))
+			return i;
+	return -1;
+}
+
+static struct proc *proc_get(struct check *c, uint32_t pid, size_t *idx)
+{
+	for (size_t i = 0; i < c->n_procs; i++)
+		if (c->procs[i].pid == pid) {
+			if (idx)
+				*idx = i;
+			return &c->procs[i];
+		}
+	struct proc *np = realloc(c->procs, (c->n_procs + 1) * sizeof(*np));
+	if (!np)
+		return NULL;
+	c->procs = np;
+	memset(&np[c->n_procs], 0, sizeof(*np));
+	np[c->n_procs].pid = pid;
+	if (idx)
+		*idx = c->n_procs;
+	return &np[c->n_procs++];
+}
+
+static struct mapping *map_of(struct proc *p, uint64_t a)
+{
+	for (size_t i = p->n_maps; i-- > 0;)
+		if (a >= p->maps[i].start && a < p->maps[i].end)
+			return &p->maps[i];
+	return NULL;
+}
+
+static const struct check_mod *mod_of(const struct check *c, const struct mapping *m)
+{
+	return m && m->mod >= 0 && c->mods[m->mod].ok ? &c->mods[m->mod] : NULL;
+}
+
+static struct thr *thr_get(struct check *c, uint32_t tid, uint32_t pid)
+{
+	for (size_t i = 0; i < c->n_thr; i++)
+		if (c->thr[i]->tid == tid) {
+			c->thr[i]->pid = pid;
+			return c->thr[i];
+		}
+	struct thr **nt = realloc(c->thr, (c->n_thr + 1) * sizeof(*nt));
+	if (!nt)
+		return NULL;
+	c->thr = nt;
+	struct thr *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->tid = tid;
+	t->pid = pid;
+	nt[c->n_thr++] = t;
+	return t;
+}
+
+static int push_frame(struct check *c, struct thr *t, uint64_t ret, uint8_t type)
+{
+	if (t->n == t->cap) {
+		if (t->cap >= MAX_DEPTH) {
+			/* Deep recursion: forget the oldest half (returns into it
+			 * are then checked as if the trace began mid-stack). */
+			memmove(t->st, t->st + t->cap / 2, (t->cap - t->cap / 2) * sizeof(*t->st));
+			t->n = t->cap - t->cap / 2;
+		} else {
+			size_t nc = t->cap ? t->cap * 2 : 64;
+			struct frame *ns = realloc(t->st, nc * sizeof(*ns));
+			if (!ns)
+				return -BTR_ERR_NOMEM;
+			t->st = ns;
+			t->cap = nc;
+		}
+	}
+	t->st[t->n++] = (struct frame){ ret, type };
+	if (t->n > c->stats.max_depth)
+		c->stats.max_depth = (unsigned)t->n;
+	return 0;
+}
+
+/* ---- findings ---- */
+
+static int allowed(const struct check *c, const struct finding *f)
+{
+	for (size_t i = 0; i < c->n_rules; i++) {
+		const struct allow_rule *r = &c->rules[i];
+		if (r->kind[0] && strcmp(r->kind, f->pub.kind))
+			continue;
+		if (r->type == 0)
+			return 1;
+		if (r->type == 1 && ((f->pub.from >= r->lo && f->pub.from <= r->hi) ||
+				     (f->pub.to >= r->lo && f->pub.to <= r->hi)))
+			return 1;
+		if (r->type == 2 && (strstr(f->detail, r->text) || strstr(f->from_sym, r->text) ||
+				     strstr(f->to_sym, r->text)))
+			return 1;
+	}
+	return 0;
+}
+
+static void symbolize(struct check *c, uint32_t pid, uint64_t a, char *buf)
+{
+	if (!a) {
+		snprintf(buf, SYM_LEN, "?");
+		return;
+	}
+	btr_image_symbolize(btr_stream_image_pid(c->s, pid), a, buf, SYM_LEN);
+}
+
+/* Records a finding (deduplicated on kind, from and @key_to). */
+static int add_finding(struct check *c, int kind, enum btr_check_severity sev, const struct thr *t,
+		       uint64_t from, uint64_t to, uint64_t key_to, uint64_t pos, uint64_t tsc,
+		       const char *fmt, ...) BTR_PRINTF(10, 11);
+static int add_finding(struct check *c, int kind, enum btr_check_severity sev, const struct thr *t,
+		       uint64_t from, uint64_t to, uint64_t key_to, uint64_t pos, uint64_t tsc,
+		       const char *fmt, ...)
+{
+	uint32_t idx;
+	uint64_t ka = from ^ ((uint64_t)kind << 56);
+	if (pmap_get(&c->dedup, ka, key_to, &idx)) {
+		if (idx != UINT32_MAX)
+			c->f[idx].pub.count++;
+		return 0;
+	}
+	if (c->n_f >= MAX_FINDINGS) {
+		c->stats.dropped++;
+		return 0;
+	}
+	if (c->n_f == c->cap_f) {
+		size_t nc = c->cap_f ? c->cap_f * 2 : 16;
+		struct finding *nf = realloc(c->f, nc * sizeof(*nf));
+		if (!nf)
+			return -BTR_ERR_NOMEM;
+		c->f = nf;
+		c->cap_f = nc;
+	}
+	struct finding *f = &c->f[c->n_f];
+	memset(f, 0, sizeof(*f));
+	va_list ap;
+	va_start(ap, fmt);
+	int len = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (len < 0 || !(f->detail = malloc((size_t)len + 1)))
+		return -BTR_ERR_NOMEM;
+	va_start(ap, fmt);
+	vsnprintf(f->detail, (size_t)len + 1, fmt, ap);
+	va_end(ap);
+	f->pub.kind = KINDS[kind];
+	f->pub.severity = sev;
+	f->pub.pid = t ? t->pid : 0;
+	f->pub.tid = t ? t->tid : 0;
+	f->pub.from = from;
+	f->pub.to = to;
+	f->pub.position = pos;
+	f->pub.tsc = tsc;
+	f->pub.count = 1;
+	symbolize(c, f->pub.pid, from, f->from_sym);
+	symbolize(c, f->pub.pid, to, f->to_sym);
+	if (allowed(c, f)) {
+		c->stats.allowed++;
+		free(f->detail);
+		return pmap_put(&c->dedup, ka, key_to, UINT32_MAX);
+	}
+	c->n_f++;
+	return pmap_put(&c->dedup, ka, key_to, (uint32_t)(c->n_f - 1));
+}
+
+/* ---- code queries ---- */
+
+#define INSN_NOCODE UINT32_MAX
+
+/* Decodes the instruction at @a in process @pi (cached). */
+static uint32_t insn_at(struct check *c, size_t pi, uint32_t pid, uint64_t a)
+{
+	uint32_t v;
+	uint64_t key = a | ((uint64_t)pi << 48);
+	if (pmap_get(&c->insn, key, 0, &v))
+		return v;
+	struct btr_insn in;
+	int r = btr_insn_decode_image(btr_stream_image_pid(c->s, pid), a, BTR_MODE_64, &in);
+	v = r > 0 ? (uint32_t)in.kind | (uint32_t)in.len << 8 | (in.flags & 0xff) << 16 : INSN_NOCODE;
+	pmap_put(&c->insn, key, 0, v);
+	return v;
+}
+
+/* Nonzero if an instruction that ends at @a is a call (kBouncer's
+ * "call-preceded" return target). */
+static int call_preceded(struct check *c, size_t pi, uint32_t pid, uint64_t a)
+{
+	uint32_t v;
+	uint64_t key = a | ((uint64_t)pi << 48);
+	if (pmap_get(&c->callpre, key, 1, &v))
+		return (int)v;
+	const struct btr_image *img = btr_stream_image_pid(c->s, pid);
+	uint8_t buf[16];
+	v = 0;
+	static const int lens[] = { 5, 2, 3, 6, 7, 4, 8, 9 };
+	for (size_t i = 0; i < BTR_ARRAY_SIZE(lens) && !v; i++) {
+		int k = lens[i];
+		if (a < (uint64_t)k || btr_image_read(img, a - (uint64_t)k, buf, (size_t)k) != k)
+			continue;
+		struct btr_insn in;
+		if (btr_insn_decode(buf, (size_t)k, a - (uint64_t)k, BTR_MODE_64, &in) == k &&
+		    (in.kind == BTR_KIND_CALL || in.kind == BTR_KIND_CALL_IND))
+			v = 1;
+	}
+	pmap_put(&c->callpre, key, 1, v);
+	return (int)v;
+}
+
+static int bytes_are(struct check *c, uint32_t pid, uint64_t a, const uint8_t *want, size_t n)
+{
+	uint8_t buf[16];
+	return btr_image_read(btr_stream_image_pid(c->s, pid), a, buf, n) == (int)n && !memcmp(buf, want, n);
+}
+
+/* glibc's __restore_rt: mov $15, %rax; syscall (rt_sigreturn) */
+static int is_sigreturn_stub(struct check *c, uint32_t pid, uint64_t a)
+{
+	static const uint8_t stub[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+	return bytes_are(c, pid, a, stub, sizeof(stub));
+}
+
+static int is_endbr64(struct check *c, uint32_t pid, uint64_t a)
+{
+	static const uint8_t e[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	return bytes_are(c, pid, a, e, sizeof(e));
+}
+
+/* Function identity of @a: (module index, nearest entry); 0 if unknown. */
+static int func_id(struct check *c, struct proc *p, uint64_t a, int *mod, uint64_t *fn)
+{
+	struct mapping *m = map_of(p, a);
+	const struct check_mod *cm = mod_of(c, m);
+	if (!cm)
+		return 0;
+	uint64_t f = check_mod_func_of(cm, a - m->bias);
+	if (f == UINT64_MAX)
+		return 0;
+	*mod = m->mod;
+	*fn = f;
+	return 1;
+}
+
+static int sym_name(struct check *c, uint32_t pid, uint64_t a, char *buf, size_t size)
+{
+	struct btr_symbol sym;
+	if (btr_image_symbol(btr_stream_image_pid(c->s, pid), a, &sym) < 0 || !sym.name)
+		return 0;
+	snprintf(buf, size, "%s", sym.name);
+	return 1;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = p ? strrchr(p, '/') : NULL;
+	return s ? s + 1 : (p ? p : "?");
+}
+
+/* Pops the shadow stack to the frame of the function @target lies in:
+ * the most recent return site in that function and everything above it
+ * (longjmp, C++ landing pads).  Nothing changes if no frame is in it. */
+static void unwind_to(struct check *c, struct proc *p, struct thr *t, uint64_t target)
+{
+	int tm, sm;
+	uint64_t tf, sf;
+	if (!func_id(c, p, target, &tm, &tf))
+		return;
+	for (size_t i = t->n; i-- > 0;) {
+		if (t->st[i].type != FR_CALL)
+			continue;
+		if (t->st[i].ret == target || (func_id(c, p, t->st[i].ret, &sm, &sf) && sm == tm && sf == tf)) {
+			t->n = i;
+			return;
+		}
+	}
+}
+
+/* ---- the checks ---- */
+
+static int emit_cand(struct check *c, struct thr *t)
+{
+	if (!t->cand)
+		return 0;
+	t->cand = 0;
+	return add_finding(c, K_RET_HIJACK, BTR_CHECK_HIGH, t, t->chain_from, t->chain_to[0], t->chain_to[0],
+			   t->chain_pos, t->chain_tsc,
+			   "the return reaches a function entry that no call instruction precedes and that is "
+			   "not on the shadow stack, and that function does not return into the sigreturn "
+			   "trampoline (overwritten return address)");
+}
+
+/* Ends the run of hijacked returns of @t and reports it.  A single
+ * return into a function entry is held back (unless @final): a signal
+ * delivered right at a return can reach the trace as that return going
+ * to the handler; if the function then returns into the sigreturn
+ * trampoline, it was a handler (see check_ret). */
+static int end_chain(struct check *c, struct thr *t, int final)
+{
+	if (!t->chain)
+		return 0;
+	unsigned n = t->chain;
+	t->chain = 0;
+	if (n == 1 && !t->chain_first_mismatch) {
+		struct proc *p = proc_get(c, t->pid, NULL);
+		struct mapping *m = p ? map_of(p, t->chain_to[0]) : NULL;
+		const struct check_mod *cm = mod_of(c, m);
+		if (cm && check_mod_is_entry(cm, t->chain_to[0] - m->bias)) {
+			t->cand = 1;
+			return final ? emit_cand(c, t) : 0;
+		}
+	}
+	char list[CHAIN_MAX * 24 + 8] = "";
+	size_t off = 0;
+	for (unsigned i = 0; i < n && i < CHAIN_MAX; i++)
+		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s0x%" PRIx64, i ? ", " : "",
+					t->chain_to[i]);
+	if (n > CHAIN_MAX)
+		snprintf(list + off, sizeof(list) - off, ", ...");
+	if (n >= 2)
+		return add_finding(c, K_ROP, BTR_CHECK_HIGH, t, t->chain_from, t->chain_to[0], t->chain_to[0],
+				   t->chain_pos, t->chain_tsc,
+				   "%u returns in a row reach addresses that no call precedes and that are not on "
+				   "the shadow stack, each after a short block (gadgets: %s)",
+				   n, list);
+	if (t->chain_first_mismatch)
+		return add_finding(c, K_RET_MISMATCH, BTR_CHECK_MEDIUM, t, t->chain_from, t->chain_to[0],
+				   t->chain_to[0], t->chain_pos, t->chain_tsc,
+				   "the return reaches an instruction after a call, but not the return address "
+				   "its frame pushed (stack switch or corrupted return address)");
+	return add_finding(c, K_RET_HIJACK, BTR_CHECK_HIGH, t, t->chain_from, t->chain_to[0], t->chain_to[0],
+			   t->chain_pos, t->chain_tsc,
+			   "the return reaches an address that no call instruction precedes%s (overwritten "
+			   "return address)",
+			   t->n ? "" : " and that is not on the shadow stack");
+}
+
+static int hijacked_ret(struct check *c, struct thr *t, const struct btr_branch *b, int call_pre)
+{
+	if (t->chain && b->from >= t->chain_last_to && b->from - t->chain_last_to <= GADGET_BYTES) {
+		if (t->chain < CHAIN_MAX)
+			t->chain_to[t->chain] = b->to;
+		t->chain++;
+		t->chain_last_to = b->to;
+		return 0;
+	}
+	int r = end_chain(c, t, 0);
+	if (r >= 0)
+		r = emit_cand(c, t);
+	t->chain = 1;
+	t->chain_to[0] = b->to;
+	t->chain_from = b->from;
+	t->chain_last_to = b->to;
+	t->chain_pos = c->pos;
+	t->chain_tsc = (b->flags & BTR_BF_TSC) ? b->tsc : 0;
+	t->chain_first_mismatch = call_pre;
+	return r;
+}
+
+static int check_ret(struct check *c, size_t pi, struct proc *p, struct thr *t, const struct btr_branch *b)
+{
+	uint64_t to = b->to;
+	if (t->cand && !t->n) {
+		/* the function entered by a suspicious return returns */
+		if (is_sigreturn_stub(c, b->pid, to)) {
+			t->cand = 0;   /* it was a signal handler */
+			return 0;
+		}
+		int rc = emit_cand(c, t);
+		if (rc < 0)
+			return rc;
+	}
+	if (t->n) {
+		struct frame *top = &t->st[t->n - 1];
+		if (top->type == FR_WILD || (top->type == FR_CALL && top->ret == to)) {
+			t->n--;
+			return 0;
+		}
+		if (is_sigreturn_stub(c, b->pid, to)) {
+			/* a handler returns into the sigreturn trampoline */
+			if (top->type == FR_SIGNAL)
+				t->n--;
+			return 0;
+		}
+		size_t lim = t->n > DEEP_SEARCH ? t->n - DEEP_SEARCH : 0;
+		for (size_t i = t->n - 1; i-- > lim;)
+			if (t->st[i].type == FR_CALL && t->st[i].ret == to) {
+				t->n = i;   /* frames skipped by an unwinder */
+				return 0;
+			}
+	} else if (is_sigreturn_stub(c, b->pid, to)) {
+		return 0;
+	}
+	/* The C++ unwinder (libgcc's _Unwind_RaiseException and friends)
+	 * enters the landing pad with a return (__builtin_eh_return). */
+	char name[64];
+	if (sym_name(c, b->pid, b->from, name, sizeof(name)) && !strncmp(name, "_Unwind_", 8)) {
+		unwind_to(c, p, t, to);
+		return 0;
+	}
+	int pre = call_preceded(c, pi, b->pid, to);
+	if (t->desync && !t->n)
+		return 0;
+	if (pre && (!t->n || c->stats.sampled)) {
+		t->n = 0;   /* began mid-stack, or after a gap */
+		return 0;
+	}
+	if (insn_at(c, pi, b->pid, to) == INSN_NOCODE)
+		return 0;   /* no code there to judge (unbacked code is reported apart) */
+	t->n = 0;           /* the stack cannot be trusted after this */
+	return hijacked_ret(c, t, b, pre);
+}
+
+/* An indirect jump or call of module @fm through its GOT slot of @name
+ * (a PLT stub, or `call/jmp *name@GOTPCREL(%rip)` of -fno-plt code) went
+ * to @b->to.  @name NULL: take it from the PLT stub's symbol at b->from. */
+static int check_plt(struct check *c, struct proc *p, struct thr *t, const struct btr_branch *b,
+		     const struct mapping *fmap, const struct check_mod *fm, const char *slot_name)
+{
+	if (check_mod_in_plt(fm, b->to - fmap->bias))
+		return 0;   /* lazy binding: on to the stub's push */
+	struct mapping *tmap = map_of(p, b->to);
+	const struct check_mod *tm = mod_of(c, tmap);
+	if (!tm)
+		return 0;
+	/* A non-PIE program's PLT stub is the canonical address of a function
+	 * whose address it takes: other modules' slots point there, and that
+	 * stub's own jump is checked next. */
+	if (check_mod_in_plt(tm, b->to - tmap->bias))
+		return 0;
+	char name[128];
+	if (slot_name) {
+		snprintf(name, sizeof(name), "%s", slot_name);
+	} else {
+		if (!sym_name(c, b->pid, b->from, name, sizeof(name)))
+			return 0;
+		if (!strstr(name, "@plt"))
+			return 0;
+		*strchr(name, '@') = 0;   /* "memcpy@@GLIBC_2.14@plt" -> "memcpy" */
+	}
+	if ((tm->soname && !strncmp(tm->soname, "ld-linux", 8)) || !strncmp(base_name(tm->path), "ld-linux", 8))
+		return 0;   /* the lazy-binding resolver */
+	if (!check_mod_exports(tm, name)) {
+		char tsym[SYM_LEN];
+		symbolize(c, b->pid, b->to, tsym);
+		return add_finding(c, K_GOT, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos,
+				   (b->flags & BTR_BF_TSC) ? b->tsc : 0,
+				   "the GOT slot of %s in %s sends the %s to %s in %s, which does not "
+				   "export %s (overwritten GOT entry)",
+				   name, fm->path, slot_name ? "call through it" : "PLT jump", tsym, tm->path, name);
+	}
+	/* Which module would provide @name without preloading: breadth-first
+	 * over DT_NEEDED from the program (and the calling module). */
+	int order[256];
+	size_t n = 0;
+	for (size_t i = 0; i < p->n_maps && n < 1; i++)
+		if (mod_of(c, &p->maps[i]) && c->mods[p->maps[i].mod].is_main)
+			order[n++] = p->maps[i].mod;
+	/* the program's closure first, then the caller's (a dlopen'ed one) */
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1) {
+			int seen_f = 0;
+			for (size_t i = 0; i < n; i++)
+				seen_f |= order[i] == fmap->mod;
+			if (seen_f)
+				break;
+			order[n++] = fmap->mod;
+		}
+		for (size_t i = 0; i < n && n < BTR_ARRAY_SIZE(order); i++) {
+			const struct check_mod *m = &c->mods[order[i]];
+			for (size_t k = 0; k < m->n_needed; k++) {
+				for (size_t j = 0; j < p->n_maps; j++) {
+					int mi = p->maps[j].mod;
+					if (mi < 0 || !c->mods[mi].ok)
+						continue;
+					const struct check_mod *cand = &c->mods[mi];
+					if (strcmp(m->needed[k], cand->soname ? cand->soname : base_name(cand->path)))
+						continue;
+					int dup = 0;
+					for (size_t q = 0; q < n; q++)
+						dup |= order[q] == mi;
+					if (!dup && n < BTR_ARRAY_SIZE(order))
+						order[n++] = mi;
+					break;
+				}
+			}
+		}
+	}
+	const struct check_mod *expect = NULL;
+	for (size_t i = 0; i < n && !expect; i++)
+		if (check_mod_exports(&c->mods[order[i]], name))
+			expect = &c->mods[order[i]];
+	if (!expect || expect == tm)
+		return 0;
+	return add_finding(c, K_INTERPOSE, BTR_CHECK_MEDIUM, t, b->from, b->to, b->to, c->pos,
+			   (b->flags & BTR_BF_TSC) ? b->tsc : 0,
+			   "%s called from %s resolves to %s, which no DT_NEEDED chain of the program loads "
+			   "(preloaded); without it %s would provide %s",
+			   name, fm->path, tm->path, expect->path, name);
+}
+
+/* For `call/jmp *disp32(%rip)` (FF /2, FF /4 with RIP-relative ModRM,
+ * optional prefixes) through a GOT slot of an imported function: its
+ * name; else NULL. */
+static const char *got_call_name(struct check *c, const struct btr_branch *b, const struct mapping *fmap,
+				 const struct check_mod *fm)
+{
+	uint8_t buf[16];
+	int n = btr_image_read(btr_stream_image_pid(c->s, b->pid), b->from, buf, sizeof(buf));
+	int i = 0;
+	while (i < n && i < 4 && (buf[i] == 0x3e || buf[i] == 0xf2 || buf[i] == 0x2e || (buf[i] & 0xf0) == 0x40))
+		i++;
+	if (i + 6 > n || buf[i] != 0xff || (buf[i + 1] != 0x15 && buf[i + 1] != 0x25))
+		return NULL;
+	int32_t disp;
+	memcpy(&disp, buf + i + 2, 4);
+	uint64_t slot = b->from + (uint64_t)(i + 6) + (uint64_t)(int64_t)disp;
+	return check_mod_got_name(fm, slot - fmap->bias);
+}
+
+static int check_indirect(struct check *c, size_t pi, struct proc *p, struct thr *t,
+			  const struct btr_branch *b)
+{
+	uint32_t dummy;
+	if (pmap_get(&c->edges, b->from, b->to, &dummy))
+		return 0;
+	int rc = pmap_put(&c->edges, b->from, b->to, 0);
+	if (rc < 0)
+		return rc;
+	struct mapping *fmap = map_of(p, b->from), *tmap = map_of(p, b->to);
+	const struct check_mod *fm = mod_of(c, fmap), *tm = mod_of(c, tmap);
+	if (!tm)
+		return 0;   /* no model (or no file: reported as unbacked) */
+	uint64_t tl = b->to - tmap->bias;
+	uint64_t tsc = (b->flags & BTR_BF_TSC) ? b->tsc : 0;
+	const char *gname;
+	if (fm && !check_mod_in_plt(fm, b->from - fmap->bias) &&
+	    (gname = got_call_name(c, b, fmap, fm)) != NULL)
+		return check_plt(c, p, t, b, fmap, fm, gname);
+	if (b->kind == BTR_KIND_CALL_IND) {
+		if (check_mod_is_entry(tm, tl) || check_mod_in_plt(tm, tl) || is_endbr64(c, b->pid, b->to))
+			return 0;
+		uint64_t fn = check_mod_func_of(tm, tl);
+		char fs[SYM_LEN] = "?";
+		if (fn != UINT64_MAX)
+			symbolize(c, b->pid, fn + tmap->bias, fs);
+		return add_finding(c, K_CALL_NONENTRY, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos, tsc,
+				   "the indirect call reaches 0x%" PRIx64 " in %s, %" PRIu64 " bytes into the "
+				   "function that starts at %s: not a function entry (no symbol, FDE, ENDBR64 or "
+				   "PLT entry there)",
+				   b->to, tm->path, fn != UINT64_MAX ? tl - fn : 0, fs);
+	}
+	/* JMP_IND */
+	if (fm && check_mod_in_plt(fm, b->from - fmap->bias))
+		return check_plt(c, p, t, b, fmap, fm, NULL);
+	if (fm == tm && check_mod_func_of(fm, b->from - fmap->bias) == check_mod_func_of(tm, tl))
+		return 0;   /* switch table, computed goto */
+	if (check_mod_is_entry(tm, tl) || check_mod_in_plt(tm, tl) || is_endbr64(c, b->pid, b->to) ||
+	    check_mod_is_taken(tm, tl))
+		return 0;   /* tail call, resolver, thunk, computed goto through a label table */
+	if (call_preceded(c, pi, b->pid, b->to))
+		return 0;   /* longjmp to after setjmp (unwound in on_branch) */
+	return add_finding(c, K_JMP_NONENTRY, BTR_CHECK_MEDIUM, t, b->from, b->to, b->to, c->pos, tsc,
+			   "the indirect jump leaves its function for 0x%" PRIx64 " in %s, which is no "
+			   "function entry and follows no call",
+			   b->to, tm->path);
+}
+
+/* The PT decoder found the trace contradicting the file's code after
+ * t->pm_from; @resume is where the flow was found again (0: never). */
+static int emit_code_mod(struct check *c, struct thr *t, uint64_t resume)
+{
+	t->pending_mod = 0;
+	uint8_t bytes[12];
+	char hex[3 * sizeof(bytes) + 1] = "";
+	int n = btr_image_read(btr_stream_image_pid(c->s, t->pid), t->pm_from, bytes, sizeof(bytes));
+	size_t off = 0;
+	for (int i = 0; i < n; i++)
+		off += (size_t)snprintf(hex + off, sizeof(hex) - off, "%s%02x", i ? " " : "", bytes[i]);
+	char rs[SYM_LEN + 48] = "";
+	if (resume) {
+		char sym[SYM_LEN];
+		symbolize(c, t->pid, resume, sym);
+		snprintf(rs, sizeof(rs), "; execution went on at 0x%" PRIx64 " (%s)", resume, sym);
+	}
+	return add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, t->pm_from, resume, resume, t->pm_pos, t->pm_tsc,
+			   "the trace stops matching the file's code at 0x%" PRIx64 " (%s)%s: the code that "
+			   "ran is not what the file holds there [%s] - an inline hook or code patched at run "
+			   "time (the trace holds no bytes of the new code)",
+			   t->pm_from, btr_errstr(t->pm_reason), rs, n > 0 ? hex : "no bytes");
+}
+
+static int is_user_transfer(const struct btr_branch *b)
+{
+	if (b->flags & (BTR_BF_KERNEL | BTR_BF_TO_KERNEL))
+		return 0;
+	if (b->to >= 0x800000000000ull || b->from >= 0x800000000000ull)
+		return 0;
+	switch (b->kind) {
+	case BTR_KIND_SYSCALL: case BTR_KIND_SYSRET: case BTR_KIND_INT: case BTR_KIND_INT3:
+	case BTR_KIND_IRET: case BTR_KIND_FAR_CALL: case BTR_KIND_FAR_JMP: case BTR_KIND_FAR_RET:
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+static int on_branch(struct check *c, const struct btr_branch *b)
+{
+	size_t pi;
+	struct proc *p = proc_get(c, b->pid, &pi);
+	struct thr *t = thr_get(c, b->tid, b->pid);
+	if (!p || !t)
+		return -BTR_ERR_NOMEM;
+	c->stats.branches++;
+	t->sys_next = b->kind == BTR_KIND_SYSCALL && b->from ? b->from + 2 : 0;
+	if (!is_user_transfer(b))
+		return 0;
+	int rc = 0;
+	uint64_t tsc = (b->flags & BTR_BF_TSC) ? b->tsc : 0;
+	int cond = b->kind == BTR_KIND_JCC || b->kind == BTR_KIND_LOOP || b->kind == BTR_KIND_JRCXZ;
+	int taken = (b->flags & BTR_BF_TAKEN) || !cond;
+	if (t->chain && b->kind != BTR_KIND_RET && (rc = end_chain(c, t, 0)) < 0)
+		return rc;
+	if (t->pending_mod && (rc = emit_code_mod(c, t, b->from)) < 0)
+		return rc;
+	t->last_to = b->to;
+	/* A transfer into memory no file backs: shellcode, JIT. */
+	if (taken && b->to && p->n_maps) {
+		struct mapping *m = map_of(p, b->to);
+		/* without a module record the image may still hold code there
+		 * (an --elf given by the user) */
+		int unbacked = m ? !m->backed : insn_at(c, pi, b->pid, b->to) == INSN_NOCODE;
+		if (unbacked) {
+			if ((rc = add_finding(c, K_UNBACKED, BTR_CHECK_HIGH, t, b->from, b->to, b->to & ~0xfffull,
+					      c->pos, tsc,
+					      "control enters 0x%" PRIx64 ", executable memory that no file backs "
+					      "(%s%s): shellcode or JIT code; the trace holds no bytes for it",
+					      b->to, m ? "mapping " : "no module record",
+					      m ? (m->path && m->path[0] ? m->path : "anonymous") : "")) < 0)
+				return rc;
+			if (b->kind == BTR_KIND_CALL || b->kind == BTR_KIND_CALL_IND)
+				rc = push_frame(c, t, 0, FR_WILD);
+			return rc;
+		}
+	}
+	if (b->kind == BTR_KIND_ASYNC) {
+		/* Sampled LBR has no asynchronous user-to-user entries (CPL
+		 * filtering drops the kernel's half), but the LBR classifier
+		 * calls a direct branch whose target is not the recorded one
+		 * "async": that is code which differs from the file. */
+		uint32_t v = c->stats.sampled ? insn_at(c, pi, b->pid, b->from) : INSN_NOCODE;
+		if (v != INSN_NOCODE && ((v >> 16) & BTR_INSN_DIRECT)) {
+			struct btr_insn in;
+			if (btr_insn_decode_image(btr_stream_image_pid(c->s, b->pid), b->from, BTR_MODE_64, &in) > 0 &&
+			    in.target != b->to) {
+				struct mapping *m = map_of(p, b->from);
+				return add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos, tsc,
+						   "the direct %s at 0x%" PRIx64 " in %s encodes target 0x%" PRIx64
+						   ", the branch record goes to 0x%" PRIx64 ": the code that ran is not "
+						   "the file's",
+						   btr_branch_kind_name((enum btr_branch_kind)in.kind), b->from,
+						   m && m->path ? m->path : "the image", in.target, b->to);
+			}
+		}
+		return push_frame(c, t, b->from, FR_SIGNAL);
+	}
+	uint32_t v = insn_at(c, pi, b->pid, b->from);
+	if (v == INSN_NOCODE) {
+		c->stats.unknown_code++;
+		if (b->kind == BTR_KIND_CALL || b->kind == BTR_KIND_CALL_IND)
+			return push_frame(c, t, 0, FR_WILD);
+		if (b->kind == BTR_KIND_RET && t->n)
+			t->n--;
+		return 0;
+	}
+	int dkind = (int)(v & 0xff), dlen = (int)((v >> 8) & 0xff);
+	uint32_t dflags = v >> 16;
+	if (b->kind != BTR_KIND_NONE && btr_branch_kind_class((enum btr_branch_kind)dkind) !=
+					       btr_branch_kind_class((enum btr_branch_kind)b->kind)) {
+		struct mapping *m = map_of(p, b->from);
+		return add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos, tsc,
+				   "the trace records a %s branch at 0x%" PRIx64 ", but the bytes %s holds there "
+				   "decode to %s: the code that ran is not the file's (patched at run time)",
+				   btr_branch_kind_name((enum btr_branch_kind)b->kind), b->from,
+				   m && m->path ? m->path : "the image",
+				   dkind ? btr_branch_kind_name((enum btr_branch_kind)dkind) : "no branch");
+	}
+	int kind = b->kind != BTR_KIND_NONE ? b->kind : dkind;
+	if (taken && (dflags & BTR_INSN_DIRECT)) {
+		struct btr_insn in;
+		uint8_t buf[16];
+		int n = btr_image_read(btr_stream_image_pid(c->s, b->pid), b->from, buf, (size_t)dlen);
+		if (n == dlen && btr_insn_decode(buf, (size_t)n, b->from, BTR_MODE_64, &in) > 0 &&
+		    in.target != b->to) {
+			struct mapping *m = map_of(p, b->from);
+			return add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos, tsc,
+					   "the direct %s at 0x%" PRIx64 " in %s encodes target 0x%" PRIx64
+					   ", the trace went to 0x%" PRIx64 ": the code that ran is not the file's",
+					   btr_branch_kind_name((enum btr_branch_kind)kind), b->from,
+					   m && m->path ? m->path : "the image", in.target, b->to);
+		}
+	}
+	switch (kind) {
+	case BTR_KIND_CALL:
+		return push_frame(c, t, b->from + (uint64_t)dlen, FR_CALL);
+	case BTR_KIND_CALL_IND:
+		if ((rc = push_frame(c, t, b->from + (uint64_t)dlen, FR_CALL)) < 0)
+			return rc;
+		return check_indirect(c, pi, p, t, b);
+	case BTR_KIND_RET:
+		if (c->stats.sampled) {
+			/* kBouncer: many short blocks ending in returns */
+			if (t->gchain && b->from >= t->glast_to && b->from - t->glast_to <= GADGET_BYTES) {
+				if (++t->gchain == 8 &&
+				    (rc = add_finding(c, K_GADGETS, BTR_CHECK_MEDIUM, t, t->gfirst_from, t->gfirst_to,
+						      t->gfirst_to, c->pos, tsc,
+						      "8 returns in a row, each after a block of at most %d bytes "
+						      "(a gadget chain; the targets follow calls)",
+						      GADGET_BYTES)) < 0)
+					return rc;
+			} else {
+				t->gchain = 1;
+				t->gfirst_from = b->from;
+				t->gfirst_to = b->to;
+			}
+			t->glast_to = b->to;
+		}
+		return check_ret(c, pi, p, t, b);
+	case BTR_KIND_JMP_IND: {
+		char name[64];
+		if (sym_name(c, b->pid, b->from, name, sizeof(name)) && !strncmp(name, "_Unwind_", 8)) {
+			/* libgcc's unwinder enters a landing pad (uw_install_context) */
+			unwind_to(c, p, t, b->to);
+			return 0;
+		}
+		if ((rc = check_indirect(c, pi, p, t, b)) < 0)
+			return rc;
+		/* longjmp: an indirect jump to the instruction after a call */
+		struct mapping *m = map_of(p, b->to);
+		if (m && mod_of(c, m) && !check_mod_is_entry(mod_of(c, m), b->to - m->bias) &&
+		    call_preceded(c, pi, b->pid, b->to))
+			unwind_to(c, p, t, b->to);
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* ---- analysis callbacks ---- */
+
+static int a_begin(void *state, struct btr_stream *s)
+{
+	struct check *c = state;
+	c->s = s;
+	return 0;
+}
+
+static int a_branches(void *state, const struct btr_branch *b, size_t n)
+{
+	struct check *c = state;
+	for (size_t i = 0; i < n; i++, c->pos++) {
+		int rc = on_branch(c, &b[i]);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int mod_index(struct check *c, const char *path)
+{
+	for (size_t i = 0; i < c->n_mods; i++)
+		if (!strcmp(c->mods[i].path, path))
+			return (int)i;
+	struct check_mod *nm = realloc(c->mods, (c->n_mods + 1) * sizeof(*nm));
+	if (!nm)
+		return -BTR_ERR_NOMEM;
+	c->mods = nm;
+	memset(&nm[c->n_mods], 0, sizeof(*nm));
+	int r = check_mod_load(path, &nm[c->n_mods]);
+	if (r == -BTR_ERR_NOMEM) {
+		check_mod_free(&nm[c->n_mods]);
+		return r;
+	}
+	if (r < 0)
+		btr_debug("check: no model for %s: %s", path, btr_errstr(r));
+	return (int)c->n_mods++;
+}
+
+static int file_backed(const char *path)
+{
+	/* code the kernel provides */
+	if (path && (!strcmp(path, "[vdso]") || !strcmp(path, "[vsyscall]") || !strcmp(path, "[uprobes]")))
+		return 1;
+	if (!path || path[0] != '/' || !strncmp(path, "//anon", 6) || !strncmp(path, "/memfd:", 7) ||
+	    !strncmp(path, "/dev/zero", 9))
+		return 0;
+	size_t n = strlen(path);
+	return !(n > 10 && !strcmp(path + n - 10, " (deleted)"));
+}
+
+static int on_module(struct check *c, const struct btr_stream_event *ev)
+{
+	const struct btr_rec_module *r = &ev->rec->u.module;
+	size_t pi;
+	struct proc *p = proc_get(c, ev->pid ? ev->pid : r->pid, &pi);
+	if (!p)
+		return -BTR_ERR_NOMEM;
+	/* PROT_EXEC = 4; 0 = unknown (perf MMAP without protection) */
+	if (r->prot && !(r->prot & 4))
+		return 0;
+	/* kernel text and modules (perf): not user mappings */
+	if ((r->path && !strncmp(r->path, "[kernel", 7)) || r->start >= 0x800000000000ull ||
+	    r->size >= 0x800000000000ull)
+		return 0;
+	if (p->n_maps == p->cap_maps) {
+		size_t nc = p->cap_maps ? p->cap_maps * 2 : 16;
+		struct mapping *nm = realloc(p->maps, nc * sizeof(*nm));
+		if (!nm)
+			return -BTR_ERR_NOMEM;
+		p->maps = nm;
+		p->cap_maps = nc;
+	}
+	struct mapping *m = &p->maps[p->n_maps];
+	memset(m, 0, sizeof(*m));
+	m->start = r->start;
+	m->end = r->start + r->size;
+	m->mod = -1;
+	m->backed = file_backed(r->path);
+	if (r->path && !(m->path = strdup(r->path)))
+		return -BTR_ERR_NOMEM;
+	p->n_maps++;
+	const char *file = ev->path;
+	uint64_t bias;
+	if (m->backed && file && btr_elf_load_bias_prot(file, r->start, r->pgoff, r->prot ? (int)r->prot : -1,
+							&bias) == 0) {
+		int mi = mod_index(c, file);
+		if (mi < 0)
+			return mi;
+		m->mod = mi;
+		m->bias = bias;
+	}
+	/* new code at these addresses: forget what was cached */
+	pmap_clear(&c->insn);
+	pmap_clear(&c->callpre);
+	return 0;
+}
+
+static void drop_maps(struct proc *p, uint64_t start, uint64_t size, int all)
+{
+	size_t w = 0;
+	for (size_t i = 0; i < p->n_maps; i++) {
+		struct mapping *m = &p->maps[i];
+		if (all || (m->start >= start && m->end <= start + size)) {
+			free(m->path);
+			continue;
+		}
+		p->maps[w++] = *m;
+	}
+	p->n_maps = w;
+}
+
+static void reset_thread(struct check *c, struct thr *t)
+{
+	end_chain(c, t, 1);
+	emit_cand(c, t);
+	t->n = 0;
+	t->gchain = 0;
+}
+
+static int a_event(void *state, const struct btr_stream_event *ev)
+{
+	struct check *c = state;
+	struct thr *t = NULL;
+	switch (ev->type) {
+	case BTR_SEV_MODULE_LOAD:
+		return on_module(c, ev);
+	case BTR_SEV_MODULE_UNLOAD:
+		/* Mappings stay: the qemu recorder writes module records as
+		 * they happen but PT in large chunks, so an unload can precede
+		 * branches that ran before it.  A later load at the same
+		 * addresses wins (map_of searches newest first). */
+		return 0;
+	case BTR_SEV_EXEC: {
+		struct proc *p = proc_get(c, ev->pid ? ev->pid : ev->rec->u.module.pid, NULL);
+		if (p)
+			drop_maps(p, 0, 0, 1);
+		for (size_t i = 0; i < c->n_thr; i++)
+			if (c->thr[i]->pid == ev->pid)
+				reset_thread(c, c->thr[i]);
+		pmap_clear(&c->insn);
+		pmap_clear(&c->callpre);
+		pmap_clear(&c->edges);
+		return 0;
+	}
+	case BTR_SEV_THREAD_EXIT:
+		for (size_t i = 0; i < c->n_thr; i++)
+			if (c->thr[i]->tid == ev->tid) {
+				end_chain(c, c->thr[i], 1);
+				emit_cand(c, c->thr[i]);
+				free(c->thr[i]->st);
+				free(c->thr[i]);
+				c->thr[i] = c->thr[--c->n_thr];
+				break;
+			}
+		return 0;
+	case BTR_SEV_DISCONTINUITY:
+		c->stats.sampled = 1;
+		/* fall through */
+	case BTR_SEV_GAP:
+		if (ev->tid && (t = thr_get(c, ev->tid, ev->pid)) != NULL)
+			reset_thread(c, t);
+		return 0;
+	case BTR_SEV_FLOW:
+		if (!ev->flow || !ev->tid)
+			return 0;
+		if (ev->flow->type == BTR_FLOW_ENABLE) {
+			if (!(t = thr_get(c, ev->tid, ev->pid)))
+				return -BTR_ERR_NOMEM;
+			if (t->pending_mod)
+				return emit_code_mod(c, t, ev->flow->ip);
+			/* Resuming elsewhere than after the system call: a signal
+			 * was delivered on its return (unless it was rt_sigreturn
+			 * itself, which resumes the interrupted code). */
+			uint64_t next = t->sys_next;
+			t->sys_next = 0;
+			if (next && ev->flow->ip != next && !is_sigreturn_stub(c, ev->pid, next - 9))
+				return push_frame(c, t, next, FR_SIGNAL);
+			return 0;
+		}
+		if (ev->flow->type != BTR_FLOW_GAP && ev->flow->type != BTR_FLOW_OVERFLOW)
+			return 0;
+		if (!(t = thr_get(c, ev->tid, ev->pid)))
+			return -BTR_ERR_NOMEM;
+		reset_thread(c, t);
+		t->desync = 1;
+		if (ev->flow->type == BTR_FLOW_GAP && ev->flow->reason == -BTR_ERR_BAD_CONTEXT && t->last_to &&
+		    !t->code_mod_seen++) {
+			t->pending_mod = 1;
+			t->pm_from = t->last_to;
+			t->pm_pos = c->pos;
+			t->pm_tsc = ev->flow->tsc;
+			t->pm_reason = ev->flow->reason;
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static int a_end(void *state, int status)
+{
+	struct check *c = state;
+	(void)status;
+	for (size_t i = 0; i < c->n_thr; i++) {
+		struct thr *t = c->thr[i];
+		int rc = end_chain(c, t, 1);
+		if (rc >= 0)
+			rc = emit_cand(c, t);
+		if (rc < 0)
+			return rc;
+		if (t->pending_mod && (rc = emit_code_mod(c, t, 0)) < 0)
+			return rc;
+	}
+	c->ended = 1;
+	return 0;
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20 || ch >= 0x7f)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+static int a_write(void *state, FILE *out, const char *format)
+{
+	struct check *c = state;
+	int json = format && !strcmp(format, "json");
+	if (format && !json && strcmp(format, "text"))
+		return -BTR_ERR_INVAL;
+	if (json) {
+		fprintf(out, "{\n  \"findings\": [");
+		for (size_t i = 0; i < c->n_f; i++) {
+			const struct finding *f = &c->f[i];
+			fprintf(out, "%s\n    {\"kind\": \"%s\", \"severity\": \"%s\", \"pid\": %" PRIu32
+				     ", \"thread\": %" PRIu32 ", \"position\": %" PRIu64 ", \"tsc\": %" PRIu64
+				     ", \"from\": \"0x%" PRIx64 "\", \"to\": \"0x%" PRIx64 "\", \"from_sym\": ",
+				i ? "," : "", f->pub.kind, btr_check_severity_name(f->pub.severity), f->pub.pid,
+				f->pub.tid, f->pub.position, f->pub.tsc, f->pub.from, f->pub.to);
+			json_str(out, f->from_sym);
+			fprintf(out, ", \"to_sym\": ");
+			json_str(out, f->to_sym);
+			fprintf(out, ", \"count\": %" PRIu64 ", \"detail\": ", f->pub.count);
+			json_str(out, f->detail);
+			fputc('}', out);
+		}
+		fprintf(out, "%s],\n  \"stats\": {\"branches\": %" PRIu64 ", \"unknown_code\": %" PRIu64
+			     ", \"allowed\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"sampled\": %s, \"max_depth\": %u}\n}\n",
+			c->n_f ? "\n  " : "", c->stats.branches, c->stats.unknown_code, c->stats.allowed,
+			c->stats.dropped, c->stats.sampled ? "true" : "false", c->stats.max_depth);
+	} else {
+		for (size_t i = 0; i < c->n_f; i++) {
+			const struct finding *f = &c->f[i];
+			fprintf(out, "%-6s %s pid %" PRIu32 " tid %" PRIu32 " #%" PRIu64 ": 0x%" PRIx64 " -> 0x%" PRIx64
+				     " %s -> %s",
+				btr_check_severity_name(f->pub.severity), f->pub.kind, f->pub.pid, f->pub.tid,
+				f->pub.position, f->pub.from, f->pub.to, f->from_sym, f->to_sym);
+			if (f->pub.count > 1)
+				fprintf(out, " (x%" PRIu64 ")", f->pub.count);
+			fprintf(out, "\n       %s\n", f->detail);
+		}
+		fprintf(out, "%zu finding%s; %" PRIu64 " branches checked (%" PRIu64 " in code the image lacks)%s",
+			c->n_f, c->n_f == 1 ? "" : "s", c->stats.branches, c->stats.unknown_code,
+			c->stats.sampled ? ", sampled LBR data: kBouncer-style checks" : "");
+		if (c->stats.allowed)
+			fprintf(out, ", %" PRIu64 " allowed", c->stats.allowed);
+		if (c->stats.dropped)
+			fprintf(out, ", %" PRIu64 " more not kept", c->stats.dropped);
+		fputc('\n', out);
+	}
+	return ferror(out) ? -BTR_ERR_IO : 0;
+}
+
+static void a_destroy(void *state)
+{
+	struct check *c = state;
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n_mods; i++)
+		check_mod_free(&c->mods[i]);
+	free(c->mods);
+	for (size_t i = 0; i < c->n_procs; i++) {
+		drop_maps(&c->procs[i], 0, 0, 1);
+		free(c->procs[i].maps);
+	}
+	free(c->procs);
+	for (size_t i = 0; i < c->n_thr; i++) {
+		free(c->thr[i]->st);
+		free(c->thr[i]);
+	}
+	free(c->thr);
+	pmap_clear(&c->insn);
+	pmap_clear(&c->callpre);
+	pmap_clear(&c->edges);
+	pmap_clear(&c->dedup);
+	for (size_t i = 0; i < c->n_f; i++)
+		free(c->f[i].detail);
+	free(c->f);
+	free(c->pubs);
+	for (size_t i = 0; i < c->n_rules; i++)
+		free(c->rules[i].text);
+	free(c->rules);
+	free(c);
+}
+
+static const struct btr_analysis_ops check_ops = {
+	.name = "check",
+	.begin = a_begin,
+	.branches = a_branches,
+	.event = a_event,
+	.end = a_end,
+	.write = a_write,
+	.destroy = a_destroy,
+};
+
+/* ---- allow rules ---- */
+
+static int parse_rules(struct check *c, const char *text)
+{
+	int lineno = 0;
+	while (text && *text) {
+		const char *eol = strchr(text, '\n');
+		size_t len = eol ? (size_t)(eol - text) : strlen(text);
+		char line[512];
+		lineno++;
+		if (len >= sizeof(line)) {
+			btr_err("allow rule %d: line too long", lineno);
+			return -BTR_ERR_BAD_FILTER;
+		}
+		memcpy(line, text, len);
+		line[len] = 0;
+		text = eol ? eol + 1 : text + len;
+		char *hash = strchr(line, '#');
+		if (hash)
+			*hash = 0;
+		char *kind = strtok(line, " \t\r");
+		if (!kind)
+			continue;
+		char *pat = strtok(NULL, "\r");
+		while (pat && isspace((unsigned char)*pat))
+			pat++;
+		if (pat) {
+			size_t pl = strlen(pat);
+			while (pl && isspace((unsigned char)pat[pl - 1]))
+				pat[--pl] = 0;
+		}
+		int known = !strcmp(kind, "*");
+		for (size_t k = 0; k < BTR_ARRAY_SIZE(KINDS) && !known; k++)
+			known = !strcmp(kind, KINDS[k]);
+		if (!known || !pat || !*pat) {
+			btr_err("allow rule %d: '%s' %s", lineno, kind,
+				known ? "needs a pattern ('*', 0xLO-0xHI or text)" : "is not a finding kind");
+			return -BTR_ERR_BAD_FILTER;
+		}
+		struct allow_rule *nr = realloc(c->rules, (c->n_rules + 1) * sizeof(*nr));
+		if (!nr)
+			return -BTR_ERR_NOMEM;
+		c->rules = nr;
+		struct allow_rule *r = &nr[c->n_rules];
+		memset(r, 0, sizeof(*r));
+		if (strcmp(kind, "*"))
+			snprintf(r->kind, sizeof(r->kind), "%s", kind);
+		char *dash;
+		if (!strcmp(pat, "*")) {
+			r->type = 0;
+		} else if (!strncmp(pat, "0x", 2) && (dash = strchr(pat, '-')) != NULL) {
+			char *e1, *e2;
+			r->lo = strtoull(pat, &e1, 16);
+			r->hi = strtoull(dash + 1, &e2, 16);
+			if (e1 != dash || *e2 || r->hi < r->lo) {
+				btr_err("allow rule %d: bad address range '%s'", lineno, pat);
+				return -BTR_ERR_BAD_FILTER;
+			}
+			r->type = 1;
+		} else {
+			r->type = 2;
+			if (!(r->text = strdup(pat)))
+				return -BTR_ERR_NOMEM;
+		}
+		c->n_rules++;
+	}
+	return 0;
+}
+
+int btr_check_new(const struct btr_check_opts *opts, struct btr_analysis **out)
+{
+	if (!out || (opts && opts->sz != sizeof(*opts)))
+		return -BTR_ERR_INVAL;
+	struct check *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -BTR_ERR_NOMEM;
+	int rc = opts ? parse_rules(c, opts->allow) : 0;
+	if (rc < 0) {
+		a_destroy(c);
+		return rc;
+	}
+	return btr_analysis_new(&check_ops, c, out);
+}
+
+const struct btr_check_finding *btr_check_findings(const struct btr_analysis *a, size_t *n)
+{
+	struct check *c = btr_analysis_state(a);
+	*n = 0;
+	if (!c || !c->n_f)
+		return NULL;
+	free(c->pubs);
+	if (!(c->pubs = malloc(c->n_f * sizeof(*c->pubs))))
+		return NULL;
+	for (size_t i = 0; i < c->n_f; i++) {
+		c->pubs[i] = c->f[i].pub;
+		c->pubs[i].from_sym = c->f[i].from_sym;
+		c->pubs[i].to_sym = c->f[i].to_sym;
+		c->pubs[i].detail = c->f[i].detail;
+	}
+	*n = c->n_f;
+	return c->pubs;
+}
+
+void btr_check_get_stats(const struct btr_analysis *a, struct btr_check_stats *st)
+{
+	const struct check *c = btr_analysis_state(a);
+	if (c)
+		*st = c->stats;
+	else
+		memset(st, 0, sizeof(*st));
+}

@@ -1,0 +1,566 @@
+/* check_model.c - the legitimate-transfer model of one ELF file for
+ * `btr check`: function entries (symbols, .eh_frame FDE starts, PLT
+ * entries, the entry point, DT_INIT/DT_FINI and the init/fini arrays), PLT ranges, exported functions, DT_NEEDED
+ * and DT_SONAME.
+ *
+ * Why FDE starts: stripped programs and libraries (every Debian binary)
+ * have no .symtab, and their static functions - qsort comparators,
+ * callbacks - are legitimate targets of indirect calls.  Every function
+ * compiled with unwind tables has an FDE, and .eh_frame_hdr lists their
+ * start addresses sorted, so one table read gives them all.
+ *
+ * ENDBR64 sites are not collected here: check reads the four bytes at an
+ * indirect call's target instead (cheaper than scanning all code, and
+ * exact for the bytes the image holds).
+ */
+#include "check_priv.h"
+#include "btr/error.h"
+#include "internal.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct u64vec {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int push(struct u64vec *vec, uint64_t x)
+{
+	if (vec->n == vec->cap) {
+		size_t nc = vec->cap ? vec->cap * 2 : 1024;
+		uint64_t *nv = realloc(vec->v, nc * sizeof(*nv));
+		if (!nv)
+			return -BTR_ERR_NOMEM;
+		vec->v = nv;
+		vec->cap = nc;
+	}
+	vec->v[vec->n++] = x;
+	return 0;
+}
+
+static int u64cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+struct slotname {
+	uint64_t slot, name;   /* GOT slot, offset of its name in the blob */
+};
+
+static int slotcmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct slotname *)a)->slot, y = ((const struct slotname *)b)->slot;
+	return x < y ? -1 : x > y;
+}
+
+static int strpcmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static Elf_Scn *find_scn(Elf *e, const char *want, GElf_Shdr *out)
+{
+	size_t shstrndx;
+	if (elf_getshdrstrndx(e, &shstrndx) != 0)
+		return NULL;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		if (!gelf_getshdr(scn, out))
+			continue;
+		const char *name = elf_strptr(e, shstrndx, out->sh_name);
+		if (name && !strcmp(name, want))
+			return scn;
+	}
+	return NULL;
+}
+
+static int32_t rd_s32(const uint8_t *p)
+{
+	int32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* .eh_frame_hdr (LSB "Exception Frame Header"): version 1, the encodings
+ * of eh_frame_ptr, fde_count and the table, then the binary-search table
+ * of (initial location, FDE address) pairs.  Only the encodings every
+ * GNU toolchain writes are read (fde_count udata4, table datarel|sdata4);
+ * others leave the FDE starts out. */
+static int read_eh_frame_hdr(Elf *e, struct u64vec *ent)
+{
+	GElf_Shdr sh;
+	Elf_Scn *scn = find_scn(e, ".eh_frame_hdr", &sh);
+	if (!scn || sh.sh_type == SHT_NOBITS)
+		return 0;
+	Elf_Data *d = elf_getdata(scn, NULL);
+	if (!d || !d->d_buf || d->d_size < 12)
+		return 0;
+	const uint8_t *p = d->d_buf;
+	if (p[0] != 1 || p[2] != 0x03 || p[3] != 0x3b)
+		return 0;
+	size_t ptrlen;
+	switch (p[1] & 0x0f) {
+	case 0x03: case 0x0b: ptrlen = 4; break;
+	case 0x04: case 0x0c: ptrlen = 8; break;
+	default: return 0;
+	}
+	size_t off = 4 + ptrlen;
+	if (off + 4 > d->d_size)
+		return 0;
+	uint32_t count;
+	memcpy(&count, p + off, 4);
+	off += 4;
+	if (count > (d->d_size - off) / 8)
+		count = (uint32_t)((d->d_size - off) / 8);
+	for (uint32_t i = 0; i < count; i++) {
+		int r = push(ent, sh.sh_addr + (uint64_t)(int64_t)rd_s32(p + off + 8 * i));
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int read_symbols(Elf *e, struct u64vec *ent, struct u64vec *exp, char **strings, size_t *strbytes)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
+		    !sh.sh_entsize)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		size_t n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 1; i < n; i++) {
+			GElf_Sym s;
+			if (!gelf_getsym(d, (int)i, &s))
+				break;
+			int t = GELF_ST_TYPE(s.st_info);
+			if ((t != STT_FUNC && t != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF || !s.st_value)
+				continue;
+			int r = push(ent, s.st_value);
+			if (r < 0)
+				return r;
+			int bind = GELF_ST_BIND(s.st_info);
+			/* IFUNC names count as provided by the module even when
+			 * local: its PLT slot gets whatever the resolver picks */
+			if (t != STT_GNU_IFUNC &&
+			    (sh.sh_type != SHT_DYNSYM || (bind != STB_GLOBAL && bind != STB_WEAK)))
+				continue;
+			const char *name = elf_strptr(e, sh.sh_link, s.st_name);
+			if (!name || !*name)
+				continue;
+			/* names are copied into one blob below; keep offsets now */
+			size_t len = strlen(name) + 1;
+			char *ns = realloc(*strings, *strbytes + len);
+			if (!ns)
+				return -BTR_ERR_NOMEM;
+			*strings = ns;
+			memcpy(ns + *strbytes, name, len);
+			if ((r = push(exp, *strbytes)) < 0)
+				return r;
+			*strbytes += len;
+		}
+	}
+	return 0;
+}
+
+static char *dupstr(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* Functions the loader calls through pointers: DT_INIT/DT_FINI and the
+ * entries of .init_array/.fini_array/.preinit_array.  Their code has no
+ * exported symbol in stripped files (crti's _init has no FDE either).
+ * Array slots of position-independent files hold 0 in the file: their
+ * values are the addends of RELATIVE relocations at those slots. */
+static int read_init_fini(Elf *e, struct u64vec *ent)
+{
+	static const char *const arrs[] = { ".init_array", ".fini_array", ".preinit_array" };
+	uint64_t lo[3] = {0}, hi[3] = {0};
+	int r;
+	for (int k = 0; k < 3; k++) {
+		GElf_Shdr sh;
+		Elf_Scn *scn = find_scn(e, arrs[k], &sh);
+		if (!scn || sh.sh_type == SHT_NOBITS)
+			continue;
+		lo[k] = sh.sh_addr;
+		hi[k] = sh.sh_addr + sh.sh_size;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		for (size_t o = 0; d && d->d_buf && o + 8 <= d->d_size; o += 8) {
+			uint64_t v;
+			memcpy(&v, (const uint8_t *)d->d_buf + o, 8);
+			if (v && v != UINT64_MAX && (r = push(ent, v)) < 0)
+				return r;
+		}
+	}
+	static const char *const secs[] = { ".init", ".fini" };
+	for (int k = 0; k < 2; k++) {
+		GElf_Shdr sh;
+		if (find_scn(e, secs[k], &sh) && sh.sh_size && (r = push(ent, sh.sh_addr)) < 0)
+			return r;
+	}
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		size_t n = d ? sh.sh_size / sh.sh_entsize : 0;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Rela rel;
+			if (!gelf_getrela(d, (int)i, &rel))
+				break;
+			if (GELF_R_TYPE(rel.r_info) != R_X86_64_RELATIVE)
+				continue;
+			for (int k = 0; k < 3; k++)
+				if (rel.r_offset >= lo[k] && rel.r_offset < hi[k] &&
+				    (r = push(ent, (uint64_t)rel.r_addend)) < 0)
+					return r;
+		}
+	}
+	return 0;
+}
+
+/* Code addresses the file stores in its data (see check_priv.h). */
+static int read_taken(Elf *e, int is_exec_type, struct u64vec *out)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(e, scn)) != NULL)
+		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR) && (sh.sh_flags & SHF_ALLOC)) {
+			if (sh.sh_addr < lo)
+				lo = sh.sh_addr;
+			if (sh.sh_addr + sh.sh_size > hi)
+				hi = sh.sh_addr + sh.sh_size;
+		}
+	if (lo >= hi)
+		return 0;
+	int r;
+	scn = NULL;
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		Elf_Data *d;
+		if (sh.sh_type == SHT_RELA && sh.sh_entsize && (d = elf_getdata(scn, NULL)) != NULL) {
+			size_t n = sh.sh_size / sh.sh_entsize;
+			for (size_t i = 0; i < n; i++) {
+				GElf_Rela rel;
+				if (!gelf_getrela(d, (int)i, &rel))
+					break;
+				uint64_t v = (uint64_t)rel.r_addend;
+				if (GELF_R_TYPE(rel.r_info) == R_X86_64_RELATIVE && v >= lo && v < hi &&
+				    (r = push(out, v)) < 0)
+					return r;
+			}
+			continue;
+		}
+		/* ET_EXEC: absolute addresses, no relocations */
+		if (!is_exec_type || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_ALLOC) ||
+		    (sh.sh_flags & SHF_EXECINSTR) || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+			continue;
+		for (size_t o = 0; o + 8 <= d->d_size; o += 8) {
+			uint64_t v;
+			memcpy(&v, (const uint8_t *)d->d_buf + o, 8);
+			if (v >= lo && v < hi && (r = push(out, v)) < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+static void sort_unique(struct u64vec *v)
+{
+	if (!v->n)
+		return;
+	qsort(v->v, v->n, sizeof(*v->v), u64cmp);
+	size_t w = 0;
+	for (size_t i = 0; i < v->n; i++)
+		if (!w || v->v[w - 1] != v->v[i])
+			v->v[w++] = v->v[i];
+	v->n = w;
+}
+
+/* GOT slots of imported functions (JUMP_SLOT, GLOB_DAT of a function or
+ * untyped undefined symbol), names appended to the string blob. */
+static int read_got(Elf *e, struct u64vec *slots, struct u64vec *names, char **strings, size_t *strbytes)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+			continue;
+		Elf_Scn *symscn = elf_getscn(e, sh.sh_link);
+		GElf_Shdr symsh;
+		Elf_Data *rd = elf_getdata(scn, NULL), *sd;
+		if (!rd || !symscn || !gelf_getshdr(symscn, &symsh) || symsh.sh_type != SHT_DYNSYM ||
+		    !(sd = elf_getdata(symscn, NULL)))
+			continue;
+		size_t n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Rela r;
+			GElf_Sym s;
+			if (!gelf_getrela(rd, (int)i, &r))
+				break;
+			unsigned type = GELF_R_TYPE(r.r_info);
+			if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) ||
+			    !gelf_getsym(sd, (int)GELF_R_SYM(r.r_info), &s))
+				continue;
+			int st = GELF_ST_TYPE(s.st_info);
+			if (st != STT_FUNC && st != STT_GNU_IFUNC && !(st == STT_NOTYPE && s.st_shndx == SHN_UNDEF))
+				continue;
+			const char *name = elf_strptr(e, symsh.sh_link, s.st_name);
+			if (!name || !*name)
+				continue;
+			size_t len = strlen(name) + 1;
+			char *ns = realloc(*strings, *strbytes + len);
+			if (!ns)
+				return -BTR_ERR_NOMEM;
+			*strings = ns;
+			memcpy(ns + *strbytes, name, len);
+			int rc;
+			if ((rc = push(slots, r.r_offset)) < 0 || (rc = push(names, *strbytes)) < 0)
+				return rc;
+			*strbytes += len;
+		}
+	}
+	return 0;
+}
+
+static int read_dynamic(Elf *e, struct check_mod *m)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d)
+			return 0;
+		size_t n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Dyn dyn;
+			if (!gelf_getdyn(d, (int)i, &dyn) || dyn.d_tag == DT_NULL)
+				break;
+			if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_SONAME)
+				continue;
+			const char *name = elf_strptr(e, sh.sh_link, dyn.d_un.d_val);
+			if (!name)
+				continue;
+			if (dyn.d_tag == DT_SONAME) {
+				free(m->soname);
+				if (!(m->soname = dupstr(name)))
+					return -BTR_ERR_NOMEM;
+				continue;
+			}
+			char **nn = realloc(m->needed, (m->n_needed + 1) * sizeof(*nn));
+			if (!nn)
+				return -BTR_ERR_NOMEM;
+			m->needed = nn;
+			if (!(nn[m->n_needed] = dupstr(name)))
+				return -BTR_ERR_NOMEM;
+			m->n_needed++;
+		}
+		return 0;
+	}
+	return 0;
+}
+
+int check_mod_load(const char *path, struct check_mod *m)
+{
+	if (!(m->path = dupstr(path)))
+		return -BTR_ERR_NOMEM;
+	elf_version(EV_CURRENT);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -BTR_ERR_NOENT;
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	struct u64vec ent = {0}, exp = {0}, gs = {0}, gn = {0};
+	char *strings = NULL;
+	size_t strbytes = 0;
+	int rc = 0;
+	GElf_Ehdr eh;
+	if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh)) {
+		rc = -BTR_ERR_BAD_ELF;
+		goto out;
+	}
+	m->is_main = eh.e_type == ET_EXEC;
+	size_t nph = 0;
+	elf_getphdrnum(e, &nph);
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_INTERP)
+			m->is_main = 1;
+	}
+	if (eh.e_entry && (rc = push(&ent, eh.e_entry)) < 0)
+		goto out;
+	if ((rc = read_symbols(e, &ent, &exp, &strings, &strbytes)) < 0 ||
+	    (rc = read_got(e, &gs, &gn, &strings, &strbytes)) < 0 ||
+	    (rc = read_eh_frame_hdr(e, &ent)) < 0 || (rc = read_dynamic(e, m)) < 0 ||
+	    (rc = read_init_fini(e, &ent)) < 0)
+		goto out;
+	static const char *const plts[3] = { ".plt", ".plt.sec", ".plt.got" };
+	for (int k = 0; k < 3; k++) {
+		GElf_Shdr sh;
+		if (!find_scn(e, plts[k], &sh) || !sh.sh_size)
+			continue;
+		m->plt_lo[k] = sh.sh_addr;
+		m->plt_hi[k] = sh.sh_addr + sh.sh_size;
+		/* every 16-byte (8 for .plt.got) stub is an entry */
+		uint64_t step = sh.sh_entsize ? sh.sh_entsize : 16;
+		if (step < 8)
+			step = 8;
+		for (uint64_t a = sh.sh_addr; a < sh.sh_addr + sh.sh_size; a += step)
+			if ((rc = push(&ent, a)) < 0)
+				goto out;
+	}
+	sort_unique(&ent);
+	m->entries = ent.v;
+	m->n_entries = ent.n;
+	ent.v = NULL;
+	struct u64vec tk = {0};
+	if ((rc = read_taken(e, eh.e_type == ET_EXEC, &tk)) < 0) {
+		free(tk.v);
+		goto out;
+	}
+	sort_unique(&tk);
+	m->taken = tk.v;
+	m->n_taken = tk.n;
+	m->strings = strings;
+	strings = NULL;
+	if (gs.n) {
+		if (!(m->got_slot = malloc(gs.n * sizeof(*m->got_slot))) ||
+		    !(m->got_name = malloc(gs.n * sizeof(*m->got_name)))) {
+			rc = -BTR_ERR_NOMEM;
+			goto out;
+		}
+		struct slotname *sn = malloc(gs.n * sizeof(*sn));
+		if (!sn) {
+			rc = -BTR_ERR_NOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < gs.n; i++)
+			sn[i] = (struct slotname){ gs.v[i], gn.v[i] };
+		qsort(sn, gs.n, sizeof(*sn), slotcmp);
+		for (size_t i = 0; i < gs.n; i++) {
+			m->got_slot[i] = sn[i].slot;
+			m->got_name[i] = m->strings + sn[i].name;
+		}
+		free(sn);
+		m->n_got = gs.n;
+	}
+	if (exp.n) {
+		if (!(m->exports = malloc(exp.n * sizeof(*m->exports)))) {
+			rc = -BTR_ERR_NOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < exp.n; i++)
+			m->exports[i] = m->strings + exp.v[i];
+		m->n_exports = exp.n;
+		qsort(m->exports, m->n_exports, sizeof(*m->exports), strpcmp);
+	}
+	m->ok = 1;
+out:
+	free(gs.v);
+	free(gn.v);
+	free(ent.v);
+	free(exp.v);
+	free(strings);
+	if (e)
+		elf_end(e);
+	close(fd);
+	return rc;
+}
+
+void check_mod_free(struct check_mod *m)
+{
+	if (!m)
+		return;
+	free(m->path);
+	free(m->soname);
+	for (size_t i = 0; i < m->n_needed; i++)
+		free(m->needed[i]);
+	free(m->needed);
+	free(m->entries);
+	free(m->taken);
+	free(m->got_slot);
+	free(m->got_name);
+	free(m->exports);
+	free(m->strings);
+	memset(m, 0, sizeof(*m));
+}
+
+/* Index of the greatest entry <= @a, or -1. */
+static ptrdiff_t floor_idx(const struct check_mod *m, uint64_t a)
+{
+	size_t lo = 0, hi = m->n_entries;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->entries[mid] <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (ptrdiff_t)lo - 1;
+}
+
+int check_mod_is_entry(const struct check_mod *m, uint64_t a)
+{
+	ptrdiff_t i = floor_idx(m, a);
+	return i >= 0 && m->entries[i] == a;
+}
+
+uint64_t check_mod_func_of(const struct check_mod *m, uint64_t a)
+{
+	ptrdiff_t i = floor_idx(m, a);
+	return i >= 0 ? m->entries[i] : UINT64_MAX;
+}
+
+int check_mod_is_taken(const struct check_mod *m, uint64_t a)
+{
+	size_t lo = 0, hi = m->n_taken;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->taken[mid] < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < m->n_taken && m->taken[lo] == a;
+}
+
+const char *check_mod_got_name(const struct check_mod *m, uint64_t slot)
+{
+	size_t lo = 0, hi = m->n_got;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->got_slot[mid] < slot)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < m->n_got && m->got_slot[lo] == slot ? m->got_name[lo] : NULL;
+}
+
+int check_mod_in_plt(const struct check_mod *m, uint64_t a)
+{
+	for (int k = 0; k < 3; k++)
+		if (a >= m->plt_lo[k] && a < m->plt_hi[k])
+			return 1;
+	return 0;
+}
+
+int check_mod_exports(const struct check_mod *m, const char *name)
+{
+	return m->n_exports &&
+	       bsearch(&name, m->exports, m->n_exports, sizeof(*m->exports), strpcmp) != NULL;
+}

@@ -1,0 +1,67 @@
+/* check_priv.h - internals of the `btr check` analysis (check.c,
+ * check_model.c).  Not installed. */
+#ifndef BTR_CHECK_PRIV_H
+#define BTR_CHECK_PRIV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What check needs to know about one ELF file, in link-time addresses
+ * (add the mapping's load bias).  Everything here grows with the file's
+ * code and symbol count, never with the trace. */
+struct check_mod {
+	char *path;
+	char *soname;            /* DT_SONAME, or NULL */
+	char **needed;           /* DT_NEEDED names */
+	size_t n_needed;
+	int is_main;             /* ET_EXEC or has PT_INTERP: a program */
+	int ok;                  /* the file could be read as ELF */
+	/* Legitimate indirect-call targets: function symbols (.symtab,
+	 * .dynsym), .eh_frame FDE starts, PLT entries, the entry point;
+	 * sorted, unique. */
+	uint64_t *entries;
+	size_t n_entries;
+	/* Address-taken code: code addresses stored in the file's data
+	 * (RELATIVE relocation addends; for ET_EXEC, aligned words of the
+	 * data sections), e.g. computed-goto tables; sorted, unique.
+	 * Legitimate indirect-jump targets. */
+	uint64_t *taken;
+	size_t n_taken;
+	/* GOT slots of functions imported through JUMP_SLOT / GLOB_DAT
+	 * relocations: slot address and symbol name, sorted by slot. */
+	uint64_t *got_slot;
+	const char **got_name;
+	size_t n_got;
+	/* PLT sections (.plt, .plt.sec, .plt.got): [lo, hi) */
+	uint64_t plt_lo[3], plt_hi[3];
+	/* Defined global function symbols of .dynsym (what the module
+	 * exports to the dynamic linker), sorted by strcmp. */
+	const char **exports;
+	size_t n_exports;
+	char *strings;           /* storage of the export names */
+};
+
+/* Reads the legitimate-transfer model of ELF file @path into @m (zeroed
+ * by the caller).  This is the one place that knows where function
+ * entries come from: when the image module offers FDE boundaries and
+ * symbol enumeration (lib/image.c), point this function at that API.
+ * Returns 0, or a negative enum btr_error (@m->ok stays 0; the module is
+ * then treated as unknown code and its transfers are not judged). */
+int check_mod_load(const char *path, struct check_mod *m);
+void check_mod_free(struct check_mod *m);
+
+/* Nonzero if link address @a is a recorded entry of @m. */
+int check_mod_is_entry(const struct check_mod *m, uint64_t a);
+/* The greatest entry <= @a, or UINT64_MAX if none: two addresses with
+ * the same value lie in the same function (as far as the model knows). */
+uint64_t check_mod_func_of(const struct check_mod *m, uint64_t a);
+/* Nonzero if link address @a is stored somewhere in @m's data. */
+int check_mod_is_taken(const struct check_mod *m, uint64_t a);
+/* The imported function whose GOT slot is at link address @slot, or NULL. */
+const char *check_mod_got_name(const struct check_mod *m, uint64_t slot);
+/* Nonzero if @a lies in one of @m's PLT sections. */
+int check_mod_in_plt(const struct check_mod *m, uint64_t a);
+/* Nonzero if @m exports function @name. */
+int check_mod_exports(const struct check_mod *m, const char *name);
+
+#endif

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# cli_check.sh - `btr check` on real recordings (btr record -b qemu): every
+# attack fixture of tests/progs/check_*.c (and the LD_PRELOAD library of
+# tests/progs/preload/) is caught with the right kind; benign programs -
+# ls, gzip, python3, sh, a C++ throw/catch, setjmp/longjmp and signals,
+# the project's own test programs - give zero findings; the shared LBR
+# recording gives no high finding; options, exit codes and bad input.
+# Args: $1 btr binary, $2 build dir, $3 shared dir.
+set -u
+btr=$1; build=$2; shared=$3
+fail=0; pass=0
+ok() { pass=$((pass+1)); }
+bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
+check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+
+# ---- usage and bad input (no recording needed) ----
+"$btr" check --help >help.txt; check "check --help exit 0" [ $? -eq 0 ]
+check "help names --fail-on and --allow" grep -q -- '--allow FILE' help.txt
+"$btr" check 2>/dev/null; check "no file: exit 2" [ $? -eq 2 ]
+"$btr" check --fail-on severe x.btr 2>/dev/null; check "bad --fail-on: exit 2" [ $? -eq 2 ]
+"$btr" check --format xml x.btr 2>/dev/null; check "bad --format: exit 2" [ $? -eq 2 ]
+"$btr" check nosuch.btr 2>err; rc=$?
+check "missing trace: exit 3" [ $rc -eq 3 ]
+check "missing trace: one line naming it" [ "$(wc -l <err)" -eq 1 ] && grep -q nosuch.btr err
+echo "not a trace" >junk.btr
+"$btr" check junk.btr 2>err; check "junk trace: exit 3" [ $? -eq 3 ]
+
+# ---- LBR: the shared autofdo recording ----
+lbr=$shared/traces/autofdo/test.lbr
+if [ -r "$lbr" ]; then
+  "$btr" check --format json --elf "$shared/traces/autofdo/test.binary" "$lbr" >lbr.json; rc=$?
+  check "lbr: exit 0 or 1 (got $rc)" [ $rc -le 1 ]
+  check "lbr: sampled, branches checked, no high finding" python3 -c '
+import json; d = json.load(open("lbr.json"))
+assert d["stats"]["sampled"] is True and d["stats"]["branches"] > 100000, d["stats"]
+assert not [f for f in d["findings"] if f["severity"] == "high"], d["findings"]'
+else
+  echo "note: $lbr absent, LBR part skipped"
+fi
+
+command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent (fixtures not recorded)"; [ $fail -eq 0 ] && exit 77; exit 1; }
+[ -r "$build/btr-qemu.so" ] || { echo "SKIP: btr-qemu.so not built"; [ $fail -eq 0 ] && exit 77; exit 1; }
+
+rec() { local out=$1; shift; "$btr" record -q -b qemu -o "$out" -- "$@" >/dev/null 2>&1; }
+
+# expect_kind NAME KIND SYMBOL: the trace NAME.btr has a high-or-medium
+# finding of KIND whose text names SYMBOL; exit status 1.
+expect_kind() {
+  local name=$1 kind=$2 sym=$3
+  "$btr" check --format json "$name.btr" >"$name.json"; local rc=$?
+  check "$name: exit 1 (got $rc)" [ $rc -eq 1 ]
+  check "$name: a $kind finding naming $sym" python3 - "$name.json" "$kind" "$sym" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+kind, sym = sys.argv[2], sys.argv[3]
+fs = d["findings"]
+for f in fs:
+    assert set(f) >= {"kind", "severity", "thread", "from", "to", "detail"}, f
+    assert f["from"].startswith("0x") and f["to"].startswith("0x"), f
+    assert isinstance(f["thread"], int) and f["thread"] > 0, f
+hit = [f for f in fs if f["kind"] == kind and sym in (f["from_sym"] + " " + f["to_sym"] + " " + f["detail"])]
+assert hit, fs
+assert len(fs) == 1, ("exactly the attack is reported", fs)
+PY
+}
+
+# ---- attacks ----
+rec smash.btr "$build/prog_check_smash";         expect_kind smash return-hijack win
+rec rop.btr "$build/prog_check_rop";             expect_kind rop rop-chain vuln
+rec fptr.btr "$build/prog_check_fptr";           expect_kind fptr call-non-entry mid_target
+rec got.btr "$build/prog_check_got";             expect_kind got got-overwrite getppid
+rec gotcall.btr "$build/prog_check_gotcall";     expect_kind gotcall got-overwrite getppid   # -fno-plt style call
+rec shell.btr "$build/prog_check_shellcode";     expect_kind shell unbacked-code main
+rec hook.btr "$build/prog_check_hook";           expect_kind hook code-modified hook
+check "hook: evidence names target, the file's bytes and the resume point" python3 -c '
+import json, re; f = json.load(open("hook.json"))["findings"][0]
+assert f["from_sym"] == "target" and f["to_sym"] == "hook", f
+assert re.search(r"\[[0-9a-f]{2}( [0-9a-f]{2}){7,}\]", f["detail"]), f["detail"]'
+mkdir d && touch d/visible.txt d/btr_hidden_secret
+LD_PRELOAD=$build/libcheck_hide.so "$btr" record -q -b qemu -o pre.btr -- /bin/ls d >ls.out 2>&1
+check "preload: the hook hid the file" [ "$(cat ls.out)" = "visible.txt" ]
+expect_kind pre interposition readdir
+check "preload: names the library and libc" grep -q 'libcheck_hide.so.*libc.so' pre.json
+
+# text form: "0xFROM -> 0xTO sym -> sym" on the finding's line
+"$btr" check smash.btr >smash.txt
+check "text: 0xFROM -> 0xTO then sym -> sym" grep -Eq '^high +return-hijack .*0x[0-9a-f]+ -> 0x[0-9a-f]+ vuln\+0x[0-9a-f]+ -> win' smash.txt
+
+# --fail-on: interposition is medium
+"$btr" check --fail-on high pre.btr >/dev/null; check "fail-on high, medium finding: exit 0" [ $? -eq 0 ]
+"$btr" check --fail-on medium pre.btr >/dev/null; check "fail-on medium: exit 1" [ $? -eq 1 ]
+# --allow: a known preload
+printf '# our own preload\ninterposition libcheck_hide.so\n' >allow.txt
+"$btr" check --allow allow.txt pre.btr >allow.out; rc=$?
+check "allowed preload: exit 0 (got $rc)" [ $rc -eq 0 ]
+check "allowed preload: counted" grep -q '0 findings.*1 allowed' allow.out
+echo "bogus-kind x" >bad_allow.txt
+"$btr" check --allow bad_allow.txt pre.btr >/dev/null 2>err; check "bad allow rule: exit 3" [ $? -eq 3 ]
+"$btr" check --allow nosuch.txt pre.btr >/dev/null 2>err; check "missing allow file: exit 3" [ $? -eq 3 ]
+head -c $(( $(stat -c %s smash.btr) / 2 )) smash.btr >trunc.btr
+"$btr" check trunc.btr >/dev/null 2>err; check "truncated trace: exit 3" [ $? -eq 3 ]
+
+# ---- benign runs: zero findings ----
+benign() {
+  local name=$1
+  "$btr" check "$name.btr" >"$name.txt" 2>"$name.err"; local rc=$?
+  check "benign $name: exit 0 (got $rc: $(head -3 "$name.txt"))" [ $rc -eq 0 ]
+  check "benign $name: 0 findings" grep -q '^0 findings; [1-9]' "$name.txt"
+}
+echo hello >f.txt
+rec ls.btr /bin/ls -la /usr;      benign ls
+rec gz.btr /bin/gzip -k -f f.txt; benign gz
+rec sh.btr /bin/sh -c 'ls | wc -l'; benign sh   # the parent shell only: fork is not followed yet
+for p in flow_except flow_signals flow_loops flow_threads qemu_async qemu_crash qemu_dlopen qemu_mt symbols symbols_nopie; do
+  rec $p.btr "$build/prog_$p"; benign $p
+done
+if [ -x /usr/bin/python3 ]; then
+  rec py.btr /usr/bin/python3 -c 'import json; print(json.dumps([1]))'
+  benign py
+fi
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

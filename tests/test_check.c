@@ -1,0 +1,172 @@
+/* test_check.c - the check analysis on sampled LBR data (kBouncer-style
+ * checks, no full flow): a .btr with the module map of prog_check_smash
+ * and LBR snapshots built from that binary's real code.  A legitimate
+ * call/return pair gives nothing; a return into win() (no call precedes
+ * it) is a return-hijack; three returns in a row into non-call-preceded
+ * addresses a rop-chain; a direct call recorded to a target its encoding
+ * does not name is code-modified.  The qemu recordings of the fixtures
+ * are tested in tests/cli_check.sh. */
+#include "check.h"
+#include "btr/btr.h"
+#include "btr/check.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PROG BTR_BINARY_DIR "/prog_check_smash"
+#define BIAS 0x555555554000ull
+
+static uint64_t sym_addr(const char *path, const char *want)
+{
+	elf_version(EV_CURRENT);
+	int fd = open(path, O_RDONLY);
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	uint64_t v = 0;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while (e && !v && (scn = elf_nextscn(e, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *n;
+			if (gelf_getsym(d, (int)i, &s) && (n = elf_strptr(e, sh.sh_link, s.st_name)) &&
+			    !strcmp(n, want))
+				v = s.st_value;
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return v;
+}
+
+/* First instruction of kind @kind (and direct target @target if nonzero)
+ * in [@lo, @lo + 512); stores its length. */
+static uint64_t find_insn(struct btr_image *img, uint64_t lo, int kind, uint64_t target, int *len)
+{
+	for (uint64_t a = lo; a < lo + 512;) {
+		struct btr_insn in;
+		int n = btr_insn_decode_image(img, a, BTR_MODE_64, &in);
+		if (n <= 0)
+			return 0;
+		if (in.kind == kind && (!target || in.target == target)) {
+			*len = n;
+			return a;
+		}
+		a += (uint64_t)n;
+	}
+	return 0;
+}
+
+static void write_lbr(struct btr_trace_writer *w, const struct btr_lbr_entry *e, uint32_t n)
+{
+	struct btr_record r = { .type = BTR_REC_LBR };
+	r.u.lbr.pid = r.u.lbr.tid = 77;
+	r.u.lbr.count = n;
+	r.u.lbr.entries = e;
+	CHECK_EQ(btr_trace_write(w, &r), 0);
+}
+
+int main(void)
+{
+	if (access(PROG, R_OK) != 0)
+		check_skip("prog_check_smash not built");
+	uint64_t vuln = sym_addr(PROG, "vuln"), win = sym_addr(PROG, "win"), mainf = sym_addr(PROG, "main");
+	CHECK(vuln && win && mainf);
+	struct btr_image *img;
+	CHECK_EQ(btr_image_new(&img), 0);
+	CHECK_EQ(btr_image_add_elf(img, PROG, BIAS, 0), 0);
+	int len = 0, clen = 0;
+	uint64_t ret = find_insn(img, vuln + BIAS, BTR_KIND_RET, 0, &len);
+	uint64_t call = find_insn(img, mainf + BIAS, BTR_KIND_CALL, vuln + BIAS, &clen);
+	CHECK(ret && call);
+	btr_image_free(img);
+
+	char path[128];
+	snprintf(path, sizeof(path), "/tmp/btr_test_check_%d.btr", (int)getpid());
+	struct btr_trace_writer_opts wo = { .sz = sizeof(wo), .no_sync = 1 };
+	struct btr_trace_writer *w;
+	CHECK_EQ(btr_trace_writer_new(path, &wo, &w), 0);
+	struct btr_record r = { .type = BTR_REC_MACHINE };
+	snprintf(r.u.machine.backend, sizeof(r.u.machine.backend), "lbr");
+	r.u.machine.lbr_depth = 16;
+	CHECK_EQ(btr_trace_write(w, &r), 0);
+	memset(&r, 0, sizeof(r));
+	r.type = BTR_REC_MODULE_LOAD;
+	r.u.module.pid = 77;
+	r.u.module.prot = 5;
+	r.u.module.start = BIAS + 0x1000;
+	r.u.module.size = 0x1000;
+	r.u.module.pgoff = 0x1000;
+	r.u.module.path = PROG;
+	CHECK_EQ(btr_trace_write(w, &r), 0);
+	memset(&r, 0, sizeof(r));
+	r.type = BTR_REC_THREAD_START;
+	r.u.thread.pid = r.u.thread.tid = 77;
+	r.u.thread.name = "";
+	CHECK_EQ(btr_trace_write(w, &r), 0);
+	/* newest first */
+	struct btr_lbr_entry legit[2] = { { ret, call + (uint64_t)clen, 0, 0 }, { call, vuln + BIAS, 0, 0 } };
+	write_lbr(w, legit, 2);
+	struct btr_lbr_entry smash[1] = { { ret, win + BIAS, 0, 0 } };
+	write_lbr(w, smash, 1);
+	struct btr_lbr_entry rop[3] = { { ret, mainf + BIAS, 0, 0 }, { ret, ret, 0, 0 }, { ret, ret, 0, 0 } };
+	write_lbr(w, rop, 3);
+	struct btr_lbr_entry patched[1] = { { call, win + BIAS, 0, 0 } };
+	write_lbr(w, patched, 1);
+	CHECK_EQ(btr_trace_writer_close(w), 0);
+
+	struct btr_analysis *a;
+	struct btr_check_opts co = { .sz = sizeof(co) };
+	CHECK_EQ(btr_check_new(&co, &a), 0);
+	CHECK_EQ(btr_analysis_run(path, NULL, &a, 1, NULL), 0);
+	size_t n;
+	const struct btr_check_finding *f = btr_check_findings(a, &n);
+	int hijack = 0, chain = 0, patch = 0;
+	for (size_t i = 0; i < n; i++) {
+		printf("%s %s 0x%llx -> 0x%llx %s\n", btr_check_severity_name(f[i].severity), f[i].kind,
+		       (unsigned long long)f[i].from, (unsigned long long)f[i].to, f[i].detail);
+		if (!strcmp(f[i].kind, "return-hijack") && f[i].to == win + BIAS && f[i].severity == BTR_CHECK_HIGH)
+			hijack++;
+		if (!strcmp(f[i].kind, "rop-chain") && f[i].from == ret)
+			chain++;
+		if (!strcmp(f[i].kind, "code-modified") && f[i].from == call && f[i].to == win + BIAS)
+			patch++;
+	}
+	CHECK_EQ(n, 3);
+	CHECK_EQ(hijack, 1);
+	CHECK_EQ(chain, 1);
+	CHECK_EQ(patch, 1);
+	struct btr_check_stats st;
+	btr_check_get_stats(a, &st);
+	CHECK_EQ(st.sampled, 1);
+	CHECK_EQ(st.branches, 7);
+	btr_analysis_free(a);
+
+	/* an allow rule for the hijack's target range removes exactly it */
+	char rule[128];
+	snprintf(rule, sizeof(rule), "# known\nreturn-hijack 0x%llx-0x%llx\n", (unsigned long long)(win + BIAS),
+		 (unsigned long long)(win + BIAS));
+	co.allow = rule;
+	CHECK_EQ(btr_check_new(&co, &a), 0);
+	CHECK_EQ(btr_analysis_run(path, NULL, &a, 1, NULL), 0);
+	f = btr_check_findings(a, &n);
+	CHECK_EQ(n, 2);
+	CHECK(n == 2 && !strcmp(f[0].kind, "rop-chain") && !strcmp(f[1].kind, "code-modified"));
+	btr_check_get_stats(a, &st);
+	CHECK_EQ(st.allowed, 1);
+	btr_analysis_free(a);
+	co.allow = "no-such-kind *\n";
+	CHECK_EQ(btr_check_new(&co, &a), -BTR_ERR_BAD_FILTER);
+	co.allow = "return-hijack\n";
+	CHECK_EQ(btr_check_new(&co, &a), -BTR_ERR_BAD_FILTER);
+	unlink(path);
+	return check_done();
+}
