@@ -90,7 +90,13 @@ int cli_stream_ready(struct cli_stream *cs, const char *cmd);
 	X(pt, "Intel PT tools: pt dump (packets), pt decode (flow)")             \
 	X(trace, "container tools: trace dump (records), trace info")            \
 	X(info, "which capture backends work on this machine, and why")          \
-	X(symbolize, "map addresses to function+offset and file:line")
+	X(symbolize, "map addresses to function+offset and file:line")             \
+	X(callgraph, "call graph: per function instructions, calls, callers, callees") \
+	X(flame, "flame graphs: folded stacks, speedscope JSON, interactive SVG")  \
+	X(timeline, "function timeline per thread: Chrome trace JSON, Perfetto")  \
+	X(bolt, "BOLT profile (perf2bolt fdata, or pre-aggregated)")             \
+	X(pprof, "pprof profile (profile.proto, gzipped) for go tool pprof")     \
+	X(merge, "merge profiles of many runs (fdata, pprof, folded)")
 
 #define X(name, help) int cmd_##name(int argc, char **argv) __attribute__((weak));
 BTR_COMMANDS(X)
