@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""profcheck.py - checks of btr's profile outputs for the tests/cli_*.sh
+scripts, run in one python process (starting python is slow on the shared
+machines): python3 profcheck.py CHECK ARG... [';;' CHECK ARG...]...
+Prints 'ok CHECK' or 'FAIL CHECK: why' per check; exits with the number of
+failures.  Expected values come from the test programs' structure, never
+from btr's own output."""
+import collections
+import json
+import re
+import sys
+import traceback
+import xml.etree.ElementTree as ET
+
+
+def folded(path):
+    for line in open(path):
+        stack, n = line.rstrip('\n').rsplit(' ', 1)
+        yield stack.split(';'), int(n)
+
+
+def project(path, keep):
+    """Stacks reduced to the program's own functions; only the self weight
+    of the program's functions counts."""
+    out = collections.Counter()
+    for fr, n in folded(path):
+        if fr[-1] in keep:
+            out[';'.join(f for f in fr if f in keep)] += n
+    return out
+
+
+def fib_calls(n):
+    """Leaf and inner calls of fib(n) per depth (main -> fib is depth 1)."""
+    leaf, inner = collections.Counter(), collections.Counter()
+
+    def rec(k, d):
+        if k < 2:
+            leaf[d] += 1
+            return
+        inner[d] += 1
+        rec(k - 1, d + 1)
+        rec(k - 2, d + 1)
+    rec(n, 1)
+    return leaf, inner
+
+
+def check_fib(path):
+    """fib(10): per depth d the weight of main;fib^d is a_d*k_leaf +
+    b_d*k_inner for one pair of per-call instruction counts."""
+    w = collections.Counter()
+    for fr, n in folded(path):
+        if 'fib' not in fr:
+            continue
+        i = fr.index('main')
+        tail = fr[i + 1:]
+        assert fr.index('fib') == i + 1, fr
+        assert all(f == 'fib' for f in tail), fr
+        w[len(tail)] += n
+    leaf, inner = fib_calls(10)
+    depths = sorted(set(leaf) | set(inner))
+    assert sorted(w) == depths, (sorted(w), depths)
+    k_inner = w[1]
+    dmax = depths[-1]
+    assert inner[dmax] == 0
+    k_leaf = w[dmax] // leaf[dmax]
+    for d in depths:
+        assert w[d] == leaf[d] * k_leaf + inner[d] * k_inner, (d, w[d], leaf[d], inner[d], k_leaf, k_inner)
+
+
+def check_shapes(path):
+    keep = {'main', 'tail_a', 'tail_b', 'tail_c', 'spin', 'lj_outer', 'lj_mid', 'lj_inner', 'sig_raiser', 'on_usr1'}
+    got = project(path, keep)
+    want = {
+        'main',
+        'main;tail_a', 'main;tail_b', 'main;tail_c', 'main;tail_c;spin',   # a jmp replaces the caller
+        'main;lj_outer', 'main;lj_outer;lj_mid', 'main;lj_outer;lj_mid;lj_inner',
+        'main;lj_outer;lj_mid;lj_inner;spin',
+        'main;lj_outer;spin',                                              # after longjmp
+        'main;sig_raiser', 'main;sig_raiser;on_usr1', 'main;sig_raiser;on_usr1;spin',
+        'main;sig_raiser;spin',                                            # after sigreturn
+    }
+    assert set(got) == want, (sorted(set(got) - want), sorted(want - set(got)))
+    # spin(n) runs a fixed number of instructions plus a fixed number per
+    # iteration: the five calls (n = 10, 5, 3, 7, 2) lie on one line
+    n = {'main;tail_c;spin': 10, 'main;lj_outer;lj_mid;lj_inner;spin': 5, 'main;lj_outer;spin': 3,
+         'main;sig_raiser;on_usr1;spin': 7, 'main;sig_raiser;spin': 2}
+    a = (got['main;tail_c;spin'] - got['main;sig_raiser;spin']) / (10 - 2)
+    b = got['main;sig_raiser;spin'] - 2 * a
+    for s, k in n.items():
+        assert got[s] == a * k + b, (s, got[s], a, b)
+
+
+def check_except(path):
+    keep = {'main', 'ex_catcher', 'ex_mid', 'ex_thrower', 'ex_after'}
+    got = project(path, keep)
+    want = {'main', 'main;ex_catcher', 'main;ex_catcher;ex_mid', 'main;ex_catcher;ex_mid;ex_thrower',
+            'main;ex_catcher;ex_after'}                                    # the handler runs in ex_catcher
+    assert set(got) == want, (sorted(set(got) - want), sorted(want - set(got)))
+    for fr, _ in folded(path):
+        if 'ex_after' in fr:
+            assert 'ex_mid' not in fr and 'ex_thrower' not in fr, fr
+
+
+def check_speedscope(path, schema):
+    d = json.load(open(path))
+    try:
+        import jsonschema
+        jsonschema.validate(d, json.load(open(schema)))
+    except ImportError:
+        print('note: python3-jsonschema absent, schema not checked')
+    frames = d['shared']['frames']
+    assert d['profiles'], 'no profiles'
+    fib = [i for i, f in enumerate(frames) if f['name'] == 'fib']
+    assert len(fib) == 1
+    opens = 0
+    for p in d['profiles']:
+        st = []
+        last = p['startValue']
+        for e in p['events']:
+            assert e['at'] >= last, e
+            last = e['at']
+            if e['type'] == 'O':
+                st.append(e['frame'])
+                opens += e['frame'] == fib[0]
+            else:
+                assert st and st.pop() == e['frame'], e
+        assert not st, 'unbalanced'
+        assert last <= p['endValue']
+    assert opens == 177, opens    # fib(10) calls fib 2*fib(11) - 1 times
+
+
+def check_svg(path, fold):
+    t = ET.parse(path).getroot()
+    ns = '{http://www.w3.org/2000/svg}'
+    assert t.find(ns + 'script') is not None
+    titles = [g.find(ns + 'title').text for g in t.iter(ns + 'g')]
+    main = [x for x in titles if x.startswith('main (')]
+    assert len(main) == 1, main
+    want = sum(n for fr, n in folded(fold) if 'main' in fr)
+    got = int(re.match(r'main \((\d+) ', main[0]).group(1))
+    assert got == want, (got, want)
+    assert any(x.startswith('fib (') for x in titles)
+    assert 'fib &lt;10&gt;' in open(path).read()
+
+
+def check_lbr(path):
+    st = dict((';'.join(fr), n) for fr, n in folded(path))
+    # gzip's deflate() calls longest_match(), compress_block() send_bits()
+    assert any(s.endswith('deflate;longest_match') for s in st), 'no deflate;longest_match'
+    assert any(s.endswith('compress_block;send_bits') for s in st), 'no compress_block;send_bits'
+    assert sum(st.values()) == 147712, sum(st.values())
+
+
+def check_under_main(path):
+    t = m = 0
+    for fr, n in folded(path):
+        t += n
+        if '__libc_start_call_main' in fr[:-1]:
+            m += n
+    assert m > 0.8 * t, (m, t)
+
+
+CHECKS = {k[6:]: v for k, v in globals().items() if k.startswith('check_')}
+
+
+def main(argv):
+    groups, cur = [], []
+    for a in argv:
+        if a == ';;':
+            groups.append(cur)
+            cur = []
+        else:
+            cur.append(a)
+    if cur:
+        groups.append(cur)
+    fails = 0
+    for g in groups:
+        name, args = g[0], g[1:]
+        try:
+            CHECKS[name](*args)
+            print('ok', name)
+        except Exception as e:  # noqa: BLE001 - every failure is reported
+            fails += 1
+            tb = traceback.extract_tb(e.__traceback__)[-1]
+            print('FAIL %s: %s (line %d)' % (name, repr(e)[:2000], tb.lineno))
+    return fails
+
+
+if __name__ == '__main__':
+    sys.exit(min(main(sys.argv[1:]), 100))
