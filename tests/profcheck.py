@@ -160,6 +160,57 @@ def check_under_main(path):
     assert m > 0.8 * t, (m, t)
 
 
+def callgraph_funcs(path):
+    d = json.load(open(path))
+    return d, {f['name']: f for f in d['functions']}
+
+
+def edges(f, key):
+    return {e['name']: e['calls'] for e in f[key]}
+
+
+def check_cg_fib(path, insns):
+    d, fs = callgraph_funcs(path)
+    assert d['unit'] == 'instructions' and d['total'] == int(insns), (d['unit'], d['total'], insns)
+    leaf, inner = fib_calls(10)
+    ncalls = sum(leaf.values()) + sum(inner.values())
+    fib, main = fs['fib'], fs['main']
+    assert fib['calls'] == ncalls == 177, fib['calls']
+    assert edges(fib, 'callers') == {'main': 1, 'fib': ncalls - 1}, fib['callers']
+    assert edges(fib, 'callees') == {'fib': ncalls - 1}, fib['callees']
+    assert fib['inclusive'] == fib['self'] > 0          # fib calls nothing else; recursion counted once
+    assert main['inclusive'] == main['self'] + fib['inclusive'], (main, fib)
+    assert main['calls'] == 1 and edges(main, 'callees') == {'fib': 1}
+    # inclusive never exceeds the total, self adds up to it
+    assert all(f['inclusive'] <= d['total'] for f in d['functions'])
+    assert sum(f['self'] for f in d['functions']) == d['total']
+
+
+def check_cg_shapes(path):
+    d, fs = callgraph_funcs(path)
+    # a tail call replaces the caller's frame: tail_b and tail_c run on
+    # behalf of main, as the stack says
+    mc = edges(fs['main'], 'callees')
+    assert all(mc.get(f) == 1 for f in ('tail_a', 'tail_b', 'tail_c', 'lj_outer', 'sig_raiser')), mc
+    assert edges(fs['tail_a'], 'callees') == {} and edges(fs['tail_b'], 'callees') == {}
+    assert edges(fs['tail_c'], 'callees') == {'spin': 1}, fs['tail_c']
+    assert edges(fs['lj_inner'], 'callers') == {'lj_mid': 1}
+    assert fs['spin']['calls'] == 5, fs['spin']
+    assert edges(fs['spin'], 'callers') == {'tail_c': 1, 'lj_inner': 1, 'lj_outer': 1, 'on_usr1': 1,
+                                            'sig_raiser': 1}, fs['spin']['callers']
+    assert fs['on_usr1']['calls'] == 1
+    assert fs['lj_outer']['inclusive'] > fs['lj_mid']['inclusive'] > fs['lj_inner']['inclusive']
+
+
+def check_dot(path):
+    txt = open(path).read()
+    assert txt.startswith('digraph callgraph {') and txt.rstrip().endswith('}')
+    nodes = set(re.findall(r'^  (f\d+) \[label=', txt, re.M))
+    for a, b in re.findall(r'^  (f\d+) -> (f\d+) ', txt, re.M):
+        assert a in nodes and b in nodes, (a, b)
+    assert re.search(r'label="fib\\ninclusive', txt)
+
+
 CHECKS = {k[6:]: v for k, v in globals().items() if k.startswith('check_')}
 
 
