@@ -211,6 +211,151 @@ def check_dot(path):
     assert re.search(r'label="fib\\ninclusive', txt)
 
 
+def chrome_slices(path):
+    """Slices (tid, name, begin, end, depth) of a Chrome trace-event JSON
+    file, checking that every thread's B/E events nest and keep time order."""
+    d = json.load(open(path))
+    assert isinstance(d['traceEvents'], list)
+    stacks, last, out = {}, {}, []
+    for e in d['traceEvents']:
+        assert e['ph'] in ('B', 'E', 'M'), e
+        if e['ph'] == 'M':
+            continue
+        key = (e['pid'], e['tid'])
+        assert isinstance(e['ts'], (int, float)) and e['ts'] >= last.get(key, 0), e
+        last[key] = e['ts']
+        st = stacks.setdefault(key, [])
+        if e['ph'] == 'B':
+            st.append((e['name'], e['ts']))
+        else:
+            assert st, ('E without B', e)
+            name, ts = st.pop()
+            assert name == e['name'], (name, e)
+            out.append((e['tid'], name, ts, e['ts'], len(st)))
+    assert all(not st for st in stacks.values()), 'unclosed slices'
+    return d, out
+
+
+def varints(buf, i):
+    v = s = 0
+    while True:
+        c = buf[i]
+        i += 1
+        v |= (c & 0x7f) << s
+        s += 7
+        if not c & 0x80:
+            return v, i
+
+
+def pb_fields(buf):
+    """(field, wiretype, value) of one protobuf message."""
+    i, out = 0, []
+    while i < len(buf):
+        key, i = varints(buf, i)
+        f, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = varints(buf, i)
+        elif wt == 2:
+            n, i = varints(buf, i)
+            v = buf[i:i + n]
+            assert len(v) == n, 'truncated field'
+            i += n
+        elif wt == 1:
+            v = int.from_bytes(buf[i:i + 8], 'little')
+            i += 8
+        elif wt == 5:
+            v = int.from_bytes(buf[i:i + 4], 'little')
+            i += 4
+        else:
+            raise AssertionError('bad wire type %d' % wt)
+        out.append((f, wt, v))
+    return out
+
+
+def one(fields, num, default=None):
+    vals = [v for f, _, v in fields if f == num]
+    return vals[-1] if vals else default
+
+
+def perfetto_slices(path):
+    """Slices of a Perfetto protobuf trace (Trace.packet = 1, TracePacket:
+    timestamp 8, trusted_packet_sequence_id 10, track_event 11,
+    interned_data 12, sequence_flags 13, track_descriptor 60), checking
+    interning per sequence, nesting and time order per track."""
+    data = open(path, 'rb').read()
+    tracks, names, stacks, last, out = {}, {}, {}, {}, []
+    for f, wt, pkt in pb_fields(data):
+        assert f == 1 and wt == 2, f
+        p = pb_fields(pkt)
+        seq = one(p, 10)
+        assert seq, 'packet without sequence id'
+        flags = one(p, 13, 0)
+        if flags & 1:
+            names[seq] = {}
+        td = one(p, 60)
+        if td is not None:
+            t = pb_fields(td)
+            th = pb_fields(one(t, 4))
+            tracks[one(t, 1)] = (one(th, 1), one(th, 2))
+            continue
+        idata = one(p, 12)
+        if idata is not None:
+            assert flags & 2
+            for f2, _, en in pb_fields(idata):
+                if f2 == 2:
+                    e = pb_fields(en)
+                    names[seq][one(e, 1)] = one(e, 2).decode()
+        ev = pb_fields(one(p, 11))
+        ts = one(p, 8)
+        uuid = one(ev, 11)
+        assert uuid in tracks, 'event on an undeclared track'
+        assert ts >= last.get(uuid, 0)
+        last[uuid] = ts
+        st = stacks.setdefault(uuid, [])
+        typ = one(ev, 9)
+        if typ == 1:
+            st.append((names[seq][one(ev, 10)], ts))
+        else:
+            assert typ == 2 and st, 'SLICE_END without begin'
+            name, b = st.pop()
+            out.append((tracks[uuid][1], name, b, ts, len(st)))
+    assert all(not st for st in stacks.values()), 'unclosed slices'
+    return out
+
+
+def check_timeline_fib(path, pftrace):
+    d, sl = chrome_slices(path)
+    assert d['otherData']['unit'] == 'instructions'
+    fib = [s for s in sl if s[1] == 'fib']
+    assert len(fib) == 177, len(fib)
+    main = [s for s in sl if s[1] == 'main']
+    assert len(main) == 1
+    # fib slices nest inside main, depth 1..10 below it
+    mb, me, md = main[0][2], main[0][3], main[0][4]
+    assert all(mb <= s[2] <= s[3] <= me for s in fib)
+    assert sorted(set(s[4] - md for s in fib)) == list(range(1, 11))
+    # the protobuf trace holds the same slices (timestamps in ns)
+    pf = perfetto_slices(pftrace)
+    a = sorted((t, n, b, e, k) for t, n, b, e, k in sl)
+    b = sorted((t, n, bb // 1000, e // 1000, k) for t, n, bb, e, k in pf)
+    assert a == b, (len(a), len(b), [x for x in a if x not in b][:3])
+
+
+def check_timeline_window(path, lo, hi, mindur):
+    lo, hi, mindur = int(lo), int(hi), int(mindur)
+    d, sl = chrome_slices(path)
+    assert sl, 'no slices in the window'
+    for t, n, b, e, k in sl:
+        assert lo <= b <= e <= hi, (n, b, e)
+        assert e - b >= mindur or b == lo or e == hi, (n, b, e)
+
+
+def check_timeline_mt(path):
+    d, sl = chrome_slices(path)
+    tids = set(s[0] for s in sl)
+    assert len(tids) >= 2, tids
+
+
 CHECKS = {k[6:]: v for k, v in globals().items() if k.startswith('check_')}
 
 

@@ -378,9 +378,9 @@ static void replace_top(struct btr_callstack *cs, struct btr_cs_thread *t, uint3
 	}
 	struct btr_cs_frame old = t->frames[t->depth - 1];
 	pop(cs, t, BTR_CS_LEAVE_TAIL);
-	push(cs, t, fi, old.kind == BTR_CS_SIGNAL ? BTR_CS_SIGNAL : BTR_CS_TAIL, old.ret, old.site, old.resume);
 	if (cs->funcs[old.func].plt && !cs->funcs[fi].has_symbol)
 		cs->funcs[fi].plt = 1;   /* PLT0: the lazy-binding entry of the PLT */
+	push(cs, t, fi, old.kind == BTR_CS_SIGNAL ? BTR_CS_SIGNAL : BTR_CS_TAIL, old.ret, old.site, old.resume);
 	if (cs->funcs[old.func].plt && t->depth && t->frames[t->depth - 1].func == fi) {
 		/* a PLT stub is part of the call: its instructions go to the
 		 * function it jumps to, and the stub's path counts no call */

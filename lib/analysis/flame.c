@@ -37,7 +37,12 @@ struct flame {
 static void on_enter(void *ctx, struct btr_cs_thread *t)
 {
 	struct flame *f = ctx;
-	struct ev e = { t->tid, t->frames[t->depth - 1].func, prof_clock(t, f->o.weight), 1, 0 };
+	struct btr_cs_frame *fr = &t->frames[t->depth - 1];
+	/* PLT stubs are part of the call (their time goes to the target) */
+	fr->emitted = !btr_callstack_func(f->cs, fr->func)->plt;
+	if (!fr->emitted)
+		return;
+	struct ev e = { t->tid, fr->func, prof_clock(t, f->o.weight), 1, 0 };
 	if (f->ev && fwrite(&e, sizeof(e), 1, f->ev) != 1)
 		f->ev_err = 1;
 }
@@ -45,6 +50,8 @@ static void on_enter(void *ctx, struct btr_cs_thread *t)
 static void on_leave(void *ctx, struct btr_cs_thread *t, enum btr_cs_leave how)
 {
 	struct flame *f = ctx;
+	if (!t->frames[t->depth - 1].emitted)
+		return;
 	struct ev e = { t->tid, t->frames[t->depth - 1].func, prof_clock(t, f->o.weight), 0, 0 };
 	if (f->ev && fwrite(&e, sizeof(e), 1, f->ev) != 1)
 		f->ev_err = 1;

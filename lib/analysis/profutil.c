@@ -176,6 +176,12 @@ void pb_uint(struct pbuf *b, unsigned field, uint64_t v)
 	pb_varint(b, v);
 }
 
+void pb_uint_always(struct pbuf *b, unsigned field, uint64_t v)
+{
+	pb_tag(b, field, 0);
+	pb_varint(b, v);
+}
+
 void pb_sint(struct pbuf *b, unsigned field, int64_t v)
 {
 	if (!v)

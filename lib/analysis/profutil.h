@@ -54,7 +54,8 @@ void pb_varint(struct pbuf *b, uint64_t v);
 void pb_tag(struct pbuf *b, unsigned field, unsigned wiretype);
 /* field of wire type 0 (skipped when @v is 0 unless @always) */
 void pb_uint(struct pbuf *b, unsigned field, uint64_t v);
-void pb_sint(struct pbuf *b, unsigned field, int64_t v);   /* int64: two's complement varint */
+void pb_sint(struct pbuf *b, unsigned field, int64_t v);
+void pb_uint_always(struct pbuf *b, unsigned field, uint64_t v);   /* written even when 0 */   /* int64: two's complement varint */
 /* length-delimited field with @n bytes */
 void pb_bytes(struct pbuf *b, unsigned field, const void *data, size_t n);
 void pb_str(struct pbuf *b, unsigned field, const char *s);
