@@ -356,6 +356,69 @@ def check_timeline_mt(path):
     assert len(tids) >= 2, tids
 
 
+def pprof_decode(path):
+    """profile.proto: the string table, functions, locations, samples."""
+    data = open(path, 'rb').read()
+    if data[:2] == b'\x1f\x8b':
+        import gzip
+        data = gzip.decompress(data)
+    f = pb_fields(data)
+    strings = [v.decode() for n, _, v in f if n == 6]
+    assert strings and strings[0] == '', 'string_table[0] must be ""'
+    funcs, locs, samples, maps, types = {}, {}, [], [], []
+    for n, _, v in f:
+        if n == 1:
+            t = pb_fields(v)
+            types.append(strings[one(t, 1, 0)])
+        elif n == 5:
+            t = pb_fields(v)
+            funcs[one(t, 1)] = strings[one(t, 2, 0)]
+        elif n == 4:
+            t = pb_fields(v)
+            line = pb_fields(one(t, 4))
+            locs[one(t, 1)] = one(line, 1)
+        elif n == 3:
+            t = pb_fields(v)
+            maps.append((strings[one(t, 5, 0)], strings[one(t, 6, 0)]))
+        elif n == 2:
+            t = pb_fields(v)
+            ids, vals = [], []
+            for n2, wt, v2 in t:
+                lst = ids if n2 == 1 else vals if n2 == 2 else None
+                if lst is None:
+                    continue
+                if wt == 2:          # packed
+                    i = 0
+                    while i < len(v2):
+                        x, i = varints(v2, i)
+                        lst.append(x)
+                else:
+                    lst.append(v2)
+            samples.append((ids, vals))
+    # samples come before locations and functions in the message
+    samples = [([funcs[locs[i]] for i in ids], vals) for ids, vals in samples]
+    return types, samples, maps
+
+
+def check_pprof(path, insns, top):
+    types, samples, maps = pprof_decode(path)
+    assert types[0] in ('instructions', 'branches'), types
+    assert sum(v[0] for _, v in samples) == int(insns), (sum(v[0] for _, v in samples), insns)
+    flat = collections.Counter()
+    for stack, v in samples:
+        flat[stack[0]] += v[0]
+    assert flat.most_common(1)[0][0] == top, flat.most_common(3)
+    assert maps and all(b for _, b in maps[:1]), maps[:2]
+
+
+def pprof_stacks(path):
+    types, samples, maps = pprof_decode(path)
+    out = collections.Counter()
+    for stack, v in samples:
+        out[';'.join(reversed(stack))] += v[0]
+    return out
+
+
 CHECKS = {k[6:]: v for k, v in globals().items() if k.startswith('check_')}
 
 
