@@ -419,6 +419,41 @@ def pprof_stacks(path):
     return out
 
 
+def check_merge_pprof(ab, a, b):
+    sa, sb, sab = pprof_stacks(a), pprof_stacks(b), pprof_stacks(ab)
+    assert sab == sa + sb, (len(sab), len(sa + sb), [k for k in sab if sab[k] != (sa + sb)[k]][:3])
+    ta, sa_, ma = pprof_decode(a)
+    tab, _, mab = pprof_decode(ab)
+    assert ta == tab
+    # modules matched by build-id: as many mappings as distinct build-ids
+    assert len(mab) == len(set(ma + pprof_decode(b)[2])), (mab, ma)
+
+
+def check_merge_folded(ab, a, b):
+    def rd(p):
+        c = collections.Counter()
+        for fr, n in folded(p):
+            c[';'.join(fr)] += n
+        return c
+    assert rd(ab) == rd(a) + rd(b)
+
+
+def check_merge_fdata(ab, a, b, nkey):
+    nkey = int(nkey)
+    def rd(p):
+        c = collections.Counter()
+        for line in open(p):
+            f = line.split()
+            if not f[-1].isdigit():
+                continue
+            k = ' '.join(f[:nkey])
+            c[(k, 'v')] += int(f[-1])
+            if len(f) > nkey + 1:
+                c[(k, 'w')] += int(f[-2])
+        return c
+    assert rd(ab) == rd(a) + rd(b)
+
+
 CHECKS = {k[6:]: v for k, v in globals().items() if k.startswith('check_')}
 
 
