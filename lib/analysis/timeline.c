@@ -6,7 +6,7 @@
  * instruction counts) or TSC ticks, shown as microseconds.  A call is
  * written only if it lasts at least the threshold (opts.min_dur; 0 means
  * automatic: every call until 1M events were written, then the threshold
- * doubles at every further 1M events, so huge traces stay viewable).  A
+ * is 16 and grows 4x at every further 1M events, so huge traces stay viewable).  A
  * call is only known to be long enough when it ends or a long call inside
  * it ends, so its BEGIN is written lazily then - ancestors first - which
  * keeps every thread's events in time order and properly nested.  Events
@@ -81,7 +81,7 @@ static void on_leave(void *ctx, struct btr_cs_thread *t, enum btr_cs_leave how)
 	}
 	put(tl, t, f->func, 0, clampv(tl, now));
 	if (!tl->o.min_dur && tl->written >= tl->next_raise) {
-		tl->threshold = tl->threshold ? tl->threshold * 2 : 2;
+		tl->threshold = tl->threshold ? tl->threshold * 4 : 16;
 		tl->next_raise += AUTO_STEP;
 	}
 }

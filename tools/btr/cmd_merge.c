@@ -93,8 +93,8 @@ int cmd_merge(int argc, char **argv)
 		return cli_usage_error("merge", "missing -o OUT");
 	struct btr_merge *m = NULL;
 	for (int i = optind; i < argc; i++) {
-		uint8_t *data;
-		size_t size;
+		uint8_t *data = NULL;
+		size_t size = 0;
 		int rc = read_all(argv[i], &data, &size);
 		if (rc) {
 			cli_error("%s: %s", argv[i], strerror(-rc));

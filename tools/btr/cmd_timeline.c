@@ -22,7 +22,7 @@ static void usage(FILE *f)
 		"  --from N, --to N       only calls overlapping [N, M) of the thread clock\n"
 		"  --min-dur N            leave out calls shorter than N (default: automatic,\n"
 		"                         every call up to 1M events, then the threshold\n"
-		"                         doubles at each further 1M)\n"
+		"                         is 16, then 4x at each further 1M)\n"
 		"  --weight insns|time    the clock (default insns)\n"
 		CLI_STREAM_HELP
 		"  -h, --help             this help\n\n"
