@@ -12,7 +12,7 @@ done
 # bench_record: gzip -c of 10 MiB under btr record, callgrind, qemu -d exec
 echo "== bench_record.sh"
 bash bench/bench_record.sh "$build" 10 || status=1
-# bench_profiles: every export at ~10^6 and ~10^7 branches
+# bench_profiles: every export at ~10^6 and ~10^7 branches (fib 26 31)
 echo "== bench_profiles.sh"
-bash bench/bench_profiles.sh "$build" 24 28 || status=1
+bash bench/bench_profiles.sh "$build" 26 31 || status=1
 exit $status

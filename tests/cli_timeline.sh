@@ -31,6 +31,10 @@ pycheck timeline_fib fib.json fib.pftrace
 pycheck timeline_window win.json 50000 90000 100
 "$btr" timeline mt.btr -o mt.json; check "mt exit 0" [ $? -eq 0 ]
 pycheck timeline_mt mt.json
+# the shared stream options: --tid keeps one thread
+tid=$(grep -o '"tid": [0-9]*' mt.json | tail -1 | grep -o '[0-9]*$')
+"$btr" timeline --tid "$tid" mt.btr -o one.json; check "--tid exit 0" [ $? -eq 0 ]
+check "--tid: only thread $tid" [ "$(grep -o '"tid": [0-9]*' one.json | sort -u | grep -o '[0-9]*$')" = "$tid" ]
 "$btr" timeline --format pftrace mt.btr -o - >mt.pb; check "pftrace to stdout exit 0" [ $? -eq 0 ]
 check "pftrace to stdout not empty" [ -s mt.pb ]
 
