@@ -67,6 +67,33 @@ head -c 100 A.pb.gz >cut.pb.gz
 "$btr" merge A.pb.gz cut.pb.gz -o cut.out 2>err; check "damaged pprof exit 3" [ $? -eq 3 ]
 check "damaged pprof one line" [ "$(wc -l <err)" -eq 1 ]
 "$btr" merge /nonexistent -o x 2>err; check "missing input exit 3" [ $? -eq 3 ]
+# damaged profiles (bytes flipped, cut, inserted) never crash the merge
+gzip -dc A.pb.gz >A.pb
+python3 - A.pb A.fdata <<'PY'
+import random, sys
+r = random.Random(7)
+for i, src in enumerate(sys.argv[1:]):
+    d = bytearray(open(src, 'rb').read())
+    for k in range(25):
+        x = bytearray(d)
+        for _ in range(r.randint(1, 8)):
+            op = r.randint(0, 2)
+            p = r.randrange(len(x))
+            if op == 0:
+                x[p] = r.randrange(256)
+            elif op == 1:
+                del x[p:p + r.randint(1, 40)]
+            else:
+                x[p:p] = bytes(r.randrange(256) for _ in range(r.randint(1, 9)))
+        open('mut%d_%d' % (i, k), 'wb').write(bytes(x))
+PY
+crash=0
+for f in mut*; do
+  base=A.pb; case $f in mut1_*) base=A.fdata;; esac
+  "$btr" merge "$base" "$f" -o mut.out 2>/dev/null; rc=$?
+  [ $rc -eq 0 ] || [ $rc -eq 3 ] || { crash=1; echo "merge $f: exit $rc"; }
+done
+check "damaged inputs: exit 0 or 3, never a crash" [ $crash -eq 0 ]
 "$btr" merge A.btr -o x 2>err; check "a trace is not a profile: exit 3" [ $? -eq 3 ]
 
 out=$(python3 "$src/profcheck.py" "${py[@]}"); rc=$?
