@@ -15,4 +15,7 @@ bash bench/bench_record.sh "$build" 10 || status=1
 # btr's flow decoder beside libxdc on PT that btr records from real programs
 echo "== bench_xdc.sh"
 bash bench/bench_xdc.sh "$build" 30 || status=1
+# bench_profiles: every export at ~10^6 and ~10^7 branches (fib 26 31)
+echo "== bench_profiles.sh"
+bash bench/bench_profiles.sh "$build" 26 31 || status=1
 exit $status

@@ -2,9 +2,30 @@
 # Installs the Debian packages btr needs to build and test, if missing.
 # Used by `make test` and `make demo`; safe to run repeatedly.
 set -eu
-pkgs="build-essential cmake pkg-config libzydis-dev libzstd-dev libelf-dev libdw-dev
-      libipt-dev qemu-user clang libfuzzer-14-dev libclang-rt-14-dev python3
-      valgrind time bc libcapstone-dev"
+# One package a line, so that additions merge without conflicts.
+pkgs="
+  build-essential
+  cmake
+  pkg-config
+  libzydis-dev
+  libzstd-dev
+  libelf-dev
+  libdw-dev
+  libipt-dev
+  qemu-user
+  clang
+  libfuzzer-14-dev
+  libclang-rt-14-dev
+  python3
+  valgrind
+  time
+  bc
+  bolt-16
+  golang-go
+  libcapstone-dev
+  python3-jsonschema
+  zlib1g-dev
+"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

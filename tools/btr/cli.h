@@ -86,12 +86,18 @@ int cli_stream_ready(struct cli_stream *cs, const char *cmd);
  * a subcommand is being developed; main.c hides missing ones. */
 #define BTR_COMMANDS(X)                                                        \
 	X(record, "record a program's control flow into a .btr trace")          \
-	X(report, "summarize a trace: instructions, branches, hot code")         \
-	X(pt, "Intel PT tools: pt dump (packets), pt decode (flow)")             \
-	X(trace, "container tools: trace dump (records), trace info")            \
-	X(info, "which capture backends work on this machine, and why")          \
+	X(report, "summarize a trace: instructions, branches, hot code")        \
+	X(pt, "Intel PT tools: pt dump (packets), pt decode (flow)")            \
+	X(trace, "container tools: trace dump (records), trace info")           \
+	X(info, "which capture backends work on this machine, and why")         \
 	X(symbolize, "map addresses to function+offset and file:line")          \
-	X(check, "find hijacked control flow and hooks (ROP, GOT, preload, shellcode)")
+	X(check, "find hijacked control flow and hooks (ROP, GOT, preload, shellcode)") \
+	X(callgraph, "call graph: per function instructions, calls, callers, callees") \
+	X(flame, "flame graphs: folded stacks, speedscope JSON, interactive SVG") \
+	X(timeline, "function timeline per thread: Chrome trace JSON, Perfetto") \
+	X(bolt, "BOLT profile (perf2bolt fdata, or pre-aggregated)")            \
+	X(pprof, "pprof profile (profile.proto, gzipped) for go tool pprof")    \
+	X(merge, "merge profiles of many runs (fdata, pprof, folded)")
 
 #define X(name, help) int cmd_##name(int argc, char **argv) __attribute__((weak));
 BTR_COMMANDS(X)

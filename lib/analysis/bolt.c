@@ -1,0 +1,351 @@
+/* bolt.c - BOLT's branch profile of one module: the fdata format perf2bolt
+ * writes, or the pre-aggregated format llvm-bolt reads with -pa
+ * (btr/profile.h, docs/bolt.md).
+ *
+ * fdata lines: "1 FUNC OFF 1 FUNC OFF MISPREDS COUNT" (hex offsets from
+ * the function's start; "0 [unknown] 0" for the side outside the module),
+ * one per taken branch, plus one per not-taken conditional branch going
+ * to its fall-through (BOLT's intra-function fall-through edge).
+ * Pre-aggregated lines: "B FROM TO COUNT MISPREDS" for taken branches and
+ * "F START END COUNT" for the straight-line ranges between them (from a
+ * branch target to the next taken branch of the thread), addresses as hex
+ * offsets from the module's load base.  Only the stream's branches are
+ * needed, not the call stacks; the tables grow with the distinct branches
+ * seen (code size), never with the trace.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "btr/error.h"
+#include "btr/image.h"
+#include "btr/profile.h"
+#include "internal.h"
+#include "profutil.h"
+
+struct bent {
+	uint64_t a, b;       /* from, to (B); start, end (F) */
+	uint64_t count, mispred;
+	uint8_t type;        /* 0 empty, 'B' taken, 'N' not-taken jcc, 'F' range */
+};
+
+struct bthread {
+	uint32_t tid;
+	uint64_t start;      /* where the current straight-line range began, 0 if unknown */
+};
+
+struct module {
+	uint64_t start, end, bias;
+	uint32_t pid;
+	int found;
+};
+
+struct bolt {
+	struct btr_profile_opts o;
+	struct btr_stream *s;
+	struct bent *t;
+	size_t cap, n;
+	struct bthread *th;
+	size_t nth, capth;
+	struct module m;
+	char *lines;         /* the formatted output (end) */
+	size_t lines_len;
+	uint64_t outside;    /* branches with neither end in the module */
+	int nomem;
+};
+
+static uint64_t bhash(uint64_t a, uint64_t b, uint8_t type)
+{
+	uint64_t h = (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full) ^ type;
+	return h ^ (h >> 31);
+}
+
+static struct bent *bget(struct bolt *bo, uint64_t a, uint64_t b, uint8_t type)
+{
+	if ((bo->n + 1) * 4 > bo->cap * 3) {
+		size_t nc = bo->cap ? bo->cap * 2 : 1024;
+		struct bent *nt = calloc(nc, sizeof(*nt));
+		if (!nt) {
+			bo->nomem = 1;
+			return NULL;
+		}
+		for (size_t i = 0; i < bo->cap; i++) {
+			if (!bo->t[i].type)
+				continue;
+			size_t j = bhash(bo->t[i].a, bo->t[i].b, bo->t[i].type) & (nc - 1);
+			while (nt[j].type)
+				j = (j + 1) & (nc - 1);
+			nt[j] = bo->t[i];
+		}
+		free(bo->t);
+		bo->t = nt;
+		bo->cap = nc;
+	}
+	size_t i = bhash(a, b, type) & (bo->cap - 1);
+	while (bo->t[i].type && !(bo->t[i].a == a && bo->t[i].b == b && bo->t[i].type == type))
+		i = (i + 1) & (bo->cap - 1);
+	if (!bo->t[i].type) {
+		bo->t[i] = (struct bent){ .a = a, .b = b, .type = type };
+		bo->n++;
+	}
+	return &bo->t[i];
+}
+
+static struct bthread *thread_of(struct bolt *bo, uint32_t tid)
+{
+	for (size_t i = 0; i < bo->nth; i++)
+		if (bo->th[i].tid == tid)
+			return &bo->th[i];
+	if (bo->nth == bo->capth) {
+		size_t nc = bo->capth ? bo->capth * 2 : 8;
+		struct bthread *nt = realloc(bo->th, nc * sizeof(*nt));
+		if (!nt) {
+			bo->nomem = 1;
+			return NULL;
+		}
+		bo->th = nt;
+		bo->capth = nc;
+	}
+	bo->th[bo->nth] = (struct bthread){ .tid = tid };
+	return &bo->th[bo->nth++];
+}
+
+static int in_mod(const struct bolt *bo, uint64_t a)
+{
+	return bo->m.found && a >= bo->m.start && a < bo->m.end;
+}
+
+static int b_begin(void *p, struct btr_stream *s)
+{
+	((struct bolt *)p)->s = s;
+	return 0;
+}
+
+static int b_branches(void *p, const struct btr_branch *b, size_t n)
+{
+	struct bolt *bo = p;
+	struct bthread *t = NULL;
+	for (size_t i = 0; i < n; i++) {
+		const struct btr_branch *x = &b[i];
+		if (!t || t->tid != x->tid)
+			t = thread_of(bo, x->tid);
+		if (!t)
+			return -BTR_ERR_NOMEM;
+		int taken = (x->flags & BTR_BF_TAKEN) != 0;
+		int fin = in_mod(bo, x->from), tin = in_mod(bo, x->to);
+		if (!fin && !tin) {
+			bo->outside++;
+			if (taken)
+				t->start = 0;
+			continue;
+		}
+		if (!taken) {
+			if (x->kind == BTR_KIND_JCC || x->kind == BTR_KIND_LOOP || x->kind == BTR_KIND_JRCXZ) {
+				struct bent *e = bget(bo, x->from, x->to, 'N');
+				if (!e)
+					return -BTR_ERR_NOMEM;
+				e->count++;
+			}
+			continue;
+		}
+		/* the range that ran straight up to this branch */
+		if (t->start && fin && t->start <= x->from) {
+			struct bent *e = bget(bo, t->start, x->from, 'F');
+			if (!e)
+				return -BTR_ERR_NOMEM;
+			e->count++;
+		}
+		struct bent *e = bget(bo, fin ? x->from : 0, tin ? x->to : 0, 'B');
+		if (!e)
+			return -BTR_ERR_NOMEM;
+		e->count++;
+		if (x->flags & BTR_BF_MISPRED)
+			e->mispred++;
+		t->start = tin ? x->to : 0;
+	}
+	return 0;
+}
+
+static int module_wanted(const struct bolt *bo, const char *path)
+{
+	if (!path)
+		return 0;
+	if (!bo->o.module) {
+		/* the first file module of a process: the program (kernel
+		 * modules of perf traces come first, with pid -1) */
+		size_t l = strlen(path);
+		return !bo->m.found && path[0] == '/' && !(l > 3 && !strcmp(path + l - 3, ".ko"));
+	}
+	if (!strcmp(path, bo->o.module))
+		return 1;
+	const char *base = strrchr(path, '/');
+	return !strcmp(base ? base + 1 : path, bo->o.module);
+}
+
+static int b_event(void *p, const struct btr_stream_event *ev)
+{
+	struct bolt *bo = p;
+	switch (ev->type) {
+	case BTR_SEV_MODULE_LOAD: {
+		const struct btr_rec_module *m = &ev->rec->u.module;
+		if (bo->m.found && bo->o.module)
+			break;
+		if (m->pid == UINT32_MAX || (!module_wanted(bo, m->path) && !module_wanted(bo, ev->path)))
+			break;
+		if (bo->m.found)
+			break;
+		uint64_t bias = 0;
+		const char *file = ev->path ? ev->path : m->path;
+		if (btr_elf_load_bias(file, m->start, m->pgoff, &bias))
+			bias = m->start - m->pgoff;
+		bo->m = (struct module){ .start = m->start, .end = m->start + m->size, .bias = bias, .pid = ev->pid,
+					 .found = 1 };
+		break;
+	}
+	case BTR_SEV_GAP:
+	case BTR_SEV_DISCONTINUITY:
+	case BTR_SEV_THREAD_START:
+	case BTR_SEV_FLOW:
+		/* a range must not be joined across lost or disabled flow */
+		for (size_t i = 0; i < bo->nth; i++)
+			if (!ev->tid || bo->th[i].tid == ev->tid)
+				bo->th[i].start = 0;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* "1 name off" or "0 [unknown] 0" into @buf. */
+static void loc(struct bolt *bo, struct btr_image *img, uint64_t addr, char *buf, size_t size)
+{
+	struct btr_symbol sym;
+	if (addr && img && btr_image_symbol(img, addr, &sym) == 0 && addr >= sym.addr && sym.name && *sym.name) {
+		/* symbol versions are not part of BOLT's names; its PLT
+		 * functions are "name@PLT" */
+		size_t l = strcspn(sym.name, "@ ");
+		int plt = !strcmp(sym.name + l, "@plt");
+		snprintf(buf, size, "1 %.*s%s %" PRIx64, (int)l, sym.name, plt ? "@PLT" : "", addr - sym.addr);
+	} else {
+		snprintf(buf, size, "0 [unknown] 0");
+	}
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Formats every entry now, while the stream's images still live. */
+static int b_end(void *p, int status)
+{
+	struct bolt *bo = p;
+	if (bo->nomem)
+		return -BTR_ERR_NOMEM;
+	struct btr_image *img = bo->s ? btr_stream_image_pid(bo->s, bo->m.pid) : NULL;
+	char **lines = calloc(bo->n ? bo->n : 1, sizeof(*lines));
+	size_t nl = 0, total = 0;
+	if (!lines)
+		return -BTR_ERR_NOMEM;
+	for (size_t i = 0; i < bo->cap; i++) {
+		const struct bent *e = &bo->t[i];
+		char a[600], b[600], line[1300];
+		if (!e->type)
+			continue;
+		if (bo->o.pre_aggregated) {
+			/* offsets from the load base; X marks an address outside it */
+			char fa[40], fb[40];
+			if (e->a)
+				snprintf(fa, sizeof(fa), "%" PRIx64, e->a - bo->m.bias);
+			else
+				snprintf(fa, sizeof(fa), "X:0");
+			if (e->b)
+				snprintf(fb, sizeof(fb), "%" PRIx64, e->b - bo->m.bias);
+			else
+				snprintf(fb, sizeof(fb), "X:0");
+			if (e->type == 'B')
+				snprintf(line, sizeof(line), "B %s %s %" PRIu64 " %" PRIu64, fa, fb, e->count, e->mispred);
+			else if (e->type == 'F')
+				snprintf(line, sizeof(line), "F %s %s %" PRIu64, fa, fb, e->count);
+			else
+				continue;   /* not-taken branches are inside the F ranges */
+		} else {
+			if (e->type == 'F')
+				continue;
+			loc(bo, img, e->a, a, sizeof(a));
+			loc(bo, img, e->b, b, sizeof(b));
+			if (!strcmp(a, "0 [unknown] 0") && !strcmp(b, "0 [unknown] 0"))
+				continue;
+			snprintf(line, sizeof(line), "%s %s %" PRIu64 " %" PRIu64, a, b, e->mispred, e->count);
+		}
+		if (!(lines[nl] = strdup(line))) {
+			bo->nomem = 1;
+			break;
+		}
+		total += strlen(line) + 1;
+		nl++;
+	}
+	qsort(lines, nl, sizeof(*lines), cmp_line);
+	bo->lines = malloc(total + 1);
+	if (bo->lines) {
+		size_t off = 0;
+		for (size_t i = 0; i < nl; i++) {
+			size_t l = strlen(lines[i]);
+			memcpy(bo->lines + off, lines[i], l);
+			bo->lines[off + l] = '\n';
+			off += l + 1;
+		}
+		bo->lines_len = off;
+	} else {
+		bo->nomem = 1;
+	}
+	for (size_t i = 0; i < nl; i++)
+		free(lines[i]);
+	free(lines);
+	/* the tables are no longer needed */
+	free(bo->t);
+	bo->t = NULL;
+	bo->cap = bo->n = 0;
+	return bo->nomem ? -BTR_ERR_NOMEM : 0;
+}
+
+static int b_write(void *p, FILE *out, const char *format)
+{
+	struct bolt *bo = p;
+	if (format && strcmp(format, "fdata"))
+		return -BTR_ERR_INVAL;
+	if (!bo->m.found)
+		return -BTR_ERR_NOT_FOUND;
+	if (!bo->lines)
+		return -BTR_ERR_INVAL;
+	if (fwrite(bo->lines, 1, bo->lines_len, out) != bo->lines_len)
+		return -BTR_ERR_IO;
+	return 0;
+}
+
+static void b_destroy(void *p)
+{
+	struct bolt *bo = p;
+	free(bo->t);
+	free(bo->th);
+	free(bo->lines);
+	free(bo);
+}
+
+static const struct btr_analysis_ops bolt_ops = {
+	.name = "bolt", .begin = b_begin, .branches = b_branches, .event = b_event,
+	.end = b_end, .write = b_write, .destroy = b_destroy,
+};
+
+int btr_bolt_new(const struct btr_profile_opts *opts, struct btr_analysis **out)
+{
+	if (!out || (opts && opts->sz != sizeof(*opts)))
+		return -BTR_ERR_INVAL;
+	struct bolt *bo = calloc(1, sizeof(*bo));
+	if (!bo)
+		return -BTR_ERR_NOMEM;
+	if (opts)
+		bo->o = *opts;
+	return btr_analysis_new(&bolt_ops, bo, out);
+}

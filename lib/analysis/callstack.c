@@ -1,0 +1,789 @@
+/* callstack.c - call stacks per thread from the branch stream, and the
+ * calling-context tree (CCT) of the costs (btr/callstack.h,
+ * docs/callstack.md).
+ *
+ * The stack is kept as the CPU's would be if we could see it: a call
+ * pushes the function at its target with the address after the call as
+ * the expected return address; a return pops down to the frame whose
+ * return address it goes to.  Everything that is not a plain call/return
+ * pair is recognized by where control lands (a function's first byte, a
+ * function lower in the stack, a signal frame's interrupted instruction),
+ * because that works the same for PT, BTS, LBR and software traces.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "btr/callstack.h"
+#include "btr/error.h"
+#include "btr/image.h"
+#include "btr/insn.h"
+#include "internal.h"
+
+/* ---- a small open-addressing map (u64, u32) -> u32 ---- */
+struct hent {
+	uint64_t a;
+	uint32_t b;
+	uint32_t v;   /* value + 1; 0 = empty */
+};
+struct hmap {
+	struct hent *t;
+	size_t cap, n;   /* cap is a power of two */
+};
+
+static uint64_t hhash(uint64_t a, uint32_t b)
+{
+	uint64_t h = (a ^ ((uint64_t)b << 40) ^ b) * 0x9E3779B97F4A7C15ull;
+	return h ^ (h >> 29);
+}
+
+static int hmap_get(const struct hmap *m, uint64_t a, uint32_t b, uint32_t *v)
+{
+	if (!m->cap)
+		return 0;
+	for (size_t i = hhash(a, b) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		const struct hent *e = &m->t[i];
+		if (!e->v)
+			return 0;
+		if (e->a == a && e->b == b) {
+			*v = e->v - 1;
+			return 1;
+		}
+	}
+}
+
+static int hmap_put(struct hmap *m, uint64_t a, uint32_t b, uint32_t v)
+{
+	if ((m->n + 1) * 4 > m->cap * 3) {
+		size_t nc = m->cap ? m->cap * 2 : 256;
+		struct hent *nt = calloc(nc, sizeof(*nt));
+		if (!nt)
+			return -BTR_ERR_NOMEM;
+		for (size_t i = 0; i < m->cap; i++) {
+			struct hent *e = &m->t[i];
+			if (!e->v)
+				continue;
+			size_t j = hhash(e->a, e->b) & (nc - 1);
+			while (nt[j].v)
+				j = (j + 1) & (nc - 1);
+			nt[j] = *e;
+		}
+		free(m->t);
+		m->t = nt;
+		m->cap = nc;
+	}
+	size_t i = hhash(a, b) & (m->cap - 1);
+	while (m->t[i].v && !(m->t[i].a == a && m->t[i].b == b))
+		i = (i + 1) & (m->cap - 1);
+	if (!m->t[i].v)
+		m->n++;
+	m->t[i] = (struct hent){ a, b, v + 1 };
+	return 0;
+}
+
+static void hmap_clear(struct hmap *m)
+{
+	free(m->t);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---- state ---- */
+struct btr_callstack {
+	struct btr_callstack_opts o;
+	struct btr_stream *s;
+	struct btr_cs_func *funcs;
+	size_t nfuncs, capfuncs;
+	struct btr_cs_node *nodes;
+	size_t nnodes, capnodes;
+	struct btr_cs_thread **threads;
+	size_t nthreads, capthreads;
+	struct hmap addr2func;   /* (addr, pid) -> function containing addr */
+	struct hmap start2func;  /* (symbol start, pid) -> function */
+	struct hmap cct;         /* (parent << 32 | func, 0) -> node */
+	struct hmap tid2thread;
+	int no_insns, no_time, any;
+	int nomem;
+};
+
+static void *grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return p;
+	size_t nc = *cap ? *cap * 2 : 64;
+	while (nc < need)
+		nc *= 2;
+	void *q = realloc(p, nc * elem);
+	if (q)
+		*cap = nc;
+	return q;
+}
+
+int btr_callstack_new(const struct btr_callstack_opts *opts, struct btr_callstack **out)
+{
+	if (!out || (opts && opts->sz != sizeof(*opts)))
+		return -BTR_ERR_INVAL;
+	struct btr_callstack *cs = calloc(1, sizeof(*cs));
+	if (!cs)
+		return -BTR_ERR_NOMEM;
+	if (opts)
+		cs->o = *opts;
+	if (!cs->o.max_depth)
+		cs->o.max_depth = 65536;
+	cs->nodes = grow(NULL, &cs->capnodes, 1, sizeof(*cs->nodes));
+	if (!cs->nodes) {
+		free(cs);
+		return -BTR_ERR_NOMEM;
+	}
+	cs->nodes[0] = (struct btr_cs_node){ .parent = 0, .func = UINT32_MAX };
+	cs->nnodes = 1;
+	*out = cs;
+	return 0;
+}
+
+void btr_callstack_free(struct btr_callstack *cs)
+{
+	if (!cs)
+		return;
+	for (size_t i = 0; i < cs->nfuncs; i++) {
+		free((char *)cs->funcs[i].name);
+		free((char *)cs->funcs[i].module);
+		free((char *)cs->funcs[i].file);
+	}
+	for (size_t i = 0; i < cs->nthreads; i++) {
+		free(cs->threads[i]->frames);
+		free(cs->threads[i]->pending);
+		free(cs->threads[i]);
+	}
+	free(cs->threads);
+	free(cs->funcs);
+	free(cs->nodes);
+	hmap_clear(&cs->addr2func);
+	hmap_clear(&cs->start2func);
+	hmap_clear(&cs->cct);
+	hmap_clear(&cs->tid2thread);
+	free(cs);
+}
+
+void btr_callstack_begin(struct btr_callstack *cs, struct btr_stream *s)
+{
+	cs->s = s;
+}
+
+/* ---- functions ---- */
+static struct btr_image *image_of(struct btr_callstack *cs, uint32_t pid)
+{
+	return cs->s ? btr_stream_image_pid(cs->s, pid) : NULL;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* The function containing @addr in process @pid (created at first
+ * sight, named then: the image may be replaced by an exec later).
+ * Returns its index or UINT32_MAX when out of memory. */
+static uint32_t func_of(struct btr_callstack *cs, uint64_t addr, uint32_t pid)
+{
+	uint32_t v;
+	if (hmap_get(&cs->addr2func, addr, pid, &v))
+		return v;
+	struct btr_image *img = image_of(cs, pid);
+	struct btr_symbol sym;
+	int has = img && btr_image_symbol(img, addr, &sym) == 0 && addr >= sym.addr;
+	uint64_t start = has ? sym.addr : addr;
+	if (!hmap_get(&cs->start2func, start, pid, &v)) {
+		struct btr_cs_func *nf = grow(cs->funcs, &cs->capfuncs, cs->nfuncs + 1, sizeof(*nf));
+		if (!nf)
+			goto nomem;
+		cs->funcs = nf;
+		struct btr_cs_func *f = &cs->funcs[cs->nfuncs];
+		memset(f, 0, sizeof(*f));
+		f->addr = start;
+		f->pid = pid;
+		f->has_symbol = has;
+		char buf[512];
+		if (has) {
+			f->size = sym.size;
+			f->name = strdup(sym.name && *sym.name ? sym.name : "?");
+			f->module = dup_or_null(sym.module);
+			if (f->name) {
+				/* "memcpy@@GLIBC_2.14" and "memcpy@GLIBC_2.2.5" are memcpy;
+				 * "puts@plt" stays (a PLT stub) */
+				size_t l = strlen(f->name);
+				f->plt = l > 4 && !strcmp(f->name + l - 4, "@plt");
+				char *at = strchr(f->name, '@');
+				if (at && !f->plt && at != f->name)
+					*at = 0;
+			}
+		} else {
+			if (img)
+				btr_image_symbolize(img, addr, buf, sizeof(buf));
+			else
+				snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)addr);
+			f->name = strdup(buf);
+		}
+		if (!f->name)
+			goto nomem;
+		if (cs->o.lines && img) {
+			const char *file;
+			int line;
+			if (btr_image_line(img, start, &file, &line) == 0) {
+				f->file = dup_or_null(file);
+				f->line = line;
+			}
+		}
+		v = (uint32_t)cs->nfuncs++;
+		if (hmap_put(&cs->start2func, start, pid, v))
+			goto nomem;
+	}
+	if (hmap_put(&cs->addr2func, addr, pid, v))
+		goto nomem;
+	return v;
+nomem:
+	cs->nomem = 1;
+	return UINT32_MAX;
+}
+
+static int is_entry(const struct btr_callstack *cs, uint32_t fi, uint64_t addr)
+{
+	return fi != UINT32_MAX && cs->funcs[fi].has_symbol && cs->funcs[fi].addr == addr;
+}
+
+/* ---- CCT ---- */
+static uint32_t cct_child(struct btr_callstack *cs, uint32_t parent, uint32_t func)
+{
+	uint32_t v;
+	uint64_t key = (uint64_t)parent << 32 | func;
+	if (hmap_get(&cs->cct, key, 0, &v))
+		return v;
+	struct btr_cs_node *nn = grow(cs->nodes, &cs->capnodes, cs->nnodes + 1, sizeof(*nn));
+	if (!nn) {
+		cs->nomem = 1;
+		return 0;
+	}
+	cs->nodes = nn;
+	v = (uint32_t)cs->nnodes;
+	cs->nodes[v] = (struct btr_cs_node){ .parent = parent, .func = func };
+	if (hmap_put(&cs->cct, key, 0, v)) {
+		cs->nomem = 1;
+		return 0;
+	}
+	cs->nnodes++;
+	return v;
+}
+
+/* ---- threads ---- */
+static struct btr_cs_thread *thread_get(struct btr_callstack *cs, uint32_t tid, uint32_t pid)
+{
+	uint32_t v;
+	if (hmap_get(&cs->tid2thread, tid, 0, &v)) {
+		struct btr_cs_thread *t = cs->threads[v];
+		if (!t->pid)
+			t->pid = pid;
+		return t;
+	}
+	struct btr_cs_thread **nt = grow(cs->threads, &cs->capthreads, cs->nthreads + 1, sizeof(*nt));
+	if (!nt)
+		goto nomem;
+	cs->threads = nt;
+	struct btr_cs_thread *t = calloc(1, sizeof(*t));
+	if (!t)
+		goto nomem;
+	t->tid = tid;
+	t->pid = pid;
+	t->restart = 1;
+	cs->threads[cs->nthreads] = t;
+	if (hmap_put(&cs->tid2thread, tid, 0, (uint32_t)cs->nthreads))
+		goto nomem;
+	cs->nthreads++;
+	return t;
+nomem:
+	cs->nomem = 1;
+	return NULL;
+}
+
+static void push(struct btr_callstack *cs, struct btr_cs_thread *t, uint32_t fi, enum btr_cs_frame_kind kind,
+		 uint64_t ret, uint64_t site, uint64_t resume)
+{
+	if (fi == UINT32_MAX)
+		return;
+	if (t->depth >= cs->o.max_depth) {
+		t->dropped++;
+		return;
+	}
+	if (t->depth == t->cap_frames) {
+		unsigned nc = t->cap_frames ? t->cap_frames * 2 : 16;
+		struct btr_cs_frame *nf = realloc(t->frames, nc * sizeof(*nf));
+		if (!nf) {
+			cs->nomem = 1;
+			return;
+		}
+		t->frames = nf;
+		t->cap_frames = nc;
+	}
+	uint32_t parent = t->depth ? t->frames[t->depth - 1].node : 0;
+	uint32_t node = cct_child(cs, parent, fi);
+	cs->nodes[node].calls++;
+	const struct btr_cs_func *f = &cs->funcs[fi];
+	struct btr_cs_frame *fr = &t->frames[t->depth++];
+	*fr = (struct btr_cs_frame){
+		.func = fi, .node = node, .ret = ret, .site = site, .resume = resume,
+		.lo = f->addr, .hi = f->has_symbol && f->size ? f->addr + f->size : f->addr + 1,
+		.enter_cost = t->cost, .enter_time = t->time, .kind = (uint8_t)kind,
+	};
+	if (cs->o.enter)
+		cs->o.enter(cs->o.ctx, t);
+}
+
+static void pop(struct btr_callstack *cs, struct btr_cs_thread *t, enum btr_cs_leave how)
+{
+	if (t->dropped) {
+		t->dropped--;
+		return;
+	}
+	if (!t->depth)
+		return;
+	if (cs->o.leave)
+		cs->o.leave(cs->o.ctx, t, how);
+	t->depth--;
+}
+
+/* Pops frames until @keep remain: the lowest popped one is @how, the
+ * ones above it were skipped (UNWIND). */
+static void pop_to(struct btr_callstack *cs, struct btr_cs_thread *t, unsigned keep, enum btr_cs_leave how)
+{
+	t->dropped = 0;
+	while (t->depth > keep)
+		pop(cs, t, t->depth == keep + 1 ? how : BTR_CS_LEAVE_UNWIND);
+}
+
+static void reset(struct btr_callstack *cs, struct btr_cs_thread *t)
+{
+	t->dropped = 0;
+	while (t->depth)
+		pop(cs, t, BTR_CS_LEAVE_RESET);
+	t->restart = 1;
+	t->disable_ip = 0;
+}
+
+/* The top frame is replaced by function @fi (a tail call, or a jump into
+ * another function): it keeps its return address and signal state. */
+static void replace_top(struct btr_callstack *cs, struct btr_cs_thread *t, uint32_t fi)
+{
+	if (!t->depth || t->dropped) {
+		if (!t->dropped)
+			push(cs, t, fi, BTR_CS_ROOT, 0, 0, 0);
+		return;
+	}
+	struct btr_cs_frame old = t->frames[t->depth - 1];
+	pop(cs, t, BTR_CS_LEAVE_TAIL);
+	if (cs->funcs[old.func].plt && !cs->funcs[fi].has_symbol)
+		cs->funcs[fi].plt = 1;   /* PLT0: the lazy-binding entry of the PLT */
+	push(cs, t, fi, old.kind == BTR_CS_SIGNAL ? BTR_CS_SIGNAL : BTR_CS_TAIL, old.ret, old.site, old.resume);
+	if (cs->funcs[old.func].plt && t->depth && t->frames[t->depth - 1].func == fi) {
+		/* a PLT stub is part of the call: its instructions go to the
+		 * function it jumps to, and the stub's path counts no call */
+		struct btr_cs_frame *nf = &t->frames[t->depth - 1];
+		struct btr_cs_node *on = &cs->nodes[old.node], *nn = &cs->nodes[nf->node];
+		uint64_t dc = t->cost - old.enter_cost, dt = t->time - old.enter_time;
+		if (on->self_cost >= dc && on->self_time >= dt) {
+			on->self_cost -= dc;
+			on->self_time -= dt;
+			nn->self_cost += dc;
+			nn->self_time += dt;
+		}
+		if (on->calls)
+			on->calls--;
+		nf->kind = old.kind;
+		nf->enter_cost = old.enter_cost;
+		nf->enter_time = old.enter_time;
+	}
+}
+
+/* The index of the topmost frame below the top running function @fi, or -1. */
+static int frame_of_func(const struct btr_cs_thread *t, uint32_t fi)
+{
+	for (int j = (int)t->depth - 2; j >= 0; j--)
+		if (t->frames[j].func == fi)
+			return j;
+	return -1;
+}
+
+static unsigned insn_len(struct btr_callstack *cs, uint64_t ip, uint32_t pid)
+{
+	struct btr_image *img = image_of(cs, pid);
+	struct btr_insn in;
+	if (img && btr_insn_decode_image(img, ip, BTR_MODE_64, &in) > 0)
+		return in.len;
+	return 0;
+}
+
+static int ret_matches(const struct btr_cs_frame *f, uint64_t to)
+{
+	if (f->ret)
+		return f->ret == to;
+	/* no code to decode the call with: a call instruction is 2..15 bytes */
+	return f->site && to > f->site + 1 && to - f->site <= 15;
+}
+
+static void do_return(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_t to)
+{
+	if (t->dropped) {
+		t->dropped--;
+		return;
+	}
+	if (!to) {   /* target unknown: assume a plain return */
+		if (t->depth > 1)
+			pop(cs, t, BTR_CS_LEAVE_RETURN);
+		return;
+	}
+	for (int i = (int)t->depth - 1; i >= 0; i--) {
+		if (ret_matches(&t->frames[i], to)) {
+			pop_to(cs, t, (unsigned)i, BTR_CS_LEAVE_RETURN);
+			if (!t->depth)
+				push(cs, t, func_of(cs, to, t->pid), BTR_CS_ROOT, 0, 0, 0);
+			return;
+		}
+	}
+	uint32_t fi = func_of(cs, to, t->pid);
+	if (t->depth && t->frames[t->depth - 1].kind == BTR_CS_SIGNAL) {
+		/* a handler returning into the signal trampoline (__restore_rt):
+		 * still the signal frame until sigreturn resumes */
+		replace_top(cs, t, fi);
+		return;
+	}
+	if (is_entry(cs, fi, to)) {   /* push+ret used as a jump (retpolines) */
+		replace_top(cs, t, fi);
+		return;
+	}
+	int j = cs->funcs[fi].has_symbol ? frame_of_func(t, fi) : -1;
+	if (j >= 0) {   /* unwinding to a landing pad further down */
+		pop_to(cs, t, (unsigned)j + 1, BTR_CS_LEAVE_RETURN);
+		return;
+	}
+	/* a return past the bottom of what we know: the caller becomes the root */
+	pop_to(cs, t, 0, BTR_CS_LEAVE_RETURN);
+	push(cs, t, fi, BTR_CS_ROOT, 0, 0, 0);
+}
+
+static void do_jump(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_t to)
+{
+	uint32_t fi = func_of(cs, to, t->pid);
+	if (fi == UINT32_MAX)
+		return;
+	const struct btr_cs_frame *top = t->depth ? &t->frames[t->depth - 1] : NULL;
+	if (top && top->func == fi)
+		return;
+	if (!cs->funcs[fi].has_symbol) {
+		/* into code without symbols: a new function unless we already are
+		 * in such code */
+		if (!top || cs->funcs[top->func].has_symbol)
+			replace_top(cs, t, fi);
+		return;
+	}
+	if (is_entry(cs, fi, to)) {
+		replace_top(cs, t, fi);
+		return;
+	}
+	int j = frame_of_func(t, fi);
+	if (j >= 0) {   /* longjmp */
+		pop_to(cs, t, (unsigned)j + 1, BTR_CS_LEAVE_UNWIND);
+		return;
+	}
+	replace_top(cs, t, fi);   /* into the middle of another function (.cold parts) */
+}
+
+/* Pops a signal frame that resumes at @ip, if any.  Returns 1 if it did. */
+static int sig_resume(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_t ip)
+{
+	for (int i = (int)t->depth - 1; i >= 0; i--) {
+		if (t->frames[i].kind == BTR_CS_SIGNAL && t->frames[i].resume == ip) {
+			pop_to(cs, t, (unsigned)i, BTR_CS_LEAVE_RETURN);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static void charge(struct btr_callstack *cs, struct btr_cs_thread *t, const struct btr_branch *b)
+{
+	uint64_t w = 1, dt = 0;
+	if (b->flags & BTR_BF_INSNS)
+		w = b->insns;
+	else
+		cs->no_insns = 1;
+	if (b->flags & BTR_BF_TSC) {
+		if (t->last_tsc && b->tsc >= t->last_tsc)
+			dt = b->tsc - t->last_tsc;
+		if (!t->first_tsc)
+			t->first_tsc = b->tsc;
+		t->last_tsc = b->tsc;
+	} else {
+		cs->no_time = 1;
+	}
+	cs->any = 1;
+	t->cost += w;
+	t->time += dt;
+	t->branches++;
+	uint32_t node = t->depth ? t->frames[t->depth - 1].node : 0;
+	cs->nodes[node].self_cost += w;
+	cs->nodes[node].self_time += dt;
+}
+
+static void apply(struct btr_callstack *cs, struct btr_cs_thread *t, const struct btr_branch *b)
+{
+	charge(cs, t, b);
+	switch (b->kind) {
+	case BTR_KIND_CALL:
+	case BTR_KIND_CALL_IND: {
+		if (!b->to)
+			break;
+		unsigned len = insn_len(cs, b->from, t->pid);
+		uint64_t ret = len ? b->from + len : 0;
+		if (ret && b->to == ret)
+			break;   /* call next: a PIC idiom, not a call */
+		if (t->dropped) {
+			t->dropped++;
+			break;
+		}
+		push(cs, t, func_of(cs, b->to, t->pid), BTR_CS_CALL, ret, b->from, 0);
+		break;
+	}
+	case BTR_KIND_RET:
+	case BTR_KIND_FAR_RET:
+		do_return(cs, t, b->to);
+		break;
+	case BTR_KIND_JMP:
+	case BTR_KIND_JMP_IND:
+	case BTR_KIND_JCC:
+	case BTR_KIND_LOOP:
+	case BTR_KIND_JRCXZ: {
+		if (!(b->flags & BTR_BF_TAKEN) || !b->to || t->dropped)
+			break;
+		const struct btr_cs_frame *top = t->depth ? &t->frames[t->depth - 1] : NULL;
+		if (top && b->to >= top->lo && b->to < top->hi)
+			break;   /* the common case: a jump inside the function */
+		do_jump(cs, t, b->to);
+		break;
+	}
+	case BTR_KIND_ASYNC:
+		if (b->to)
+			push(cs, t, func_of(cs, b->to, t->pid), BTR_CS_SIGNAL, 0, 0, b->from);
+		break;
+	case BTR_KIND_IRET:
+	case BTR_KIND_SYSRET:
+		if (b->to)
+			sig_resume(cs, t, b->to);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Replays the look-ahead buffer of @t: first the callers that its
+ * unmatched returns reveal, then the branches. */
+static void flush(struct btr_callstack *cs, struct btr_cs_thread *t)
+{
+	if (!t->n_pending)
+		return;
+	uint64_t callers[BTR_CALLSTACK_LOOKAHEAD];
+	unsigned k = 0, d = 0;
+	for (unsigned i = 0; i < t->n_pending; i++) {
+		const struct btr_branch *b = &t->pending[i];
+		switch (b->kind) {
+		case BTR_KIND_CALL:
+		case BTR_KIND_CALL_IND:
+		case BTR_KIND_ASYNC:
+			if (b->to)
+				d++;
+			break;
+		case BTR_KIND_RET:
+		case BTR_KIND_FAR_RET:
+			if (d)
+				d--;
+			else if (b->to)
+				callers[k++] = b->to;
+			break;
+		default:
+			break;
+		}
+	}
+	for (unsigned j = k; j >= 1; j--)
+		push(cs, t, func_of(cs, callers[j - 1], t->pid), BTR_CS_ROOT, j < k ? callers[j] : 0, 0, 0);
+	const struct btr_branch *b0 = &t->pending[0];
+	uint64_t start = b0->from ? b0->from : b0->to;
+	if (start)
+		push(cs, t, func_of(cs, start, t->pid), BTR_CS_ROOT, k ? callers[0] : 0, 0, 0);
+	t->restart = 0;
+	unsigned n = t->n_pending;
+	t->n_pending = 0;
+	for (unsigned i = 0; i < n; i++)
+		apply(cs, t, &t->pending[i]);
+}
+
+int btr_callstack_branches(struct btr_callstack *cs, const struct btr_branch *b, size_t n)
+{
+	struct btr_cs_thread *t = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (!t || t->tid != b[i].tid)
+			t = thread_get(cs, b[i].tid, b[i].pid);
+		if (!t)
+			return -BTR_ERR_NOMEM;
+		if (t->restart) {
+			if (!t->pending) {
+				t->pending = malloc(BTR_CALLSTACK_LOOKAHEAD * sizeof(*t->pending));
+				if (!t->pending)
+					return -BTR_ERR_NOMEM;
+			}
+			t->pending[t->n_pending++] = b[i];
+			if (t->n_pending == BTR_CALLSTACK_LOOKAHEAD)
+				flush(cs, t);
+		} else {
+			apply(cs, t, &b[i]);
+		}
+	}
+	return cs->nomem ? -BTR_ERR_NOMEM : 0;
+}
+
+static void on_enable(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_t ip)
+{
+	uint64_t dis = t->disable_ip;
+	t->disable_ip = 0;
+	if (t->restart || !t->depth || !ip)
+		return;
+	if (dis && ip > dis && ip - dis <= 15)
+		return;   /* back from a system call */
+	if (sig_resume(cs, t, ip))
+		return;   /* rt_sigreturn */
+	uint32_t fi = func_of(cs, ip, t->pid);
+	if (fi == UINT32_MAX)
+		return;
+	if (is_entry(cs, fi, ip)) {   /* a signal delivered on the way back */
+		unsigned len = dis ? insn_len(cs, dis, t->pid) : 0;
+		push(cs, t, fi, BTR_CS_SIGNAL, 0, 0, dis ? dis + (len ? len : 2) : 0);
+		return;
+	}
+	int j = cs->funcs[fi].has_symbol ? frame_of_func(t, fi) : -1;
+	if (t->depth && t->frames[t->depth - 1].func == fi)
+		return;
+	if (j >= 0) {
+		pop_to(cs, t, (unsigned)j + 1, BTR_CS_LEAVE_UNWIND);
+		return;
+	}
+	reset(cs, t);   /* resumed somewhere we cannot place */
+}
+
+int btr_callstack_event(struct btr_callstack *cs, const struct btr_stream_event *ev)
+{
+	struct btr_cs_thread *t = NULL;
+	switch (ev->type) {
+	case BTR_SEV_THREAD_START:
+	case BTR_SEV_THREAD_EXIT:
+	case BTR_SEV_DISCONTINUITY:
+		if (!(t = thread_get(cs, ev->tid, ev->pid)))
+			break;
+		flush(cs, t);
+		reset(cs, t);
+		break;
+	case BTR_SEV_GAP:
+		for (size_t i = 0; i < cs->nthreads; i++) {
+			t = cs->threads[i];
+			if (ev->tid && t->tid != ev->tid)
+				continue;
+			flush(cs, t);
+			reset(cs, t);
+		}
+		break;
+	case BTR_SEV_EXEC:
+		for (size_t i = 0; i < cs->nthreads; i++) {
+			t = cs->threads[i];
+			if (ev->pid && t->pid != ev->pid)
+				continue;
+			flush(cs, t);
+			reset(cs, t);
+		}
+		/* the process's addresses mean other functions from now on */
+		hmap_clear(&cs->addr2func);
+		hmap_clear(&cs->start2func);
+		break;
+	case BTR_SEV_FLOW:
+		if (!ev->flow || !(t = thread_get(cs, ev->tid, ev->pid)))
+			break;
+		flush(cs, t);
+		switch (ev->flow->type) {
+		case BTR_FLOW_GAP:
+		case BTR_FLOW_OVERFLOW:
+			reset(cs, t);
+			break;
+		case BTR_FLOW_DISABLE:
+			t->disable_ip = ev->flow->ip;
+			break;
+		case BTR_FLOW_ENABLE:
+			on_enable(cs, t, ev->flow->ip);
+			break;
+		default:
+			break;
+		}
+		break;
+	default:
+		break;
+	}
+	return cs->nomem ? -BTR_ERR_NOMEM : 0;
+}
+
+int btr_callstack_end(struct btr_callstack *cs)
+{
+	for (size_t i = 0; i < cs->nthreads; i++) {
+		flush(cs, cs->threads[i]);
+		reset(cs, cs->threads[i]);
+	}
+	return cs->nomem ? -BTR_ERR_NOMEM : 0;
+}
+
+size_t btr_callstack_nfuncs(const struct btr_callstack *cs) { return cs->nfuncs; }
+const struct btr_cs_func *btr_callstack_func(const struct btr_callstack *cs, uint32_t i)
+{
+	return i < cs->nfuncs ? &cs->funcs[i] : NULL;
+}
+size_t btr_callstack_nnodes(const struct btr_callstack *cs) { return cs->nnodes; }
+const struct btr_cs_node *btr_callstack_node(const struct btr_callstack *cs, uint32_t i)
+{
+	return i < cs->nnodes ? &cs->nodes[i] : NULL;
+}
+size_t btr_callstack_nthreads(const struct btr_callstack *cs) { return cs->nthreads; }
+struct btr_cs_thread *btr_callstack_thread(struct btr_callstack *cs, size_t i)
+{
+	return i < cs->nthreads ? cs->threads[i] : NULL;
+}
+int btr_callstack_has_insns(const struct btr_callstack *cs) { return cs->any && !cs->no_insns; }
+int btr_callstack_has_time(const struct btr_callstack *cs) { return cs->any && !cs->no_time; }
+
+size_t btr_callstack_path(const struct btr_callstack *cs, uint32_t node, char *buf, size_t size)
+{
+	/* names from the leaf up, then reversed in place piece by piece */
+	uint32_t chain[4096];
+	unsigned n = 0;
+	while (node && node < cs->nnodes && n < BTR_ARRAY_SIZE(chain)) {
+		chain[n++] = node;
+		node = cs->nodes[node].parent;
+	}
+	size_t len = 0, fit = 0;
+	int ok = 1;
+	for (unsigned i = n; i-- > 0;) {
+		const char *name = cs->funcs[cs->nodes[chain[i]].func].name;
+		size_t l = strlen(name) + (i ? 1 : 0);
+		if (ok && len + l < size) {
+			memcpy(buf + len, name, l - (i ? 1 : 0));
+			if (i)
+				buf[len + l - 1] = ';';
+			fit = len + l;
+		} else {
+			ok = 0;
+		}
+		len += l;
+	}
+	if (size)
+		buf[fit] = 0;
+	return len;
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# cli_bolt.sh - `btr bolt` on a program recorded with `btr record -b qemu`
+# (linked with --emit-relocs): call counts in the fdata equal those of the
+# source (is_prime called 2000 times by count_primes, ...); llvm-bolt-16
+# accepts the fdata and the pre-aggregated profile, reports that most of the
+# program's functions have a profile and none is stale, and the optimized
+# binary runs; LBR samples (autofdo) with mispredictions; bad input.
+# Args: $1 btr binary, $2 build dir, $3 shared dir.
+set -u
+btr=$1; build=$2; shared=$3
+fail=0; pass=0
+ok() { pass=$((pass+1)); }
+bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
+check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
+
+command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
+[ -r "$build/btr-qemu.so" ] || { echo "SKIP: btr-qemu.so not built"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+prog=$build/prog_prof_bolt_relocs
+
+"$btr" record -q -b qemu -o p.btr -- "$prog" 200 >/dev/null 2>&1; check "record" [ -s p.btr ]
+"$btr" bolt p.btr -o p.fdata; check "fdata exit 0" [ $? -eq 0 ]
+"$btr" bolt --pre-aggregated p.btr -o p.pa; check "pre-aggregated exit 0" [ $? -eq 0 ]
+
+# call edges "1 CALLER OFF 1 CALLEE 0 MISPRED COUNT" summed per pair
+edge() { awk -v a="$1" -v b="$2" '$1==1 && $2==a && $4==1 && $5==b && $6=="0" {s+=$8} END {print s+0}' p.fdata; }
+check "count_primes calls is_prime 2000 times ($(edge count_primes is_prime))" [ "$(edge count_primes is_prime)" = 2000 ]
+check "walk calls classify 1000 times" [ "$(edge walk classify)" = 1000 ]
+check "walk calls mix 1000 times" [ "$(edge walk mix)" = 1000 ]
+check "checksum calls mix 200 times" [ "$(edge checksum mix)" = 200 ]
+check "main calls mix 200 times" [ "$(edge main mix)" = 200 ]
+check "main calls bubble once" [ "$(edge main bubble)" = 1 ]
+rets=$(awk '$1==1 && $2=="is_prime" && $4==1 && $5=="count_primes" {s+=$8} END {print s+0}' p.fdata)
+check "is_prime returns 2000 times ($rets)" [ "$rets" = 2000 ]
+check "fdata lines well formed" awk 'NF!=8 || ($1!=0 && $1!=1) || ($4!=0 && $4!=1) || $8 !~ /^[0-9]+$/ {exit 1}' p.fdata
+check "pa lines well formed" awk '($1=="B" && NF==5) || ($1=="F" && NF==4) {next} {exit 1}' p.pa
+
+if command -v llvm-bolt-16 >/dev/null; then
+  llvm-bolt-16 "$prog" -o p.bolt -data p.fdata -reorder-blocks=ext-tsp -reorder-functions=hfsort >bolt.out 2>&1
+  check "llvm-bolt-16 accepts the fdata" [ $? -eq 0 ]
+  # "BOLT-INFO: N out of M functions in the binary (P%) have non-empty execution profile"
+  read -r n m < <(sed -n 's/.*BOLT-INFO: \([0-9]*\) out of \([0-9]*\) functions in the binary.*non-empty execution profile.*/\1 \2/p' bolt.out)
+  echo "llvm-bolt-16 (fdata): ${n:-?} of ${m:-?} functions have a profile"
+  check "bolt reports profiled functions" [ -n "${n:-}" ]
+  # the program's 8 functions and the C runtime's that ran: most of the binary
+  check "most functions matched ($n of $m)" [ "${n:-0}" -ge 8 ] && [ $((2 * ${n:-0})) -gt "${m:-1}" ]
+  check "no stale profile" bash -c "! grep -qi 'stale' bolt.out"
+  ./p.bolt 200; check "optimized binary runs" [ $? -eq 0 ]
+  llvm-bolt-16 "$prog" -o p2.bolt -pa -data p.pa >pa.out 2>&1
+  check "llvm-bolt-16 -pa accepts the pre-aggregated profile" [ $? -eq 0 ]
+  read -r n2 m2 < <(sed -n 's/.*BOLT-INFO: \([0-9]*\) out of \([0-9]*\) functions in the binary.*non-empty execution profile.*/\1 \2/p' pa.out)
+  echo "llvm-bolt-16 (-pa): ${n2:-?} of ${m2:-?} functions have a profile"
+  check "pa: most functions matched ($n2 of $m2)" [ "${n2:-0}" -ge 8 ] && [ $((2 * ${n2:-0})) -gt "${m2:-1}" ]
+  ./p2.bolt 200; check "pa-optimized binary runs" [ $? -eq 0 ]
+else
+  echo "note: llvm-bolt-16 absent (Debian bolt-16, scripts/deps.sh): BOLT itself not run"
+fi
+
+lbr=$shared/traces/autofdo/test.lbr
+if [ -r "$lbr" ]; then
+  "$btr" bolt --elf "$shared/traces/autofdo/test.binary" "$lbr" -o lbr.fdata; check "lbr exit 0" [ $? -eq 0 ]
+  check "lbr: mispredictions carried" awk '$7>0 {f=1} END {exit !f}' lbr.fdata
+  check "lbr: longest_match profiled" grep -q '^1 longest_match ' lbr.fdata
+  if command -v llvm-bolt-16 >/dev/null; then
+    llvm-bolt-16 "$shared/traces/autofdo/test.binary" -o lbr.bolt -data lbr.fdata >lbr.out 2>&1
+    check "llvm-bolt-16 accepts the LBR fdata" grep -q 'have non-empty execution profile' lbr.out
+  fi
+fi
+
+"$btr" bolt --help >/dev/null; check "--help exit 0" [ $? -eq 0 ]
+"$btr" bolt p.btr 2>/dev/null; check "missing -o exit 2" [ $? -eq 2 ]
+"$btr" bolt --module nosuch p.btr -o x.fdata 2>err; check "unknown module exit 3" [ $? -eq 3 ]
+check "unknown module one line" [ "$(wc -l <err)" -eq 1 ]
+check "unknown module leaves no output" [ ! -e x.fdata ]
+"$btr" bolt /nonexistent.btr -o x.fdata 2>err; check "missing trace exit 3" [ $? -eq 3 ]
+
+echo "cli_bolt: $pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# cli_flame.sh - `btr flame` (and the call stacks under it) on programs with
+# a known call tree, recorded with `btr record -b qemu`: exact folded stacks
+# of a recursive fib, tail calls, longjmp, a signal handler and a C++
+# exception, derived from the programs' structure; weights that add up to
+# the trace's instruction count; speedscope JSON checked against the file
+# format's schema and for balanced events; the SVG parsed; LBR samples
+# (autofdo) and a trace of /bin/gzip.
+# Args: $1 btr binary, $2 build dir, $3 shared dir.
+set -u
+btr=$1; build=$2; shared=$3
+src=$(cd "$(dirname "$0")" && pwd)
+fail=0; pass=0
+ok() { pass=$((pass+1)); }
+bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
+check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
+
+command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
+[ -r "$build/btr-qemu.so" ] || { echo "SKIP: btr-qemu.so not built"; exit 77; }
+# python checks are collected and run in one process at the end
+py=()
+pycheck() { py+=("$@" ';;'); }
+insns_of() { "$btr" report --format json "$1" | grep -m1 -o '"instructions": [0-9]*' | grep -o '[0-9]*$'; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+
+for p in prof_fib prof_shapes prof_except; do
+  "$btr" record -q -b qemu -o $p.btr -- "$build/prog_$p" >/dev/null 2>&1
+  check "record $p" [ -s $p.btr ]
+  "$btr" flame $p.btr -o $p.folded; check "flame $p exit 0" [ $? -eq 0 ]
+  # every instruction lands in exactly one stack
+  total=$(awk '{s+=$NF} END {print s+0}' $p.folded)
+  insns=$(insns_of $p.btr)
+  check "$p folded weights add up to the instructions ($total vs $insns)" [ "$total" = "$insns" ]
+done
+
+# ---- fib(10): main calls fib(10); fib(n) calls fib(n-1), fib(n-2) for n >= 2.
+# Per depth d the folded weight of main;fib^d must be a_d*k_leaf + b_d*k_inner
+# (a_d leaf calls, b_d inner calls at that depth: counted here from the
+# recursion, not from btr), for one pair of per-call instruction counts.
+
+pycheck fib prof_fib.folded
+# Stacks projected onto the program's own functions (library frames dropped):
+# the set must be exactly the one the source gives (tests/profcheck.py).
+pycheck shapes prof_shapes.folded
+pycheck except prof_except.folded
+
+
+
+# ---- PLT stubs vanish into the function they jump to
+check "no @plt frames with weight" [ "$(grep -c '@plt ' prof_shapes.folded)" -eq 0 ]
+
+# ---- speedscope
+"$btr" flame prof_fib.btr -o fib.speedscope.json; check "speedscope exit 0" [ $? -eq 0 ]
+pycheck speedscope fib.speedscope.json "$src/data/speedscope-schema.json"
+
+# ---- SVG
+"$btr" flame prof_fib.btr -o fib.svg --title "fib <10>"; check "svg exit 0" [ $? -eq 0 ]
+pycheck svg fib.svg prof_fib.folded
+
+# ---- usage and bad input
+"$btr" flame --help >/dev/null; check "--help exit 0" [ $? -eq 0 ]
+"$btr" flame prof_fib.btr 2>/dev/null; check "missing -o exit 2" [ $? -eq 2 ]
+"$btr" flame prof_fib.btr -o x.folded --format nope 2>/dev/null; check "bad format exit 2" [ $? -eq 2 ]
+"$btr" flame nonexistent.btr -o x.folded 2>err; rc=$?
+check "missing trace exit 3" [ $rc -eq 3 ]
+check "missing trace one line" [ "$(wc -l <err)" -eq 1 ]
+check "missing trace leaves no output" [ ! -e x.folded ]
+"$btr" flame prof_fib.btr -o t.folded --weight time 2>err; rc=$?
+check "time weight without timestamps exit 3" [ $rc -eq 3 ]
+check "time weight leaves no output" [ ! -e t.folded ]
+head -c 3000 prof_fib.btr >trunc.btr
+"$btr" flame trunc.btr -o trunc.folded 2>err; rc=$?
+check "truncated trace exit 3" [ $rc -eq 3 ]
+check "truncated trace one line" [ "$(wc -l <err)" -eq 1 ]
+
+# ---- LBR samples (autofdo): stacks from LBR call/return pairs
+lbr=$shared/traces/autofdo/test.lbr
+if [ -r "$lbr" ]; then
+  "$btr" flame --elf "$shared/traces/autofdo/test.binary" "$lbr" -o lbr.folded; check "lbr flame exit 0" [ $? -eq 0 ]
+  total=$(awk '{s+=$NF} END {print s+0}' lbr.folded)
+  check "lbr: every branch counted ($total)" [ "$total" = 147712 ]
+  # gzip's deflate() calls longest_match(), compress_block() send_bits()
+  pycheck lbr lbr.folded
+else
+  echo "note: $lbr absent, LBR part skipped"
+fi
+
+# ---- a trace of /bin/gzip
+head -c 40000 "$btr" >in.bin
+"$btr" record -q -b qemu -o gz.btr -- /bin/gzip -c in.bin >/dev/null 2>&1
+"$btr" flame gz.btr -o gz.folded; check "gzip flame exit 0" [ $? -eq 0 ]
+total=$(awk '{s+=$NF} END {print s+0}' gz.folded)
+insns=$(insns_of gz.btr)
+check "gzip: weights add up ($total vs $insns)" [ "$total" = "$insns" ]
+pycheck under_main gz.folded
+
+out=$(python3 "$src/profcheck.py" "${py[@]}"); rc=$?
+echo "$out"
+check "python checks ($(echo "$out" | grep -c '^ok') ok)" [ $rc -eq 0 ]
+
+echo "cli_flame: $pass passed, $fail failed"
+[ $fail -eq 0 ]

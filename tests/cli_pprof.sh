@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# cli_pprof.sh - `btr pprof` on fib(22) recorded with `btr record -b qemu`:
+# `go tool pprof -top` reads the gzipped profile.proto and names fib the top
+# function (57313 calls of fib against the ~10^5 instructions of process
+# start-up), the total equals the trace's instructions, lines point into
+# prof_fib.c, the mapping carries the program's build-id as readelf prints
+# it; the profile decodes by hand too; bad input.
+# Args: $1 btr binary, $2 build dir, $3 shared dir.
+set -u
+btr=$1; build=$2; shared=$3
+src=$(cd "$(dirname "$0")" && pwd)
+fail=0; pass=0
+ok() { pass=$((pass+1)); }
+bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
+check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
+insns_of() { "$btr" report --format json "$1" | grep -m1 -o '"instructions": [0-9]*' | grep -o '[0-9]*$'; }
+
+command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
+[ -r "$build/btr-qemu.so" ] || { echo "SKIP: btr-qemu.so not built"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+prog=$build/prog_prof_fib
+
+"$btr" record -q -b qemu -o fib.btr -- "$prog" 22 >/dev/null 2>&1; check "record" [ -s fib.btr ]
+"$btr" pprof fib.btr -o fib.pb.gz; check "pprof exit 0" [ $? -eq 0 ]
+check "gzip data" [ "$(head -c 2 fib.pb.gz | od -An -tx1 | tr -d ' ')" = 1f8b ]
+"$btr" pprof --raw fib.btr -o fib.pb; check "raw exit 0" [ $? -eq 0 ]
+check "raw = gunzipped" cmp -s fib.pb <(gzip -dc fib.pb.gz)
+insns=$(insns_of fib.btr)
+check "decoded by hand: samples add up to the instructions, fib leads" \
+  python3 "$src/profcheck.py" pprof fib.pb "$insns" fib
+
+if command -v go >/dev/null; then
+  export HOME=$tmp GOCACHE=$tmp/gocache GOPATH=$tmp/gopath GOFLAGS=-mod=mod
+  go tool pprof -top fib.pb.gz >top.txt 2>top.err; check "go tool pprof -top exit 0" [ $? -eq 0 ]
+  # the first row under the header is the top function
+  top=$(awk '/flat%/ {getline; print $6; exit}' top.txt)
+  check "top function is fib (got '$top')" [ "$top" = fib ]
+  total=$(sed -n 's/.*Showing nodes accounting for [0-9]*, [0-9.]*% of \([0-9]*\) total.*/\1/p' top.txt)
+  check "pprof total = the trace's instructions ($total vs $insns)" [ "$total" = "$insns" ]
+  check "sample type instructions" grep -q '^Type: instructions' top.txt
+  go tool pprof -top -lines fib.pb.gz >lines.txt 2>/dev/null
+  decl=$(grep -n 'int fib(int n)' "$src/progs/prof_fib.c" | cut -d: -f1)
+  line=$(awk '$6=="fib" {print $7; exit}' lines.txt | sed 's/.*prof_fib.c://')
+  check "fib's line is in prof_fib.c, in fib ($line, declared at $decl)" [ -n "$line" ] && [ "$line" -ge "$decl" ] && [ "$line" -le $((decl + 6)) ]
+  go tool pprof -raw fib.pb.gz >raw.txt 2>/dev/null
+  bid=$(readelf -n "$prog" | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p')
+  check "mapping has the program's build-id $bid" grep -q "prog_prof_fib $bid" raw.txt
+else
+  echo "note: go absent (Debian golang-go, scripts/deps.sh): go tool pprof not run"
+fi
+
+"$btr" pprof --help >/dev/null; check "--help exit 0" [ $? -eq 0 ]
+"$btr" pprof fib.btr 2>/dev/null; check "missing -o exit 2" [ $? -eq 2 ]
+"$btr" pprof /nonexistent.btr -o x.pb.gz 2>err; check "missing trace exit 3" [ $? -eq 3 ]
+check "missing trace one line" [ "$(wc -l <err)" -eq 1 ]
+check "no output left" [ ! -e x.pb.gz ]
+
+echo "cli_pprof: $pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# cli_timeline.sh - `btr timeline` on programs recorded with
+# `btr record -b qemu`: Chrome JSON whose B/E events nest and keep time order
+# per thread, fib(10)'s 177 calls at recursion depths 1..10 inside main, the
+# Perfetto protobuf holding exactly the same slices (decoded in the test),
+# --from/--to windows and --min-dur, several threads, bad input.
+# Args: $1 btr binary, $2 build dir, $3 shared dir.
+set -u
+btr=$1; build=$2; shared=$3
+src=$(cd "$(dirname "$0")" && pwd)
+fail=0; pass=0
+ok() { pass=$((pass+1)); }
+bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
+check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
+py=()
+pycheck() { py+=("$@" ';;'); }
+
+command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
+[ -r "$build/btr-qemu.so" ] || { echo "SKIP: btr-qemu.so not built"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+
+"$btr" record -q -b qemu -o fib.btr -- "$build/prog_prof_fib" >/dev/null 2>&1; check "record fib" [ -s fib.btr ]
+"$btr" record -q -b qemu -o mt.btr -- "$build/prog_qemu_mt" >/dev/null 2>&1; check "record mt" [ -s mt.btr ]
+
+"$btr" timeline fib.btr -o fib.json; check "json exit 0" [ $? -eq 0 ]
+"$btr" timeline fib.btr -o fib.pftrace; check "pftrace exit 0" [ $? -eq 0 ]
+pycheck timeline_fib fib.json fib.pftrace
+"$btr" timeline --from 50000 --to 90000 --min-dur 100 fib.btr -o win.json; check "window exit 0" [ $? -eq 0 ]
+pycheck timeline_window win.json 50000 90000 100
+"$btr" timeline mt.btr -o mt.json; check "mt exit 0" [ $? -eq 0 ]
+pycheck timeline_mt mt.json
+# the shared stream options: --tid keeps one thread
+tid=$(grep -o '"tid": [0-9]*' mt.json | tail -1 | grep -o '[0-9]*$')
+"$btr" timeline --tid "$tid" mt.btr -o one.json; check "--tid exit 0" [ $? -eq 0 ]
+check "--tid: only thread $tid" [ "$(grep -o '"tid": [0-9]*' one.json | sort -u | grep -o '[0-9]*$')" = "$tid" ]
+"$btr" timeline --format pftrace mt.btr -o - >mt.pb; check "pftrace to stdout exit 0" [ $? -eq 0 ]
+check "pftrace to stdout not empty" [ -s mt.pb ]
+
+"$btr" timeline --help >/dev/null; check "--help exit 0" [ $? -eq 0 ]
+"$btr" timeline fib.btr 2>/dev/null; check "missing -o exit 2" [ $? -eq 2 ]
+"$btr" timeline --from 10 --to 5 fib.btr -o x.json 2>/dev/null; check "bad window exit 2" [ $? -eq 2 ]
+"$btr" timeline --from x fib.btr -o x.json 2>/dev/null; check "bad number exit 2" [ $? -eq 2 ]
+"$btr" timeline /nonexistent.btr -o x.json 2>err; check "missing trace exit 3" [ $? -eq 3 ]
+check "missing trace one line" [ "$(wc -l <err)" -eq 1 ]
+check "missing trace leaves no output" [ ! -e x.json ]
+echo garbage >bad.btr
+"$btr" timeline bad.btr -o x.json 2>err; check "bad trace exit 3" [ $? -eq 3 ]
+check "bad trace leaves no output" [ ! -e x.json ]
+
+out=$(python3 "$src/profcheck.py" "${py[@]}"); rc=$?
+echo "$out"
+check "python checks ($(echo "$out" | grep -c '^ok') ok)" [ $rc -eq 0 ]
+echo "cli_timeline: $pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,78 @@
+/* cli_prof.c - helpers of the profile commands (cli_prof.h). */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_prof.h"
+
+int cli_out_open(struct cli_out *o, const char *path)
+{
+	memset(o, 0, sizeof(*o));
+	o->path = path;
+	if (!strcmp(path, "-")) {
+		o->f = stdout;
+		return 0;
+	}
+	if ((size_t)snprintf(o->tmp, sizeof(o->tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(o->tmp)) {
+		cli_error("%s: path too long", path);
+		return -1;
+	}
+	o->f = fopen(o->tmp, "wb");
+	if (!o->f) {
+		cli_error("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int cli_out_close(struct cli_out *o, int ok)
+{
+	if (!o->f)
+		return -1;
+	if (o->f == stdout) {
+		if (fflush(stdout)) {
+			cli_error("writing the output: %s", strerror(errno));
+			return -1;
+		}
+		return ok ? 0 : -1;
+	}
+	int bad = ferror(o->f) || fflush(o->f) != 0;
+	int err = errno;
+	bad |= fclose(o->f) != 0;
+	o->f = NULL;
+	if (bad || !ok) {
+		unlink(o->tmp);
+		if (bad)
+			cli_error("%s: write error: %s", o->path, strerror(err ? err : EIO));
+		return -1;
+	}
+	if (rename(o->tmp, o->path)) {
+		cli_error("%s: %s", o->path, strerror(errno));
+		unlink(o->tmp);
+		return -1;
+	}
+	return 0;
+}
+
+int cli_prof_run(const char *cmd, const char *file, struct cli_stream *cs, struct btr_analysis *const *list,
+		 size_t n, int *lost)
+{
+	struct btr_analysis_run_info info = { .sz = sizeof(info) };
+	int rc = btr_analysis_run(file, &cs->so, list, n, &info);
+	*lost = info.lost || rc < 0;
+	if (rc < 0 && !info.status) {
+		/* nothing usable was read, or an analysis failed */
+		cli_error("%s: %s", file, btr_errstr(rc));
+		return EXIT_RUNTIME;
+	}
+	if (rc < 0 || info.lost)
+		cli_error("%s: %s (the %s output covers what was read)", file,
+			  btr_errstr(info.status ? info.status : -BTR_ERR_CHECKSUM), cmd);
+	return EXIT_OK;
+}
+
+int cli_ends_with(const char *path, const char *suffix)
+{
+	size_t a = strlen(path), b = strlen(suffix);
+	return a >= b && !strcmp(path + a - b, suffix);
+}

@@ -1,0 +1,35 @@
+/* cli_prof.h - shared by the profile commands (callgraph, flame, timeline,
+ * bolt, pprof, merge): output files written whole or not at all, and one
+ * pass of analyses over a trace with the CLI's error conventions. */
+#ifndef BTR_CLI_PROF_H
+#define BTR_CLI_PROF_H
+
+#include <stdio.h>
+#include "btr/btr.h"
+#include "cli.h"
+
+/* An output file: "-" is stdout; anything else is written to a temporary
+ * name beside it and renamed by cli_out_close. */
+struct cli_out {
+	FILE *f;
+	const char *path;
+	char tmp[4096];
+};
+/* Returns 0, or -1 after printing one line naming @path. */
+int cli_out_open(struct cli_out *o, const char *path);
+/* Flushes, closes and renames; on @ok 0 (or a write error) removes the
+ * temporary file.  Returns 0, or -1 after printing one line. */
+int cli_out_close(struct cli_out *o, int ok);
+
+/* Runs @list (@n analyses) over trace @file with the stream options of
+ * @cs.  Returns EXIT_OK, or EXIT_RUNTIME after printing one line naming
+ * the file and cause.  *@lost is set when the trace was damaged (the
+ * results then cover what was read; the caller writes them and exits
+ * EXIT_RUNTIME). */
+int cli_prof_run(const char *cmd, const char *file, struct cli_stream *cs, struct btr_analysis *const *list,
+		 size_t n, int *lost);
+
+/* The file's extension test: does @path end with @suffix? */
+int cli_ends_with(const char *path, const char *suffix);
+
+#endif

@@ -1,0 +1,135 @@
+/* cmd_merge.c - `btr merge A B ... -o OUT`: profiles of many runs or
+ * machines merged into one (docs/merge.md). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli_prof.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: btr merge [OPTIONS] PROFILE... -o OUT\n"
+		"Merge profiles of many traces or machines into one: counts of the same\n"
+		"branch, stack or location add up.  All inputs must be of one kind:\n"
+		"  BOLT fdata (btr bolt, perf2bolt), BOLT pre-aggregated (btr bolt\n"
+		"  --pre-aggregated), pprof (btr pprof; modules matched by build-id), folded\n"
+		"  stacks (btr flame).\n"
+		"The result does not depend on the order or grouping of the inputs, so\n"
+		"merges can run as a tree: merge(merge(A,B),C) = merge(A,B,C).\n\n"
+		"Options:\n"
+		"  -o, --output OUT       the merged profile ('-': stdout)\n"
+		"  -h, --help             this help\n\n"
+		"Exit status: 0 ok; 2 usage error; 3 an input cannot be read or is not a\n"
+		"profile of the same kind (nothing is written then).\n");
+}
+
+static int read_all(const char *path, uint8_t **data, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	struct stat st;
+	if (!f)
+		return -errno;
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		fclose(f);
+		return -EISDIR;
+	}
+	size_t cap = 1 << 16, n = 0;
+	uint8_t *buf = malloc(cap);
+	while (buf) {
+		size_t r = fread(buf + n, 1, cap - n, f);
+		n += r;
+		if (n < cap)
+			break;
+		uint8_t *nb = realloc(buf, cap *= 2);
+		if (!nb) {
+			free(buf);
+			buf = NULL;
+		}
+		buf = nb;
+	}
+	int err = ferror(f) ? EIO : 0;
+	fclose(f);
+	if (!buf)
+		return -ENOMEM;
+	if (err) {
+		free(buf);
+		return -err;
+	}
+	*data = buf;
+	*size = n;
+	return 0;
+}
+
+/* The library's last message, put into our one line about the input. */
+static char last_msg[256];
+static void keep_msg(void *ctx, enum btr_log_level level, const char *msg)
+{
+	if (level <= BTR_LOG_ERROR)
+		snprintf(last_msg, sizeof(last_msg), "%s", msg);
+}
+
+int cmd_merge(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *outp = NULL;
+	int c;
+	while ((c = getopt_long(argc, argv, "o:h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'o': outp = optarg; break;
+		case 'h': usage(stdout); return EXIT_OK;
+		default: return cli_usage_error("merge", "unknown option");
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("merge", "missing input profiles");
+	if (!outp)
+		return cli_usage_error("merge", "missing -o OUT");
+	struct btr_merge *m = NULL;
+	for (int i = optind; i < argc; i++) {
+		uint8_t *data = NULL;
+		size_t size = 0;
+		int rc = read_all(argv[i], &data, &size);
+		if (rc) {
+			cli_error("%s: %s", argv[i], strerror(-rc));
+			btr_merge_free(m);
+			return EXIT_RUNTIME;
+		}
+		if (!m) {
+			enum btr_merge_kind k = btr_merge_detect(data, size);
+			if (k == BTR_MERGE_UNKNOWN || btr_merge_new(k, &m)) {
+				cli_error("%s: not a profile btr merges (fdata, pre-aggregated, pprof, folded)", argv[i]);
+				free(data);
+				return EXIT_RUNTIME;
+			}
+		}
+		last_msg[0] = 0;
+		btr_log_set(keep_msg, NULL, BTR_LOG_ERROR);
+		rc = btr_merge_add(m, data, size);
+		free(data);
+		if (rc) {
+			cli_error("%s: %s", argv[i],
+				  last_msg[0] ? last_msg : rc == -BTR_ERR_BAD_FORMAT ? "not a profile of the same kind as the first input" : btr_errstr(rc));
+			btr_merge_free(m);
+			return EXIT_RUNTIME;
+		}
+	}
+	struct cli_out o;
+	if (cli_out_open(&o, outp)) {
+		btr_merge_free(m);
+		return EXIT_RUNTIME;
+	}
+	int wr = btr_merge_write(m, o.f);
+	btr_merge_free(m);
+	if (wr)
+		cli_error("%s: %s", outp, btr_errstr(wr));
+	if (cli_out_close(&o, wr == 0) || wr)
+		return EXIT_RUNTIME;
+	return EXIT_OK;
+}
