@@ -1,0 +1,252 @@
+/* test_step_record.c - trap-flag tracing (`btr record -b step`) end to
+ * end: the branch stream decoded from a step trace (BTS records + the
+ * instruction-count side stream) equals the one decoded from a qemu trace
+ * (Intel PT) of the same deterministic program, branch for branch, with
+ * exact instruction counts; both go through the same reader
+ * (btr_stream).  PT reports not-taken conditional branches, BTS only taken
+ * ones: the not-taken ones' instructions are added to the next taken
+ * branch, as a BTS reader sees them. */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "btr/capture.h"
+#include "btr/error.h"
+#include "btr/stream.h"
+#include "btr/trace.h"
+
+#define BTR BTR_BINARY_DIR "/btr"
+#define MAXT 16
+
+struct br {
+	uint64_t from, to, insns;
+	uint8_t kind;
+	char where[160];      /* dynamic: "from -> to" symbolized */
+};
+
+struct thr {
+	uint32_t tid;
+	struct br *b;
+	size_t n, cap;
+	uint64_t pending;     /* insns of not-taken branches */
+	uint64_t insns;       /* total */
+	int insns_valid;
+};
+
+struct col {
+	struct thr t[MAXT];
+	int nt;
+	int exits, signo;
+	uint64_t exit_ip, exit_addr;
+	uint32_t exit_tid;
+	int procs, execs, thread_starts;
+	char backend[16];
+	struct btr_stream *s;
+	const char *only_module; /* keep only branches from this module (base name) */
+};
+
+static const char *base(const char *p)
+{
+	const char *s = p ? strrchr(p, '/') : NULL;
+	return s ? s + 1 : p ? p : "?";
+}
+
+static struct thr *thr_of(struct col *c, uint32_t tid)
+{
+	for (int i = 0; i < c->nt; i++)
+		if (c->t[i].tid == tid)
+			return &c->t[i];
+	if (c->nt == MAXT)
+		abort();
+	struct thr *t = &c->t[c->nt++];
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	t->insns_valid = 1;
+	return t;
+}
+
+static int on_branch(void *ctx, const struct btr_branch *b)
+{
+	struct col *c = ctx;
+	struct thr *t = thr_of(c, b->tid);
+	uint64_t n = (b->flags & BTR_BF_INSNS) ? b->insns : 0;
+	if (!(b->flags & BTR_BF_INSNS))
+		t->insns_valid = 0;
+	t->insns += n;
+	if (!(b->flags & BTR_BF_TAKEN)) {
+		t->pending += n;
+		return 0;
+	}
+	char where[160] = "";
+	if (c->only_module) {
+		/* Addresses differ between runs (ASLR, QEMU's guest base):
+		 * compare symbolized places inside the program, and only the
+		 * module of a target outside it (glibc's ifuncs pick string
+		 * functions by CPUID, which QEMU emulates differently). */
+		struct btr_image *img = btr_stream_image_pid(c->s, b->pid);
+		struct btr_symbol sym;
+		if (btr_image_symbol(img, b->from, &sym) < 0 || strcmp(base(sym.module), c->only_module))
+			return 0;
+		char f[64], to[64];
+		btr_image_symbolize(img, b->from, f, sizeof(f));
+		if (btr_image_symbol(img, b->to, &sym) == 0 && !strcmp(base(sym.module), c->only_module))
+			btr_image_symbolize(img, b->to, to, sizeof(to));
+		else
+			snprintf(to, sizeof(to), "[%s]", b->to ? (btr_image_symbol(img, b->to, &sym) == 0 ? base(sym.module) : "?") : "0");
+		snprintf(where, sizeof(where), "%s -> %s", f, to);
+	}
+	if (t->n == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 1024;
+		t->b = realloc(t->b, t->cap * sizeof(*t->b));
+	}
+	t->b[t->n] = (struct br){ b->from, b->to, n + t->pending, b->kind, "" };
+	memcpy(t->b[t->n++].where, where, sizeof(where));
+	t->pending = 0;
+	return 0;
+}
+
+static int on_event(void *ctx, const struct btr_stream_event *ev)
+{
+	struct col *c = ctx;
+	if (ev->type == BTR_SEV_MACHINE)
+		snprintf(c->backend, sizeof(c->backend), "%s", ev->rec->u.machine.backend);
+	if (ev->type == BTR_SEV_PROCESS_EXIT) {
+		c->exits++;
+		c->signo = ev->rec->u.exit.signo;
+		c->exit_ip = ev->rec->u.exit.ip;
+		c->exit_addr = ev->rec->u.exit.addr;
+		c->exit_tid = ev->rec->u.exit.tid;
+	}
+	if (ev->type == BTR_SEV_PROCESS)
+		c->procs++;
+	if (ev->type == BTR_SEV_EXEC)
+		c->execs++;
+	if (ev->type == BTR_SEV_THREAD_START) {
+		c->thread_starts++;
+		thr_of(c, ev->tid);
+	}
+	return 0;
+}
+
+static int collect(const char *path, struct col *c, const char *only_module)
+{
+	memset(c, 0, sizeof(*c));
+	c->only_module = only_module;
+	struct btr_stream_opts so = { .sz = sizeof(so), .branch = on_branch, .event = on_event, .ctx = c };
+	struct btr_stream *s;
+	int rc = btr_stream_open(path, &so, &s);
+	CHECK_EQ(rc, 0);
+	if (rc)
+		return rc;
+	c->s = s;
+	rc = btr_stream_run(s);
+	CHECK_EQ(rc, 0);
+	CHECK(!btr_stream_data_lost(s));
+	btr_stream_free(s);
+	return rc;
+}
+
+static void free_col(struct col *c)
+{
+	for (int i = 0; i < c->nt; i++)
+		free(c->t[i].b);
+}
+
+/* Runs btr with @args (NULL-terminated); the command's stdout goes to
+ * @out_file (NULL: /dev/null).  Returns the wait status. */
+static int run_btr(const char *out_file, const char *const *args)
+{
+	const char *argv[64];
+	int n = 0;
+	argv[n++] = BTR;
+	for (int i = 0; args[i]; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open(out_file ? out_file : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 1);
+		execv(BTR, (char *const *)argv);
+		_exit(126);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	return st;
+}
+
+/* The step trace and the qemu trace of one thread agree branch for
+ * branch (@sym: by symbolized place, without instruction counts). */
+static void compare_thread(const char *what, const struct thr *s, const struct thr *q, int sym)
+{
+	size_t n = s->n < q->n ? s->n : q->n, bad = n;
+	for (size_t i = 0; i < n; i++) {
+		const struct br *a = &s->b[i], *b = &q->b[i];
+		if (sym ? strcmp(a->where, b->where) || a->kind != b->kind :
+			  a->from != b->from || a->to != b->to || a->kind != b->kind || a->insns != b->insns) {
+			bad = i;
+			break;
+		}
+	}
+	if (bad < n || s->n != q->n) {
+		fprintf(stderr, "%s: step %zu branches, qemu %zu; first difference at %zu\n", what, s->n, q->n, bad);
+		for (size_t i = bad > 3 ? bad - 3 : 0; i < bad + 3 && i < n; i++)
+			fprintf(stderr, "  %zu step %#" PRIx64 " -> %#" PRIx64 " k%u n%" PRIu64 " %s | qemu %#" PRIx64
+					" -> %#" PRIx64 " k%u n%" PRIu64 " %s\n", i, s->b[i].from, s->b[i].to, s->b[i].kind,
+				s->b[i].insns, s->b[i].where, q->b[i].from, q->b[i].to, q->b[i].kind, q->b[i].insns,
+				q->b[i].where);
+	}
+	CHECK_EQ(s->n, q->n);
+	CHECK_EQ(bad, n);
+	CHECK(s->insns_valid);
+	if (!sym)
+		CHECK_EQ(s->insns, q->insns);
+}
+
+static void same_as_qemu(const char *prog, int dynamic)
+{
+	char path[512];
+	snprintf(path, sizeof(path), BTR_BINARY_DIR "/%s", prog);
+	const char *sa[] = { "record", "-q", "-b", "step", "-o", "step_cmp_s.btr", "--", path, NULL };
+	const char *qa[] = { "record", "-q", "-b", "qemu", "-o", "step_cmp_q.btr", "--", path, NULL };
+	int st = run_btr(NULL, sa);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	st = run_btr(NULL, qa);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	struct col s, q;
+	collect("step_cmp_s.btr", &s, dynamic ? prog : NULL);
+	collect("step_cmp_q.btr", &q, dynamic ? prog : NULL);
+	CHECK_STR(s.backend, "step");
+	CHECK_STR(q.backend, "qemu");
+	CHECK_EQ(s.nt, q.nt);
+	CHECK(s.nt >= 1);
+	for (int i = 0; i < s.nt && i < q.nt; i++)
+		compare_thread(prog, &s.t[i], &q.t[i], dynamic);
+	/* The syscalls are there, as {syscall, 0}. */
+	size_t sys = 0;
+	for (size_t i = 0; s.nt && i < s.t[0].n; i++)
+		sys += s.t[0].b[i].kind == BTR_KIND_SYSCALL && s.t[0].b[i].to == 0;
+	CHECK(sys >= (dynamic ? 0u : 2u));
+	printf("%s: %zu branches, %" PRIu64 " instructions, %zu syscalls: step == qemu\n", prog,
+	       s.nt ? s.t[0].n : 0, s.nt ? s.t[0].insns : 0, sys);
+	free_col(&s);
+	free_col(&q);
+	unlink("step_cmp_s.btr");
+	unlink("step_cmp_q.btr");
+}
+
+int main(int argc, char **argv)
+{
+	struct btr_capture_probe pr;
+	btr_probe_step(&pr);
+	if (!pr.usable)
+		check_skip(pr.reason);
+	const char *only = argc > 1 ? argv[1] : NULL;
+	if (!only || !strcmp(only, "static"))
+		same_as_qemu("prog_nolibc_step", 0);
+	if (!only || !strcmp(only, "dynamic"))
+		same_as_qemu("prog_step_dyn", 1);
+	return check_done();
+}
