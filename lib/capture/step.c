@@ -194,6 +194,15 @@ static struct proc *proc_find(struct rec *r, pid_t pid)
 
 static void proc_reset_code(struct proc *p)
 {
+	/* An open /proc/PID/mem keeps the old address space: reopen it. */
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)p->pid);
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		if (p->memfd >= 0)
+			close(p->memfd);
+		p->memfd = fd;
+	}
 	memset(p->pages, 0, NPAGES * sizeof(*p->pages));
 	memset(p->ic, 0, NICACHE * sizeof(*p->ic));
 	p->nmods = 0;
@@ -766,6 +775,24 @@ static void on_exit_status(struct rec *r, struct thr *t, int st)
 	}
 }
 
+/* A process created by fork/vfork: a copy of its parent's memory,
+ * modules and breakpoints. */
+static struct proc *child_proc(struct rec *r, pid_t pid, const struct proc *parent)
+{
+	struct proc *np = proc_new(r, pid);
+	if (!np)
+		return NULL;
+	char path[PATH_MAX];
+	exe_path(pid, path, sizeof(path));
+	write_process(r, (uint32_t)pid, parent ? (uint32_t)parent->pid : 0, BTR_PROC_START, path, NULL);
+	if (parent) {
+		np->bp[0] = parent->bp[0];
+		np->bp[1] = parent->bp[1];
+	}
+	scan_maps(r, np);
+	return np;
+}
+
 static void on_event(struct rec *r, struct thr *t, int ev)
 {
 	unsigned long msg = 0;
@@ -773,19 +800,10 @@ static void on_event(struct rec *r, struct thr *t, int ev)
 	if (ev == PTRACE_EVENT_CLONE || ev == PTRACE_EVENT_FORK || ev == PTRACE_EVENT_VFORK) {
 		pid_t nid = (pid_t)msg;
 		struct proc *np = t->p;
-		if (ev != PTRACE_EVENT_CLONE) {
-			/* A new process: a copy of its parent's memory and modules. */
-			np = proc_new(r, nid);
-			if (!np) {
-				r->err = -BTR_ERR_NOMEM;
-				return;
-			}
-			char path[PATH_MAX];
-			exe_path(nid, path, sizeof(path));
-			write_process(r, (uint32_t)nid, (uint32_t)t->p->pid, BTR_PROC_START, path, NULL);
-			np->bp[0] = t->p->bp[0];
-			np->bp[1] = t->p->bp[1];
-			scan_maps(r, np);
+		if (ev != PTRACE_EVENT_CLONE && (np = proc_find(r, nid)) == NULL &&
+		    !(np = child_proc(r, nid, t->p))) {
+			r->err = -BTR_ERR_NOMEM;
+			return;
 		}
 		struct thr *nt = thr_find(r, nid);
 		if (!nt && !thr_new(r, nid, np, t->tid))
@@ -802,7 +820,10 @@ static void on_event(struct rec *r, struct thr *t, int ev)
 				branch(r, t, t->prev_ip, 0, e->kind);
 			}
 		}
-		flush_proc(r, p);
+		/* Every process's, in fact: readers that keep one image for
+		 * all processes decode what came before with the old one. */
+		for (struct thr *o = r->thrs; o; o = o->next)
+			flush_thr(r, o);
 		if ((pid_t)msg != t->tid) {
 			/* A non-leader thread exec'd: it now has the process id. */
 			struct thr *old = thr_find(r, (pid_t)msg);
@@ -840,18 +861,20 @@ static void on_stop(struct rec *r, pid_t tid, int st)
 		/* A new thread or process whose parent's event we have not seen
 		 * yet: its process is its thread group. */
 		char path[64], line[128];
-		pid_t tgid = tid;
+		pid_t tgid = tid, ppid = 0;
 		snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
 		FILE *f = fopen(path, "re");
-		while (f && fgets(line, sizeof(line), f))
+		while (f && fgets(line, sizeof(line), f)) {
 			if (!strncmp(line, "Tgid:", 5))
 				tgid = (pid_t)atoi(line + 5);
+			if (!strncmp(line, "PPid:", 5))
+				ppid = (pid_t)atoi(line + 5);
+		}
 		if (f)
 			fclose(f);
 		struct proc *p = proc_find(r, tgid);
 		if (!p) {
-			/* Child process: created at the parent's fork event. */
-			if (!(p = proc_new(r, tgid))) {
+			if (!(p = child_proc(r, tgid, proc_find(r, ppid)))) {
 				r->err = -BTR_ERR_NOMEM;
 				return;
 			}
