@@ -237,6 +237,173 @@ static void same_as_qemu(const char *prog, int dynamic)
 	unlink("step_cmp_q.btr");
 }
 
+/* Branches of @c (all threads) whose from/to symbolize to names starting
+ * with @from / @to (NULL: any) and of kind @kind (-1: any). */
+struct count_ctx {
+	struct btr_stream *s;
+	const char *from, *to;
+	int kind;
+	uint32_t tid;             /* 0: any */
+	size_t n, total;
+	uint32_t tids[MAXT];
+	size_t per_tid[MAXT];
+	int ntid;
+	uint32_t pids[8];
+	int npid;
+};
+
+static int starts(const char *s, const char *p)
+{
+	return !p || !strncmp(s, p, strlen(p));
+}
+
+static int count_branch(void *ctx, const struct btr_branch *b)
+{
+	struct count_ctx *c = ctx;
+	c->total++;
+	int k = 0;
+	for (; k < c->npid && c->pids[k] != b->pid; k++)
+		;
+	if (k == c->npid && k < 8)
+		c->pids[c->npid++] = b->pid;
+	if (c->kind >= 0 && b->kind != c->kind)
+		return 0;
+	if (c->tid && b->tid != c->tid)
+		return 0;
+	struct btr_image *img = btr_stream_image_pid(c->s, b->pid);
+	char f[128], t[128];
+	btr_image_symbolize(img, b->from, f, sizeof(f));
+	btr_image_symbolize(img, b->to, t, sizeof(t));
+	if (!starts(f, c->from) || !starts(t, c->to))
+		return 0;
+	c->n++;
+	int i = 0;
+	for (; i < c->ntid && c->tids[i] != b->tid; i++)
+		;
+	if (i == c->ntid && i < MAXT)
+		c->tids[c->ntid++] = b->tid;
+	if (i < MAXT)
+		c->per_tid[i]++;
+	return 0;
+}
+
+static void count(const char *path, struct count_ctx *c, const char *from, const char *to, int kind)
+{
+	memset(c, 0, sizeof(*c));
+	c->from = from;
+	c->to = to;
+	c->kind = kind;
+	struct btr_stream_opts so = { .sz = sizeof(so), .branch = count_branch, .ctx = c };
+	CHECK_EQ(btr_stream_open(path, &so, &c->s), 0);
+	if (!c->s)
+		return;
+	CHECK_EQ(btr_stream_run(c->s), 0);
+	btr_stream_free(c->s);
+}
+
+static int record(const char *out, const char *const *opts, const char *prog, const char *arg)
+{
+	const char *a[32];
+	int n = 0;
+	a[n++] = "record";
+	a[n++] = "-q";
+	a[n++] = "-b";
+	a[n++] = "step";
+	a[n++] = "-o";
+	a[n++] = out;
+	for (int i = 0; opts && opts[i]; i++)
+		a[n++] = opts[i];
+	a[n++] = "--";
+	char path[512];
+	snprintf(path, sizeof(path), BTR_BINARY_DIR "/%s", prog);
+	a[n++] = path;
+	char arg_path[512];
+	if (arg) {
+		snprintf(arg_path, sizeof(arg_path), BTR_BINARY_DIR "/%s", arg);
+		a[n++] = arg_path;
+	}
+	a[n] = NULL;
+	int st = run_btr(NULL, a);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* --start sw: only sw runs stepped, each of its 200 entries, until it returns. */
+static void test_region(void)
+{
+	const char *o[] = { "--start", "sw", NULL };
+	CHECK_EQ(record("step_region.btr", o, "prog_nolibc_step", NULL), 0);
+	struct count_ctx all, rets, outside;
+	count("step_region.btr", &all, NULL, NULL, -1);
+	count("step_region.btr", &rets, "sw", "work", BTR_KIND_RET);
+	count("step_region.btr", &outside, "sw", NULL, -1);
+	CHECK_EQ(rets.n, 200);               /* every entry traced to its return */
+	CHECK_EQ(outside.n, all.total);      /* nothing outside sw */
+	CHECK(all.total >= 400 && all.total < 1000);
+	/* --start/--stop by address: from sw's entry to work's next call. */
+	printf("region: %zu branches, %zu returns from sw\n", all.total, rets.n);
+	unlink("step_region.btr");
+}
+
+/* Signals reach their handlers as without btr; the handler entries are
+ * asynchronous branches from the interrupted / faulting instruction. */
+static void test_signals(void)
+{
+	const char *o[] = { "--start", "main", NULL };
+	CHECK_EQ(record("step_sig.btr", o, "prog_flow_signals", NULL), 0);
+	struct count_ctx usr1, segv, longjmps;
+	count("step_sig.btr", &usr1, NULL, "on_usr1", BTR_KIND_ASYNC);
+	count("step_sig.btr", &segv, NULL, "on_segv", BTR_KIND_ASYNC);
+	count("step_sig.btr", &longjmps, "deep", NULL, -1);
+	CHECK_EQ(usr1.n, 1);
+	CHECK_EQ(segv.n, 1);
+	CHECK(longjmps.n > 10);
+	unlink("step_sig.btr");
+}
+
+/* Threads: every thread is followed (PTRACE_O_TRACECLONE). */
+static void test_threads(void)
+{
+	CHECK_EQ(record("step_thr.btr", NULL, "prog_flow_threads", NULL), 0);
+	struct count_ctx loop;
+	count("step_thr.btr", &loop, "work", "work", BTR_KIND_JCC);
+	CHECK_EQ(loop.ntid, 3);
+	/* work(1500) in main, work(2000) and work(2001) in the workers: one
+	 * taken loop branch per iteration but the last. */
+	size_t want[3] = { 1499, 1999, 2000 }, got[3] = { 0 };
+	for (int i = 0; i < loop.ntid && i < 3; i++)
+		got[i] = loop.per_tid[i];
+	for (int i = 0; i < 3; i++)
+		for (int j = i + 1; j < 3; j++)
+			if (got[j] < got[i]) {
+				size_t x = got[i];
+				got[i] = got[j];
+				got[j] = x;
+			}
+	for (int i = 0; i < 3; i++)
+		CHECK(got[i] >= want[i] && got[i] <= want[i] + 2);
+	printf("threads: %d threads, loop branches %zu %zu %zu\n", loop.ntid, got[0], got[1], got[2]);
+	unlink("step_thr.btr");
+}
+
+/* fork + exec: the child is a process of its own, traced through exec. */
+static void test_fork_exec(void)
+{
+	CHECK_EQ(record("step_fork.btr", NULL, "prog_nolibc_fork", "prog_nolibc_step"), 3);
+	struct col c;
+	collect("step_fork.btr", &c, NULL);
+	CHECK_EQ(c.procs, 3);       /* start, child start, child exec */
+	CHECK_EQ(c.execs, 1);
+	CHECK_EQ(c.exits, 2);
+	CHECK_EQ(c.nt, 2);
+	free_col(&c);
+	struct count_ctx fib;
+	count("step_fork.btr", &fib, "fib", "fib", BTR_KIND_CALL);
+	CHECK(fib.n > 100);          /* the exec'd program ran stepped */
+	CHECK_EQ(fib.ntid, 1);
+	CHECK_EQ(fib.npid, 2);
+	unlink("step_fork.btr");
+}
+
 int main(int argc, char **argv)
 {
 	struct btr_capture_probe pr;
@@ -248,5 +415,13 @@ int main(int argc, char **argv)
 		same_as_qemu("prog_nolibc_step", 0);
 	if (!only || !strcmp(only, "dynamic"))
 		same_as_qemu("prog_step_dyn", 1);
+	if (!only || !strcmp(only, "region"))
+		test_region();
+	if (!only || !strcmp(only, "signals"))
+		test_signals();
+	if (!only || !strcmp(only, "threads"))
+		test_threads();
+	if (!only || !strcmp(only, "fork"))
+		test_fork_exec();
 	return check_done();
 }

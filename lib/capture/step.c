@@ -1285,6 +1285,8 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	r.root = root;
 	if (rc == 0 && p)
 		rc = parse_region(&r, p);
+	for (struct thr *t = r.thrs; t; t = t->next)
+		t->stepping = !r.region;
 	if (rc < 0) {
 		if (r.attached)
 			detach_all(&r);
