@@ -173,8 +173,13 @@ void btr_probe_step(struct btr_capture_probe *out)
 	int e = errno;
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
-	if (ok)
-		say(out, true, "ptrace single-stepping works");
+	if (ok) {
+		/* Which mode `-b step` runs in: block stepping if BTF works. */
+		char why[200];
+		int btf = btr_step_probe_btf(why, sizeof(why));
+		say(out, true, "ptrace single-stepping works; %s; -b step uses %s", btf < 0 ? "BTF probe failed" : why,
+		    btf == 1 ? "PTRACE_SINGLEBLOCK (a trap per branch)" : "PTRACE_SINGLESTEP (a trap per instruction)");
+	}
 	else
 		say(out, false, "ptrace(PTRACE_SINGLESTEP) failed: %s", strerror(e));
 }
