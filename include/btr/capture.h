@@ -47,6 +47,8 @@ struct btr_capture_opts {
 	const char *stop;         /* region end: symbol or address (NULL: the start function's return) */
 	uint32_t ring;            /* > 0: flight recorder, keep the last @ring branches per thread */
 	const char *filter;       /* flight recorder: branches kept (btr_filter_parse syntax), NULL: all */
+	int inproc;               /* in-process agent (btr-step-agent.so) instead of ptrace where it
+				   * can work; falls back to ptrace (saying why in res->mode) */
 };
 
 /* How the recorded command ended (from waitpid), and trace statistics. */
@@ -61,6 +63,7 @@ struct btr_capture_result {
 	int interrupted;          /* a SIGINT/SIGTERM reached the recorder while recording */
 	uint64_t steps;           /* step: traps taken */
 	uint64_t branches;        /* step: branch records written */
+	int inproc;               /* step: the in-process agent traced (not ptrace) */
 	char mode[256];           /* step: how it ran ("PTRACE_SINGLESTEP (BTF ...)") */
 };
 
