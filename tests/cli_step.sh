@@ -81,6 +81,23 @@ check "no crash message" grep -q '^no crash' nc.txt
 check "crash missing file exit 3" [ $rc -eq 3 ]
 check "crash missing file one line" [ "$(wc -l <err)" -eq 1 ]
 
+# ---- --inproc: falls back where it cannot work, and says why ----
+"$btr" record -b step --inproc -o st.btr -- "$build/prog_nolibc_step" >out.txt 2>err; rc=$?
+check "inproc static: exit 0" [ $rc -eq 0 ]
+check "inproc static: says it falls back" grep -q 'program is static.*falling back to ptrace' err
+check "inproc static: ptrace trace" grep -q 'PTRACE_SINGLE' err
+check "inproc static: program output" grep -q 'nolibc_step ok' out.txt
+"$btr" record -b step --inproc -o sg.btr -- "$build/prog_step_sigtrap" >out.txt 2>err; rc=$?
+check "inproc SIGTRAP handler: program unharmed (rc $rc)" [ $rc -eq 0 ]
+check "inproc SIGTRAP handler: output" grep -q '^handled 2$' out.txt
+check "inproc SIGTRAP handler: says so" grep -q 'installs its own SIGTRAP handler' err
+check "inproc SIGTRAP handler: untraced record" sh -c "'$btr' trace dump sg.btr | grep -q 'event=untraced.*own SIGTRAP handler'"
+"$btr" record -b step --inproc -o dy.btr -- "$build/prog_step_dyn" >out.txt 2>err; rc=$?
+check "inproc dynamic: exit 0" [ $rc -eq 0 ]
+check "inproc dynamic: agent ran" grep -q 'in-process agent' err
+"$btr" report dy.btr >dy.rep
+check "inproc dynamic: instruction counts" grep -Eq '^instructions: +[1-9]' dy.rep
+
 # ---- usage errors ----
 "$btr" record -b qemu -p 1 -o x.btr 2>/dev/null; rc=$?
 check "-p with qemu: usage (got $rc)" [ $rc -eq 2 ]

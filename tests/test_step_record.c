@@ -231,6 +231,23 @@ static void same_as_qemu(const char *prog, int dynamic)
 	CHECK(sys >= (dynamic ? 0u : 2u));
 	printf("%s: %zu branches, %" PRIu64 " instructions, %zu syscalls: step == qemu\n", prog,
 	       s.nt ? s.t[0].n : 0, s.nt ? s.t[0].insns : 0, sys);
+	if (dynamic) {
+		/* --inproc (the preloaded agent) sees the same program branches
+		 * as ptrace; it starts in its constructor, after the loader. */
+		const char *ia[] = { "record", "-q", "-b", "step", "--inproc", "-o", "step_cmp_i.btr", "--", path, NULL };
+		st = run_btr(NULL, ia);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		struct col in;
+		collect("step_cmp_i.btr", &in, prog);
+		CHECK_EQ(in.nt, 1);
+		if (in.nt == 1 && s.nt >= 1) {
+			CHECK(in.t[0].n > 100);
+			compare_thread("--inproc", &in.t[0], &s.t[0], 1);
+			CHECK(in.t[0].insns < s.t[0].insns);   /* no loader start-up */
+		}
+		free_col(&in);
+		unlink("step_cmp_i.btr");
+	}
 	free_col(&s);
 	free_col(&q);
 	unlink("step_cmp_s.btr");

@@ -908,6 +908,14 @@ static void on_stop(struct rec *r, pid_t tid, int st)
 		return;
 	}
 	t->fresh = 0;
+	if (sig == SIGTRAP && t->stepping && t->have_prev && !t->sig_entry) {
+		/* After a system call the SIGTRAP may be the program's own
+		 * (raise, kill): a user-sent signal, not our trap. */
+		const struct icache_ent *e = insn_at(t->p, t->prev_ip);
+		siginfo_t si;
+		if (e && e->kind == BTR_KIND_SYSCALL && ptrace(PTRACE_GETSIGINFO, tid, NULL, &si) == 0 && si.si_code <= 0)
+			goto deliver;
+	}
 	if (sig == SIGTRAP) {
 		if (!t->stepping) {
 			if (region_enter(r, t)) {
@@ -946,6 +954,7 @@ static void on_stop(struct rec *r, pid_t tid, int st)
 		resume(r, t, 0);
 		return;
 	}
+deliver:;
 	/* A signal for the tracee: deliver it as it would be without btr. */
 	siginfo_t si;
 	memset(&si, 0, sizeof(si));
@@ -1403,12 +1412,11 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	if (inproc)
 		snprintf(res->mode, sizeof(res->mode), "in-process agent %.150s (TF set in its own SIGTRAP handler)", agent);
 	else
-		snprintf(res->mode, sizeof(res->mode), "%s%s%s: %s", no_inproc ? "--inproc not possible (" : "",
-			 no_inproc ? no_inproc : "", no_inproc ? "), ptrace " : "",
-			 r.block ? "PTRACE_SINGLEBLOCK" : "PTRACE_SINGLESTEP");
+		snprintf(res->mode, sizeof(res->mode), "%s%s%s%s (%.150s)", no_inproc ? "--inproc not possible (" : "",
+			 no_inproc ? no_inproc : "", no_inproc ? "), " : "",
+			 r.block ? "PTRACE_SINGLEBLOCK" : "PTRACE_SINGLESTEP", why);
 	if (no_inproc)
 		btr_warn("--inproc: %s; falling back to ptrace", no_inproc);
-	(void)why;
 
 	struct btr_trace_writer_opts wo = { .sz = sizeof(wo), .compress = opts->compress };
 	if ((rc = btr_trace_writer_new(opts->output, &wo, &r.w)) < 0) {
