@@ -377,10 +377,13 @@ static void test_signals(void)
 	unlink("step_sig.btr");
 }
 
-/* Threads: every thread is followed (PTRACE_O_TRACECLONE). */
-static void test_threads(void)
+/* Threads: every thread is followed (PTRACE_O_TRACECLONE).  @region:
+ * only work() is stepped, entered by three threads at about the same time
+ * (no entry may be lost while one thread steps over the breakpoint). */
+static void test_threads(int region)
 {
-	CHECK_EQ(record("step_thr.btr", NULL, "prog_flow_threads", NULL), 0);
+	const char *o[] = { "--start", "work", NULL };
+	CHECK_EQ(record("step_thr.btr", region ? o : NULL, "prog_flow_threads", NULL), 0);
 	struct count_ctx loop;
 	count("step_thr.btr", &loop, "work", "work", BTR_KIND_JCC);
 	CHECK_EQ(loop.ntid, 3);
@@ -398,7 +401,8 @@ static void test_threads(void)
 			}
 	for (int i = 0; i < 3; i++)
 		CHECK(got[i] >= want[i] && got[i] <= want[i] + 2);
-	printf("threads: %d threads, loop branches %zu %zu %zu\n", loop.ntid, got[0], got[1], got[2]);
+	printf("threads%s: %d threads, loop branches %zu %zu %zu\n", region ? " (region)" : "", loop.ntid, got[0],
+	       got[1], got[2]);
 	unlink("step_thr.btr");
 }
 
@@ -437,7 +441,9 @@ int main(int argc, char **argv)
 	if (!only || !strcmp(only, "signals"))
 		test_signals();
 	if (!only || !strcmp(only, "threads"))
-		test_threads();
+		test_threads(0);
+	if (!only || !strcmp(only, "region-threads"))
+		test_threads(1);
 	if (!only || !strcmp(only, "fork"))
 		test_fork_exec();
 	return check_done();

@@ -120,6 +120,11 @@ struct thr {
 	pid_t tid;
 	struct proc *p;
 	int fresh;               /* waiting for its first stop */
+	int over;                /* region: stepping over the lifted start breakpoint */
+	int parked;              /* region: stopped while another thread steps over it */
+	int park_st_valid, park_st; /* a stop reaped while parking, replayed at unpark */
+	int swallow_stop;        /* our parking SIGSTOP is still to come: swallow it */
+	int detached_stop;       /* detach: our SIGSTOP arrived */
 	int stepping;            /* 0: running free (region mode) */
 	int have_prev;
 	uint64_t prev_ip;
@@ -152,6 +157,8 @@ struct rec {
 	pid_t root;
 	int attached;
 	int exited_root;
+	int over_n;              /* threads stepping over a lifted breakpoint */
+	int parked_n;
 };
 
 /* ---- small helpers ---- */
@@ -539,18 +546,88 @@ static void account(struct rec *r, struct thr *t, uint64_t ip)
 
 /* ---- resuming ---- */
 
+/* Stepping over the start breakpoint means lifting it for one step.  So
+ * that no other thread runs through the start meanwhile untraced, the
+ * threads of the process that run free are stopped first ("parked") and
+ * resumed when the breakpoint is back (unpark). */
+static void park_others(struct rec *r, struct thr *t)
+{
+	for (struct thr *o = r->thrs; o; o = o->next) {
+		if (o == t || o->p != t->p || o->stepping || o->parked || o->fresh || o->over)
+			continue;
+		o->parked = 1;
+		o->park_st_valid = 0;
+		r->parked_n++;
+		syscall(SYS_tgkill, o->p->pid, o->tid, SIGSTOP);
+		int st;
+		pid_t w;
+		do
+			w = waitpid(o->tid, &st, __WALL);
+		while (w < 0 && errno == EINTR);
+		if (w != o->tid)
+			continue;
+		if (WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP && !(st >> 16))
+			continue;   /* our stop */
+		/* It stopped for something else first: replay that later; our
+		 * SIGSTOP then comes after it is resumed. */
+		o->park_st = st;
+		o->park_st_valid = 1;
+		o->swallow_stop = WIFSTOPPED(st);
+	}
+}
+
+static void on_stop(struct rec *r, pid_t tid, int st);
+
+static void unpark(struct rec *r)
+{
+	struct thr *next;
+	for (struct thr *o = r->thrs; o; o = next) {
+		next = o->next;
+		if (!o->parked)
+			continue;
+		o->parked = 0;
+		r->parked_n--;
+		if (o->park_st_valid) {
+			o->park_st_valid = 0;
+			on_stop(r, o->tid, o->park_st);
+		} else {
+			ptrace(PTRACE_CONT, o->tid, NULL, NULL);
+		}
+	}
+}
+
 static void resume(struct rec *r, struct thr *t, int sig)
 {
 	long req = t->stepping ? (r->block ? PTRACE_SINGLEBLOCK : PTRACE_SINGLESTEP) : PTRACE_CONT;
-	if (t->stepping && r->region) {
+	if (t->stepping && r->region && t->have_prev) {
 		/* Step over our own breakpoint with the program's byte. */
-		for (int i = 0; i < MAX_BP; i++)
-			if (t->p->bp[i].planted && t->p->bp[i].addr == t->prev_ip && t->have_prev) {
+		for (int i = 0; i < MAX_BP; i++) {
+			if (!t->p->bp[i].addr || t->p->bp[i].addr != t->prev_ip)
+				continue;
+			if (t->p->bp[i].planted) {
+				park_others(r, t);
 				bp_remove(t->p, i);
-				ptrace(PTRACE_SINGLESTEP, t->tid, NULL, (void *)(long)sig);
-				r->res->steps++;
-				return;   /* replanted at the next stop (see replant) */
 			}
+			if (t->p->bp[i].planted)
+				break;
+			t->over = 1;
+			r->over_n++;
+			ptrace(PTRACE_SINGLESTEP, t->tid, NULL, (void *)(long)sig);
+			r->res->steps++;
+			return;   /* replanted when every such step is done (on_stop) */
+		}
+	}
+	if (!t->stepping && r->over_n && !t->parked) {
+		/* The start breakpoint is lifted: a thread must not run free
+		 * now (a new thread's first stop, a signal); it waits. */
+		t->parked = 1;
+		t->park_st_valid = 0;
+		r->parked_n++;
+		if (sig) {
+			t->park_st_valid = 1;   /* replayed: delivers @sig then */
+			t->park_st = (sig << 8) | 0x7f;
+		}
+		return;
 	}
 	if (t->stepping)
 		r->res->steps++;
@@ -887,6 +964,13 @@ static void on_stop(struct rec *r, pid_t tid, int st)
 			return;
 		}
 	}
+	if (t->over) {
+		t->over = 0;
+		if (--r->over_n == 0) {
+			replant(t->p);
+			unpark(r);
+		}
+	}
 	if (WIFEXITED(st) || WIFSIGNALED(st)) {
 		on_exit_status(r, t, st);
 		return;
@@ -894,6 +978,11 @@ static void on_stop(struct rec *r, pid_t tid, int st)
 	if (!WIFSTOPPED(st))
 		return;
 	int sig = WSTOPSIG(st), ev = st >> 16;
+	if (t->swallow_stop && sig == SIGSTOP && !ev) {
+		t->swallow_stop = 0;
+		resume(r, t, 0);
+		return;
+	}
 	if (ev) {
 		on_event(r, t, ev);
 		resume(r, t, 0);
@@ -945,7 +1034,6 @@ static void on_stop(struct rec *r, pid_t tid, int st)
 			account(r, t, ip);
 		}
 		if (r->region) {
-			replant(t->p);
 			if (region_leave(r, t, ip)) {
 				resume(r, t, 0);
 				return;
@@ -1000,14 +1088,10 @@ static void detach_all(struct rec *r)
 			on_exit_status(r, t, st);
 			continue;
 		}
-		int sig = WIFSTOPPED(st) ? WSTOPSIG(st) : 0;
-		if (sig == SIGSTOP && !t->fresh) {
-			t->fresh = 1;   /* our SIGSTOP: swallow it */
-			sig = 0;
-		} else if (sig == SIGTRAP || (st >> 16)) {
-			sig = 0;
-		}
-		if (WIFSTOPPED(st) && !(st >> 16) && sig == 0 && t->fresh) {
+		int sig = WIFSTOPPED(st) && !(st >> 16) ? WSTOPSIG(st) : 0;
+		if (sig == SIGSTOP && !t->detached_stop) {
+			/* Our SIGSTOP: suppressed by detaching with signal 0. */
+			t->detached_stop = 1;
 			flush_thr(r, t);
 			struct proc *p = t->p;
 			ptrace(PTRACE_DETACH, tid, NULL, NULL);
@@ -1025,6 +1109,19 @@ static void detach_all(struct rec *r)
 			free(t->ring);
 			free(t);
 			continue;
+		}
+		if (sig == SIGTRAP) {
+			/* A step trap, or a hit of the (now removed) start
+			 * breakpoint: then back to the start of its instruction. */
+			uint64_t ip = get_ip(tid);
+			if (!t->stepping && t->p->bp[0].addr && ip == t->p->bp[0].addr + 1) {
+				struct user_regs_struct regs;
+				if (ptrace(PTRACE_GETREGS, tid, NULL, &regs) == 0) {
+					regs.rip = t->p->bp[0].addr;
+					ptrace(PTRACE_SETREGS, tid, NULL, &regs);
+				}
+			}
+			sig = 0;
 		}
 		/* Something else first (a step trap, a signal): let it happen
 		 * untraced and wait for our SIGSTOP. */
@@ -1504,7 +1601,7 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		setitimer(ITIMER_REAL, &it, NULL);
 	}
 	while (r.thrs && !r.err) {
-		if (got_signal && (r.attached || got_signal == SIGALRM)) {
+		if (got_signal && (r.attached || got_signal == SIGALRM) && !r.over_n && !r.parked_n) {
 			detach_all(&r);
 			break;
 		}
