@@ -2,8 +2,9 @@
  *
  * Every traced thread is single-stepped (PTRACE_SINGLESTEP sets TF; the
  * CPU traps after each instruction).  Per trap the recorder does as little
- * as it can: one waitpid, one PTRACE_PEEKUSER of the IP (cheaper than
- * PTRACE_GETREGS: one word instead of 27), and a look-up of the previous
+ * as it can: one waitpid, one PTRACE_PEEKUSER of the IP (one word instead
+ * of PTRACE_GETREGS's 27; measured the same within noise here,
+ * bench/bench_step_trap.c), and a look-up of the previous
  * instruction in a per-process decoded-instruction cache (the code bytes
  * are read once per page with pread on /proc/PID/mem, never per step).  A
  * taken branch becomes one 24-byte BTS record {from, to, flags 0} exactly
@@ -24,15 +25,19 @@
  * Region tracing (--start/--stop) plants int3 at the start address and
  * lets the threads run with PTRACE_CONT; a thread that hits it is stepped
  * until it reaches the stop address (or, without --stop, returns from the
- * start function), then runs free again.  The flight recorder (--ring N)
+ * start function), then runs free again; while one thread steps over the
+ * lifted breakpoint, the process's free-running threads are parked.  The
+ * flight recorder (--ring N)
  * keeps the last N branches per thread in a ring (the LBR stack with its
  * top-of-stack index), filtered by LBR_SELECT class, and writes it when
  * the thread ends or the process dies.
  *
  * Why ptrace and not BTF block stepping: KVM does not pass
  * IA32_DEBUGCTL.BTF through, so PTRACE_SINGLEBLOCK single-steps (or does
- * nothing useful); btr_step_probe_btf() checks it and the recorder uses
- * block stepping only where it traps on branches alone.
+ * nothing useful); btr_step_probe_btf() (probe.c) checks it and the
+ * recorder uses block stepping only where it traps on branches alone.
+ * --inproc (step_inproc.c, step_agent.c) replaces ptrace by an agent
+ * inside the program.
  */
 #include "btr/bts.h"
 #include "btr/capture.h"
@@ -41,7 +46,6 @@
 #include "btr/insn.h"
 #include "btr/trace.h"
 #include "internal.h"
-#include "step_agent.h"
 
 #include <ctype.h>
 #include <elf.h>
@@ -71,95 +75,7 @@
 #define PTRACE_SINGLEBLOCK 33
 #endif
 
-#define PAGE 4096u
-#define NPAGES 512u          /* code cache: pages per process (direct mapped) */
-#define NICACHE 8192u        /* decoded instructions per process (direct mapped) */
-#define BATCH 4096u          /* BTS records per thread before a write */
-#define MAX_BP 2
-
-struct cpage {
-	uint64_t addr;           /* page address + 1 (0: empty) */
-	uint8_t b[PAGE];
-};
-
-struct icache_ent {
-	uint64_t ip;             /* ip + 1 (0: empty) */
-	uint8_t len, kind;
-	uint16_t flags;
-	uint64_t target;
-};
-
-struct bp {
-	uint64_t addr;
-	uint8_t orig;
-	int planted;
-};
-
-struct mod {
-	uint64_t start, end;
-};
-
-struct proc {
-	pid_t pid;
-	int memfd;
-	int dead;
-	struct cpage *pages;
-	struct icache_ent *ic;
-	struct mod *mods;
-	size_t nmods, capmods;
-	struct bp bp[MAX_BP];    /* [0] start, [1] stop (region mode) */
-	struct proc *next;
-};
-
-struct ring_ent {
-	uint64_t from, to;
-	uint32_t insns;
-};
-
-struct thr {
-	pid_t tid;
-	struct proc *p;
-	int fresh;               /* waiting for its first stop */
-	int over;                /* region: stepping over the lifted start breakpoint */
-	int parked;              /* region: stopped while another thread steps over it */
-	int park_st_valid, park_st; /* a stop reaped while parking, replayed at unpark */
-	int swallow_stop;        /* our parking SIGSTOP is still to come: swallow it */
-	int detached_stop;       /* detach: our SIGSTOP arrived */
-	int stepping;            /* 0: running free (region mode) */
-	int have_prev;
-	uint64_t prev_ip;
-	uint32_t ninsn;          /* instructions since the last written branch */
-	int sig_entry;           /* a caught signal was injected: next trap is its handler */
-	uint64_t sig_from;
-	int last_sig;            /* last signal delivered, its IP and address */
-	uint64_t last_sig_ip, last_sig_addr;
-	uint64_t ret_addr, entry_sp; /* region without --stop: the start function's return */
-	uint8_t *buf;            /* BATCH BTS records */
-	uint32_t *cnt;           /* their instruction counts */
-	unsigned n;
-	uint64_t off, ins_off;   /* bytes written so far of the BTS / BTS_INSNS streams */
-	struct ring_ent *ring;   /* flight recorder: @ring entries, @tos the next slot */
-	uint32_t tos, used;
-	struct thr *next;
-};
-
-struct rec {
-	const struct btr_capture_opts *o;
-	struct btr_trace_writer *w;
-	struct btr_capture_result *res;
-	struct proc *procs;
-	struct thr *thrs;
-	int block;               /* PTRACE_SINGLEBLOCK works (BTF) */
-	int region;
-	uint64_t start_addr, stop_addr;
-	struct btr_filter filter;
-	int err;
-	pid_t root;
-	int attached;
-	int exited_root;
-	int over_n;              /* threads stepping over a lifted breakpoint */
-	int parked_n;
-};
+#include "step_priv.h"
 
 /* ---- small helpers ---- */
 
@@ -183,7 +99,7 @@ static uint64_t get_reg(pid_t tid, size_t off)
 	return errno ? 0 : (uint64_t)v;
 }
 
-static void wr(struct rec *r, const struct btr_record *rec)
+void step_wr(struct rec *r, const struct btr_record *rec)
 {
 	if (r->err)
 		return;
@@ -202,7 +118,7 @@ static struct proc *proc_find(struct rec *r, pid_t pid)
 	return NULL;
 }
 
-static void proc_reset_code(struct proc *p)
+void step_proc_reset(struct proc *p)
 {
 	/* An open /proc/PID/mem keeps the old address space: reopen it. */
 	char path[64];
@@ -218,7 +134,7 @@ static void proc_reset_code(struct proc *p)
 	p->nmods = 0;
 }
 
-static struct proc *proc_new(struct rec *r, pid_t pid)
+struct proc *step_proc_new(struct rec *r, pid_t pid)
 {
 	struct proc *p = calloc(1, sizeof(*p));
 	if (!p)
@@ -340,7 +256,7 @@ static int known_mod(const struct proc *p, uint64_t a)
 /* Writes a module record for every executable file mapping of @p not
  * written yet (/proc/PID/maps).  Called at the start, after exec, and
  * when a branch lands outside every known module (dlopen, mmap). */
-static void scan_maps(struct rec *r, struct proc *p)
+void step_scan_maps(struct rec *r, struct proc *p)
 {
 	char path[64], line[4096 + 128];
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
@@ -377,7 +293,7 @@ static void scan_maps(struct rec *r, struct proc *p)
 		rec.u.module.path = file;
 		int n = btr_elf_build_id(file, rec.u.module.build_id, sizeof(rec.u.module.build_id));
 		rec.u.module.build_id_len = n > 0 && n <= 20 ? (uint8_t)n : 0;
-		wr(r, &rec);
+		step_wr(r, &rec);
 		r->res->modules++;
 	}
 	fclose(f);
@@ -393,7 +309,7 @@ static struct thr *thr_find(struct rec *r, pid_t tid)
 	return NULL;
 }
 
-static struct thr *thr_new(struct rec *r, pid_t tid, struct proc *p, pid_t parent)
+struct thr *step_thr_new(struct rec *r, pid_t tid, struct proc *p, pid_t parent)
 {
 	struct thr *t = calloc(1, sizeof(*t));
 	if (!t)
@@ -421,7 +337,7 @@ static struct thr *thr_new(struct rec *r, pid_t tid, struct proc *p, pid_t paren
 	rec.u.thread.pid = (uint32_t)p->pid;
 	rec.u.thread.tid = (uint32_t)tid;
 	rec.u.thread.parent_tid = (uint32_t)parent;
-	wr(r, &rec);
+	step_wr(r, &rec);
 	return t;
 }
 
@@ -446,7 +362,7 @@ static void write_batch(struct rec *r, struct thr *t, const uint8_t *buf, const 
 		rec.u.data.stream_offset = t->ins_off;
 		rec.u.data.size = 4ull * k;
 		rec.u.data.data = tmp;
-		wr(r, &rec);
+		step_wr(r, &rec);
 		t->ins_off += 4ull * k;
 		done += k;
 	}
@@ -456,7 +372,7 @@ static void write_batch(struct rec *r, struct thr *t, const uint8_t *buf, const 
 	rec.u.data.stream_offset = t->off;
 	rec.u.data.size = (uint64_t)n * BTR_BTS_RECORD_SIZE;
 	rec.u.data.data = buf;
-	wr(r, &rec);
+	step_wr(r, &rec);
 	t->off += rec.u.data.size;
 	r->res->pt_bytes += rec.u.data.size;
 }
@@ -518,7 +434,7 @@ static void branch(struct rec *r, struct thr *t, uint64_t from, uint64_t to, uns
 
 /* The step from @t->prev_ip ended at @ip: count the instruction and write
  * the branch it took, if any. */
-static void account(struct rec *r, struct thr *t, uint64_t ip)
+void step_account(struct rec *r, struct thr *t, uint64_t ip)
 {
 	if (!t->have_prev) {
 		t->have_prev = 1;
@@ -541,7 +457,7 @@ static void account(struct rec *r, struct thr *t, uint64_t ip)
 			branch(r, t, from, ip, e->kind);
 	}
 	if (ip != from + e->len && !known_mod(t->p, ip))
-		scan_maps(r, t->p);
+		step_scan_maps(r, t->p);
 }
 
 /* ---- resuming ---- */
@@ -741,7 +657,7 @@ static int region_leave(struct rec *r, struct thr *t, uint64_t ip)
 /* ---- the loop ---- */
 
 static volatile sig_atomic_t got_signal;
-static volatile sig_atomic_t child_pid;
+volatile sig_atomic_t btr__step_child;
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
@@ -749,8 +665,8 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	got_signal = sig;
 	/* As for qemu: forward what was sent to the recorder alone (not for
 	 * an attached process: there it means "detach"). */
-	if (child_pid > 0 && si && si->si_code == SI_USER && si->si_pid != child_pid)
-		kill(child_pid, sig);
+	if (btr__step_child > 0 && si && si->si_code == SI_USER && si->si_pid != btr__step_child)
+		kill(btr__step_child, sig);
 }
 
 static void on_alarm(int sig)
@@ -759,7 +675,7 @@ static void on_alarm(int sig)
 	got_signal = SIGALRM;
 }
 
-static void write_process(struct rec *r, uint32_t pid, uint32_t ppid, uint32_t ev, const char *path,
+void step_write_process(struct rec *r, uint32_t pid, uint32_t ppid, uint32_t ev, const char *path,
 			  char *const *argv)
 {
 	char args[4096];
@@ -779,7 +695,7 @@ static void write_process(struct rec *r, uint32_t pid, uint32_t ppid, uint32_t e
 	rec.u.process.args = args;
 	rec.u.process.args_len = (uint32_t)len;
 	rec.u.process.detail = "";
-	wr(r, &rec);
+	step_wr(r, &rec);
 }
 
 static void exe_path(pid_t pid, char *buf, size_t size)
@@ -797,7 +713,7 @@ static void thr_gone(struct rec *r, struct thr *t, int code)
 	rec.u.thread.pid = (uint32_t)t->p->pid;
 	rec.u.thread.tid = (uint32_t)t->tid;
 	rec.u.thread.exit_code = code;
-	wr(r, &rec);
+	step_wr(r, &rec);
 	for (struct thr **pp = &r->thrs; *pp; pp = &(*pp)->next)
 		if (*pp == t) {
 			*pp = t->next;
@@ -809,7 +725,7 @@ static void thr_gone(struct rec *r, struct thr *t, int code)
 	free(t);
 }
 
-static void on_exit_status(struct rec *r, struct thr *t, int st)
+void step_exit_status(struct rec *r, struct thr *t, int st)
 {
 	struct proc *p = t->p;
 	/* The last step of a thread that leaves by exit/exit_group is a syscall
@@ -844,7 +760,7 @@ static void on_exit_status(struct rec *r, struct thr *t, int st)
 			rec.u.exit.addr = saved.last_sig_addr;
 		}
 	}
-	wr(r, &rec);
+	step_wr(r, &rec);
 	proc_close(p);
 	if (p->pid == r->root) {
 		r->exited_root = 1;
@@ -859,17 +775,17 @@ static void on_exit_status(struct rec *r, struct thr *t, int st)
  * modules and breakpoints. */
 static struct proc *child_proc(struct rec *r, pid_t pid, const struct proc *parent)
 {
-	struct proc *np = proc_new(r, pid);
+	struct proc *np = step_proc_new(r, pid);
 	if (!np)
 		return NULL;
 	char path[PATH_MAX];
 	exe_path(pid, path, sizeof(path));
-	write_process(r, (uint32_t)pid, parent ? (uint32_t)parent->pid : 0, BTR_PROC_START, path, NULL);
+	step_write_process(r, (uint32_t)pid, parent ? (uint32_t)parent->pid : 0, BTR_PROC_START, path, NULL);
 	if (parent) {
 		np->bp[0] = parent->bp[0];
 		np->bp[1] = parent->bp[1];
 	}
-	scan_maps(r, np);
+	step_scan_maps(r, np);
 	return np;
 }
 
@@ -886,7 +802,7 @@ static void on_event(struct rec *r, struct thr *t, int ev)
 			return;
 		}
 		struct thr *nt = thr_find(r, nid);
-		if (!nt && !thr_new(r, nid, np, t->tid))
+		if (!nt && !step_thr_new(r, nid, np, t->tid))
 			r->err = -BTR_ERR_NOMEM;
 		else if (nt)
 			nt->p = np;
@@ -913,15 +829,15 @@ static void on_event(struct rec *r, struct thr *t, int ev)
 		}
 		char path[PATH_MAX];
 		exe_path(p->pid, path, sizeof(path));
-		write_process(r, (uint32_t)p->pid, 0, BTR_PROC_EXEC, path, NULL);
+		step_write_process(r, (uint32_t)p->pid, 0, BTR_PROC_EXEC, path, NULL);
 		struct btr_record rec = { .type = BTR_REC_EXEC };
 		rec.u.module.pid = (uint32_t)p->pid;
 		rec.u.module.path = path;
-		wr(r, &rec);
-		proc_reset_code(p);
+		step_wr(r, &rec);
+		step_proc_reset(p);
 		for (int i = 0; i < MAX_BP; i++)
 			p->bp[i].planted = 0;   /* the new image has none */
-		scan_maps(r, p);
+		step_scan_maps(r, p);
 		t->have_prev = 0;
 		t->ninsn = 0;
 		if (r->region) {
@@ -959,7 +875,7 @@ static void on_stop(struct rec *r, pid_t tid, int st)
 				return;
 			}
 		}
-		if (!(t = thr_new(r, tid, p, 0))) {
+		if (!(t = step_thr_new(r, tid, p, 0))) {
 			r->err = -BTR_ERR_NOMEM;
 			return;
 		}
@@ -972,7 +888,7 @@ static void on_stop(struct rec *r, pid_t tid, int st)
 		}
 	}
 	if (WIFEXITED(st) || WIFSIGNALED(st)) {
-		on_exit_status(r, t, st);
+		step_exit_status(r, t, st);
 		return;
 	}
 	if (!WIFSTOPPED(st))
@@ -992,7 +908,7 @@ static void on_stop(struct rec *r, pid_t tid, int st)
 		/* The first stop of an auto-attached thread. */
 		t->fresh = 0;
 		if (t->stepping)
-			account(r, t, get_ip(tid));
+			step_account(r, t, get_ip(tid));
 		resume(r, t, 0);
 		return;
 	}
@@ -1027,11 +943,11 @@ static void on_stop(struct rec *r, pid_t tid, int st)
 			if (e && e->kind == BTR_KIND_INT3 &&
 			    !(r->region && t->p->bp[0].addr == t->prev_ip)) {
 				/* The program's own int3: it executed; deliver it. */
-				account(r, t, ip);
+				step_account(r, t, ip);
 				resume(r, t, SIGTRAP);
 				return;
 			}
-			account(r, t, ip);
+			step_account(r, t, ip);
 		}
 		if (r->region) {
 			if (region_leave(r, t, ip)) {
@@ -1050,9 +966,9 @@ deliver:;
 	uint64_t ip = get_ip(tid);
 	if (t->stepping) {
 		if (t->have_prev && ip != t->prev_ip)
-			account(r, t, ip);   /* the step completed before the signal */
+			step_account(r, t, ip);   /* the step completed before the signal */
 		else if (!t->have_prev)
-			account(r, t, ip);
+			step_account(r, t, ip);
 	}
 	t->last_sig = sig;
 	t->last_sig_ip = ip;
@@ -1085,7 +1001,7 @@ static void detach_all(struct rec *r)
 		if (!t)
 			continue;
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
-			on_exit_status(r, t, st);
+			step_exit_status(r, t, st);
 			continue;
 		}
 		int sig = WIFSTOPPED(st) && !(st >> 16) ? WSTOPSIG(st) : 0;
@@ -1098,7 +1014,7 @@ static void detach_all(struct rec *r)
 			struct btr_record rec = { .type = BTR_REC_THREAD_EXIT };
 			rec.u.thread.pid = (uint32_t)p->pid;
 			rec.u.thread.tid = (uint32_t)tid;
-			wr(r, &rec);
+			step_wr(r, &rec);
 			for (struct thr **pp = &r->thrs; *pp; pp = &(*pp)->next)
 				if (*pp == t) {
 					*pp = t->next;
@@ -1127,71 +1043,6 @@ static void detach_all(struct rec *r)
 		 * untraced and wait for our SIGSTOP. */
 		ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig);
 	}
-}
-
-/* ---- BTF probe ---- */
-
-/* A known sequence: 5 instructions, 2 of them taken jumps, then int3. */
-__asm__(".text\n"
-	".globl btr__step_probe_seq\n"
-	".type btr__step_probe_seq,@function\n"
-	"btr__step_probe_seq:\n"
-	"  nop\n"
-	"  jmp 1f\n"
-	"1: nop\n"
-	"  nop\n"
-	"  jmp 2f\n"
-	"2: int3\n"
-	"  ud2\n"
-	".size btr__step_probe_seq, .-btr__step_probe_seq\n");
-extern char btr__step_probe_seq[];
-
-int btr_step_probe_btf(char *why, size_t size)
-{
-	pid_t pid = fork();
-	if (pid < 0)
-		return btr_err_from_errno(errno);
-	if (pid == 0) {
-		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
-		raise(SIGSTOP);
-		_exit(0);
-	}
-	int st, traps = 0, ok = 0;
-	if (waitpid(pid, &st, 0) != pid || !WIFSTOPPED(st)) {
-		snprintf(why, size, "the probe child did not stop");
-		kill(pid, SIGKILL);
-		waitpid(pid, &st, 0);
-		return 0;
-	}
-	struct user_regs_struct regs;
-	if (ptrace(PTRACE_GETREGS, pid, NULL, &regs) == 0) {
-		regs.rip = (uint64_t)(uintptr_t)btr__step_probe_seq;
-		ptrace(PTRACE_SETREGS, pid, NULL, &regs);
-		uint64_t end = regs.rip + 1 + 2 + 1 + 1 + 2;   /* the int3 */
-		for (traps = 0; traps < 12; traps++) {
-			if (ptrace(PTRACE_SINGLEBLOCK, pid, NULL, NULL) < 0) {
-				snprintf(why, size, "PTRACE_SINGLEBLOCK refused: %s", strerror(errno));
-				traps = -1;
-				break;
-			}
-			if (waitpid(pid, &st, 0) != pid || !WIFSTOPPED(st))
-				break;
-			uint64_t ip = get_ip(pid);
-			if (ip >= end)
-				break;
-		}
-		if (traps >= 0) {
-			/* Block stepping traps after each of the 2 jumps, the second
-			 * landing on the int3; single-stepping after each of the 5
-			 * instructions. */
-			ok = traps + 1 == 2;
-			snprintf(why, size, "PTRACE_SINGLEBLOCK took %d traps over 5 instructions with 2 jumps (%s)",
-				 traps + 1, ok ? "BTF honoured: block stepping" : "BTF not honoured (KVM drops it): single-stepping");
-		}
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
-	return ok;
 }
 
 /* ---- record ---- */
@@ -1253,7 +1104,7 @@ static int attach(struct rec *r, pid_t pid)
 		btr_err("process %d: no such process", (int)pid);
 		return -BTR_ERR_NOENT;
 	}
-	struct proc *p = proc_new(r, pid);
+	struct proc *p = step_proc_new(r, pid);
 	if (!p) {
 		int e = errno;
 		btr_err("process %d: cannot open its memory: %s", (int)pid, strerror(e));
@@ -1261,7 +1112,7 @@ static int attach(struct rec *r, pid_t pid)
 	}
 	char path[PATH_MAX];
 	exe_path(pid, path, sizeof(path));
-	write_process(r, (uint32_t)pid, 0, BTR_PROC_START, path, NULL);
+	step_write_process(r, (uint32_t)pid, 0, BTR_PROC_START, path, NULL);
 	/* Attach every thread; a second pass catches threads created
 	 * meanwhile (PTRACE_O_TRACECLONE covers them from then on). */
 	for (int pass = 0; pass < 2; pass++) {
@@ -1283,7 +1134,7 @@ static int attach(struct rec *r, pid_t pid)
 				return e == EPERM ? -BTR_ERR_PERM : btr_err_from_errno(e);
 			}
 			ptrace(PTRACE_INTERRUPT, tid, NULL, NULL);
-			struct thr *t = thr_new(r, tid, p, 0);
+			struct thr *t = step_thr_new(r, tid, p, 0);
 			if (!t) {
 				closedir(d);
 				return -BTR_ERR_NOMEM;
@@ -1293,7 +1144,7 @@ static int attach(struct rec *r, pid_t pid)
 		if (d)
 			closedir(d);
 	}
-	scan_maps(r, p);
+	step_scan_maps(r, p);
 	return 0;
 }
 
@@ -1321,163 +1172,6 @@ static int parse_region(struct rec *r, struct proc *p)
 	return 0;
 }
 
-/* ---- --inproc: the preloaded agent (step_agent.c) ---- */
-
-static int find_agent(char *buf, size_t size)
-{
-	const char *env = getenv("BTR_STEP_AGENT");
-	if (env && *env) {
-		snprintf(buf, size, "%s", env);
-		return access(buf, R_OK);
-	}
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return -1;
-	exe[n] = 0;
-	char *slash = strrchr(exe, '/');
-	if (!slash)
-		return -1;
-	*slash = 0;
-	if ((size_t)snprintf(buf, size, "%s/btr-step-agent.so", exe) < size && access(buf, R_OK) == 0)
-		return 0;
-	if ((size_t)snprintf(buf, size, "%s/../lib/btr/btr-step-agent.so", exe) < size && access(buf, R_OK) == 0)
-		return 0;
-	return -1;
-}
-
-/* A program without PT_INTERP is static: LD_PRELOAD cannot reach it. */
-static int is_static(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	Elf64_Ehdr eh;
-	int interp = 0;
-	if (fd < 0)
-		return 0;
-	if (pread(fd, &eh, sizeof(eh), 0) == (ssize_t)sizeof(eh) && eh.e_phentsize == sizeof(Elf64_Phdr)) {
-		for (unsigned i = 0; i < eh.e_phnum; i++) {
-			Elf64_Phdr ph;
-			if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != (ssize_t)sizeof(ph))
-				break;
-			interp |= ph.p_type == PT_INTERP;
-		}
-	}
-	close(fd);
-	return !interp;
-}
-
-static void drain(struct rec *r, struct thr *t, struct sa_hdr *h)
-{
-	uint64_t head = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE), tail = h->tail;
-	for (; tail != head; tail++) {
-		account(r, t, h->ip[tail % SA_CAP]);
-		r->res->steps++;
-	}
-	__atomic_store_n(&h->tail, tail, __ATOMIC_RELEASE);
-}
-
-static int run_inproc(struct rec *r, const char *cmd, char *const *argv, const char *agent)
-{
-	char shm[PATH_MAX];
-	const char *tmp = getenv("TMPDIR");
-	snprintf(shm, sizeof(shm), "%s/btr-step-XXXXXX", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : tmp && *tmp ? tmp : "/tmp");
-	int fd = mkstemp(shm);
-	if (fd < 0)
-		return btr_err_from_errno(errno);
-	struct sa_hdr *h = NULL;
-	if (ftruncate(fd, sizeof(*h)) == 0)
-		h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (!h || h == MAP_FAILED) {
-		unlink(shm);
-		return -BTR_ERR_NOMEM;
-	}
-	h->magic = SA_MAGIC;
-	char pre[PATH_MAX + 4096];
-	const char *old = getenv("LD_PRELOAD");
-	snprintf(pre, sizeof(pre), "%s%s%s", agent, old && *old ? ":" : "", old && *old ? old : "");
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		munmap(h, sizeof(*h));
-		unlink(shm);
-		return btr_err_from_errno(e);
-	}
-	if (pid == 0) {
-		setenv("LD_PRELOAD", pre, 1);
-		setenv(SA_ENV, shm, 1);
-		execv(cmd, argv);
-		_exit(127);
-	}
-	child_pid = pid;
-	r->root = pid;
-	int rc = 0;
-	struct proc *p = proc_new(r, pid);
-	struct thr *t = p ? thr_new(r, pid, p, 0) : NULL;
-	if (!t) {
-		kill(pid, SIGKILL);
-		rc = -BTR_ERR_NOMEM;
-	} else {
-		write_process(r, (uint32_t)pid, 0, BTR_PROC_START, cmd, argv);
-		t->fresh = 0;
-	}
-	int st = 0, scanned = 0, said = 0;
-	while (rc == 0) {
-		uint64_t before = h->tail;
-		if (!scanned && __atomic_load_n(&h->state, __ATOMIC_ACQUIRE) != SA_INIT) {
-			/* The agent runs: the program and its libraries are mapped. */
-			proc_reset_code(p);
-			scan_maps(r, p);
-			scanned = 1;
-		}
-		if (scanned)
-			drain(r, t, h);
-		if (h->state == SA_DEFEATED && !said) {
-			btr_warn("--inproc: %s; tracing stopped there (record without --inproc to trace it with ptrace)",
-				 h->why);
-			struct btr_record rec = { .type = BTR_REC_PROCESS };
-			rec.u.process.pid = (uint32_t)pid;
-			rec.u.process.event = BTR_PROC_UNTRACED;
-			rec.u.process.reason = -BTR_ERR_UNSUPPORTED;
-			rec.u.process.path = cmd;
-			rec.u.process.detail = h->why;
-			wr(r, &rec);
-			said = 1;
-		}
-		pid_t w = waitpid(pid, &st, WNOHANG);
-		if (w == pid) {
-			if (scanned)
-				drain(r, t, h);
-			break;
-		}
-		if (w < 0 && errno != EINTR) {
-			rc = btr_err_from_errno(errno);
-			break;
-		}
-		if (h->tail == before) {
-			struct timespec ts = { 0, 2000000 };   /* the ring holds 1M IPs: no hurry */
-			nanosleep(&ts, NULL);
-		}
-	}
-	if (rc == 0) {
-		if (!h->head && !said)
-			btr_warn("--inproc: the agent did not start in %s (nothing traced)", cmd);
-		r->res->inproc = 1;
-		if (h->untraced_threads)
-			btr_warn("--inproc: %u trap(s) in other threads: the agent traces only the main thread",
-				 h->untraced_threads);
-		if (WIFSIGNALED(st) && t->have_prev) {
-			t->last_sig = WTERMSIG(st);
-			t->last_sig_ip = t->prev_ip;   /* the instruction it was at */
-		}
-		on_exit_status(r, t, st);
-	}
-	child_pid = 0;
-	munmap(h, sizeof(*h));
-	unlink(shm);
-	return rc;
-}
-
 int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_result *res)
 {
 	char cmd[PATH_MAX] = "";
@@ -1499,9 +1193,9 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 			no_inproc = "an attached process cannot preload the agent";
 		else if (opts->start)
 			no_inproc = "region tracing needs ptrace's breakpoints";
-		else if (find_agent(agent, sizeof(agent)) < 0)
+		else if (step_find_agent(agent, sizeof(agent)) < 0)
 			no_inproc = "btr-step-agent.so not found next to btr (set BTR_STEP_AGENT)";
-		else if (is_static(cmd))
+		else if (step_is_static(cmd))
 			no_inproc = "the program is static: LD_PRELOAD cannot load the agent";
 	}
 	int inproc = opts->inproc && !no_inproc;
@@ -1528,7 +1222,7 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	rec.u.machine.flags = BTR_MACHINE_USER_ONLY;
 	rec.u.machine.lbr_depth = (uint16_t)(opts->ring > 65535 ? 65535 : opts->ring);
 	rec.u.machine.start_time_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-	wr(&r, &rec);
+	step_wr(&r, &rec);
 
 	struct sigaction sa, old[5];
 	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
@@ -1537,7 +1231,7 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	sa.sa_flags = SA_SIGINFO;   /* no SA_RESTART: waitpid must return */
 	sigemptyset(&sa.sa_mask);
 	got_signal = 0;
-	child_pid = 0;
+	btr__step_child = 0;
 	for (size_t i = 0; i < BTR_ARRAY_SIZE(sigs); i++)
 		sigaction(sigs[i], &sa, &old[i]);
 	struct sigaction al = { .sa_handler = on_alarm };
@@ -1546,7 +1240,7 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	pid_t root;
 	struct proc *p = NULL;
 	if (inproc) {
-		rc = run_inproc(&r, cmd, opts->argv, agent);
+		rc = step_run_inproc(&r, cmd, opts->argv, agent);
 		if (rc < 0) {
 			btr_err("%s: %s", cmd, btr_errstr(rc));
 			goto out;
@@ -1561,13 +1255,13 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	} else {
 		rc = start_child(&r, cmd, opts->argv, &root);
 		if (rc == 0) {
-			child_pid = root;
-			if (!(p = proc_new(&r, root)))
+			btr__step_child = root;
+			if (!(p = step_proc_new(&r, root)))
 				rc = -BTR_ERR_NOMEM;
 			else {
-				write_process(&r, (uint32_t)root, 0, BTR_PROC_START, cmd, opts->argv);
-				scan_maps(&r, p);
-				struct thr *t = thr_new(&r, root, p, 0);
+				step_write_process(&r, (uint32_t)root, 0, BTR_PROC_START, cmd, opts->argv);
+				step_scan_maps(&r, p);
+				struct thr *t = step_thr_new(&r, root, p, 0);
 				if (!t)
 					rc = -BTR_ERR_NOMEM;
 				else
@@ -1590,7 +1284,7 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	if (opts->attach_pid <= 0) {
 		struct thr *t = thr_find(&r, root);
 		if (t->stepping)
-			account(&r, t, get_ip(root));
+			step_account(&r, t, get_ip(root));
 		resume(&r, t, 0);
 	}
 	if (opts->duration > 0) {
@@ -1618,7 +1312,7 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 			if (t && t->fresh) {
 				t->fresh = 0;
 				if (t->stepping)
-					account(&r, t, get_ip(tid));
+					step_account(&r, t, get_ip(tid));
 				resume(&r, t, 0);
 				continue;
 			}
@@ -1653,7 +1347,7 @@ finish:;
 	if (rc < 0)
 		btr_err("%s: cannot write: %s", opts->output, btr_errstr(rc));
 out:
-	child_pid = 0;
+	btr__step_child = 0;
 	for (size_t i = 0; i < BTR_ARRAY_SIZE(sigs); i++)
 		sigaction(sigs[i], &old[i], NULL);
 	sigaction(SIGALRM, &old[4], NULL);
