@@ -2,8 +2,8 @@
  *
  * For each process of the trace that died from a signal: the thread, the
  * signal, the faulting instruction (disassembled from the recorded code),
- * the fault address, and the last N branches of that thread before it,
- * oldest first, both ends as "function+offset file:line".  Works on any
+ * the fault address, and the last N taken branches of that thread before
+ * it, oldest first, both ends as "function+offset file:line".  Works on any
  * trace; a flight-recorder trace (`btr record -b step --ring N`) holds
  * exactly the last N branches per thread.
  */
@@ -87,6 +87,10 @@ static struct tring *tring_of(struct st *st, uint32_t tid)
 static int on_branch(void *ctx, const struct btr_branch *b)
 {
 	struct st *st = ctx;
+	/* Taken branches only, as an LBR stack or BTS holds them (PT traces
+	 * also report conditional branches that were not taken). */
+	if (!(b->flags & BTR_BF_TAKEN))
+		return 0;
 	struct tring *t = tring_of(st, b->tid);
 	if (!t) {
 		st->err = -BTR_ERR_NOMEM;
