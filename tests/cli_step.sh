@@ -67,6 +67,16 @@ b = c[0]["branches"]
 assert len(b) == 8 and b[-1]["kind"] == "call" and b[-1]["to"]["symbol"] == "poke", b[-1]
 assert b[-1]["from"]["symbol"].startswith("step1+") and b[-1]["from"]["line"] > 0
 '
+# the same last branches as decoded from a qemu (Intel PT) trace of the same static program
+if command -v qemu-x86_64 >/dev/null && [ -r "$build/btr-qemu.so" ]; then
+  "$btr" record -q -b qemu -o qcrash.btr -- "$build/prog_nolibc_crash" 2>/dev/null
+  "$btr" crash -n 8 qcrash.btr >qcrash.txt
+  grep -E '^ +[0-9]+  0x' crash.txt >s.lines; grep -E '^ +[0-9]+  0x' qcrash.txt >q.lines
+  check "crash: step ring == last 8 taken branches of the qemu trace" \
+    sh -c "[ -s s.lines ] && cmp -s s.lines q.lines"
+  check "crash: same faulting instruction as qemu" \
+    sh -c "[ \"\$(grep '^  at ' crash.txt)\" = \"\$(grep '^  at ' qcrash.txt)\" ]"
+fi
 # the ring keeps the last N branches only, and --filter selects LBR classes
 "$btr" record -q -b step --ring 4 --filter call,near_ret -o crash2.btr -- "$build/prog_nolibc_crash"
 "$btr" crash crash2.btr >crash2.txt
