@@ -918,6 +918,28 @@ int btr_image_symbol(struct btr_image *img, uint64_t addr, struct btr_symbol *sy
 	return 0;
 }
 
+int btr_image_lookup(struct btr_image *img, const char *name, struct btr_symbol *sym)
+{
+	if (!img || !name || !sym)
+		return -BTR_ERR_INVAL;
+	/* A linear scan: used to resolve a handful of names given by the user. */
+	for (size_t i = 0; i < img->nmods; i++) {
+		struct module *m = &img->mods[i];
+		if (m->dead || load_symbols(img, m) != 0)
+			continue;
+		for (size_t j = 0; j < m->nsyms; j++) {
+			if (strcmp(m->syms[j].name, name))
+				continue;
+			sym->name = m->syms[j].name;
+			sym->addr = m->syms[j].addr;
+			sym->size = m->syms[j].size;
+			sym->module = m->path;
+			return 0;
+		}
+	}
+	return -BTR_ERR_NOT_FOUND;
+}
+
 void btr_image_symbolize(struct btr_image *img, uint64_t addr, char *buf, size_t bufsize)
 {
 	if (!buf || !bufsize)

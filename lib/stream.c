@@ -43,6 +43,8 @@ struct data_stream {
 	uint8_t carry[BTS_REC_SIZE]; /* BTS: a record cut at a chunk end */
 	unsigned carry_len;
 	struct btr_stream *s;
+	struct btr_bts_insns *ins;   /* BTS: counts from BTS_INSNS records, or NULL */
+	uint64_t rec_idx;            /* BTS: index of the record being decoded */
 };
 
 /* Per-thread state: instructions of branches dropped by the filter. */
@@ -658,6 +660,36 @@ static int branch_cb(void *ctx, const struct btr_branch *b)
 	return rc < 0 ? rc : rc ? 1 : 0;
 }
 
+/* BTS records of software stepping carry their instruction counts in a
+ * side stream (BTR_REC_BTS_INSNS, written before the BTS records). */
+static int bts_insns_cb(void *ctx, const struct btr_branch *b)
+{
+	struct data_stream *d = ctx;
+	struct btr_branch c = *b;
+	uint32_t n;
+	if (btr_bts_insns_take(d->ins, d->rec_idx++, &n)) {
+		c.insns = n;
+		c.flags |= BTR_BF_INSNS;
+	}
+	return branch_cb(d->s, &c);
+}
+
+static int on_bts_insns(struct btr_stream *s, const struct btr_rec_data *r)
+{
+	struct data_stream *d = ds_get(s, r->tid, r->cpu, BTR_REC_BTS);
+	if (!d || (!d->ins && btr_bts_insns_new(&d->ins) < 0))
+		return -BTR_ERR_NOMEM;
+	return btr_bts_insns_add(d->ins, r->stream_offset, r->data, (size_t)r->size);
+}
+
+static int bts_decode(struct btr_stream *s, struct data_stream *d, const uint8_t *p, size_t n, uint64_t off)
+{
+	if (!d->ins)
+		return btr_bts_decode(p, n, s->img, d->tid, branch_cb, s);
+	d->rec_idx = off / BTS_REC_SIZE;
+	return btr_bts_decode(p, n, s->img, d->tid, bts_insns_cb, d);
+}
+
 static int on_bts(struct btr_stream *s, const struct btr_rec_data *r)
 {
 	struct data_stream *d = ds_get(s, r->tid, r->cpu, BTR_REC_BTS);
@@ -684,7 +716,7 @@ static int on_bts(struct btr_stream *s, const struct btr_rec_data *r)
 		n -= take;
 		if (d->carry_len < BTS_REC_SIZE)
 			return 0;
-		rc = btr_bts_decode(d->carry, BTS_REC_SIZE, s->img, d->tid, branch_cb, s);
+		rc = bts_decode(s, d, d->carry, BTS_REC_SIZE, r->stream_offset + take - BTS_REC_SIZE);
 		d->carry_len = 0;
 		if (s->stopped)
 			return s->stopped;
@@ -693,7 +725,7 @@ static int on_bts(struct btr_stream *s, const struct btr_rec_data *r)
 	}
 	size_t whole = n - n % BTS_REC_SIZE;
 	if (whole) {
-		rc = btr_bts_decode(p, whole, s->img, d->tid, branch_cb, s);
+		rc = bts_decode(s, d, p, whole, r->stream_offset + (uint64_t)(p - r->data));
 		if (s->stopped)
 			return s->stopped;
 		if (rc == -BTR_ERR_NOMEM)
@@ -961,6 +993,9 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 	case BTR_REC_BTS:
 		rc = on_bts(s, &rec->u.data);
 		break;
+	case BTR_REC_BTS_INSNS:
+		rc = on_bts_insns(s, &rec->u.data);
+		break;
 	case BTR_REC_LBR:
 		rc = on_lbr(s, &rec->u.lbr);
 		break;
@@ -1080,6 +1115,7 @@ void btr_stream_free(struct btr_stream *s)
 	for (size_t i = 0; i < s->n_ds; i++) {
 		if (s->ds[i]->flow)
 			btr_ptflow_free(s->ds[i]->flow);
+		btr_bts_insns_free(s->ds[i]->ins);
 		free(s->ds[i]);
 	}
 	free(s->ds);

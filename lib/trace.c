@@ -103,6 +103,7 @@ static const char *const type_names[BTR_REC__MAX] = {
 	[BTR_REC_PROCESS_EXIT] = "process_exit",
 	[BTR_REC_EXEC] = "exec",
 	[BTR_REC_PROCESS] = "process",
+	[BTR_REC_BTS_INSNS] = "bts_insns",
 };
 
 const char *btr_rec_type_name(enum btr_rec_type type)
@@ -359,6 +360,7 @@ int btr_trace_write(struct btr_trace_writer *w, const struct btr_record *rec)
 	switch (rec->type) {
 	case BTR_REC_PT:
 	case BTR_REC_BTS:
+	case BTR_REC_BTS_INSNS:
 		return write_data(w, rec);
 	case BTR_REC_BRANCHES:
 		return write_branches(w, rec);
@@ -1051,7 +1053,8 @@ static int decode(struct btr_trace_reader *r, enum btr_rec_type type, const uint
 		break;
 	}
 	case BTR_REC_PT:
-	case BTR_REC_BTS: {
+	case BTR_REC_BTS:
+	case BTR_REC_BTS_INSNS: {
 		struct btr_rec_data *d = &rec->u.data;
 		d->tid = c32(&c);
 		d->cpu = (int32_t)c32(&c);

@@ -25,6 +25,7 @@ pkgs="
   libcapstone-dev
   python3-jsonschema
   zlib1g-dev
+  gdb
 "
 missing=""
 for p in $pkgs; do

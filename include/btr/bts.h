@@ -60,6 +60,32 @@ int btr_bts_decode(const uint8_t *buf, size_t size, const struct btr_image *img,
  * software capture and tests.  @predicted sets flags bit 4. */
 void btr_bts_encode(uint64_t from, uint64_t to, int predicted, uint8_t out[BTR_BTS_RECORD_SIZE]);
 
+/* ---- instruction counts beside BTS records (BTR_REC_BTS_INSNS) ----
+ *
+ * Software stepping knows how many instructions ran between two branches;
+ * it stores them in a side stream of little-endian u32 values, the i-th
+ * belonging to the i-th BTS record of the same thread (btr/trace.h).  A
+ * reader keeps the values it has not used yet in a queue: */
+struct btr_bts_insns;
+
+/* Creates an empty queue in *@out.  Returns 0, -BTR_ERR_NOMEM or
+ * -BTR_ERR_INVAL. */
+int btr_bts_insns_new(struct btr_bts_insns **out);
+
+/* Appends the bytes of one BTS_INSNS record (@data, @size bytes starting
+ * at byte @stream_offset of the side stream; caller-owned).  A value may
+ * be split across records.  A jump in @stream_offset drops what was
+ * queued and restarts at the first whole value after it.  Returns 0 or
+ * -BTR_ERR_NOMEM. */
+int btr_bts_insns_add(struct btr_bts_insns *q, uint64_t stream_offset, const uint8_t *data, size_t size);
+
+/* Looks up the count of BTS record @index (0-based in its stream): returns
+ * 1 and stores it in *@out, or 0 if the queue does not hold it.  Values
+ * below @index are dropped (records are read in order). */
+int btr_bts_insns_take(struct btr_bts_insns *q, uint64_t index, uint32_t *out);
+
+void btr_bts_insns_free(struct btr_bts_insns *q);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,7 +5,7 @@
  * command under it and writes a .btr trace.  Backends: "pt", "bts",
  * "lbr" (hardware, through perf_event_open), "qemu" (software: a QEMU
  * TCG plugin that emits Intel PT) and "step" (ptrace single-stepping).
- * Only "qemu" records today; the probes of the others are real.
+ * "qemu" and "step" record; the probes of the others are real.
  *
  * This module lives in lib/capture/, the only part of libbtr that makes
  * Linux-specific calls (fork, exec, perf_event_open, ptrace).
@@ -40,6 +40,15 @@ struct btr_capture_opts {
 	const char *qemu;         /* qemu: the qemu-x86_64 binary (NULL: search PATH) */
 	const char *plugin;       /* qemu: the plugin (NULL: $BTR_QEMU_PLUGIN, then next to /proc/self/exe) */
 	int compress;             /* zstd level for the output, 0: none */
+	/* step backend (lib/capture/step.c, docs/record.md) */
+	int attach_pid;           /* > 0: attach to this running process (argv unused) */
+	double duration;          /* attach: detach after this many seconds (0: until it ends or SIGINT) */
+	const char *start;        /* region start: symbol of the program or address (NULL: everything) */
+	const char *stop;         /* region end: symbol or address (NULL: the start function's return) */
+	uint32_t ring;            /* > 0: flight recorder, keep the last @ring branches per thread */
+	const char *filter;       /* flight recorder: branches kept (btr_filter_parse syntax), NULL: all */
+	int inproc;               /* in-process agent (btr-step-agent.so) instead of ptrace where it
+				   * can work; falls back to ptrace (saying why in res->mode) */
 };
 
 /* How the recorded command ended (from waitpid), and trace statistics. */
@@ -52,6 +61,10 @@ struct btr_capture_result {
 	uint64_t modules;         /* module load records */
 	uint64_t pt_bytes;        /* trace bytes written */
 	int interrupted;          /* a SIGINT/SIGTERM reached the recorder while recording */
+	uint64_t steps;           /* step: traps taken */
+	uint64_t branches;        /* step: branch records written */
+	int inproc;               /* step: the in-process agent traced (not ptrace) */
+	char mode[256];           /* step: how it ran ("PTRACE_SINGLESTEP (BTF ...)") */
 };
 
 struct btr_capture_backend {
@@ -102,6 +115,16 @@ void btr_probe_bts(struct btr_capture_probe *out);
 void btr_probe_lbr(struct btr_capture_probe *out);
 void btr_probe_qemu(struct btr_capture_probe *out);
 void btr_probe_step(struct btr_capture_probe *out);
+
+/* The step backend's record function (lib/capture/step.c). */
+int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_result *res);
+
+/* Probes whether PTRACE_SINGLEBLOCK traps on branches only (BTF honoured
+ * by kernel, CPU and hypervisor): steps a child through a known sequence
+ * of 5 instructions with 2 taken jumps and counts the traps.  Returns 1
+ * (block stepping works), 0 (it single-steps or does nothing useful;
+ * @why says what was seen), or a negative error. */
+int btr_step_probe_btf(char *why, size_t size);
 
 /* The qemu backend's record function (lib/capture/qemu.c). */
 int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_result *res);

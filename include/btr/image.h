@@ -74,6 +74,11 @@ struct btr_symbol {
  * up to the next symbol or the end of its section in @sym->size. */
 int btr_image_symbol(struct btr_image *img, uint64_t addr, struct btr_symbol *sym);
 
+/* Finds the function symbol named @name (exact match, the first module
+ * added that has it; "name@plt" names the PLT stub).  Returns 0 and fills
+ * @sym (strings owned by the image), -BTR_ERR_NOT_FOUND, -BTR_ERR_INVAL. */
+int btr_image_lookup(struct btr_image *img, const char *name, struct btr_symbol *sym);
+
 /* Formats @addr as "name+0xoff" (or "name" at offset 0, or "module+0xoff"
  * without a symbol, or "0x..." outside every module) into @buf,
  * truncated to @bufsize.  "module" is the file's base name and the offset

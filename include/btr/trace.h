@@ -29,6 +29,8 @@ enum btr_rec_type {
 	BTR_REC_PROCESS_EXIT = 11, /* struct btr_rec_exit */
 	BTR_REC_EXEC = 12,         /* struct btr_rec_module: new program image (path), drops old modules */
 	BTR_REC_PROCESS = 13,      /* struct btr_rec_process: a process starts, execs, or runs on untraced */
+	BTR_REC_BTS_INSNS = 14,    /* struct btr_rec_data: u32 instruction counts, one per BTS
+				    * record of the same (tid, cpu) stream (format 1.2) */
 	BTR_REC__MAX
 };
 
@@ -82,7 +84,14 @@ struct btr_rec_thread {
 
 /* Raw hardware/software trace bytes for one thread (or CPU).  Chunks of
  * the same (tid, cpu) stream are in order; @stream_offset is the offset of
- * the first byte within that stream, so gaps are detectable. */
+ * the first byte within that stream, so gaps are detectable.
+ *
+ * BTR_REC_BTS_INSNS is a side stream of a BTS stream (same tid, cpu):
+ * little-endian u32 values, the i-th (byte stream_offset 4*i) being the
+ * number of instructions retired since the previous BTS record of the
+ * stream, the branch itself included (for the first record: since the
+ * thread started being traced).  Its records precede the BTS records they
+ * describe.  Hardware BTS has none; software stepping (-b step) writes it. */
 struct btr_rec_data {
 	uint32_t tid;
 	int32_t cpu;            /* -1 if per-thread */
@@ -174,7 +183,7 @@ struct btr_trace_reader;
 /* Format constants (docs/format.md).  A reader accepts every file whose
  * major version equals BTR_TRACE_VERSION_MAJOR, whatever its minor. */
 #define BTR_TRACE_VERSION_MAJOR 1
-#define BTR_TRACE_VERSION_MINOR 1   /* 1: BTR_REC_PROCESS */
+#define BTR_TRACE_VERSION_MINOR 2   /* 1: BTR_REC_PROCESS; 2: BTR_REC_BTS_INSNS */
 #define BTR_TRACE_CHUNK_DEFAULT (1u << 20) /* writer: default chunk_size */
 #define BTR_TRACE_CHUNK_MIN 512u           /* writer: smaller chunk_size is raised to this */
 #define BTR_TRACE_CHUNK_MAX (64u << 20)    /* largest chunk payload either side accepts */

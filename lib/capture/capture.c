@@ -21,7 +21,7 @@ static const struct btr_capture_backend backends[] = {
 	{ "bts", "Branch Trace Store (perf intel_bts PMU)", btr_probe_bts, record_unsupported },
 	{ "lbr", "Last Branch Records sampled through perf", btr_probe_lbr, record_unsupported },
 	{ "qemu", "QEMU TCG plugin emitting Intel PT (software)", btr_probe_qemu, btr_qemu_record },
-	{ "step", "ptrace single-stepping", btr_probe_step, record_unsupported },
+	{ "step", "trap-flag stepping with ptrace", btr_probe_step, btr_step_record },
 };
 
 void btr_capture_probe_backend(const struct btr_capture_backend *b, struct btr_capture_probe *out)

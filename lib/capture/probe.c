@@ -18,8 +18,15 @@
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/user.h>
 #include <sys/wait.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <unistd.h>
+
+#ifndef PTRACE_SINGLEBLOCK
+#define PTRACE_SINGLEBLOCK 33
+#endif
 
 #define PMU_DIR "/sys/bus/event_source/devices/"
 
@@ -173,8 +180,79 @@ void btr_probe_step(struct btr_capture_probe *out)
 	int e = errno;
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
-	if (ok)
-		say(out, true, "ptrace single-stepping works");
+	if (ok) {
+		/* Which mode `-b step` runs in: block stepping if BTF works. */
+		char why[200];
+		int btf = btr_step_probe_btf(why, sizeof(why));
+		say(out, true, "ptrace single-stepping works; %s; -b step uses %s", btf < 0 ? "BTF probe failed" : why,
+		    btf == 1 ? "PTRACE_SINGLEBLOCK (a trap per branch)" : "PTRACE_SINGLESTEP (a trap per instruction)");
+	}
 	else
 		say(out, false, "ptrace(PTRACE_SINGLESTEP) failed: %s", strerror(e));
+}
+
+/* ---- BTF probe ---- */
+
+/* A known sequence: 5 instructions, 2 of them taken jumps, then int3. */
+__asm__(".text\n"
+	".globl btr__step_probe_seq\n"
+	".type btr__step_probe_seq,@function\n"
+	"btr__step_probe_seq:\n"
+	"  nop\n"
+	"  jmp 1f\n"
+	"1: nop\n"
+	"  nop\n"
+	"  jmp 2f\n"
+	"2: int3\n"
+	"  ud2\n"
+	".size btr__step_probe_seq, .-btr__step_probe_seq\n");
+extern char btr__step_probe_seq[];
+
+int btr_step_probe_btf(char *why, size_t size)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return btr_err_from_errno(errno);
+	if (pid == 0) {
+		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+		raise(SIGSTOP);
+		_exit(0);
+	}
+	int st, traps = 0, ok = 0;
+	if (waitpid(pid, &st, 0) != pid || !WIFSTOPPED(st)) {
+		snprintf(why, size, "the probe child did not stop");
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		return 0;
+	}
+	struct user_regs_struct regs;
+	if (ptrace(PTRACE_GETREGS, pid, NULL, &regs) == 0) {
+		regs.rip = (uint64_t)(uintptr_t)btr__step_probe_seq;
+		ptrace(PTRACE_SETREGS, pid, NULL, &regs);
+		uint64_t end = regs.rip + 1 + 2 + 1 + 1 + 2;   /* the int3 */
+		for (traps = 0; traps < 12; traps++) {
+			if (ptrace(PTRACE_SINGLEBLOCK, pid, NULL, NULL) < 0) {
+				snprintf(why, size, "PTRACE_SINGLEBLOCK refused: %s", strerror(errno));
+				traps = -1;
+				break;
+			}
+			if (waitpid(pid, &st, 0) != pid || !WIFSTOPPED(st))
+				break;
+			errno = 0;
+			uint64_t ip = (uint64_t)ptrace(PTRACE_PEEKUSER, pid, (void *)offsetof(struct user_regs_struct, rip), NULL);
+			if (ip >= end)
+				break;
+		}
+		if (traps >= 0) {
+			/* Block stepping traps after each of the 2 jumps, the second
+			 * landing on the int3; single-stepping after each of the 5
+			 * instructions. */
+			ok = traps + 1 == 2;
+			snprintf(why, size, "PTRACE_SINGLEBLOCK took %d traps over 5 instructions with 2 jumps (%s)",
+				 traps + 1, ok ? "BTF honoured: block stepping" : "BTF not honoured (KVM drops it): single-stepping");
+		}
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return ok;
 }

@@ -97,7 +97,8 @@ int cli_stream_ready(struct cli_stream *cs, const char *cmd);
 	X(timeline, "function timeline per thread: Chrome trace JSON, Perfetto") \
 	X(bolt, "BOLT profile (perf2bolt fdata, or pre-aggregated)")            \
 	X(pprof, "pprof profile (profile.proto, gzipped) for go tool pprof")    \
-	X(merge, "merge profiles of many runs (fdata, pprof, folded)")
+	X(merge, "merge profiles of many runs (fdata, pprof, folded)")          \
+	X(crash, "a crashed thread's signal, faulting instruction, last branches")
 
 #define X(name, help) int cmd_##name(int argc, char **argv) __attribute__((weak));
 BTR_COMMANDS(X)

@@ -1,5 +1,6 @@
 /* cmd_record.c - btr record: run a command and record its control flow. */
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -10,6 +11,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: btr record [OPTIONS] -- CMD [ARGS...]\n"
+		   "       btr record -b step -p PID [--duration SECONDS] [OPTIONS]\n"
 		   "Runs CMD and records its control flow into a .btr trace.  CMD's stdin, stdout\n"
 		   "and stderr pass through; btr exits with CMD's exit status (128+N if signal N\n"
 		   "killed it), or 2 (usage) / 3 (btr's own error: no trace is left behind).\n\n"
@@ -20,13 +22,27 @@ static void usage(FILE *f)
 		   "      --ground-truth FILE  qemu: also log every executed instruction address per\n"
 		   "                         thread into FILE (debugging aid, slow; docs/record.md)\n"
 		   "  -z, --compress LEVEL   zstd-compress the trace (1..19, default 0: none)\n"
+		   "step backend (trap-flag tracing with ptrace; docs/record.md):\n"
+		   "  -p, --pid PID          attach to running process PID (all its threads); detach\n"
+		   "                         at the end of --duration or on Ctrl-C, leaving it running\n"
+		   "      --duration SECONDS with -p: trace this long (default: until it exits)\n"
+		   "      --start SYM|ADDR   trace only from function SYM (or address ADDR) ...\n"
+		   "      --stop SYM|ADDR    ... until SYM/ADDR is reached (default: until the start\n"
+		   "                         function returns); full speed elsewhere; every entry traced\n"
+		   "      --ring N           flight recorder: keep only the last N branches per thread,\n"
+		   "                         written when the thread ends or the process dies (btr crash)\n"
+		   "      --filter EXPR      with --ring: keep only branches of these LBR_SELECT classes\n"
+		   "      --inproc           in-process agent (btr-step-agent.so, preloaded): TF set in\n"
+		   "                         the program's own SIGTRAP handler, ~5x cheaper per step;\n"
+		   "                         main thread only; static programs, -p and --start fall\n"
+		   "                         back to ptrace (said on stderr)\n"
 		   "  -q, --quiet            do not say which backend was chosen\n"
 		   "  -h, --help             this help\n");
 }
 
 int cmd_record(int argc, char **argv)
 {
-	enum { OPT_NORETCOMP = 256, OPT_GT };
+	enum { OPT_NORETCOMP = 256, OPT_GT, OPT_DURATION, OPT_START, OPT_STOP, OPT_RING, OPT_FILTER, OPT_INPROC };
 	static const struct option lo[] = {
 		{ "backend", required_argument, NULL, 'b' },
 		{ "output", required_argument, NULL, 'o' },
@@ -34,16 +50,24 @@ int cmd_record(int argc, char **argv)
 		{ "ground-truth", required_argument, NULL, OPT_GT },
 		{ "compress", required_argument, NULL, 'z' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "duration", required_argument, NULL, OPT_DURATION },
+		{ "start", required_argument, NULL, OPT_START },
+		{ "stop", required_argument, NULL, OPT_STOP },
+		{ "ring", required_argument, NULL, OPT_RING },
+		{ "filter", required_argument, NULL, OPT_FILTER },
+		{ "inproc", no_argument, NULL, OPT_INPROC },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *backend = "auto";
 	struct btr_capture_opts o = { .sz = sizeof(o), .output = DEFAULT_OUTPUT };
-	int quiet = 0, c;
+	int quiet = 0, inproc = 0, c;
+	char *end;
 	uint64_t v;
 
 	/* '+': stop at the first non-option, so CMD's own options stay CMD's. */
-	while ((c = getopt_long(argc, argv, "+b:o:z:qh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+b:o:z:qhp:", lo, NULL)) != -1) {
 		switch (c) {
 		case 'b': backend = optarg; break;
 		case 'o': o.output = optarg; break;
@@ -55,20 +79,59 @@ int cmd_record(int argc, char **argv)
 			o.compress = (int)v;
 			break;
 		case 'q': quiet = 1; break;
+		case 'p':
+			if (cli_parse_u64(optarg, &v) < 0 || !v || v > INT32_MAX)
+				return cli_usage_error("record", "bad process id '%s'", optarg);
+			o.attach_pid = (int)v;
+			break;
+		case OPT_DURATION:
+			o.duration = strtod(optarg, &end);
+			if (end == optarg || *end || !(o.duration > 0) || o.duration > 1e6)
+				return cli_usage_error("record", "bad duration '%s' (seconds > 0)", optarg);
+			break;
+		case OPT_START: o.start = optarg; break;
+		case OPT_STOP: o.stop = optarg; break;
+		case OPT_RING:
+			if (cli_parse_u64(optarg, &v) < 0 || !v || v > (1u << 24))
+				return cli_usage_error("record", "bad ring size '%s' (1..16777216)", optarg);
+			o.ring = (uint32_t)v;
+			break;
+		case OPT_FILTER: {
+			struct btr_filter f;
+			if (btr_filter_parse(optarg, &f) < 0)
+				return cli_usage_error("record", "bad filter '%s'", optarg);
+			o.filter = optarg;
+			break;
+		}
+		case OPT_INPROC: inproc = 1; break;
 		case 'h': usage(stdout); return EXIT_OK;
 		default: return cli_usage_error("record", "unknown option");
 		}
 	}
-	if (optind >= argc)
+	int stepopt = o.attach_pid || o.duration > 0 || o.start || o.stop || o.ring || o.filter || inproc;
+	if (o.attach_pid && optind < argc)
+		return cli_usage_error("record", "-p PID and a command exclude each other");
+	if (!o.attach_pid && optind >= argc)
 		return cli_usage_error("record", "no command given (btr record [OPTIONS] -- CMD [ARGS])");
+	if (o.duration > 0 && !o.attach_pid)
+		return cli_usage_error("record", "--duration needs -p PID");
+	if (o.filter && !o.ring)
+		return cli_usage_error("record", "--filter needs --ring N");
+	if (o.stop && !o.start)
+		return cli_usage_error("record", "--stop needs --start");
 	if (!*o.output)
 		return cli_usage_error("record", "empty output file name");
-	o.argv = argv + optind;
+	if (stepopt && !strcmp(backend, "auto"))
+		backend = "step";
+	if (stepopt && strcmp(backend, "step"))
+		return cli_usage_error("record", "-p, --duration, --start, --stop, --ring, --filter and --inproc need -b step");
+	o.argv = o.attach_pid ? NULL : argv + optind;
 
 	/* A command that cannot run is reported before anything else. */
 	char path[4096];
-	if (btr_capture_check_command(o.argv[0], path, sizeof(path)) < 0)
+	if (o.argv && btr_capture_check_command(o.argv[0], path, sizeof(path)) < 0)
 		return EXIT_RUNTIME;
+	o.inproc = inproc;
 
 	const struct btr_capture_backend *b;
 	if (!strcmp(backend, "auto")) {
@@ -95,6 +158,9 @@ int cmd_record(int argc, char **argv)
 		/* The library already logged the one line naming the cause. */
 		return EXIT_RUNTIME;
 	}
+	if (!strcmp(b->name, "step") && !quiet)
+		fprintf(stderr, "btr: step: %s; %llu steps, %llu branches\n", res.mode,
+			(unsigned long long)res.steps, (unsigned long long)res.branches);
 	if (res.interrupted && !quiet)
 		fprintf(stderr, "btr: interrupted; trace %s finalized\n", o.output);
 	if (!res.exited)

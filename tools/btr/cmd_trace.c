@@ -128,6 +128,7 @@ static void dump_record(const struct btr_record *rec, int verbose, int hex)
 		break;
 	case BTR_REC_PT:
 	case BTR_REC_BTS:
+	case BTR_REC_BTS_INSNS:
 		printf(" tid=%" PRIu32 " cpu=%" PRId32 " offset=0x%" PRIx64 " size=%" PRIu64, rec->u.data.tid,
 		       rec->u.data.cpu, rec->u.data.stream_offset, rec->u.data.size);
 		if (hex) {

@@ -1,0 +1,127 @@
+/* step_priv.h - shared by the files of the "step" backend (step.c: ptrace
+ * stepping; step_inproc.c: the --inproc agent's drain).  Not public. */
+#ifndef BTR_STEP_PRIV_H
+#define BTR_STEP_PRIV_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "btr/branch.h"
+#include "btr/capture.h"
+#include "btr/trace.h"
+
+#define PAGE 4096u
+#define NPAGES 512u          /* code cache: pages per process (direct mapped) */
+#define NICACHE 8192u        /* decoded instructions per process (direct mapped) */
+#define BATCH 4096u          /* BTS records per thread before a write */
+#define MAX_BP 2
+
+struct cpage {
+	uint64_t addr;           /* page address + 1 (0: empty) */
+	uint8_t b[PAGE];
+};
+
+struct icache_ent {
+	uint64_t ip;             /* ip + 1 (0: empty) */
+	uint8_t len, kind;
+	uint16_t flags;
+	uint64_t target;
+};
+
+struct bp {
+	uint64_t addr;
+	uint8_t orig;
+	int planted;
+};
+
+struct mod {
+	uint64_t start, end;
+};
+
+struct proc {
+	pid_t pid;
+	int memfd;
+	int dead;
+	struct cpage *pages;
+	struct icache_ent *ic;
+	struct mod *mods;
+	size_t nmods, capmods;
+	struct bp bp[MAX_BP];    /* [0] start, [1] stop (region mode) */
+	struct proc *next;
+};
+
+struct ring_ent {
+	uint64_t from, to;
+	uint32_t insns;
+};
+
+struct thr {
+	pid_t tid;
+	struct proc *p;
+	int fresh;               /* waiting for its first stop */
+	int over;                /* region: stepping over the lifted start breakpoint */
+	int parked;              /* region: stopped while another thread steps over it */
+	int park_st_valid, park_st; /* a stop reaped while parking, replayed at unpark */
+	int swallow_stop;        /* our parking SIGSTOP is still to come: swallow it */
+	int detached_stop;       /* detach: our SIGSTOP arrived */
+	int stepping;            /* 0: running free (region mode) */
+	int have_prev;
+	uint64_t prev_ip;
+	uint32_t ninsn;          /* instructions since the last written branch */
+	int sig_entry;           /* a caught signal was injected: next trap is its handler */
+	uint64_t sig_from;
+	int last_sig;            /* last signal delivered, its IP and address */
+	uint64_t last_sig_ip, last_sig_addr;
+	uint64_t ret_addr, entry_sp; /* region without --stop: the start function's return */
+	uint8_t *buf;            /* BATCH BTS records */
+	uint32_t *cnt;           /* their instruction counts */
+	unsigned n;
+	uint64_t off, ins_off;   /* bytes written so far of the BTS / BTS_INSNS streams */
+	struct ring_ent *ring;   /* flight recorder: @ring entries, @tos the next slot */
+	uint32_t tos, used;
+	struct thr *next;
+};
+
+struct rec {
+	const struct btr_capture_opts *o;
+	struct btr_trace_writer *w;
+	struct btr_capture_result *res;
+	struct proc *procs;
+	struct thr *thrs;
+	int block;               /* PTRACE_SINGLEBLOCK works (BTF) */
+	int region;
+	uint64_t start_addr, stop_addr;
+	struct btr_filter filter;
+	int err;
+	pid_t root;
+	int attached;
+	int exited_root;
+	int over_n;              /* threads stepping over a lifted breakpoint */
+	int parked_n;
+};
+
+/* Appends @rec to the trace (the first error sticks in r->err). */
+void step_wr(struct rec *r, const struct btr_record *rec);
+/* A traced process: opens /proc/PID/mem; NULL on failure. */
+struct proc *step_proc_new(struct rec *r, pid_t pid);
+/* After exec: reopen the memory, forget code and modules. */
+void step_proc_reset(struct proc *p);
+/* Module records for new executable mappings of @p. */
+void step_scan_maps(struct rec *r, struct proc *p);
+/* A traced thread (writes its thread_start record); NULL on failure. */
+struct thr *step_thr_new(struct rec *r, pid_t tid, struct proc *p, pid_t parent);
+/* The step of @t ended at @ip: count it, write the branch it took. */
+void step_account(struct rec *r, struct thr *t, uint64_t ip);
+/* A process record (@argv may be NULL). */
+void step_write_process(struct rec *r, uint32_t pid, uint32_t ppid, uint32_t ev, const char *path, char *const *argv);
+/* Thread @t ended with wait status @st: its records, and the process's if it led. */
+void step_exit_status(struct rec *r, struct thr *t, int st);
+/* The command being recorded (signals sent to btr alone are forwarded to it). */
+extern volatile sig_atomic_t btr__step_child;
+
+/* step_inproc.c */
+int step_find_agent(char *buf, size_t size);
+int step_is_static(const char *path);
+int step_run_inproc(struct rec *r, const char *cmd, char *const *argv, const char *agent);
+
+#endif
