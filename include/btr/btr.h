@@ -14,5 +14,7 @@
 #include "btr/stream.h"
 #include "btr/report.h"
 #include "btr/analysis.h"
+#include "btr/blocks.h"
+#include "btr/cov.h"
 
 #endif
