@@ -14,6 +14,7 @@
 #include "check.h"
 #include "btr/analysis.h"
 #include "btr/blocks.h"
+#include "btr/diff.h"
 #include "btr/error.h"
 #include "btr/insn.h"
 
@@ -204,7 +205,8 @@ static long find_mod(const struct btr_blocks_result *r, const struct gt *g, uint
 	return btr_blocks_module_index(r, g->mod_paths[gm]);
 }
 
-static void compare(const char *trace, const char *gtpath, uint64_t *classify_entries)
+static void compare(const char *trace, const char *gtpath, uint64_t *classify_entries,
+		    struct btr_analysis **bl_out, struct gt **g_out)
 {
 	struct btr_analysis *bl, *ga;
 	struct gt *g = calloc(1, sizeof(*g));
@@ -217,6 +219,9 @@ static void compare(const char *trace, const char *gtpath, uint64_t *classify_en
 	const struct btr_blocks_result *r = btr_blocks_get(bl);
 	CHECK(r != NULL);
 	CHECK(g->ok);
+	*bl_out = bl;
+	*g_out = g;
+	btr_analysis_free(ga);
 	if (!r)
 		return;
 	printf("%s: %zu blocks, %zu edges (ground truth %zu, %zu), %llu insns\n", trace, r->n_blocks,
@@ -303,13 +308,71 @@ static void compare(const char *trace, const char *gtpath, uint64_t *classify_en
 		btr_funcgraph_free(fg);
 	}
 	CHECK_EQ(btr_funcgraph_build(bl, "no_such_function", &fg), -BTR_ERR_NOT_FOUND);
+}
+
+static void free_gt(struct gt *g)
+{
 	for (size_t i = 0; i < g->n_mods; i++)
 		free((char *)g->mod_paths[i]);
 	free(g->mod_paths);
 	free(g->blocks);
 	free(g->edges);
-	btr_analysis_free(bl);
-	btr_analysis_free(ga);
+	free(g);
+}
+
+/* Ground-truth block of @g matching diff item @it (by module base name). */
+static const struct key *gt_block(const struct gt *g, const struct btr_diff_item *it)
+{
+	for (size_t i = 0; i < g->nb; i++) {
+		const struct key *k = &g->blocks[i];
+		if (k->m1 == BTR_BLOCKS_NO_MODULE || k->a != it->start || k->b != it->end)
+			continue;
+		const char *p = g->mod_paths[k->m1], *sl = strrchr(p, '/');
+		if (!strcmp(sl ? sl + 1 : p, it->module))
+			return k;
+	}
+	return NULL;
+}
+
+/* The diff of the two runs against the two ground truths: every block
+ * only in A, only in B or changed is so in the ground truth, with the
+ * same counts, and the totals add up to the ground truth's blocks. */
+static void check_diff(struct btr_analysis *ba, struct gt *ga, struct btr_analysis *bb, struct gt *gb)
+{
+	struct btr_diff *d = NULL;
+	CHECK_EQ(btr_diff_compute(btr_blocks_get(ba), btr_blocks_get(bb), &d), 0);
+	if (!d)
+		return;
+	size_t bad = 0;
+	for (size_t i = 0; i < d->n_blocks_only_a; i++)
+		bad += !gt_block(ga, &d->blocks_only_a[i]) || gt_block(gb, &d->blocks_only_a[i]);
+	for (size_t i = 0; i < d->n_blocks_only_b; i++)
+		bad += gt_block(ga, &d->blocks_only_b[i]) || !gt_block(gb, &d->blocks_only_b[i]);
+	for (size_t i = 0; i < d->n_blocks_changed; i++) {
+		const struct key *x = gt_block(ga, &d->blocks_changed[i]), *y = gt_block(gb, &d->blocks_changed[i]);
+		bad += !x || !y || x->count != d->blocks_changed[i].count_a || y->count != d->blocks_changed[i].count_b ||
+		       x->count == y->count;
+	}
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(d->n_blocks_only_a + d->n_blocks_changed + d->n_blocks_same, ga->nb);
+	CHECK_EQ(d->n_blocks_only_b + d->n_blocks_changed + d->n_blocks_same, gb->nb);
+	/* Ground truth: blocks of A whose count differs in B (or absent). */
+	size_t want_changed = 0;
+	for (size_t i = 0; i < ga->nb; i++) {
+		const struct key *k = &ga->blocks[i];
+		if (k->m1 == BTR_BLOCKS_NO_MODULE)
+			continue;
+		struct btr_diff_item it = { .start = k->a, .end = k->b };
+		const char *p = ga->mod_paths[k->m1], *sl = strrchr(p, '/');
+		it.module = sl ? sl + 1 : p;
+		const struct key *y = gt_block(gb, &it);
+		want_changed += y && y->count != k->count;
+	}
+	printf("diff: %zu only in A, %zu only in B, %zu changed (ground truth %zu), %zu same\n",
+	       d->n_blocks_only_a, d->n_blocks_only_b, d->n_blocks_changed, want_changed, d->n_blocks_same);
+	CHECK_EQ(d->n_blocks_changed, want_changed);
+	CHECK(want_changed > 0);
+	btr_diff_free(d);
 }
 
 int main(void)
@@ -321,9 +384,19 @@ int main(void)
 		check_skip("btr record -b qemu does not work here (qemu-user missing?)");
 	CHECK_EQ(rc, 0);
 	uint64_t e1 = 0, e2 = 0;
-	compare("blocks_a.btr", "blocks_a.gt", &e1);
+	struct btr_analysis *ba = NULL, *bb = NULL;
+	struct gt *ga = NULL, *gb = NULL;
+	compare("blocks_a.btr", "blocks_a.gt", &e1, &ba, &ga);
 	CHECK_EQ(record("blocks_b.btr", "blocks_b.gt", "2"), 0);
-	compare("blocks_b.btr", "blocks_b.gt", &e2);
+	compare("blocks_b.btr", "blocks_b.gt", &e2, &bb, &gb);
+	if (ba && bb && ga && gb)
+		check_diff(ba, ga, bb, gb);
+	btr_analysis_free(ba);
+	btr_analysis_free(bb);
+	if (ga)
+		free_gt(ga);
+	if (gb)
+		free_gt(gb);
 	/* main's loop calls classify 30 times per round, 6*n rounds. */
 	CHECK_EQ(e1, 180);
 	CHECK_EQ(e2, 360);

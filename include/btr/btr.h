@@ -16,5 +16,6 @@
 #include "btr/analysis.h"
 #include "btr/blocks.h"
 #include "btr/cov.h"
+#include "btr/diff.h"
 
 #endif
