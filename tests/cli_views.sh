@@ -21,7 +21,7 @@ check "second recording" [ -s "$tmp/b.btr" ]
 classify=$(nm "$prog" | awk '$3=="classify"{print $1}')
 
 # ---- usage and errors ----
-for cmd in cov; do
+for cmd in cov annotate cfg diff; do
 	"$btr" $cmd --help >"$tmp/out" 2>&1; rc=$?
 	check "$cmd --help exit 0" [ $rc -eq 0 ]
 	check "$cmd --help usage" grep -q "^Usage: btr $cmd" "$tmp/out"
@@ -108,7 +108,7 @@ else
 fi
 check "cobertura: classify method with 180 hits" grep -q 'method name="classify".*' "$tmp/a.xml"
 
-[ -f "$src/tests/cli_views_more.sh" ] && . "$src/tests/cli_views_more.sh"
+. "$src/tests/views_more.sh"
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
