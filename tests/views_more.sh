@@ -73,3 +73,39 @@ check "cov --pid (absent): no blocks" grep -aq '^BB Table: 0 bbs' "$tmp/none.drc
 check "annotate --filter exit 0" [ $rc -eq 0 ]
 check "annotate --filter near_ret: the jcc is not seen as a branch" \
 	bash -c "! grep -q 'taken [0-9]* (' '$tmp/ann_ret.txt'"
+
+# ---- a qemu trace of /bin/gzip (stripped: functions from FDEs) ----
+if [ -x /bin/gzip ]; then
+	head -c 100000 "$src/lib/ptflow.c" >"$tmp/in.txt"
+	"$btr" record -q -b qemu -o "$tmp/gz.btr" -- /bin/gzip -c "$tmp/in.txt" >/dev/null 2>&1
+	f=$("$btr" report --format json "$tmp/gz.btr" | python3 -c '
+import json,sys; d=json.load(sys.stdin); print([x["name"] for x in d["top_functions"] if x["name"].startswith("gzip+0x")][0])')
+	check "gzip: hottest functions named gzip+0xOFF ($f)" [ -n "$f" ]
+	"$btr" cov --module gzip -o "$tmp/gz.drcov" "$tmp/gz.btr"; rc=$?
+	check "gzip cov exit 0 ($rc)" [ $rc -eq 0 ]
+	check "gzip drcov has blocks" grep -aqE '^BB Table: [1-9][0-9]* bbs' "$tmp/gz.drcov"
+	"$btr" annotate --function "$f" "$tmp/gz.btr" >"$tmp/gz.ann"; rc=$?
+	check "gzip annotate $f exit 0 ($rc)" [ $rc -eq 0 ]
+	check "gzip annotate: entered N times" grep -qE "^$f .*entered [1-9][0-9]* times" "$tmp/gz.ann"
+	"$btr" cfg --function "$f" -o "$tmp/gz.dot" "$tmp/gz.btr"; rc=$?
+	check "gzip cfg exit 0 ($rc)" [ $rc -eq 0 ]
+fi
+
+# ---- the real LBR recording (perf.data) with its binary ----
+lbr=$shared/traces/autofdo/test.lbr; lbin=$shared/traces/autofdo/test.binary
+if [ -r "$lbr" ] && [ -r "$lbin" ]; then
+	"$btr" cov --elf "$lbin" -o "$tmp/lbr.drcov" "$lbr"; rc=$?
+	check "test.lbr cov exit 0 ($rc)" [ $rc -eq 0 ]
+	check "test.lbr drcov: module test.binary at 0x400000" \
+		grep -aq '0x0000000000400000, .*test.binary$' "$tmp/lbr.drcov"
+	"$btr" cov --elf "$lbin" --format lcov -o "$tmp/lbr.info" "$lbr"; rc=$?
+	check "test.lbr lcov exit 0 ($rc)" [ $rc -eq 0 ]
+	check "test.lbr lcov: deflate.c lines" grep -q '^SF:.*deflate.c$' "$tmp/lbr.info"
+	"$btr" annotate --elf "$lbin" --function longest_match "$lbr" >"$tmp/lbr.ann"; rc=$?
+	check "test.lbr annotate longest_match exit 0 ($rc)" [ $rc -eq 0 ]
+	check "test.lbr annotate: deflate.c lines" grep -q 'deflate.c:[0-9]' "$tmp/lbr.ann"
+	"$btr" cfg --elf "$lbin" --function longest_match -o "$tmp/lbr.dot" "$lbr"; rc=$?
+	check "test.lbr cfg exit 0 ($rc)" [ $rc -eq 0 ]
+else
+	echo "shared test.lbr absent: LBR views skipped"
+fi
