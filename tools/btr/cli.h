@@ -93,6 +93,9 @@ int cli_views_run(const char *cmd, const char *file, struct cli_stream *cs, stru
  * (one line printed). */
 int cli_write_file(const char *path, int (*fn)(void *ctx, FILE *f), void *ctx);
 
+/* `btr report --html DIR [--diff B]` (report_html.c). */
+int cli_report_html(const char *file, struct cli_stream *cs, const char *dir, const char *diff, unsigned top);
+
 /* Subcommands: int cmd_NAME(int argc, char **argv), argv[0] is the
  * subcommand name.  Declared weak so that the table in main.c links while
  * a subcommand is being developed; main.c hides missing ones. */
