@@ -109,3 +109,15 @@ if [ -r "$lbr" ] && [ -r "$lbin" ]; then
 else
 	echo "shared test.lbr absent: LBR views skipped"
 fi
+
+# ---- stripped python3.11: functions by FDE instead of one [python3.11] bucket ----
+if [ -x /usr/bin/python3.11 ]; then
+	"$btr" record -q -b qemu -o "$tmp/py.btr" -- /usr/bin/python3.11 -c 'x = sum(range(2000))' >/dev/null 2>&1
+	"$btr" report --format json "$tmp/py.btr" >"$tmp/py.json"; rc=$?
+	check "python3.11 report exit 0 ($rc)" [ $rc -eq 0 ]
+	check "python3.11: no [python3.11] bucket, no function above 40% of the instructions" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1])); t=d["instructions"]
+f=d["top_functions"]
+sys.exit(0 if t > 0 and not any(x["name"]=="[python3.11]" for x in f) and f[0]["instructions"] < 0.4*t
+         and any(x["name"].startswith("python3.11+0x") for x in f) else 1)' "$tmp/py.json"
+fi
