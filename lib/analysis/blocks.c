@@ -20,9 +20,9 @@
 #define MOD_BITS 24
 #define MOD_NONE ((1u << MOD_BITS) - 1)
 
-/* One table entry: a 3-word key and two counters.  count 0 = empty. */
+/* One table entry: a 4-word key and two counters.  count 0 = empty. */
 struct ent {
-	uint64_t k[3];
+	uint64_t k[4];
 	uint64_t count, insns;
 };
 
@@ -31,10 +31,11 @@ struct table {
 	size_t n, cap;     /* cap: power of two */
 };
 
-static inline size_t hash3(const uint64_t k[3], size_t cap)
+static inline size_t hash3(const uint64_t k[4], size_t cap)
 {
 	uint64_t h = (k[0] * 0xff51afd7ed558ccdull) ^ k[1];
 	h = (h * 0x9e3779b97f4a7c15ull) ^ k[2];
+	h = (h * 0xff51afd7ed558ccdull) ^ k[3];
 	h *= 0xc4ceb9fe1a85ec53ull;
 	return (size_t)(h >> 17) & (cap - 1);
 }
@@ -59,16 +60,16 @@ static int table_grow(struct table *t)
 	return 0;
 }
 
-/* Adds @count and @insns to the entry of key (a, b, c). */
-static inline int table_add(struct table *t, uint64_t a, uint64_t b, uint64_t c, uint64_t count,
-			    uint64_t insns)
+/* Adds @count and @insns to the entry of key (a, b, c, d). */
+static inline int table_add(struct table *t, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+			    uint64_t count, uint64_t insns)
 {
-	uint64_t k[3] = { a, b, c };
+	uint64_t k[4] = { a, b, c, d };
 	if (btr_likely(t->cap)) {
 		size_t j = hash3(k, t->cap);
 		while (t->v[j].count) {
 			struct ent *e = &t->v[j];
-			if (e->k[0] == a && e->k[1] == b && e->k[2] == c) {
+			if (e->k[0] == a && e->k[1] == b && e->k[2] == c && e->k[3] == d) {
 				e->count += count;
 				e->insns += insns;
 				return 0;
@@ -81,7 +82,7 @@ static inline int table_add(struct table *t, uint64_t a, uint64_t b, uint64_t c,
 	size_t j = hash3(k, t->cap);
 	while (t->v[j].count)
 		j = (j + 1) & (t->cap - 1);
-	t->v[j] = (struct ent){ { a, b, c }, count, insns };
+	t->v[j] = (struct ent){ { a, b, c, d }, count, insns };
 	t->n++;
 	return 0;
 }
@@ -111,8 +112,12 @@ struct blocks {
 	struct thr *thr;
 	size_t n_thr, cap_thr;
 	struct thr *last;
-	struct table raw_blk;    /* (start, end, pid) run-time */
-	struct table raw_edge;   /* (from, to, pid | taken << 32 | kind << 40) */
+	/* Run-time addresses, one entry per (block start, branch, target):
+	 * (start or 0 if unknown, from, to, pid | taken << 32 | kind << 40).
+	 * Why one table for both blocks and edges: one hash update per branch
+	 * instead of two; the block and edge counts are its sums, taken at
+	 * resolve time (distinct entries are few: blocks x successors). */
+	struct table raw;
 	struct table blk;        /* (start, end, module) link addresses */
 	struct table edge;       /* (from, to, from_mod | to_mod << 24 | taken << 48 | kind << 56) */
 	struct mod *mods;
@@ -176,15 +181,10 @@ static int on_branches(void *state, const struct btr_branch *br, size_t n)
 		b->res.branches++;
 		b->res.insns += insns;
 		b->res.has_insns |= (x->flags & BTR_BF_INSNS) != 0;
-		if (t->prev_valid) {
-			if (table_add(&b->raw_blk, t->prev_to, x->from, x->pid, 1, insns) < 0)
-				return -BTR_ERR_NOMEM;
-		} else {
-			b->res.unknown_start++;
-		}
+		b->res.unknown_start += !t->prev_valid;
 		uint64_t c = x->pid | (uint64_t)((x->flags & BTR_BF_TAKEN) != 0) << 32 |
 			     (uint64_t)x->kind << 40;
-		if (table_add(&b->raw_edge, x->from, x->to, c, 1, 0) < 0)
+		if (table_add(&b->raw, t->prev_valid ? t->prev_to : 0, x->from, x->to, c, 1, insns) < 0)
 			return -BTR_ERR_NOMEM;
 		t->prev_to = x->to;
 		t->prev_valid = 1;
@@ -254,54 +254,40 @@ static int resolve_addr(struct blocks *b, struct lookup *l, struct btr_image *im
 
 static int resolve(struct blocks *b)
 {
-	struct lookup l = { 0 };
+	struct lookup l = { 0 }, l2 = { 0 };
 	uint32_t last_pid = UINT32_MAX;
 	struct btr_image *img = NULL;
-	for (size_t i = 0; i < b->raw_blk.cap; i++) {
-		const struct ent *e = &b->raw_blk.v[i];
+	for (size_t i = 0; i < b->raw.cap; i++) {
+		const struct ent *e = &b->raw.v[i];
 		if (!e->count)
 			continue;
-		uint32_t pid = (uint32_t)e->k[2];
+		uint32_t pid = (uint32_t)e->k[3];
 		if (pid != last_pid) {
 			img = b->s ? btr_stream_image_pid(b->s, pid) : NULL;
 			last_pid = pid;
 		}
 		uint64_t start = e->k[0], end = e->k[1];
-		if (!start || start > end || end - start >= MAX_BLOCK_BYTES)
-			continue;
-		uint32_t m;
-		uint64_t off;
-		if (resolve_addr(b, &l, img, start, &m, &off) < 0)
-			return -BTR_ERR_NOMEM;
-		/* Both ends in one module (else the start came from elsewhere). */
-		if (m != MOD_NONE && end >= l.hi)
-			continue;
-		if (table_add(&b->blk, off, off + (end - start), m, e->count, e->insns) < 0)
-			return -BTR_ERR_NOMEM;
-	}
-	struct lookup l2 = { 0 };
-	last_pid = UINT32_MAX;
-	for (size_t i = 0; i < b->raw_edge.cap; i++) {
-		const struct ent *e = &b->raw_edge.v[i];
-		if (!e->count)
-			continue;
-		uint32_t pid = (uint32_t)e->k[2];
-		if (pid != last_pid) {
-			img = b->s ? btr_stream_image_pid(b->s, pid) : NULL;
-			last_pid = pid;
+		uint32_t m, fm, tm;
+		uint64_t off, fo, to;
+		/* The block [start, end], if its start is known and sane. */
+		if (start && start <= end && end - start < MAX_BLOCK_BYTES) {
+			if (resolve_addr(b, &l, img, start, &m, &off) < 0)
+				return -BTR_ERR_NOMEM;
+			/* Both ends in one module (else the start came from elsewhere). */
+			if ((m == MOD_NONE || end < l.hi) &&
+			    table_add(&b->blk, off, off + (end - start), m, 0, e->count, e->insns) < 0)
+				return -BTR_ERR_NOMEM;
 		}
-		uint32_t fm, tm;
-		uint64_t fo, to;
-		if (resolve_addr(b, &l, img, e->k[0], &fm, &fo) < 0 ||
-		    resolve_addr(b, &l2, img, e->k[1], &tm, &to) < 0)
+		/* The edge end -> to. */
+		if (resolve_addr(b, &l, img, e->k[1], &fm, &fo) < 0 ||
+		    resolve_addr(b, &l2, img, e->k[2], &tm, &to) < 0)
 			return -BTR_ERR_NOMEM;
-		uint64_t taken = (e->k[2] >> 32) & 1, kind = (e->k[2] >> 40) & 0xff;
+		uint64_t taken = (e->k[3] >> 32) & 1, kind = (e->k[3] >> 40) & 0xff;
 		uint64_t c = fm | (uint64_t)tm << MOD_BITS | taken << 48 | kind << 56;
-		if (table_add(&b->edge, fo, to, c, e->count, 0) < 0)
+		if (table_add(&b->edge, fo, to, c, 0, e->count, 0) < 0)
 			return -BTR_ERR_NOMEM;
 	}
-	table_clear(&b->raw_blk);
-	table_clear(&b->raw_edge);
+	table_clear(&b->raw);
 	return 0;
 }
 
@@ -425,12 +411,10 @@ static int on_end(void *state, int status)
 	/* The resolved tables are in the arrays now. */
 	free(b->blk.v);
 	free(b->edge.v);
-	free(b->raw_blk.v);
-	free(b->raw_edge.v);
+	free(b->raw.v);
 	memset(&b->blk, 0, sizeof(b->blk));
 	memset(&b->edge, 0, sizeof(b->edge));
-	memset(&b->raw_blk, 0, sizeof(b->raw_blk));
-	memset(&b->raw_edge, 0, sizeof(b->raw_edge));
+	memset(&b->raw, 0, sizeof(b->raw));
 	b->s = NULL;
 	b->ended = 1;
 	return 0;
@@ -447,8 +431,7 @@ static void on_destroy(void *state)
 	}
 	free(b->mods);
 	free(b->thr);
-	free(b->raw_blk.v);
-	free(b->raw_edge.v);
+	free(b->raw.v);
 	free(b->blk.v);
 	free(b->edge.v);
 	free(b->mods_out);
