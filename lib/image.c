@@ -10,6 +10,7 @@
  * lookups without the binary search.
  */
 #include "btr/image.h"
+#include "eh_frame.h"
 #include "internal.h"
 
 #include <dirent.h>
@@ -39,7 +40,10 @@ struct sym {
 	uint64_t size;         /* as reported (the extent for size-0 symbols) */
 	uint64_t maxend;       /* max(end) over syms[0..i]: bounds the backward walk */
 	const char *name;
+	char *dname;           /* demangled name (lazily, malloc'ed), or NULL */
 	uint8_t rank;          /* dedup preference among aliases, lower wins */
+	uint8_t fde;           /* no symbol: a function delimited by an .eh_frame FDE */
+	uint8_t dname_done;    /* dname was computed (NULL: same as name) */
 };
 
 enum { LAZY_NONE = 0, LAZY_OK = 1, LAZY_FAIL = -1 };
@@ -56,6 +60,7 @@ struct module {
 	struct sym *syms;
 	size_t nsyms;
 	char *plt_names;       /* storage of the "name@plt" strings */
+	char *fde_names;       /* storage of the "module+0xoff" names of FDE functions */
 	int dw_state;
 	Dwfl *dwfl;
 	Dwfl_Module *dwmod;
@@ -116,8 +121,11 @@ static void module_release(struct module *m)
 		elf_end(m->elf);
 	if (m->dbg_elf)
 		elf_end(m->dbg_elf);
+	for (size_t i = 0; i < m->nsyms; i++)
+		free(m->syms[i].dname);
 	free(m->syms);
 	free(m->plt_names);
+	free(m->fde_names);
 	free(m->path);
 	memset(m, 0, sizeof(*m));
 }
@@ -826,6 +834,104 @@ static Elf *find_debug_elf(const struct btr_image *img, struct module *m)
 	return dbg;
 }
 
+/* The symbol of @syms (@n, sorted, maxend set) containing @addr. */
+static const struct sym *sym_find(const struct sym *syms, size_t n, uint64_t addr, int with_fde)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (syms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Usually the nearest preceding symbol contains addr; a nested or
+	 * overlapping one further back can too, and maxend says when to stop. */
+	for (size_t i = lo; i-- > 0 && syms[i].maxend > addr;)
+		if (addr < syms[i].end && (with_fde || !syms[i].fde))
+			return &syms[i];
+	return NULL;
+}
+
+struct fdevec {
+	uint64_t *v;    /* start, end pairs (link addresses) */
+	size_t n, cap;
+};
+
+static int fde_collect(void *ctx, uint64_t start, uint64_t end)
+{
+	struct fdevec *fv = ctx;
+	if (grow((void **)&fv->v, &fv->cap, fv->n + 2, sizeof(*fv->v)))
+		return -1;
+	fv->v[fv->n++] = start;
+	fv->v[fv->n++] = end;
+	return 0;
+}
+
+/* Adds a function entry, named "module+0xOFF" (OFF = link address, the
+ * form btr_image_symbolize prints), for every .eh_frame FDE whose start no
+ * symbol covers.  Why FDEs: stripped executables (Debian's python3.11)
+ * keep only .dynsym, which names a fraction of the code; the unwind table
+ * names none but delimits every function exactly (each .cold part too),
+ * and it is never stripped because the unwinder needs it. */
+static int add_fde_functions(struct module *m, struct symvec *sv)
+{
+	size_t shstrndx;
+	GElf_Shdr sh;
+	Elf_Scn *scn;
+	Elf_Data *d;
+	if (!m->elf || elf_getshdrstrndx(m->elf, &shstrndx) != 0 ||
+	    !(scn = find_scn(m->elf, shstrndx, ".eh_frame", &sh)) || sh.sh_type != SHT_PROGBITS ||
+	    !(d = elf_rawdata(scn, NULL)) || !d->d_buf)
+		return 0;
+	struct fdevec fv = { 0 };
+	if (btr__eh_frame_fdes(d->d_buf, d->d_size, sh.sh_addr, fde_collect, &fv) < 0) {
+		free(fv.v);
+		return -BTR_ERR_NOMEM;
+	}
+	size_t keep = 0, bytes = 0, base_len = strlen(m->base_name);
+	for (size_t i = 0; i < fv.n; i += 2) {
+		uint64_t a = fv.v[i] + m->bias;
+		if (a < m->lo || a >= m->hi || sym_find(sv->v, sv->n, a, 0))
+			continue;
+		fv.v[keep++] = fv.v[i];
+		fv.v[keep++] = fv.v[i + 1];
+		bytes += base_len + 20;
+	}
+	int err = 0;
+	if (!keep)
+		goto out;
+	char *names = malloc(bytes);
+	if (!names) {
+		err = -BTR_ERR_NOMEM;
+		goto out;
+	}
+	size_t n0 = sv->n;
+	char *np = names;
+	for (size_t i = 0; i < keep; i += 2) {
+		int len = sprintf(np, "%s+0x%llx", m->base_name, (unsigned long long)fv.v[i]);
+		uint64_t a = fv.v[i] + m->bias, e = fv.v[i + 1] + m->bias;
+		if ((err = symvec_push(sv, a, e - a, e, np, 32)) != 0) {
+			sv->n = n0;
+			free(names);
+			goto out;
+		}
+		sv->v[sv->n - 1].fde = 1;
+		sv->v[sv->n - 1].end = e;
+		np += len + 1;
+	}
+	qsort(sv->v, sv->n, sizeof(*sv->v), sym_cmp);
+	uint64_t maxend = 0;
+	for (size_t i = 0; i < sv->n; i++) {
+		maxend = sv->v[i].end > maxend ? sv->v[i].end : maxend;
+		sv->v[i].maxend = maxend;
+	}
+	m->fde_names = names;
+out:
+	free(fv.v);
+	return err;
+}
+
 static int load_symbols(const struct btr_image *img, struct module *m)
 {
 	if (m->sym_state != LAZY_NONE)
@@ -877,30 +983,31 @@ static int load_symbols(const struct btr_image *img, struct module *m)
 		maxend = s->end > maxend ? s->end : maxend;
 		s->maxend = maxend;
 	}
+	sv.n = n;
 	m->syms = sv.v;
 	m->nsyms = n;
+	/* Functions without a symbol (stripped binaries): FDEs.  A failure
+	 * here only loses them, never the symbols. */
+	if (add_fde_functions(m, &sv) == 0) {
+		m->syms = sv.v;
+		m->nsyms = sv.n;
+	}
 	m->sym_state = LAZY_OK;
 	return 0;
 }
 
-static const struct sym *module_symbol(const struct btr_image *img, struct module *m, uint64_t addr)
+/* The symbol (or, @with_fde, FDE function) of @m containing @addr. */
+static const struct sym *module_symbol_ex(const struct btr_image *img, struct module *m,
+					  uint64_t addr, int with_fde)
 {
 	if (load_symbols(img, m) != 0 || !m->nsyms)
 		return NULL;
-	size_t lo = 0, hi = m->nsyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (m->syms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	/* Usually the nearest preceding symbol contains addr; a nested or
-	 * overlapping one further back can too, and maxend says when to stop. */
-	for (size_t i = lo; i-- > 0 && m->syms[i].maxend > addr;)
-		if (addr < m->syms[i].end)
-			return &m->syms[i];
-	return NULL;
+	return sym_find(m->syms, m->nsyms, addr, with_fde);
+}
+
+static const struct sym *module_symbol(const struct btr_image *img, struct module *m, uint64_t addr)
+{
+	return module_symbol_ex(img, m, addr, 0);
 }
 
 int btr_image_symbol(struct btr_image *img, uint64_t addr, struct btr_symbol *sym)
@@ -940,16 +1047,66 @@ int btr_image_lookup(struct btr_image *img, const char *name, struct btr_symbol 
 	return -BTR_ERR_NOT_FOUND;
 }
 
+/* ---- demangling ---------------------------------------------------
+ *
+ * Why __cxa_demangle (libstdc++) rather than libiberty's cplus_demangle:
+ * libstdc++ is the C++ runtime every C++ program on the machine already
+ * uses and is present wherever g++ is (build-essential); it implements
+ * exactly the Itanium ABI that GCC and Clang emit.  libiberty is a
+ * static-only -dev package (libiberty-dev) with no stable ABI, one more
+ * build dependency for the same demangler. */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/* The display name of @s: demangled C++ (keeping a "@plt" suffix), else
+ * the symbol's own name.  Cached in the symbol. */
+static const char *sym_name(struct sym *s)
+{
+	if (s->dname_done)
+		return s->dname ? s->dname : s->name;
+	s->dname_done = 1;
+	if (s->fde || strncmp(s->name, "_Z", 2) != 0)
+		return s->name;
+	const char *at = strchr(s->name, '@');
+	char tmp[1024];
+	const char *in = s->name;
+	if (at) {
+		if ((size_t)(at - s->name) >= sizeof(tmp))
+			return s->name;
+		memcpy(tmp, s->name, (size_t)(at - s->name));
+		tmp[at - s->name] = 0;
+		in = tmp;
+	}
+	int st = -1;
+	char *d = __cxa_demangle(in, NULL, NULL, &st);
+	if (!d || st != 0) {
+		free(d);
+		return s->name;
+	}
+	if (at) {
+		char *x = malloc(strlen(d) + strlen(at) + 1);
+		if (!x) {
+			free(d);
+			return s->name;
+		}
+		strcpy(x, d);
+		strcat(x, at);
+		free(d);
+		d = x;
+	}
+	s->dname = d;
+	return d;
+}
+
 void btr_image_symbolize(struct btr_image *img, uint64_t addr, char *buf, size_t bufsize)
 {
 	if (!buf || !bufsize)
 		return;
 	struct module *m = img ? module_at(img, addr) : NULL;
-	const struct sym *s = m ? module_symbol(img, m, addr) : NULL;
+	struct sym *s = m ? (struct sym *)module_symbol(img, m, addr) : NULL;
 	if (s && addr == s->addr)
-		snprintf(buf, bufsize, "%s", s->name);
+		snprintf(buf, bufsize, "%s", sym_name(s));
 	else if (s)
-		snprintf(buf, bufsize, "%s+0x%llx", s->name, (unsigned long long)(addr - s->addr));
+		snprintf(buf, bufsize, "%s+0x%llx", sym_name(s), (unsigned long long)(addr - s->addr));
 	else if (m)
 		snprintf(buf, bufsize, "%s+0x%llx", m->base_name, (unsigned long long)(addr - m->bias));
 	else
@@ -1226,4 +1383,159 @@ found:
 	else
 		strcpy(path, buf);
 	return toolong ? -BTR_ERR_INVAL : 0;
+}
+
+/* ---- functions and modules (btr_image_function & co.) ------------ */
+
+static void fill_function(struct module *m, struct sym *s, struct btr_function *fn)
+{
+	memset(fn, 0, sizeof(*fn));
+	fn->name = sym_name(s);
+	fn->raw_name = s->name;
+	fn->start = s->addr;
+	fn->end = s->end;
+	fn->module = m->path;
+	fn->module_name = m->base_name;
+	fn->bias = m->bias;
+	size_t nl = strlen(s->name);
+	fn->source = s->fde ? BTR_FUNC_FDE
+		   : (nl > 4 && !strcmp(s->name + nl - 4, "@plt")) ? BTR_FUNC_PLT : BTR_FUNC_SYMBOL;
+}
+
+int btr_image_function(struct btr_image *img, uint64_t addr, struct btr_function *fn)
+{
+	if (!img || !fn)
+		return -BTR_ERR_INVAL;
+	struct module *m = module_at(img, addr);
+	struct sym *s = m ? (struct sym *)module_symbol_ex(img, m, addr, 1) : NULL;
+	if (!s)
+		return -BTR_ERR_NOT_FOUND;
+	fill_function(m, s, fn);
+	return 0;
+}
+
+/* "name" matches a symbol's linkage name, its demangled name, or the
+ * demangled name without its parameter list ("ns::f" for "ns::f(int)"). */
+static int name_matches(struct sym *s, const char *name)
+{
+	if (!strcmp(s->name, name))
+		return 1;
+	const char *d = sym_name(s);
+	if (d == s->name)
+		return 0;
+	if (!strcmp(d, name))
+		return 1;
+	size_t n = strlen(name);
+	return !strncmp(d, name, n) && d[n] == '(';
+}
+
+int btr_image_function_by_name(struct btr_image *img, const char *name, struct btr_function *fn)
+{
+	if (!img || !name || !fn)
+		return -BTR_ERR_INVAL;
+	for (size_t i = 0; i < img->nmods; i++) {
+		struct module *m = &img->mods[i];
+		if (m->dead || load_symbols(img, m) != 0)
+			continue;
+		for (size_t k = 0; k < m->nsyms; k++)
+			if (name_matches(&m->syms[k], name)) {
+				fill_function(m, &m->syms[k], fn);
+				return 0;
+			}
+	}
+	/* "module+0xOFF": the function containing that link address. */
+	const char *plus = strstr(name, "+0x");
+	if (plus) {
+		char *end;
+		unsigned long long off = strtoull(plus + 3, &end, 16);
+		if (*end == 0)
+			for (size_t i = 0; i < img->nmods; i++) {
+				struct module *m = &img->mods[i];
+				if (m->dead || strlen(m->base_name) != (size_t)(plus - name) ||
+				    strncmp(m->base_name, name, (size_t)(plus - name)))
+					continue;
+				return btr_image_function(img, off + m->bias, fn);
+			}
+	}
+	return -BTR_ERR_NOT_FOUND;
+}
+
+int btr_image_foreach_function(struct btr_image *img, uint64_t lo, uint64_t hi,
+			       int (*cb)(void *ctx, const struct btr_function *fn), void *ctx)
+{
+	if (!img || !cb)
+		return -BTR_ERR_INVAL;
+	for (size_t i = 0; i < img->nmods; i++) {
+		struct module *m = &img->mods[i];
+		if (m->dead || m->hi <= lo || m->lo >= hi || load_symbols(img, m) != 0)
+			continue;
+		for (size_t k = 0; k < m->nsyms; k++) {
+			if (m->syms[k].addr < lo || m->syms[k].addr >= hi)
+				continue;
+			struct btr_function fn;
+			fill_function(m, &m->syms[k], &fn);
+			int rc = cb(ctx, &fn);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+int btr_image_module_at(struct btr_image *img, uint64_t addr, struct btr_image_module *mi)
+{
+	if (!img || !mi)
+		return -BTR_ERR_INVAL;
+	struct module *m = module_at(img, addr);
+	if (!m)
+		return -BTR_ERR_NOT_FOUND;
+	memset(mi, 0, sizeof(*mi));
+	mi->path = m->path;
+	mi->name = m->base_name;
+	mi->bias = m->bias;
+	mi->start = m->lo;
+	mi->end = m->hi;
+	mi->is_elf = m->elf != NULL;
+	return 0;
+}
+
+int btr_image_foreach_line(struct btr_image *img, uint64_t lo, uint64_t hi,
+			   int (*cb)(void *ctx, uint64_t addr, const char *file, int line), void *ctx)
+{
+	if (!img || !cb || lo >= hi)
+		return -BTR_ERR_INVAL;
+	struct module *m = module_at(img, lo);
+	if (!m)
+		return -BTR_ERR_NOT_FOUND;
+	int err = load_dwarf(img, m);
+	if (err)
+		return err;
+	Dwarf_Die *cu = NULL;
+	Dwarf_Addr cbias;
+	while ((cu = dwfl_module_nextcu(m->dwmod, cu, &cbias)) != NULL) {
+		Dwarf_Lines *lines;
+		size_t n;
+		if (dwarf_getsrclines(cu, &lines, &n) != 0)
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			Dwarf_Line *l = dwarf_onesrcline(lines, i);
+			Dwarf_Addr a;
+			int ln = 0;
+			bool end_seq = false;
+			if (!l || dwarf_lineaddr(l, &a) != 0 || dwarf_lineno(l, &ln) != 0 || ln <= 0)
+				continue;
+			if (dwarf_lineendsequence(l, &end_seq) == 0 && end_seq)
+				continue;
+			a += cbias;
+			if (a < lo || a >= hi)
+				continue;
+			const char *f = dwarf_linesrc(l, NULL, NULL);
+			if (!f)
+				continue;
+			int rc = cb(ctx, a, f, ln);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
 }

@@ -403,10 +403,12 @@ static int resolve(struct btr_report *r, struct btr_image *img)
 		struct blk *b = &r->blk[i];
 		if (!b->count)
 			continue;
-		struct btr_symbol sym;
+		struct btr_function sym;
 		struct fn *f;
-		if (img && btr_image_symbol(img, b->end, &sym) == 0 && sym.name) {
-			f = fn_get(r, sym.name, sym.module, sym.addr, img);
+		/* Functions without a symbol (stripped code) are delimited by
+		 * their FDEs and named module+0xOFF (btr_image_function). */
+		if (img && btr_image_function(img, b->end, &sym) == 0 && sym.name) {
+			f = fn_get(r, sym.name, sym.module, sym.start, img);
 		} else {
 			/* No symbol: group by module ("[libfoo.so]" from the
 			 * "module+0xoff" form), or "[unknown]" outside modules. */

@@ -26,6 +26,10 @@ pkgs="
   python3-jsonschema
   zlib1g-dev
   gdb
+  graphviz
+  lcov
+  libxml2-utils
+  chromium
 "
 missing=""
 for p in $pkgs; do

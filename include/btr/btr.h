@@ -16,5 +16,10 @@
 #include "btr/analysis.h"
 #include "btr/callstack.h"
 #include "btr/profile.h"
+#include "btr/blocks.h"
+#include "btr/cov.h"
+#include "btr/diff.h"
+#include "btr/cfg.h"
+#include "btr/annotate.h"
 
 #endif

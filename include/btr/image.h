@@ -82,7 +82,8 @@ int btr_image_lookup(struct btr_image *img, const char *name, struct btr_symbol 
 /* Formats @addr as "name+0xoff" (or "name" at offset 0, or "module+0xoff"
  * without a symbol, or "0x..." outside every module) into @buf,
  * truncated to @bufsize.  "module" is the file's base name and the offset
- * is relative to its link addresses (file offset for raw files). */
+ * is relative to its link addresses (file offset for raw files).  C++
+ * names are demangled (btr_image_symbol keeps linkage names). */
 void btr_image_symbolize(struct btr_image *img, uint64_t addr, char *buf, size_t bufsize);
 
 /* Source line of @addr through DWARF.  On success stores a pointer to the
@@ -152,6 +153,80 @@ int btr_elf_load_bias_prot(const char *path, uint64_t start, uint64_t pgoff, int
  * -BTR_ERR_NOT_FOUND, -BTR_ERR_INVAL (@len 0, or the path does not fit). */
 int btr_elf_find_build_id(const uint8_t *id, size_t len, const char *const *dirs, size_t ndirs,
 			  char *path, size_t pathsize);
+
+
+/* ---- functions, modules, line tables (engineer "views") ----
+ *
+ * Every lookup above names code only where a symbol does.  The views,
+ * profiles and checks need a function for every address of a module,
+ * stripped or not, so the image also delimits functions that have no
+ * symbol by their .eh_frame FDEs (the unwind table, which stripping keeps)
+ * and names them "module+0xOFF" (OFF: the link address of the function's
+ * start, the form btr_image_symbolize prints, stable across runs of a
+ * PIE).  C++ names are demangled for display; linkage names stay
+ * available.  Addresses are run-time addresses (load bias applied). */
+
+enum btr_func_source {
+	BTR_FUNC_SYMBOL = 1,  /* a .symtab or .dynsym STT_FUNC/IFUNC symbol */
+	BTR_FUNC_PLT = 2,     /* a synthetic "name@plt" stub */
+	BTR_FUNC_FDE = 3,     /* no symbol: delimited by an .eh_frame FDE */
+};
+
+struct btr_function {
+	const char *name;        /* display name: demangled C++ ("ns::f(int)"),
+				  * the symbol's name, or "module+0xOFF" for
+				  * FDE functions (owned by the image) */
+	const char *raw_name;    /* linkage name ("_ZN2ns1fEi"); = name for
+				  * FDE functions (owned by the image) */
+	uint64_t start, end;     /* [start, end), run-time addresses */
+	const char *module;      /* module file path (owned by the image) */
+	const char *module_name; /* its base name (owned by the image) */
+	uint64_t bias;           /* the module's load bias: start - bias is the
+				  * link address */
+	int source;              /* enum btr_func_source */
+};
+
+/* The function containing @addr: the symbol btr_image_symbol would find,
+ * else the FDE range containing @addr in a module without a symbol there.
+ * Returns 0 and fills @fn (strings valid until the image is freed or the
+ * module removed), -BTR_ERR_NOT_FOUND (outside every module, or a module
+ * with neither symbol nor FDE there), -BTR_ERR_INVAL.  Legitimate
+ * indirect-call targets: fn.start == target for every source kind. */
+int btr_image_function(struct btr_image *img, uint64_t addr, struct btr_function *fn);
+
+/* The first function, in module load order, whose linkage name, demangled
+ * name, or demangled name without its parameter list equals @name; or
+ * "module+0xOFF" (the function containing that link address of module
+ * base name "module").  Returns 0, -BTR_ERR_NOT_FOUND, -BTR_ERR_INVAL. */
+int btr_image_function_by_name(struct btr_image *img, const char *name, struct btr_function *fn);
+
+/* Calls @cb for every function (symbols, PLT stubs, FDE functions) that
+ * starts in [@lo, @hi), module by module in address order.  Stops when @cb
+ * returns nonzero and returns that value; 0 after all, -BTR_ERR_INVAL. */
+int btr_image_foreach_function(struct btr_image *img, uint64_t lo, uint64_t hi,
+			       int (*cb)(void *ctx, const struct btr_function *fn), void *ctx);
+
+struct btr_image_module {
+	const char *path;   /* file path (owned by the image) */
+	const char *name;   /* base name (owned by the image) */
+	uint64_t bias;      /* load bias (0 for ET_EXEC and raw files) */
+	uint64_t start, end;/* run-time range of all its PT_LOAD segments */
+	int is_elf;         /* 0: a raw file or bytes */
+};
+
+/* The module (ELF or raw file added with a path) whose range holds @addr.
+ * Returns 0 and fills @mi, -BTR_ERR_NOT_FOUND, -BTR_ERR_INVAL. */
+int btr_image_module_at(struct btr_image *img, uint64_t addr, struct btr_image_module *mi);
+
+/* Calls @cb(ctx, addr, file, line) for every row of the DWARF line tables
+ * of the module containing @lo whose address is in [@lo, @hi) (rows in
+ * table order, which is address order within a sequence; end-of-sequence
+ * rows left out; @file owned by the image).  Lines that generated code,
+ * so the denominator of line coverage.  Returns 0, @cb's nonzero value,
+ * -BTR_ERR_NOT_FOUND (no module at @lo), -BTR_ERR_NO_DEBUGINFO,
+ * -BTR_ERR_INVAL. */
+int btr_image_foreach_line(struct btr_image *img, uint64_t lo, uint64_t hi,
+			   int (*cb)(void *ctx, uint64_t addr, const char *file, int line), void *ctx);
 
 #ifdef __cplusplus
 }

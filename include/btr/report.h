@@ -148,6 +148,17 @@ const struct btr_report_result *btr_report_get(const struct btr_report *r);
 int btr_report_trace(const char *path, const struct btr_stream_opts *sopts,
 		     const struct btr_report_opts *ropts, struct btr_report **out, int *lost);
 
+/* The report as an analysis (btr/analysis.h), to run with other analyses
+ * in one pass: btr_analysis_run(path, sopts, list, n, info).  Its end
+ * finishes the report with the stream's image and backend.  Returns 0,
+ * -BTR_ERR_INVAL, -BTR_ERR_NOMEM (lib/analysis/report_counts.c). */
+struct btr_analysis;
+int btr_report_analysis_new(const struct btr_report_opts *opts, struct btr_analysis **out);
+
+/* The finished report of analysis @a (owned by @a), or NULL before its
+ * end or if @a is not a report analysis. */
+const struct btr_report *btr_report_analysis_get(const struct btr_analysis *a);
+
 #ifdef __cplusplus
 }
 #endif

@@ -81,6 +81,21 @@ int cli_stream_opt(struct cli_stream *cs, const char *cmd, int c, char *arg);
  * and fills cs->so.  Returns EXIT_OK, EXIT_USAGE or EXIT_RUNTIME. */
 int cli_stream_ready(struct cli_stream *cs, const char *cmd);
 
+/* Views (cli_views.c): runs @list (@n analyses) over trace @file in one
+ * pass.  Returns EXIT_OK; EXIT_RUNTIME after one line on stderr when the
+ * trace cannot be read; -EXIT_RUNTIME when data was lost but the results
+ * cover what was read (a warning was printed: write them, exit 3). */
+struct btr_analysis;
+int cli_views_run(const char *cmd, const char *file, struct cli_stream *cs, struct btr_analysis **list,
+		  size_t n);
+/* Writes @path ("-": stdout) through @fn completely, or leaves nothing
+ * under that name (temp file + rename).  Returns EXIT_OK or EXIT_RUNTIME
+ * (one line printed). */
+int cli_write_file(const char *path, int (*fn)(void *ctx, FILE *f), void *ctx);
+
+/* `btr report --html DIR [--diff B]` (report_html.c). */
+int cli_report_html(const char *file, struct cli_stream *cs, const char *dir, const char *diff, unsigned top);
+
 /* Subcommands: int cmd_NAME(int argc, char **argv), argv[0] is the
  * subcommand name.  Declared weak so that the table in main.c links while
  * a subcommand is being developed; main.c hides missing ones. */
@@ -98,7 +113,11 @@ int cli_stream_ready(struct cli_stream *cs, const char *cmd);
 	X(bolt, "BOLT profile (perf2bolt fdata, or pre-aggregated)")            \
 	X(pprof, "pprof profile (profile.proto, gzipped) for go tool pprof")    \
 	X(merge, "merge profiles of many runs (fdata, pprof, folded)")          \
-	X(crash, "a crashed thread's signal, faulting instruction, last branches")
+	X(crash, "a crashed thread's signal, faulting instruction, last branches") \
+	X(cov, "coverage: drcov (Lighthouse), lcov (genhtml), Cobertura XML")   \
+	X(annotate, "a function's disassembly or source with execution counts") \
+	X(cfg, "a function's control-flow graph as a heat map (dot, svg, png)") \
+	X(diff, "blocks and edges that differ between two traces")
 
 #define X(name, help) int cmd_##name(int argc, char **argv) __attribute__((weak));
 BTR_COMMANDS(X)

@@ -27,6 +27,11 @@ static void usage(FILE *f)
 		"Options:\n"
 		"  --format text|json     output format (default text)\n"
 		"  --top N                entries in the top lists (default 10)\n"
+		"  --html DIR             write DIR/index.html: one self-contained page with\n"
+		"                         the summary, threads, hot functions and blocks, each\n"
+		"                         hot function's CFG heat map and annotated source, and\n"
+		"                         coverage per file (docs/report.md)\n"
+		"  --diff B               with --html: colour the CFGs by the difference to B\n"
 		CLI_STREAM_HELP
 		"  -h, --help             this help\n\n"
 		"Exit status: 0 ok; 2 usage error; 3 the trace cannot be read, or data was\n"
@@ -298,12 +303,15 @@ int cmd_report(int argc, char **argv)
 	static const struct option lopts[] = {
 		{ "format", required_argument, NULL, 'f' },
 		{ "top", required_argument, NULL, 't' },
+		{ "html", required_argument, NULL, 'H' },
+		{ "diff", required_argument, NULL, 'D' },
 		CLI_STREAM_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int json = 0;
 	uint64_t top = 10;
+	const char *html = NULL, *diff = NULL;   /* --html DIR, --diff B (report_html.c) */
 	struct cli_stream cs;
 	int c;
 
@@ -327,6 +335,12 @@ int cmd_report(int argc, char **argv)
 			if (cli_parse_u64(optarg, &top) < 0 || top == 0 || top > 100000)
 				return cli_usage_error("report", "bad --top '%s' (1..100000)", optarg);
 			break;
+		case 'H':
+			html = optarg;
+			break;
+		case 'D':
+			diff = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
@@ -342,6 +356,10 @@ int cmd_report(int argc, char **argv)
 	int crc = cli_stream_ready(&cs, "report");
 	if (crc != EXIT_OK)
 		return crc;
+	if (diff && !html)
+		return cli_usage_error("report", "--diff needs --html DIR");
+	if (html)
+		return cli_report_html(file, &cs, html, diff, (unsigned)top);
 	struct btr_stream_opts so = cs.so;
 
 	struct btr_report_opts ro = { .sz = sizeof(ro), .top = (unsigned)top };

@@ -1,0 +1,27 @@
+/* btr/annotate.h - a function's disassembly (Zydis, Intel syntax) with
+ * per-instruction execution counts, per-branch taken/not-taken counts and
+ * percentages, and the source line of each instruction; or its source
+ * lines with their counts (docs/annotate.md). */
+#ifndef BTR_ANNOTATE_H
+#define BTR_ANNOTATE_H
+
+#include <stdio.h>
+#include "btr/analysis.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Creates an annotate analysis of function @function (borrowed string;
+ * btr_image_function_by_name forms) over @blocks (a blocks analysis
+ * earlier in the same run; borrowed).  write() formats: "asm" (default)
+ * and "source" (lines of the function's source files with the maximum
+ * count of their instructions; the text of the line when the file can be
+ * read).  write() returns -BTR_ERR_NOT_FOUND if the function is in no
+ * module.  Returns 0, -BTR_ERR_INVAL, -BTR_ERR_NOMEM. */
+int btr_annotate_new(struct btr_analysis *blocks, const char *function, struct btr_analysis **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,530 @@
+/* blocks.c - basic blocks and edges with counts by module-relative
+ * address (btr/blocks.h), and one function's CFG from its code.
+ *
+ * Hot path: per branch one thread lookup (a one-entry cache answers most:
+ * branches come in runs per thread) and two updates of open-addressing
+ * tables keyed by run-time addresses and pid.  Nothing is symbolized per
+ * branch: the raw tables are resolved to (module, link address) keys at
+ * EXEC (the process's image is about to go) and at the end, so the cost of
+ * module lookups is per distinct block, not per branch.
+ */
+#include "btr/blocks.h"
+#include "btr/error.h"
+#include "btr/insn.h"
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_BLOCK_BYTES (1u << 20)
+#define MOD_BITS 24
+#define MOD_NONE ((1u << MOD_BITS) - 1)
+
+/* One table entry: a 4-word key and two counters.  count 0 = empty. */
+struct ent {
+	uint64_t k[4];
+	uint64_t count, insns;
+};
+
+struct table {
+	struct ent *v;
+	size_t n, cap;     /* cap: power of two */
+};
+
+static inline size_t hash3(const uint64_t k[4], size_t cap)
+{
+	uint64_t h = (k[0] * 0xff51afd7ed558ccdull) ^ k[1];
+	h = (h * 0x9e3779b97f4a7c15ull) ^ k[2];
+	h = (h * 0xff51afd7ed558ccdull) ^ k[3];
+	h *= 0xc4ceb9fe1a85ec53ull;
+	return (size_t)(h >> 17) & (cap - 1);
+}
+
+static int table_grow(struct table *t)
+{
+	size_t ncap = t->cap ? t->cap * 2 : 1024;
+	struct ent *nv = calloc(ncap, sizeof(*nv));
+	if (!nv)
+		return -BTR_ERR_NOMEM;
+	for (size_t i = 0; i < t->cap; i++) {
+		if (!t->v[i].count)
+			continue;
+		size_t j = hash3(t->v[i].k, ncap);
+		while (nv[j].count)
+			j = (j + 1) & (ncap - 1);
+		nv[j] = t->v[i];
+	}
+	free(t->v);
+	t->v = nv;
+	t->cap = ncap;
+	return 0;
+}
+
+/* Adds @count and @insns to the entry of key (a, b, c, d). */
+static inline int table_add(struct table *t, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+			    uint64_t count, uint64_t insns)
+{
+	uint64_t k[4] = { a, b, c, d };
+	if (btr_likely(t->cap)) {
+		size_t j = hash3(k, t->cap);
+		while (t->v[j].count) {
+			struct ent *e = &t->v[j];
+			if (e->k[0] == a && e->k[1] == b && e->k[2] == c && e->k[3] == d) {
+				e->count += count;
+				e->insns += insns;
+				return 0;
+			}
+			j = (j + 1) & (t->cap - 1);
+		}
+	}
+	if ((t->n + 1) * 2 > t->cap && table_grow(t) < 0)
+		return -BTR_ERR_NOMEM;
+	size_t j = hash3(k, t->cap);
+	while (t->v[j].count)
+		j = (j + 1) & (t->cap - 1);
+	t->v[j] = (struct ent){ { a, b, c, d }, count, insns };
+	t->n++;
+	return 0;
+}
+
+static void table_clear(struct table *t)
+{
+	if (t->v)
+		memset(t->v, 0, t->cap * sizeof(*t->v));
+	t->n = 0;
+}
+
+struct thr {
+	uint32_t tid, used;
+	uint64_t prev_to;
+	int prev_valid;
+};
+
+struct mod {
+	struct btr_blocks_module pub;
+	char *path;
+	struct btr_image *img;   /* btr_blocks_module_image, lazily */
+	int img_failed;
+};
+
+struct blocks {
+	struct btr_stream *s;
+	struct thr *thr;
+	size_t n_thr, cap_thr;
+	struct thr *last;
+	/* Run-time addresses, one entry per (block start, branch, target):
+	 * (start or 0 if unknown, from, to, pid | taken << 32 | kind << 40).
+	 * Why one table for both blocks and edges: one hash update per branch
+	 * instead of two; the block and edge counts are its sums, taken at
+	 * resolve time (distinct entries are few: blocks x successors). */
+	struct table raw;
+	struct table blk;        /* (start, end, module) link addresses */
+	struct table edge;       /* (from, to, from_mod | to_mod << 24 | taken << 48 | kind << 56) */
+	struct mod *mods;
+	size_t n_mods, cap_mods;
+	struct btr_blocks_result res;
+	struct btr_blocks_module *mods_out;
+	struct btr_block *blocks_out;
+	struct btr_edge *edges_out;
+	int nomem;
+	int ended;
+};
+
+static struct thr *thr_get(struct blocks *b, uint32_t tid)
+{
+	if (btr_likely(b->last && b->last->tid == tid))
+		return b->last;
+	if ((b->n_thr + 1) * 2 > b->cap_thr) {
+		size_t ncap = b->cap_thr ? b->cap_thr * 2 : 16;
+		struct thr *nt = calloc(ncap, sizeof(*nt));
+		if (!nt)
+			return NULL;
+		for (size_t i = 0; i < b->cap_thr; i++) {
+			if (!b->thr[i].used)
+				continue;
+			size_t j = (b->thr[i].tid * 2654435761u) & (ncap - 1);
+			while (nt[j].used)
+				j = (j + 1) & (ncap - 1);
+			nt[j] = b->thr[i];
+		}
+		free(b->thr);
+		b->thr = nt;
+		b->cap_thr = ncap;
+	}
+	size_t j = (tid * 2654435761u) & (b->cap_thr - 1);
+	while (b->thr[j].used) {
+		if (b->thr[j].tid == tid)
+			return b->last = &b->thr[j];
+		j = (j + 1) & (b->cap_thr - 1);
+	}
+	b->thr[j] = (struct thr){ .tid = tid, .used = 1 };
+	b->n_thr++;
+	return b->last = &b->thr[j];
+}
+
+static int on_begin(void *state, struct btr_stream *s)
+{
+	struct blocks *b = state;
+	b->s = s;
+	return 0;
+}
+
+static int on_branches(void *state, const struct btr_branch *br, size_t n)
+{
+	struct blocks *b = state;
+	for (size_t i = 0; i < n; i++) {
+		const struct btr_branch *x = &br[i];
+		struct thr *t = thr_get(b, x->tid);
+		if (!t)
+			return -BTR_ERR_NOMEM;
+		uint64_t insns = (x->flags & BTR_BF_INSNS) ? x->insns : 0;
+		b->res.branches++;
+		b->res.insns += insns;
+		b->res.has_insns |= (x->flags & BTR_BF_INSNS) != 0;
+		b->res.unknown_start += !t->prev_valid;
+		uint64_t c = x->pid | (uint64_t)((x->flags & BTR_BF_TAKEN) != 0) << 32 |
+			     (uint64_t)x->kind << 40;
+		if (table_add(&b->raw, t->prev_valid ? t->prev_to : 0, x->from, x->to, c, 1, insns) < 0)
+			return -BTR_ERR_NOMEM;
+		t->prev_to = x->to;
+		t->prev_valid = 1;
+	}
+	return 0;
+}
+
+/* ---- resolution to module-relative keys ---- */
+
+static uint32_t mod_intern(struct blocks *b, const struct btr_image_module *mi)
+{
+	for (size_t i = b->n_mods; i-- > 0;)
+		if (!strcmp(b->mods[i].path, mi->path))
+			return (uint32_t)i;
+	if (b->n_mods >= MOD_NONE)
+		return MOD_NONE;
+	if (b->n_mods == b->cap_mods) {
+		size_t ncap = b->cap_mods ? b->cap_mods * 2 : 16;
+		struct mod *nm = realloc(b->mods, ncap * sizeof(*nm));
+		if (!nm)
+			return UINT32_MAX;
+		b->mods = nm;
+		b->cap_mods = ncap;
+	}
+	struct mod *m = &b->mods[b->n_mods];
+	memset(m, 0, sizeof(*m));
+	m->path = strdup(mi->path);
+	if (!m->path)
+		return UINT32_MAX;
+	const char *slash = strrchr(m->path, '/');
+	m->pub.path = m->path;
+	m->pub.name = slash ? slash + 1 : m->path;
+	m->pub.base = mi->start - mi->bias;
+	m->pub.size = mi->end - mi->start;
+	return (uint32_t)b->n_mods++;
+}
+
+/* Module of run-time @addr in @img: index and bias; MOD_NONE outside. */
+struct lookup {
+	struct btr_image *img;
+	uint64_t lo, hi, bias;   /* last module found (run-time range) */
+	uint32_t mod;
+};
+
+static int resolve_addr(struct blocks *b, struct lookup *l, struct btr_image *img, uint64_t addr,
+			uint32_t *mod, uint64_t *off)
+{
+	if (l->img == img && addr >= l->lo && addr < l->hi) {
+		*mod = l->mod;
+		*off = addr - l->bias;
+		return 0;
+	}
+	struct btr_image_module mi;
+	if (!img || btr_image_module_at(img, addr, &mi) != 0) {
+		*mod = MOD_NONE;
+		*off = addr;
+		return 0;
+	}
+	uint32_t m = mod_intern(b, &mi);
+	if (m == UINT32_MAX)
+		return -BTR_ERR_NOMEM;
+	*l = (struct lookup){ img, mi.start, mi.end, mi.bias, m };
+	*mod = m;
+	*off = addr - mi.bias;
+	return 0;
+}
+
+static int resolve(struct blocks *b)
+{
+	struct lookup l = { 0 }, l2 = { 0 };
+	uint32_t last_pid = UINT32_MAX;
+	struct btr_image *img = NULL;
+	for (size_t i = 0; i < b->raw.cap; i++) {
+		const struct ent *e = &b->raw.v[i];
+		if (!e->count)
+			continue;
+		uint32_t pid = (uint32_t)e->k[3];
+		if (pid != last_pid) {
+			img = b->s ? btr_stream_image_pid(b->s, pid) : NULL;
+			last_pid = pid;
+		}
+		uint64_t start = e->k[0], end = e->k[1];
+		uint32_t m, fm, tm;
+		uint64_t off, fo, to;
+		/* The block [start, end], if its start is known and sane. */
+		if (start && start <= end && end - start < MAX_BLOCK_BYTES) {
+			if (resolve_addr(b, &l, img, start, &m, &off) < 0)
+				return -BTR_ERR_NOMEM;
+			/* Both ends in one module (else the start came from elsewhere). */
+			if ((m == MOD_NONE || end < l.hi) &&
+			    table_add(&b->blk, off, off + (end - start), m, 0, e->count, e->insns) < 0)
+				return -BTR_ERR_NOMEM;
+		}
+		/* The edge end -> to. */
+		if (resolve_addr(b, &l, img, e->k[1], &fm, &fo) < 0 ||
+		    resolve_addr(b, &l2, img, e->k[2], &tm, &to) < 0)
+			return -BTR_ERR_NOMEM;
+		uint64_t taken = (e->k[3] >> 32) & 1, kind = (e->k[3] >> 40) & 0xff;
+		uint64_t c = fm | (uint64_t)tm << MOD_BITS | taken << 48 | kind << 56;
+		if (table_add(&b->edge, fo, to, c, 0, e->count, 0) < 0)
+			return -BTR_ERR_NOMEM;
+	}
+	table_clear(&b->raw);
+	return 0;
+}
+
+static void invalidate(struct blocks *b, uint32_t tid, int all)
+{
+	if (all) {
+		for (size_t i = 0; i < b->cap_thr; i++)
+			b->thr[i].prev_valid = 0;
+		return;
+	}
+	struct thr *t = thr_get(b, tid);
+	if (t)
+		t->prev_valid = 0;
+	else
+		b->nomem = 1;
+}
+
+static int on_event(void *state, const struct btr_stream_event *ev)
+{
+	struct blocks *b = state;
+	switch (ev->type) {
+	case BTR_SEV_EXEC:
+		/* The old program's image goes away after this event. */
+		if (resolve(b) < 0)
+			return -BTR_ERR_NOMEM;
+		invalidate(b, 0, 1);
+		break;
+	case BTR_SEV_THREAD_EXIT:
+	case BTR_SEV_DISCONTINUITY:
+		invalidate(b, ev->tid, 0);
+		break;
+	case BTR_SEV_GAP:
+		invalidate(b, ev->tid, ev->tid == 0);
+		break;
+	case BTR_SEV_FLOW:
+		if (ev->flow->type == BTR_FLOW_ENABLE) {
+			struct thr *t = thr_get(b, ev->tid);
+			if (!t)
+				return -BTR_ERR_NOMEM;
+			t->prev_to = ev->flow->ip;
+			t->prev_valid = ev->flow->ip != 0;
+		} else if (ev->flow->type == BTR_FLOW_DISABLE || ev->flow->type == BTR_FLOW_OVERFLOW ||
+			   ev->flow->type == BTR_FLOW_GAP) {
+			invalidate(b, ev->tid, 0);
+		}
+		break;
+	default:
+		break;
+	}
+	return b->nomem ? -BTR_ERR_NOMEM : 0;
+}
+
+static int cmp_block(const void *x, const void *y)
+{
+	const struct btr_block *a = x, *b = y;
+	if (a->module != b->module)
+		return a->module < b->module ? -1 : 1;
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return a->end < b->end ? -1 : a->end > b->end;
+}
+
+static int cmp_edge(const void *x, const void *y)
+{
+	const struct btr_edge *a = x, *b = y;
+	if (a->from_module != b->from_module)
+		return a->from_module < b->from_module ? -1 : 1;
+	if (a->from != b->from)
+		return a->from < b->from ? -1 : 1;
+	if (a->to_module != b->to_module)
+		return a->to_module < b->to_module ? -1 : 1;
+	if (a->to != b->to)
+		return a->to < b->to ? -1 : 1;
+	return a->taken < b->taken ? -1 : a->taken > b->taken;
+}
+
+static uint32_t mod_out(uint64_t m)
+{
+	return m == MOD_NONE ? BTR_BLOCKS_NO_MODULE : (uint32_t)m;
+}
+
+static int on_end(void *state, int status)
+{
+	struct blocks *b = state;
+	(void)status;
+	if (resolve(b) < 0)
+		return -BTR_ERR_NOMEM;
+	b->mods_out = calloc(b->n_mods + 1, sizeof(*b->mods_out));
+	b->blocks_out = calloc(b->blk.n + 1, sizeof(*b->blocks_out));
+	b->edges_out = calloc(b->edge.n + 1, sizeof(*b->edges_out));
+	if (!b->mods_out || !b->blocks_out || !b->edges_out)
+		return -BTR_ERR_NOMEM;
+	for (size_t i = 0; i < b->n_mods; i++)
+		b->mods_out[i] = b->mods[i].pub;
+	size_t n = 0;
+	for (size_t i = 0; i < b->blk.cap; i++) {
+		const struct ent *e = &b->blk.v[i];
+		if (e->count)
+			b->blocks_out[n++] = (struct btr_block){ mod_out(e->k[2]), e->k[0], e->k[1],
+								 e->count, e->insns };
+	}
+	qsort(b->blocks_out, n, sizeof(*b->blocks_out), cmp_block);
+	b->res.blocks = b->blocks_out;
+	b->res.n_blocks = n;
+	n = 0;
+	for (size_t i = 0; i < b->edge.cap; i++) {
+		const struct ent *e = &b->edge.v[i];
+		if (!e->count)
+			continue;
+		uint64_t c = e->k[2];
+		b->edges_out[n++] = (struct btr_edge){
+			.from_module = mod_out(c & MOD_NONE), .to_module = mod_out((c >> MOD_BITS) & MOD_NONE),
+			.from = e->k[0], .to = e->k[1], .count = e->count,
+			.kind = (uint8_t)(c >> 56), .taken = (uint8_t)((c >> 48) & 1) };
+	}
+	qsort(b->edges_out, n, sizeof(*b->edges_out), cmp_edge);
+	b->res.edges = b->edges_out;
+	b->res.n_edges = n;
+	b->res.modules = b->mods_out;
+	b->res.n_modules = b->n_mods;
+	/* The resolved tables are in the arrays now. */
+	free(b->blk.v);
+	free(b->edge.v);
+	free(b->raw.v);
+	memset(&b->blk, 0, sizeof(b->blk));
+	memset(&b->edge, 0, sizeof(b->edge));
+	memset(&b->raw, 0, sizeof(b->raw));
+	b->s = NULL;
+	b->ended = 1;
+	return 0;
+}
+
+static void on_destroy(void *state)
+{
+	struct blocks *b = state;
+	if (!b)
+		return;
+	for (size_t i = 0; i < b->n_mods; i++) {
+		free(b->mods[i].path);
+		btr_image_free(b->mods[i].img);
+	}
+	free(b->mods);
+	free(b->thr);
+	free(b->raw.v);
+	free(b->blk.v);
+	free(b->edge.v);
+	free(b->mods_out);
+	free(b->blocks_out);
+	free(b->edges_out);
+	free(b);
+}
+
+static const struct btr_analysis_ops blocks_ops = {
+	.name = "blocks",
+	.begin = on_begin,
+	.branches = on_branches,
+	.event = on_event,
+	.end = on_end,
+	.destroy = on_destroy,
+};
+
+int btr_blocks_new(struct btr_analysis **out)
+{
+	if (!out)
+		return -BTR_ERR_INVAL;
+	struct blocks *b = calloc(1, sizeof(*b));
+	if (!b)
+		return -BTR_ERR_NOMEM;
+	return btr_analysis_new(&blocks_ops, b, out);
+}
+
+static struct blocks *blocks_of(const struct btr_analysis *a)
+{
+	return btr_analysis_ops(a) == &blocks_ops ? btr_analysis_state(a) : NULL;
+}
+
+const struct btr_blocks_result *btr_blocks_get(const struct btr_analysis *a)
+{
+	struct blocks *b = blocks_of(a);
+	return b && b->ended ? &b->res : NULL;
+}
+
+long btr_blocks_module_index(const struct btr_blocks_result *r, const char *name)
+{
+	if (!r || !name)
+		return -1;
+	for (size_t i = 0; i < r->n_modules; i++)
+		if (!strcmp(r->modules[i].path, name) || !strcmp(r->modules[i].name, name))
+			return (long)i;
+	return -1;
+}
+
+size_t btr_blocks_lower_bound(const struct btr_blocks_result *r, uint32_t module, uint64_t addr)
+{
+	size_t lo = 0, hi = r->n_blocks;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct btr_block *x = &r->blocks[mid];
+		if (x->module < module || (x->module == module && x->start < addr))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+size_t btr_edges_lower_bound(const struct btr_blocks_result *r, uint32_t module, uint64_t from)
+{
+	size_t lo = 0, hi = r->n_edges;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct btr_edge *x = &r->edges[mid];
+		if (x->from_module < module || (x->from_module == module && x->from < from))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+struct btr_image *btr_blocks_module_image(struct btr_analysis *a, uint32_t module)
+{
+	struct blocks *b = blocks_of(a);
+	if (!b || module >= b->n_mods)
+		return NULL;
+	struct mod *m = &b->mods[module];
+	if (m->img || m->img_failed)
+		return m->img;
+	struct btr_image *img;
+	if (btr_image_new(&img) < 0)
+		return NULL;
+	/* Bias 0: the image's addresses are link addresses. */
+	if (btr_image_add_elf(img, m->path, 0, 0) < 0) {
+		btr_image_free(img);
+		m->img_failed = 1;
+		return NULL;
+	}
+	m->img = img;
+	return img;
+}

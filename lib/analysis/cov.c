@@ -1,0 +1,479 @@
+/* cov.c - coverage files from the blocks analysis (btr/cov.h).
+ *
+ * drcov: DynamoRIO's drcov version 2 layout - a text header, the module
+ * table ("Module Table: version 2, count N", "Columns: id, base, end,
+ * entry, checksum, timestamp, path" and one line per module), then
+ * "BB Table: N bbs" and N binary entries {u32 start, u16 size, u16 mod_id}
+ * (little endian), start relative to the module's base.  Lighthouse,
+ * bncov and Cartographer read exactly that.
+ *
+ * lcov and Cobertura go through DWARF: the line-table rows of a module are
+ * the lines that generated code; each row's count is the executions of the
+ * instruction at its address (from the executed blocks, decoded), a line's
+ * count the maximum over its rows.  Branches: every conditional branch
+ * that ran, with its taken and not-taken counts from the edges.
+ */
+#include "btr/cov.h"
+#include "btr/blocks.h"
+#include "btr/error.h"
+#include "btr/insn.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct cov {
+	struct btr_analysis *blocks;
+	char *module;   /* only this module (path or base name), or NULL */
+};
+
+static int want_module(const struct cov *c, const struct btr_blocks_module *m)
+{
+	return !c->module || !strcmp(c->module, m->path) || !strcmp(c->module, m->name);
+}
+
+struct acount {
+	uint64_t addr, count;
+};
+
+static int cmp_acount(const void *x, const void *y)
+{
+	const struct acount *a = x, *b = y;
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* Per-instruction execution counts of module @m: sorted, merged. */
+static struct acount *insn_counts(struct btr_analysis *bl, const struct btr_blocks_result *r, uint32_t m,
+				  struct btr_image *img, size_t *n_out)
+{
+	size_t n = 0, cap = 0;
+	struct acount *v = NULL;
+	for (size_t i = btr_blocks_lower_bound(r, m, 0); i < r->n_blocks && r->blocks[i].module == m; i++) {
+		const struct btr_block *b = &r->blocks[i];
+		for (uint64_t ip = b->start; ip <= b->end;) {
+			struct btr_insn in;
+			if (btr_insn_decode_image(img, ip, BTR_MODE_64, &in) <= 0)
+				break;
+			if (n == cap) {
+				cap = cap ? cap * 2 : 4096;
+				struct acount *nv = realloc(v, cap * sizeof(*nv));
+				if (!nv) {
+					free(v);
+					return NULL;
+				}
+				v = nv;
+			}
+			v[n++] = (struct acount){ ip, b->count };
+			ip += in.len;
+		}
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_acount);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (k && v[k - 1].addr == v[i].addr)
+			v[k - 1].count += v[i].count;
+		else
+			v[k++] = v[i];
+	}
+	*n_out = k;
+	(void)bl;
+	return v;
+}
+
+static uint64_t count_at(const struct acount *v, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo].addr == addr ? v[lo].count : 0;
+}
+
+/* One coverage record; sorted by file, kind, line. */
+enum { R_FN = 0, R_BR = 1, R_LINE = 2 };
+struct rec {
+	const char *file;     /* owned by a module image */
+	int kind, line;
+	uint64_t count, count2;  /* R_BR: taken, not taken */
+	const char *name;     /* R_FN (owned by a module image) */
+	uint64_t addr;
+};
+
+struct recs {
+	struct rec *v;
+	size_t n, cap;
+	int nomem;
+	/* while collecting */
+	const struct acount *ac;
+	size_t n_ac;
+	struct btr_image *img;
+	uint64_t lo, hi;
+};
+
+static void push(struct recs *rs, struct rec r)
+{
+	if (rs->n == rs->cap) {
+		size_t ncap = rs->cap ? rs->cap * 2 : 1024;
+		struct rec *nv = realloc(rs->v, ncap * sizeof(*nv));
+		if (!nv) {
+			rs->nomem = 1;
+			return;
+		}
+		rs->v = nv;
+		rs->cap = ncap;
+	}
+	rs->v[rs->n++] = r;
+}
+
+static int on_row(void *ctx, uint64_t addr, const char *file, int line)
+{
+	struct recs *rs = ctx;
+	push(rs, (struct rec){ .file = file, .kind = R_LINE, .line = line,
+			       .count = count_at(rs->ac, rs->n_ac, addr), .addr = addr });
+	return rs->nomem;
+}
+
+static int on_fn(void *ctx, const struct btr_function *fn)
+{
+	struct recs *rs = ctx;
+	const char *file;
+	int line;
+	if (fn->source == BTR_FUNC_PLT || btr_image_line(rs->img, fn->start, &file, &line) != 0)
+		return 0;
+	push(rs, (struct rec){ .file = file, .kind = R_FN, .line = line,
+			       .count = count_at(rs->ac, rs->n_ac, fn->start), .name = fn->name,
+			       .addr = fn->start });
+	return rs->nomem;
+}
+
+static int cmp_rec(const void *x, const void *y)
+{
+	const struct rec *a = x, *b = y;
+	int c = strcmp(a->file, b->file);
+	if (c)
+		return c;
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	if (a->line != b->line)
+		return a->line < b->line ? -1 : 1;
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* Collects records of every module with DWARF; sorted, lines merged
+ * (max). */
+static int collect(const struct cov *c, struct recs *rs)
+{
+	struct btr_analysis *bl = c->blocks;
+	const struct btr_blocks_result *r = btr_blocks_get(bl);
+	if (!r)
+		return -BTR_ERR_INVAL;
+	for (uint32_t m = 0; m < r->n_modules; m++) {
+		struct btr_image *img = want_module(c, &r->modules[m]) ? btr_blocks_module_image(bl, m) : NULL;
+		if (!img)
+			continue;
+		uint64_t lo = r->modules[m].base, hi = lo + r->modules[m].size;
+		size_t n_ac = 0;
+		struct acount *ac = insn_counts(bl, r, m, img, &n_ac);
+		if (!ac && n_ac)
+			return -BTR_ERR_NOMEM;
+		rs->ac = ac;
+		rs->n_ac = n_ac;
+		rs->img = img;
+		int rc = btr_image_foreach_line(img, lo, hi, on_row, rs);
+		if (rc == 0) {
+			btr_image_foreach_function(img, lo, hi, on_fn, rs);
+			/* Conditional branches that ran. */
+			for (size_t i = btr_edges_lower_bound(r, m, 0);
+			     i < r->n_edges && r->edges[i].from_module == m;) {
+				uint64_t from = r->edges[i].from, t = 0, nt = 0;
+				int cond = btr_branch_kind_class((enum btr_branch_kind)r->edges[i].kind) == BTR_LBR_JCC;
+				for (; i < r->n_edges && r->edges[i].from_module == m && r->edges[i].from == from; i++) {
+					if (r->edges[i].taken)
+						t += r->edges[i].count;
+					else
+						nt += r->edges[i].count;
+				}
+				const char *file;
+				int line;
+				if (cond && btr_image_line(img, from, &file, &line) == 0)
+					push(rs, (struct rec){ .file = file, .kind = R_BR, .line = line, .count = t,
+							       .count2 = nt, .addr = from });
+			}
+		}
+		free(ac);
+		if (rs->nomem)
+			return -BTR_ERR_NOMEM;
+	}
+	if (rs->n)
+		qsort(rs->v, rs->n, sizeof(*rs->v), cmp_rec);
+	/* Merge line records: one per (file, line), the max count. */
+	size_t k = 0;
+	for (size_t i = 0; i < rs->n; i++) {
+		struct rec *x = &rs->v[i];
+		if (k && x->kind == R_LINE && rs->v[k - 1].kind == R_LINE && rs->v[k - 1].line == x->line &&
+		    !strcmp(rs->v[k - 1].file, x->file)) {
+			if (x->count > rs->v[k - 1].count)
+				rs->v[k - 1].count = x->count;
+			continue;
+		}
+		/* Functions: one per name and file (aliases, cold parts). */
+		if (k && x->kind == R_FN && rs->v[k - 1].kind == R_FN && !strcmp(rs->v[k - 1].name, x->name) &&
+		    !strcmp(rs->v[k - 1].file, x->file))
+			continue;
+		rs->v[k++] = *x;
+	}
+	rs->n = k;
+	return 0;
+}
+
+/* ---- drcov ---- */
+
+static int write_drcov(const struct cov *c, FILE *out)
+{
+	struct btr_analysis *bl = c->blocks;
+	const struct btr_blocks_result *r = btr_blocks_get(bl);
+	if (!r)
+		return -BTR_ERR_INVAL;
+	size_t nbb = 0;
+	for (size_t i = 0; i < r->n_blocks; i++)
+		nbb += r->blocks[i].module != BTR_BLOCKS_NO_MODULE && r->blocks[i].module < 0xffff &&
+		       want_module(c, &r->modules[r->blocks[i].module]);
+	fprintf(out, "DRCOV VERSION: 2\nDRCOV FLAVOR: btr\n");
+	fprintf(out, "Module Table: version 2, count %zu\n", r->n_modules);
+	fprintf(out, "Columns: id, base, end, entry, checksum, timestamp, path\n");
+	for (size_t m = 0; m < r->n_modules; m++)
+		fprintf(out, "%3zu, 0x%016" PRIx64 ", 0x%016" PRIx64 ", 0x%016" PRIx64 ", 0x%08x, 0x%08x, %s\n", m,
+			r->modules[m].base, r->modules[m].base + r->modules[m].size, (uint64_t)0, 0u, 0u,
+			r->modules[m].path);
+	fprintf(out, "BB Table: %zu bbs\n", nbb);
+	for (size_t i = 0; i < r->n_blocks; i++) {
+		const struct btr_block *b = &r->blocks[i];
+		if (b->module == BTR_BLOCKS_NO_MODULE || b->module >= 0xffff ||
+		    !want_module(c, &r->modules[b->module]))
+			continue;
+		/* size: through the end of the block's last instruction */
+		struct btr_image *img = btr_blocks_module_image(bl, b->module);
+		struct btr_insn in;
+		uint64_t len = 1;
+		if (img && btr_insn_decode_image(img, b->end, BTR_MODE_64, &in) > 0)
+			len = in.len;
+		uint64_t size = b->end - b->start + len;
+		uint32_t start = (uint32_t)(b->start - r->modules[b->module].base);
+		uint16_t sz = size > 0xffff ? 0xffff : (uint16_t)size, id = (uint16_t)b->module;
+		uint8_t e[8] = { (uint8_t)start, (uint8_t)(start >> 8), (uint8_t)(start >> 16), (uint8_t)(start >> 24),
+				 (uint8_t)sz, (uint8_t)(sz >> 8), (uint8_t)id, (uint8_t)(id >> 8) };
+		fwrite(e, 1, sizeof(e), out);
+	}
+	return ferror(out) ? -BTR_ERR_IO : 0;
+}
+
+/* ---- lcov ---- */
+
+static int write_lcov(const struct cov *c, FILE *out)
+{
+	struct recs rs = { 0 };
+	int rc = collect(c, &rs);
+	if (rc < 0) {
+		free(rs.v);
+		return rc;
+	}
+	fprintf(out, "TN:\n");
+	for (size_t i = 0; i < rs.n;) {
+		const char *file = rs.v[i].file;
+		size_t j = i;
+		while (j < rs.n && !strcmp(rs.v[j].file, file))
+			j++;
+		fprintf(out, "SF:%s\n", file);
+		unsigned fnf = 0, fnh = 0, brf = 0, brh = 0, lf = 0, lh = 0, blk = 0;
+		for (size_t k = i; k < j; k++)
+			if (rs.v[k].kind == R_FN)
+				fprintf(out, "FN:%d,%s\n", rs.v[k].line, rs.v[k].name);
+		for (size_t k = i; k < j; k++)
+			if (rs.v[k].kind == R_FN) {
+				fprintf(out, "FNDA:%" PRIu64 ",%s\n", rs.v[k].count, rs.v[k].name);
+				fnf++;
+				fnh += rs.v[k].count > 0;
+			}
+		fprintf(out, "FNF:%u\nFNH:%u\n", fnf, fnh);
+		for (size_t k = i; k < j; k++)
+			if (rs.v[k].kind == R_BR) {
+				fprintf(out, "BRDA:%d,%u,0,%" PRIu64 "\nBRDA:%d,%u,1,%" PRIu64 "\n", rs.v[k].line, blk,
+					rs.v[k].count, rs.v[k].line, blk, rs.v[k].count2);
+				blk++;
+				brf += 2;
+				brh += (rs.v[k].count > 0) + (rs.v[k].count2 > 0);
+			}
+		fprintf(out, "BRF:%u\nBRH:%u\n", brf, brh);
+		for (size_t k = i; k < j; k++)
+			if (rs.v[k].kind == R_LINE) {
+				fprintf(out, "DA:%d,%" PRIu64 "\n", rs.v[k].line, rs.v[k].count);
+				lf++;
+				lh += rs.v[k].count > 0;
+			}
+		fprintf(out, "LF:%u\nLH:%u\nend_of_record\n", lf, lh);
+		i = j;
+	}
+	free(rs.v);
+	return ferror(out) ? -BTR_ERR_IO : 0;
+}
+
+/* ---- Cobertura ---- */
+
+static void xml_str(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<': fputs("&lt;", out); break;
+		case '>': fputs("&gt;", out); break;
+		case '&': fputs("&amp;", out); break;
+		case '"': fputs("&quot;", out); break;
+		default:
+			if ((unsigned char)*s >= 0x20)
+				fputc(*s, out);
+		}
+	}
+}
+
+static double rate(unsigned a, unsigned b)
+{
+	return b ? (double)a / b : 1.0;
+}
+
+static int write_cobertura(const struct cov *c, FILE *out)
+{
+	struct recs rs = { 0 };
+	int rc = collect(c, &rs);
+	if (rc < 0) {
+		free(rs.v);
+		return rc;
+	}
+	unsigned lv = 0, lc = 0, bv = 0, bc = 0;
+	for (size_t k = 0; k < rs.n; k++) {
+		if (rs.v[k].kind == R_LINE) {
+			lv++;
+			lc += rs.v[k].count > 0;
+		} else if (rs.v[k].kind == R_BR) {
+			bv += 2;
+			bc += (rs.v[k].count > 0) + (rs.v[k].count2 > 0);
+		}
+	}
+	fprintf(out, "<?xml version=\"1.0\" ?>\n"
+		     "<!DOCTYPE coverage SYSTEM \"http://cobertura.sourceforge.net/xml/coverage-04.dtd\">\n");
+	fprintf(out, "<coverage line-rate=\"%.4f\" branch-rate=\"%.4f\" lines-covered=\"%u\" lines-valid=\"%u\" "
+		     "branches-covered=\"%u\" branches-valid=\"%u\" complexity=\"0\" version=\"btr\" "
+		     "timestamp=\"%lld\">\n",
+		rate(lc, lv), rate(bc, bv), lc, lv, bc, bv, (long long)time(NULL));
+	fprintf(out, "  <sources>\n    <source>/</source>\n  </sources>\n  <packages>\n");
+	fprintf(out, "    <package name=\"btr\" line-rate=\"%.4f\" branch-rate=\"%.4f\" complexity=\"0\">\n"
+		     "      <classes>\n", rate(lc, lv), rate(bc, bv));
+	for (size_t i = 0; i < rs.n;) {
+		const char *file = rs.v[i].file;
+		size_t j = i;
+		unsigned flv = 0, flc = 0, fbv = 0, fbc = 0;
+		while (j < rs.n && !strcmp(rs.v[j].file, file)) {
+			if (rs.v[j].kind == R_LINE) {
+				flv++;
+				flc += rs.v[j].count > 0;
+			} else if (rs.v[j].kind == R_BR) {
+				fbv += 2;
+				fbc += (rs.v[j].count > 0) + (rs.v[j].count2 > 0);
+			}
+			j++;
+		}
+		const char *base = strrchr(file, '/');
+		fprintf(out, "        <class name=\"");
+		xml_str(out, base ? base + 1 : file);
+		fprintf(out, "\" filename=\"");
+		xml_str(out, file[0] == '/' ? file + 1 : file);
+		fprintf(out, "\" line-rate=\"%.4f\" branch-rate=\"%.4f\" complexity=\"0\">\n          <methods>\n",
+			rate(flc, flv), rate(fbc, fbv));
+		for (size_t k = i; k < j; k++)
+			if (rs.v[k].kind == R_FN) {
+				fprintf(out, "            <method name=\"");
+				xml_str(out, rs.v[k].name);
+				fprintf(out, "\" signature=\"\" line-rate=\"%d\" branch-rate=\"1\" complexity=\"0\">\n"
+					     "              <lines><line number=\"%d\" hits=\"%" PRIu64 "\"/></lines>\n"
+					     "            </method>\n",
+					rs.v[k].count > 0, rs.v[k].line, rs.v[k].count);
+			}
+		fprintf(out, "          </methods>\n          <lines>\n");
+		/* Branch records of a line go onto its line element. */
+		for (size_t k = i; k < j; k++) {
+			if (rs.v[k].kind != R_LINE)
+				continue;
+			unsigned tb = 0, cb = 0;
+			for (size_t q = i; q < j; q++)
+				if (rs.v[q].kind == R_BR && rs.v[q].line == rs.v[k].line) {
+					tb += 2;
+					cb += (rs.v[q].count > 0) + (rs.v[q].count2 > 0);
+				}
+			fprintf(out, "            <line number=\"%d\" hits=\"%" PRIu64 "\"", rs.v[k].line, rs.v[k].count);
+			if (tb)
+				fprintf(out, " branch=\"true\" condition-coverage=\"%u%% (%u/%u)\"", cb * 100 / tb, cb, tb);
+			else
+				fprintf(out, " branch=\"false\"");
+			fprintf(out, "/>\n");
+		}
+		fprintf(out, "          </lines>\n        </class>\n");
+		i = j;
+	}
+	fprintf(out, "      </classes>\n    </package>\n  </packages>\n</coverage>\n");
+	free(rs.v);
+	return ferror(out) ? -BTR_ERR_IO : 0;
+}
+
+static int cov_write(void *state, FILE *out, const char *format)
+{
+	struct cov *c = state;
+	if (!format || !strcmp(format, "drcov"))
+		return write_drcov(c, out);
+	if (!strcmp(format, "lcov"))
+		return write_lcov(c, out);
+	if (!strcmp(format, "cobertura"))
+		return write_cobertura(c, out);
+	return -BTR_ERR_INVAL;
+}
+
+static void cov_destroy(void *state)
+{
+	struct cov *c = state;
+	if (c)
+		free(c->module);
+	free(c);
+}
+
+static const struct btr_analysis_ops cov_ops = {
+	.name = "cov",
+	.write = cov_write,
+	.destroy = cov_destroy,
+};
+
+int btr_cov_new(struct btr_analysis *blocks, struct btr_analysis **out)
+{
+	if (!blocks || !out)
+		return -BTR_ERR_INVAL;
+	struct cov *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -BTR_ERR_NOMEM;
+	c->blocks = blocks;
+	return btr_analysis_new(&cov_ops, c, out);
+}
+
+int btr_cov_set_module(struct btr_analysis *a, const char *module)
+{
+	if (btr_analysis_ops(a) != &cov_ops)
+		return -BTR_ERR_INVAL;
+	struct cov *c = btr_analysis_state(a);
+	char *m = module ? strdup(module) : NULL;
+	if (module && !m)
+		return -BTR_ERR_NOMEM;
+	free(c->module);
+	c->module = m;
+	return 0;
+}

@@ -1,0 +1,123 @@
+# views_more.sh - sourced by cli_views.sh: annotate, cfg, diff, and the
+# shared --filter/--pid/--tid options on the views.
+
+# ---- annotate ----
+"$btr" annotate --function classify "$tmp/a.btr" >"$tmp/ann.txt" 2>"$tmp/err"; rc=$?
+check "annotate exit 0 ($rc)" [ $rc -eq 0 ]
+check "annotate: entered 180 times" grep -q '^classify .*entered 180 times' "$tmp/ann.txt"
+check "annotate: entry instruction x180" grep -Eq "^ +180  0x$(printf %x $((16#$classify)))" "$tmp/ann.txt"
+# the range check's branch: taken + not taken = 180
+tn=$(grep -E 'taken [0-9]+ \(' "$tmp/ann.txt" | head -1 | sed -E 's/.*taken ([0-9]+) .* not ([0-9]+) .*/\1 \2/')
+check "annotate: jcc taken+not = 180 ($tn)" [ "$(( ${tn% *} + ${tn#* } ))" -eq 180 ]
+check "annotate: Zydis text" grep -q 'jmp rax' "$tmp/ann.txt"
+check "annotate: source lines" grep -q 'flow_loops.c:20' "$tmp/ann.txt"
+"$btr" annotate --source --function classify "$tmp/a.btr" >"$tmp/src.txt"; rc=$?
+check "annotate --source exit 0" [ $rc -eq 0 ]
+check "annotate --source: switch line x180" grep -Eq '^ +180 +19 .*switch' "$tmp/src.txt"
+check "annotate --source: 4 cases never ran" [ "$(grep -c '#####' "$tmp/src.txt")" -eq 4 ]
+"$btr" annotate --function no_such_fn "$tmp/a.btr" >/dev/null 2>"$tmp/err"; rc=$?
+check "annotate unknown function: 3 ($rc)" [ $rc -eq 3 ]
+check "annotate unknown function: one line" [ "$(wc -l <"$tmp/err")" -eq 1 ]
+
+# ---- cfg ----
+if command -v dot >/dev/null; then
+	"$btr" cfg --function classify -o "$tmp/c.svg" "$tmp/a.btr"; rc=$?
+	check "cfg svg exit 0 ($rc)" [ $rc -eq 0 ]
+	# 11 blocks from the code (range check, table jump, cases 0-7, default)
+	# plus the "leave" node
+	check "cfg svg: 11 block nodes" [ "$(grep -c '<g id="b[0-9]*" class="node"' "$tmp/c.svg")" -eq 11 ]
+	check "cfg svg: 12 nodes" [ "$(grep -c 'class="node"' "$tmp/c.svg")" -eq 12 ]
+	# cases 2, 3, 4 and 7 never ran (lcov DA: lines 22-24, 27 are 0): grey
+	zero=$(grep -cE '^DA:(2[0-9]),0$' "$tmp/a.info")
+	check "cfg svg: $zero grey never-run blocks" [ "$(grep -c 'fill="#e0e0e0"' "$tmp/c.svg")" -eq "$zero" ]
+	check "cfg svg: the hottest block dark red" grep -q 'fill="#800026"' "$tmp/c.svg"
+	"$btr" cfg --function classify -o "$tmp/c.png" "$tmp/a.btr"; rc=$?
+	check "cfg png exit 0 ($rc)" [ $rc -eq 0 ]
+	check "cfg png is a PNG" [ "$(head -c 4 "$tmp/c.png" | tail -c 3)" = "PNG" ]
+	"$btr" cfg --function classify --diff "$tmp/b.btr" -o "$tmp/d.svg" "$tmp/a.btr"; rc=$?
+	check "cfg --diff exit 0 ($rc)" [ $rc -eq 0 ]
+	check "cfg --diff: blocks B ran more are red" grep -q 'fill="#de2d26"' "$tmp/d.svg"
+else
+	echo "dot (graphviz) not installed: rendering checks skipped"
+fi
+"$btr" cfg --function classify --max-blocks 4 -o "$tmp/c.dot" "$tmp/a.btr" 2>"$tmp/err"; rc=$?
+check "cfg dot collapse exit 0 ($rc)" [ $rc -eq 0 ]
+check "cfg collapse says so" grep -q 'collapsed' "$tmp/err"
+check "cfg collapse label" grep -q 'cold blocks collapsed' "$tmp/c.dot"
+"$btr" cfg --function classify -o "$tmp/c.txt" "$tmp/a.btr" >/dev/null 2>&1; rc=$?
+check "cfg bad extension: 2 ($rc)" [ $rc -eq 2 ]
+"$btr" cfg --function nope -o "$tmp/n.svg" "$tmp/a.btr" >/dev/null 2>&1; rc=$?
+check "cfg unknown function: 3 ($rc)" [ $rc -eq 3 ]
+check "cfg unknown function: no file" [ ! -e "$tmp/n.svg" ]
+
+# ---- diff ----
+"$btr" diff "$tmp/a.btr" "$tmp/a.btr" >"$tmp/same.txt"; rc=$?
+check "diff of a trace with itself: 0 ($rc)" [ $rc -eq 0 ]
+check "diff A A: nothing differs" grep -q '^blocks: 0 only in A, 0 only in B, 0 changed' "$tmp/same.txt"
+"$btr" diff --format json "$tmp/a.btr" "$tmp/b.btr" >"$tmp/d.json"; rc=$?
+check "diff json exit 0 ($rc)" [ $rc -eq 0 ]
+check "diff json: classify's entry doubled (180 -> 360)" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1]))
+c=[x for x in d["blocks_changed"] if x["module"]=="prog_flow_loops" and int(x["start"],16)==int(sys.argv[2],16)]
+sys.exit(0 if c and c[0]["count_a"]==180 and c[0]["count_b"]==360 else 1)' "$tmp/d.json" "$classify"
+
+# ---- --pid / --tid / --filter on the views ----
+tid=$("$btr" report --format json "$tmp/a.btr" | python3 -c 'import json,sys; print(json.load(sys.stdin)["thread_list"][0]["tid"])')
+"$btr" annotate --tid "$tid" --function classify "$tmp/a.btr" >"$tmp/ann_tid.txt"; rc=$?
+check "annotate --tid (the only thread) exit 0" [ $rc -eq 0 ]
+check "annotate --tid: same counts" cmp -s "$tmp/ann.txt" "$tmp/ann_tid.txt"
+"$btr" cov --pid 999999 -o "$tmp/none.drcov" "$tmp/a.btr"; rc=$?
+check "cov --pid (absent) exit 0" [ $rc -eq 0 ]
+check "cov --pid (absent): no blocks" grep -aq '^BB Table: 0 bbs' "$tmp/none.drcov"
+"$btr" annotate --filter near_ret --function classify "$tmp/a.btr" >"$tmp/ann_ret.txt"; rc=$?
+check "annotate --filter exit 0" [ $rc -eq 0 ]
+check "annotate --filter near_ret: the jcc is not seen as a branch" \
+	bash -c "! grep -q 'taken [0-9]* (' '$tmp/ann_ret.txt'"
+
+# ---- a qemu trace of /bin/gzip (stripped: functions from FDEs) ----
+if [ -x /bin/gzip ]; then
+	head -c 100000 "$src/lib/ptflow.c" >"$tmp/in.txt"
+	"$btr" record -q -b qemu -o "$tmp/gz.btr" -- /bin/gzip -c "$tmp/in.txt" >/dev/null 2>&1
+	f=$("$btr" report --format json "$tmp/gz.btr" | python3 -c '
+import json,sys; d=json.load(sys.stdin); print([x["name"] for x in d["top_functions"] if x["name"].startswith("gzip+0x")][0])')
+	check "gzip: hottest functions named gzip+0xOFF ($f)" [ -n "$f" ]
+	"$btr" cov --module gzip -o "$tmp/gz.drcov" "$tmp/gz.btr"; rc=$?
+	check "gzip cov exit 0 ($rc)" [ $rc -eq 0 ]
+	check "gzip drcov has blocks" grep -aqE '^BB Table: [1-9][0-9]* bbs' "$tmp/gz.drcov"
+	"$btr" annotate --function "$f" "$tmp/gz.btr" >"$tmp/gz.ann"; rc=$?
+	check "gzip annotate $f exit 0 ($rc)" [ $rc -eq 0 ]
+	check "gzip annotate: entered N times" grep -qE "^gzip\+0x[0-9a-f]+ .*entered [1-9][0-9]* times" "$tmp/gz.ann"
+	"$btr" cfg --function "$f" -o "$tmp/gz.dot" "$tmp/gz.btr"; rc=$?
+	check "gzip cfg exit 0 ($rc)" [ $rc -eq 0 ]
+fi
+
+# ---- the real LBR recording (perf.data) with its binary ----
+lbr=$shared/traces/autofdo/test.lbr; lbin=$shared/traces/autofdo/test.binary
+if [ -r "$lbr" ] && [ -r "$lbin" ]; then
+	"$btr" cov --elf "$lbin" -o "$tmp/lbr.drcov" "$lbr"; rc=$?
+	check "test.lbr cov exit 0 ($rc)" [ $rc -eq 0 ]
+	check "test.lbr drcov: module test.binary at 0x400000" \
+		grep -aq '0x0000000000400000, .*test.binary$' "$tmp/lbr.drcov"
+	"$btr" cov --elf "$lbin" --format lcov -o "$tmp/lbr.info" "$lbr"; rc=$?
+	check "test.lbr lcov exit 0 ($rc)" [ $rc -eq 0 ]
+	check "test.lbr lcov: deflate.c lines" grep -q '^SF:.*deflate.c$' "$tmp/lbr.info"
+	"$btr" annotate --elf "$lbin" --function longest_match "$lbr" >"$tmp/lbr.ann"; rc=$?
+	check "test.lbr annotate longest_match exit 0 ($rc)" [ $rc -eq 0 ]
+	check "test.lbr annotate: deflate.c lines" grep -q 'deflate.c:[0-9]' "$tmp/lbr.ann"
+	"$btr" cfg --elf "$lbin" --function longest_match -o "$tmp/lbr.dot" "$lbr"; rc=$?
+	check "test.lbr cfg exit 0 ($rc)" [ $rc -eq 0 ]
+else
+	echo "shared test.lbr absent: LBR views skipped"
+fi
+
+# ---- stripped python3.11: functions by FDE instead of one [python3.11] bucket ----
+if [ -x /usr/bin/python3.11 ]; then
+	"$btr" record -q -b qemu -o "$tmp/py.btr" -- /usr/bin/python3.11 -c 'x = sum(range(2000))' >/dev/null 2>&1
+	"$btr" report --format json "$tmp/py.btr" >"$tmp/py.json"; rc=$?
+	check "python3.11 report exit 0 ($rc)" [ $rc -eq 0 ]
+	check "python3.11: no [python3.11] bucket, no function above 40% of the instructions" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1])); t=d["instructions"]
+f=d["top_functions"]
+sys.exit(0 if t > 0 and not any(x["name"]=="[python3.11]" for x in f) and f[0]["instructions"] < 0.4*t
+         and any(x["name"].startswith("python3.11+0x") for x in f) else 1)' "$tmp/py.json"
+fi

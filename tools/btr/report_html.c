@@ -1,0 +1,331 @@
+/* report_html.c - `btr report FILE --html DIR [--diff B]` (docs/report.md):
+ * one self-contained offline page (inline CSS and SVG, no scripts, no
+ * network fetches): summary, threads, hot functions and blocks, each hot
+ * function's CFG heat map (Graphviz) and annotated source, coverage per
+ * source file.  One pass over the trace feeds the report, blocks and
+ * coverage analyses.  The page is assembled here rather than in lib/
+ * because the CFGs are rendered by running Graphviz `dot`. */
+#include <errno.h>
+#include <inttypes.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+extern char **environ;
+
+#define MAX_CFGS 6
+
+static void esc(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '"': fputs("&quot;", f); break;
+		default: fputc(*s, f);
+		}
+	}
+}
+
+/* Renders the CFG analysis @cfg to SVG with dot; returns the <svg>
+ * element (malloc'ed) or NULL. */
+static char *render_svg(struct btr_analysis *cfg)
+{
+	char dotf[] = "/tmp/btr_htmlXXXXXX", svgf[] = "/tmp/btr_htmlsvgXXXXXX";
+	int fd = mkstemp(dotf), fd2 = mkstemp(svgf);
+	char *ret = NULL;
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f || fd2 < 0)
+		goto out;
+	int w = btr_analysis_write(cfg, f, "dot");
+	if (fclose(f) != 0 || w < 0)
+		goto out;
+	char *argv[] = { "dot", "-Tsvg", "-o", svgf, dotf, NULL };
+	pid_t pid;
+	int st;
+	if (posix_spawnp(&pid, "dot", NULL, NULL, argv, environ) != 0)
+		goto out;
+	waitpid(pid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		goto out;
+	FILE *s = fopen(svgf, "r");
+	if (!s)
+		goto out;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	char tmp[8192];
+	size_t n;
+	while (m && (n = fread(tmp, 1, sizeof(tmp), s)) > 0)
+		fwrite(tmp, 1, n, m);
+	fclose(s);
+	if (m)
+		fclose(m);
+	char *svg = buf ? strstr(buf, "<svg") : NULL;
+	if (svg)
+		ret = strdup(svg);
+	free(buf);
+out:
+	if (fd >= 0)
+		unlink(dotf);
+	if (fd2 >= 0) {
+		close(fd2);
+		unlink(svgf);
+	}
+	return ret;
+}
+
+/* Text an analysis writes in @format, malloc'ed (NULL on failure). */
+static char *write_to_string(struct btr_analysis *a, const char *format)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	if (!m)
+		return NULL;
+	int rc = btr_analysis_write(a, m, format);
+	fclose(m);
+	if (rc < 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+struct page {
+	const char *file, *diff;
+	const struct btr_report_result *res;
+	struct btr_analysis *bl, *cov, *bd;
+	unsigned top;
+};
+
+static void coverage_table(FILE *f, struct page *p)
+{
+	fprintf(f, "<section id=\"coverage\"><h2>Coverage per source file</h2>\n");
+	char *lcov = write_to_string(p->cov, "lcov");
+	fprintf(f, "<table id=\"coverage-table\"><tr><th>file</th><th>lines with code</th><th>lines run</th>"
+		   "<th>line coverage</th><th>functions run</th></tr>\n");
+	int rows = 0;
+	char *save = NULL, *file = NULL;
+	unsigned lf = 0, lh = 0, fnf = 0, fnh = 0;
+	for (char *l = lcov ? strtok_r(lcov, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save)) {
+		if (!strncmp(l, "SF:", 3))
+			file = l + 3;
+		else if (!strncmp(l, "LF:", 3))
+			lf = (unsigned)atoi(l + 3);
+		else if (!strncmp(l, "LH:", 3))
+			lh = (unsigned)atoi(l + 3);
+		else if (!strncmp(l, "FNF:", 4))
+			fnf = (unsigned)atoi(l + 4);
+		else if (!strncmp(l, "FNH:", 4))
+			fnh = (unsigned)atoi(l + 4);
+		else if (!strcmp(l, "end_of_record") && file) {
+			/* Files nothing ran in (other functions of libc
+			 * sources, ...) would drown the table. */
+			if (lh) {
+				fprintf(f, "<tr><td>");
+				esc(f, file);
+				fprintf(f, "</td><td>%u</td><td>%u</td><td>%.1f%%</td><td>%u of %u</td></tr>\n", lf, lh,
+					lf ? 100.0 * lh / lf : 0.0, fnh, fnf);
+				rows++;
+			}
+			file = NULL;
+		}
+	}
+	fprintf(f, "</table>\n");
+	if (!rows)
+		fprintf(f, "<p>No source lines: the traced modules have no DWARF line tables.</p>\n");
+	fprintf(f, "</section>\n");
+	free(lcov);
+}
+
+static void function_section(FILE *f, struct page *p, size_t i)
+{
+	const struct btr_report_func *fn = &p->res->top_functions[i];
+	fprintf(f, "<section id=\"fn-%zu\" class=\"function\"><h3>", i);
+	esc(f, fn->name);
+	fprintf(f, "</h3>\n");
+	struct btr_cfg_opts o = { .sz = sizeof(o), .function = fn->name, .max_blocks = 120, .diff = p->bd };
+	struct btr_analysis *cfg = NULL, *ann = NULL;
+	char *svg = NULL, *text = NULL;
+	if (btr_cfg_new(p->bl, &o, &cfg) == 0)
+		svg = render_svg(cfg);
+	if (svg)
+		fprintf(f, "<div class=\"cfg\">%s</div>\n", svg);
+	else
+		fprintf(f, "<p>No control-flow graph (no code for it, or Graphviz dot missing).</p>\n");
+	if (btr_annotate_new(p->bl, fn->name, &ann) == 0) {
+		text = write_to_string(ann, "source");
+		/* Without line tables: the disassembly. */
+		if (!text || !strchr(text, '\n') || !strchr(strchr(text, '\n') + 1, '\n')) {
+			free(text);
+			text = write_to_string(ann, "asm");
+		}
+	}
+	if (text) {
+		fprintf(f, "<pre class=\"annotate\">");
+		esc(f, text);
+		fprintf(f, "</pre>\n");
+	}
+	fprintf(f, "<p><a href=\"#functions\">back to the hot functions</a></p></section>\n");
+	free(svg);
+	free(text);
+	btr_analysis_free(cfg);
+	btr_analysis_free(ann);
+}
+
+static int write_page(void *ctx, FILE *f)
+{
+	struct page *p = ctx;
+	const struct btr_report_result *r = p->res;
+	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>btr report: ");
+	esc(f, p->file);
+	fprintf(f, "</title>\n<style>\n"
+		   "body{font-family:sans-serif;margin:1.5em;color:#222;background:#fff}\n"
+		   "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;padding:2px 8px;"
+		   "text-align:right}th{background:#eee}td:first-child{text-align:left}\n"
+		   "nav a{margin-right:1em}pre{background:#f7f7f7;padding:.5em;overflow:auto;font-size:12px}\n"
+		   ".cfg svg{max-width:100%%;height:auto}h1{color:#800026}\n</style></head><body>\n");
+	fprintf(f, "<h1>btr report</h1>\n<p>");
+	esc(f, p->file);
+	if (p->diff) {
+		fprintf(f, " (CFGs coloured by the difference to ");
+		esc(f, p->diff);
+		fprintf(f, ")");
+	}
+	fprintf(f, "</p>\n<nav><a href=\"#summary\">Summary</a><a href=\"#threads\">Threads</a>"
+		   "<a href=\"#functions\">Hot functions</a><a href=\"#blocks\">Hot blocks</a>"
+		   "<a href=\"#coverage\">Coverage</a></nav>\n");
+	fprintf(f, "<section id=\"summary\"><h2>Summary</h2><table id=\"summary-table\">\n");
+	fprintf(f, "<tr><td>backend</td><td>");
+	esc(f, r->backend);
+	fprintf(f, "</td></tr>\n<tr><td>instructions</td><td>%" PRIu64 "</td></tr>\n"
+		   "<tr><td>branches</td><td>%" PRIu64 "</td></tr>\n<tr><td>taken</td><td>%" PRIu64 "</td></tr>\n",
+		r->insns, r->branches, r->taken);
+	for (int c = BTR_LBR_JCC; c < BTR_LBR__COUNT; c++)
+		fprintf(f, "<tr><td>%s</td><td>%" PRIu64 "</td></tr>\n", btr_lbr_class_name((enum btr_lbr_class)c),
+			r->by_class[c]);
+	fprintf(f, "<tr><td>gaps</td><td>%" PRIu64 "</td></tr>\n<tr><td>functions</td><td>%zu</td></tr>\n"
+		   "<tr><td>blocks</td><td>%zu</td></tr>\n</table></section>\n",
+		r->gaps, r->n_functions, r->n_blocks);
+	fprintf(f, "<section id=\"threads\"><h2>Threads</h2><table id=\"threads-table\"><tr><th>tid</th>"
+		   "<th>name</th><th>instructions</th><th>branches</th><th>exit</th></tr>\n");
+	for (size_t i = 0; i < r->n_threads; i++) {
+		const struct btr_report_thread *t = &r->threads[i];
+		fprintf(f, "<tr><td>%" PRIu32 "</td><td>", t->tid);
+		esc(f, t->name ? t->name : "");
+		fprintf(f, "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>", t->insns, t->branches);
+		if (t->exited)
+			fprintf(f, "%" PRId32, t->exit_code);
+		fprintf(f, "</td></tr>\n");
+	}
+	fprintf(f, "</table></section>\n");
+	fprintf(f, "<section id=\"functions\"><h2>Hot functions</h2><table id=\"functions-table\"><tr><th>function"
+		   "</th><th>module</th><th>%s</th><th>branches</th><th>source</th></tr>\n",
+		r->rank_by_insns ? "instructions" : "(no instruction counts)");
+	size_t ncfg = 0;
+	for (size_t i = 0; i < r->n_top_functions; i++) {
+		const struct btr_report_func *fn = &r->top_functions[i];
+		int linked = fn->module && ncfg < MAX_CFGS;
+		ncfg += linked;
+		fprintf(f, "<tr><td>");
+		if (linked)
+			fprintf(f, "<a href=\"#fn-%zu\">", i);
+		esc(f, fn->name);
+		if (linked)
+			fprintf(f, "</a>");
+		fprintf(f, "</td><td>");
+		const char *m = fn->module ? strrchr(fn->module, '/') : NULL;
+		esc(f, m ? m + 1 : fn->module ? fn->module : "");
+		fprintf(f, "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>", fn->insns, fn->branches);
+		if (fn->file) {
+			esc(f, fn->file);
+			fprintf(f, ":%d", fn->line);
+		}
+		fprintf(f, "</td></tr>\n");
+	}
+	fprintf(f, "</table></section>\n");
+	fprintf(f, "<section id=\"blocks\"><h2>Hot blocks</h2><table id=\"blocks-table\"><tr><th>block</th>"
+		   "<th>symbol</th><th>executions</th><th>instructions</th><th>source</th></tr>\n");
+	for (size_t i = 0; i < r->n_top_blocks; i++) {
+		const struct btr_report_block *b = &r->top_blocks[i];
+		fprintf(f, "<tr><td>0x%" PRIx64 "-0x%" PRIx64 "</td><td>", b->start, b->end);
+		esc(f, b->sym);
+		fprintf(f, "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>", b->count, b->insns);
+		if (b->file) {
+			esc(f, b->file);
+			fprintf(f, ":%d", b->line);
+		}
+		fprintf(f, "</td></tr>\n");
+	}
+	fprintf(f, "</table></section>\n<section id=\"hot\"><h2>Hot functions in detail</h2>\n");
+	ncfg = 0;
+	for (size_t i = 0; i < r->n_top_functions && ncfg < MAX_CFGS; i++)
+		if (r->top_functions[i].module) {
+			function_section(f, p, i);
+			ncfg++;
+		}
+	fprintf(f, "</section>\n");
+	coverage_table(f, p);
+	fprintf(f, "</body></html>\n");
+	return ferror(f) ? -BTR_ERR_IO : 0;
+}
+
+int cli_report_html(const char *file, struct cli_stream *cs, const char *dir, const char *diff, unsigned top)
+{
+	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+		cli_error("%s: cannot create the directory: %m", dir);
+		return EXIT_RUNTIME;
+	}
+	struct btr_report_opts ro = { .sz = sizeof(ro), .top = top };
+	struct btr_analysis *rep = NULL, *bl = NULL, *cov = NULL, *bd = NULL;
+	int rc = EXIT_RUNTIME, lost = 0;
+	if (btr_report_analysis_new(&ro, &rep) < 0 || btr_blocks_new(&bl) < 0 || btr_cov_new(bl, &cov) < 0 ||
+	    (diff && btr_blocks_new(&bd) < 0)) {
+		cli_error("out of memory");
+		goto out;
+	}
+	struct btr_analysis *list[3] = { rep, bl, cov };
+	rc = cli_views_run("report", file, cs, list, 3);
+	if (rc == -EXIT_RUNTIME)
+		lost = 1;
+	else if (rc != EXIT_OK)
+		goto out;
+	if (diff) {
+		rc = cli_views_run("report", diff, cs, &bd, 1);
+		if (rc == -EXIT_RUNTIME)
+			lost = 1;
+		else if (rc != EXIT_OK)
+			goto out;
+	}
+	const struct btr_report *r = btr_report_analysis_get(rep);
+	if (!r) {
+		cli_error("%s: the report could not be finished", file);
+		rc = EXIT_RUNTIME;
+		goto out;
+	}
+	struct page p = { file, diff, btr_report_get(r), bl, cov, bd, top };
+	size_t len = strlen(dir) + 16;
+	char *path = malloc(len);
+	if (!path) {
+		rc = EXIT_RUNTIME;
+		goto out;
+	}
+	snprintf(path, len, "%s/index.html", dir);
+	rc = cli_write_file(path, write_page, &p);
+	free(path);
+	if (rc == EXIT_OK && lost)
+		rc = EXIT_RUNTIME;
+out:
+	btr_analysis_free(cov);
+	btr_analysis_free(rep);
+	btr_analysis_free(bl);
+	btr_analysis_free(bd);
+	return rc;
+}
