@@ -200,10 +200,8 @@ int btr_qemu_probe_plugin(const char *qemu, const char *plugin, char *why, size_
 			out[strcspn(out, "\n")] = 0;
 			probe_cache.rc = -BTR_ERR_NODEV;
 			snprintf(probe_cache.why, sizeof(probe_cache.why),
-				 "%s cannot load TCG plugins (%s): it was built without plugin support, "
-				 "like Debian 13's static qemu-user; install a qemu-user with plugins "
-				 "(Debian 12's qemu-user 7.2, or QEMU built with --enable-plugins) and "
-				 "point BTR_QEMU or --qemu at it",
+				 "%s cannot load TCG plugins (\"%.60s\"): use a qemu-user built with plugins "
+				 "(Debian 12's; not Debian 13's static one) through BTR_QEMU",
 				 qemu, out[0] ? out : "exit status not 0");
 		}
 	}

@@ -20,13 +20,22 @@ static void usage(FILE *f)
 		   "      --ground-truth FILE  qemu: also log every executed instruction address per\n"
 		   "                         thread into FILE (debugging aid, slow; docs/record.md)\n"
 		   "  -z, --compress LEVEL   zstd-compress the trace (1..19, default 0: none)\n"
+		   "      --no-follow        trace only CMD's first program: children and exec'd\n"
+		   "                         programs run untraced (= both options below)\n"
+		   "      --no-follow-fork   children (fork, vfork, clone without CLONE_VM) run untraced\n"
+		   "      --no-follow-exec   a program started by execve runs untraced\n"
+		   "      --max-processes N  trace at most N processes (default %u); later ones run\n"
+		   "                         untraced and the trace says how many\n"
 		   "  -q, --quiet            do not say which backend was chosen\n"
-		   "  -h, --help             this help\n");
+		   "  -h, --help             this help\n"
+		   "qemu follows the whole process tree: every process started by CMD, including\n"
+		   "ones that outlive their parent, until all have exited (docs/record.md).\n",
+		   BTR_CAPTURE_MAX_PROCESSES);
 }
 
 int cmd_record(int argc, char **argv)
 {
-	enum { OPT_NORETCOMP = 256, OPT_GT };
+	enum { OPT_NORETCOMP = 256, OPT_GT, OPT_NOFOLLOW, OPT_NOFORK, OPT_NOEXEC, OPT_MAXPROC };
 	static const struct option lo[] = {
 		{ "backend", required_argument, NULL, 'b' },
 		{ "output", required_argument, NULL, 'o' },
@@ -34,6 +43,10 @@ int cmd_record(int argc, char **argv)
 		{ "ground-truth", required_argument, NULL, OPT_GT },
 		{ "compress", required_argument, NULL, 'z' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "no-follow", no_argument, NULL, OPT_NOFOLLOW },
+		{ "no-follow-fork", no_argument, NULL, OPT_NOFORK },
+		{ "no-follow-exec", no_argument, NULL, OPT_NOEXEC },
+		{ "max-processes", required_argument, NULL, OPT_MAXPROC },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -55,6 +68,14 @@ int cmd_record(int argc, char **argv)
 			o.compress = (int)v;
 			break;
 		case 'q': quiet = 1; break;
+		case OPT_NOFOLLOW: o.no_follow_fork = o.no_follow_exec = 1; break;
+		case OPT_NOFORK: o.no_follow_fork = 1; break;
+		case OPT_NOEXEC: o.no_follow_exec = 1; break;
+		case OPT_MAXPROC:
+			if (cli_parse_u64(optarg, &v) < 0 || v == 0 || v > 1000000)
+				return cli_usage_error("record", "bad --max-processes '%s' (1..1000000)", optarg);
+			o.max_processes = (unsigned)v;
+			break;
 		case 'h': usage(stdout); return EXIT_OK;
 		default: return cli_usage_error("record", "unknown option");
 		}
@@ -95,6 +116,9 @@ int cmd_record(int argc, char **argv)
 		/* The library already logged the one line naming the cause. */
 		return EXIT_RUNTIME;
 	}
+	if (res.untraced && !quiet)
+		fprintf(stderr, "btr: %llu of %llu processes or programs ran untraced (btr report says which)\n",
+			(unsigned long long)res.untraced, (unsigned long long)(res.processes + res.untraced));
 	if (res.interrupted && !quiet)
 		fprintf(stderr, "btr: interrupted; trace %s finalized\n", o.output);
 	if (!res.exited)
