@@ -610,7 +610,10 @@ static int flow_branches(void *ctx, const struct btr_branch *b, size_t n)
 static int flow_insn(void *ctx, uint64_t ip, const struct btr_insn *insn)
 {
 	struct data_stream *d = ctx;
-	int rc = d->s->o.insn(d->s->o.ctx, d->tid, ip, insn);
+	struct btr_stream *s = d->s;
+	if ((s->o.tid && d->tid != s->o.tid) || (s->o.pid && btr_stream_pid_of(s, d->tid) != s->o.pid))
+		return 0;
+	int rc = s->o.insn(s->o.ctx, d->tid, ip, insn);
 	if (rc)
 		d->s->stopped = stop_value(rc);
 	return rc != 0;
