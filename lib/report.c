@@ -414,11 +414,11 @@ static struct btr_image *img_for(struct btr_report *r, uint32_t pid, struct btr_
 
 /* Moves the blocks seen so far into function totals and keeps the top
  * blocks of this phase, each symbolized with its process's image (@def
- * when unknown).  Called at the end (@one 0: every block) and on an EXEC
- * of process @pid (@one 1: its blocks, with its old image @def, which is
- * about to change).  Keeping each phase's top N is enough for an exact
- * overall top N. */
-static int resolve(struct btr_report *r, struct btr_image *def, int one, uint32_t pid)
+ * when unknown).  Called at the end and on EXEC (an image is about to
+ * change): at that moment every process's image still holds the program
+ * its blocks in the table ran, since an earlier EXEC emptied the table.
+ * Keeping each phase's top N is enough for an exact overall top N. */
+static int resolve(struct btr_report *r, struct btr_image *def)
 {
 	struct blk **cand = NULL;
 	size_t n_cand = 0;
@@ -429,9 +429,9 @@ static int resolve(struct btr_report *r, struct btr_image *def, int one, uint32_
 	}
 	for (size_t i = 0; i < r->cap_blk; i++) {
 		struct blk *b = &r->blk[i];
-		if (!b->count || (one && b->pid != pid))
+		if (!b->count)
 			continue;
-		struct btr_image *img = one ? def : img_for(r, b->pid, def);
+		struct btr_image *img = img_for(r, b->pid, def);
 		struct btr_symbol sym;
 		struct fn *f;
 		if (img && btr_image_symbol(img, b->end, &sym) == 0 && sym.name) {
@@ -462,7 +462,7 @@ static int resolve(struct btr_report *r, struct btr_image *def, int one, uint32_
 		if (valid_block(b))
 			cand[n_cand++] = b;
 	}
-	r->n_blocks_total += one ? 0 : r->n_blk;
+	r->n_blocks_total += r->n_blk;
 	if (n_cand)
 		qsort(cand, n_cand, sizeof(*cand), r->res.has_insns ? cmp_blk_insns : cmp_blk_count);
 	size_t keep = n_cand < r->o.top ? n_cand : r->o.top;
@@ -486,7 +486,7 @@ static int resolve(struct btr_report *r, struct btr_image *def, int one, uint32_
 		k->end = cand[i]->end;
 		k->count = cand[i]->count;
 		k->insns = cand[i]->insns;
-		struct btr_image *img = one ? def : img_for(r, cand[i]->pid, def);
+		struct btr_image *img = img_for(r, cand[i]->pid, def);
 		if (img) {
 			btr_image_symbolize(img, k->start, buf, sizeof(buf));
 			if (btr_image_line(img, k->start, &file, &line) < 0)
@@ -506,34 +506,6 @@ static int resolve(struct btr_report *r, struct btr_image *def, int one, uint32_
 		r->n_kept++;
 	}
 	free(cand);
-	if (one && r->blk) {
-		/* Keep the other processes' blocks: rehash them in place of
-		 * the table (open addressing cannot just drop entries). */
-		struct blk *old = r->blk;
-		size_t cap = r->cap_blk;
-		struct blk *nb = calloc(cap, sizeof(*nb));
-		if (!nb)
-			return -BTR_ERR_NOMEM;
-		size_t n = 0, resolved = 0;
-		for (size_t i = 0; i < cap; i++) {
-			if (!old[i].count)
-				continue;
-			if (old[i].pid == pid) {
-				resolved++;
-				continue;
-			}
-			size_t j = blk_hash(old[i].start, old[i].end, old[i].pid, r->blk_shift);
-			while (nb[j].count)
-				j = (j + 1) & (cap - 1);
-			nb[j] = old[i];
-			n++;
-		}
-		free(old);
-		r->blk = nb;
-		r->n_blk = n;
-		r->n_blocks_total += resolved;
-		return 0;
-	}
 	if (r->blk)
 		memset(r->blk, 0, r->cap_blk * sizeof(*r->blk));
 	r->n_blk = 0;
@@ -702,7 +674,7 @@ int btr_report_event(void *report, const struct btr_stream_event *ev)
 			r->nomem = 1;
 		break;
 	case BTR_SEV_EXEC:
-		if (resolve(r, ev->image, 1, ev->pid) < 0)
+		if (resolve(r, ev->image) < 0)
 			r->nomem = 1;
 		invalidate(r, 0, 1);
 		break;
@@ -824,7 +796,7 @@ int btr_report_finish(struct btr_report *r, struct btr_image *img, const char *b
 		return 0;
 	if (backend && backend[0])
 		snprintf(r->backend, sizeof(r->backend), "%s", backend);
-	int rc = resolve(r, img, 0, 0);
+	int rc = resolve(r, img);
 	if (rc < 0)
 		return rc;
 	struct btr_report_result *res = &r->res;

@@ -1015,7 +1015,8 @@ static void announce_process(void)
 {
 	g.announced_proc = 1;
 	const char *bin = qemu_plugin_path_to_binary();
-	snprintf(g.exe, sizeof(g.exe), "%s", bin ? bin : "");
+	if (!bin || !realpath(bin, g.exe))
+		snprintf(g.exe, sizeof(g.exe), "%s", bin ? bin : "");
 	read_cmdline();
 	if (g.execd) {
 		write_process(BTR_PROC_EXEC, 0, NULL, NULL, NULL, 0);
@@ -1261,6 +1262,15 @@ static void follow_exec(struct thr *t, uint64_t a1, uint64_t a2, uint64_t a3)
 	char *path = guest_strdup(a1);
 	char **argv = guest_strv(a2), **envp = guest_strv(a3);
 	struct qx *x = malloc(sizeof(*x));
+	if (path) {
+		/* The host's /proc/self/exe is QEMU: the guest means its program. */
+		char self[64];
+		snprintf(self, sizeof(self), "/proc/%u/exe", g.pid);
+		if ((!strcmp(path, "/proc/self/exe") || !strcmp(path, self)) && g.exe[0]) {
+			free(path);
+			path = strdup(g.exe);
+		}
+	}
 	if (!path || !argv || !envp || !x || qx_resolve(x, path, argv) != 0)
 		goto out;
 	char packed[8192];

@@ -117,8 +117,8 @@ int cmd_record(int argc, char **argv)
 		return EXIT_RUNTIME;
 	}
 	if (res.untraced && !quiet)
-		fprintf(stderr, "btr: %llu of %llu processes or programs ran untraced (btr report says which)\n",
-			(unsigned long long)res.untraced, (unsigned long long)(res.processes + res.untraced));
+		fprintf(stderr, "btr: %llu processes, %llu of them (or programs they ran) untraced (btr report says which)\n",
+			(unsigned long long)res.processes, (unsigned long long)res.untraced);
 	if (res.interrupted && !quiet)
 		fprintf(stderr, "btr: interrupted; trace %s finalized\n", o.output);
 	if (!res.exited)
