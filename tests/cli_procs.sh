@@ -106,7 +106,7 @@ check "tree: trace dump --pid: has its PT" bash -c "\"$btr\" trace dump --pid $c
 # ---- fork, then exec (the child execs the program again, the parent /bin/true) ----
 MIN_THREADS=2 rec exec 0 -- "$build/prog_proc_exec"
 procs exec "len(P) == 2 and sorted(st(p) for p in P) == [0, 7]"
-procs exec "[p['execs'] for p in P] == [1, 1] and P[0]['path'] == '/usr/bin/true' and P[1]['command'] == 'proc_exec child'"
+procs exec "[p['execs'] for p in P] == [1, 1] and P[0]['path'] == '/bin/true' and P[1]['command'] == 'proc_exec child'"
 "$btr" trace dump "$tmp/exec.btr" >"$tmp/exec.dump"
 check "exec: process exec records" [ "$(grep -c '^process .*event=exec' "$tmp/exec.dump")" -eq 2 ]
 

@@ -215,6 +215,7 @@ int btr_qemu_probe_plugin(const char *qemu, const char *plugin, char *why, size_
 static volatile sig_atomic_t child_pid;
 static volatile sig_atomic_t got_signal;
 static volatile sig_atomic_t got_user;   /* the signal was sent to btr alone */
+static volatile sig_atomic_t n_signals;
 
 /* A terminal's Ctrl-C already reaches the command (same process group);
  * forward only signals sent to the recorder alone (kill from elsewhere),
@@ -223,6 +224,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
 	got_signal = sig;
+	n_signals++;
 	if (si && si->si_code == SI_USER && si->si_pid != child_pid) {
 		got_user = 1;
 		if (child_pid > 0)
@@ -526,7 +528,7 @@ static int list_plugin_files(const char *dir, struct pfile **out, size_t *n_out)
  * after setsid, or all of them when the signal was meant for btr alone).
  * Only processes still running QEMU (@qemu) are signalled, so that a pid
  * reused by an unrelated program is left alone. */
-static void forward_signal(const char *dir, const char *qemu, int sig, int to_all)
+static void forward_signal(const char *dir, const char *qemu, int sig, int to_all, pid_t skip)
 {
 	struct pfile *v;
 	size_t n;
@@ -541,7 +543,7 @@ static void forward_signal(const char *dir, const char *qemu, int sig, int to_al
 		if (k <= 0)
 			continue;
 		exe[k] = 0;
-		if (strcmp(exe, rq) || (!to_all && getpgid((pid_t)v[i].pid) == grp))
+		if (strcmp(exe, rq) || (pid_t)v[i].pid == skip || (!to_all && getpgid((pid_t)v[i].pid) == grp))
 			continue;
 		kill((pid_t)v[i].pid, sig);
 	}
@@ -698,6 +700,7 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	sigemptyset(&sa.sa_mask);
 	got_signal = 0;
 	got_user = 0;
+	n_signals = 0;
 	child_pid = 0;
 	for (size_t i = 0; i < BTR_ARRAY_SIZE(fwd_signals); i++)
 		sigaction(fwd_signals[i], &sa, &old[i]);
@@ -742,7 +745,7 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	close(pfd[0]);
 
 	/* Wait until the whole tree has ended: every process we can reap. */
-	int root_st = 0, forwarded = 0;
+	int root_st = 0, forwarded = 0, killed = 0;
 	for (;;) {
 		int st;
 		pid_t p = waitpid(-1, &st, 0);
@@ -761,7 +764,15 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		if (errno == EINTR) {
 			if (got_signal && forwarded != got_signal) {
 				forwarded = got_signal;
-				forward_signal(dir, qemu, got_signal, got_user);
+				/* on_signal already passed a kill to CMD itself */
+				forward_signal(dir, qemu, got_signal, got_user, got_user ? pid : 0);
+			}
+			if (n_signals >= 2 && !killed) {
+				/* A second Ctrl-C: what ignores the first (a shell's
+				 * background jobs ignore SIGINT) ends now; the trace
+				 * keeps everything up to there. */
+				killed = 1;
+				forward_signal(dir, qemu, SIGKILL, 1, 0);
 			}
 			continue;
 		}

@@ -1015,8 +1015,7 @@ static void announce_process(void)
 {
 	g.announced_proc = 1;
 	const char *bin = qemu_plugin_path_to_binary();
-	if (!bin || !realpath(bin, g.exe))
-		snprintf(g.exe, sizeof(g.exe), "%s", bin ? bin : "");
+	snprintf(g.exe, sizeof(g.exe), "%s", bin ? bin : "");
 	read_cmdline();
 	if (g.execd) {
 		write_process(BTR_PROC_EXEC, 0, NULL, NULL, NULL, 0);
@@ -1124,6 +1123,9 @@ static void fork_child(unsigned vcpu)
 	fork_fd[vcpu] = 0;
 	if (fd >= 0)
 		snprintf(fpath, sizeof(fpath), "%s/f%u.%u", g.dir, ptid, fork_seq[vcpu]);
+	/* Another thread of the parent may have held the lock at the fork;
+	 * it does not exist here. */
+	pthread_mutex_init(&g.lock, NULL);
 	g.ppid = g.pid;
 	g.pid = (uint32_t)getpid();
 	/* The parent's writer shares the parent's file: drop it unclosed. */
@@ -1266,9 +1268,10 @@ static void follow_exec(struct thr *t, uint64_t a1, uint64_t a2, uint64_t a3)
 		/* The host's /proc/self/exe is QEMU: the guest means its program. */
 		char self[64];
 		snprintf(self, sizeof(self), "/proc/%u/exe", g.pid);
+		char real[PATH_MAX];
 		if ((!strcmp(path, "/proc/self/exe") || !strcmp(path, self)) && g.exe[0]) {
 			free(path);
-			path = strdup(g.exe);
+			path = strdup(realpath(g.exe, real) ? real : g.exe);
 		}
 	}
 	if (!path || !argv || !envp || !x || qx_resolve(x, path, argv) != 0)
