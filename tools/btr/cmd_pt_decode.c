@@ -269,8 +269,8 @@ static int btr_insn_cb(void *ctx, uint32_t tid, uint64_t ip, const struct btr_in
 {
 	struct btr_ctx *c = ctx;
 	btr_thread_mark(c, tid);
-	if (c->s)
-		c->o->img = btr_stream_image(c->s);
+	if (c->s)   /* each process has its own image */
+		c->o->img = btr_stream_image_pid(c->s, btr_stream_pid_of(c->s, tid));
 	return print_insn(c->o, ip, in);
 }
 
