@@ -38,6 +38,7 @@ static const char *const errstr[BTR_ERR__COUNT] = {
 	[BTR_ERR_CHILD] = "cannot start traced program",
 	[BTR_ERR_INTERRUPTED] = "interrupted",
 	[BTR_ERR_ISDIR] = "is a directory",
+	[BTR_ERR_LIMIT] = "limit reached",
 };
 
 const char *btr_errstr(int err)

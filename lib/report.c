@@ -21,14 +21,22 @@
 
 struct thr {
 	struct btr_report_thread pub;
+	uint32_t pid;
 	uint64_t prev_to;   /* target of the previous branch */
 	int prev_valid;
 	int used;
 };
 
-struct blk {                   /* 32 bytes: two per cache line */
+struct blk {
 	uint64_t start, end;
 	uint64_t count, insns;     /* count 0: empty slot */
+	uint32_t pid;              /* blocks of different processes never mix */
+};
+
+struct proc {
+	struct btr_report_process pub;
+	char *path, *command, *reason;
+	struct btr_image *img;     /* the stream's image of this process */
 };
 
 struct fn {
@@ -69,6 +77,12 @@ struct btr_report {
 
 	struct btr_report_module *mods;
 	size_t n_mods, cap_mods;
+
+	struct proc *procs;        /* start order */
+	size_t n_procs, cap_procs;
+	size_t last_proc;
+	uint32_t root_pid;         /* the first process: its exit is res.exit */
+	struct btr_report_process *procs_out;
 
 	struct btr_report_thread *threads_out;
 	struct btr_report_func *funcs_out;
@@ -175,9 +189,9 @@ static struct thr *thr_lookup(struct btr_report *r, uint32_t tid)
 /* Block hash: two multiplies, top bits (Fibonacci hashing).  Cheaper than
  * mix64 on the per-branch path; mixing @start before the xor keeps loops
  * (many blocks sharing low address bits) from clustering. */
-static inline size_t blk_hash(uint64_t start, uint64_t end, unsigned shift)
+static inline size_t blk_hash(uint64_t start, uint64_t end, uint32_t pid, unsigned shift)
 {
-	return (size_t)((((start * 0xff51afd7ed558ccdull) ^ end) * 0x9e3779b97f4a7c15ull) >> shift);
+	return (size_t)((((start * 0xff51afd7ed558ccdull) ^ end ^ pid) * 0x9e3779b97f4a7c15ull) >> shift);
 }
 
 static int blk_grow(struct btr_report *r)
@@ -192,7 +206,7 @@ static int blk_grow(struct btr_report *r)
 	for (size_t i = 0; i < r->cap_blk; i++) {
 		if (!r->blk[i].count)
 			continue;
-		size_t j = blk_hash(r->blk[i].start, r->blk[i].end, nshift);
+		size_t j = blk_hash(r->blk[i].start, r->blk[i].end, r->blk[i].pid, nshift);
 		while (nb[j].count)
 			j = (j + 1) & (ncap - 1);
 		nb[j] = r->blk[i];
@@ -205,12 +219,12 @@ static int blk_grow(struct btr_report *r)
 }
 
 /* Counts one execution of block [start, end]: the per-branch hot path. */
-static inline int blk_add(struct btr_report *r, uint64_t start, uint64_t end, uint64_t insns)
+static inline int blk_add(struct btr_report *r, uint64_t start, uint64_t end, uint32_t pid, uint64_t insns)
 {
 	if (btr_likely(r->blk)) {
-		size_t j = blk_hash(start, end, r->blk_shift);
+		size_t j = blk_hash(start, end, pid, r->blk_shift);
 		while (r->blk[j].count) {
-			if (r->blk[j].start == start && r->blk[j].end == end) {
+			if (r->blk[j].start == start && r->blk[j].end == end && r->blk[j].pid == pid) {
 				r->blk[j].count++;
 				r->blk[j].insns += insns;
 				return 0;
@@ -221,10 +235,10 @@ static inline int blk_add(struct btr_report *r, uint64_t start, uint64_t end, ui
 	/* A new block: grow at 50% load (sized by the blocks seen). */
 	if ((r->n_blk + 1) * 2 > r->cap_blk && blk_grow(r) < 0)
 		return -BTR_ERR_NOMEM;
-	size_t j = blk_hash(start, end, r->blk_shift);
+	size_t j = blk_hash(start, end, pid, r->blk_shift);
 	while (r->blk[j].count)
 		j = (j + 1) & (r->cap_blk - 1);
-	r->blk[j] = (struct blk){ .start = start, .end = end, .count = 1, .insns = insns };
+	r->blk[j] = (struct blk){ .start = start, .end = end, .count = 1, .insns = insns, .pid = pid };
 	r->n_blk++;
 	return 0;
 }
@@ -258,7 +272,9 @@ int btr_report_branch(void *report, const struct btr_branch *b)
 		res->insns += n;
 		t->pub.insns += n;
 	}
-	if (blk_add(r, t->prev_valid ? t->prev_to : 0, b->from, n) < 0) {
+	if (btr_unlikely(b->pid != t->pid) && b->pid)
+		t->pid = b->pid;
+	if (blk_add(r, t->prev_valid ? t->prev_to : 0, b->from, t->pid, n) < 0) {
 		r->nomem = 1;
 		return 1;
 	}
@@ -386,11 +402,23 @@ static int cmp_thread(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
+static struct proc *proc_find(struct btr_report *r, uint32_t pid);
+
+/* The image to symbolize process @pid's code with: the one the stream
+ * gave with its events, else @def. */
+static struct btr_image *img_for(struct btr_report *r, uint32_t pid, struct btr_image *def)
+{
+	struct proc *p = pid ? proc_find(r, pid) : NULL;
+	return p && p->img ? p->img : def;
+}
+
 /* Moves the blocks seen so far into function totals and keeps the top
- * blocks of this phase, symbolized with @img.  Called at the end and on
- * EXEC (the image is about to change).  Keeping each phase's top N is
- * enough for an exact overall top N. */
-static int resolve(struct btr_report *r, struct btr_image *img)
+ * blocks of this phase, each symbolized with its process's image (@def
+ * when unknown).  Called at the end and on EXEC (an image is about to
+ * change): at that moment every process's image still holds the program
+ * its blocks in the table ran, since an earlier EXEC emptied the table.
+ * Keeping each phase's top N is enough for an exact overall top N. */
+static int resolve(struct btr_report *r, struct btr_image *def)
 {
 	struct blk **cand = NULL;
 	size_t n_cand = 0;
@@ -403,6 +431,7 @@ static int resolve(struct btr_report *r, struct btr_image *img)
 		struct blk *b = &r->blk[i];
 		if (!b->count)
 			continue;
+		struct btr_image *img = img_for(r, b->pid, def);
 		struct btr_function sym;
 		struct fn *f;
 		/* Functions without a symbol (stripped code) are delimited by
@@ -459,6 +488,7 @@ static int resolve(struct btr_report *r, struct btr_image *img)
 		k->end = cand[i]->end;
 		k->count = cand[i]->count;
 		k->insns = cand[i]->insns;
+		struct btr_image *img = img_for(r, cand[i]->pid, def);
 		if (img) {
 			btr_image_symbolize(img, k->start, buf, sizeof(buf));
 			if (btr_image_line(img, k->start, &file, &line) < 0)
@@ -481,6 +511,90 @@ static int resolve(struct btr_report *r, struct btr_image *img)
 	if (r->blk)
 		memset(r->blk, 0, r->cap_blk * sizeof(*r->blk));
 	r->n_blk = 0;
+	return 0;
+}
+
+/* ---- processes ---- */
+
+static struct proc *proc_find(struct btr_report *r, uint32_t pid)
+{
+	if (r->last_proc < r->n_procs && r->procs[r->last_proc].pub.pid == pid)
+		return &r->procs[r->last_proc];
+	for (size_t i = r->n_procs; i-- > 0;)
+		if (r->procs[i].pub.pid == pid) {
+			r->last_proc = i;
+			return &r->procs[i];
+		}
+	return NULL;
+}
+
+static struct proc *proc_get(struct btr_report *r, uint32_t pid)
+{
+	struct proc *p = proc_find(r, pid);
+	if (p)
+		return p;
+	if (r->n_procs == r->cap_procs) {
+		size_t nc = r->cap_procs ? r->cap_procs * 2 : 16;
+		struct proc *np = realloc(r->procs, nc * sizeof(*np));
+		if (!np)
+			return NULL;
+		r->procs = np;
+		r->cap_procs = nc;
+	}
+	p = &r->procs[r->n_procs];
+	memset(p, 0, sizeof(*p));
+	p->pub.pid = pid;
+	if (!r->n_procs)
+		r->root_pid = pid;
+	r->last_proc = r->n_procs++;
+	return p;
+}
+
+/* Sets *@dst to a copy of @src (NULL stays NULL); 0 or -1. */
+static int set_str(char **dst, const char *src)
+{
+	char *c = src ? strdup(src) : NULL;
+	if (src && !c)
+		return -1;
+	free(*dst);
+	*dst = c;
+	return 0;
+}
+
+static int on_process(struct btr_report *r, const struct btr_rec_process *pr)
+{
+	struct proc *p = proc_get(r, pr->pid);
+	if (!p)
+		return -1;
+	if (pr->event == BTR_PROC_START)
+		p->pub.ppid = pr->ppid;
+	if (pr->event == BTR_PROC_EXEC)
+		p->pub.execs++;
+	if (pr->event == BTR_PROC_UNTRACED) {
+		p->pub.untraced = 1;
+		r->res.untraced++;
+		if (set_str(&p->reason, pr->detail && pr->detail[0] ? pr->detail : btr_errstr(pr->reason)) < 0)
+			return -1;
+	}
+	if (pr->path && pr->path[0] && set_str(&p->path, pr->path) < 0)
+		return -1;
+	if (pr->args_len) {
+		/* argv, each NUL-terminated -> one line joined by spaces. */
+		char *c = malloc(pr->args_len + 1);
+		if (!c)
+			return -1;
+		memcpy(c, pr->args, pr->args_len);
+		c[pr->args_len] = 0;
+		size_t n = pr->args_len;
+		while (n && !c[n - 1])
+			n--;
+		for (size_t i = 0; i < n; i++)
+			if (!c[i])
+				c[i] = ' ';
+		c[n] = 0;
+		free(p->command);
+		p->command = c;
+	}
 	return 0;
 }
 
@@ -538,6 +652,20 @@ int btr_report_event(void *report, const struct btr_stream_event *ev)
 		return 1;
 	const struct btr_record *rec = ev->rec;
 	struct thr *t;
+	if (ev->pid && ev->pid != UINT32_MAX && ev->type != BTR_SEV_MACHINE) {
+		/* Every process met gets a row; remember its image for
+		 * symbolizing its blocks at the end. */
+		struct proc *p = proc_get(r, ev->pid);
+		if (!p) {
+			r->nomem = 1;
+			return 1;
+		}
+		if (ev->image)
+			p->img = ev->image;
+		if ((ev->type == BTR_SEV_THREAD_START || ev->type == BTR_SEV_THREAD_EXIT ||
+		     ev->type == BTR_SEV_THREAD_NAME) && ev->tid && (t = thr_get(r, ev->tid)))
+			t->pid = ev->pid;
+	}
 	switch (ev->type) {
 	case BTR_SEV_MACHINE:
 		snprintf(r->backend, sizeof(r->backend), "%.*s", (int)sizeof(rec->u.machine.backend),
@@ -551,6 +679,10 @@ int btr_report_event(void *report, const struct btr_stream_event *ev)
 		if (resolve(r, ev->image) < 0)
 			r->nomem = 1;
 		invalidate(r, 0, 1);
+		break;
+	case BTR_SEV_PROCESS:
+		if (on_process(r, &rec->u.process) < 0)
+			r->nomem = 1;
 		break;
 	case BTR_SEV_THREAD_START:
 		if (!thr_get(r, ev->tid))
@@ -583,6 +715,18 @@ int btr_report_event(void *report, const struct btr_stream_event *ev)
 		}
 		break;
 	case BTR_SEV_PROCESS_EXIT: {
+		struct proc *p = rec->u.exit.pid ? proc_get(r, rec->u.exit.pid) : NULL;
+		if (p) {
+			p->pub.exited = 1;
+			p->pub.code = rec->u.exit.code;
+			p->pub.signo = rec->u.exit.signo;
+		} else if (rec->u.exit.pid) {
+			r->nomem = 1;
+			break;
+		}
+		/* The report's exit is the recorded command's. */
+		if (r->res.exit.valid && rec->u.exit.pid != r->root_pid)
+			break;
 		struct btr_report_exit *x = &r->res.exit;
 		x->valid = 1;
 		x->pid = rec->u.exit.pid;
@@ -676,6 +820,31 @@ int btr_report_finish(struct btr_report *r, struct btr_image *img, const char *b
 	res->threads = r->threads_out;
 	res->n_threads = k;
 
+	/* Processes: their threads' counts. */
+	for (size_t i = 0; i < r->cap_thr; i++) {
+		struct proc *p = r->thr[i].used && r->thr[i].pid ? proc_get(r, r->thr[i].pid) : NULL;
+		if (!p) {
+			if (r->thr[i].used && r->thr[i].pid)
+				return -BTR_ERR_NOMEM;
+			continue;
+		}
+		p->pub.insns += r->thr[i].pub.insns;
+		p->pub.branches += r->thr[i].pub.branches;
+		p->pub.threads++;
+	}
+	r->procs_out = calloc(r->n_procs ? r->n_procs : 1, sizeof(*r->procs_out));
+	if (!r->procs_out)
+		return -BTR_ERR_NOMEM;
+	for (size_t i = 0; i < r->n_procs; i++) {
+		struct proc *p = &r->procs[i];
+		r->procs_out[i] = p->pub;
+		r->procs_out[i].path = p->path ? p->path : "";
+		r->procs_out[i].command = p->command ? p->command : "";
+		r->procs_out[i].untraced_reason = p->reason;
+	}
+	res->processes = r->procs_out;
+	res->n_processes = r->n_procs;
+
 	/* Functions. */
 	r->funcs_out = calloc(r->n_fn ? r->n_fn : 1, sizeof(*r->funcs_out));
 	if (!r->funcs_out)
@@ -740,6 +909,13 @@ void btr_report_free(struct btr_report *r)
 		free((char *)r->mods[i].loaded);
 	}
 	free(r->mods);
+	for (size_t i = 0; i < r->n_procs; i++) {
+		free(r->procs[i].path);
+		free(r->procs[i].command);
+		free(r->procs[i].reason);
+	}
+	free(r->procs);
+	free(r->procs_out);
 	free(r->threads_out);
 	free(r->funcs_out);
 	free(r->exit_where);

@@ -2,10 +2,17 @@
  *
  * One struct btr_stream turns the records of a trace (any backend) into
  * struct btr_branch and struct btr_stream_event callbacks.  State kept:
- * the code image, one PT flow decoder per (tid, cpu) data stream, a BTS
- * carry buffer per stream, per-thread filter accounting and the list of
- * modules placed into the image - all bounded by threads and modules,
- * never by the length of the trace.
+ * the code image of each process, one PT flow decoder per (tid, cpu) data
+ * stream, a BTS carry buffer per stream, per-thread filter accounting and
+ * the list of modules placed into the images - all bounded by processes,
+ * threads and modules, never by the length of the trace.
+ *
+ * Processes: every process has its own image, so two processes with code
+ * at the same addresses (a fork's child after exec, two programs loaded
+ * at QEMU's fixed base) never mix.  The trace's first process (and
+ * records without a pid) use the stream's first image, btr_stream_image();
+ * a PROCESS start record with a parent gives the child a copy of the
+ * parent's modules (what fork does), an EXEC empties the process's image.
  */
 #include "btr/stream.h"
 #include "internal.h"
@@ -40,6 +47,9 @@ struct data_stream {
 	struct btr_ptflow *flow;  /* PT */
 	uint64_t last_use;        /* PT: for evicting the least recently used decoder */
 	int evicted;              /* PT: its decoder was taken away mid-stream */
+	int fresh;                /* a THREAD_START for its tid came: a stream
+				   * starting again at offset 0 is a new one (the
+				   * same tid after exec, or a reused tid) */
 	uint8_t carry[BTS_REC_SIZE]; /* BTS: a record cut at a chunk end */
 	unsigned carry_len;
 	struct btr_stream *s;
@@ -73,10 +83,19 @@ struct user_elf {
 	int build_id_len;         /* <= 0: none */
 };
 
+/* The image of one process (see the file comment). */
+struct proc_image {
+	uint32_t pid;
+	struct btr_image *img;
+};
+
 struct btr_stream {
 	struct btr_stream_opts o;
 	struct btr_trace_reader *reader; /* reads .btr and perf.data alike */
-	struct btr_image *img;
+	struct btr_image *img;           /* the first process's image */
+	struct proc_image *procs;        /* procs[0].img == img once bound */
+	size_t n_procs, cap_procs;
+	size_t last_proc;                /* img_of's one-entry cache */
 	struct btr_ptflow_config flowcfg;
 	char backend[sizeof(((struct btr_rec_machine *)0)->backend) + 1];
 
@@ -273,12 +292,52 @@ static int add_loaded(struct btr_stream *s, const char *file, uint64_t bias, uin
 	return 0;
 }
 
-static int is_loaded(const struct btr_stream *s, const char *file, uint64_t bias)
+static int is_loaded(const struct btr_stream *s, const char *file, uint64_t bias, uint32_t pid)
 {
 	for (size_t i = 0; i < s->n_mods; i++)
-		if (s->mods[i].bias == bias && !strcmp(s->mods[i].file, file))
+		if (s->mods[i].bias == bias && s->mods[i].pid == pid && !strcmp(s->mods[i].file, file))
 			return 1;
 	return 0;
+}
+
+static int add_user_elfs(struct btr_stream *s, struct btr_image *img, uint32_t pid);
+
+/* The image of process @pid: the first image for pid 0 and for the first
+ * process named; with @create a new one for another process (NULL only
+ * when out of memory), else the first image for a process not seen. */
+static struct btr_image *img_of(struct btr_stream *s, uint32_t pid, int create)
+{
+	if (!pid)
+		return s->img;
+	if (s->last_proc < s->n_procs && s->procs[s->last_proc].pid == pid)
+		return s->procs[s->last_proc].img;
+	for (size_t i = 0; i < s->n_procs; i++)
+		if (s->procs[i].pid == pid) {
+			s->last_proc = i;
+			return s->procs[i].img;
+		}
+	if (!create && s->n_procs)
+		return s->img;
+	if (s->n_procs == s->cap_procs) {
+		size_t nc = s->cap_procs ? s->cap_procs * 2 : 8;
+		struct proc_image *np = realloc(s->procs, nc * sizeof(*np));
+		if (!np)
+			return NULL;
+		s->procs = np;
+		s->cap_procs = nc;
+	}
+	struct btr_image *img = s->img;
+	if (s->n_procs) {
+		if (btr_image_new(&img) < 0)
+			return NULL;
+		if (add_user_elfs(s, img, pid) < 0) {
+			btr_image_free(img);
+			return NULL;
+		}
+	}
+	s->procs[s->n_procs] = (struct proc_image){ .pid = pid, .img = img };
+	s->last_proc = s->n_procs++;
+	return img;
 }
 
 static void hex_id(const uint8_t *id, int len, char *out)
@@ -447,8 +506,11 @@ static int load_module(struct btr_stream *s, const struct btr_rec_module *m, cha
 			 m->start, m->pgoff, btr_errstr(rc));
 		return 0;
 	}
-	if (is_loaded(s, file, bias))
-		return 1;   /* another mapping or process of the same file: said once */
+	struct btr_image *img = img_of(s, m->pid, 1);
+	if (!img)
+		return -BTR_ERR_NOMEM;
+	if (is_loaded(s, file, bias, m->pid))
+		return 1;   /* another mapping of the same file: said once */
 	if (mismatch) {
 		char want[41], have[41] = "none";
 		uint8_t id[20];
@@ -460,7 +522,7 @@ static int load_module(struct btr_stream *s, const struct btr_rec_module *m, cha
 		btr_warn("%s: build-id %s differs from the recorded %s (%s): its code is not what ran",
 			 file, have, want, path);
 	}
-	rc = btr_image_add_elf(s->img, file, bias, 0);
+	rc = btr_image_add_elf(img, file, bias, 0);
 	if (rc < 0) {
 		if (rc == -BTR_ERR_NOMEM)
 			return rc;
@@ -476,22 +538,23 @@ static int load_module(struct btr_stream *s, const struct btr_rec_module *m, cha
 	return 1;
 }
 
-/* Adds the user ELFs whose place is known: explicit base, or ET_EXEC. */
-static int add_user_elfs(struct btr_stream *s)
+/* Adds the user ELFs whose place is known (explicit base, or ET_EXEC) to
+ * process @pid's image @img: they apply to every process. */
+static int add_user_elfs(struct btr_stream *s, struct btr_image *img, uint32_t pid)
 {
 	for (unsigned i = 0; i < s->n_uelfs; i++) {
 		struct user_elf *u = &s->uelfs[i];
 		if (!u->has_base && !u->is_exec)
 			continue;
 		uint64_t base = u->has_base ? u->base : 0;
-		if (is_loaded(s, u->path, base))
+		if (is_loaded(s, u->path, base, pid))
 			continue;
-		int rc = btr_image_add_elf(s->img, u->path, base, 0);
+		int rc = btr_image_add_elf(img, u->path, base, 0);
 		if (rc < 0) {
 			btr_info("%s: %s", u->path, btr_errstr(rc));
 			return rc;
 		}
-		rc = add_loaded(s, u->path, base, 0, 0, 0);
+		rc = add_loaded(s, u->path, base, 0, 0, pid);
 		if (rc < 0)
 			return rc;
 	}
@@ -549,7 +612,10 @@ static int flow_branches(void *ctx, const struct btr_branch *b, size_t n)
 static int flow_insn(void *ctx, uint64_t ip, const struct btr_insn *insn)
 {
 	struct data_stream *d = ctx;
-	int rc = d->s->o.insn(d->s->o.ctx, d->tid, ip, insn);
+	struct btr_stream *s = d->s;
+	if ((s->o.tid && d->tid != s->o.tid) || (s->o.pid && btr_stream_pid_of(s, d->tid) != s->o.pid))
+		return 0;
+	int rc = s->o.insn(s->o.ctx, d->tid, ip, insn);
 	if (rc)
 		d->s->stopped = stop_value(rc);
 	return rc != 0;
@@ -591,7 +657,7 @@ static int pt_new_decoder(struct btr_stream *s, struct data_stream *d)
 			v->evicted = 1;
 		}
 	}
-	int rc = btr_ptflow_new(s->img, &cfg, &d->flow);
+	int rc = btr_ptflow_new(img_of(s, btr_stream_pid_of(s, d->tid), 0), &cfg, &d->flow);
 	if (rc == 0)
 		s->n_live_flows++;
 	return rc;
@@ -616,6 +682,16 @@ static int on_pt(struct btr_stream *s, const struct btr_rec_data *r)
 	struct data_stream *d = ds_get(s, r->tid, r->cpu, BTR_REC_PT);
 	if (!d)
 		return -BTR_ERR_NOMEM;
+	if (d->fresh) {
+		d->fresh = 0;
+		if (r->stream_offset == 0 && d->started) {
+			/* A new thread with this tid (exec, reuse): a new stream
+			 * decoded with its process's image, no gap. */
+			d->started = 0;
+			d->evicted = 0;
+			pt_drop_decoder(s, d);
+		}
+	}
 	int restart, rc = check_continuity(s, d, r, &restart);
 	if (rc)
 		return rc;
@@ -685,9 +761,9 @@ static int on_bts_insns(struct btr_stream *s, const struct btr_rec_data *r)
 static int bts_decode(struct btr_stream *s, struct data_stream *d, const uint8_t *p, size_t n, uint64_t off)
 {
 	if (!d->ins)
-		return btr_bts_decode(p, n, s->img, d->tid, branch_cb, s);
+		return btr_bts_decode(p, n, img_of(s, btr_stream_pid_of(s, d->tid), 0), d->tid, branch_cb, s);
 	d->rec_idx = off / BTS_REC_SIZE;
-	return btr_bts_decode(p, n, s->img, d->tid, bts_insns_cb, d);
+	return btr_bts_decode(p, n, img_of(s, btr_stream_pid_of(s, d->tid), 0), d->tid, bts_insns_cb, d);
 }
 
 static int on_bts(struct btr_stream *s, const struct btr_rec_data *r)
@@ -745,7 +821,7 @@ static int on_lbr(struct btr_stream *s, const struct btr_rec_lbr *r)
 	if (rc)
 		return rc;
 	s->st.lbr_snapshots++;
-	rc = btr_lbr_decode(r, s->img, branch_cb, s);
+	rc = btr_lbr_decode(r, img_of(s, r->pid ? r->pid : btr_stream_pid_of(s, r->tid), 0), branch_cb, s);
 	if (s->stopped)
 		return s->stopped;
 	return rc == -BTR_ERR_NOMEM ? rc : 0;
@@ -795,13 +871,53 @@ static void on_machine(struct btr_stream *s, const struct btr_rec_machine *m)
  * the old program's code cannot be mistaken for the new one's; the image
  * object itself stays (decoders borrow it) and bumps its generation.
  * Other processes' modules (system-wide perf recordings) stay. */
+static void drop_modules(struct btr_stream *s, uint32_t pid)
+{
+	struct btr_image *img = img_of(s, pid, 0);
+	for (size_t i = 0; i < s->n_mods;) {
+		struct loaded_module *m = &s->mods[i];
+		if (m->size && m->pid == pid) {
+			btr_image_remove(img, m->start, m->size);
+			free(m->file);
+			*m = s->mods[--s->n_mods];
+			continue;
+		}
+		i++;
+	}
+}
+
+/* PROCESS start of @pid by @ppid: the child has what the parent had
+ * mapped (fork copies the address space).  A pid seen before (reused)
+ * starts over. */
+static int on_start(struct btr_stream *s, uint32_t pid, uint32_t ppid)
+{
+	struct btr_image *img = img_of(s, pid, 1);
+	if (!img)
+		return -BTR_ERR_NOMEM;
+	drop_modules(s, pid);
+	if (!ppid || ppid == pid)
+		return 0;
+	size_t n = s->n_mods;
+	for (size_t i = 0; i < n; i++) {
+		struct loaded_module m = s->mods[i];
+		if (m.pid != ppid || !m.size || is_loaded(s, m.file, m.bias, pid))
+			continue;
+		if (btr_image_add_elf(img, m.file, m.bias, 0) < 0)
+			continue;
+		int rc = add_loaded(s, m.file, m.bias, m.start, m.size, pid);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 static int on_exec(struct btr_stream *s, const struct btr_record *rec)
 {
 	uint32_t pid = rec->u.module.pid;
 	for (size_t i = 0; i < s->n_mods;) {
 		struct loaded_module *m = &s->mods[i];
 		if (m->size && m->pid == pid) {
-			btr_image_remove(s->img, m->start, m->size);
+			btr_image_remove(img_of(s, pid, 0), m->start, m->size);
 			free(m->file);
 			*m = s->mods[--s->n_mods];
 			continue;
@@ -823,7 +939,7 @@ static int on_unload(struct btr_stream *s, const struct btr_rec_module *m)
 		return 0;
 	for (size_t i = 0; i < s->n_mods; i++) {
 		if (s->mods[i].size && s->mods[i].start == m->start && s->mods[i].pid == m->pid) {
-			btr_image_remove(s->img, m->start, s->mods[i].size);
+			btr_image_remove(img_of(s, m->pid, 0), m->start, s->mods[i].size);
 			free(s->mods[i].file);
 			s->mods[i] = s->mods[--s->n_mods];
 			return 0;
@@ -879,7 +995,7 @@ int btr_stream_new(const struct btr_stream_opts *opts, struct btr_stream **out)
 			u->build_id_len = btr_elf_build_id(u->path, u->build_id, sizeof(u->build_id));
 		}
 	}
-	rc = add_user_elfs(s);
+	rc = add_user_elfs(s, s->img, 0);
 	if (rc < 0)
 		goto fail;
 	*out = s;
@@ -966,6 +1082,10 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 			t->pid = rec->u.thread.pid;
 			s->last_tid = 0;
 		}
+		if (rec->type == BTR_REC_THREAD_START)
+			for (size_t i = 0; i < s->n_ds; i++)
+				if (s->ds[i]->tid == rec->u.thread.tid && s->ds[i]->cpu < 0)
+					s->ds[i]->fresh = 1;
 		rc = emit(s, &ev);
 		break;
 	case BTR_REC_PROCESS_EXIT:
@@ -984,6 +1104,11 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 				return -BTR_ERR_NOMEM;
 			t->pid = rec->u.process.pid;
 			s->last_tid = 0;
+			if (rec->u.process.event == BTR_PROC_START) {
+				rc = on_start(s, rec->u.process.pid, rec->u.process.ppid);
+				if (rc < 0)
+					break;
+			}
 		}
 		rc = emit(s, &ev);
 		break;
@@ -1070,8 +1195,7 @@ struct btr_image *btr_stream_image(struct btr_stream *s)
 
 struct btr_image *btr_stream_image_pid(struct btr_stream *s, uint32_t pid)
 {
-	(void)pid;   /* one image for now; per-process images: issue 8 */
-	return s ? s->img : NULL;
+	return s ? img_of(s, pid, 0) : NULL;
 }
 
 uint32_t btr_stream_pid_of(struct btr_stream *s, uint32_t tid)
@@ -1126,6 +1250,10 @@ void btr_stream_free(struct btr_stream *s)
 	free(s->uelfs);
 	if (s->reader)
 		btr_trace_reader_free(s->reader);
+	for (size_t i = 0; i < s->n_procs; i++)
+		if (s->procs[i].img != s->img)
+			btr_image_free(s->procs[i].img);
+	free(s->procs);
 	btr_image_free(s->img);
 	free(s);
 }

@@ -545,8 +545,70 @@ static void test_modules(void)
 	CHECK_EQ(btr_stream_new(&so, &st), -BTR_ERR_NOENT);
 }
 
+/* Per-process images: a child starts with its parent's modules, an exec
+ * empties only its own image, nothing of one process shows in another. */
+static void test_processes(void)
+{
+	char self[PATH_MAX];
+	uint64_t start, end, pgoff;
+	if (self_mapping(self, sizeof(self), &start, &end, &pgoff) < 0) {
+		CHECK(!"no executable mapping of this program in /proc/self/maps");
+		return;
+	}
+	uint64_t marker = (uint64_t)(uintptr_t)&stream_marker_fn;
+	struct btr_stream_opts so = { .sz = sizeof(so) };
+	struct btr_stream *st;
+	CHECK_EQ(btr_stream_new(&so, &st), 0);
+	struct btr_record r = { .type = BTR_REC_PROCESS };
+	r.u.process = (struct btr_rec_process){ .pid = 10, .event = BTR_PROC_START, .path = "", .args = "",
+						.detail = "" };
+	CHECK_EQ(btr_stream_record(st, &r), 0);
+	struct btr_record m = { .type = BTR_REC_MODULE_LOAD };
+	m.u.module = (struct btr_rec_module){ .pid = 10, .prot = 5, .start = start, .size = end - start,
+					      .pgoff = pgoff, .path = self };
+	CHECK_EQ(btr_stream_record(st, &m), 0);
+	struct btr_image *i10 = btr_stream_image_pid(st, 10);
+	CHECK(i10 == btr_stream_image(st));   /* the first process has the first image */
+	char sym[256];
+	btr_image_symbolize(i10, marker, sym, sizeof(sym));
+	CHECK_STR(sym, "stream_marker_fn");
+
+	/* fork: pid 11 has a copy of 10's modules, in an image of its own */
+	r.u.process.pid = 11;
+	r.u.process.ppid = 10;
+	CHECK_EQ(btr_stream_record(st, &r), 0);
+	struct btr_image *i11 = btr_stream_image_pid(st, 11);
+	CHECK(i11 && i11 != i10);
+	btr_image_symbolize(i11, marker, sym, sizeof(sym));
+	CHECK_STR(sym, "stream_marker_fn");
+	CHECK_EQ(btr_stream_pid_of(st, 11), 11);
+
+	/* exec in 11: its image is empty, 10's is untouched */
+	struct btr_record e = { .type = BTR_REC_EXEC };
+	e.u.module = (struct btr_rec_module){ .pid = 11, .path = "/new/program" };
+	CHECK_EQ(btr_stream_record(st, &e), 0);
+	uint8_t byte;
+	CHECK_EQ(btr_image_read(btr_stream_image_pid(st, 11), marker, &byte, 1), -BTR_ERR_NOMAP);
+	CHECK(btr_image_read(btr_stream_image_pid(st, 10), marker, &byte, 1) == 1);
+
+	/* a process started without a parent in the trace has nothing */
+	r.u.process.pid = 12;
+	r.u.process.ppid = 0;
+	CHECK_EQ(btr_stream_record(st, &r), 0);
+	CHECK_EQ(btr_image_read(btr_stream_image_pid(st, 12), marker, &byte, 1), -BTR_ERR_NOMAP);
+	/* an unknown pid falls back to the first image */
+	CHECK(btr_stream_image_pid(st, 999) == i10);
+	/* 11's module load goes to 11 only */
+	m.u.module.pid = 11;
+	CHECK_EQ(btr_stream_record(st, &m), 0);
+	CHECK(btr_image_read(btr_stream_image_pid(st, 11), marker, &byte, 1) == 1);
+	CHECK_EQ(btr_image_read(btr_stream_image_pid(st, 12), marker, &byte, 1), -BTR_ERR_NOMAP);
+	btr_stream_free(st);
+}
+
 int main(void)
 {
+	test_processes();
 	test_pt_bts_lbr();
 	test_many_threads();
 	test_bts_tail();

@@ -49,7 +49,16 @@ struct btr_capture_opts {
 	const char *filter;       /* flight recorder: branches kept (btr_filter_parse syntax), NULL: all */
 	int inproc;               /* in-process agent (btr-step-agent.so) instead of ptrace where it
 				   * can work; falls back to ptrace (saying why in res->mode) */
+	/* qemu: processes (docs/record.md).  Children of fork, vfork and clone
+	 * without CLONE_VM and programs started by execve are traced unless
+	 * these say otherwise; they then run untraced, which the trace says
+	 * with a PROCESS untraced record. */
+	int no_follow_fork;
+	int no_follow_exec;
+	unsigned max_processes;   /* at most this many traced processes; 0: 1000 */
 };
+
+#define BTR_CAPTURE_MAX_PROCESSES 1000
 
 /* How the recorded command ended (from waitpid), and trace statistics. */
 struct btr_capture_result {
@@ -65,6 +74,8 @@ struct btr_capture_result {
 	uint64_t branches;        /* step: branch records written */
 	int inproc;               /* step: the in-process agent traced (not ptrace) */
 	char mode[256];           /* step: how it ran ("PTRACE_SINGLESTEP (BTF ...)") */
+	uint64_t processes;       /* processes traced (the command and its descendants) */
+	uint64_t untraced;        /* processes or programs that ran untraced (PROCESS untraced records) */
 };
 
 struct btr_capture_backend {
@@ -104,9 +115,10 @@ void btr_capture_probe_backend(const struct btr_capture_backend *b, struct btr_c
 int btr_capture_auto(const struct btr_capture_backend **out, char *why, size_t why_size);
 
 /* Checks that @cmd (a path, or a name searched in PATH like execvp)
- * names an executable x86-64 ELF file and stores its path in @buf.
- * Returns 0 or -BTR_ERR_CHILD (the reason is logged: not found, not
- * executable, not x86-64 ELF). */
+ * names an executable x86-64 ELF file, or a `#!` script whose interpreter
+ * (nested ones resolved like the kernel) is one, and stores the path of
+ * @cmd in @buf.  Returns 0 or -BTR_ERR_CHILD (the reason is logged: not
+ * found, not executable, not x86-64 ELF, 32-bit, set-uid). */
 int btr_capture_check_command(const char *cmd, char *buf, size_t size);
 
 /* Probes (lib/capture/probe.c). */
@@ -136,6 +148,13 @@ int btr_qemu_find(const char *hint, char *buf, size_t size);
 /* Finds the plugin: @hint, else $BTR_QEMU_PLUGIN, else btr-qemu.so in the
  * directory of /proc/self/exe.  Returns 0 or -BTR_ERR_NOENT. */
 int btr_qemu_find_plugin(const char *hint, char *buf, size_t size);
+
+/* Checks that QEMU binary @qemu really loads TCG plugin @plugin: runs it
+ * once with the plugin (in probe mode, which does nothing) on /bin/true;
+ * the answer is kept for the life of the process.  Returns 0, or
+ * -BTR_ERR_NODEV with the reason and the remedy in @why (@why_size bytes,
+ * may be NULL). */
+int btr_qemu_probe_plugin(const char *qemu, const char *plugin, char *why, size_t why_size);
 
 #ifdef __cplusplus
 }

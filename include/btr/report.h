@@ -89,6 +89,22 @@ struct btr_report_exit {
 	const char *where;   /* "func+0xoff" of @ip, or NULL (owned by the report) */
 };
 
+/* One process of the trace (PROCESS records, or a pid named by threads
+ * of a trace without them). */
+struct btr_report_process {
+	uint32_t pid, ppid;  /* ppid 0: the recorded command (or unknown) */
+	const char *path;    /* its last program, "" if unknown (owned by the report) */
+	const char *command; /* its argv joined by spaces, "" if unknown (owned) */
+	uint64_t insns, branches;
+	uint32_t threads;
+	uint32_t execs;      /* programs it exec'd */
+	int exited;          /* an exit status is known: */
+	int32_t code;        /* exit status if @signo == 0 */
+	int32_t signo;       /* killed by this signal */
+	int untraced;        /* it ran untraced (from its start or from an exec) */
+	const char *untraced_reason; /* why, or NULL (owned by the report) */
+};
+
 struct btr_report_result {
 	const char *backend;            /* "" if unknown */
 	int has_insns;                  /* some branch carried an instruction count */
@@ -110,7 +126,10 @@ struct btr_report_result {
 	const struct btr_report_func *top_functions; size_t n_top_functions;
 	const struct btr_report_block *top_blocks; size_t n_top_blocks;
 	size_t n_functions, n_blocks;   /* distinct functions / blocks seen */
-	struct btr_report_exit exit;
+	struct btr_report_exit exit;    /* the recorded command's (first process's) exit */
+	/* Processes in the order they started; top lists cover all of them. */
+	const struct btr_report_process *processes; size_t n_processes;
+	uint64_t untraced;              /* processes / programs that ran untraced */
 };
 
 struct btr_report;

@@ -147,6 +147,11 @@ void btr_probe_qemu(struct btr_capture_probe *out)
 		say(out, false, "plugin btr-qemu.so not found next to the btr binary (set BTR_QEMU_PLUGIN)");
 		return;
 	}
+	char why[sizeof(out->reason)];
+	if (btr_qemu_probe_plugin(q, p, why, sizeof(why)) < 0) {
+		say(out, false, "%s", why);
+		return;
+	}
 	say(out, true, "%s with plugin %s", q, p);
 }
 

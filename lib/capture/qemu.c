@@ -14,6 +14,7 @@
 #include "btr/error.h"
 #include "btr/trace.h"
 #include "internal.h"
+#include "qemu_exec.h"
 #include "qemu_state.h"
 
 #include <dirent.h>
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -98,8 +100,10 @@ int btr_qemu_find_plugin(const char *hint, char *buf, size_t size)
 }
 
 /* execvp-like lookup plus the checks that let us fail before anything
- * starts: exists, executable, an x86-64 ELF file (all qemu-x86_64 runs). */
-static int resolve_cmd(const char *cmd, char *buf, size_t size)
+ * starts: exists, executable, an x86-64 ELF file or a script whose
+ * interpreter is one (all qemu-x86_64 runs).  @x (may be NULL) receives
+ * the resolution (qemu_exec.h) for @argv. */
+static int resolve_cmd(const char *cmd, char *const *argv, char *buf, size_t size, struct qx *x)
 {
 	if (strchr(cmd, '/')) {
 		snprintf(buf, size, "%s", cmd);
@@ -107,39 +111,111 @@ static int resolve_cmd(const char *cmd, char *buf, size_t size)
 		btr_err("%s: command not found", cmd);
 		return -BTR_ERR_CHILD;
 	}
-	struct stat st;
-	if (stat(buf, &st) < 0) {
-		btr_err("%s: %s", buf, strerror(errno));
-		return -BTR_ERR_CHILD;
+	struct qx *own = x ? x : malloc(sizeof(*own));
+	if (!own)
+		return -BTR_ERR_NOMEM;
+	char *one[2] = { (char *)cmd, NULL };
+	int e = qx_resolve(own, buf, argv ? argv : one);
+	int rc = 0;
+	if (e == ENOEXEC) {
+		btr_err("%s: not an x86-64 ELF executable or #! script (the qemu backend runs only those)", buf);
+		rc = -BTR_ERR_CHILD;
+	} else if (e == EACCES) {
+		btr_err("%s: not an executable file", own->path[0] ? own->path : buf);
+		rc = -BTR_ERR_CHILD;
+	} else if (e) {
+		btr_err("%s: %s", buf, strerror(e));
+		rc = -BTR_ERR_CHILD;
+	} else if (own->untraced) {
+		btr_err("%s: %s: the qemu backend runs only x86-64 programs it may trace", own->path, own->untraced);
+		rc = -BTR_ERR_CHILD;
 	}
-	if (!S_ISREG(st.st_mode) || access(buf, X_OK) < 0) {
-		btr_err("%s: not an executable file", buf);
-		return -BTR_ERR_CHILD;
+	if (rc < 0 || !x) {
+		qx_free(own);
+		if (!x)
+			free(own);
 	}
-	int fd = open(buf, O_RDONLY | O_CLOEXEC);
-	Elf64_Ehdr eh;
-	ssize_t n = fd < 0 ? -1 : read(fd, &eh, sizeof(eh));
-	if (fd >= 0)
-		close(fd);
-	if (n < (ssize_t)sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) {
-		btr_err("%s: not an x86-64 ELF executable (the qemu backend runs only those)", buf);
-		return -BTR_ERR_CHILD;
-	}
-	return 0;
+	return rc;
 }
 
 int btr_capture_check_command(const char *cmd, char *buf, size_t size)
 {
 	if (!cmd || !buf || !size)
 		return -BTR_ERR_INVAL;
-	return resolve_cmd(cmd, buf, size);
+	return resolve_cmd(cmd, NULL, buf, size, NULL);
+}
+
+/* ---- does this QEMU load plugins? ---- */
+
+static struct {
+	char qemu[PATH_MAX], plugin[PATH_MAX];
+	int rc;
+	char why[PATH_MAX + 1024];
+} probe_cache;
+
+int btr_qemu_probe_plugin(const char *qemu, const char *plugin, char *why, size_t why_size)
+{
+	if (!qemu || !plugin)
+		return -BTR_ERR_INVAL;
+	if (strcmp(probe_cache.qemu, qemu) || strcmp(probe_cache.plugin, plugin)) {
+		snprintf(probe_cache.qemu, sizeof(probe_cache.qemu), "%s", qemu);
+		snprintf(probe_cache.plugin, sizeof(probe_cache.plugin), "%s", plugin);
+		probe_cache.rc = 0;
+		probe_cache.why[0] = 0;
+		char parg[PATH_MAX + 16];
+		snprintf(parg, sizeof(parg), "%s,probe=on", plugin);
+		const char *prog = access("/bin/true", X_OK) == 0 ? "/bin/true" : "/usr/bin/true";
+		int pfd[2];
+		char out[400] = "";
+		int st = -1;
+		if (pipe2(pfd, O_CLOEXEC) == 0) {
+			pid_t pid = fork();
+			if (pid == 0) {
+				int nul = open("/dev/null", O_RDWR);
+				dup2(nul, 0);
+				dup2(pfd[1], 1);
+				dup2(pfd[1], 2);
+				execl(qemu, qemu, "-plugin", parg, prog, (char *)NULL);
+				dprintf(2, "cannot execute: %s", strerror(errno));
+				_exit(127);
+			}
+			close(pfd[1]);
+			size_t n = 0;
+			char chunk[256];
+			ssize_t k;
+			while ((k = read(pfd[0], chunk, sizeof(chunk))) > 0 || (k < 0 && errno == EINTR)) {
+				size_t take = k > 0 ? (size_t)k : 0;
+				if (take > sizeof(out) - 1 - n)
+					take = sizeof(out) - 1 - n;
+				memcpy(out + n, chunk, take);
+				n += take;
+			}
+			out[n] = 0;
+			close(pfd[0]);
+			if (pid > 0)
+				while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+					;
+		}
+		if (st != 0) {
+			out[strcspn(out, "\n")] = 0;
+			probe_cache.rc = -BTR_ERR_NODEV;
+			snprintf(probe_cache.why, sizeof(probe_cache.why),
+				 "%s cannot load TCG plugins (\"%.60s\"): use a qemu-user built with plugins "
+				 "(Debian 12's; not Debian 13's static one) through BTR_QEMU",
+				 qemu, out[0] ? out : "exit status not 0");
+		}
+	}
+	if (why && why_size)
+		snprintf(why, why_size, "%s", probe_cache.why);
+	return probe_cache.rc;
 }
 
 /* ---- signals while the command runs ---- */
 
 static volatile sig_atomic_t child_pid;
 static volatile sig_atomic_t got_signal;
+static volatile sig_atomic_t got_user;   /* the signal was sent to btr alone */
+static volatile sig_atomic_t n_signals;
 
 /* A terminal's Ctrl-C already reaches the command (same process group);
  * forward only signals sent to the recorder alone (kill from elsewhere),
@@ -148,8 +224,12 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
 	got_signal = sig;
-	if (child_pid > 0 && si && si->si_code == SI_USER && si->si_pid != child_pid)
-		kill(child_pid, sig);
+	n_signals++;
+	if (si && si->si_code == SI_USER && si->si_pid != child_pid) {
+		got_user = 1;
+		if (child_pid > 0)
+			kill(child_pid, sig);
+	}
 }
 
 static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
@@ -160,10 +240,48 @@ struct plugin_exit {
 	int have;
 	uint32_t tid;
 	uint64_t ip, boundary;
+	int32_t code;
 };
 
-static int copy_plugin_trace(const char *path, struct btr_trace_writer *w,
-			     struct btr_capture_result *res, struct plugin_exit *px)
+/* What the recorder knows about each process's end. */
+struct proc {
+	uint32_t pid;
+	int waited, wst;             /* reaped by the recorder: waitpid status */
+	int observed;                /* reaped by a traced parent (its wait4) */
+	int32_t ocode, osigno;
+	int listed;                  /* has a trace of its own */
+	struct plugin_exit px;       /* its last program's plugin exit */
+};
+
+struct ptab {
+	struct proc *p;
+	size_t n, cap;
+};
+
+static struct proc *ptab_get(struct ptab *t, uint32_t pid)
+{
+	for (size_t i = t->n; i-- > 0;)
+		if (t->p[i].pid == pid)
+			return &t->p[i];
+	if (t->n == t->cap) {
+		size_t nc = t->cap ? t->cap * 2 : 64;
+		struct proc *np = realloc(t->p, nc * sizeof(*np));
+		if (!np)
+			return NULL;
+		t->p = np;
+		t->cap = nc;
+	}
+	struct proc *p = &t->p[t->n++];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	return p;
+}
+
+/* Copies the records of process @pid's plugin trace @path.  Exit records
+ * are kept back (the recorder writes the real ones at the end): its own
+ * goes to @px, a traced parent's observation of a child to @tab. */
+static int copy_plugin_trace(const char *path, struct btr_trace_writer *w, struct btr_capture_result *res,
+			     uint32_t pid, struct ptab *tab, struct plugin_exit *px)
 {
 	struct btr_trace_reader *r;
 	struct btr_record rec;
@@ -173,13 +291,29 @@ static int copy_plugin_trace(const char *path, struct btr_trace_writer *w,
 	while ((rc = btr_trace_read(r, &rec)) == 0) {
 		switch (rec.type) {
 		case BTR_REC_PROCESS_EXIT:
-			px->have = 1;
-			px->tid = rec.u.exit.tid;
-			px->ip = rec.u.exit.ip;
-			px->boundary = rec.u.exit.addr;
-			continue;   /* the recorder writes the real one */
+			if (rec.u.exit.pid == pid) {
+				px->have = 1;
+				px->tid = rec.u.exit.tid;
+				px->ip = rec.u.exit.ip;
+				px->boundary = rec.u.exit.addr;
+				px->code = rec.u.exit.code;
+			} else {
+				struct proc *c = ptab_get(tab, rec.u.exit.pid);
+				if (c) {
+					c->observed = 1;
+					c->ocode = rec.u.exit.code;
+					c->osigno = rec.u.exit.signo;
+				}
+			}
+			continue;
 		case BTR_REC_MACHINE:
 			continue;
+		case BTR_REC_PROCESS:
+			if (rec.u.process.event == BTR_PROC_START && rec.u.process.pid == pid)
+				res->processes++;
+			if (rec.u.process.event == BTR_PROC_UNTRACED)
+				res->untraced++;
+			break;
 		case BTR_REC_THREAD_START:
 			res->threads++;
 			break;
@@ -201,8 +335,8 @@ static int copy_plugin_trace(const char *path, struct btr_trace_writer *w,
 	btr_trace_reader_free(r);
 	if (rc == -BTR_ERR_EOS)
 		return 0;
-	/* A plugin killed in the middle leaves a file cut inside a chunk:
-	 * every complete chunk has been copied. */
+	/* A plugin killed in the middle (or replaced by exec) leaves a file
+	 * cut inside a chunk: every complete chunk has been copied. */
 	btr_debug("%s: plugin trace incomplete (%s); kept what was complete", path, btr_errstr(rc));
 	return 0;
 }
@@ -217,7 +351,7 @@ static int is_sync_signal(int sig)
  * exec): finish every thread from the shared state file, mapped at the
  * plugin's address so that its pointers stay valid (qemu_state.h). */
 static int salvage_state(const char *path, struct btr_trace_writer *w, struct btr_capture_result *res,
-			 struct plugin_exit *px, const char *gt)
+			 int signo, struct plugin_exit *px, const char *gt)
 {
 	struct qs_hdr h;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -266,7 +400,7 @@ static int salvage_state(const char *path, struct btr_trace_writer *w, struct bt
 		struct qs_end e;
 		if (btr_pt_enc_size(&t->enc) + PT_SLACK > PT_BUF)
 			continue;   /* inconsistent: never happens for a sane state */
-		qs_finish_thread(qh, t, t == self && is_sync_signal(res->signo), &e);
+		qs_finish_thread(qh, t, t == self && is_sync_signal(signo), &e);
 		if (gt && t->gt && qs_owns(qh, t->gt) && t->gt_n <= GT_BUF) {
 			/* The ground-truth entries the plugin had not written. */
 			if (e.unlog && t->gt_n && t->gt[t->gt_n - 1] == e.unlog)
@@ -324,74 +458,201 @@ static void remove_dir(const char *dir)
 	rmdir(dir);
 }
 
-/* The plugin's finished file, else the temporary file of a plugin that
- * did not get to finish it. */
-static int find_plugin_file(const char *dir, char *buf, size_t size)
+/* One process's files in the temporary directory: pSTEM.btr (or the
+ * writer's pSTEM.btr.tmp.* of a plugin that did not finish it) and its
+ * state sSTEM; STEM = "monotonic-ns.pid" sorts in start order. */
+struct pfile {
+	char stem[48];
+	char name[300];    /* the trace file's name */
+	uint32_t pid;
+};
+
+static int pfile_cmp(const void *a, const void *b)
 {
-	snprintf(buf, size, "%s/plugin.btr", dir);
-	if (access(buf, R_OK) == 0)
-		return 0;
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int rc = -BTR_ERR_NOENT;
-	if (!d)
-		return rc;
-	while ((e = readdir(d))) {
-		if (!strncmp(e->d_name, "plugin.btr.tmp.", 15) &&
-		    (size_t)snprintf(buf, size, "%s/%s", dir, e->d_name) < size) {
-			rc = 0;
-			break;
-		}
-	}
-	closedir(d);
-	return rc;
+	return strcmp(((const struct pfile *)a)->stem, ((const struct pfile *)b)->stem);
 }
 
+static int list_plugin_files(const char *dir, struct pfile **out, size_t *n_out)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	struct pfile *v = NULL;
+	size_t n = 0, cap = 0;
+	if (!d)
+		return -BTR_ERR_IO;
+	while ((e = readdir(d))) {
+		const char *dot = strstr(e->d_name, ".btr");
+		size_t sl = dot ? (size_t)(dot - e->d_name) - 1 : 0;
+		if (e->d_name[0] != 'p' || !dot || sl == 0 || sl >= sizeof(v->stem) ||
+		    strlen(e->d_name) >= sizeof(v->name))
+			continue;
+		if (dot[4] && strncmp(dot + 4, ".tmp.", 5))
+			continue;
+		size_t i;
+		for (i = 0; i < n; i++)   /* a finished file wins over a temporary one */
+			if (!strncmp(v[i].stem, e->d_name + 1, sl) && !v[i].stem[sl])
+				break;
+		if (i < n) {
+			if (!dot[4])
+				snprintf(v[i].name, sizeof(v[i].name), "%s", e->d_name);
+			continue;
+		}
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			struct pfile *nv = realloc(v, nc * sizeof(*nv));
+			if (!nv) {
+				free(v);
+				closedir(d);
+				return -BTR_ERR_NOMEM;
+			}
+			v = nv;
+			cap = nc;
+		}
+		memcpy(v[n].stem, e->d_name + 1, sl);
+		v[n].stem[sl] = 0;
+		snprintf(v[n].name, sizeof(v[n].name), "%s", e->d_name);
+		const char *pd = strchr(v[n].stem, '.');
+		v[n].pid = pd ? (uint32_t)strtoul(pd + 1, NULL, 10) : 0;
+		n++;
+	}
+	closedir(d);
+	if (n)
+		qsort(v, n, sizeof(*v), pfile_cmp);
+	*out = v;
+	*n_out = n;
+	return 0;
+}
+
+/* Ctrl-C or a kill reached the recorder: pass it to every traced process
+ * that would not get it otherwise (another process group, e.g. a daemon
+ * after setsid, or all of them when the signal was meant for btr alone).
+ * Only processes still running QEMU (@qemu) are signalled, so that a pid
+ * reused by an unrelated program is left alone. */
+static void forward_signal(const char *dir, const char *qemu, int sig, int to_all, pid_t skip)
+{
+	struct pfile *v;
+	size_t n;
+	char rq[PATH_MAX];
+	if (!realpath(qemu, rq) || list_plugin_files(dir, &v, &n) < 0)
+		return;
+	pid_t grp = getpgrp();
+	for (size_t i = 0; i < n; i++) {
+		char link[64], exe[PATH_MAX];
+		snprintf(link, sizeof(link), "/proc/%u/exe", v[i].pid);
+		ssize_t k = readlink(link, exe, sizeof(exe) - 1);
+		if (k <= 0)
+			continue;
+		exe[k] = 0;
+		if (strcmp(exe, rq) || (pid_t)v[i].pid == skip || (!to_all && getpgid((pid_t)v[i].pid) == grp))
+			continue;
+		kill((pid_t)v[i].pid, sig);
+	}
+	free(v);
+}
+
+static int write_exits(struct btr_trace_writer *w, struct ptab *tab, uint32_t root, struct btr_capture_result *res)
+{
+	for (size_t i = 0; i < tab->n; i++) {
+		struct proc *p = &tab->p[i];
+		if (!p->listed)
+			continue;
+		struct btr_record rec = { .type = BTR_REC_PROCESS_EXIT };
+		rec.u.exit.pid = p->pid;
+		rec.u.exit.tid = p->px.have ? p->px.tid : p->pid;
+		/* Best source first: our own waitpid, a traced parent's wait4,
+		 * the plugin's exit callback (exit_group only). */
+		if (p->waited) {
+			rec.u.exit.code = WIFEXITED(p->wst) ? WEXITSTATUS(p->wst) : 0;
+			rec.u.exit.signo = WIFSIGNALED(p->wst) ? WTERMSIG(p->wst) : 0;
+		} else if (p->observed) {
+			rec.u.exit.code = p->ocode;
+			rec.u.exit.signo = p->osigno;
+		} else if (p->px.have && p->px.code >= 0) {
+			rec.u.exit.code = p->px.code;
+		} else {
+			continue;   /* nobody saw it end */
+		}
+		if (rec.u.exit.signo && p->px.have) {
+			/* A synchronous signal hit the instruction the plugin saw
+			 * start last; an asynchronous one arrived between blocks. */
+			rec.u.exit.ip = is_sync_signal(rec.u.exit.signo) ? p->px.ip : p->px.boundary;
+			if (p->pid == root)
+				res->crash_ip = rec.u.exit.ip;
+		}
+		int rc = btr_trace_write(w, &rec);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
 
 int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_result *res)
 {
-	char qemu[PATH_MAX], plugin[PATH_MAX], cmd[PATH_MAX], dir[PATH_MAX], pfile[PATH_MAX + 32];
+	char qemu[PATH_MAX], plugin[PATH_MAX], cmd[PATH_MAX], dir[PATH_MAX], pfile[2 * PATH_MAX];
 	char gt[PATH_MAX] = "";
 	struct btr_trace_writer *w = NULL;
+	struct qx *x = NULL;
+	struct ptab tab = { 0 };
+	struct pfile *files = NULL;
+	size_t n_files = 0;
+	char **args = NULL;
 	int rc;
 
 	if (!opts || !opts->output || !opts->argv || !opts->argv[0] || !res)
 		return -BTR_ERR_INVAL;
 	memset(res, 0, sizeof(*res));
-	if ((rc = resolve_cmd(opts->argv[0], cmd, sizeof(cmd))) < 0)
+#define OPT(f) (opts->sz >= offsetof(struct btr_capture_opts, f) + sizeof(opts->f) ? opts->f : 0)
+	unsigned max_procs = OPT(max_processes) ? OPT(max_processes) : BTR_CAPTURE_MAX_PROCESSES;
+	int follow_fork = !OPT(no_follow_fork), follow_exec = !OPT(no_follow_exec);
+#undef OPT
+	if (!(x = malloc(sizeof(*x))))
+		return -BTR_ERR_NOMEM;
+	if ((rc = resolve_cmd(opts->argv[0], opts->argv, cmd, sizeof(cmd), x)) < 0) {
+		free(x);
 		return rc;
+	}
 	if (btr_qemu_find(opts->qemu, qemu, sizeof(qemu)) < 0) {
 		btr_err("qemu-x86_64 not found (install qemu-user or set BTR_QEMU)");
-		return -BTR_ERR_NODEV;
+		rc = -BTR_ERR_NODEV;
+		goto out_x;
 	}
 	if (btr_qemu_find_plugin(opts->plugin, plugin, sizeof(plugin)) < 0) {
 		btr_err("btr-qemu.so not found next to the btr binary (set BTR_QEMU_PLUGIN)");
-		return -BTR_ERR_NODEV;
+		rc = -BTR_ERR_NODEV;
+		goto out_x;
+	}
+	char why[PATH_MAX + 1024];
+	if ((rc = btr_qemu_probe_plugin(qemu, plugin, why, sizeof(why))) < 0) {
+		btr_err("%s", why);
+		goto out_x;
 	}
 	if (opts->ground_truth) {
-		/* The plugin opens it; resolve it here so a relative path means
-		 * the same thing and an unwritable one fails before the start. */
+		/* Every process appends to it; resolve it here so a relative
+		 * path means the same thing and an unwritable one fails before
+		 * the start. */
 		int fd = open(opts->ground_truth, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 		if (fd < 0) {
 			rc = btr_err_from_errno(errno);
 			btr_err("%s: %s", opts->ground_truth, strerror(errno));
-			return rc;
+			goto out_x;
 		}
 		close(fd);
 		if (!realpath(opts->ground_truth, gt)) {
 			btr_err("%s: %s", opts->ground_truth, strerror(errno));
-			return -BTR_ERR_IO;
+			rc = -BTR_ERR_IO;
+			goto out_x;
 		}
 	}
 	if (strchr(plugin, ',') || strchr(gt, ',')) {
 		btr_err("paths given to the QEMU plugin must not contain ','");
-		return -BTR_ERR_INVAL;
+		rc = -BTR_ERR_INVAL;
+		goto out_x;
 	}
 
 	struct btr_trace_writer_opts wo = { .sz = sizeof(wo), .compress = opts->compress };
 	if ((rc = btr_trace_writer_new(opts->output, &wo, &w)) < 0) {
 		btr_err("%s: cannot create: %s", opts->output, btr_errstr(rc));
-		return rc;
+		goto out_x;
 	}
 	const char *tmp = getenv("TMPDIR");
 	snprintf(dir, sizeof(dir), "%s/btr-record-XXXXXX", tmp && *tmp && !strchr(tmp, ',') ? tmp : "/tmp");
@@ -399,37 +660,55 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		rc = btr_err_from_errno(errno);
 		btr_err("%s: cannot create a temporary directory: %s", dir, strerror(errno));
 		btr_trace_writer_abort(w);
-		return rc;
+		goto out_x;
 	}
+	/* The process counter every plugin instance shares (--max-processes). */
+	snprintf(pfile, sizeof(pfile), "%s/count", dir);
+	int cfd = open(pfile, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (cfd < 0 || ftruncate(cfd, 4096) < 0) {
+		rc = btr_err_from_errno(errno);
+		btr_err("%s: %s", pfile, strerror(errno));
+		if (cfd >= 0)
+			close(cfd);
+		goto fail;
+	}
+	close(cfd);
 
-	char parg[6 * PATH_MAX + 128];
-	snprintf(parg, sizeof(parg), "%s,out=%s/plugin.btr,state=%s/state,retcomp=%s%s%s", plugin, dir, dir,
-		 opts->no_retcomp ? "off" : "on", gt[0] ? ",gt=" : "", gt);
-	size_t argc = 0;
-	while (opts->argv[argc])
-		argc++;
-	char **args = calloc(argc + 5, sizeof(char *));
+	char parg[6 * PATH_MAX + 160];
+	snprintf(parg, sizeof(parg), "%s,dir=%s,retcomp=%s,fork=%s,exec=%s,max=%u%s%s", plugin, dir,
+		 opts->no_retcomp ? "off" : "on", follow_fork ? "on" : "off", follow_exec ? "on" : "off", max_procs,
+		 gt[0] ? ",gt=" : "", gt);
+	args = calloc((size_t)x->argc + 8, sizeof(char *));
 	if (!args) {
-		btr_trace_writer_abort(w);
-		remove_dir(dir);
-		return -BTR_ERR_NOMEM;
+		rc = -BTR_ERR_NOMEM;
+		goto fail;
 	}
-	args[0] = qemu;
-	args[1] = "-plugin";
-	args[2] = parg;
-	args[3] = cmd;
-	for (size_t i = 1; i < argc; i++)
-		args[3 + i] = opts->argv[i];
+	size_t k = 0;
+	args[k++] = qemu;
+	args[k++] = "-plugin";
+	args[k++] = parg;
+	args[k++] = "-0";
+	args[k++] = x->argv[0];
+	args[k++] = x->path;
+	for (int i = 1; i < x->argc; i++)
+		args[k++] = x->argv[i];
 
 	struct sigaction sa, old[BTR_ARRAY_SIZE(fwd_signals)];
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_signal;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sa.sa_flags = SA_SIGINFO;   /* no SA_RESTART: the wait loop must see EINTR */
 	sigemptyset(&sa.sa_mask);
 	got_signal = 0;
+	got_user = 0;
+	n_signals = 0;
 	child_pid = 0;
 	for (size_t i = 0; i < BTR_ARRAY_SIZE(fwd_signals); i++)
 		sigaction(fwd_signals[i], &sa, &old[i]);
+	/* Processes whose parent exits first (double-fork daemons) are
+	 * re-parented to us, so we see them end and know their status. */
+	int was_subreaper = 0;
+	prctl(PR_GET_CHILD_SUBREAPER, &was_subreaper);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 
 	/* A close-on-exec pipe tells the parent whether exec worked. */
 	int pfd[2];
@@ -465,14 +744,44 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	while (got < 0 && errno == EINTR);
 	close(pfd[0]);
 
-	int st = 0;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
+	/* Wait until the whole tree has ended: every process we can reap. */
+	int root_st = 0, forwarded = 0, killed = 0;
+	for (;;) {
+		int st;
+		pid_t p = waitpid(-1, &st, 0);
+		if (p > 0) {
+			struct proc *pr = ptab_get(&tab, (uint32_t)p);
+			if (pr) {
+				pr->waited = 1;
+				pr->wst = st;
+			}
+			if (p == pid) {
+				root_st = st;
+				child_pid = 0;
+			}
+			continue;
+		}
+		if (errno == EINTR) {
+			if (got_signal && forwarded != got_signal) {
+				forwarded = got_signal;
+				/* on_signal already passed a kill to CMD itself */
+				forward_signal(dir, qemu, got_signal, got_user, got_user ? pid : 0);
+			}
+			if (n_signals >= 2 && !killed) {
+				/* A second Ctrl-C: what ignores the first (a shell's
+				 * background jobs ignore SIGINT) ends now; the trace
+				 * keeps everything up to there. */
+				killed = 1;
+				forward_signal(dir, qemu, SIGKILL, 1, 0);
+			}
+			continue;
+		}
+		break;   /* ECHILD: nothing left */
+	}
 	child_pid = 0;
+	prctl(PR_SET_CHILD_SUBREAPER, was_subreaper);
 	for (size_t i = 0; i < BTR_ARRAY_SIZE(fwd_signals); i++)
 		sigaction(fwd_signals[i], &old[i], NULL);
-	free(args);
-	args = NULL;
 	res->interrupted = got_signal != 0;
 	if (got > 0) {
 		btr_err("%s: cannot execute: %s", qemu, strerror(child_errno));
@@ -480,9 +789,9 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		goto fail;
 	}
 
-	res->exited = WIFEXITED(st);
-	res->code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
-	res->signo = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+	res->exited = WIFEXITED(root_st);
+	res->code = WIFEXITED(root_st) ? WEXITSTATUS(root_st) : 0;
+	res->signo = WIFSIGNALED(root_st) ? WTERMSIG(root_st) : 0;
 
 	struct btr_record rec = { .type = BTR_REC_MACHINE };
 	struct btr_rec_machine *m = &rec.u.machine;
@@ -493,39 +802,48 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	if ((rc = btr_trace_write(w, &rec)) < 0)
 		goto fail;
 
-	struct plugin_exit px = { 0 };
-	if (find_plugin_file(dir, pfile, sizeof(pfile)) < 0) {
+	if ((rc = list_plugin_files(dir, &files, &n_files)) < 0)
+		goto fail;
+	if (!n_files) {
 		btr_err("%s did not run the plugin %s (exit status %d)", qemu, plugin,
 			res->exited ? res->code : 128 + res->signo);
 		rc = -BTR_ERR_CHILD;
 		goto fail;
 	}
-	if ((rc = copy_plugin_trace(pfile, w, res, &px)) < 0) {
-		btr_err("%s: %s", pfile, btr_errstr(rc));
-		goto fail;
-	}
-	if (!px.have) {
-		char sfile[PATH_MAX + 16];
-		snprintf(sfile, sizeof(sfile), "%s/state", dir);
-		if ((rc = salvage_state(sfile, w, res, &px, gt[0] ? gt : NULL)) < 0) {
-			btr_err("%s: %s", opts->output, btr_errstr(rc));
+	for (size_t i = 0; i < n_files; i++) {
+		struct pfile *f = &files[i];
+		struct proc *pr = ptab_get(&tab, f->pid);
+		if (!pr) {
+			rc = -BTR_ERR_NOMEM;
 			goto fail;
 		}
+		pr->listed = 1;
+		/* The last program of this pid ends the process; an earlier
+		 * one ended in its execve (a system call, no signal). */
+		int last = 1;
+		for (size_t j = i + 1; j < n_files; j++)
+			last &= files[j].pid != f->pid;
+		struct plugin_exit px = { 0 };
+		snprintf(pfile, sizeof(pfile), "%s/%s", dir, f->name);
+		if ((rc = copy_plugin_trace(pfile, w, res, f->pid, &tab, &px)) < 0) {
+			btr_err("%s: %s", pfile, btr_errstr(rc));
+			goto fail;
+		}
+		pr = ptab_get(&tab, f->pid);   /* the table may have moved */
+		if (!px.have) {
+			int signo = !last ? 0 : pr->waited ? (WIFSIGNALED(pr->wst) ? WTERMSIG(pr->wst) : 0)
+					      : pr->observed ? pr->osigno : 0;
+			snprintf(pfile, sizeof(pfile), "%s/s%s", dir, f->stem);
+			if ((rc = salvage_state(pfile, w, res, signo, &px, gt[0] ? gt : NULL)) < 0) {
+				btr_err("%s: %s", opts->output, btr_errstr(rc));
+				goto fail;
+			}
+			px.code = -1;
+		}
+		if (last)
+			pr->px = px;
 	}
-
-	memset(&rec, 0, sizeof(rec));
-	rec.type = BTR_REC_PROCESS_EXIT;
-	rec.u.exit.pid = (uint32_t)pid;
-	rec.u.exit.tid = px.have ? px.tid : (uint32_t)pid;
-	rec.u.exit.code = res->exited ? res->code : 0;
-	rec.u.exit.signo = res->signo;
-	if (res->signo && px.have) {
-		/* A synchronous signal hit the instruction the plugin saw start
-		 * last; an asynchronous one arrived between two blocks. */
-		rec.u.exit.ip = is_sync_signal(res->signo) ? px.ip : px.boundary;
-		res->crash_ip = rec.u.exit.ip;
-	}
-	if ((rc = btr_trace_write(w, &rec)) < 0)
+	if ((rc = write_exits(w, &tab, (uint32_t)pid, res)) < 0)
 		goto fail;
 	rc = btr_trace_writer_close(w);
 	w = NULL;
@@ -534,16 +852,27 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		goto fail;
 	}
 	remove_dir(dir);
+	free(files);
+	free(tab.p);
+	free(args);
+	qx_free(x);
+	free(x);
 	return 0;
 
 fail_restore:
+	prctl(PR_SET_CHILD_SUBREAPER, was_subreaper);
 	for (size_t i = 0; i < BTR_ARRAY_SIZE(fwd_signals); i++)
 		sigaction(fwd_signals[i], &old[i], NULL);
 	btr_err("cannot start %s: %s", qemu, btr_errstr(rc));
 fail:
 	free(args);
+	free(files);
+	free(tab.p);
 	if (w)
 		btr_trace_writer_abort(w);
 	remove_dir(dir);
+out_x:
+	qx_free(x);
+	free(x);
 	return rc;
 }

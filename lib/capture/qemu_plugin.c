@@ -5,12 +5,31 @@
  * defines BTR_QEMU_PLUGIN_BUILD); inside libbtr this file is empty.
  *
  * Arguments (-plugin btr-qemu.so,ARG=VAL,...):
- *   out=PATH      the .btr file the plugin writes (module map, threads, PT)
+ *   dir=DIR       where each process writes its trace, pSTEM.btr (module
+ *                 map, threads, PT, process records), and its shared state
+ *                 file sSTEM (qemu_state.h) that lets `btr record` finish
+ *                 the trace when QEMU dies without an exit callback; STEM
+ *                 is "monotonic-ns.pid", so names sort in start order
  *   gt=PATH       optional ground-truth log: every executed instruction
- *                 address per thread (debugging aid, slow)
+ *                 address per thread (debugging aid, slow), appended to by
+ *                 every process
  *   retcomp=on|off  PT return compression (default on)
- *   state=PATH    shared state file (qemu_state.h) that lets `btr record`
- *                 finish the trace when QEMU dies without an exit callback
+ *   fork=on|off   follow fork/vfork/clone without CLONE_VM (default on)
+ *   exec=on|off   follow execve (default on)
+ *   max=N         at most N traced processes (DIR/count counts them)
+ *   execd=1       this QEMU was started by the plugin for a guest execve
+ *   probe=on      load and do nothing (`btr info` checks plugin support)
+ *
+ * Processes (docs/record.md).  A guest fork is a host fork of QEMU: the
+ * child inherits this plugin with all its memory, including the MAP_SHARED
+ * state file, so at the fork's system call entry the plugin writes a
+ * private copy of the state (fork_prepare) which the child maps over the
+ * same address when the call returns 0 there (fork_child); the child then
+ * opens its own trace and says so with a PROCESS start record.  A guest
+ * execve would run the new program natively: the plugin resolves it like
+ * the kernel (qemu_exec.h) and itself execs qemu-x86_64 with the same
+ * plugin on it (follow_exec); a program it cannot trace is recorded as a
+ * PROCESS untraced record and QEMU's own execve runs it natively.
  *
  * How the flow is reconstructed.  At translation time every TB gets a
  * struct tbinfo: its instruction addresses and the classification of its
@@ -46,17 +65,22 @@
  */
 #ifdef BTR_QEMU_PLUGIN_BUILD
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -67,6 +91,7 @@
 #include "btr/trace.h"
 #include <Zydis/Zydis.h>
 
+#include "qemu_exec.h"
 #include "qemu_plugin_api.h"
 #include "qemu_state.h"
 
@@ -89,10 +114,28 @@ static struct {
 	uint32_t pid;
 	struct thr *thr[MAX_VCPUS];
 	struct qs_hdr *qs;             /* shared state file (qemu_state.h) */
-	struct mod { uint64_t start, size; char *path; } mods[1024];
+	struct mod { uint64_t start, size, pgoff; uint32_t prot; char *path; } mods[1024];
 	unsigned n_mods;
 	uint32_t parent[MAX_VCPUS];
-} g = { .lock = PTHREAD_MUTEX_INITIALIZER, .gt_fd = -1, .retcomp = 1 };
+	/* processes */
+	const char *dir;
+	char gt_path[PATH_MAX];
+	int follow_fork, follow_exec, execd;
+	uint64_t max_procs;
+	uint64_t *count;               /* DIR/count, shared by every process */
+	int off;                       /* this process runs untraced (see fork_child) */
+	int announced_proc;            /* the PROCESS record is written */
+	uint32_t ppid;                 /* parent pid for the START record, 0: root */
+	char exe[PATH_MAX];            /* the guest program */
+	char *args;                    /* its argv, packed (qx_pack_args) */
+	size_t args_len;
+	char qemu[PATH_MAX];           /* /proc/self/exe: for following exec */
+	char plugarg[4 * PATH_MAX];    /* "SO,ARGS..." for the next QEMU */
+	int fork_fd;                   /* fork_prepare's private state copy */
+	char fork_path[PATH_MAX];
+	unsigned fork_seq;
+} g = { .lock = PTHREAD_MUTEX_INITIALIZER, .gt_fd = -1, .retcomp = 1, .follow_fork = 1,
+	.follow_exec = 1, .fork_fd = -1 };
 
 static uint32_t gettid_(void) { return (uint32_t)syscall(SYS_gettid); }
 
@@ -150,7 +193,7 @@ static void write_rec(const struct btr_record *r)
 	pthread_mutex_unlock(&g.lock);
 }
 
-static void add_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot)
+static void write_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot)
 {
 	struct btr_record r = { .type = BTR_REC_MODULE_LOAD };
 	r.u.module.pid = g.pid;
@@ -162,11 +205,18 @@ static void add_module(const char *path, uint64_t start, uint64_t size, uint64_t
 	int n = btr_elf_build_id(path, r.u.module.build_id, sizeof(r.u.module.build_id));
 	r.u.module.build_id_len = n > 0 ? (uint8_t)n : 0;
 	write_rec(&r);
+}
+
+static void add_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot)
+{
+	write_module(path, start, size, pgoff, prot);
 	pthread_mutex_lock(&g.lock);
 	if (g.n_mods < sizeof(g.mods) / sizeof(g.mods[0])) {
 		struct mod *m = &g.mods[g.n_mods];
 		m->start = start;
 		m->size = size;
+		m->pgoff = pgoff;
+		m->prot = prot;
 		if ((m->path = strdup(path)))
 			g.n_mods++;
 	}
@@ -279,10 +329,12 @@ static void gt_flush(struct thr *t)
 {
 	if (!t->gt || !t->gt_n || g.gt_fd < 0)
 		return;
+	/* One writev on an O_APPEND file: every process appends to the same
+	 * log, and a block must not be split by another's. */
 	struct { uint32_t magic, tid; uint64_t n; } h = { GT_MAGIC, t->tid, t->gt_n };
+	struct iovec iov[2] = { { &h, sizeof(h) }, { t->gt, t->gt_n * 8 } };
 	pthread_mutex_lock(&g.lock);
-	if (write(g.gt_fd, &h, sizeof(h)) != (ssize_t)sizeof(h) ||
-	    write(g.gt_fd, t->gt, t->gt_n * 8) != (ssize_t)(t->gt_n * 8)) {
+	if (writev(g.gt_fd, iov, 2) != (ssize_t)(sizeof(h) + t->gt_n * 8)) {
 		close(g.gt_fd);
 		g.gt_fd = -1;
 	}
@@ -517,8 +569,12 @@ static void resolve(struct thr *t, struct tbinfo *p, uint64_t started, uint64_t 
 
 static void read_maps(uint64_t first_pc);
 
+static void announce_process(void);
+
 static __attribute__((noinline)) struct thr *thr_first(unsigned vcpu, uint64_t pc)
 {
+	if (!g.announced_proc)
+		announce_process();
 	if (!g.exe_mapped)
 		read_maps(pc);
 	return thr_get(vcpu);
@@ -551,8 +607,11 @@ static void tb_exec(unsigned vcpu, void *ud)
 	struct thr *t = g.thr[vcpu];
 	uint64_t pc = cur->pc;
 
-	if (UNLIKELY(!t))
+	if (UNLIKELY(!t)) {
+		if (g.off)
+			return;
 		t = thr_first(vcpu, pc);
+	}
 
 	struct tbinfo *p = t->prev;
 	if (LIKELY(p != NULL)) {
@@ -600,6 +659,8 @@ done:
 
 static void gt_insn(unsigned vcpu, void *ud)
 {
+	if (UNLIKELY(g.off))
+		return;
 	struct thr *t = thr_get(vcpu);
 	uint64_t ip = (uint64_t)(uintptr_t)ud;
 	int rep = (int)(ip >> 63);
@@ -675,7 +736,7 @@ static int may_stop(const uint8_t *bytes, size_t len, uint64_t va)
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t n = qemu_plugin_tb_n_insns(tb);
-	if (!n)
+	if (!n || g.off)
 		return;
 	/* QEMU 7.2 lists an instruction that crosses into the next page as
 	 * the last of the TB, with only its bytes on the first page, but
@@ -843,9 +904,441 @@ static int guest_read(uint64_t addr, void *buf, size_t len)
 	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
 }
 
+/* ---- processes ---- */
+
+static uint8_t forking[MAX_VCPUS];   /* the pending system call is a fork */
+static int fork_fd[MAX_VCPUS];       /* fork_prepare's copy of the state, + 1 */
+static unsigned fork_seq[MAX_VCPUS];
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Opens this process's trace DIR/pSTEM.btr; its state file is created
+ * (@state_from NULL) or is @state_from renamed to DIR/sSTEM.  Returns 0
+ * or -1. */
+static int proc_open(const char *state_from)
+{
+	char stem[64], path[PATH_MAX];
+	snprintf(stem, sizeof(stem), "%020llu.%u", (unsigned long long)now_ns(), g.pid);
+	snprintf(path, sizeof(path), "%s/s%s", g.dir, stem);
+	if (state_from) {
+		if (rename(state_from, path) < 0)
+			return -1;
+	} else if (g.qs == NULL && qs_create(path) < 0) {
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/p%s.btr", g.dir, stem);
+	struct btr_trace_writer_opts o = { .sz = sizeof(o), .compress = 0, .no_sync = 1 };
+	return btr_trace_writer_new(path, &o, &g.w) < 0 ? -1 : 0;
+}
+
+static void write_process(uint32_t event, int32_t reason, const char *detail, const char *path,
+			  const char *args, size_t args_len)
+{
+	struct btr_record r = { .type = BTR_REC_PROCESS };
+	r.u.process.pid = g.pid;
+	r.u.process.ppid = event == BTR_PROC_START ? g.ppid : 0;
+	r.u.process.event = event;
+	r.u.process.reason = reason;
+	r.u.process.path = path ? path : g.exe;
+	r.u.process.args = args ? args : g.args ? g.args : "";
+	r.u.process.args_len = (uint32_t)(args ? args_len : g.args ? g.args_len : 0);
+	if (r.u.process.args_len > BTR_TRACE_MAX_STRING)
+		r.u.process.args_len = 0;
+	r.u.process.detail = detail ? detail : "";
+	write_rec(&r);
+}
+
+/* The guest's argv from our own command line, which `btr record` or
+ * follow_exec built: qemu [options] BINARY ARGS, "-0 ARGV0" among the
+ * options replacing BINARY as argv[0]. */
+static void read_cmdline(void)
+{
+	static const char *const with_value[] = { "-plugin", "-0", "-L", "-E", "-U", "-cpu", "-s", "-R",
+						  "-B", "-d", "-D", "-p", "-r", "-g", "-trace", "-dfilter" };
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	ssize_t k;
+	while (buf && (k = read(fd, buf + n, cap - n)) > 0) {
+		n += (size_t)k;
+		if (n == cap) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	if (!buf)
+		return;
+	size_t i = strlen(buf) + 1;   /* skip argv[0] */
+	const char *argv0 = NULL;
+	while (i < n && buf[i] == '-') {
+		const char *o = buf + i;
+		i += strlen(o) + 1;
+		for (size_t j = 0; j < sizeof(with_value) / sizeof(with_value[0]); j++) {
+			if (!strcmp(o, with_value[j]) && i < n) {
+				if (!strcmp(o, "-0"))
+					argv0 = buf + i;
+				i += strlen(buf + i) + 1;
+				break;
+			}
+		}
+	}
+	if (i >= n) {
+		free(buf);
+		return;
+	}
+	const char *bin = buf + i;
+	size_t rest = strlen(bin) + 1;
+	size_t a0 = argv0 ? strlen(argv0) + 1 : rest;
+	g.args = malloc(n - i - rest + a0);
+	if (g.args) {
+		memcpy(g.args, argv0 ? argv0 : bin, a0);
+		memcpy(g.args + a0, bin + rest, n - i - rest);
+		g.args_len = a0 + n - i - rest;
+	}
+	free(buf);
+}
+
+/* The first TB: say what runs.  A QEMU started by follow_exec continues
+ * a process: EXEC drops the old program's modules. */
+static void announce_process(void)
+{
+	g.announced_proc = 1;
+	const char *bin = qemu_plugin_path_to_binary();
+	snprintf(g.exe, sizeof(g.exe), "%s", bin ? bin : "");
+	read_cmdline();
+	if (g.execd) {
+		write_process(BTR_PROC_EXEC, 0, NULL, NULL, NULL, 0);
+		struct btr_record r = { .type = BTR_REC_EXEC };
+		r.u.module.pid = g.pid;
+		r.u.module.path = g.exe;
+		write_rec(&r);
+	} else {
+		write_process(BTR_PROC_START, 0, NULL, NULL, NULL, 0);
+	}
+}
+
+/* Parent, at the fork's entry: a private copy of the state for the
+ * child, taken before the parent runs on and changes it.  Other threads'
+ * states and the PT and ground-truth buffers are left out (holes): the
+ * child has one thread, and starts its streams afresh. */
+static void fork_prepare(unsigned vcpu, struct thr *t)
+{
+	fork_fd[vcpu] = 0;
+	if (!g.qs || !g.dir)
+		return;
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/f%u.%u", g.dir, t->tid, ++fork_seq[vcpu]);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	uint64_t used = g.qs->used < g.qs->size ? g.qs->used : g.qs->size;
+	uint32_t n = g.qs->n_thr;
+	if (n > sizeof(g.qs->thr) / sizeof(g.qs->thr[0]))
+		n = sizeof(g.qs->thr) / sizeof(g.qs->thr[0]);
+	struct { uint64_t lo, hi; } *skip = malloc((2 * (size_t)n + 1) * sizeof(*skip));
+	size_t ns = 0;
+	uint64_t base = (uint64_t)(uintptr_t)g.qs;
+	for (uint32_t i = 0; skip && i < n; i++) {
+		struct thr *x = g.qs->thr[i];
+		if (!qs_owns(g.qs, x))
+			continue;
+		uint64_t a = (uint64_t)(uintptr_t)x;
+		if (x == t)
+			a = (uint64_t)(uintptr_t)x->buf;
+		skip[ns].lo = a - base;
+		skip[ns++].hi = (uint64_t)(uintptr_t)(x + 1) - base;
+		if (x->gt && qs_owns(g.qs, x->gt)) {
+			skip[ns].lo = (uint64_t)(uintptr_t)x->gt - base;
+			skip[ns].hi = skip[ns].lo + GT_BUF * sizeof(uint64_t);
+			ns++;
+		}
+	}
+	/* Insertion sort: a handful of threads. */
+	for (size_t i = 1; i < ns; i++)
+		for (size_t j = i; j > 0 && skip[j].lo < skip[j - 1].lo; j--) {
+			__typeof__(*skip) tmp = skip[j];
+			skip[j] = skip[j - 1];
+			skip[j - 1] = tmp;
+		}
+	int ok = ftruncate(fd, (off_t)g.qs->size) == 0;
+	uint64_t at = 0;
+	for (size_t i = 0; ok && i <= ns; i++) {
+		uint64_t end = i < ns ? skip[i].lo : used;
+		if (end > used)
+			end = used;
+		while (ok && at < end) {
+			ssize_t w = pwrite(fd, (uint8_t *)g.qs + at, end - at, (off_t)at);
+			ok = w > 0;
+			at += w > 0 ? (uint64_t)w : 0;
+		}
+		if (i < ns && skip[i].hi > at)
+			at = skip[i].hi;
+	}
+	free(skip);
+	if (!ok) {
+		close(fd);
+		unlink(path);
+		return;
+	}
+	fork_fd[vcpu] = fd + 1;
+}
+
+/* Parent, after the fork returned: the copy is the child's now. */
+static void fork_parent_done(unsigned vcpu, struct thr *t, int64_t ret)
+{
+	if (!fork_fd[vcpu])
+		return;
+	close(fork_fd[vcpu] - 1);
+	fork_fd[vcpu] = 0;
+	if (ret < 0) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/f%u.%u", g.dir, t->tid, fork_seq[vcpu]);
+		unlink(path);
+	}
+}
+
+static char off_detail[96];
+
+/* Child, when the fork returned 0: a new process with its own state,
+ * trace and PROCESS start record; or untraced (--no-follow-fork,
+ * --max-processes reached, a parent that is untraced), which is said in
+ * a trace of its own holding only the START and UNTRACED records. */
+static void fork_child(unsigned vcpu)
+{
+	struct thr *t = g.off ? NULL : g.thr[vcpu];
+	uint32_t ptid = t ? t->tid : 0;
+	char fpath[PATH_MAX] = "";
+	int fd = fork_fd[vcpu] - 1;
+	fork_fd[vcpu] = 0;
+	if (fd >= 0)
+		snprintf(fpath, sizeof(fpath), "%s/f%u.%u", g.dir, ptid, fork_seq[vcpu]);
+	/* Another thread of the parent may have held the lock at the fork;
+	 * it does not exist here. */
+	pthread_mutex_init(&g.lock, NULL);
+	g.ppid = g.pid;
+	g.pid = (uint32_t)getpid();
+	/* The parent's writer shares the parent's file: drop it unclosed. */
+	g.w = NULL;
+	g.announced_proc = 1;
+	uint64_t n = g.count ? __atomic_add_fetch(g.count, 1, __ATOMIC_SEQ_CST) : 0;
+	if (!g.off && !g.follow_fork)
+		snprintf(off_detail, sizeof(off_detail), "--no-follow-fork");
+	else if (!g.off && g.max_procs && n > g.max_procs)
+		snprintf(off_detail, sizeof(off_detail), "--max-processes %llu reached",
+			 (unsigned long long)g.max_procs);
+	else if (!g.off && (fd < 0 || !g.qs ||
+			    mmap(g.qs, QS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, fd,
+				 0) != (void *)g.qs))
+		snprintf(off_detail, sizeof(off_detail), "cannot copy the plugin state");
+	else if (!g.off)
+		off_detail[0] = 0;
+	if (fd >= 0)
+		close(fd);
+	if (g.off || off_detail[0]) {
+		/* Nothing of the parent's state may be touched again: a
+		 * private zeroed mapping takes the shared one's place. */
+		if (fpath[0])
+			unlink(fpath);
+		if (g.qs && !g.off)
+			mmap(g.qs, QS_SIZE, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+		g.off = 1;
+		for (unsigned i = 0; i < MAX_VCPUS; i++)
+			g.thr[i] = NULL;
+		if (g.dir && proc_open(NULL) == 0) {
+			int err = strstr(off_detail, "max-processes") ? -BTR_ERR_LIMIT : -BTR_ERR_UNSUPPORTED;
+			write_process(BTR_PROC_START, 0, NULL, NULL, NULL, 0);
+			write_process(BTR_PROC_UNTRACED, err, off_detail, NULL, NULL, 0);
+			btr_trace_writer_close(g.w);
+			g.w = NULL;
+		}
+		return;
+	}
+	g.qs->pid = g.pid;
+	if (proc_open(fpath) < 0) {
+		g.off = 1;
+		return;
+	}
+	for (unsigned i = 0; i < MAX_VCPUS; i++)
+		if (i != vcpu)
+			g.thr[i] = NULL;
+	write_process(BTR_PROC_START, 0, NULL, NULL, NULL, 0);
+	for (unsigned i = 0; i < g.n_mods; i++)
+		write_module(g.mods[i].path, g.mods[i].start, g.mods[i].size, g.mods[i].pgoff, g.mods[i].prot);
+	if (!t)
+		return;
+	/* The same thread, a new stream in a new process. */
+	t->tid = gettid_();
+	t->parent = ptid;
+	t->flushed = 0;
+	t->last_psb = 0;
+	t->tnt_bits = 0;
+	t->tnt_n = 0;
+	t->rs_n = 0;
+	t->pend_at = NULL;
+	t->gt_n = 0;
+	t->done = 0;
+	t->enabled = 0;
+	t->prev = NULL;
+	btr_pt_enc_init(&t->enc, t->buf, sizeof(t->buf));
+	update_check(t);
+	announce(t);
+}
+
+/* Copies a NUL-terminated guest string (NULL if unreadable). */
+static char *guest_strdup(uint64_t addr)
+{
+	size_t cap = 256, n = 0;
+	char *s = malloc(cap);
+	while (s) {
+		if (n == cap) {
+			char *ns = cap < (1u << 20) ? realloc(s, cap * 2) : NULL;
+			if (!ns)
+				break;
+			s = ns;
+			cap *= 2;
+		}
+		/* Byte-wise reads cross page ends safely; strings are short. */
+		if (guest_read(addr + n, s + n, 1) < 0)
+			break;
+		if (!s[n])
+			return s;
+		n++;
+	}
+	free(s);
+	return NULL;
+}
+
+static void free_strv(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* A guest NULL-terminated array of strings, copied; NULL if unreadable. */
+static char **guest_strv(uint64_t addr)
+{
+	size_t cap = 16, n = 0;
+	char **v = calloc(cap, sizeof(char *));
+	while (v && addr) {
+		uint64_t p;
+		if (guest_read(addr + 8 * n, &p, 8) < 0)
+			break;
+		if (n + 1 >= cap) {
+			char **nv = cap < 65536 ? realloc(v, cap * 2 * sizeof(char *)) : NULL;
+			if (!nv)
+				break;
+			v = nv;
+			cap *= 2;
+		}
+		if (!p) {
+			v[n] = NULL;
+			return v;
+		}
+		if (!(v[n] = guest_strdup(p)))
+			break;
+		v[++n] = NULL;
+	}
+	free_strv(v);
+	return addr ? NULL : calloc(1, sizeof(char *));
+}
+
+/* Guest execve(@a1, @a2, @a3) by thread @t: run the new program under
+ * QEMU with this plugin again, so tracing continues; or record why it
+ * runs untraced.  Returns only if QEMU's own execve is to run (it then
+ * fails with the guest's errno, or runs the untraceable program). */
+static void follow_exec(struct thr *t, uint64_t a1, uint64_t a2, uint64_t a3)
+{
+	char *path = guest_strdup(a1);
+	char **argv = guest_strv(a2), **envp = guest_strv(a3);
+	struct qx *x = malloc(sizeof(*x));
+	if (path) {
+		/* The host's /proc/self/exe is QEMU: the guest means its program. */
+		char self[64];
+		snprintf(self, sizeof(self), "/proc/%u/exe", g.pid);
+		char real[PATH_MAX];
+		if ((!strcmp(path, "/proc/self/exe") || !strcmp(path, self)) && g.exe[0]) {
+			free(path);
+			path = strdup(realpath(g.exe, real) ? real : g.exe);
+		}
+	}
+	if (!path || !argv || !envp || !x || qx_resolve(x, path, argv) != 0)
+		goto out;
+	char packed[8192];
+	size_t plen = qx_pack_args(x->argv, x->argc, packed, sizeof(packed));
+	const char *why = x->untraced ? x->untraced : !g.follow_exec ? "--no-follow-exec" : NULL;
+	/* Everything of this thread so far must reach the file before the
+	 * process image goes; other threads are finished from the state
+	 * file by `btr record`. */
+	pt_flush(t);
+	gt_flush(t);
+	if (why) {
+		write_process(BTR_PROC_UNTRACED, x->untraced ? x->untraced_err : -BTR_ERR_UNSUPPORTED, why, x->path,
+			      packed, plen);
+		goto out;
+	}
+	pthread_mutex_lock(&g.lock);
+	if (g.w)
+		btr_trace_flush(g.w);
+	pthread_mutex_unlock(&g.lock);
+	char **qa = calloc((size_t)x->argc + 8, sizeof(char *));
+	if (qa) {
+		size_t k = 0;
+		qa[k++] = g.qemu;
+		qa[k++] = "-plugin";
+		qa[k++] = g.plugarg;
+		qa[k++] = "-0";
+		qa[k++] = x->argv[0];
+		qa[k++] = x->path;
+		for (int i = 1; i < x->argc; i++)
+			qa[k++] = x->argv[i];
+		qa[k] = NULL;
+		execve(g.qemu, qa, envp);
+		free(qa);
+	}
+out:
+	if (x)
+		qx_free(x);
+	free(x);
+	free(path);
+	free_strv(argv);
+	free_strv(envp);
+}
+
+static int is_fork_call(int64_t num, uint64_t a1)
+{
+	if (num == SYS_fork || num == SYS_vfork)
+		return 1;
+	/* QEMU turns CLONE_VFORK into a plain fork (posix_spawn's clone). */
+	if (num == SYS_clone)
+		return !(a1 & CLONE_VM) || (a1 & CLONE_VFORK);
+#ifdef SYS_clone3
+	if (num == SYS_clone3) {
+		uint64_t flags;
+		return guest_read(a1, &flags, 8) == 0 && (!(flags & CLONE_VM) || (flags & CLONE_VFORK));
+	}
+#endif
+	return 0;
+}
+
 static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t a1, uint64_t a2,
 		       uint64_t a3, uint64_t a4, uint64_t a5, uint64_t a6, uint64_t a7, uint64_t a8)
 {
+	forking[vcpu] = (uint8_t)is_fork_call(num, a1);
+	if (g.off)
+		return;
 	struct thr *t = thr_get(vcpu);
 	ensure_space(t);
 	if (t->prev) {
@@ -869,6 +1362,7 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t
 		}
 		break;
 	case SYS_munmap:
+	case SYS_wait4:
 		t->mm_nr = num;
 		break;
 	default:
@@ -900,31 +1394,12 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t
 		g.exit_called = 1;
 		g.exit_code = (int64_t)a1;
 		break;
-	case SYS_execve: {
-		char path[PATH_MAX];
-		size_t k = 0;
-		while (k < sizeof(path) - 1 && guest_read(a1 + k, &path[k], 1) == 0 && path[k])
-			k++;
-		path[k] = 0;
-		if (k && access(path, X_OK) == 0) {
-			/* QEMU runs the new program natively: tracing ends here. */
-			struct btr_record r = { .type = BTR_REC_EXEC };
-			r.u.module.pid = g.pid;
-			r.u.module.path = path;
-			write_rec(&r);
-			for (unsigned i = 0; i < MAX_VCPUS; i++)
-				if (g.thr[i]) {
-					pt_flush(g.thr[i]);
-					gt_flush(g.thr[i]);
-				}
-			pthread_mutex_lock(&g.lock);
-			if (g.w)
-				btr_trace_flush(g.w);
-			pthread_mutex_unlock(&g.lock);
-		}
+	case SYS_execve:
+		follow_exec(t, a1, a2, a3);
 		break;
-	}
 	default:
+		if (forking[vcpu] && g.follow_fork)
+			fork_prepare(vcpu, t);
 		break;
 	}
 	(void)a7; (void)a8;
@@ -932,10 +1407,34 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t
 
 static void syscall_ret_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, int64_t ret)
 {
+	if (forking[vcpu]) {
+		forking[vcpu] = 0;
+		if (ret == 0) {
+			fork_child(vcpu);
+			return;
+		}
+		if (!g.off)
+			fork_parent_done(vcpu, g.thr[vcpu], ret);
+	}
+	if (g.off)
+		return;
 	struct thr *t = thr_get(vcpu);
 	if (t->mm_nr != num)
 		return;
 	t->mm_nr = -1;
+	if (num == SYS_wait4 && ret > 0 && t->mm_a[1]) {
+		/* The parent saw a child end: its status, for `btr record`
+		 * (which cannot wait for grandchildren). */
+		int st;
+		if (guest_read(t->mm_a[1], &st, sizeof(st)) == 0 && (WIFEXITED(st) || WIFSIGNALED(st))) {
+			struct btr_record r = { .type = BTR_REC_PROCESS_EXIT };
+			r.u.exit.pid = (uint32_t)ret;
+			r.u.exit.code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
+			r.u.exit.signo = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+			write_rec(&r);
+		}
+		return;
+	}
 	if (num == SYS_mmap && ret >= 0 && (uint64_t)ret < (1ull << 56))
 		add_module(t->mm_path, (uint64_t)ret, t->mm_a[1], t->mm_a[5], (uint32_t)t->mm_a[2]);
 	else if (num == SYS_munmap && ret == 0)
@@ -950,6 +1449,8 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned vcpu)
 		qemu_plugin_outs("btr: too many threads\n");
 		abort();
 	}
+	if (g.off)
+		return;
 	/* linux-user creates the CPU of a new thread in the parent thread. */
 	g.parent[vcpu] = vcpu ? gettid_() : 0;
 	struct thr *old = g.thr[vcpu];
@@ -966,7 +1467,7 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned vcpu)
 
 static void vcpu_exit(qemu_plugin_id_t id, unsigned vcpu)
 {
-	struct thr *t = vcpu < MAX_VCPUS ? g.thr[vcpu] : NULL;
+	struct thr *t = vcpu < MAX_VCPUS && !g.off ? g.thr[vcpu] : NULL;
 	if (!t)
 		return;
 	thread_end(t, 0);
@@ -982,6 +1483,8 @@ static void vcpu_exit(qemu_plugin_id_t id, unsigned vcpu)
  * signal (QEMU's dump_core_and_abort), with the other vcpus stopped. */
 static void at_exit(qemu_plugin_id_t id, void *ud)
 {
+	if (g.off)
+		return;
 	uint32_t self = gettid_();
 	struct btr_record ex = { .type = BTR_REC_PROCESS_EXIT };
 	ex.u.exit.pid = g.pid;
@@ -1016,49 +1519,83 @@ static void at_exit(qemu_plugin_id_t id, void *ud)
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 					   int argc, char **argv)
 {
-	const char *out = NULL, *gt = NULL, *state = NULL;
+	const char *gt = NULL;
 	if (info->system_emulation) {
 		qemu_plugin_outs("btr: the plugin supports linux-user mode only\n");
 		return -1;
 	}
+	Dl_info dl;
+	if (!dladdr((void *)qemu_plugin_install, &dl) || !dl.dli_fname) {
+		qemu_plugin_outs("btr: cannot find the plugin's own path\n");
+		return -1;
+	}
+	size_t pl = (size_t)snprintf(g.plugarg, sizeof(g.plugarg), "%s", dl.dli_fname);
 	for (int i = 0; i < argc; i++) {
-		if (!strncmp(argv[i], "out=", 4))
-			out = argv[i] + 4;
+		uint64_t v;
+		if (!strcmp(argv[i], "probe=on"))
+			return 0;   /* `btr info`: the plugin loads, that is all */
+		if (!strncmp(argv[i], "dir=", 4))
+			g.dir = argv[i] + 4;
 		else if (!strncmp(argv[i], "gt=", 3))
 			gt = argv[i] + 3;
-		else if (!strncmp(argv[i], "state=", 6))
-			state = argv[i] + 6;
 		else if (!strcmp(argv[i], "retcomp=off") || !strcmp(argv[i], "retcomp=0"))
 			g.retcomp = 0;
 		else if (!strcmp(argv[i], "retcomp=on") || !strcmp(argv[i], "retcomp=1"))
 			g.retcomp = 1;
+		else if (!strcmp(argv[i], "fork=on") || !strcmp(argv[i], "fork=off"))
+			g.follow_fork = argv[i][6] == 'n';
+		else if (!strcmp(argv[i], "exec=on") || !strcmp(argv[i], "exec=off"))
+			g.follow_exec = argv[i][6] == 'n';
+		else if (!strcmp(argv[i], "execd=1"))
+			g.execd = 1;
+		else if (sscanf(argv[i], "max=%" SCNu64, &v) == 1)
+			g.max_procs = v;
 		else {
 			qemu_plugin_outs("btr: unknown plugin argument\n");
 			return -1;
 		}
+		if (strcmp(argv[i], "execd=1"))
+			pl += (size_t)snprintf(g.plugarg + pl, pl < sizeof(g.plugarg) ? sizeof(g.plugarg) - pl : 0,
+					       ",%s", argv[i]);
 	}
-	if (!out) {
-		qemu_plugin_outs("btr: plugin argument out=PATH is required\n");
+	pl += (size_t)snprintf(g.plugarg + pl, pl < sizeof(g.plugarg) ? sizeof(g.plugarg) - pl : 0, ",execd=1");
+	if (!g.dir || pl >= sizeof(g.plugarg)) {
+		qemu_plugin_outs("btr: plugin argument dir=PATH is required\n");
 		return -1;
 	}
+	ssize_t k = readlink("/proc/self/exe", g.qemu, sizeof(g.qemu) - 1);
+	if (k <= 0) {
+		qemu_plugin_outs("btr: cannot read /proc/self/exe\n");
+		return -1;
+	}
+	g.qemu[k] = 0;
 	g.pid = (uint32_t)getpid();
 	if (!ZYAN_SUCCESS(ZydisDecoderInit(&zdec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64))) {
 		qemu_plugin_outs("btr: cannot initialize Zydis\n");
 		return -1;
 	}
-	if (state && qs_create(state) < 0) {
-		qemu_plugin_outs("btr: cannot create the state file\n");
-		return -1;
+	char cpath[PATH_MAX];
+	snprintf(cpath, sizeof(cpath), "%s/count", g.dir);
+	int cfd = open(cpath, O_RDWR | O_CLOEXEC);
+	if (cfd >= 0) {
+		void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
+		close(cfd);
+		if (m != MAP_FAILED)
+			g.count = m;
 	}
-	struct btr_trace_writer_opts o = { .sz = sizeof(o), .compress = 0 };
-	if (btr_trace_writer_new(out, &o, &g.w) < 0) {
-		qemu_plugin_outs("btr: cannot create the plugin trace file\n");
+	if (g.count && !g.execd)
+		__atomic_add_fetch(g.count, 1, __ATOMIC_SEQ_CST);
+	if (proc_open(NULL) < 0) {
+		qemu_plugin_outs("btr: cannot create the plugin trace or state file\n");
 		return -1;
 	}
 	if (gt) {
-		g.gt_fd = open(gt, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		/* Appended to by every process (gt_flush); `btr record`
+		 * truncated it before the start. */
+		snprintf(g.gt_path, sizeof(g.gt_path), "%s", gt);
+		g.gt_fd = open(gt, O_WRONLY | O_APPEND | O_CLOEXEC);
 		if (g.gt_fd < 0) {
-			qemu_plugin_outs("btr: cannot create the ground-truth file\n");
+			qemu_plugin_outs("btr: cannot open the ground-truth file\n");
 			return -1;
 		}
 	}

@@ -45,6 +45,7 @@ static void usage(FILE *f)
 		"  --filter EXPR              with --branches: print only branches matching EXPR\n"
 		"                             (jcc,near_ret,user,...: docs/branch-kinds.md)\n"
 		"  -j, --jobs N               decode in N threads, split at PSBs (not with --insn)\n"
+		"  --pid PID, --tid TID       .btr / perf.data: only process PID / thread TID\n"
 		"Event lines ([enable ...], [disable ...], [gap ...], [overflow ...]) start with '['.\n"
 		"  -h, --help                 this help\n");
 }
@@ -268,8 +269,8 @@ static int btr_insn_cb(void *ctx, uint32_t tid, uint64_t ip, const struct btr_in
 {
 	struct btr_ctx *c = ctx;
 	btr_thread_mark(c, tid);
-	if (c->s)
-		c->o->img = btr_stream_image(c->s);
+	if (c->s)   /* each process has its own image */
+		c->o->img = btr_stream_image_pid(c->s, btr_stream_pid_of(c->s, tid));
 	return print_insn(c->o, ip, in);
 }
 
@@ -295,11 +296,11 @@ static int btr_event_cb(void *ctx, const struct btr_stream_event *ev)
 	return 0;
 }
 
-static int decode_btr(const char *path, const struct btr_stream_elf *elfs, unsigned n_elfs,
+static int decode_btr(const char *path, const struct btr_stream_elf *elfs, unsigned n_elfs, uint32_t pid, uint32_t tid,
 		      struct out_ctx *o, int mode, struct btr_ptflow_stats *st)
 {
 	struct btr_ctx c = { .o = o, .st = st, .mode = mode == 0 ? 0 : mode };
-	struct btr_stream_opts so = { .sz = sizeof(so), .elfs = elfs, .n_elfs = n_elfs,
+	struct btr_stream_opts so = { .sz = sizeof(so), .elfs = elfs, .n_elfs = n_elfs, .pid = pid, .tid = tid,
 				      .branch = btr_branch_cb, .event = btr_event_cb, .ctx = &c };
 	struct btr_stream *s;
 	if (mode == 1)
@@ -327,7 +328,7 @@ static int decode_btr(const char *path, const struct btr_stream_elf *elfs, unsig
 int cmd_pt_decode(int argc, char **argv)
 {
 	enum { O_ELF = 256, O_RAW, O_CPU, O_NORET, O_FILTER, O_INSN, O_BRANCHES, O_STAT, O_DISASM,
-	       O_FORMAT, O_MTC, O_CPUID15, O_BFILTER };
+	       O_FORMAT, O_MTC, O_CPUID15, O_BFILTER, O_PID, O_TID };
 	static const struct option opts[] = {
 		{ "elf", required_argument, NULL, O_ELF },
 		{ "raw", required_argument, NULL, O_RAW },
@@ -343,6 +344,8 @@ int cmd_pt_decode(int argc, char **argv)
 		{ "cpuid15", required_argument, NULL, O_CPUID15 },
 		{ "filter", required_argument, NULL, O_BFILTER },
 		{ "jobs", required_argument, NULL, 'j' },
+		{ "pid", required_argument, NULL, O_PID },
+		{ "tid", required_argument, NULL, O_TID },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -355,6 +358,7 @@ int cmd_pt_decode(int argc, char **argv)
 	char *elf_paths[64];
 	unsigned n_elfs = 0;
 	unsigned jobs = 1;
+	uint32_t sel_pid = 0, sel_tid = 0;
 	int ret = EXIT_OK;
 
 	if (btr_image_new(&img)) {
@@ -470,6 +474,17 @@ int cmd_pt_decode(int argc, char **argv)
 			cfg.mtc_freq = (uint8_t)v;
 			break;
 		}
+		case O_PID:
+		case O_TID: {
+			uint64_t v;
+			if (cli_parse_u64(optarg, &v) < 0 || v == 0 || v > UINT32_MAX) {
+				ret = cli_usage_error(cmd, "bad --%s '%s' (a positive number)", c == O_PID ? "pid" : "tid",
+						      optarg);
+				goto out;
+			}
+			*(c == O_PID ? &sel_pid : &sel_tid) = (uint32_t)v;
+			break;
+		}
 		case O_BFILTER:
 			if (btr_filter_parse(optarg, &bfilter)) {
 				ret = cli_usage_error(cmd, "bad --filter '%s' (terms: docs/branch-kinds.md)", optarg);
@@ -560,9 +575,14 @@ int cmd_pt_decode(int argc, char **argv)
 	struct btr_ptflow_stats st = { 0 };
 	double t0 = now_s();
 	int is_btr = size >= 8 && !memcmp(buf, "BTRTRACE", 8);
-	if (is_btr) {
-		ret = decode_btr(path, elfs, n_elfs, &oc, mode == O_BRANCHES ? 0 : mode == O_INSN ? 1 : 2, &st);
-	} else if (size >= 8 && btr_perf_probe(buf, size)) {
+	int is_perf = !is_btr && size >= 8 && btr_perf_probe(buf, size);
+	if (!is_btr && !is_perf && (sel_pid || sel_tid)) {
+		ret = cli_usage_error(cmd, "--pid/--tid need a .btr or perf.data trace");
+	} else if (is_btr || (is_perf && (sel_pid || sel_tid))) {
+		/* perf.data through the stream too when a process or thread is
+		 * selected: the stream knows which thread is whose. */
+		ret = decode_btr(path, elfs, n_elfs, sel_pid, sel_tid, &oc, mode == O_BRANCHES ? 0 : mode == O_INSN ? 1 : 2, &st);
+	} else if (is_perf) {
 		ret = decode_perf(path, img, &cfg, &cb, &st, have_cpu);
 	} else if (!memmem(buf ? buf : (const uint8_t *)"", size, "\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82", 16)) {
 		/* Raw PT decoding starts at a PSB; without one nothing can be

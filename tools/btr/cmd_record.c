@@ -22,6 +22,12 @@ static void usage(FILE *f)
 		   "      --ground-truth FILE  qemu: also log every executed instruction address per\n"
 		   "                         thread into FILE (debugging aid, slow; docs/record.md)\n"
 		   "  -z, --compress LEVEL   zstd-compress the trace (1..19, default 0: none)\n"
+		   "      --no-follow        trace only CMD's first program: children and exec'd\n"
+		   "                         programs run untraced (= both options below)\n"
+		   "      --no-follow-fork   children (fork, vfork, clone without CLONE_VM) run untraced\n"
+		   "      --no-follow-exec   a program started by execve runs untraced\n"
+		   "      --max-processes N  trace at most N processes (default %u); later ones run\n"
+		   "                         untraced and the trace says how many\n"
 		   "step backend (trap-flag tracing with ptrace; docs/record.md):\n"
 		   "  -p, --pid PID          attach to running process PID (all its threads); detach\n"
 		   "                         at the end of --duration or on Ctrl-C, leaving it running\n"
@@ -37,12 +43,16 @@ static void usage(FILE *f)
 		   "                         main thread only; static programs, -p and --start fall\n"
 		   "                         back to ptrace (said on stderr)\n"
 		   "  -q, --quiet            do not say which backend was chosen\n"
-		   "  -h, --help             this help\n");
+		   "  -h, --help             this help\n"
+		   "qemu follows the whole process tree: every process started by CMD, including\n"
+		   "ones that outlive their parent, until all have exited (docs/record.md).\n",
+		   BTR_CAPTURE_MAX_PROCESSES);
 }
 
 int cmd_record(int argc, char **argv)
 {
-	enum { OPT_NORETCOMP = 256, OPT_GT, OPT_DURATION, OPT_START, OPT_STOP, OPT_RING, OPT_FILTER, OPT_INPROC };
+	enum { OPT_NORETCOMP = 256, OPT_GT, OPT_DURATION, OPT_START, OPT_STOP, OPT_RING, OPT_FILTER, OPT_INPROC,
+	       OPT_NOFOLLOW, OPT_NOFORK, OPT_NOEXEC, OPT_MAXPROC };
 	static const struct option lo[] = {
 		{ "backend", required_argument, NULL, 'b' },
 		{ "output", required_argument, NULL, 'o' },
@@ -57,6 +67,10 @@ int cmd_record(int argc, char **argv)
 		{ "ring", required_argument, NULL, OPT_RING },
 		{ "filter", required_argument, NULL, OPT_FILTER },
 		{ "inproc", no_argument, NULL, OPT_INPROC },
+		{ "no-follow", no_argument, NULL, OPT_NOFOLLOW },
+		{ "no-follow-fork", no_argument, NULL, OPT_NOFORK },
+		{ "no-follow-exec", no_argument, NULL, OPT_NOEXEC },
+		{ "max-processes", required_argument, NULL, OPT_MAXPROC },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -104,6 +118,14 @@ int cmd_record(int argc, char **argv)
 			break;
 		}
 		case OPT_INPROC: inproc = 1; break;
+		case OPT_NOFOLLOW: o.no_follow_fork = o.no_follow_exec = 1; break;
+		case OPT_NOFORK: o.no_follow_fork = 1; break;
+		case OPT_NOEXEC: o.no_follow_exec = 1; break;
+		case OPT_MAXPROC:
+			if (cli_parse_u64(optarg, &v) < 0 || v == 0 || v > 1000000)
+				return cli_usage_error("record", "bad --max-processes '%s' (1..1000000)", optarg);
+			o.max_processes = (unsigned)v;
+			break;
 		case 'h': usage(stdout); return EXIT_OK;
 		default: return cli_usage_error("record", "unknown option");
 		}
@@ -161,6 +183,9 @@ int cmd_record(int argc, char **argv)
 	if (!strcmp(b->name, "step") && !quiet)
 		fprintf(stderr, "btr: step: %s; %llu steps, %llu branches\n", res.mode,
 			(unsigned long long)res.steps, (unsigned long long)res.branches);
+	if (res.untraced && !quiet)
+		fprintf(stderr, "btr: %llu processes, %llu of them (or programs they ran) untraced (btr report says which)\n",
+			(unsigned long long)res.processes, (unsigned long long)res.untraced);
 	if (res.interrupted && !quiet)
 		fprintf(stderr, "btr: interrupted; trace %s finalized\n", o.output);
 	if (!res.exited)

@@ -155,11 +155,88 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 		}
 		fputc('}', f);
 	}
+	fprintf(f, ",\n  \"untraced\": %" PRIu64 ",\n  \"processes\": [", res->untraced);
+	for (size_t i = 0; i < res->n_processes; i++) {
+		const struct btr_report_process *p = &res->processes[i];
+		fprintf(f, "%s\n    {\"pid\": %" PRIu32 ", \"ppid\": %" PRIu32 ", \"path\": ", i ? "," : "", p->pid,
+			p->ppid);
+		cli_json_str(f, p->path);
+		fprintf(f, ", \"command\": ");
+		cli_json_str(f, p->command);
+		fprintf(f, ", \"instructions\": %" PRIu64 ", \"branches\": %" PRIu64 ", \"threads\": %" PRIu32
+			   ", \"execs\": %" PRIu32, p->insns, p->branches, p->threads, p->execs);
+		if (p->exited && p->signo) {
+			fprintf(f, ", \"signal\": %" PRId32 ", \"signal_name\": ", p->signo);
+			cli_json_str(f, sig_name(p->signo));
+		} else if (p->exited) {
+			fprintf(f, ", \"exit_code\": %" PRId32, p->code);
+		}
+		fprintf(f, ", \"untraced\": %s", p->untraced ? "true" : "false");
+		if (p->untraced_reason) {
+			fprintf(f, ", \"untraced_reason\": ");
+			cli_json_str(f, p->untraced_reason);
+		}
+		fputc('}', f);
+	}
+	fprintf(f, "%s]", res->n_processes ? "\n  " : "");
 	fprintf(f, ",\n  \"stats\": {\"records\": %" PRIu64 ", \"pt_bytes\": %" PRIu64 ", \"bts_bytes\": %" PRIu64
 		   ", \"lbr_snapshots\": %" PRIu64 ", \"filtered\": %" PRIu64 ", \"modules_missing\": %u"
 		   ", \"buildid_mismatch\": %u}\n}\n",
 		st->records, st->pt_bytes, st->bts_bytes, st->lbr_snapshots, st->filtered, st->modules_missing,
 		st->buildid_mismatch);
+}
+
+#define TEXT_PROCESSES 64   /* processes listed in the text report */
+
+/* Prints process @i and its descendants (start order), indented by depth. */
+static void print_proc_tree(FILE *f, const struct btr_report_result *res, size_t i, unsigned depth,
+			    unsigned char *done, size_t *shown, int has_insns)
+{
+	const struct btr_report_process *p = &res->processes[i];
+	done[i] = 1;
+	if (*shown < TEXT_PROCESSES) {
+		(*shown)++;
+		fprintf(f, "  %*spid %" PRIu32, (int)(2 * (depth < 16 ? depth : 16)), "", p->pid);
+		if (p->ppid)
+			fprintf(f, " (ppid %" PRIu32 ")", p->ppid);
+		fprintf(f, " %s", p->command[0] ? p->command : p->path[0] ? p->path : "?");
+		fputs(":", f);
+		if (has_insns)
+			fprintf(f, " %" PRIu64 " instructions,", p->insns);
+		fprintf(f, " %" PRIu64 " branches", p->branches);
+		if (p->threads > 1)
+			fprintf(f, ", %" PRIu32 " threads", p->threads);
+		if (p->exited && p->signo)
+			fprintf(f, ", killed by %s", sig_name(p->signo));
+		else if (p->exited)
+			fprintf(f, ", exit %" PRId32, p->code);
+		if (p->untraced)
+			fprintf(f, ", untraced (%s)", p->untraced_reason ? p->untraced_reason : "?");
+		fputc('\n', f);
+	}
+	for (size_t j = i + 1; j < res->n_processes; j++)
+		if (!done[j] && res->processes[j].ppid == p->pid)
+			print_proc_tree(f, res, j, depth + 1, done, shown, has_insns);
+}
+
+static void print_processes(FILE *f, const struct btr_report_result *res)
+{
+	if (!res->n_processes)
+		return;
+	fprintf(f, "processes:    %zu", res->n_processes);
+	if (res->untraced)
+		fprintf(f, " (%" PRIu64 " untraced)", res->untraced);
+	fputc('\n', f);
+	unsigned char *done = calloc(res->n_processes, 1);
+	if (!done)
+		return;
+	size_t shown = 0;
+	for (size_t i = 0; i < res->n_processes; i++)
+		if (!done[i])
+			print_proc_tree(f, res, i, 0, done, &shown, res->has_insns);
+	if (res->n_processes > shown)
+		fprintf(f, "  ... %zu more (--format json lists all)\n", res->n_processes - shown);
+	free(done);
 }
 
 static void print_text(FILE *f, const char *file, const struct btr_report_result *res,
@@ -265,6 +342,7 @@ static void print_text(FILE *f, const char *file, const struct btr_report_result
 	} else {
 		fprintf(f, "exit:         (not recorded)\n");
 	}
+	print_processes(f, res);
 
 	const char *by = res->rank_by_insns ? "instructions" : "branches";
 	uint64_t total = res->rank_by_insns ? res->insns : res->branches;

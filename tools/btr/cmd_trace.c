@@ -12,8 +12,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: btr trace dump [-v] [-x] FILE\n"
-		"       btr trace info [--format text|json] FILE\n"
+		"Usage: btr trace dump [-v] [-x] [--pid PID] [--tid TID] FILE\n"
+		"       btr trace info [--format text|json] [--pid PID] [--tid TID] FILE\n"
 		"Look inside a .btr trace (or perf.data file).\n\n"
 		"  dump   one line per record: type name and fields; PT/BTS data records\n"
 		"         show tid, cpu, stream offset and size\n"
@@ -21,7 +21,10 @@ static void usage(FILE *f)
 		"    -x, --hex       also hex-dump PT/BTS data bytes\n"
 		"  info   summary: records per type, PT/BTS/LBR bytes, threads, modules,\n"
 		"         backend, compression, completeness\n"
-		"    --format json   print one JSON object instead of text\n\n"
+		"    --format json   print one JSON object instead of text\n"
+		"  --pid PID         only the records of process PID (and the machine record)\n"
+		"  --tid TID         only the records of thread TID and of its process's\n"
+		"                    modules and process events\n\n"
 		"Exit status: 0 ok, 2 usage error, 3 the file cannot be read or is damaged\n"
 		"(truncated, checksum mismatch: everything readable is still printed).\n");
 }
@@ -232,6 +235,16 @@ static int tidset_add(struct tidset *s, uint32_t tid)
 	return 0;
 }
 
+static int tidset_has(const struct tidset *s, uint32_t tid)
+{
+	if (!tid || !s->cap)
+		return 0;
+	size_t i = (tid * 2654435761u) & (s->cap - 1);
+	while (s->v[i] && s->v[i] != tid)
+		i = (i + 1) & (s->cap - 1);
+	return s->v[i] == tid;
+}
+
 struct summary {
 	uint64_t by_type[BTR_REC__MAX];
 	uint64_t pt_bytes, bts_bytes, lbr_entries, branches;
@@ -376,7 +389,69 @@ static void print_info_json(const char *file, const struct btr_trace_info *ti, c
 
 /* Reads every record of @file, calling dump_record or account.  Returns
  * the exit code; prints the one error line itself. */
-static int walk(const char *file, int mode_info, int json, int verbose, int hex)
+/* --pid / --tid: which records belong to the selection.  Data records
+ * name only a thread: a thread belongs to process PID when its thread
+ * records say so (or it is the main thread, tid == pid). */
+struct sel {
+	uint32_t pid, tid;
+	uint32_t tid_pid;          /* --tid: its process (from thread records) */
+	struct tidset tids;        /* --pid: its threads */
+};
+
+static int selected(struct sel *q, const struct btr_record *rec)
+{
+	uint32_t pid = 0, tid = 0;
+	switch (rec->type) {
+	case BTR_REC_MACHINE:
+		return 1;
+	case BTR_REC_MODULE_LOAD:
+	case BTR_REC_MODULE_UNLOAD:
+	case BTR_REC_EXEC:
+		pid = rec->u.module.pid;
+		break;
+	case BTR_REC_THREAD_START:
+	case BTR_REC_THREAD_EXIT:
+	case BTR_REC_THREAD_NAME:
+		pid = rec->u.thread.pid;
+		tid = rec->u.thread.tid;
+		if (q->pid && pid == q->pid)
+			tidset_add(&q->tids, tid);
+		if (q->tid && tid == q->tid && pid)
+			q->tid_pid = pid;
+		break;
+	case BTR_REC_PT:
+	case BTR_REC_BTS:
+		tid = rec->u.data.tid;
+		break;
+	case BTR_REC_LBR:
+		pid = rec->u.lbr.pid;
+		tid = rec->u.lbr.tid;
+		break;
+	case BTR_REC_BRANCHES:
+		tid = rec->u.branches.tid;
+		break;
+	case BTR_REC_PROCESS_EXIT:
+		pid = rec->u.exit.pid;
+		tid = rec->u.exit.tid;
+		break;
+	case BTR_REC_PROCESS:
+		pid = rec->u.process.pid;
+		break;
+	default:
+		return 1;
+	}
+	if (q->pid) {
+		if (pid ? pid != q->pid : !(tid == q->pid || tidset_has(&q->tids, tid)))
+			return 0;
+	}
+	if (q->tid) {
+		if (tid ? tid != q->tid : pid != q->tid_pid)
+			return 0;
+	}
+	return 1;
+}
+
+static int walk(const char *file, int mode_info, int json, int verbose, int hex, uint32_t sel_pid, uint32_t sel_tid)
 {
 	struct btr_trace_reader *r;
 	struct btr_record rec;
@@ -386,6 +461,7 @@ static int walk(const char *file, int mode_info, int json, int verbose, int hex)
 	uint64_t err_off = 0, last_off = 0;
 
 	memset(&s, 0, sizeof(s));
+	struct sel sel = { .pid = sel_pid, .tid = sel_tid, .tid_pid = sel_tid };
 	rc = btr_trace_reader_new(file, &r);
 	if (rc) {
 		cli_error("%s: %s", file, btr_errstr(rc));
@@ -394,6 +470,8 @@ static int walk(const char *file, int mode_info, int json, int verbose, int hex)
 	for (;;) {
 		rc = btr_trace_read(r, &rec);
 		if (rc == 0) {
+			if ((sel.pid || sel.tid) && !selected(&sel, &rec))
+				continue;
 			if (mode_info)
 				account(&s, &rec);
 			else
@@ -422,6 +500,7 @@ static int walk(const char *file, int mode_info, int json, int verbose, int hex)
 	fflush(stdout);
 	btr_trace_reader_free(r);
 	free(s.threads.v);
+	free(sel.tids.v);
 	if (!first_err)
 		return EXIT_OK;
 	if (rc == -BTR_ERR_EOS)
@@ -440,15 +519,20 @@ int cmd_trace(int argc, char **argv)
 	static const struct option dump_opts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "hex", no_argument, NULL, 'x' },
+		{ "pid", required_argument, NULL, 'P' },
+		{ "tid", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	static const struct option info_opts[] = {
 		{ "format", required_argument, NULL, 'f' },
+		{ "pid", required_argument, NULL, 'P' },
+		{ "tid", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	int verbose = 0, hex = 0, json = 0, c, mode_info;
+	uint32_t sel_pid = 0, sel_tid = 0;
 
 	if (argc < 2)
 		return cli_usage_error("trace", "missing subcommand (dump or info)");
@@ -475,6 +559,15 @@ int cmd_trace(int argc, char **argv)
 		case 'x':
 			hex = 1;
 			break;
+		case 'P':
+		case 'T': {
+			uint64_t v;
+			if (cli_parse_u64(optarg, &v) < 0 || v == 0 || v > UINT32_MAX)
+				return cli_usage_error("trace", "bad --%s '%s' (a positive number)", c == 'P' ? "pid" : "tid",
+						       optarg);
+			*(c == 'P' ? &sel_pid : &sel_tid) = (uint32_t)v;
+			break;
+		}
 		case 'f':
 			if (!strcmp(optarg, "json"))
 				json = 1;
@@ -494,5 +587,5 @@ int cmd_trace(int argc, char **argv)
 		return cli_usage_error("trace", "%s: missing FILE", argv[0]);
 	if (optind + 1 < argc)
 		return cli_usage_error("trace", "%s: one FILE only", argv[0]);
-	return walk(argv[optind], mode_info, json, verbose, hex);
+	return walk(argv[optind], mode_info, json, verbose, hex, sel_pid, sel_tid);
 }

@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# cli_procs.sh - `btr record -b qemu` follows whole programs: fork trees,
+# exec, shells and pipelines, posix_spawn, double-fork daemons, threaded
+# fork, crashing and killed children, #! scripts (also through
+# /usr/bin/env), --no-follow*, --max-processes, many short processes, a
+# QEMU without plugin support.  For each recording the decoded instruction
+# stream of every thread of every process equals the plugin's ground
+# truth, and each process's exit status is the expected one.
+# Args: $1 btr binary, $2 build dir, $3 shared dir.
+set -u
+btr=$1; build=$2
+fail=0; pass=0
+ok() { pass=$((pass+1)); }
+bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
+check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
+
+command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
+[ -r "$build/btr-qemu.so" ] || { echo "SKIP: btr-qemu.so not built"; exit 77; }
+"$btr" info | grep -q '^qemu  yes' || { echo "SKIP: qemu backend unusable: $("$btr" info | grep '^qemu')"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# gt_check NAME: every thread's decoded flow equals the ground truth
+cat >"$tmp/gt.py" <<'PY'
+import struct, sys
+gt = {}
+data = open(sys.argv[1], 'rb').read()
+off = 0
+while off < len(data):
+    magic, tid, n = struct.unpack_from('<IIQ', data, off); off += 16
+    assert magic == 0x54474254, hex(magic)
+    gt.setdefault(tid, []).extend(struct.unpack_from('<%dQ' % n, data, off)); off += 8 * n
+dec = {}
+tid = None
+for line in open(sys.argv[2]):
+    line = line.strip()
+    if line.startswith('[thread '):
+        tid = int(line[8:-1]); dec.setdefault(tid, [])
+    elif line.startswith('['):
+        if 'gap' in line or 'overflow' in line:
+            sys.exit('unexpected event: ' + line)
+    else:
+        dec[tid].append(int(line, 16))
+gt = {t: v for t, v in gt.items() if v}
+dec = {t: v for t, v in dec.items() if v}
+if set(gt) != set(dec):
+    sys.exit('threads differ: %s vs %s' % (sorted(gt), sorted(dec)))
+for t in gt:
+    if gt[t] != dec[t]:
+        n = next((i for i, (a, b) in enumerate(zip(gt[t], dec[t])) if a != b), min(len(gt[t]), len(dec[t])))
+        sys.exit('tid %d: first difference at instruction %d of %d/%d' % (t, n, len(gt[t]), len(dec[t])))
+if len(sys.argv) > 3 and len(gt) < int(sys.argv[3]):
+    sys.exit('only %d threads with instructions, want %s' % (len(gt), sys.argv[3]))
+PY
+# procs.py JSON 'EXPR': evaluates EXPR over the report's processes list P
+cat >"$tmp/procs.py" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+P = d['processes']
+def by(cmd):
+    return [p for p in P if p['command'] == cmd]
+def st(p):
+    return ('sig%d' % p['signal']) if 'signal' in p else p.get('exit_code')
+ok = eval(sys.argv[2])
+if not ok:
+    sys.exit('failed: %s\n%s' % (sys.argv[2], json.dumps(P, indent=1)[:3000]))
+PY
+
+# rec NAME WANT_RC [btr record options] -- CMD...: record with ground truth,
+# check the exit status, the decoded flow and write NAME.json
+rec() {
+  local name=$1 want=$2; shift 2
+  "$btr" record -q -o "$tmp/$name.btr" --ground-truth "$tmp/$name.gt" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+  local rc=$?
+  check "$name: record exit $want (got $rc: $(head -c 300 "$tmp/$name.err"))" [ $rc -eq "$want" ]
+  "$btr" pt decode "$tmp/$name.btr" --insn >"$tmp/$name.insn" 2>"$tmp/$name.derr"
+  check "$name: decode exit 0 ($(head -c 200 "$tmp/$name.derr"))" [ $? -eq 0 ]
+  check "$name: decoded flow equals ground truth" python3 "$tmp/gt.py" "$tmp/$name.gt" "$tmp/$name.insn" "${MIN_THREADS:-1}"
+  "$btr" report --format json "$tmp/$name.btr" >"$tmp/$name.json" 2>"$tmp/$name.rerr"
+  check "$name: report exit 0 ($(head -c 200 "$tmp/$name.rerr"))" [ $? -eq 0 ]
+}
+procs() { local name=$1; shift; check "$name: $1" python3 "$tmp/procs.py" "$tmp/$name.json" "$1"; }
+
+# ---- a fork tree three levels deep ----
+MIN_THREADS=5 rec tree 0 -- "$build/prog_proc_tree"
+procs tree "len(P) == 5 and len(set(p['pid'] for p in P)) == 5"
+procs tree "sorted(st(p) for p in P) == [0, 10, 11, 20, 21]"
+procs tree "P[0]['ppid'] == 0 and all(p['ppid'] in [q['pid'] for q in P] for p in P[1:])"
+procs tree "sorted(st(p) for p in P if p['ppid'] in [q['pid'] for q in P if q['ppid'] == P[0]['pid']]) == [20, 21]"
+procs tree "all(p['instructions'] > 0 and p['threads'] == 1 for p in P)"
+procs tree "len(set(p['instructions'] for p in P)) == 5"
+"$btr" report "$tmp/tree.btr" >"$tmp/tree.txt"
+check "tree: text report shows the process tree" grep -q '^      pid [0-9]* (ppid [0-9]*) .*exit 2[01]$' "$tmp/tree.txt"
+# --pid narrows every reader to one process
+child=$(python3 -c "import json; P=json.load(open('$tmp/tree.json'))['processes']; print([p for p in P if p.get('exit_code') == 21][0]['pid'])")
+"$btr" report --pid "$child" --format json "$tmp/tree.btr" >"$tmp/tree_pid.json"
+check "tree: report --pid: one process" python3 -c "
+import json; d=json.load(open('$tmp/tree_pid.json')); P=d['processes']; full=[p for p in json.load(open('$tmp/tree.json'))['processes'] if p['pid']==$child][0]
+assert len(P) == 1 and P[0]['pid'] == $child and d['instructions'] == full['instructions'], (P, d['instructions'])"
+"$btr" pt decode --insn --pid "$child" "$tmp/tree.btr" >"$tmp/tree_pid.insn"
+check "tree: pt decode --pid: only its thread" [ "$(grep '^\[thread' "$tmp/tree_pid.insn" | sort -u)" = "[thread $child]" ]
+check "tree: pt decode --tid: its instructions" [ "$("$btr" pt decode --insn --tid "$child" "$tmp/tree.btr" | grep -vc '^\[')" = "$(grep -vc '^\[' "$tmp/tree_pid.insn")" ]
+check "tree: trace dump --pid: only its records" bash -c "\"$btr\" trace dump --pid $child \"$tmp/tree.btr\" | grep -v '^machine' | grep -v '^pt ' | grep -qv 'pid=$child ' && exit 1 || exit 0"
+check "tree: trace dump --pid: has its PT" bash -c "\"$btr\" trace dump --pid $child \"$tmp/tree.btr\" | grep -q '^pt tid=$child '"
+
+# ---- fork, then exec (the child execs the program again, the parent /bin/true) ----
+MIN_THREADS=2 rec exec 0 -- "$build/prog_proc_exec"
+procs exec "len(P) == 2 and sorted(st(p) for p in P) == [0, 7]"
+procs exec "[p['execs'] for p in P] == [1, 1] and P[0]['path'] == '/bin/true' and P[1]['command'] == 'proc_exec child'"
+"$btr" trace dump "$tmp/exec.btr" >"$tmp/exec.dump"
+check "exec: process exec records" [ "$(grep -c '^process .*event=exec' "$tmp/exec.dump")" -eq 2 ]
+
+# ---- a shell pipeline ----
+rec sh 0 -- /bin/sh -c 'ls / | wc -l'
+check "sh: output passes through" [ "$(cat "$tmp/sh.out")" = "$(ls / | wc -l)" ]
+procs sh "len(P) == 3 and all(st(p) == 0 for p in P)"
+procs sh "sorted(p['command'] for p in P[1:]) == ['ls /', 'wc -l'] and all(p['instructions'] > 10000 for p in P)"
+
+# ---- posix_spawn ----
+rec spawn 0 -- "$build/prog_proc_spawn"
+procs spawn "len(P) == 2 and [st(p) for p in P] == [0, 4] and P[1]['command'].endswith('spawned')"
+
+# ---- a double-fork daemon outliving everyone ----
+rec daemon 0 -- "$build/prog_proc_daemon"
+procs daemon "len(P) == 3 and [st(p) for p in P] == [0, 0, 9] and P[2]['instructions'] > P[1]['instructions']"
+
+# ---- a threaded process that forks ----
+MIN_THREADS=4 rec mtfork 0 -- "$build/prog_proc_mtfork"
+procs mtfork "len(P) == 2 and [st(p) for p in P] == [0, 6] and P[0]['threads'] == 3 and P[1]['threads'] == 1"
+
+# ---- children that crash or are killed ----
+rec crash 0 -- "$build/prog_proc_crash"
+procs crash "len(P) == 3 and sorted(str(st(p)) for p in P) == ['0', 'sig11', 'sig9']"
+"$btr" report "$tmp/crash.btr" >"$tmp/crash.txt"
+check "crash: text says killed by SIGSEGV and SIGKILL" bash -c "grep -q 'killed by SIGSEGV' '$tmp/crash.txt' && grep -q 'killed by SIGKILL' '$tmp/crash.txt'"
+
+# ---- #! scripts: direct, through /usr/bin/env, nested, found in PATH ----
+mkdir -p "$tmp/bin"
+printf '#!/bin/sh\necho "script $*"\nexit 5\n' >"$tmp/bin/s1.sh"
+printf '#!/usr/bin/env sh\n%s/bin/s1.sh from-env\n' "$tmp" >"$tmp/bin/s2.sh"
+printf '#!%s/bin/s1.sh nested-arg\n' "$tmp" >"$tmp/bin/s3.sh"
+chmod +x "$tmp/bin/"*.sh
+rec script 5 -- "$tmp/bin/s1.sh" a b
+check "script: output" [ "$(cat "$tmp/script.out")" = "script a b" ]
+procs script "len(P) == 1 and st(P[0]) == 5 and P[0]['command'] == '/bin/sh $tmp/bin/s1.sh a b'"
+PATH="$tmp/bin:$PATH" rec envscript 5 -- s2.sh
+check "envscript: output" [ "$(cat "$tmp/envscript.out")" = "script from-env" ]
+# env was followed: it exec'd sh (found in PATH), which ran the script
+procs envscript "P[0]['command'] == 'sh $tmp/bin/s2.sh' and P[0]['execs'] == 1 and P[0]['path'].endswith('sh')"
+procs envscript "len(P) == 2 and all(st(p) == 5 for p in P) and P[1]['command'] == '/bin/sh $tmp/bin/s1.sh from-env'"
+rec nested 5 -- "$tmp/bin/s3.sh" x
+check "nested: interpreter gets its argument and the script" [ "$(cat "$tmp/nested.out")" = "script nested-arg $tmp/bin/s3.sh x" ]
+
+# ---- --no-follow*, --max-processes ----
+"$btr" record -q -o "$tmp/nf.btr" --no-follow -- /bin/sh -c '/bin/true; /bin/true; exit 3'
+check "no-follow: exit status passes" [ $? -eq 3 ]
+"$btr" report --format json "$tmp/nf.btr" >"$tmp/nf.json"
+procs nf "len(P) == 3 and P[0]['instructions'] > 0 and all(p['untraced'] and p['instructions'] == 0 for p in P[1:])"
+procs nf "all(p['untraced_reason'] == '--no-follow-fork' for p in P[1:]) and st(P[0]) == 3"
+"$btr" record -q -o "$tmp/nfe.btr" --no-follow-exec -- /bin/sh -c '/bin/true; exit 0'
+"$btr" report --format json "$tmp/nfe.btr" >"$tmp/nfe.json"
+procs nfe "len(P) == 2 and P[1]['instructions'] > 0 and P[1]['untraced'] and P[1]['untraced_reason'] == '--no-follow-exec'"
+"$btr" record -o "$tmp/max.btr" --max-processes 3 -- /bin/sh -c 'for i in 1 2 3 4 5; do /bin/true; done' 2>"$tmp/max.err"
+check "max-processes: exit 0" [ $? -eq 0 ]
+check "max-processes: btr says how many ran untraced" grep -q '6 processes, 3 of them (or programs they ran) untraced' "$tmp/max.err"
+"$btr" report --format json "$tmp/max.btr" >"$tmp/max.json"
+procs max "len(P) == 6 and d['untraced'] == 3 and sum(1 for p in P if p['instructions'] > 0) == 3"
+procs max "all(p['untraced_reason'] == '--max-processes 3 reached' for p in P if p['untraced'])"
+"$btr" report "$tmp/max.btr" | grep -q '^processes:    6 (3 untraced)$'
+check "max-processes: text report counts them" [ $? -eq 0 ]
+
+# ---- a set-uid program runs untraced, with the reason ----
+suid=$(for f in /usr/bin/mount /bin/mount /usr/bin/su /usr/bin/passwd; do [ -u "$f" ] && echo "$f" && break; done)
+if [ -n "$suid" ]; then
+  "$btr" record -q -o "$tmp/suid.btr" -- /bin/sh -c "$suid --version >/dev/null; exit 0"
+  "$btr" report --format json "$tmp/suid.btr" >"$tmp/suid.json"
+  procs suid "len(P) == 2 and P[1].get('untraced_reason') == 'set-uid program' and P[1]['command'] == '$suid --version' and st(P[1]) == 0"
+fi
+
+# ---- many short processes ----
+N=${BTR_PROCS_N:-60}
+start=$(date +%s)
+"$btr" record -q -o "$tmp/loop.btr" -- sh -c "for i in \$(seq $N); do /bin/true; done"
+check "loop: exit 0" [ $? -eq 0 ]
+echo "loop of $N processes recorded in $(( $(date +%s) - start )) s"
+"$btr" report --format json "$tmp/loop.btr" >"$tmp/loop.json"
+procs loop "len(P) == $N + 2 and len(set(p['pid'] for p in P)) == $N + 2 and all(st(p) == 0 for p in P)"
+procs loop "len(by('/bin/true')) == $N and all(p['instructions'] > 1000 for p in by('/bin/true')) and d['gaps'] == 0"
+
+# ---- a QEMU without plugin support ----
+mkdir -p "$tmp/fakeqemu"
+cat >"$tmp/fakeqemu/qemu-x86_64" <<'SH'
+#!/bin/sh
+# answers like Debian 13's static qemu-user, which lacks -plugin
+for a in "$@"; do [ "$a" = -plugin ] && { echo "qemu-x86_64: unknown option 'plugin'" >&2; exit 1; }; done
+exit 0
+SH
+chmod +x "$tmp/fakeqemu/qemu-x86_64"
+BTR_QEMU="$tmp/fakeqemu/qemu-x86_64" "$btr" info >"$tmp/info.txt"
+check "fake qemu: info says no with the reason" grep -q "^qemu  no .*cannot load TCG plugins.*unknown option 'plugin'.*BTR_QEMU" "$tmp/info.txt"
+BTR_QEMU="$tmp/fakeqemu/qemu-x86_64" "$btr" info --format json >"$tmp/info.json"
+check "fake qemu: info json usable false" python3 -c "import json; q=json.load(open('$tmp/info.json'))['qemu']; assert q['usable'] is False and 'plugin' in q['reason']"
+BTR_QEMU="$tmp/fakeqemu/qemu-x86_64" "$btr" record -b qemu -o "$tmp/fake.btr" -- /bin/true 2>"$tmp/fake.err"
+check "fake qemu: record exit 3" [ $? -eq 3 ]
+check "fake qemu: one line" [ "$(wc -l <"$tmp/fake.err")" -eq 1 ]
+check "fake qemu: no trace file" [ ! -e "$tmp/fake.btr" ]
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
