@@ -4,7 +4,7 @@
 set -eu
 pkgs="build-essential cmake pkg-config libzydis-dev libzstd-dev libelf-dev libdw-dev
       libipt-dev qemu-user clang libfuzzer-14-dev libclang-rt-14-dev python3
-      valgrind time bc"
+      valgrind time bc linux-perf"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

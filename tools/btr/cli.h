@@ -90,7 +90,8 @@ int cli_stream_ready(struct cli_stream *cs, const char *cmd);
 	X(pt, "Intel PT tools: pt dump (packets), pt decode (flow)")             \
 	X(trace, "container tools: trace dump (records), trace info")            \
 	X(info, "which capture backends work on this machine, and why")          \
-	X(symbolize, "map addresses to function+offset and file:line")
+	X(symbolize, "map addresses to function+offset and file:line")          \
+	X(script, "print a trace's branches, one per line (perf script style)")
 
 #define X(name, help) int cmd_##name(int argc, char **argv) __attribute__((weak));
 BTR_COMMANDS(X)
