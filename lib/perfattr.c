@@ -383,6 +383,57 @@ void btr_pt_opts_default(struct btr_pt_opts *o)
 	o->psb_period = -1;
 }
 
+int btr_pt_opts_parse(const char *s, struct btr_pt_opts *o)
+{
+	if (!s || !o)
+		return -BTR_ERR_INVAL;
+	char buf[512];
+	if (strlen(s) >= sizeof(buf))
+		return -BTR_ERR_INVAL;
+	strcpy(buf, s);
+	for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(t, '=');
+		int *num = NULL;
+		if (eq)
+			*eq = 0;
+		if (!strcmp(t, "cyc") && !eq)
+			o->cyc = 1;
+		else if (!strcmp(t, "notsc") && !eq)
+			o->tsc = 0;
+		else if (!strcmp(t, "nomtc") && !eq)
+			o->mtc = 0;
+		else if (!strcmp(t, "noretcomp") && !eq)
+			o->no_retcomp = 1;
+		else if (!strcmp(t, "ptw") && !eq)
+			o->ptwrite = 1;
+		else if (!strcmp(t, "pwr_evt") && !eq)
+			o->pwr_evt = 1;
+		else if (!strcmp(t, "nobranch") && !eq)
+			o->branch_off = 1;
+		else if (!strcmp(t, "cyc_thresh") && eq)
+			num = &o->cyc_thresh;
+		else if (!strcmp(t, "mtc_period") && eq)
+			num = &o->mtc_period;
+		else if (!strcmp(t, "psb_period") && eq)
+			num = &o->psb_period;
+		else {
+			btr_warn("PT config: unknown term '%s' (cyc, cyc_thresh=N, mtc_period=N, psb_period=N, "
+				 "notsc, nomtc, noretcomp, ptw, pwr_evt, nobranch)", t);
+			return -BTR_ERR_INVAL;
+		}
+		if (num) {
+			char *end;
+			long v = strtol(eq + 1, &end, 0);
+			if (end == eq + 1 || *end || v < 0 || v > 15) {
+				btr_warn("PT config: %s=%s is not a number 0..15", t, eq + 1);
+				return -BTR_ERR_INVAL;
+			}
+			*num = (int)v;
+		}
+	}
+	return 0;
+}
+
 #define WHY(...) do { if (why && why_size) snprintf(why, why_size, __VA_ARGS__); } while (0)
 
 /* Sideband the recorder turns into process, thread and module records. */

@@ -1452,6 +1452,52 @@ int btr_perf_read(struct btr_perf_reader *r, struct btr_record *rec)
 	}
 }
 
+int btr_perf_conv_new(const void *attr, size_t attr_size, struct btr_perf_reader **out)
+{
+	if (!attr || !out || attr_size < ATTR_SIZE_VER0)
+		return -BTR_ERR_INVAL;
+	struct btr_perf_reader *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -BTR_ERR_NOMEM;
+	/* a live ring is in this host's byte order */
+	r->swap = false;
+	r->lbr_attr = -1;
+	r->machine_done = 1;
+	r->err = -BTR_ERR_EOS;   /* nothing to read: records come through btr_perf_convert */
+	uint32_t idx;
+	int rc = add_attr(r, attr, attr_size, &idx);
+	if (rc < 0) {
+		free(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+int btr_perf_convert(struct btr_perf_reader *r, const void *rec, size_t size, struct btr_record out[2])
+{
+	if (!r || !rec || !out || size < 8)
+		return -BTR_ERR_INVAL;
+	const uint8_t *p = rec;
+	uint32_t t = rd32(r, p);
+	uint16_t misc = rd16(r, p + 4), sz = rd16(r, p + 6);
+	if (sz < 8 || sz > size)
+		return -BTR_ERR_BAD_RECORD;
+	r->counts[t < 128 ? t : 127]++;
+	if (t == REC_AUXTRACE)
+		return 0;   /* a file-only record: its payload is not in @rec */
+	r->has_pending = false;
+	int rc = convert(r, t, misc, p + 8, sz - 8u, &out[0]);
+	if (rc <= 0)
+		return rc;
+	if (r->has_pending) {
+		out[1] = r->pending;
+		r->has_pending = false;
+		return 2;
+	}
+	return 1;
+}
+
 int btr_perf_read_sample(struct btr_perf_reader *r, struct btr_perf_sample *out)
 {
 	if (!r || !out)

@@ -5,7 +5,8 @@
  * command under it and writes a .btr trace.  Backends: "pt", "bts",
  * "lbr" (hardware, through perf_event_open), "qemu" (software: a QEMU
  * TCG plugin that emits Intel PT) and "step" (ptrace single-stepping).
- * Only "qemu" records today; the probes of the others are real.
+ * "qemu" and the hardware backends record; the hardware ones need the
+ * PMU (btr info says whether it is there).
  *
  * This module lives in lib/capture/, the only part of libbtr that makes
  * Linux-specific calls (fork, exec, perf_event_open, ptrace).
@@ -40,6 +41,24 @@ struct btr_capture_opts {
 	const char *qemu;         /* qemu: the qemu-x86_64 binary (NULL: search PATH) */
 	const char *plugin;       /* qemu: the plugin (NULL: $BTR_QEMU_PLUGIN, then next to /proc/self/exe) */
 	int compress;             /* zstd level for the output, 0: none */
+
+	/* Hardware backends (pt, bts, lbr through perf_event_open;
+	 * lib/capture/perf_*.c, docs/record.md).  Zero means the default. */
+	int user, kernel;         /* trace user / kernel code (neither set: user only) */
+	int attach_pid;           /* -p PID: trace this running process (argv unused) */
+	int system_wide;          /* -a: every process on every CPU while argv runs */
+	int per_thread;           /* one ring for the traced thread (no inheritance)
+				   * instead of one per CPU (see docs/record.md) */
+	const char *const *ip_filters; /* pt: --ip-filter specs (btr_ip_filter_parse) */
+	unsigned n_ip_filters;
+	const char *pt_config;    /* pt: "cyc,cyc_thresh=N,mtc_period=N,psb_period=N,
+				   * notsc,nomtc,ptw,pwr_evt" (btr_pt_opts_parse) */
+	int snapshot;             /* pt, bts: AUX in overwrite mode; the newest data is
+				   * written on SIGUSR2 and at the end */
+	const char *lbr_filter;   /* lbr: btr_lbr_filter_parse expression (default any,user) */
+	uint64_t period;          /* lbr: sample every N cycles (0: 100003) */
+	uint64_t aux_size;        /* pt, bts: AUX area bytes per ring (0: 4 MiB; a power of two) */
+	const char *sysfs_root;   /* tests: where the PMUs are described (NULL: /sys/...) */
 };
 
 /* How the recorded command ended (from waitpid), and trace statistics. */
@@ -102,6 +121,14 @@ void btr_probe_bts(struct btr_capture_probe *out);
 void btr_probe_lbr(struct btr_capture_probe *out);
 void btr_probe_qemu(struct btr_capture_probe *out);
 void btr_probe_step(struct btr_capture_probe *out);
+
+/* The hardware backends' record functions (lib/capture/perf_pt.c,
+ * perf_bts.c, perf_lbr.c).  Where the PMU is missing they log one line
+ * naming what is missing and the alternative (-b qemu, -b step) and
+ * return -BTR_ERR_NODEV before creating anything. */
+int btr_pt_record(const struct btr_capture_opts *opts, struct btr_capture_result *res);
+int btr_bts_record(const struct btr_capture_opts *opts, struct btr_capture_result *res);
+int btr_lbr_record(const struct btr_capture_opts *opts, struct btr_capture_result *res);
 
 /* The qemu backend's record function (lib/capture/qemu.c). */
 int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_result *res);

@@ -223,6 +223,12 @@ struct btr_pt_opts {
 /* Fills @o with the defaults (user only, TSC, MTC, return compression). */
 void btr_pt_opts_default(struct btr_pt_opts *o);
 
+/* Parses a PT configuration string into @o (on top of what @o holds):
+ * comma-separated terms cyc, cyc_thresh=N, mtc_period=N, psb_period=N
+ * (N 0..15), notsc, nomtc, noretcomp, ptw, pwr_evt, nobranch.  Returns 0
+ * or -BTR_ERR_INVAL naming the bad term in the log. */
+int btr_pt_opts_parse(const char *s, struct btr_pt_opts *o);
+
 /* Builds the intel_pt event attr for @o on @pmu (btr_pmu_load of
  * "intel_pt"): type from sysfs; config from the format files (pt,
  * branch, tsc, mtc + mtc_period, cyc + cyc_thresh, psb_period,

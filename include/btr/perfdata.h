@@ -103,6 +103,24 @@ struct btr_perf_sample {
  * -BTR_ERR_COMPRESS, -BTR_ERR_NOMEM), -BTR_ERR_INVAL on NULL. */
 int btr_perf_read_sample(struct btr_perf_reader *r, struct btr_perf_sample *out);
 
+/* A converter for records that do not come from a file: the records a
+ * recorder reads from a live perf ring (btr/perfring.h), all of one event
+ * whose perf_event_attr is @attr (@attr_size bytes, the kernel's layout,
+ * host byte order; copied).  Free it with btr_perf_reader_free; reading
+ * it with btr_perf_read gives -BTR_ERR_EOS.  Returns 0, -BTR_ERR_INVAL,
+ * -BTR_ERR_NOMEM. */
+int btr_perf_conv_new(const void *attr, size_t attr_size, struct btr_perf_reader **out);
+
+/* Converts one perf record (@rec, @size bytes, header included) as
+ * btr_perf_read would: MMAP/MMAP2 -> MODULE_LOAD, COMM -> THREAD_NAME
+ * (with exec: EXEC, then THREAD_NAME), FORK -> THREAD_START, EXIT ->
+ * THREAD_EXIT, SAMPLE with a branch stack -> LBR.  Fills @out[0] (and
+ * @out[1]) and returns the number of records made (0: a record btr does
+ * not turn into one, e.g. AUX or ITRACE_START, which the caller handles),
+ * or -BTR_ERR_BAD_RECORD / -BTR_ERR_INVAL.  Pointers in @out are owned by
+ * @r and valid until the next call. */
+int btr_perf_convert(struct btr_perf_reader *r, const void *rec, size_t size, struct btr_record out[2]);
+
 /* Frees @r (NULL is allowed) and unmaps the file. */
 void btr_perf_reader_free(struct btr_perf_reader *r);
 
