@@ -23,7 +23,7 @@ trap 'rm -rf "$tmp"' EXIT
 "$btr" trace dump "$sample" >"$tmp/dump" 2>"$tmp/err"; rc=$?
 check "dump exit 0 (got $rc)" [ $rc -eq 0 ]
 check "dump stderr empty" [ ! -s "$tmp/err" ]
-check "dump 14 lines" [ "$(wc -l <"$tmp/dump")" -eq 14 ]
+check "dump 16 lines" [ "$(wc -l <"$tmp/dump")" -eq 16 ]
 check "dump first line machine" grep -q '^machine backend=qemu vendor=GenuineIntel family=6 model=0x55' <(head -1 "$tmp/dump")
 check "dump pt line" grep -qx 'pt tid=4242 cpu=-1 offset=0x0 size=3000' "$tmp/dump"
 check "dump bts line" grep -qx 'bts tid=4243 cpu=-1 offset=0x18 size=120' "$tmp/dump"
@@ -61,7 +61,7 @@ check "info exit 0" [ $rc -eq 0 ]
 check "info backend" grep -q '^backend: *qemu$' "$tmp/info"
 check "info compressed" grep -q '^compressed: *yes' "$tmp/info"
 check "info complete" grep -q '^complete: *yes' "$tmp/info"
-check "info records" grep -q '^records: *14$' "$tmp/info"
+check "info records" grep -q '^records: *16$' "$tmp/info"
 check "info threads" grep -q '^threads: *2$' "$tmp/info"
 check "info modules" grep -q '^modules: *2$' "$tmp/info"
 check "info pt bytes" grep -q '^pt bytes: *3000$' "$tmp/info"
@@ -76,9 +76,9 @@ if command -v python3 >/dev/null; then
   check "info json content" python3 - "$tmp/json" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["format"] == "btr" and d["version"] == "1.0", d
+assert d["format"] == "btr" and d["version"] == "1.1", d
 assert d["complete"] is True and d["compressed"] is True
-assert d["records"] == 14 and d["records_by_type"]["pt"] == 2 and d["records_by_type"]["thread_start"] == 2
+assert d["records"] == 16 and d["records_by_type"]["pt"] == 2 and d["records_by_type"]["thread_start"] == 2
 assert d["data_bytes"] == {"pt": 3000, "bts": 120, "lbr": 384}, d["data_bytes"]
 assert d["threads"] == 2 and d["modules"] == 2 and d["branches"] == 40
 assert d["backend"] == "qemu"
