@@ -89,6 +89,11 @@ static int read_line(const char *dir, const char *name, char *buf, size_t size)
 	return 0;
 }
 
+static int cmp_cap(const void *a, const void *b)
+{
+	return strcmp((const char *)a, (const char *)b);   /* name is the first member */
+}
+
 static int cmp_format(const void *a, const void *b)
 {
 	return strcmp(((const struct btr_pmu_format *)a)->name, ((const struct btr_pmu_format *)b)->name);
@@ -159,6 +164,7 @@ int btr_pmu_load(const char *sysfs_root, const char *name, struct btr_pmu *out)
 			out->n_caps++;
 		}
 		closedir(d);
+		qsort(out->caps, out->n_caps, sizeof(out->caps[0]), cmp_cap);
 	}
 	return 0;
 }

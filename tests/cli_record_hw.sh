@@ -65,5 +65,35 @@ for args in "-b qemu --user" "-b qemu --ip-filter 0x1-0x2" "-b qemu --snapshot" 
 	check "'record $args' leaves no file" [ ! -e "$tmp/u.btr" ]
 done
 
+# ---- btr info details ----
+"$btr" info --format json --sysfs "$(dirname "$0")/data/sysfs-skl" >"$tmp/i.json"; rc=$?
+check "info --sysfs: exit 0" [ $rc -eq 0 ]
+check "info json: backends keep usable/reason, details from the sample tree" python3 - "$tmp/i.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for b in ("pt", "bts", "lbr", "qemu", "step"):
+    assert isinstance(d[b]["usable"], bool) and isinstance(d[b]["reason"], str) and d[b]["reason"], b
+p = d["pt"]["pmu"]
+assert p["present"] and p["type"] == 8
+assert p["format"]["tsc"] == {"word": 0, "mask": "0x400"}, p["format"]["tsc"]
+assert p["format"]["mtc_period"]["mask"] == "0x3c000"
+assert p["caps"]["mtc_periods"] == 0x249 and p["caps"]["num_address_ranges"] == 2
+assert d["bts"]["pmu"]["type"] == 7 and isinstance(d["bts"]["ds"], bool)
+assert d["lbr"]["depth"] == 32 and d["lbr"]["pmu_name"] == "skylake"
+m = d["machine"]
+assert m["vendor"] and isinstance(m["hypervisor"], bool) and isinstance(m["perf_event_paranoid"], int)
+assert isinstance(d["pt"]["cpuid"]["supported"], bool)
+PY
+"$btr" info >"$tmp/i.txt"
+for s in "^machine:" "perf_event_paranoid: " "^pt:" "CPUID" "^bts:" "DS (CPUID.1:EDX\[21\])" "^lbr:" "depth:" "format:"; do
+	check "info text shows '$s'" grep -q "$s" "$tmp/i.txt"
+done
+if [ -r /proc/sys/kernel/perf_event_paranoid ]; then
+	check "info text: the paranoid value" grep -q "perf_event_paranoid: $(cat /proc/sys/kernel/perf_event_paranoid) (" "$tmp/i.txt"
+fi
+"$btr" info --sysfs "$(dirname "$0")/data/sysfs-alt" >"$tmp/a.txt"
+check "info text: formats in kernel notation" grep -q "mtc_period=config:44,46,48,50" "$tmp/a.txt"
+check "info text: config2 formats" grep -q "psb_period=config2:60-63" "$tmp/a.txt"
+
 echo "cli_record_hw: $pass passed, $fail failed"
 [ $fail -eq 0 ]

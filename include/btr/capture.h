@@ -130,6 +130,14 @@ int btr_pt_record(const struct btr_capture_opts *opts, struct btr_capture_result
 int btr_bts_record(const struct btr_capture_opts *opts, struct btr_capture_result *res);
 int btr_lbr_record(const struct btr_capture_opts *opts, struct btr_capture_result *res);
 
+struct btr_hwinfo;
+/* Gathers the facts `btr info` shows (btr/hwinfo.h): CPUID (vendor,
+ * family/model, hypervisor, DS, PT leaf 0x14, architectural LBR), the
+ * LBR format from IA32_PERF_CAPABILITIES through /dev/cpu/0/msr when
+ * readable, the PMUs under @sysfs_root (NULL: /sys/...), and
+ * kernel.perf_event_paranoid (lib/capture/probe.c).  Never fails. */
+void btr_hwinfo_gather(const char *sysfs_root, struct btr_hwinfo *out);
+
 /* The qemu backend's record function (lib/capture/qemu.c). */
 int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_result *res);
 
