@@ -41,7 +41,7 @@
 
 enum {
 	REC_MMAP = 1, REC_LOST = 2, REC_COMM = 3, REC_EXIT = 4, REC_FORK = 7,
-	REC_SAMPLE = 9, REC_MMAP2 = 10,
+	REC_SAMPLE = 9, REC_MMAP2 = 10, REC_SWITCH = 14, REC_SWITCH_CPU_WIDE = 15,
 	REC_HEADER_ATTR = 64, REC_HEADER_BUILD_ID = 67, REC_AUXTRACE_INFO = 70,
 	REC_AUXTRACE = 71, REC_TIME_CONV = 79, REC_HEADER_FEATURE = 80,
 	REC_COMPRESSED = 81,  /* { header; zstd data[] } (perf record -z) */
@@ -53,6 +53,8 @@ enum {
 	MISC_COMM_EXEC = 1u << 13,
 	MISC_MMAP_BUILD_ID = 1u << 14,
 	MISC_BUILD_ID_SIZE = 1u << 15, /* HEADER_BUILD_ID entries */
+	MISC_SWITCH_OUT = 1u << 13,
+	MISC_SWITCH_OUT_PREEMPT = 1u << 14,
 };
 
 enum {
@@ -334,7 +336,8 @@ static unsigned trailer_size(uint64_t st)
 struct sample_id {
 	uint64_t time;
 	int32_t cpu;
-	bool have_time;
+	uint32_t pid, tid;
+	bool have_time, have_tid;
 };
 
 /* Locates the sample_id_all trailer at the end of a non-sample record
@@ -345,7 +348,8 @@ static uint64_t parse_trailer(const struct btr_perf_reader *r, const uint8_t *p,
 {
 	sid->time = 0;
 	sid->cpu = -1;
-	sid->have_time = false;
+	sid->pid = sid->tid = 0;
+	sid->have_time = sid->have_tid = false;
 	if (!r->nr_attrs)
 		return n;
 	const struct attr_ent *a = &r->attrs[0];
@@ -367,8 +371,12 @@ static uint64_t parse_trailer(const struct btr_perf_reader *r, const uint8_t *p,
 	if (n < fixed + ts)
 		return n; /* no room: synthesized by a perf that wrote none */
 	const uint8_t *q = p + n - ts;
-	if (st & S_TID)
+	if (st & S_TID) {
+		sid->pid = rd32(r, q);
+		sid->tid = rd32(r, q + 4);
+		sid->have_tid = true;
 		q += 8;
+	}
 	if (st & S_TIME) {
 		sid->time = rd64(r, q);
 		sid->have_time = true;
@@ -1295,6 +1303,32 @@ static int convert(struct btr_perf_reader *r, uint32_t t, uint16_t misc, const u
 		if (t == REC_FORK)
 			th->parent_tid = rd32(r, p + 12);
 		th->tsc = perf_to_tsc(r, rd64(r, p + 16));
+		return 1;
+	}
+	case REC_SWITCH:
+	case REC_SWITCH_CPU_WIDE: {
+		/* SWITCH: no body; SWITCH_CPU_WIDE: u32 next_prev_pid,
+		 * next_prev_tid.  The sample_id trailer names the thread the
+		 * record is about (switching out with MISC_SWITCH_OUT, else
+		 * in) and the CPU; without a trailer the record says nothing
+		 * usable. */
+		uint64_t fixed = t == REC_SWITCH ? 0 : 8;
+		if (n < fixed)
+			return -BTR_ERR_BAD_RECORD;
+		parse_trailer(r, p, n, fixed, &sid);
+		if (!sid.have_tid)
+			return 0;
+		struct btr_rec_switch *w = &rec->u.sw;
+		memset(w, 0, sizeof(*w));
+		rec->type = BTR_REC_SWITCH;
+		w->pid = sid.pid;
+		w->tid = sid.tid;
+		w->cpu = sid.cpu;
+		w->tsc = sid.have_time ? perf_to_tsc(r, sid.time) : 0;
+		if (misc & MISC_SWITCH_OUT)
+			w->flags |= BTR_SWITCH_OUT;
+		if (misc & MISC_SWITCH_OUT_PREEMPT)
+			w->flags |= BTR_SWITCH_PREEMPT;
 		return 1;
 	}
 	case REC_AUXTRACE: {

@@ -76,7 +76,7 @@ if command -v python3 >/dev/null; then
   check "info json content" python3 - "$tmp/json" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["format"] == "btr" and d["version"] == "1.1", d
+assert d["format"] == "btr" and d["version"] == "1.2", d
 assert d["complete"] is True and d["compressed"] is True
 assert d["records"] == 16 and d["records_by_type"]["pt"] == 2 and d["records_by_type"]["thread_start"] == 2
 assert d["data_bytes"] == {"pt": 3000, "bts": 120, "lbr": 384}, d["data_bytes"]

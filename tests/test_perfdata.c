@@ -898,7 +898,10 @@ static size_t make_synthetic(struct wbuf *w, int be)
 	w32(w, 2), w32(w, 0);
 	w64(w, 3);          /* nr */
 	w64(w, 77);         /* hw_idx */
-	w64(w, 0x400200), w64(w, 0x400100), w64(w, br_flags(be, 1, 0, 0, 300));
+	/* entry 0 also carries type CALL (4) in bits 20-23 and spec 2 in
+	 * bits 24-25 (mirrored for a big-endian writer) */
+	w64(w, 0x400200), w64(w, 0x400100),
+		w64(w, br_flags(be, 1, 0, 0, 300) | (be ? (4ull << 40) | (2ull << 38) : (4ull << 20) | (2ull << 24)));
 	w64(w, 0x400180), w64(w, 0x400010), w64(w, br_flags(be, 0, 1, 1, 0));
 	w64(w, 0), w64(w, 0), w64(w, 0);
 	rec_end(w, s);
@@ -906,6 +909,10 @@ static size_t make_synthetic(struct wbuf *w, int be)
 	w32(w, 42), w32(w, 42), w32(w, 44), w32(w, 44);
 	w64(w, 1400);
 	TRAILER(1400);
+	rec_end(w, s);
+	rec_begin(w, 15, 3u << 13, &s); /* SWITCH_CPU_WIDE, out + preempted */
+	w32(w, 0), w32(w, 0);           /* next pid/tid: idle */
+	TRAILER(1500);
 	rec_end(w, s);
 	set64(w, attrs_at + 16, data);
 	set64(w, attrs_at + 24, w->n - data);
@@ -988,7 +995,41 @@ static void test_synthetic(void)
 		CHECK_EQ(btr_perf_read(r, &rec), 0);
 		CHECK_EQ(rec.type, BTR_REC_THREAD_EXIT);
 		CHECK_EQ(rec.u.thread.tid, 44);
+		CHECK_EQ(btr_perf_read(r, &rec), 0);
+		CHECK_EQ(rec.type, BTR_REC_SWITCH);
+		CHECK_EQ(rec.u.sw.pid, 42);
+		CHECK_EQ(rec.u.sw.tid, 43);
+		CHECK_EQ(rec.u.sw.cpu, 2);
+		CHECK_EQ(rec.u.sw.tsc, 1500);
+		CHECK_EQ(rec.u.sw.flags, BTR_SWITCH_OUT | BTR_SWITCH_PREEMPT);
 		CHECK_EQ(btr_perf_read(r, &rec), -BTR_ERR_EOS);
+		btr_perf_reader_free(r);
+
+		/* the whole sample as perf script sees it: every slot, hw_index,
+		 * the full flags word */
+		CHECK_EQ(btr_perf_reader_new_mem(w.b, n, &r), 0);
+		struct btr_perf_sample smp;
+		CHECK_EQ(btr_perf_read_sample(r, &smp), 0);
+		CHECK_EQ(smp.ip, 0x400123);
+		CHECK_EQ(smp.pid, 42);
+		CHECK_EQ(smp.tid, 44);
+		CHECK_EQ(smp.time, 1300);
+		CHECK_EQ(smp.cpu, 2);
+		CHECK_EQ(smp.has_branch_stack, 1);
+		CHECK_EQ(smp.has_hw_index, 1);
+		CHECK_EQ(smp.hw_index, 77);
+		CHECK_EQ(smp.nr_branches, 3);
+		CHECK_EQ(smp.branches[0].mispred, 1);
+		CHECK_EQ(smp.branches[0].predicted, 0);
+		CHECK_EQ(smp.branches[0].cycles, 300);
+		CHECK_EQ(smp.branches[0].type, 4);
+		CHECK_EQ(smp.branches[0].spec, 2);
+		CHECK_EQ(smp.branches[1].predicted, 1);
+		CHECK_EQ(smp.branches[1].abort, 1);
+		CHECK_EQ(smp.branches[1].type, 0);
+		CHECK_EQ(smp.branches[2].from, 0);
+		CHECK_EQ(btr_perf_read_sample(r, &smp), -BTR_ERR_EOS);
+		CHECK_EQ(btr_perf_reader_count(r, 15), 1);
 		btr_perf_reader_free(r);
 
 		/* every cut of the synthetic file */
@@ -1091,13 +1132,15 @@ static void test_compressed_synthetic(void)
 				ra.u.module.build_id_len == rb.u.module.build_id_len;
 		else if (ra.type == BTR_REC_MACHINE)
 			same += ra.u.machine.lbr_depth == rb.u.machine.lbr_depth && rb.u.machine.cpu_model == 85;
+		else if (ra.type == BTR_REC_SWITCH)
+			same += ra.u.sw.tid == rb.u.sw.tid && ra.u.sw.tsc == rb.u.sw.tsc && ra.u.sw.flags == rb.u.sw.flags;
 		else
 			same += ra.u.thread.tid == rb.u.thread.tid;
 	}
 	printf("compressed synthetic: %u records\n", recs);
 	CHECK_EQ(ea, -BTR_ERR_EOS);
 	CHECK_EQ(eb, -BTR_ERR_EOS);
-	CHECK_EQ(recs, 7); /* machine, mmap2, exec, comm, fork, sample, exit */
+	CHECK_EQ(recs, 8); /* machine, mmap2, exec, comm, fork, sample, exit, switch */
 	CHECK_EQ(same, recs);
 	CHECK_EQ(btr_perf_reader_count(b, 81), 2);
 	CHECK_EQ(btr_perf_reader_count(b, 9), 1);

@@ -91,7 +91,8 @@ int cli_stream_ready(struct cli_stream *cs, const char *cmd);
 	X(trace, "container tools: trace dump (records), trace info")            \
 	X(info, "which capture backends work on this machine, and why")          \
 	X(symbolize, "map addresses to function+offset and file:line")          \
-	X(script, "print a trace's branches, one per line (perf script style)")
+	X(script, "print a trace's branches, one per line (perf script style)")  \
+	X(import, "convert a perf.data recording into a .btr trace")
 
 #define X(name, help) int cmd_##name(int argc, char **argv) __attribute__((weak));
 BTR_COMMANDS(X)
