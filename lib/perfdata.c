@@ -1508,6 +1508,17 @@ int btr_perf_conv_new(const void *attr, size_t attr_size, struct btr_perf_reader
 	return 0;
 }
 
+int btr_perf_conv_set_time(struct btr_perf_reader *r, uint16_t shift, uint32_t mult, uint64_t zero)
+{
+	if (!r || !mult || shift >= 64)
+		return -BTR_ERR_INVAL;
+	r->time_shift = shift;
+	r->time_mult = mult;
+	r->time_zero = zero;
+	r->have_conv = true;
+	return 0;
+}
+
 int btr_perf_convert(struct btr_perf_reader *r, const void *rec, size_t size, struct btr_record out[2])
 {
 	if (!r || !rec || !out || size < 8)

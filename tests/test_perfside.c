@@ -159,6 +159,18 @@ int main(void)
 	CHECK_EQ(btr_perf_convert(r, buf, n, out), -BTR_ERR_BAD_RECORD);
 	CHECK_EQ(btr_perf_reader_count(r, BTR_PERF_RECORD_SAMPLE), 1);
 	btr_perf_reader_free(r);
+	/* with the mmap page's time conversion, times become TSC
+	 * (perf_time_to_tsc: ((t - zero) / mult << shift) + remainder part) */
+	CHECK_EQ(btr_perf_conv_new(&a, sizeof(a), &r), 0);
+	CHECK_EQ(btr_perf_conv_set_time(r, 0, 0, 0), -BTR_ERR_INVAL);
+	CHECK_EQ(btr_perf_conv_set_time(r, 10, 512, 1000), 0);   /* tsc = (t - 1000) * 2 */
+	begin(BTR_PERF_RECORD_FORK, 0);
+	u32(100); u32(100); u32(103); u32(100); u64(6000);
+	trailer(100, 103, 6000, 1);
+	end();
+	CHECK_EQ(btr_perf_convert(r, buf, n, out), 1);
+	CHECK_EQ(out[0].u.thread.tsc, 10000);
+	btr_perf_reader_free(r);
 	CHECK_EQ(btr_perf_conv_new(&a, 32, &r), -BTR_ERR_INVAL);
 	if (!switches())
 		printf("note: quipper/perf.data.intel_pt-4.14 absent; switch checks skipped\n");

@@ -111,6 +111,12 @@ int btr_perf_read_sample(struct btr_perf_reader *r, struct btr_perf_sample *out)
  * -BTR_ERR_NOMEM. */
 int btr_perf_conv_new(const void *attr, size_t attr_size, struct btr_perf_reader **out);
 
+/* Makes the converter turn perf clock times into TSC values, as
+ * TIME_CONV does for a file: the perf_event_mmap_page's time_shift,
+ * time_mult and time_zero (valid with cap_user_time_zero).  Returns 0 or
+ * -BTR_ERR_INVAL (@mult 0, @shift >= 64). */
+int btr_perf_conv_set_time(struct btr_perf_reader *r, uint16_t shift, uint32_t mult, uint64_t zero);
+
 /* Converts one perf record (@rec, @size bytes, header included) as
  * btr_perf_read would: MMAP/MMAP2 -> MODULE_LOAD, COMM -> THREAD_NAME
  * (with exec: EXEC, then THREAD_NAME), FORK -> THREAD_START, EXIT ->

@@ -502,6 +502,21 @@ int btr_perf_capture_run(const struct btr_capture_opts *opts, struct btr_perf_ca
 	pid_t target = opts->system_wide ? -1 : opts->attach_pid ? (pid_t)opts->attach_pid : child;
 	if ((rc = open_all(&st, target)) < 0)
 		goto out;
+	/* Sideband times in TSC units, like the PT packets: the page's
+	 * conversion (time_shift @50, time_mult @52, time_zero @64, valid
+	 * with cap_user_time_zero = capabilities bit 4) */
+	if (st.n_rings && st.rings[0].base) {
+		const uint8_t *pg = st.rings[0].base;
+		uint64_t caps, zero;
+		uint16_t shift;
+		uint32_t mult;
+		memcpy(&caps, pg + 40, 8);
+		memcpy(&shift, pg + 50, 2);
+		memcpy(&mult, pg + 52, 4);
+		memcpy(&zero, pg + 64, 8);
+		if (caps & (1ull << 4))
+			btr_perf_conv_set_time(st.conv, shift, mult, zero);
+	}
 	machine_record(&st, &now);
 	if (opts->attach_pid) {
 		process_record(&st, (pid_t)opts->attach_pid, NULL);
