@@ -80,18 +80,23 @@ assert p["format"]["mtc_period"]["mask"] == "0x3c000"
 assert p["caps"]["mtc_periods"] == 0x249 and p["caps"]["num_address_ranges"] == 2
 assert d["bts"]["pmu"]["type"] == 7 and isinstance(d["bts"]["ds"], bool)
 assert d["lbr"]["depth"] == 32 and d["lbr"]["pmu_name"] == "skylake"
-m = d["machine"]
+assert set(d) == {"pt", "bts", "lbr", "qemu", "step"}, set(d)
+m = d["pt"]["machine"]
+assert d["bts"]["machine"] == m and d["lbr"]["machine"] == m
 assert m["vendor"] and isinstance(m["hypervisor"], bool) and isinstance(m["perf_event_paranoid"], int)
 assert isinstance(d["pt"]["cpuid"]["supported"], bool)
 PY
-"$btr" info >"$tmp/i.txt"
+"$btr" info >"$tmp/i5.txt"
+check "info without -v: the five backend lines" [ "$(wc -l <"$tmp/i5.txt")" -eq 5 ]
+"$btr" info -v >"$tmp/i.txt"
+check "info -v starts with the same five lines" cmp "$tmp/i5.txt" <(head -5 "$tmp/i.txt")
 for s in "^machine:" "perf_event_paranoid: " "^pt:" "CPUID" "^bts:" "DS (CPUID.1:EDX\[21\])" "^lbr:" "depth:" "format:"; do
 	check "info text shows '$s'" grep -q "$s" "$tmp/i.txt"
 done
 if [ -r /proc/sys/kernel/perf_event_paranoid ]; then
 	check "info text: the paranoid value" grep -q "perf_event_paranoid: $(cat /proc/sys/kernel/perf_event_paranoid) (" "$tmp/i.txt"
 fi
-"$btr" info --sysfs "$(dirname "$0")/data/sysfs-alt" >"$tmp/a.txt"
+"$btr" info -v --sysfs "$(dirname "$0")/data/sysfs-alt" >"$tmp/a.txt"
 check "info text: formats in kernel notation" grep -q "mtc_period=config:44,46,48,50" "$tmp/a.txt"
 check "info text: config2 formats" grep -q "psb_period=config2:60-63" "$tmp/a.txt"
 

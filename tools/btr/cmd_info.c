@@ -11,15 +11,17 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: btr info [--format text|json] [--sysfs DIR]\n"
+	fprintf(f, "Usage: btr info [-v] [--format text|json] [--sysfs DIR]\n"
 		   "Probes every capture backend (pt, bts, lbr, qemu, step) and prints whether it\n"
-		   "is usable on this machine and the exact reason, then the details behind it:\n"
+		   "is usable on this machine and the exact reason; with -v (and always in JSON)\n"
+		   "the details behind it:\n"
 		   "CPUID leaf 0x14 (Intel PT), CPUID.1:EDX[21] (DS, for BTS), the LBR depth and\n"
 		   "format, the intel_pt / intel_bts PMUs with their sysfs format and caps,\n"
 		   "kernel.perf_event_paranoid and whether a hypervisor is underneath.\n\n"
+		   "  -v, --verbose     text: the details after the five backend lines\n"
 		   "  -f, --format FMT  text (default), or json: an object with one member per\n"
-		   "                    backend, {\"usable\": bool, \"reason\": string, ...details},\n"
-		   "                    and \"machine\"\n"
+		   "                    backend, {\"usable\": bool, \"reason\": string, ...details};\n"
+		   "                    pt, bts and lbr also carry \"machine\"\n"
 		   "      --sysfs DIR   read the PMU descriptions from DIR instead of\n"
 		   "                    /sys/bus/event_source/devices (for tests; probes stay real)\n"
 		   "  -h, --help        this help\n");
@@ -51,6 +53,20 @@ static void json_pmu(const struct btr_pmu *p)
 		printf(": %" PRIu64, p->caps[i].value);
 	}
 	printf("}}");
+}
+
+/* The machine facts, inside each hardware backend's member (the top
+ * level has one member per backend only: CONTRACT.md). */
+static void json_machine(const struct btr_hwinfo *hw)
+{
+	printf(", \"machine\": {\"vendor\": ");
+	cli_json_str(stdout, hw->vendor);
+	printf(", \"family\": %u, \"model\": %u, \"stepping\": %u, \"hypervisor\": %s, \"hypervisor_vendor\": ",
+	       hw->family, hw->model, hw->stepping, tf(hw->hypervisor));
+	cli_json_str(stdout, hw->hypervisor_vendor);
+	printf(", \"perf_event_paranoid\": %d, \"paranoid_meaning\": ", hw->paranoid);
+	cli_json_str(stdout, btr_hwinfo_paranoid_text(hw->paranoid));
+	printf("}");
 }
 
 static void text_pmu(const char *name, const struct btr_pmu *p)
@@ -95,12 +111,13 @@ int cmd_info(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "format", required_argument, NULL, 'f' },
 		{ "sysfs", required_argument, NULL, 's' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int json = 0, c;
+	int json = 0, verbose = 0, c;
 	const char *sysfs = NULL;
-	while ((c = getopt_long(argc, argv, "f:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:hv", lo, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (!strcmp(optarg, "json"))
@@ -112,6 +129,9 @@ int cmd_info(int argc, char **argv)
 			break;
 		case 's':
 			sysfs = optarg;
+			break;
+		case 'v':
+			verbose = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -168,22 +188,16 @@ int cmd_info(int argc, char **argv)
 				       tf(hw->arch_lbr), hw->arch_lbr_depths);
 				cli_json_str(stdout, hw->pmu_name);
 			}
+			if (!strcmp(b->name, "pt") || !strcmp(b->name, "bts") || !strcmp(b->name, "lbr"))
+				json_machine(hw);
 			printf("}");
 		} else {
 			printf("%-5s %-3s %s\n", b->name, p.usable ? "yes" : "no", p.reason);
 		}
 	}
 	if (json) {
-		printf(",\n  \"machine\": {\"vendor\": ");
-		cli_json_str(stdout, hw->vendor);
-		printf(", \"family\": %u, \"model\": %u, \"stepping\": %u, \"hypervisor\": %s, "
-		       "\"hypervisor_vendor\": ",
-		       hw->family, hw->model, hw->stepping, tf(hw->hypervisor));
-		cli_json_str(stdout, hw->hypervisor_vendor);
-		printf(", \"perf_event_paranoid\": %d, \"paranoid_meaning\": ", hw->paranoid);
-		cli_json_str(stdout, btr_hwinfo_paranoid_text(hw->paranoid));
-		printf("}\n}\n");
-	} else {
+		printf("\n}\n");
+	} else if (verbose) {
 		printf("\nmachine:\n");
 		printf("  cpu:             %s family %u model 0x%x stepping %u\n", hw->vendor, hw->family, hw->model,
 		       hw->stepping);
