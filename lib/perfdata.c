@@ -146,6 +146,8 @@ struct btr_perf_reader {
 	uint32_t auxtrace_type;
 	uint64_t pt_priv[PT_PRIV_MIN];
 	bool have_pt_priv;
+	uint64_t bts_pmu_type;
+	bool have_bts_priv;
 	uint32_t first_lbr_nr;
 	int32_t lbr_attr;       /* attr index of the first branch-stack sample, -1 */
 
@@ -953,6 +955,19 @@ static int prescan(struct btr_perf_reader *r)
 						r->time_zero = r->pt_priv[PT_TIME_ZERO];
 						r->have_conv = true;
 					}
+				} else if (r->auxtrace_type == AUXTRACE_INTEL_BTS && n >= 8 + 8 * 5) {
+					/* tools/perf/util/intel-bts.h: priv[] = PMU type,
+					 * time_shift, time_mult, time_zero,
+					 * cap_user_time_zero, snapshot mode */
+					r->bts_pmu_type = rd64(r, p + 8);
+					r->have_bts_priv = true;
+					uint64_t sh = rd64(r, p + 16), mu = rd64(r, p + 24), ze = rd64(r, p + 32);
+					if (!r->have_conv && rd64(r, p + 40) && mu && sh < 64) {
+						r->time_shift = (uint16_t)sh;
+						r->time_mult = mu;
+						r->time_zero = ze;
+						r->have_conv = true;
+					}
 				}
 			}
 			break;
@@ -1056,6 +1071,13 @@ static void build_machine(struct btr_perf_reader *r)
 				m->flags |= BTR_MACHINE_PT_TSC;
 			flag_attr = pt;
 		}
+	} else if (r->have_bts_priv) {
+		/* BTS: privilege from the intel_bts event's exclude bits */
+		for (uint32_t i = 0; i < r->nr_attrs; i++)
+			if (r->attrs[i].a.type == r->bts_pmu_type) {
+				flag_attr = &r->attrs[i];
+				break;
+			}
 	} else if (r->lbr_attr >= 0) {
 		const struct attr_ent *a = &r->attrs[r->lbr_attr];
 		uint64_t b = a->a.branch_sample_type;

@@ -928,6 +928,70 @@ static size_t make_synthetic(struct wbuf *w, int be)
 	return w->n;
 }
 
+/* A pipe-mode Intel BTS recording: HEADER_ATTR (the intel_bts event),
+ * AUXTRACE_INFO of type 2 (PERF_AUXTRACE_INTEL_BTS), one AUXTRACE buffer
+ * per thread (cpu -1) and one per CPU, each with 24-byte BTS records. */
+static void test_bts_synthetic(void)
+{
+	for (int be = 0; be < 2; be++) {
+		struct wbuf w;
+		size_t s;
+		memset(&w, 0, sizeof(w));
+		w.be = be;
+		w64(&w, 0x32454c4946524550ULL);
+		w64(&w, 16);
+		rec_begin(&w, 64, 0, &s);            /* HEADER_ATTR: attr (VER0, 64 bytes), no ids */
+		w32(&w, 7), w32(&w, 64), w64(&w, 0), w64(&w, 1), w64(&w, 0x10086), w64(&w, 0);
+		w64(&w, 1ull << 18 | 1ull << 5);     /* sample_id_all, exclude_kernel */
+		w32(&w, 0), w32(&w, 0), w64(&w, 0);
+		rec_end(&w, s);
+		rec_begin(&w, 70, 0, &s);            /* AUXTRACE_INFO */
+		w32(&w, 2), w32(&w, 0);
+		/* priv (intel-bts.h): PMU type, time_shift, time_mult,
+		 * time_zero, cap_user_time_zero, snapshot mode */
+		w64(&w, 7), w64(&w, 10), w64(&w, 512), w64(&w, 1000), w64(&w, 1), w64(&w, 0);
+		rec_end(&w, s);
+		for (int k = 0; k < 2; k++) {
+			rec_begin(&w, 71, 0, &s);    /* AUXTRACE: size, offset, reference, idx, tid, cpu, res */
+			w64(&w, 48), w64(&w, k ? 0x3000 : 0x18), w64(&w, 0), w32(&w, (uint32_t)k);
+			w32(&w, k ? 0 : 43), w32(&w, k ? 1u : 0xffffffffu), w32(&w, 0);
+			rec_end(&w, s);
+			for (int i = 0; i < 2; i++)  /* from, to, flags (predicted) as the CPU writes them: LE */
+				for (int f = 0; f < 3; f++) {
+					uint64_t v = f == 2 ? 0x10 : 0x401000 + 0x100 * (uint64_t)(i + k) + (uint64_t)f;
+					for (int b = 0; b < 8; b++)
+						w8(&w, (uint8_t)(v >> (8 * b)));
+				}
+		}
+		struct btr_perf_reader *r;
+		CHECK_EQ(btr_perf_reader_new_mem(w.b, w.n, &r), 0);
+		if (!r)
+			continue;
+		struct btr_perf_info info;
+		btr_perf_reader_info(r, &info);
+		CHECK_EQ(info.pipe_mode, 1);
+		CHECK_EQ(info.auxtrace_type, 2);
+		CHECK_EQ(info.time_is_tsc, 1);   /* the BTS AUXTRACE_INFO time conversion */
+		struct btr_record rec;
+		CHECK_EQ(btr_perf_read(r, &rec), 0);
+		CHECK_EQ(rec.type, BTR_REC_MACHINE);
+		CHECK_EQ(rec.u.machine.flags & BTR_MACHINE_USER_ONLY, BTR_MACHINE_USER_ONLY);
+		for (int k = 0; k < 2; k++) {
+			CHECK_EQ(btr_perf_read(r, &rec), 0);
+			CHECK_EQ(rec.type, BTR_REC_BTS);
+			CHECK_EQ(rec.u.data.tid, k ? 0 : 43);
+			CHECK_EQ(rec.u.data.cpu, k ? 1 : -1);
+			CHECK_EQ(rec.u.data.stream_offset, k ? 0x3000 : 0x18);
+			CHECK_EQ(rec.u.data.size, 48);
+			uint64_t from;
+			memcpy(&from, rec.u.data.data + 24, 8);   /* the second record's from, LE */
+			CHECK_EQ(from, 0x401000 + 0x100 * (uint64_t)(1 + k));
+		}
+		CHECK_EQ(btr_perf_read(r, &rec), -BTR_ERR_EOS);
+		btr_perf_reader_free(r);
+	}
+}
+
 static void test_synthetic(void)
 {
 	for (int be = 0; be < 2; be++) {
@@ -1283,6 +1347,7 @@ static void test_live(void)
 int main(void)
 {
 	test_synthetic();
+	test_bts_synthetic();
 	test_compressed_synthetic();
 	test_corrupt();
 	test_autofdo();
