@@ -41,7 +41,7 @@
 
 enum {
 	REC_MMAP = 1, REC_LOST = 2, REC_COMM = 3, REC_EXIT = 4, REC_FORK = 7,
-	REC_SAMPLE = 9, REC_MMAP2 = 10,
+	REC_SAMPLE = 9, REC_MMAP2 = 10, REC_SWITCH = 14, REC_SWITCH_CPU_WIDE = 15,
 	REC_HEADER_ATTR = 64, REC_HEADER_BUILD_ID = 67, REC_AUXTRACE_INFO = 70,
 	REC_AUXTRACE = 71, REC_TIME_CONV = 79, REC_HEADER_FEATURE = 80,
 	REC_COMPRESSED = 81,  /* { header; zstd data[] } (perf record -z) */
@@ -53,6 +53,8 @@ enum {
 	MISC_COMM_EXEC = 1u << 13,
 	MISC_MMAP_BUILD_ID = 1u << 14,
 	MISC_BUILD_ID_SIZE = 1u << 15, /* HEADER_BUILD_ID entries */
+	MISC_SWITCH_OUT = 1u << 13,
+	MISC_SWITCH_OUT_PREEMPT = 1u << 14,
 };
 
 enum {
@@ -144,6 +146,8 @@ struct btr_perf_reader {
 	uint32_t auxtrace_type;
 	uint64_t pt_priv[PT_PRIV_MIN];
 	bool have_pt_priv;
+	uint64_t bts_pmu_type;
+	bool have_bts_priv;
 	uint32_t first_lbr_nr;
 	int32_t lbr_attr;       /* attr index of the first branch-stack sample, -1 */
 
@@ -152,6 +156,7 @@ struct btr_perf_reader {
 
 	uint64_t counts[128];
 	struct btr_rec_machine machine;
+	bool in_dbuf;           /* the last raw record came from dbuf */
 
 	/* perf record -z: the records of COMPRESSED records are one zstd
 	 * stream; each COMPRESSED record's output is appended to what is
@@ -164,7 +169,13 @@ struct btr_perf_reader {
 	char path[4096];
 	char comm[256];
 	struct btr_lbr_entry lbr[MAX_LBR];
+	/* btr_perf_read_sample: entries and callchain of the last sample */
+	struct btr_perf_branch *sbr;      /* MAX_LBR, allocated on first use */
+	uint64_t *scc;                    /* MAX_CALLCHAIN */
 };
+
+/* The longest callchain a record can hold (header.size is a u16). */
+#define MAX_CALLCHAIN (65535 / 8)
 
 /* ---- byte access ---- */
 
@@ -327,7 +338,8 @@ static unsigned trailer_size(uint64_t st)
 struct sample_id {
 	uint64_t time;
 	int32_t cpu;
-	bool have_time;
+	uint32_t pid, tid;
+	bool have_time, have_tid;
 };
 
 /* Locates the sample_id_all trailer at the end of a non-sample record
@@ -338,7 +350,8 @@ static uint64_t parse_trailer(const struct btr_perf_reader *r, const uint8_t *p,
 {
 	sid->time = 0;
 	sid->cpu = -1;
-	sid->have_time = false;
+	sid->pid = sid->tid = 0;
+	sid->have_time = sid->have_tid = false;
 	if (!r->nr_attrs)
 		return n;
 	const struct attr_ent *a = &r->attrs[0];
@@ -360,8 +373,12 @@ static uint64_t parse_trailer(const struct btr_perf_reader *r, const uint8_t *p,
 	if (n < fixed + ts)
 		return n; /* no room: synthesized by a perf that wrote none */
 	const uint8_t *q = p + n - ts;
-	if (st & S_TID)
+	if (st & S_TID) {
+		sid->pid = rd32(r, q);
+		sid->tid = rd32(r, q + 4);
+		sid->have_tid = true;
 		q += 8;
+	}
 	if (st & S_TIME) {
 		sid->time = rd64(r, q);
 		sid->have_time = true;
@@ -379,9 +396,13 @@ static uint64_t parse_trailer(const struct btr_perf_reader *r, const uint8_t *p,
 /* ---- samples ---- */
 
 struct sample {
-	uint64_t ip, time;
+	uint64_t ip, time, addr, id, period;
 	uint32_t pid, tid;
 	int32_t cpu;
+	uint64_t nr_callchain;
+	const uint8_t *callchain; /* nr_callchain * 8 bytes */
+	bool has_branch_stack, has_hw_index;
+	uint64_t hw_index;
 	uint64_t nr;              /* branch stack entries, 0 if none */
 	const uint8_t *entries;   /* nr * 24 bytes */
 };
@@ -396,15 +417,15 @@ static int parse_sample(const struct btr_perf_reader *r, const struct attr_ent *
 	memset(s, 0, sizeof(*s));
 	s->cpu = -1;
 #define NEED(k) do { if ((uint64_t)(k) > n - off) return -BTR_ERR_BAD_RECORD; } while (0)
-	if (st & S_IDENTIFIER) { NEED(8); off += 8; }
+	if (st & S_IDENTIFIER) { NEED(8); s->id = rd64(r, p + off); off += 8; }
 	if (st & S_IP) { NEED(8); s->ip = rd64(r, p + off); off += 8; }
 	if (st & S_TID) { NEED(8); s->pid = rd32(r, p + off); s->tid = rd32(r, p + off + 4); off += 8; }
 	if (st & S_TIME) { NEED(8); s->time = rd64(r, p + off); off += 8; }
-	if (st & S_ADDR) { NEED(8); off += 8; }
-	if (st & S_ID) { NEED(8); off += 8; }
+	if (st & S_ADDR) { NEED(8); s->addr = rd64(r, p + off); off += 8; }
+	if (st & S_ID) { NEED(8); s->id = rd64(r, p + off); off += 8; }
 	if (st & S_STREAM_ID) { NEED(8); off += 8; }
 	if (st & S_CPU) { NEED(8); s->cpu = (int32_t)rd32(r, p + off); off += 8; }
-	if (st & S_PERIOD) { NEED(8); off += 8; }
+	if (st & S_PERIOD) { NEED(8); s->period = rd64(r, p + off); off += 8; }
 	if (st & S_READ) {
 		uint64_t rf = a->a.read_format;
 		unsigned times = 8 * (!!(rf & RF_TOTAL_TIME_ENABLED) + !!(rf & RF_TOTAL_TIME_RUNNING));
@@ -432,6 +453,8 @@ static int parse_sample(const struct btr_perf_reader *r, const struct attr_ent *
 		if (v > n / 8)
 			return -BTR_ERR_BAD_RECORD;
 		NEED(v * 8);
+		s->nr_callchain = v;
+		s->callchain = p + off;
 		off += v * 8;
 	}
 	if (st & S_RAW) {
@@ -448,11 +471,14 @@ static int parse_sample(const struct btr_perf_reader *r, const struct attr_ent *
 	off += 8;
 	if (a->a.branch_sample_type & BR_HW_INDEX) {
 		NEED(8);
+		s->has_hw_index = true;
+		s->hw_index = rd64(r, p + off);
 		off += 8;
 	}
 	if (v > n / 24 || v > MAX_LBR)
 		return -BTR_ERR_BAD_RECORD;
 	NEED(v * 24);
+	s->has_branch_stack = true;
 	s->nr = v;
 	s->entries = p + off;
 #undef NEED
@@ -491,6 +517,28 @@ static void decode_branch_flags(const struct btr_perf_reader *r, uint64_t f, str
 	e->cycles = cycles;
 	if (cycles)
 		e->flags |= BTR_BF_CYCLES;
+}
+
+/* The whole flags word of a perf_branch_entry (perf_event.h: mispred:1
+ * predicted:1 in_tx:1 abort:1 cycles:16 type:4 spec:2 new_type:4 priv:3),
+ * bit positions mirrored for files from big-endian hosts as above. */
+static void decode_branch_full(const struct btr_perf_reader *r, const uint8_t *e, struct btr_perf_branch *b)
+{
+	uint64_t f = rd64(r, e + 16);
+	bool writer_be = r->swap != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
+#define FIELD(lo, w) (writer_be ? (f >> (64 - (lo) - (w))) & ((1ull << (w)) - 1) : (f >> (lo)) & ((1ull << (w)) - 1))
+	b->from = rd64(r, e);
+	b->to = rd64(r, e + 8);
+	b->mispred = (uint8_t)FIELD(0, 1);
+	b->predicted = (uint8_t)FIELD(1, 1);
+	b->in_tx = (uint8_t)FIELD(2, 1);
+	b->abort = (uint8_t)FIELD(3, 1);
+	b->cycles = (uint16_t)FIELD(4, 16);
+	b->type = (uint8_t)FIELD(20, 4);
+	b->spec = (uint8_t)FIELD(24, 2);
+	b->new_type = (uint8_t)FIELD(26, 4);
+	b->priv = (uint8_t)FIELD(30, 3);
+#undef FIELD
 }
 
 /* ---- header sections ---- */
@@ -907,6 +955,19 @@ static int prescan(struct btr_perf_reader *r)
 						r->time_zero = r->pt_priv[PT_TIME_ZERO];
 						r->have_conv = true;
 					}
+				} else if (r->auxtrace_type == AUXTRACE_INTEL_BTS && n >= 8 + 8 * 5) {
+					/* tools/perf/util/intel-bts.h: priv[] = PMU type,
+					 * time_shift, time_mult, time_zero,
+					 * cap_user_time_zero, snapshot mode */
+					r->bts_pmu_type = rd64(r, p + 8);
+					r->have_bts_priv = true;
+					uint64_t sh = rd64(r, p + 16), mu = rd64(r, p + 24), ze = rd64(r, p + 32);
+					if (!r->have_conv && rd64(r, p + 40) && mu && sh < 64) {
+						r->time_shift = (uint16_t)sh;
+						r->time_mult = mu;
+						r->time_zero = ze;
+						r->have_conv = true;
+					}
 				}
 			}
 			break;
@@ -1010,6 +1071,13 @@ static void build_machine(struct btr_perf_reader *r)
 				m->flags |= BTR_MACHINE_PT_TSC;
 			flag_attr = pt;
 		}
+	} else if (r->have_bts_priv) {
+		/* BTS: privilege from the intel_bts event's exclude bits */
+		for (uint32_t i = 0; i < r->nr_attrs; i++)
+			if (r->attrs[i].a.type == r->bts_pmu_type) {
+				flag_attr = &r->attrs[i];
+				break;
+			}
 	} else if (r->lbr_attr >= 0) {
 		const struct attr_ent *a = &r->attrs[r->lbr_attr];
 		uint64_t b = a->a.branch_sample_type;
@@ -1158,6 +1226,8 @@ void btr_perf_reader_free(struct btr_perf_reader *r)
 	free(r->attrs);
 	free(r->ids);
 	free(r->bids);
+	free(r->sbr);
+	free(r->scc);
 	free(r->dbuf);
 	ZSTD_freeDCtx(r->zd);
 	free(r);
@@ -1257,6 +1327,32 @@ static int convert(struct btr_perf_reader *r, uint32_t t, uint16_t misc, const u
 		th->tsc = perf_to_tsc(r, rd64(r, p + 16));
 		return 1;
 	}
+	case REC_SWITCH:
+	case REC_SWITCH_CPU_WIDE: {
+		/* SWITCH: no body; SWITCH_CPU_WIDE: u32 next_prev_pid,
+		 * next_prev_tid.  The sample_id trailer names the thread the
+		 * record is about (switching out with MISC_SWITCH_OUT, else
+		 * in) and the CPU; without a trailer the record says nothing
+		 * usable. */
+		uint64_t fixed = t == REC_SWITCH ? 0 : 8;
+		if (n < fixed)
+			return -BTR_ERR_BAD_RECORD;
+		parse_trailer(r, p, n, fixed, &sid);
+		if (!sid.have_tid)
+			return 0;
+		struct btr_rec_switch *w = &rec->u.sw;
+		memset(w, 0, sizeof(*w));
+		rec->type = BTR_REC_SWITCH;
+		w->pid = sid.pid;
+		w->tid = sid.tid;
+		w->cpu = sid.cpu;
+		w->tsc = sid.have_time ? perf_to_tsc(r, sid.time) : 0;
+		if (misc & MISC_SWITCH_OUT)
+			w->flags |= BTR_SWITCH_OUT;
+		if (misc & MISC_SWITCH_OUT_PREEMPT)
+			w->flags |= BTR_SWITCH_PREEMPT;
+		return 1;
+	}
 	case REC_AUXTRACE: {
 		/* u64 size, offset, reference; u32 idx, tid, cpu, reserved;
 		 * then @size payload bytes that header.size does not count */
@@ -1308,31 +1404,70 @@ static int convert(struct btr_perf_reader *r, uint32_t t, uint16_t misc, const u
 	}
 }
 
-/* Delivers the next record from the decompressed buffer.  Returns 1 if
- * @rec was produced, 0 if the buffer holds no complete record any more
- * (the rest is the start of a record continued in the next COMPRESSED
- * record), or a negative error. */
-static int next_inner(struct btr_perf_reader *r, struct btr_record *rec)
+/* The next raw perf record, from the decompression buffer or the file,
+ * COMPRESSED records opened on the way: sets *@t, *@misc, the body @p of
+ * *@n bytes.  Returns 0, or a negative error (sticky, stored in r->err). */
+static int next_raw(struct btr_perf_reader *r, uint32_t *t, uint16_t *misc, const uint8_t **p,
+		    uint64_t *n)
 {
-	while (r->dlen - r->dpos >= 8) {
-		const uint8_t *h = r->dbuf + r->dpos;
-		uint32_t t = rd32(r, h);
-		uint16_t misc = rd16(r, h + 4), sz = rd16(r, h + 6);
-		if (sz < 8)
-			return -BTR_ERR_BAD_RECORD;
-		if (sz > r->dlen - r->dpos)
+	for (;;) {
+		if (r->err)
+			return r->err;
+		while (r->dlen - r->dpos >= 8 && r->dpos < r->dlen) {
+			const uint8_t *h = r->dbuf + r->dpos;
+			uint32_t ty = rd32(r, h);
+			uint16_t sz = rd16(r, h + 6);
+			if (sz < 8) {
+				btr_debug("perf.data: malformed record in the compressed record at offset 0x%llx",
+					 (unsigned long long)r->last_off);
+				return r->err = -BTR_ERR_BAD_RECORD;
+			}
+			if (sz > r->dlen - r->dpos)
+				break;
+			r->dpos += sz;
+			r->counts[ty < 128 ? ty : 127]++;
+			/* perf compresses only ring-buffer data: AUXTRACE
+			 * payloads and nested COMPRESSED records cannot
+			 * occur; skip them */
+			if (ty == REC_AUXTRACE || ty == REC_COMPRESSED || ty == REC_COMPRESSED2)
+				continue;
+			*t = ty;
+			*misc = rd16(r, h + 4);
+			*p = h + 8;
+			*n = sz - 8u;
+			r->in_dbuf = true;
 			return 0;
-		r->dpos += sz;
-		r->counts[t < 128 ? t : 127]++;
-		/* perf compresses only ring-buffer data: AUXTRACE payloads and
-		 * nested COMPRESSED records cannot occur; skip them */
-		if (t == REC_AUXTRACE || t == REC_COMPRESSED || t == REC_COMPRESSED2)
+		}
+		if (r->pos >= r->data_end) {
+			/* a record cut at the end of the compressed stream is
+			 * a truncation too */
+			if (r->data_cut || r->feat_cut || r->dpos < r->dlen)
+				r->err = -BTR_ERR_TRUNCATED;
+			else
+				r->err = -BTR_ERR_EOS;
+			return r->err;
+		}
+		uint64_t tot;
+		r->last_off = r->pos;
+		int err = record_at(r, r->pos, t, misc, &tot);
+		if (err) {
+			if (err == -BTR_ERR_BAD_RECORD)
+				btr_debug("perf.data: malformed record at offset 0x%llx",
+					 (unsigned long long)r->pos);
+			return r->err = err;
+		}
+		r->counts[*t < 128 ? *t : 127]++;
+		*p = r->buf + r->pos + 8;
+		*n = rd16(r, r->buf + r->pos + 6) - 8u;
+		r->pos += tot;
+		if (*t == REC_COMPRESSED || *t == REC_COMPRESSED2) {
+			if ((err = decompress(r, *t, *p, *n)) < 0)
+				return r->err = err;
 			continue;
-		int rc = convert(r, t, misc, h + 8, sz - 8u, rec);
-		if (rc)
-			return rc;
+		}
+		r->in_dbuf = false;
+		return 0;
 	}
-	return 0;
 }
 
 int btr_perf_read(struct btr_perf_reader *r, struct btr_record *rec)
@@ -1354,58 +1489,133 @@ int btr_perf_read(struct btr_perf_reader *r, struct btr_record *rec)
 		return 0;
 	}
 	for (;;) {
-		if (r->dpos < r->dlen) {
-			int rc = next_inner(r, rec);
-			if (rc < 0) {
-				btr_debug("perf.data: malformed record in the compressed record at offset 0x%llx",
-					 (unsigned long long)r->last_off);
-				r->err = rc;
-				return rc;
-			}
-			if (rc > 0)
-				return 0;
-		}
-		if (r->pos >= r->data_end) {
-			/* a record cut at the end of the compressed stream is
-			 * a truncation too */
-			if (r->data_cut || r->feat_cut || r->dpos < r->dlen)
-				r->err = -BTR_ERR_TRUNCATED;
-			else
-				r->err = -BTR_ERR_EOS;
-			return r->err;
-		}
 		uint32_t t;
 		uint16_t misc;
-		uint64_t tot;
-		r->last_off = r->pos;
-		int err = record_at(r, r->pos, &t, &misc, &tot);
-		if (err) {
-			if (err == -BTR_ERR_BAD_RECORD)
-				btr_debug("perf.data: malformed record at offset 0x%llx",
-					 (unsigned long long)r->pos);
-			r->err = err;
+		const uint8_t *p;
+		uint64_t n;
+		int err = next_raw(r, &t, &misc, &p, &n);
+		if (err)
 			return err;
-		}
-		r->counts[t < 128 ? t : 127]++;
-		const uint8_t *p = r->buf + r->pos + 8;
-		uint64_t n = rd16(r, r->buf + r->pos + 6) - 8;
-		r->pos += tot;
-		if (t == REC_COMPRESSED || t == REC_COMPRESSED2) {
-			if ((err = decompress(r, t, p, n)) < 0) {
-				r->err = err;
-				return err;
-			}
-			continue;
-		}
 		err = convert(r, t, misc, p, n, rec);
 		if (err < 0) {
-			btr_debug("perf.data: malformed record (type %u) at offset 0x%llx", t,
-				 (unsigned long long)r->last_off);
+			btr_debug("perf.data: malformed record (type %u) at offset 0x%llx%s", t,
+				 (unsigned long long)r->last_off, r->in_dbuf ? " (compressed)" : "");
 			r->err = err;
 			return err;
 		}
 		if (err > 0)
 			return 0;
+	}
+}
+
+int btr_perf_conv_new(const void *attr, size_t attr_size, struct btr_perf_reader **out)
+{
+	if (!attr || !out || attr_size < ATTR_SIZE_VER0)
+		return -BTR_ERR_INVAL;
+	struct btr_perf_reader *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -BTR_ERR_NOMEM;
+	/* a live ring is in this host's byte order */
+	r->swap = false;
+	r->lbr_attr = -1;
+	r->machine_done = 1;
+	r->err = -BTR_ERR_EOS;   /* nothing to read: records come through btr_perf_convert */
+	uint32_t idx;
+	int rc = add_attr(r, attr, attr_size, &idx);
+	if (rc < 0) {
+		free(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+int btr_perf_conv_set_time(struct btr_perf_reader *r, uint16_t shift, uint32_t mult, uint64_t zero)
+{
+	if (!r || !mult || shift >= 64)
+		return -BTR_ERR_INVAL;
+	r->time_shift = shift;
+	r->time_mult = mult;
+	r->time_zero = zero;
+	r->have_conv = true;
+	return 0;
+}
+
+int btr_perf_convert(struct btr_perf_reader *r, const void *rec, size_t size, struct btr_record out[2])
+{
+	if (!r || !rec || !out || size < 8)
+		return -BTR_ERR_INVAL;
+	const uint8_t *p = rec;
+	uint32_t t = rd32(r, p);
+	uint16_t misc = rd16(r, p + 4), sz = rd16(r, p + 6);
+	if (sz < 8 || sz > size)
+		return -BTR_ERR_BAD_RECORD;
+	r->counts[t < 128 ? t : 127]++;
+	if (t == REC_AUXTRACE)
+		return 0;   /* a file-only record: its payload is not in @rec */
+	r->has_pending = false;
+	int rc = convert(r, t, misc, p + 8, sz - 8u, &out[0]);
+	if (rc <= 0)
+		return rc;
+	if (r->has_pending) {
+		out[1] = r->pending;
+		r->has_pending = false;
+		return 2;
+	}
+	return 1;
+}
+
+int btr_perf_read_sample(struct btr_perf_reader *r, struct btr_perf_sample *out)
+{
+	if (!r || !out)
+		return -BTR_ERR_INVAL;
+	if (!r->sbr && !(r->sbr = malloc(sizeof(*r->sbr) * MAX_LBR)))
+		return -BTR_ERR_NOMEM;
+	if (!r->scc && !(r->scc = malloc(sizeof(*r->scc) * MAX_CALLCHAIN)))
+		return -BTR_ERR_NOMEM;
+	r->machine_done = 1;
+	r->has_pending = false;
+	for (;;) {
+		uint32_t t;
+		uint16_t misc;
+		const uint8_t *p;
+		uint64_t n;
+		int err = next_raw(r, &t, &misc, &p, &n);
+		if (err)
+			return err;
+		if (t != REC_SAMPLE || !r->nr_attrs)
+			continue;
+		struct sample s;
+		const struct attr_ent *a = sample_attr(r, p, n);
+		err = parse_sample(r, a, p, n, &s);
+		if (err < 0) {
+			btr_debug("perf.data: malformed sample at offset 0x%llx", (unsigned long long)r->last_off);
+			return r->err = err;
+		}
+		memset(out, 0, sizeof(*out));
+		out->attr = (uint32_t)(a - r->attrs);
+		out->sample_type = a->a.sample_type;
+		out->misc = misc;
+		out->ip = s.ip;
+		out->pid = s.pid;
+		out->tid = s.tid;
+		out->time = s.time;
+		out->addr = s.addr;
+		out->id = s.id;
+		out->cpu = s.cpu;
+		out->period = s.period;
+		out->nr_callchain = s.nr_callchain > MAX_CALLCHAIN ? MAX_CALLCHAIN : s.nr_callchain;
+		for (uint64_t i = 0; i < out->nr_callchain; i++)
+			r->scc[i] = rd64(r, s.callchain + 8 * i);
+		out->callchain = r->scc;
+		out->has_branch_stack = s.has_branch_stack;
+		out->has_hw_index = s.has_hw_index;
+		out->hw_index = s.hw_index;
+		out->nr_branches = s.nr;
+		for (uint64_t i = 0; i < s.nr; i++)
+			decode_branch_full(r, s.entries + 24 * i, &r->sbr[i]);
+		out->branches = r->sbr;
+		return 0;
 	}
 }
 

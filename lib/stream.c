@@ -119,9 +119,18 @@ struct btr_stream {
 	int data_lost;
 	int finished;
 	uint32_t last_tid, last_pid; /* btr_stream_pid_of's one-entry cache */
+
+	/* context switches per CPU, sorted by tsc (btr_stream_cpu_thread) */
+	struct cpu_switches {
+		struct switch_ent { uint64_t tsc; uint32_t pid, tid; } *e;
+		size_t n, cap;
+	} *sw;
+	unsigned n_sw;
 };
 
 /* ---- helpers ---- */
+
+static int on_switch(struct btr_stream *s, const struct btr_rec_switch *w);
 
 static int stop_value(int rc)
 {
@@ -1112,6 +1121,14 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 		}
 		rc = emit(s, &ev);
 		break;
+	case BTR_REC_SWITCH:
+		if ((rc = on_switch(s, &rec->u.sw)) < 0)
+			break;
+		ev.type = BTR_SEV_SWITCH;
+		ev.tid = rec->u.sw.tid;
+		ev.pid = rec->u.sw.pid;
+		rc = emit(s, &ev);
+		break;
 	case BTR_REC_PT:
 		rc = on_pt(s, &rec->u.data);
 		break;
@@ -1232,10 +1249,73 @@ const char *btr_stream_backend(const struct btr_stream *s)
 	return s ? s->backend : "";
 }
 
+/* ---- context switches (BTR_REC_SWITCH) ---- */
+
+#define MAX_SWITCH_CPUS 8192
+
+static int on_switch(struct btr_stream *s, const struct btr_rec_switch *w)
+{
+	if (w->cpu < 0 || w->cpu >= MAX_SWITCH_CPUS)
+		return 0;
+	unsigned cpu = (unsigned)w->cpu;
+	if (cpu >= s->n_sw) {
+		void *n = realloc(s->sw, (cpu + 1) * sizeof(*s->sw));
+		if (!n)
+			return -BTR_ERR_NOMEM;
+		s->sw = n;
+		memset(s->sw + s->n_sw, 0, (cpu + 1 - s->n_sw) * sizeof(*s->sw));
+		s->n_sw = cpu + 1;
+	}
+	struct cpu_switches *c = &s->sw[cpu];
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 64;
+		void *n = realloc(c->e, cap * sizeof(*c->e));
+		if (!n)
+			return -BTR_ERR_NOMEM;
+		c->e = n;
+		c->cap = cap;
+	}
+	/* records of one CPU come nearly in time order: insert from the end */
+	size_t i = c->n;
+	while (i && c->e[i - 1].tsc > w->tsc) {
+		c->e[i] = c->e[i - 1];
+		i--;
+	}
+	int out = (w->flags & BTR_SWITCH_OUT) != 0;
+	c->e[i] = (struct switch_ent){ w->tsc, out ? 0 : w->pid, out ? 0 : w->tid };
+	c->n++;
+	return 0;
+}
+
+int btr_stream_cpu_thread(struct btr_stream *s, int32_t cpu, uint64_t tsc, uint32_t *pid, uint32_t *tid)
+{
+	if (!s || cpu < 0 || (unsigned)cpu >= s->n_sw)
+		return 0;
+	const struct cpu_switches *c = &s->sw[cpu];
+	size_t lo = 0, hi = c->n;   /* first entry with tsc > @tsc */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (c->e[mid].tsc <= tsc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || !c->e[lo - 1].tid)
+		return 0;
+	if (pid)
+		*pid = c->e[lo - 1].pid;
+	if (tid)
+		*tid = c->e[lo - 1].tid;
+	return 1;
+}
+
 void btr_stream_free(struct btr_stream *s)
 {
 	if (!s)
 		return;
+	for (unsigned i = 0; i < s->n_sw; i++)
+		free(s->sw[i].e);
+	free(s->sw);
 	for (size_t i = 0; i < s->n_ds; i++) {
 		if (s->ds[i]->flow)
 			btr_ptflow_free(s->ds[i]->flow);

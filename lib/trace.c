@@ -54,6 +54,7 @@
 #define BRANCHES_FIXED 8u    /* + 44 * count */
 #define BRANCH_SIZE 44u
 #define EXIT_FIXED 40u
+#define SWITCH_FIXED 24u     /* pid, tid, cpu, flags, tsc */
 #define PROCESS_FIXED 30u    /* + path + args + detail (u16 length each) */
 
 static inline void put16(uint8_t *p, uint16_t v)
@@ -104,6 +105,7 @@ static const char *const type_names[BTR_REC__MAX] = {
 	[BTR_REC_EXEC] = "exec",
 	[BTR_REC_PROCESS] = "process",
 	[BTR_REC_BTS_INSNS] = "bts_insns",
+	[BTR_REC_SWITCH] = "switch",
 };
 
 const char *btr_rec_type_name(enum btr_rec_type type)
@@ -393,6 +395,9 @@ int btr_trace_write(struct btr_trace_writer *w, const struct btr_record *rec)
 	case BTR_REC_PROCESS_EXIT:
 		body = EXIT_FIXED;
 		break;
+	case BTR_REC_SWITCH:
+		body = SWITCH_FIXED;
+		break;
 	case BTR_REC_PROCESS:
 		n1 = slen(rec->u.process.path);
 		n2 = slen(rec->u.process.detail);
@@ -487,6 +492,15 @@ int btr_trace_write(struct btr_trace_writer *w, const struct btr_record *rec)
 		put64(p + 16, x->ip);
 		put64(p + 24, x->addr);
 		put64(p + 32, x->tsc);
+		break;
+	}
+	case BTR_REC_SWITCH: {
+		const struct btr_rec_switch *x = &rec->u.sw;
+		put32(p, x->pid);
+		put32(p + 4, x->tid);
+		put32(p + 8, (uint32_t)x->cpu);
+		put32(p + 12, x->flags);
+		put64(p + 16, x->tsc);
 		break;
 	}
 	case BTR_REC_PROCESS: {
@@ -1124,6 +1138,15 @@ static int decode(struct btr_trace_reader *r, enum btr_rec_type type, const uint
 		x->signo = (int32_t)c32(&c);
 		x->ip = c64(&c);
 		x->addr = c64(&c);
+		x->tsc = c64(&c);
+		break;
+	}
+	case BTR_REC_SWITCH: {
+		struct btr_rec_switch *x = &rec->u.sw;
+		x->pid = c32(&c);
+		x->tid = c32(&c);
+		x->cpu = (int32_t)c32(&c);
+		x->flags = c32(&c);
 		x->tsc = c64(&c);
 		break;
 	}

@@ -26,6 +26,7 @@ pkgs="
   python3-jsonschema
   zlib1g-dev
   gdb
+  linux-perf
   graphviz
   lcov
   libxml2-utils

@@ -898,7 +898,10 @@ static size_t make_synthetic(struct wbuf *w, int be)
 	w32(w, 2), w32(w, 0);
 	w64(w, 3);          /* nr */
 	w64(w, 77);         /* hw_idx */
-	w64(w, 0x400200), w64(w, 0x400100), w64(w, br_flags(be, 1, 0, 0, 300));
+	/* entry 0 also carries type CALL (4) in bits 20-23 and spec 2 in
+	 * bits 24-25 (mirrored for a big-endian writer) */
+	w64(w, 0x400200), w64(w, 0x400100),
+		w64(w, br_flags(be, 1, 0, 0, 300) | (be ? (4ull << 40) | (2ull << 38) : (4ull << 20) | (2ull << 24)));
 	w64(w, 0x400180), w64(w, 0x400010), w64(w, br_flags(be, 0, 1, 1, 0));
 	w64(w, 0), w64(w, 0), w64(w, 0);
 	rec_end(w, s);
@@ -906,6 +909,10 @@ static size_t make_synthetic(struct wbuf *w, int be)
 	w32(w, 42), w32(w, 42), w32(w, 44), w32(w, 44);
 	w64(w, 1400);
 	TRAILER(1400);
+	rec_end(w, s);
+	rec_begin(w, 15, 3u << 13, &s); /* SWITCH_CPU_WIDE, out + preempted */
+	w32(w, 0), w32(w, 0);           /* next pid/tid: idle */
+	TRAILER(1500);
 	rec_end(w, s);
 	set64(w, attrs_at + 16, data);
 	set64(w, attrs_at + 24, w->n - data);
@@ -919,6 +926,70 @@ static size_t make_synthetic(struct wbuf *w, int be)
 	set64(w, tab + 8, w->n - fs);
 #undef TRAILER
 	return w->n;
+}
+
+/* A pipe-mode Intel BTS recording: HEADER_ATTR (the intel_bts event),
+ * AUXTRACE_INFO of type 2 (PERF_AUXTRACE_INTEL_BTS), one AUXTRACE buffer
+ * per thread (cpu -1) and one per CPU, each with 24-byte BTS records. */
+static void test_bts_synthetic(void)
+{
+	for (int be = 0; be < 2; be++) {
+		struct wbuf w;
+		size_t s;
+		memset(&w, 0, sizeof(w));
+		w.be = be;
+		w64(&w, 0x32454c4946524550ULL);
+		w64(&w, 16);
+		rec_begin(&w, 64, 0, &s);            /* HEADER_ATTR: attr (VER0, 64 bytes), no ids */
+		w32(&w, 7), w32(&w, 64), w64(&w, 0), w64(&w, 1), w64(&w, 0x10086), w64(&w, 0);
+		w64(&w, 1ull << 18 | 1ull << 5);     /* sample_id_all, exclude_kernel */
+		w32(&w, 0), w32(&w, 0), w64(&w, 0);
+		rec_end(&w, s);
+		rec_begin(&w, 70, 0, &s);            /* AUXTRACE_INFO */
+		w32(&w, 2), w32(&w, 0);
+		/* priv (intel-bts.h): PMU type, time_shift, time_mult,
+		 * time_zero, cap_user_time_zero, snapshot mode */
+		w64(&w, 7), w64(&w, 10), w64(&w, 512), w64(&w, 1000), w64(&w, 1), w64(&w, 0);
+		rec_end(&w, s);
+		for (int k = 0; k < 2; k++) {
+			rec_begin(&w, 71, 0, &s);    /* AUXTRACE: size, offset, reference, idx, tid, cpu, res */
+			w64(&w, 48), w64(&w, k ? 0x3000 : 0x18), w64(&w, 0), w32(&w, (uint32_t)k);
+			w32(&w, k ? 0 : 43), w32(&w, k ? 1u : 0xffffffffu), w32(&w, 0);
+			rec_end(&w, s);
+			for (int i = 0; i < 2; i++)  /* from, to, flags (predicted) as the CPU writes them: LE */
+				for (int f = 0; f < 3; f++) {
+					uint64_t v = f == 2 ? 0x10 : 0x401000 + 0x100 * (uint64_t)(i + k) + (uint64_t)f;
+					for (int b = 0; b < 8; b++)
+						w8(&w, (uint8_t)(v >> (8 * b)));
+				}
+		}
+		struct btr_perf_reader *r;
+		CHECK_EQ(btr_perf_reader_new_mem(w.b, w.n, &r), 0);
+		if (!r)
+			continue;
+		struct btr_perf_info info;
+		btr_perf_reader_info(r, &info);
+		CHECK_EQ(info.pipe_mode, 1);
+		CHECK_EQ(info.auxtrace_type, 2);
+		CHECK_EQ(info.time_is_tsc, 1);   /* the BTS AUXTRACE_INFO time conversion */
+		struct btr_record rec;
+		CHECK_EQ(btr_perf_read(r, &rec), 0);
+		CHECK_EQ(rec.type, BTR_REC_MACHINE);
+		CHECK_EQ(rec.u.machine.flags & BTR_MACHINE_USER_ONLY, BTR_MACHINE_USER_ONLY);
+		for (int k = 0; k < 2; k++) {
+			CHECK_EQ(btr_perf_read(r, &rec), 0);
+			CHECK_EQ(rec.type, BTR_REC_BTS);
+			CHECK_EQ(rec.u.data.tid, k ? 0 : 43);
+			CHECK_EQ(rec.u.data.cpu, k ? 1 : -1);
+			CHECK_EQ(rec.u.data.stream_offset, k ? 0x3000 : 0x18);
+			CHECK_EQ(rec.u.data.size, 48);
+			uint64_t from;
+			memcpy(&from, rec.u.data.data + 24, 8);   /* the second record's from, LE */
+			CHECK_EQ(from, 0x401000 + 0x100 * (uint64_t)(1 + k));
+		}
+		CHECK_EQ(btr_perf_read(r, &rec), -BTR_ERR_EOS);
+		btr_perf_reader_free(r);
+	}
 }
 
 static void test_synthetic(void)
@@ -988,7 +1059,41 @@ static void test_synthetic(void)
 		CHECK_EQ(btr_perf_read(r, &rec), 0);
 		CHECK_EQ(rec.type, BTR_REC_THREAD_EXIT);
 		CHECK_EQ(rec.u.thread.tid, 44);
+		CHECK_EQ(btr_perf_read(r, &rec), 0);
+		CHECK_EQ(rec.type, BTR_REC_SWITCH);
+		CHECK_EQ(rec.u.sw.pid, 42);
+		CHECK_EQ(rec.u.sw.tid, 43);
+		CHECK_EQ(rec.u.sw.cpu, 2);
+		CHECK_EQ(rec.u.sw.tsc, 1500);
+		CHECK_EQ(rec.u.sw.flags, BTR_SWITCH_OUT | BTR_SWITCH_PREEMPT);
 		CHECK_EQ(btr_perf_read(r, &rec), -BTR_ERR_EOS);
+		btr_perf_reader_free(r);
+
+		/* the whole sample as perf script sees it: every slot, hw_index,
+		 * the full flags word */
+		CHECK_EQ(btr_perf_reader_new_mem(w.b, n, &r), 0);
+		struct btr_perf_sample smp;
+		CHECK_EQ(btr_perf_read_sample(r, &smp), 0);
+		CHECK_EQ(smp.ip, 0x400123);
+		CHECK_EQ(smp.pid, 42);
+		CHECK_EQ(smp.tid, 44);
+		CHECK_EQ(smp.time, 1300);
+		CHECK_EQ(smp.cpu, 2);
+		CHECK_EQ(smp.has_branch_stack, 1);
+		CHECK_EQ(smp.has_hw_index, 1);
+		CHECK_EQ(smp.hw_index, 77);
+		CHECK_EQ(smp.nr_branches, 3);
+		CHECK_EQ(smp.branches[0].mispred, 1);
+		CHECK_EQ(smp.branches[0].predicted, 0);
+		CHECK_EQ(smp.branches[0].cycles, 300);
+		CHECK_EQ(smp.branches[0].type, 4);
+		CHECK_EQ(smp.branches[0].spec, 2);
+		CHECK_EQ(smp.branches[1].predicted, 1);
+		CHECK_EQ(smp.branches[1].abort, 1);
+		CHECK_EQ(smp.branches[1].type, 0);
+		CHECK_EQ(smp.branches[2].from, 0);
+		CHECK_EQ(btr_perf_read_sample(r, &smp), -BTR_ERR_EOS);
+		CHECK_EQ(btr_perf_reader_count(r, 15), 1);
 		btr_perf_reader_free(r);
 
 		/* every cut of the synthetic file */
@@ -1091,13 +1196,15 @@ static void test_compressed_synthetic(void)
 				ra.u.module.build_id_len == rb.u.module.build_id_len;
 		else if (ra.type == BTR_REC_MACHINE)
 			same += ra.u.machine.lbr_depth == rb.u.machine.lbr_depth && rb.u.machine.cpu_model == 85;
+		else if (ra.type == BTR_REC_SWITCH)
+			same += ra.u.sw.tid == rb.u.sw.tid && ra.u.sw.tsc == rb.u.sw.tsc && ra.u.sw.flags == rb.u.sw.flags;
 		else
 			same += ra.u.thread.tid == rb.u.thread.tid;
 	}
 	printf("compressed synthetic: %u records\n", recs);
 	CHECK_EQ(ea, -BTR_ERR_EOS);
 	CHECK_EQ(eb, -BTR_ERR_EOS);
-	CHECK_EQ(recs, 7); /* machine, mmap2, exec, comm, fork, sample, exit */
+	CHECK_EQ(recs, 8); /* machine, mmap2, exec, comm, fork, sample, exit, switch */
 	CHECK_EQ(same, recs);
 	CHECK_EQ(btr_perf_reader_count(b, 81), 2);
 	CHECK_EQ(btr_perf_reader_count(b, 9), 1);
@@ -1240,6 +1347,7 @@ static void test_live(void)
 int main(void)
 {
 	test_synthetic();
+	test_bts_synthetic();
 	test_compressed_synthetic();
 	test_corrupt();
 	test_autofdo();

@@ -5,7 +5,8 @@
  * command under it and writes a .btr trace.  Backends: "pt", "bts",
  * "lbr" (hardware, through perf_event_open), "qemu" (software: a QEMU
  * TCG plugin that emits Intel PT) and "step" (ptrace single-stepping).
- * "qemu" and "step" record; the probes of the others are real.
+ * "qemu", "step" and the hardware backends record; the hardware ones
+ * need the PMU (btr info says whether it is there).
  *
  * This module lives in lib/capture/, the only part of libbtr that makes
  * Linux-specific calls (fork, exec, perf_event_open, ptrace).
@@ -41,7 +42,8 @@ struct btr_capture_opts {
 	const char *plugin;       /* qemu: the plugin (NULL: $BTR_QEMU_PLUGIN, then next to /proc/self/exe) */
 	int compress;             /* zstd level for the output, 0: none */
 	/* step backend (lib/capture/step.c, docs/record.md) */
-	int attach_pid;           /* > 0: attach to this running process (argv unused) */
+	int attach_pid;           /* > 0: attach to this running process (argv unused):
+				   * step, pt, bts, lbr */
 	double duration;          /* attach: detach after this many seconds (0: until it ends or SIGINT) */
 	const char *start;        /* region start: symbol of the program or address (NULL: everything) */
 	const char *stop;         /* region end: symbol or address (NULL: the start function's return) */
@@ -56,6 +58,23 @@ struct btr_capture_opts {
 	int no_follow_fork;
 	int no_follow_exec;
 	unsigned max_processes;   /* at most this many traced processes; 0: 1000 */
+
+	/* Hardware backends (pt, bts, lbr through perf_event_open;
+	 * lib/capture/perf_*.c, docs/record.md).  Zero means the default. */
+	int user, kernel;         /* trace user / kernel code (neither set: user only) */
+	int system_wide;          /* -a: every process on every CPU while argv runs */
+	int per_thread;           /* one ring for the traced thread (no inheritance)
+				   * instead of one per CPU (see docs/record.md) */
+	const char *const *ip_filters; /* pt: --ip-filter specs (btr_ip_filter_parse) */
+	unsigned n_ip_filters;
+	const char *pt_config;    /* pt: "cyc,cyc_thresh=N,mtc_period=N,psb_period=N,
+				   * notsc,nomtc,ptw,pwr_evt" (btr_pt_opts_parse) */
+	int snapshot;             /* pt, bts: AUX in overwrite mode; the newest data is
+				   * written on SIGUSR2 and at the end */
+	const char *lbr_filter;   /* lbr: btr_lbr_filter_parse expression (default any,user) */
+	uint64_t period;          /* lbr: sample every N cycles (0: 100003) */
+	uint64_t aux_size;        /* pt, bts: AUX area bytes per ring (0: 4 MiB; a power of two) */
+	const char *sysfs_root;   /* tests: where the PMUs are described (NULL: /sys/...) */
 };
 
 #define BTR_CAPTURE_MAX_PROCESSES 1000
@@ -137,6 +156,22 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
  * (block stepping works), 0 (it single-steps or does nothing useful;
  * @why says what was seen), or a negative error. */
 int btr_step_probe_btf(char *why, size_t size);
+
+/* The hardware backends' record functions (lib/capture/perf_pt.c,
+ * perf_bts.c, perf_lbr.c).  Where the PMU is missing they log one line
+ * naming what is missing and the alternative (-b qemu, -b step) and
+ * return -BTR_ERR_NODEV before creating anything. */
+int btr_pt_record(const struct btr_capture_opts *opts, struct btr_capture_result *res);
+int btr_bts_record(const struct btr_capture_opts *opts, struct btr_capture_result *res);
+int btr_lbr_record(const struct btr_capture_opts *opts, struct btr_capture_result *res);
+
+struct btr_hwinfo;
+/* Gathers the facts `btr info` shows (btr/hwinfo.h): CPUID (vendor,
+ * family/model, hypervisor, DS, PT leaf 0x14, architectural LBR), the
+ * LBR format from IA32_PERF_CAPABILITIES through /dev/cpu/0/msr when
+ * readable, the PMUs under @sysfs_root (NULL: /sys/...), and
+ * kernel.perf_event_paranoid (lib/capture/probe.c).  Never fails. */
+void btr_hwinfo_gather(const char *sysfs_root, struct btr_hwinfo *out);
 
 /* The qemu backend's record function (lib/capture/qemu.c). */
 int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_result *res);

@@ -65,6 +65,68 @@ int btr_perf_reader_new_mem(const void *buf, size_t size, struct btr_perf_reader
  * are sticky: later calls return the same error. */
 int btr_perf_read(struct btr_perf_reader *r, struct btr_record *rec);
 
+/* One branch-stack entry exactly as perf recorded it (struct
+ * perf_branch_entry of linux/perf_event.h, bitfields unpacked). */
+struct btr_perf_branch {
+	uint64_t from, to;
+	uint16_t cycles;      /* cycles since the previous entry, 0: unknown */
+	uint8_t mispred, predicted, in_tx, abort;
+	uint8_t type;         /* PERF_BR_* (0 unknown; 15 = EXTEND_ABI: see new_type) */
+	uint8_t spec;         /* PERF_BR_SPEC_* */
+	uint8_t new_type;     /* PERF_BR_NEW_* */
+	uint8_t priv;         /* PERF_BR_PRIV_* */
+};
+
+/* One PERF_RECORD_SAMPLE, the fields perf script prints. */
+struct btr_perf_sample {
+	uint32_t attr;              /* index of its attribute (btr_perf_reader_attr) */
+	uint16_t misc;              /* header.misc (PERF_RECORD_MISC_*: cpumode) */
+	uint64_t sample_type;       /* the attribute's PERF_SAMPLE_* bits */
+	uint64_t ip, time, addr, id, period;  /* 0 where the sample has none */
+	uint32_t pid, tid;
+	int32_t cpu;                /* -1 without PERF_SAMPLE_CPU */
+	uint64_t nr_callchain;      /* PERF_SAMPLE_CALLCHAIN entries (context markers included) */
+	const uint64_t *callchain;  /* reader-owned, valid until the next call */
+	int has_branch_stack;       /* PERF_SAMPLE_BRANCH_STACK present (even with nr 0) */
+	int has_hw_index;           /* PERF_SAMPLE_BRANCH_HW_INDEX: @hw_index valid */
+	uint64_t hw_index;
+	uint64_t nr_branches;       /* entries, newest first, all of them (empty all-zero
+				     * slots included, unlike btr_perf_read) */
+	const struct btr_perf_branch *branches; /* reader-owned, valid until the next call */
+};
+
+/* Reads forward to the next PERF_RECORD_SAMPLE (of any event, with or
+ * without a branch stack) and fills @out; every other record is skipped
+ * (and counted).  Shares the position with btr_perf_read: use one or the
+ * other on a reader.  Returns 0, -BTR_ERR_EOS at the clean end, or the
+ * errors of btr_perf_read (-BTR_ERR_TRUNCATED, -BTR_ERR_BAD_RECORD,
+ * -BTR_ERR_COMPRESS, -BTR_ERR_NOMEM), -BTR_ERR_INVAL on NULL. */
+int btr_perf_read_sample(struct btr_perf_reader *r, struct btr_perf_sample *out);
+
+/* A converter for records that do not come from a file: the records a
+ * recorder reads from a live perf ring (btr/perfring.h), all of one event
+ * whose perf_event_attr is @attr (@attr_size bytes, the kernel's layout,
+ * host byte order; copied).  Free it with btr_perf_reader_free; reading
+ * it with btr_perf_read gives -BTR_ERR_EOS.  Returns 0, -BTR_ERR_INVAL,
+ * -BTR_ERR_NOMEM. */
+int btr_perf_conv_new(const void *attr, size_t attr_size, struct btr_perf_reader **out);
+
+/* Makes the converter turn perf clock times into TSC values, as
+ * TIME_CONV does for a file: the perf_event_mmap_page's time_shift,
+ * time_mult and time_zero (valid with cap_user_time_zero).  Returns 0 or
+ * -BTR_ERR_INVAL (@mult 0, @shift >= 64). */
+int btr_perf_conv_set_time(struct btr_perf_reader *r, uint16_t shift, uint32_t mult, uint64_t zero);
+
+/* Converts one perf record (@rec, @size bytes, header included) as
+ * btr_perf_read would: MMAP/MMAP2 -> MODULE_LOAD, COMM -> THREAD_NAME
+ * (with exec: EXEC, then THREAD_NAME), FORK -> THREAD_START, EXIT ->
+ * THREAD_EXIT, SAMPLE with a branch stack -> LBR.  Fills @out[0] (and
+ * @out[1]) and returns the number of records made (0: a record btr does
+ * not turn into one, e.g. AUX or ITRACE_START, which the caller handles),
+ * or -BTR_ERR_BAD_RECORD / -BTR_ERR_INVAL.  Pointers in @out are owned by
+ * @r and valid until the next call. */
+int btr_perf_convert(struct btr_perf_reader *r, const void *rec, size_t size, struct btr_record out[2]);
+
 /* Frees @r (NULL is allowed) and unmaps the file. */
 void btr_perf_reader_free(struct btr_perf_reader *r);
 

@@ -63,6 +63,10 @@ enum btr_stream_event_type {
 				  * from the previous one (a new LBR snapshot) */
 	BTR_SEV_PROCESS,         /* .rec: a BTR_REC_PROCESS record (process
 				  * start, exec with argv, untraced); .pid */
+	BTR_SEV_SWITCH,          /* .rec: a BTR_REC_SWITCH record (context
+				  * switch); .tid/.pid the thread switched in or
+				  * out; also kept per CPU for
+				  * btr_stream_cpu_thread */
 };
 
 /* One event.  Every pointer is valid only during the callback. */
@@ -168,6 +172,15 @@ struct btr_image *btr_stream_image(struct btr_stream *s);
  * named gives the image of the trace's first process.  Never NULL for a
  * live stream. */
 struct btr_image *btr_stream_image_pid(struct btr_stream *s, uint32_t pid);
+
+/* The thread that runs on @cpu at time @tsc according to the SWITCH
+ * records processed so far (perf SWITCH and SWITCH_CPU_WIDE): the last
+ * switch on @cpu at or before @tsc decides; a switch out leaves the CPU
+ * to nobody known.  Returns 1 and sets *@pid and *@tid, or 0 if unknown.
+ * Memory: the stream keeps every switch record (16 bytes each), so that
+ * per-CPU trace data, which perf writes after the switches it spans, can
+ * be attributed to threads. */
+int btr_stream_cpu_thread(struct btr_stream *s, int32_t cpu, uint64_t tsc, uint32_t *pid, uint32_t *tid);
 
 /* The process id of thread @tid as the trace's records say, 0 if unknown. */
 uint32_t btr_stream_pid_of(struct btr_stream *s, uint32_t tid);

@@ -31,6 +31,7 @@ enum btr_rec_type {
 	BTR_REC_PROCESS = 13,      /* struct btr_rec_process: a process starts, execs, or runs on untraced */
 	BTR_REC_BTS_INSNS = 14,    /* struct btr_rec_data: u32 instruction counts, one per BTS
 				    * record of the same (tid, cpu) stream (format 1.2) */
+	BTR_REC_SWITCH = 15,       /* struct btr_rec_switch: a thread starts / stops running on a CPU */
 	BTR_REC__MAX
 };
 
@@ -163,6 +164,24 @@ struct btr_rec_process {
 	const char *detail;     /* human-readable detail (UNTRACED), or "" */
 };
 
+/* Flags of struct btr_rec_switch. */
+enum {
+	BTR_SWITCH_OUT = 1u << 0,     /* @tid stops running on @cpu (else: starts) */
+	BTR_SWITCH_PREEMPT = 1u << 1, /* with OUT: it was preempted (still runnable) */
+};
+
+/* A context switch (perf's PERF_RECORD_SWITCH / SWITCH_CPU_WIDE): from
+ * @tsc on, thread @tid of process @pid runs on @cpu (or, with
+ * BTR_SWITCH_OUT, no longer does).  Per-CPU trace data (struct
+ * btr_rec_data with cpu >= 0 and tid 0) belongs to whichever thread the
+ * switches say runs on that CPU at the data's time. */
+struct btr_rec_switch {
+	uint32_t pid, tid;
+	int32_t cpu;            /* -1 if unknown */
+	uint32_t flags;         /* BTR_SWITCH_* */
+	uint64_t tsc;           /* 0 if unknown */
+};
+
 struct btr_record {
 	enum btr_rec_type type;
 	union {
@@ -174,6 +193,7 @@ struct btr_record {
 		struct btr_rec_branches branches;
 		struct btr_rec_exit exit;
 		struct btr_rec_process process;
+		struct btr_rec_switch sw;
 	} u;
 };
 
@@ -183,7 +203,7 @@ struct btr_trace_reader;
 /* Format constants (docs/format.md).  A reader accepts every file whose
  * major version equals BTR_TRACE_VERSION_MAJOR, whatever its minor. */
 #define BTR_TRACE_VERSION_MAJOR 1
-#define BTR_TRACE_VERSION_MINOR 2   /* 1: BTR_REC_PROCESS; 2: BTR_REC_BTS_INSNS */
+#define BTR_TRACE_VERSION_MINOR 3   /* 1: BTR_REC_PROCESS; 2: BTR_REC_BTS_INSNS; 3: BTR_REC_SWITCH */
 #define BTR_TRACE_CHUNK_DEFAULT (1u << 20) /* writer: default chunk_size */
 #define BTR_TRACE_CHUNK_MIN 512u           /* writer: smaller chunk_size is raised to this */
 #define BTR_TRACE_CHUNK_MAX (64u << 20)    /* largest chunk payload either side accepts */

@@ -6,9 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Hardware backends probe for real, but their record functions arrive
- * with the hardware capture issue; until then they refuse to record so
- * that "auto" never picks them. */
+/* A backend whose record function does not exist yet refuses to record,
+ * so that "auto" never picks it. */
 static int record_unsupported(const struct btr_capture_opts *opts, struct btr_capture_result *res)
 {
 	(void)opts;
@@ -17,9 +16,9 @@ static int record_unsupported(const struct btr_capture_opts *opts, struct btr_ca
 }
 
 static const struct btr_capture_backend backends[] = {
-	{ "pt", "Intel Processor Trace (perf intel_pt PMU)", btr_probe_pt, record_unsupported },
-	{ "bts", "Branch Trace Store (perf intel_bts PMU)", btr_probe_bts, record_unsupported },
-	{ "lbr", "Last Branch Records sampled through perf", btr_probe_lbr, record_unsupported },
+	{ "pt", "Intel Processor Trace (perf intel_pt PMU)", btr_probe_pt, btr_pt_record },
+	{ "bts", "Branch Trace Store (perf intel_bts PMU)", btr_probe_bts, btr_bts_record },
+	{ "lbr", "Last Branch Records sampled through perf", btr_probe_lbr, btr_lbr_record },
 	{ "qemu", "QEMU TCG plugin emitting Intel PT (software)", btr_probe_qemu, btr_qemu_record },
 	{ "step", "trap-flag stepping with ptrace", btr_probe_step, btr_step_record },
 };
@@ -58,7 +57,8 @@ const struct btr_capture_backend *btr_capture_find(const char *name)
 int btr_capture_auto(const struct btr_capture_backend **out, char *why, size_t why_size)
 {
 	struct btr_capture_probe pr;
-	char hw[300] = "";
+	char hw[900] = "";
+	size_t hn = 0;
 
 	for (size_t i = 0; i < 3; i++) {   /* pt, bts, lbr in order of preference */
 		backends[i].probe(&pr);
@@ -67,9 +67,11 @@ int btr_capture_auto(const struct btr_capture_backend **out, char *why, size_t w
 			snprintf(why, why_size, "%s: %s", backends[i].name, pr.reason);
 			return 0;
 		}
-		if (!hw[0])
-			snprintf(hw, sizeof(hw), "%s: %s", backends[i].name,
-				 pr.usable ? "hardware recording not implemented yet" : pr.reason);
+		/* every hardware backend's reason: the user sees why each one
+		 * was passed over */
+		int k = snprintf(hw + hn, sizeof(hw) - hn, "%s%s: %s", hn ? "; " : "", backends[i].name, pr.reason);
+		if (k > 0 && (size_t)k < sizeof(hw) - hn)
+			hn += (size_t)k;
 	}
 	btr_probe_qemu(&pr);
 	if (!pr.usable) {

@@ -7,8 +7,11 @@
  */
 #include "btr/capture.h"
 #include "btr/error.h"
+#include "btr/hwinfo.h"
 #include "internal.h"
 
+#include <cpuid.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <signal.h>
@@ -260,4 +263,68 @@ int btr_step_probe_btf(char *why, size_t size)
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
 	return ok;
+}
+
+void btr_hwinfo_gather(const char *sysfs_root, struct btr_hwinfo *out)
+{
+	unsigned a, b, c, d, max = 0;
+	memset(out, 0, sizeof(*out));
+	out->lbr_format = -1;
+	if (__get_cpuid(0, &max, &b, &c, &d)) {
+		memcpy(out->vendor, &b, 4);
+		memcpy(out->vendor + 4, &d, 4);
+		memcpy(out->vendor + 8, &c, 4);
+	}
+	if (__get_cpuid(1, &a, &b, &c, &d)) {
+		unsigned fam = (a >> 8) & 0xf, model = (a >> 4) & 0xf;
+		if (fam == 0xf)
+			fam += (a >> 20) & 0xff;
+		if (fam == 6 || fam >= 0xf)
+			model |= ((a >> 16) & 0xf) << 4;
+		out->family = fam;
+		out->model = model;
+		out->stepping = a & 0xf;
+		out->hypervisor = (c >> 31) & 1;
+		out->pdcm = (c >> 15) & 1;
+		out->ds = (d >> 21) & 1;
+	}
+	if (out->hypervisor) {
+		__cpuid(0x40000000, a, b, c, d);
+		memcpy(out->hypervisor_vendor, &b, 4);
+		memcpy(out->hypervisor_vendor + 4, &c, 4);
+		memcpy(out->hypervisor_vendor + 8, &d, 4);
+		for (int i = 0; i < 12; i++)
+			if (out->hypervisor_vendor[i] && (out->hypervisor_vendor[i] < 32 || out->hypervisor_vendor[i] > 126))
+				out->hypervisor_vendor[i] = '?';
+		for (int i = 11; i >= 0 && (out->hypervisor_vendor[i] == ' ' || !out->hypervisor_vendor[i]); i--)
+			out->hypervisor_vendor[i] = 0;
+	}
+	int pt = 0;
+	if (max >= 7) {
+		__cpuid_count(7, 0, a, b, c, d);
+		pt = (b >> 25) & 1;
+		out->arch_lbr = (d >> 19) & 1;
+	}
+	if (max >= 0x14) {
+		uint32_t s0[4], s1[4];
+		__cpuid_count(0x14, 0, s0[0], s0[1], s0[2], s0[3]);
+		__cpuid_count(0x14, 1, s1[0], s1[1], s1[2], s1[3]);
+		btr_pt_cpuid_decode(pt, s0, s1, &out->pt);
+	}
+	if (out->arch_lbr && max >= 0x1c) {
+		__cpuid_count(0x1c, 0, a, b, c, d);
+		out->arch_lbr_depths = a & 0xff;
+	}
+	/* IA32_PERF_CAPABILITIES (0x345) needs the msr driver and root */
+	if (out->pdcm) {
+		int fd = open("/dev/cpu/0/msr", O_RDONLY | O_CLOEXEC);
+		uint64_t v;
+		if (fd >= 0) {
+			if (pread(fd, &v, 8, 0x345) == 8)
+				out->lbr_format = (int)(v & 0x3f);
+			close(fd);
+		}
+	}
+	btr_hwinfo_sysfs(sysfs_root, out);
+	out->paranoid = btr_hwinfo_paranoid(NULL);
 }

@@ -117,7 +117,9 @@ int cli_report_html(const char *file, struct cli_stream *cs, const char *dir, co
 	X(cov, "coverage: drcov (Lighthouse), lcov (genhtml), Cobertura XML")   \
 	X(annotate, "a function's disassembly or source with execution counts") \
 	X(cfg, "a function's control-flow graph as a heat map (dot, svg, png)") \
-	X(diff, "blocks and edges that differ between two traces")
+	X(diff, "blocks and edges that differ between two traces")              \
+	X(script, "print a trace's branches, one per line (perf script style)") \
+	X(import, "convert a perf.data recording into a .btr trace")
 
 #define X(name, help) int cmd_##name(int argc, char **argv) __attribute__((weak));
 BTR_COMMANDS(X)

@@ -1,30 +1,123 @@
-/* cmd_info.c - btr info: which capture backends work here, and why. */
+/* cmd_info.c - btr info: which capture backends work here, and why; the
+ * CPU's tracing facilities in detail (btr/hwinfo.h). */
 #include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "btr/capture.h"
+#include "btr/hwinfo.h"
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: btr info [--format text|json]\n"
+	fprintf(f, "Usage: btr info [-v] [--format text|json] [--sysfs DIR]\n"
 		   "Probes every capture backend (pt, bts, lbr, qemu, step) and prints whether it\n"
-		   "is usable on this machine and the exact reason.\n\n"
-		   "  -f, --format FMT  text (default): one line per backend; json: an object with\n"
-		   "                    one member per backend, {\"usable\": bool, \"reason\": string}\n"
+		   "is usable on this machine and the exact reason; with -v (and always in JSON)\n"
+		   "the details behind it:\n"
+		   "CPUID leaf 0x14 (Intel PT), CPUID.1:EDX[21] (DS, for BTS), the LBR depth and\n"
+		   "format, the intel_pt / intel_bts PMUs with their sysfs format and caps,\n"
+		   "kernel.perf_event_paranoid and whether a hypervisor is underneath.\n\n"
+		   "  -v, --verbose     text: the details after the five backend lines\n"
+		   "  -f, --format FMT  text (default), or json: an object with one member per\n"
+		   "                    backend, {\"usable\": bool, \"reason\": string, ...details};\n"
+		   "                    pt, bts and lbr also carry \"machine\"\n"
+		   "      --sysfs DIR   read the PMU descriptions from DIR instead of\n"
+		   "                    /sys/bus/event_source/devices (for tests; probes stay real)\n"
 		   "  -h, --help        this help\n");
 }
 
+static const char *yesno(int v)
+{
+	return v ? "yes" : "no";
+}
+
+static const char *tf(int v)
+{
+	return v ? "true" : "false";
+}
+
+static void json_pmu(const struct btr_pmu *p)
+{
+	printf("{\"present\": %s, \"type\": %d, \"format\": {", tf(p->present), p->type);
+	for (unsigned i = 0; i < p->n_formats; i++) {
+		const struct btr_pmu_format *f = &p->formats[i];
+		printf("%s", i ? ", " : "");
+		cli_json_str(stdout, f->name);
+		printf(": {\"word\": %u, \"mask\": \"0x%" PRIx64 "\"}", f->word, f->mask);
+	}
+	printf("}, \"caps\": {");
+	for (unsigned i = 0; i < p->n_caps; i++) {
+		printf("%s", i ? ", " : "");
+		cli_json_str(stdout, p->caps[i].name);
+		printf(": %" PRIu64, p->caps[i].value);
+	}
+	printf("}}");
+}
+
+/* The machine facts, inside each hardware backend's member (the top
+ * level has one member per backend only: CONTRACT.md). */
+static void json_machine(const struct btr_hwinfo *hw)
+{
+	printf(", \"machine\": {\"vendor\": ");
+	cli_json_str(stdout, hw->vendor);
+	printf(", \"family\": %u, \"model\": %u, \"stepping\": %u, \"hypervisor\": %s, \"hypervisor_vendor\": ",
+	       hw->family, hw->model, hw->stepping, tf(hw->hypervisor));
+	cli_json_str(stdout, hw->hypervisor_vendor);
+	printf(", \"perf_event_paranoid\": %d, \"paranoid_meaning\": ", hw->paranoid);
+	cli_json_str(stdout, btr_hwinfo_paranoid_text(hw->paranoid));
+	printf("}");
+}
+
+static void text_pmu(const char *name, const struct btr_pmu *p)
+{
+	if (!p->present) {
+		printf("  %s PMU:    absent (no %s in sysfs)\n", name, name);
+		return;
+	}
+	printf("  %s PMU:    type %d\n", name, p->type);
+	if (p->n_formats) {
+		printf("    format:");
+		for (unsigned i = 0; i < p->n_formats; i++) {
+			const struct btr_pmu_format *f = &p->formats[i];
+			/* back to the kernel's notation: "config1:0-7,32-35" */
+			printf(" %s=config%s:", f->name, f->word ? (f->word == 1 ? "1" : "2") : "");
+			int first = 1;
+			for (int bit = 0; bit < 64;) {
+				if (!(f->mask >> bit & 1)) {
+					bit++;
+					continue;
+				}
+				int end = bit;
+				while (end + 1 < 64 && (f->mask >> (end + 1) & 1))
+					end++;
+				printf(end > bit ? "%s%d-%d" : "%s%d", first ? "" : ",", bit, end);
+				first = 0;
+				bit = end + 1;
+			}
+		}
+		printf("\n");
+	}
+	if (p->n_caps) {
+		printf("    caps:");
+		for (unsigned i = 0; i < p->n_caps; i++)
+			printf(" %s=%" PRIx64, p->caps[i].name, p->caps[i].value);
+		printf("\n");
+	}
+}
 
 int cmd_info(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "format", required_argument, NULL, 'f' },
+		{ "sysfs", required_argument, NULL, 's' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int json = 0, c;
-	while ((c = getopt_long(argc, argv, "f:h", lo, NULL)) != -1) {
+	int json = 0, verbose = 0, c;
+	const char *sysfs = NULL;
+	while ((c = getopt_long(argc, argv, "f:hv", lo, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (!strcmp(optarg, "json"))
@@ -33,6 +126,12 @@ int cmd_info(int argc, char **argv)
 				json = 0;
 			else
 				return cli_usage_error("info", "unknown format '%s'", optarg);
+			break;
+		case 's':
+			sysfs = optarg;
+			break;
+		case 'v':
+			verbose = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -43,6 +142,14 @@ int cmd_info(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error("info", "unexpected argument '%s'", argv[optind]);
+
+	struct btr_hwinfo *hw = malloc(sizeof(*hw));
+	if (!hw) {
+		cli_error("out of memory");
+		return EXIT_RUNTIME;
+	}
+	btr_hwinfo_gather(sysfs, hw);
+	const struct btr_pt_cpuid *pt = &hw->pt;
 
 	if (json)
 		printf("{");
@@ -55,12 +162,86 @@ int cmd_info(int argc, char **argv)
 			cli_json_str(stdout, b->name);
 			printf(": {\"usable\": %s, \"reason\": ", p.usable ? "true" : "false");
 			cli_json_str(stdout, p.reason);
+			if (!strcmp(b->name, "pt")) {
+				printf(", \"cpuid\": {\"supported\": %s", tf(pt->valid));
+				if (pt->valid)
+					printf(", \"cr3_filtering\": %s, \"psb_cyc\": %s, \"ip_filtering\": %s, \"mtc\": %s, "
+					       "\"ptwrite\": %s, \"power_event_trace\": %s, \"topa\": %s, "
+					       "\"topa_multiple_entries\": %s, \"single_range_output\": %s, "
+					       "\"lip\": %s, \"num_address_ranges\": %u, \"mtc_periods\": \"0x%x\", "
+					       "\"cycle_thresholds\": \"0x%x\", \"psb_periods\": \"0x%x\"",
+					       tf(pt->cr3_filtering), tf(pt->psb_cyc), tf(pt->ip_filtering), tf(pt->mtc),
+					       tf(pt->ptwrite), tf(pt->power_event_trace), tf(pt->topa),
+					       tf(pt->topa_multiple), tf(pt->single_range), tf(pt->lip),
+					       pt->num_address_ranges, pt->mtc_periods, pt->cycle_thresholds,
+					       pt->psb_periods);
+				printf("}, \"pmu\": ");
+				json_pmu(&hw->intel_pt);
+			} else if (!strcmp(b->name, "bts")) {
+				printf(", \"ds\": %s, \"pmu\": ", tf(hw->ds));
+				json_pmu(&hw->intel_bts);
+			} else if (!strcmp(b->name, "lbr")) {
+				printf(", \"depth\": %u, \"format\": %d, \"format_name\": ", hw->lbr_depth,
+				       hw->lbr_format);
+				cli_json_str(stdout, hw->lbr_format >= 0 ? btr_lbr_format_name(hw->lbr_format) : "");
+				printf(", \"arch_lbr\": %s, \"arch_lbr_depths\": \"0x%x\", \"pmu_name\": ",
+				       tf(hw->arch_lbr), hw->arch_lbr_depths);
+				cli_json_str(stdout, hw->pmu_name);
+			}
+			if (!strcmp(b->name, "pt") || !strcmp(b->name, "bts") || !strcmp(b->name, "lbr"))
+				json_machine(hw);
 			printf("}");
 		} else {
 			printf("%-5s %-3s %s\n", b->name, p.usable ? "yes" : "no", p.reason);
 		}
 	}
-	if (json)
+	if (json) {
 		printf("\n}\n");
+	} else if (verbose) {
+		printf("\nmachine:\n");
+		printf("  cpu:             %s family %u model 0x%x stepping %u\n", hw->vendor, hw->family, hw->model,
+		       hw->stepping);
+		if (strcmp(hw->vendor, "GenuineIntel"))
+			printf("  note:            not an Intel CPU: Intel PT, BTS and Intel's LBR are not available\n");
+		printf("  hypervisor:      %s%s%s%s\n", yesno(hw->hypervisor), hw->hypervisor_vendor[0] ? " (" : "",
+		       hw->hypervisor_vendor, hw->hypervisor_vendor[0] ? ")" : "");
+		if (hw->paranoid == -100)
+			printf("  perf_event_paranoid: %s\n", btr_hwinfo_paranoid_text(hw->paranoid));
+		else
+			printf("  perf_event_paranoid: %d (%s)\n", hw->paranoid, btr_hwinfo_paranoid_text(hw->paranoid));
+		printf("pt:\n");
+		if (!pt->valid) {
+			printf("  CPUID:           no Intel PT (CPUID.(7,0):EBX[25] clear%s)\n",
+			       hw->hypervisor ? "; hypervisors rarely pass PT through" : "");
+		} else {
+			printf("  CPUID 0x14:      CR3 filtering %s, configurable PSB and CYC %s, IP filtering %s (%u "
+			       "ranges), MTC %s (periods 0x%x), PTWRITE %s, power events %s\n",
+			       yesno(pt->cr3_filtering), yesno(pt->psb_cyc), yesno(pt->ip_filtering), pt->num_address_ranges,
+			       yesno(pt->mtc), pt->mtc_periods, yesno(pt->ptwrite), yesno(pt->power_event_trace));
+			printf("                   ToPA %s (multiple entries %s), single-range output %s, LIP %s, "
+			       "CYC thresholds 0x%x, PSB periods 0x%x\n",
+			       yesno(pt->topa), yesno(pt->topa_multiple), yesno(pt->single_range), yesno(pt->lip),
+			       pt->cycle_thresholds, pt->psb_periods);
+		}
+		text_pmu("intel_pt", &hw->intel_pt);
+		printf("bts:\n  DS (CPUID.1:EDX[21]): %s\n", yesno(hw->ds));
+		text_pmu("intel_bts", &hw->intel_bts);
+		printf("lbr:\n  depth:           %s", hw->lbr_depth ? "" : "unknown (no cpu/caps/branches in sysfs)");
+		if (hw->lbr_depth)
+			printf("%u (sysfs cpu/caps/branches%s%s)", hw->lbr_depth, hw->pmu_name[0] ? ", " : "",
+			       hw->pmu_name);
+		printf("\n  format:          ");
+		if (hw->lbr_format >= 0)
+			printf("%d: %s\n", hw->lbr_format, btr_lbr_format_name(hw->lbr_format));
+		else
+			printf("unknown (IA32_PERF_CAPABILITIES %s)\n",
+			       hw->pdcm ? "needs root and the msr module: /dev/cpu/0/msr"
+					: "does not exist: CPUID.1:ECX[15] PDCM clear");
+		printf("  architectural LBR: %s", yesno(hw->arch_lbr));
+		if (hw->arch_lbr)
+			printf(" (depths bitmap 0x%x)", hw->arch_lbr_depths);
+		printf("\n");
+	}
+	free(hw);
 	return EXIT_OK;
 }

@@ -42,6 +42,23 @@ static void usage(FILE *f)
 		   "                         the program's own SIGTRAP handler, ~5x cheaper per step;\n"
 		   "                         main thread only; static programs, -p and --start fall\n"
 		   "                         back to ptrace (said on stderr)\n"
+		   "Hardware backends (pt, bts, lbr; docs/record.md):\n"
+		   "      --user, --kernel   trace user / kernel code (default: user only)\n"
+		   "  -p, --pid PID          attach to running process PID instead of a command\n"
+		   "  -a, --all-cpus         every process on every CPU while CMD runs (or until\n"
+		   "                         Ctrl-C without CMD)\n"
+		   "      --per-thread       one ring for the first thread only, no inheritance\n"
+		   "                         (default: one ring per CPU for the whole process tree)\n"
+		   "      --ip-filter SPEC   pt: trace only START-END (kernel), START-END@FILE or\n"
+		   "                         SYM@FILE (repeatable, up to the CPU's range count)\n"
+		   "      --pt-config LIST   pt: cyc, cyc_thresh=N, mtc_period=N, psb_period=N,\n"
+		   "                         notsc, nomtc, ptw, pwr_evt, nobranch\n"
+		   "      --snapshot         pt, bts: keep the newest AUX data in a ring; write it on\n"
+		   "                         SIGUSR2 and at the end\n"
+		   "      --lbr-filter EXPR  lbr: any, call, any_call, any_return, ind_call, ind_jump,\n"
+		   "                         cond, call_stack, user, kernel, hw_index, save_type\n"
+		   "      --period N         lbr: sample every N cycles (default 100003)\n"
+		   "      --aux-size BYTES   pt, bts: AUX area per ring (power of two, default 4 MiB)\n"
 		   "  -q, --quiet            do not say which backend was chosen\n"
 		   "  -h, --help             this help\n"
 		   "qemu follows the whole process tree: every process started by CMD, including\n"
@@ -52,7 +69,8 @@ static void usage(FILE *f)
 int cmd_record(int argc, char **argv)
 {
 	enum { OPT_NORETCOMP = 256, OPT_GT, OPT_DURATION, OPT_START, OPT_STOP, OPT_RING, OPT_FILTER, OPT_INPROC,
-	       OPT_NOFOLLOW, OPT_NOFORK, OPT_NOEXEC, OPT_MAXPROC };
+	       OPT_NOFOLLOW, OPT_NOFORK, OPT_NOEXEC, OPT_MAXPROC, OPT_USER, OPT_KERNEL, OPT_PERTHREAD, OPT_IPF,
+	       OPT_PTCFG, OPT_SNAP, OPT_LBRF, OPT_PERIOD, OPT_AUX };
 	static const struct option lo[] = {
 		{ "backend", required_argument, NULL, 'b' },
 		{ "output", required_argument, NULL, 'o' },
@@ -71,17 +89,31 @@ int cmd_record(int argc, char **argv)
 		{ "no-follow-fork", no_argument, NULL, OPT_NOFORK },
 		{ "no-follow-exec", no_argument, NULL, OPT_NOEXEC },
 		{ "max-processes", required_argument, NULL, OPT_MAXPROC },
+		{ "user", no_argument, NULL, OPT_USER },
+		{ "kernel", no_argument, NULL, OPT_KERNEL },
+		{ "all-cpus", no_argument, NULL, 'a' },
+		{ "per-thread", no_argument, NULL, OPT_PERTHREAD },
+		{ "ip-filter", required_argument, NULL, OPT_IPF },
+		{ "pt-config", required_argument, NULL, OPT_PTCFG },
+		{ "snapshot", no_argument, NULL, OPT_SNAP },
+		{ "lbr-filter", required_argument, NULL, OPT_LBRF },
+		{ "period", required_argument, NULL, OPT_PERIOD },
+		{ "aux-size", required_argument, NULL, OPT_AUX },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *backend = "auto";
 	struct btr_capture_opts o = { .sz = sizeof(o), .output = DEFAULT_OUTPUT };
-	int quiet = 0, inproc = 0, c;
+	int quiet = 0, inproc = 0, c, hw_opt = 0;
 	char *end;
 	uint64_t v;
+	const char *ipf[8];
 
 	/* '+': stop at the first non-option, so CMD's own options stay CMD's. */
-	while ((c = getopt_long(argc, argv, "+b:o:z:qhp:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+b:o:z:qhp:a", lo, NULL)) != -1) {
+		if (c == OPT_USER || c == OPT_KERNEL || c == 'a' || c == OPT_PERTHREAD || c == OPT_IPF ||
+		    c == OPT_PTCFG || c == OPT_SNAP || c == OPT_LBRF || c == OPT_PERIOD || c == OPT_AUX)
+			hw_opt = 1;
 		switch (c) {
 		case 'b': backend = optarg; break;
 		case 'o': o.output = optarg; break;
@@ -126,14 +158,39 @@ int cmd_record(int argc, char **argv)
 				return cli_usage_error("record", "bad --max-processes '%s' (1..1000000)", optarg);
 			o.max_processes = (unsigned)v;
 			break;
+		case OPT_USER: o.user = 1; break;
+		case OPT_KERNEL: o.kernel = 1; break;
+		case OPT_PERTHREAD: o.per_thread = 1; break;
+		case OPT_SNAP: o.snapshot = 1; break;
+		case 'a': o.system_wide = 1; break;
+		case OPT_PTCFG: o.pt_config = optarg; break;
+		case OPT_LBRF: o.lbr_filter = optarg; break;
+		case OPT_IPF:
+			if (o.n_ip_filters == 8)
+				return cli_usage_error("record", "at most 8 --ip-filter options");
+			ipf[o.n_ip_filters++] = optarg;
+			o.ip_filters = ipf;
+			break;
+		case OPT_PERIOD:
+			if (cli_parse_u64(optarg, &v) < 0 || v == 0)
+				return cli_usage_error("record", "bad --period '%s'", optarg);
+			o.period = v;
+			break;
+		case OPT_AUX:
+			if (cli_parse_u64(optarg, &v) < 0 || v < 4096 || (v & (v - 1)))
+				return cli_usage_error("record", "bad --aux-size '%s' (a power of two >= 4096)", optarg);
+			o.aux_size = v;
+			break;
 		case 'h': usage(stdout); return EXIT_OK;
 		default: return cli_usage_error("record", "unknown option");
 		}
 	}
-	int stepopt = o.attach_pid || o.duration > 0 || o.start || o.stop || o.ring || o.filter || inproc;
+	int stepopt = o.duration > 0 || o.start || o.stop || o.ring || o.filter || inproc;
 	if (o.attach_pid && optind < argc)
-		return cli_usage_error("record", "-p PID and a command exclude each other");
-	if (!o.attach_pid && optind >= argc)
+		return cli_usage_error("record", "-p PID attaches to a running process: no command with it");
+	if (o.attach_pid && o.system_wide)
+		return cli_usage_error("record", "--pid and --all-cpus exclude each other");
+	if (optind >= argc && !o.attach_pid && !o.system_wide)
 		return cli_usage_error("record", "no command given (btr record [OPTIONS] -- CMD [ARGS])");
 	if (o.duration > 0 && !o.attach_pid)
 		return cli_usage_error("record", "--duration needs -p PID");
@@ -146,7 +203,7 @@ int cmd_record(int argc, char **argv)
 	if (stepopt && !strcmp(backend, "auto"))
 		backend = "step";
 	if (stepopt && strcmp(backend, "step"))
-		return cli_usage_error("record", "-p, --duration, --start, --stop, --ring, --filter and --inproc need -b step");
+		return cli_usage_error("record", "--duration, --start, --stop, --ring, --filter and --inproc need -b step");
 	o.argv = o.attach_pid ? NULL : argv + optind;
 
 	/* A command that cannot run is reported before anything else. */
@@ -157,18 +214,28 @@ int cmd_record(int argc, char **argv)
 
 	const struct btr_capture_backend *b;
 	if (!strcmp(backend, "auto")) {
-		char why[600];
+		char why[1200];
 		if (btr_capture_auto(&b, why, sizeof(why)) < 0) {
 			cli_error("%s", why);
 			return EXIT_RUNTIME;
+		}
+		if (o.attach_pid && !strcmp(b->name, "qemu")) {
+			/* qemu cannot attach to a running process; stepping can. */
+			b = btr_capture_find("step");
+			snprintf(why, sizeof(why), "step (attaching with -p: qemu cannot attach, no hardware tracing here)");
 		}
 		if (!quiet)
 			fprintf(stderr, "btr: backend %s\n", why);
 	} else if (!(b = btr_capture_find(backend))) {
 		return cli_usage_error("record", "unknown backend '%s' (auto, pt, bts, lbr, qemu, step)", backend);
 	}
+	if (o.attach_pid && !strcmp(b->name, "qemu"))
+		return cli_usage_error("record", "-p PID needs -b step, pt, bts or lbr (qemu cannot attach)");
 	if (strcmp(b->name, "qemu") && o.ground_truth)
 		return cli_usage_error("record", "--ground-truth needs the qemu backend");
+	if (hw_opt && strcmp(b->name, "pt") && strcmp(b->name, "bts") && strcmp(b->name, "lbr"))
+		return cli_usage_error("record", "--user/--kernel/--all-cpus/--per-thread/--ip-filter/--pt-config/"
+				       "--snapshot/--lbr-filter/--period/--aux-size need -b pt, bts or lbr");
 
 	struct btr_capture_result res;
 	int rc = b->record(&o, &res);

@@ -192,6 +192,13 @@ static void dump_record(const struct btr_record *rec, int verbose, int hex)
 		}
 		break;
 	}
+	case BTR_REC_SWITCH: {
+		const struct btr_rec_switch *x = &rec->u.sw;
+		printf(" %s pid=%" PRIu32 " tid=%" PRIu32 " cpu=%" PRId32 " tsc=%" PRIu64 "%s",
+		       (x->flags & BTR_SWITCH_OUT) ? "out" : "in", x->pid, x->tid, x->cpu, x->tsc,
+		       (x->flags & BTR_SWITCH_PREEMPT) ? " preempt" : "");
+		break;
+	}
 	case BTR_REC_PROCESS_EXIT: {
 		const struct btr_rec_exit *x = &rec->u.exit;
 		printf(" pid=%" PRIu32 " tid=%" PRIu32 " code=%" PRId32 " signal=%" PRId32 " ip=0x%" PRIx64

@@ -1,0 +1,116 @@
+/* cmd_import.c - `btr import FILE -o OUT.btr`: a perf.data recording (or
+ * another .btr) rewritten as a .btr container, record for record
+ * (docs/import.md).  The perf.data reader does the conversion
+ * (lib/perfdata.c); the writer makes the file appear complete or not at
+ * all. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "btr/perfdata.h"
+#include "btr/trace.h"
+#include "cli.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: btr import [-o OUT.btr] [-z LEVEL] FILE\n"
+		   "Convert a perf.data recording (perf record -e intel_pt//, -e intel_bts//, -b;\n"
+		   "file or pipe mode, perf record -z) into a .btr trace: machine, modules,\n"
+		   "threads, exec, context switches, PT/BTS data per CPU or thread, LBR samples.\n"
+		   "Every command also reads perf.data directly; importing gives a checksummed,\n"
+		   "optionally compressed file with btr's own records.  See docs/import.md.\n\n"
+		   "  -o, --output FILE      the trace to write (default: FILE with .btr appended)\n"
+		   "  -z, --compress LEVEL   zstd-compress the chunks (1..19, default 0: none)\n"
+		   "  -q, --quiet            no summary line on stderr\n"
+		   "  -h, --help             this help\n\n"
+		   "Exit status: 0 ok; 2 usage error; 3 the input cannot be read or is damaged\n"
+		   "(nothing is written then), or the output cannot be written.\n");
+}
+
+int cmd_import(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "compress", required_argument, NULL, 'z' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *out = NULL;
+	int level = 0, quiet = 0, c;
+	uint64_t v;
+	while ((c = getopt_long(argc, argv, "o:z:qh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 'z':
+			if (cli_parse_u64(optarg, &v) < 0 || v > 19)
+				return cli_usage_error("import", "bad compression level '%s'", optarg);
+			level = (int)v;
+			break;
+		case 'q': quiet = 1; break;
+		case 'h': usage(stdout); return EXIT_OK;
+		default: return cli_usage_error("import", "unknown option");
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("import", "missing input FILE");
+	if (optind + 1 < argc)
+		return cli_usage_error("import", "one input FILE expected, got '%s' too", argv[optind + 1]);
+	const char *in = argv[optind];
+	char defout[4200];
+	if (!out) {
+		snprintf(defout, sizeof(defout), "%s.btr", in);
+		out = defout;
+	}
+	if (!*out)
+		return cli_usage_error("import", "empty output file name");
+
+	struct btr_trace_reader *r;
+	int rc = btr_trace_reader_new(in, &r);
+	if (rc < 0) {
+		cli_error("%s: %s", in, btr_errstr(rc));
+		return EXIT_RUNTIME;
+	}
+	struct btr_trace_info info;
+	btr_trace_reader_info(r, &info);
+	struct btr_trace_writer_opts wo = { .sz = sizeof(wo), .compress = level };
+	struct btr_trace_writer *w;
+	if ((rc = btr_trace_writer_new(out, &wo, &w)) < 0) {
+		btr_trace_reader_free(r);
+		cli_error("%s: cannot create: %s", out, btr_errstr(rc));
+		return EXIT_RUNTIME;
+	}
+	struct btr_record rec;
+	uint64_t n = 0, counts[BTR_REC__MAX] = { 0 };
+	while ((rc = btr_trace_read(r, &rec)) == 0) {
+		if ((rc = btr_trace_write(w, &rec)) < 0) {
+			btr_trace_writer_abort(w);
+			btr_trace_reader_free(r);
+			cli_error("%s: cannot write: %s", out, btr_errstr(rc));
+			return EXIT_RUNTIME;
+		}
+		n++;
+		if ((unsigned)rec.type < BTR_REC__MAX)
+			counts[rec.type]++;
+	}
+	uint64_t off = btr_trace_reader_offset(r);
+	btr_trace_reader_free(r);
+	if (rc != -BTR_ERR_EOS) {
+		/* a damaged input: no half conversion under the output name */
+		btr_trace_writer_abort(w);
+		cli_error("%s: %s near offset 0x%" PRIx64 "; nothing written", in, btr_errstr(rc), off);
+		return EXIT_RUNTIME;
+	}
+	if ((rc = btr_trace_writer_close(w)) < 0) {
+		cli_error("%s: cannot write: %s", out, btr_errstr(rc));
+		return EXIT_RUNTIME;
+	}
+	if (!quiet)
+		fprintf(stderr,
+			"btr: %s: %" PRIu64 " records (%" PRIu64 " modules, %" PRIu64 " switches, %" PRIu64
+			" PT, %" PRIu64 " BTS, %" PRIu64 " LBR) from %s %s\n",
+			out, n, counts[BTR_REC_MODULE_LOAD], counts[BTR_REC_SWITCH], counts[BTR_REC_PT],
+			counts[BTR_REC_BTS], counts[BTR_REC_LBR], info.format == BTR_TRACE_FMT_PERF ? "perf.data" : ".btr",
+			in);
+	return EXIT_OK;
+}
