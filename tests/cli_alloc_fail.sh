@@ -9,14 +9,13 @@
 #     different stdout only if stderr carries a warning (partial result),
 # never a signal, another exit code, a hang, or a leaked block (the shim
 # counts blocks never freed; in the sanitizer build LeakSanitizer also checks).
-# TORTURE_STEP=K tries only every K-th n (quick local runs); the default is all.
+# TORTURE_STEP=K multiplies every line's step (quick local runs).
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
 btr=$(realpath "$1"); build=$(realpath "$2"); shared=$(realpath -m "${3:-/nonexistent}")
 torture=$build/btr_torture
 [ -x "$torture" ] || { echo "SKIP: $torture not built"; exit 77; }
 command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 not installed (needed to record the input)"; exit 77; }
-step=${TORTURE_STEP:-1}
 fail=0; pass=0; runs=0
 bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
 tmp=$(mktemp -d)
@@ -28,23 +27,25 @@ inputs="small.btr"
 [ -r "$shared/traces/quipper/perf.data.branch-4.14" ] && inputs="$inputs $shared/traces/quipper/perf.data.branch-4.14"
 sym_addr=$(nm "$build/prog_symbols_nopie" | awk '$3=="main"{print "0x"$1}')
 
-# THE COMMANDS: every command that reads a file, one line each; FILE is
-# replaced by each input (lines without FILE run once).  New reading
-# commands (script, cov, annotate, ...) are added here.
+# THE COMMANDS: every command that reads a file, one line each: STEP CMD...
+# FILE is replaced by each input (lines without FILE run once).  STEP 1 tries
+# every allocation; a larger STEP every STEP-th (for variants whose
+# allocations are the same as another line's, to keep the run time small).
+# New reading commands (script, cov, annotate, ...) are added here.
 cmds=$(cat <<CMDS
-report FILE
-report --format json FILE
-pt decode --stat FILE
-pt dump FILE
-trace dump FILE
-trace info --format json FILE
-symbolize --elf $build/prog_symbols_nopie $sym_addr
+1 report FILE
+13 report --format json FILE
+1 pt decode --stat FILE
+1 pt dump FILE
+1 trace dump FILE
+1 trace info --format json FILE
+1 symbolize --elf $build/prog_symbols_nopie $sym_addr
 CMDS
 )
 
-# $1: command line (FILE substituted)
+# $1: step, $2: command line (FILE substituted)
 torture() {
-  local cmd=$1 n=0 total rc lines
+  local step=$(( $1 * ${TORTURE_STEP:-1} )) cmd=$2 n=0 total rc lines
   # shellcheck disable=SC2086
   BTR_ALLOC_REPORT=count.txt "$torture" $cmd >base.out 2>base.err; rc=$?
   if [ $rc -ne 0 ]; then bad "btr $cmd: exit $rc without failures: $(head -3 base.err)"; return; fi
@@ -76,12 +77,12 @@ torture() {
   echo "btr $cmd: $total allocations; $errs out-of-memory errors, $ok same results, $partial partial results with a warning"
 }
 
-while read -r line; do
+while read -r st line; do
   [ -z "$line" ] && continue
   if [[ $line == *FILE* ]]; then
-    for f in $inputs; do torture "${line//FILE/$f}"; done
+    for f in $inputs; do torture "$st" "${line//FILE/$f}"; done
   else
-    torture "$line"
+    torture "$st" "$line"
   fi
 done <<<"$cmds"
 
