@@ -3,12 +3,16 @@
  * chunk by chunk, the stream keeps at most 16 PT decoders, the report's
  * tables grow with the code seen, never with the trace's length).
  *
- *   bench_bigtrace gen TEMPLATE.btr OUT.btr GB
+ *   bench_bigtrace gen TEMPLATE.btr OUT.btr GB [pt|bts]
  *       writes OUT.btr of at least GB GiB: TEMPLATE's non-PT records once,
- *       then its PT records over and over as ONE continuous stream of its
- *       first thread (each copy starts with PSB+ and TIP.PGE and ends with
- *       TIP.PGD, so the stream is valid Intel PT: the program runs again
- *       and again), then the exit records.
+ *       then, with "pt" (default), its PT records over and over as ONE
+ *       continuous stream of its first thread (each copy starts with PSB+
+ *       and TIP.PGE and ends with TIP.PGD, so the stream is valid Intel PT:
+ *       the program runs again and again); with "bts", the first 2M
+ *       branches of the decoded template as 24-byte BTS records, over and
+ *       over (classified against the same modules: about 30x cheaper to
+ *       decode per byte than dense PT, so GBs take seconds); then the exit
+ *       records.
  *   bench_bigtrace run TRACE
  *       in two fresh child processes: (1) the stream alone (read + decode),
  *       (2) the stream feeding a report; prints trace size, instructions,
@@ -41,7 +45,24 @@ struct tpl {
 	uint32_t tid;
 };
 
-static int gen(const char *tplpath, const char *out, double gb)
+enum { BTS_MAX = 2u << 20 };
+struct bts_buf {
+	uint8_t *p;
+	size_t n;   /* records */
+};
+
+static int collect_bts(void *ctx, const struct btr_branch *b)
+{
+	struct bts_buf *bb = ctx;
+	if (bb->n == BTS_MAX)
+		return 1;
+	if (!(b->flags & BTR_BF_TAKEN))
+		return 0;
+	btr_bts_encode(b->from, b->to, 0, bb->p + bb->n++ * BTR_BTS_RECORD_SIZE);
+	return 0;
+}
+
+static int gen(const char *tplpath, const char *out, double gb, int bts)
 {
 	struct btr_trace_reader *r;
 	struct btr_trace_writer *w;
@@ -83,12 +104,25 @@ static int gen(const char *tplpath, const char *out, double gb)
 		fprintf(stderr, "%s: no PT data\n", tplpath);
 		return 1;
 	}
+	if (bts) {
+		/* the template's branches (taken ones: BTS records only those) */
+		struct bts_buf bb = { malloc((size_t)BTS_MAX * BTR_BTS_RECORD_SIZE), 0 };
+		struct btr_stream_opts so = { .sz = sizeof(so), .branch = collect_bts, .ctx = &bb };
+		struct btr_stream *s;
+		if (!bb.p || btr_stream_open(tplpath, &so, &s) < 0)
+			return 1;
+		btr_stream_run(s);
+		btr_stream_free(s);
+		free(t.pt);
+		t.pt = bb.p;
+		t.pt_size = bb.n * BTR_BTS_RECORD_SIZE;
+	}
 	uint64_t target = (uint64_t)(gb * (1ull << 30)), off = 0;
 	const size_t piece = 256 << 10;
 	while (off < target) {
 		for (size_t i = 0; i < t.pt_size; i += piece) {
 			size_t n = t.pt_size - i < piece ? t.pt_size - i : piece;
-			rec = (struct btr_record){ .type = BTR_REC_PT };
+			rec = (struct btr_record){ .type = bts ? BTR_REC_BTS : BTR_REC_PT };
 			rec.u.data = (struct btr_rec_data){ .tid = t.tid, .cpu = -1, .stream_offset = off,
 							    .size = n, .data = t.pt + i };
 			if ((rc = btr_trace_write(w, &rec)) < 0) {
@@ -109,8 +143,9 @@ static int gen(const char *tplpath, const char *out, double gb)
 		fprintf(stderr, "%s: %s\n", out, btr_errstr(rc));
 		return 1;
 	}
-	printf("generated %s: %.2f GiB of PT (%zu-byte template stream of thread %u, %llu copies)\n", out,
-	       (double)off / (1ull << 30), t.pt_size, t.tid, (unsigned long long)(off / t.pt_size));
+	printf("generated %s: %.2f GiB of %s (%zu-byte template stream of thread %u, %llu copies)\n", out,
+	       (double)off / (1ull << 30), bts ? "BTS" : "PT", t.pt_size, t.tid,
+	       (unsigned long long)(off / t.pt_size));
 	free(t.pt);
 	return 0;
 }
@@ -170,7 +205,7 @@ static void measure(const char *path, int with_report, double size_gib)
 int main(int argc, char **argv)
 {
 	if (argc >= 5 && !strcmp(argv[1], "gen"))
-		return gen(argv[2], argv[3], atof(argv[4]));
+		return gen(argv[2], argv[3], atof(argv[4]), argc > 5 && !strcmp(argv[5], "bts"));
 	if (argc >= 3 && !strcmp(argv[1], "run")) {
 		struct stat st;
 		if (stat(argv[2], &st) != 0) {
@@ -183,6 +218,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	printf("bench_bigtrace: bounded memory on a multi-GB trace; run bench/bench_memory.sh BUILD [GIB]\n"
-	       "  (bench_bigtrace gen TEMPLATE.btr OUT.btr GIB; bench_bigtrace run TRACE)\n");
+	       "  (bench_bigtrace gen TEMPLATE.btr OUT.btr GIB [pt|bts]; bench_bigtrace run TRACE)\n");
 	return 0;
 }
