@@ -40,13 +40,13 @@ CMDS
 # THE SAMPLES: kind file ntrunc nflip (counts before HOSTILE_SCALE)
 samples=""
 if command -v qemu-x86_64 >/dev/null; then
-  "$btr" record -q -o threads.btr -- "$build/prog_flow_threads" >/dev/null 2>&1 && samples="$samples trace threads.btr 12 12"
-  "$btr" record -q -z 3 -o loops-zstd.btr -- "$build/prog_flow_loops" >/dev/null 2>&1 && samples="$samples trace loops-zstd.btr 6 6"
+  "$btr" record -q -o threads.btr -- "$build/prog_flow_threads" >/dev/null 2>&1 && samples="$samples trace threads.btr 8 8"
+  "$btr" record -q -z 3 -o loops-zstd.btr -- "$build/prog_flow_loops" >/dev/null 2>&1 && samples="$samples trace loops-zstd.btr 4 4"
 fi
 for f in quipper/perf.data.intel_pt-4.14 quipper/perf.data.branch-4.14 quipper/perf.data.callgraph_and_branch-3.8 autofdo/test.lbr; do
-  [ -r "$shared/traces/$f" ] && samples="$samples trace $shared/traces/$f 3 3"
+  [ -r "$shared/traces/$f" ] && samples="$samples trace $shared/traces/$f 2 2"
 done
-samples="$samples elf $build/prog_symbols_nopie 6 6"
+samples="$samples elf $build/prog_symbols_nopie 4 4"
 
 asan=0
 if nm "$btr" 2>/dev/null | grep -q __asan_init || ldd "$btr" 2>/dev/null | grep -q libasan; then asan=1; fi
