@@ -956,6 +956,9 @@ static int load_symbols(const struct btr_image *img, struct module *m)
 	if (!err)
 		err = read_plt(m, &sv);
 	if (err) {
+		/* Said once per module (the state stays LAZY_FAIL): without it a
+		 * report would silently show addresses where names belong. */
+		btr_warn("%s: symbols not loaded: %s", m->path, btr_errstr(err));
 		free(sv.v);
 		return err;
 	}

@@ -337,7 +337,12 @@ static struct fn *fn_get(struct btr_report *r, const char *name, const char *mod
 	int line = 0;
 	if (img && addr && btr_image_line(img, addr, &file, &line) == 0 && file) {
 		f->file = strdup(file);
-		f->pub.line = f->file ? line : 0;
+		if (!f->file) {   /* out of memory: an error, not a missing line */
+			free(f->name);
+			free(f->module);
+			return NULL;
+		}
+		f->pub.line = line;
 	}
 	r->fn_idx[j] = ++r->n_fn;
 	return f;

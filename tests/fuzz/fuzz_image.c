@@ -1,8 +1,12 @@
 /* fuzz_image.c - libFuzzer target: arbitrary bytes as an ELF file for
  * btr_image_add_elf, then code reads, symbol lookups (symbol tables, PLT
  * decoding), build-id and load-bias reading.  The image API takes paths,
- * so the input goes to a memfd and is opened as /proc/self/fd/N.  DWARF
- * (libdw) is left out: it would fuzz elfutils, not btr. */
+ * so the input goes to a memfd and is opened as /proc/self/fd/N.  Source
+ * lines (btr_image_line, through libdw) are looked up for inputs whose
+ * first byte after the ELF magic region is odd, so that most executions
+ * stay on btr's own ELF code while btr's use of the DWARF line tables is
+ * still reached.  The same bytes are also added as a raw file image
+ * (btr_image_add_file) at a few offsets. */
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -44,7 +48,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				if (btr_image_symbol(img, a, &sym) == 0 && sym.name)
 					(void)(volatile char)sym.name[0];
 				btr_image_symbolize(img, a, name, sizeof(name));
+				if (size > 8 && (data[7] & 1)) {
+					const char *file;
+					int line;
+					if (btr_image_line(img, a, &file, &line) == 0 && file)
+						(void)(volatile char)file[0];
+				}
 			}
+		}
+	}
+	/* raw file: mapped, not copied; reads must stop at the file's end */
+	btr_image_free(img);
+	if (btr_image_new(&img) != 0)
+		return 0;
+	uint64_t off = size > 3 ? data[size - 1] % size : 0;
+	if (btr_image_add_file(img, path, off, 0, 0x10000) == 0) {
+		uint8_t buf[64];
+		const uint8_t *p;
+		size_t avail;
+		for (uint64_t a = 0x10000 - 8; a < 0x10000 + size + 8; a += 61) {
+			int n = btr_image_read(img, a, buf, sizeof(buf));
+			if (n > (int)sizeof(buf))
+				__builtin_trap();
+			if (btr_image_map(img, a, &p, &avail) == 0 && avail)
+				(void)(volatile uint8_t)p[avail - 1];
 		}
 	}
 	uint8_t id[64];

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <signal.h>
 
 #include "cli.h"
 
@@ -103,6 +104,30 @@ static void usage(FILE *f)
 		   "Exit codes: 0 ok, 1 a check found something, 2 usage error, 3 runtime error.\n");
 }
 
+/* SIGXFSZ (a file size limit, `ulimit -f`) would kill btr in the middle
+ * of a write, leaving temporary files behind.  Caught (not ignored, so
+ * that programs btr starts get the default action back at exec), it lets
+ * the write fail with EFBIG and the command end with its error. */
+static void on_xfsz(int sig)
+{
+	(void)sig;
+}
+
+/* A command's output that could not be written (a full disk, /dev/full,
+ * a file size limit) is an error, not a silent success: returns the exit
+ * code for @rc given the state of stdout. */
+static int check_stdout(int rc)
+{
+	int saved = errno;   /* usually still the failed write's */
+	int e = fflush(stdout) ? errno : 0;
+	if (!ferror(stdout) || (rc != EXIT_OK && rc != EXIT_FOUND))
+		return rc;
+	if (!e && (saved == ENOSPC || saved == EFBIG || saved == EDQUOT || saved == EIO))
+		e = saved;
+	cli_error("writing the output: %s", e ? strerror(e) : "write error");
+	return EXIT_RUNTIME;
+}
+
 static void log_to_stderr(void *ctx, enum btr_log_level level, const char *msg)
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };
@@ -119,6 +144,11 @@ int main(int argc, char **argv)
 	else if (v && !strcmp(v, "info"))
 		lvl = BTR_LOG_INFO;
 	btr_log_set(log_to_stderr, NULL, lvl);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_xfsz;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGXFSZ, &sa, NULL);
 
 	if (argc < 2) {
 		usage(stderr);
@@ -135,7 +165,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		if (commands[i].fn && !strcmp(argv[1], commands[i].name)) {
 			optind = 1;
-			return commands[i].fn(argc - 1, argv + 1);
+			return check_stdout(commands[i].fn(argc - 1, argv + 1));
 		}
 	}
 	fprintf(stderr, "btr: unknown command '%s'\n", argv[1]);

@@ -1,8 +1,9 @@
-/* fuzz_report.c - libFuzzer target: the common branch stream and the
- * report on arbitrary record sequences.  The input is read as a series of
- * records (a type byte, then that record's fields taken from the bytes)
- * fed to btr_stream_record with a report as the callback context, over a
- * small fixed code image.  Containers are fuzzed by fuzz_trace; this
+/* fuzz_analysis.c - libFuzzer target: the common branch stream and every
+ * analysis of tests/fuzz/analyses.h on arbitrary record sequences.  The
+ * input is read as a series of records (a type byte, then that record's
+ * fields taken from the bytes) fed to btr_stream_record, whose callbacks
+ * feed the analyses through btr_analysis_mux, over a small fixed code
+ * image; every analysis is then written in each of its formats.  Containers are fuzzed by fuzz_trace; this
  * target skips the checksums and reaches the stream's own logic: PT data
  * with arbitrary stream offsets and tids, BTS records split anywhere, LBR
  * snapshots, branches, module loads/unloads/exec, exits, filters. */
@@ -13,6 +14,7 @@
 
 #include "btr/report.h"
 #include "btr/stream.h"
+#include "analyses.h"
 
 static const uint8_t code[] = { 0x31, 0xc0, 0xff, 0xc0, 0x83, 0xf8, 0x03, 0x75, 0xf9,
 				0xe8, 0x02, 0x00, 0x00, 0x00, 0x0f, 0x05, 0xc3 };
@@ -42,21 +44,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const paths[] = { "", "[vdso]", "/nonexistent/lib.so", "/proc/self/exe", "x.ko" };
 	struct in in = { data, data + size };
-	struct btr_report *r;
-	if (btr_report_new(NULL, &r) < 0)
+	struct btr_analysis *list[FUZZ_N_ANALYSES];
+	size_t na = fuzz_analyses_new(data, size, list);
+	struct btr_analysis_mux *mux;
+	if (!na)
 		return 0;
+	if (btr_analysis_mux_new(list, na, &mux) < 0) {
+		fuzz_analyses_write_free(list, na);
+		return 0;
+	}
 	struct btr_filter flt;
 	int use_filter = size && (data[0] & 1);
 	if (use_filter)
 		btr_filter_parse("jcc,near_ret,user", &flt);
 	struct btr_stream_opts so = { .sz = sizeof(so), .filter = use_filter ? &flt : NULL,
-				      .branch = btr_report_branch, .event = btr_report_event, .ctx = r };
+				      .branch = btr_analysis_mux_branch, .event = btr_analysis_mux_event,
+				      .ctx = mux };
 	struct btr_stream *s;
 	if (btr_stream_new(&so, &s) < 0) {
-		btr_report_free(r);
+		btr_analysis_mux_free(mux);
+		fuzz_analyses_write_free(list, na);
 		return 0;
 	}
 	btr_image_add_bytes(btr_stream_image(s), code, sizeof(code), 0x1000);
+	btr_analysis_mux_begin(mux, s);
 	struct btr_lbr_entry ent[32];
 	struct btr_branch br[16];
 	while (in.p < in.end) {
@@ -140,8 +151,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 	}
 	btr_stream_finish(s);
-	btr_report_finish(r, btr_stream_image(s), btr_stream_backend(s));
+	btr_analysis_mux_end(mux, 0);
+	/* written after the stream is gone: results must not point into it */
 	btr_stream_free(s);
-	btr_report_free(r);
+	btr_analysis_mux_free(mux);
+	fuzz_analyses_write_free(list, na);
 	return 0;
 }

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# cli_alloc_fail.sh - allocation failure at every point (curl's torture test).
+# For each command of the table below and each input, the command is run once
+# to count its allocations (A), then A more times with the n-th allocation
+# failing (n = 1..A; BTR_ALLOC_FAIL, tests/torture/alloc_shim.c, linked only
+# into the test binary btr_torture).  Every run must end with
+#   - exit 3 and exactly one line on stderr that says memory ran out, or
+#   - exit 0 and the same stdout as the run without failure, or exit 0 with a
+#     different stdout only if stderr carries a warning (partial result),
+# never a signal, another exit code, a hang, or a leaked block (the shim
+# counts blocks never freed; in the sanitizer build LeakSanitizer also checks).
+# By default (ctest) the first 16 allocations of each command fail in turn and
+# then every STEP-th (the table's first column, times TORTURE_STEP) to keep
+# the run time near a minute; TORTURE_FULL=1 tries every n (curl's full
+# torture; a few minutes).
+# Args: $1 btr binary, $2 build dir, $3 shared dir.
+set -u
+btr=$(realpath "$1"); build=$(realpath "$2"); shared=$(realpath -m "${3:-/nonexistent}")
+torture=$build/btr_torture
+[ -x "$torture" ] || { echo "SKIP: $torture not built"; exit 77; }
+command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 not installed (needed to record the input)"; exit 77; }
+fail=0; pass=0; runs=0
+bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+
+"$btr" record -q -o small.btr -- "$build/prog_flow_loops" >/dev/null || { echo "FAIL: record"; exit 1; }
+inputs="small.btr"
+[ -r "$shared/traces/quipper/perf.data.branch-4.14" ] && inputs="$inputs $shared/traces/quipper/perf.data.branch-4.14"
+sym_addr=$(nm "$build/prog_symbols_nopie" | awk '$3=="main"{print "0x"$1}')
+
+# THE COMMANDS: every command that reads a file, one line each: STEP CMD...
+# FILE is replaced by each input (lines without FILE run once).  STEP: see
+# above (larger for commands with many allocations or the same allocations
+# as another line).  New reading commands (script, cov, ...) are added here.
+cmds=$(cat <<CMDS
+8 report FILE
+50 report --format json FILE
+1 pt decode --stat FILE
+1 pt dump FILE
+1 trace dump FILE
+1 trace info --format json FILE
+1 symbolize --elf $build/prog_symbols_nopie $sym_addr
+CMDS
+)
+
+# $1: step, $2: command line (FILE substituted)
+torture() {
+  local step=$(( $1 * ${TORTURE_STEP:-1} )) cmd=$2 n=0 total rc lines
+  # shellcheck disable=SC2086
+  BTR_ALLOC_REPORT=count.txt "$torture" $cmd >base.out 2>base.err; rc=$?
+  if [ $rc -ne 0 ]; then bad "btr $cmd: exit $rc without failures: $(head -3 base.err)"; return; fi
+  total=$(awk '{print $2}' count.txt)
+  if [ "$(awk '{print $6}' count.txt)" != 0 ]; then bad "btr $cmd: leaks $(cat count.txt) without failures"; fi
+  local ok=0 errs=0 partial=0
+  for ((n = 1; n <= total; n++)); do
+    if [ "${TORTURE_FULL:-0}" != 1 ] && [ $n -gt 16 ] && [ $((n % step)) -ne 0 ]; then continue; fi
+    rm -f count.txt
+    # shellcheck disable=SC2086
+    BTR_ALLOC_FAIL=$n BTR_ALLOC_REPORT=count.txt timeout 60 "$torture" $cmd >out.txt 2>err.txt; rc=$?
+    runs=$((runs+1))
+    lines=$(wc -l <err.txt)
+    local what="btr $cmd with allocation $n/$total failing"
+    if [ $rc -eq 3 ]; then
+      if [ "$lines" -ne 1 ]; then bad "$what: exit 3 with $lines stderr lines: $(head -c 400 err.txt)"; continue; fi
+      if ! grep -qi "memory" err.txt; then bad "$what: exit 3 but stderr does not say memory ran out: $(cat err.txt)"; continue; fi
+      errs=$((errs+1))
+    elif [ $rc -eq 0 ]; then
+      if cmp -s out.txt base.out; then ok=$((ok+1));
+      elif [ "$lines" -ge 1 ]; then partial=$((partial+1));
+      else bad "$what: exit 0, different output, no warning"; diff base.out out.txt | head -5 >&2; continue; fi
+    else
+      bad "$what: exit $rc: $(head -c 400 err.txt)"; continue
+    fi
+    if [ ! -r count.txt ]; then bad "$what: no allocation report (did not exit normally)"; continue; fi
+    if [ "$(awk '{print $6}' count.txt)" != 0 ]; then bad "$what: leaked: $(cat count.txt)"; continue; fi
+    pass=$((pass+1))
+  done
+  echo "btr $cmd: $total allocations; $errs out-of-memory errors, $ok same results, $partial partial results with a warning"
+}
+
+while read -r st line; do
+  [ -z "$line" ] && continue
+  if [[ $line == *FILE* ]]; then
+    for f in $inputs; do torture "$st" "${line//FILE/$f}"; done
+  else
+    torture "$st" "$line"
+  fi
+done <<<"$cmds"
+
+echo "cli_alloc_fail: $runs runs, $pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,218 @@
+/* analyses.h - the analyses the fuzz targets feed (fuzz_analysis: a
+ * fuzzed record sequence; fuzz_stream: a fuzzed trace file), and the
+ * output formats each is written in afterwards.
+ *
+ * TO ADD AN ANALYSIS: write a constructor below (options from the input
+ * bytes if it has any) and add one line to FUZZ_ANALYSES.  Both targets
+ * and their regression inputs (tests/fuzz/regress/) pick it up.
+ */
+#ifndef FUZZ_ANALYSES_H
+#define FUZZ_ANALYSES_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "btr/analysis.h"
+#include "btr/error.h"
+#include "btr/report.h"
+
+/* ---- report, as an analysis (lib/report.c predates btr/analysis.h) ---- */
+
+struct fz_report {
+	struct btr_report *r;
+	struct btr_stream *s;
+};
+
+static int fz_report_begin(void *st, struct btr_stream *s)
+{
+	((struct fz_report *)st)->s = s;
+	return 0;
+}
+
+static int fz_report_branches(void *st, const struct btr_branch *b, size_t n)
+{
+	struct fz_report *f = st;
+	for (size_t i = 0; i < n; i++)
+		if (btr_report_branch(f->r, &b[i]))
+			return -BTR_ERR_NOMEM;
+	return 0;
+}
+
+static int fz_report_event(void *st, const struct btr_stream_event *ev)
+{
+	return btr_report_event(((struct fz_report *)st)->r, ev) ? -BTR_ERR_NOMEM : 0;
+}
+
+static int fz_report_end(void *st, int status)
+{
+	struct fz_report *f = st;
+	(void)status;
+	return btr_report_finish(f->r, f->s ? btr_stream_image(f->s) : NULL, f->s ? btr_stream_backend(f->s) : NULL);
+}
+
+/* Touches every string of the result, so ASan sees dangling pointers. */
+static int fz_report_write(void *st, FILE *out, const char *format)
+{
+	const struct btr_report_result *res = btr_report_get(((struct fz_report *)st)->r);
+	if (!res)
+		return -BTR_ERR_INVAL;
+	fprintf(out, "%s %llu\n", res->backend, (unsigned long long)res->insns);
+	for (size_t i = 0; i < res->n_threads; i++)
+		fprintf(out, "%u %s\n", res->threads[i].tid, res->threads[i].name ? res->threads[i].name : "");
+	for (size_t i = 0; i < res->n_modules; i++)
+		fprintf(out, "%s %s\n", res->modules[i].path, res->modules[i].loaded ? res->modules[i].loaded : "");
+	for (size_t i = 0; i < res->n_top_functions; i++)
+		fprintf(out, "%s %s %s\n", res->top_functions[i].name,
+			res->top_functions[i].module ? res->top_functions[i].module : "",
+			res->top_functions[i].file ? res->top_functions[i].file : "");
+	for (size_t i = 0; i < res->n_top_blocks; i++)
+		fprintf(out, "%s %s\n", res->top_blocks[i].sym ? res->top_blocks[i].sym : "",
+			res->top_blocks[i].file ? res->top_blocks[i].file : "");
+	if (res->exit.where)
+		fprintf(out, "%s\n", res->exit.where);
+	return format && strcmp(format, "text") ? -BTR_ERR_INVAL : 0;
+}
+
+static void fz_report_destroy(void *st)
+{
+	struct fz_report *f = st;
+	btr_report_free(f->r);
+	free(f);
+}
+
+static const struct btr_analysis_ops fz_report_ops = {
+	.name = "report", .begin = fz_report_begin, .branches = fz_report_branches,
+	.event = fz_report_event, .end = fz_report_end, .write = fz_report_write,
+	.destroy = fz_report_destroy,
+};
+
+static int fz_new_report(const uint8_t *data, size_t size, struct btr_analysis **out)
+{
+	struct fz_report *f = calloc(1, sizeof(*f));
+	struct btr_report_opts o = { .sz = sizeof(o), .top = size ? data[0] % 5 : 0, .max_gaps = 3 };
+	if (!f)
+		return -BTR_ERR_NOMEM;
+	if (btr_report_new(&o, &f->r)) {
+		free(f);
+		return -BTR_ERR_NOMEM;
+	}
+	return btr_analysis_new(&fz_report_ops, f, out);
+}
+
+/* ---- the interface's own promises (btr/analysis.h), checked ---- */
+
+struct fz_order {
+	int begun, ended;
+};
+
+static int fz_order_begin(void *st, struct btr_stream *s)
+{
+	struct fz_order *o = st;
+	if (o->begun++ || !s)
+		abort();
+	return 0;
+}
+
+static int fz_order_branches(void *st, const struct btr_branch *b, size_t n)
+{
+	struct fz_order *o = st;
+	if (!o->begun || o->ended || n == 0)
+		abort();
+	for (size_t i = 0; i < n; i++)
+		if (b[i].kind >= BTR_KIND__COUNT)
+			abort();
+	return 0;
+}
+
+static int fz_order_event(void *st, const struct btr_stream_event *ev)
+{
+	struct fz_order *o = st;
+	if (!o->begun || o->ended)
+		abort();
+	if (ev->type == BTR_SEV_FLOW && !ev->flow)
+		abort();
+	return 0;
+}
+
+static int fz_order_end(void *st, int status)
+{
+	struct fz_order *o = st;
+	if (!o->begun || o->ended++ || status > 0)
+		abort();
+	return 0;
+}
+
+static const struct btr_analysis_ops fz_order_ops = {
+	.name = "order", .begin = fz_order_begin, .branches = fz_order_branches,
+	.event = fz_order_event, .end = fz_order_end, .destroy = free,
+};
+
+static int fz_new_order(const uint8_t *data, size_t size, struct btr_analysis **out)
+{
+	(void)data, (void)size;
+	struct fz_order *o = calloc(1, sizeof(*o));
+	if (!o)
+		return -BTR_ERR_NOMEM;
+	return btr_analysis_new(&fz_order_ops, o, out);
+}
+
+/* ---- the table ----
+ * X(name, constructor, formats): constructor(data, size, &out) returns 0
+ * or a negative error; formats is a NULL-terminated list of format names
+ * given to btr_analysis_write after the run (NULL entry first: default). */
+#define FUZZ_ANALYSES(X)                                                        \
+	X(report, fz_new_report, "text")                                        \
+	X(order, fz_new_order, "text")                                          \
+	/* integrator: new analyses here, e.g.                                  \
+	 * X(cov, fz_new_cov, "text", "lcov", "drcov")                          \
+	 * X(callgraph, fz_new_callgraph, "text", "dot", "json") */
+
+struct fuzz_analysis {
+	const char *name;
+	int (*make)(const uint8_t *data, size_t size, struct btr_analysis **out);
+	const char *formats[8];
+};
+
+static const struct fuzz_analysis fuzz_analyses[] = {
+#define FZ_ENTRY(n, ctor, ...) { #n, ctor, { NULL, __VA_ARGS__, NULL } },
+	FUZZ_ANALYSES(FZ_ENTRY)
+#undef FZ_ENTRY
+};
+enum { FUZZ_N_ANALYSES = sizeof(fuzz_analyses) / sizeof(fuzz_analyses[0]) };
+
+/* Creates every analysis into @a (FUZZ_N_ANALYSES slots); returns how
+ * many were created (all or none). */
+static size_t fuzz_analyses_new(const uint8_t *data, size_t size, struct btr_analysis **a)
+{
+	for (size_t i = 0; i < FUZZ_N_ANALYSES; i++) {
+		if (fuzz_analyses[i].make(data, size, &a[i]) != 0) {
+			while (i)
+				btr_analysis_free(a[--i]);
+			return 0;
+		}
+	}
+	return FUZZ_N_ANALYSES;
+}
+
+/* Writes every analysis in every format (to memory, so ASan checks it),
+ * then frees it. */
+static void fuzz_analyses_write_free(struct btr_analysis **a, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		for (const char *const *f = fuzz_analyses[i].formats; f == fuzz_analyses[i].formats || *f; f++) {
+			char *buf = NULL;
+			size_t len = 0;
+			FILE *m = open_memstream(&buf, &len);
+			if (m) {
+				btr_analysis_write(a[i], m, *f);
+				fclose(m);
+				free(buf);
+			}
+		}
+		btr_analysis_free(a[i]);
+	}
+}
+
+#endif
