@@ -50,6 +50,7 @@ enum pt_class {
 	C_TSC,
 	C_MTC,
 	C_MODE,
+	C_TRIG,
 };
 
 /* A table entry packs class, packet type, fixed size and an auxiliary
@@ -75,6 +76,7 @@ enum pt_class {
 	 (b) == 0x19 ? PE(C_TSC, BTR_PT_TSC, 8, 0) :                                \
 	 (b) == 0x59 ? PE(C_MTC, BTR_PT_MTC, 2, 0) :                                \
 	 (b) == 0x99 ? PE(C_MODE, 0, 2, 0) :                                        \
+	 (b) == 0xd9 ? PE(C_TRIG, BTR_PT_TRIG, 3, 0) :                             \
 	 PE(C_BAD, 0, 0, 0))
 #define E4(b) ENT(b), ENT((b) + 1), ENT((b) + 2), ENT((b) + 3)
 #define E16(b) E4(b), E4((b) + 4), E4((b) + 8), E4((b) + 12)
@@ -456,6 +458,26 @@ static inline int decode(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t 
 		pkt->size = 2;
 		d->bbp_sz = 0;
 		return 2;
+	}
+	case C_TRIG: {
+		/* TRIG: byte 1 bit 7 IP, bit 6 ICNT present, bit 5 MULT (bits
+		 * 4:0 reserved); byte 2 TRBV; then ICNT[15:0] if present. */
+		uint8_t f;
+
+		NEED(3);
+		f = p[1];
+		if (f & 0x1f)
+			return -BTR_ERR_BAD_PACKET;
+		unsigned n = f & 0x40 ? 5 : 3;
+		NEED(n);
+		pkt->type = BTR_PT_TRIG;
+		pkt->size = (uint8_t)n;
+		pkt->u.trig.trbv = p[2];
+		pkt->u.trig.ip = f >> 7;
+		pkt->u.trig.mult = (f >> 5) & 1;
+		pkt->u.trig.icnt_valid = (f >> 6) & 1;
+		pkt->u.trig.icnt = n == 5 ? (uint16_t)(p[3] | p[4] << 8) : 0;
+		return (int)n;
 	}
 	default:
 		return -BTR_ERR_BAD_PACKET;
@@ -1362,6 +1384,10 @@ static void to_cpkt(const struct btr_pt_packet *p, uint64_t base, struct btr_pt_
 	case BTR_PT_BEP: a = p->u.bep.ip; break;
 	case BTR_PT_CFE: pl = p->u.cfe.vector; a = p->u.cfe.ip; a2 = p->u.cfe.type; break;
 	case BTR_PT_EVD: pl = p->u.evd.payload; a = p->u.evd.type; break;
+	case BTR_PT_TRIG:
+		pl = p->u.trig.trbv | (uint64_t)p->u.trig.icnt << 8;
+		a = (uint8_t)(p->u.trig.ip | p->u.trig.mult << 1 | p->u.trig.icnt_valid << 2);
+		break;
 	default: break;
 	}
 	c->off = (uint32_t)(p->offset - base);
@@ -1422,6 +1448,13 @@ int btr_pt_cpkt_expand(const struct btr_pt_cpkt *c, uint64_t base, struct btr_pt
 	case BTR_PT_BEP: out->u.bep.ip = c->aux; break;
 	case BTR_PT_CFE: out->u.cfe.vector = (uint8_t)pl; out->u.cfe.ip = c->aux; out->u.cfe.type = c->aux2; break;
 	case BTR_PT_EVD: out->u.evd.payload = pl; out->u.evd.type = c->aux; break;
+	case BTR_PT_TRIG:
+		out->u.trig.trbv = (uint8_t)pl;
+		out->u.trig.icnt = (uint16_t)(pl >> 8);
+		out->u.trig.ip = c->aux & 1;
+		out->u.trig.mult = (c->aux >> 1) & 1;
+		out->u.trig.icnt_valid = (c->aux >> 2) & 1;
+		break;
 	default:
 		return -BTR_ERR_INVAL;
 	}

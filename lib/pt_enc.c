@@ -264,6 +264,16 @@ int btr_pt_enc_packet(struct btr_pt_encoder *e, const struct btr_pt_packet *pkt)
 		put_le(b + n, pkt->u.evd.payload, 8);
 		n += 8;
 		break;
+	case BTR_PT_TRIG:
+		b[n++] = 0xd9;
+		b[n++] = (uint8_t)((pkt->u.trig.ip ? 0x80 : 0) | (pkt->u.trig.icnt_valid ? 0x40 : 0) |
+				   (pkt->u.trig.mult ? 0x20 : 0));
+		b[n++] = pkt->u.trig.trbv;
+		if (pkt->u.trig.icnt_valid) {
+			put_le(b + n, pkt->u.trig.icnt, 2);
+			n += 2;
+		}
+		break;
 	default:
 		return -BTR_ERR_INVAL;
 	}

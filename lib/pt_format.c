@@ -43,6 +43,7 @@ static const char *const type_names[BTR_PT__COUNT] = {
 	[BTR_PT_BEP] = "bep",
 	[BTR_PT_CFE] = "cfe",
 	[BTR_PT_EVD] = "evd",
+	[BTR_PT_TRIG] = "trig",
 };
 
 const char *btr_pt_type_name(enum btr_pt_type type)
@@ -157,6 +158,12 @@ int btr_pt_pkt_format(const struct btr_pt_packet *pkt, char *buf, size_t size)
 		break;
 	case BTR_PT_EVD:
 		n = snprintf(tmp, sizeof(tmp), "type 0x%02x: 0x%016" PRIx64, pkt->u.evd.type, pkt->u.evd.payload);
+		break;
+	case BTR_PT_TRIG:
+		n = snprintf(tmp, sizeof(tmp), "trbv 0x%02x%s%s", pkt->u.trig.trbv, pkt->u.trig.ip ? ", ip" : "",
+			     pkt->u.trig.mult ? ", mult" : "");
+		if (pkt->u.trig.icnt_valid && n > 0 && (size_t)n < sizeof(tmp))
+			n += snprintf(tmp + n, sizeof(tmp) - (size_t)n, ", icnt %u", pkt->u.trig.icnt);
 		break;
 	default: /* pad, psb, psbend, stop, ovf: no payload */
 		break;

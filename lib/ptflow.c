@@ -50,27 +50,45 @@ const char *btr_flow_event_name(enum btr_flow_event_type t)
 	return "?";
 }
 
-/* The errata libipt's pt_cpu_errata() (libipt 2.x, intel-pt.h) enables,
- * by family 6 model. */
+/* The errata libipt's pt_cpu_errata() enables (libipt as of its
+ * conformance suite, commit 8978561f927d: the `; cpu` lines of each
+ * erratum's test name the CPUs it applies to), by family/model. */
 static void errata_for(const struct btr_ptflow_config *c, struct errata *e)
 {
 	memset(e, 0, sizeof(*e));
-	if (!c || (c->flags & BTR_PTFLOW_NO_ERRATA) || c->cpu_family != 6)
+	if (!c || (c->flags & BTR_PTFLOW_NO_ERRATA))
+		return;
+	if (c->cpu_family == 0x12 || c->cpu_family == 0x13) {
+		/* families 18 and 19 */
+		e->bdm70 = e->skd022 = 1;
+		e->apl11 = c->cpu_family == 0x12;
+		return;
+	}
+	if (c->cpu_family != 6)
 		return;
 	switch (c->cpu_model) {
 	case 0x3d: case 0x47: case 0x4f: case 0x56:   /* Broadwell */
 		e->bdm70 = e->bdm64 = 1;
 		break;
-	case 0x4e: case 0x5e: case 0x8e: case 0x9e:   /* Skylake, Kaby Lake */
+	case 0x4e: case 0x5e: case 0x8e: case 0x9e: case 0xa5: case 0xa6: /* Skylake .. Comet Lake */
 		e->bdm70 = e->skd007 = e->skd022 = e->skd010 = e->skl014 = e->skl168 = 1;
 		break;
-	case 0x55: case 0x66: case 0x7d: case 0x7e:   /* SKX, CNL, ICL */
+	case 0x55: case 0x66: case 0x6a: case 0x6c: case 0x7d: case 0x7e: /* SKX, CNL, ICX, ICL */
+	case 0x8c: case 0x8d: case 0xa7: case 0xa8:   /* TGL, RKL */
 		e->bdm70 = e->skl014 = e->skd022 = 1;
+		break;
+	case 0x8f: case 0xad: case 0xae: case 0xcf:   /* SPR, GNR, EMR */
+		e->bdm70 = e->skd022 = 1;
+		break;
+	case 0x97: case 0x9a: case 0xaa: case 0xac: case 0xb5: case 0xb7: /* ADL, MTL, RPL, ... */
+	case 0xba: case 0xbd: case 0xbf: case 0xc5: case 0xc6: case 0xcc: case 0xd5:
+		e->bdm70 = e->skd022 = e->apl11 = 1;
 		break;
 	case 0x5c: case 0x5f:                         /* Goldmont */
 		e->apl12 = e->apl11 = 1;
 		break;
-	case 0x7a: case 0x86:                         /* Goldmont Plus, Tremont */
+	case 0x7a: case 0x86: case 0x96: case 0x9c:   /* Goldmont Plus, Tremont */
+	case 0xaf: case 0xb6: case 0xdd:              /* SRF, GRR, CWF */
 		e->apl11 = 1;
 		break;
 	}
@@ -312,6 +330,7 @@ static void resolve_tip(struct btr_ptflow *f, const struct blk *b, uint64_t to, 
 
 void ptf_on_tip(struct btr_ptflow *f, uint64_t ip, int suppressed)
 {
+	f->fup_status = 0;
 	if (f->en == EN_OFF)
 		return;
 	if (f->en == EN_LOST) {
@@ -369,6 +388,7 @@ void ptf_on_tip(struct btr_ptflow *f, uint64_t ip, int suppressed)
 
 static void on_pge(struct btr_ptflow *f, uint64_t ip, int suppressed)
 {
+	f->fup_status = 0;
 	f->after_ovf = 0;
 	if (suppressed) {
 		f->en = EN_LOST;
@@ -380,6 +400,7 @@ static void on_pge(struct btr_ptflow *f, uint64_t ip, int suppressed)
 
 static void on_pgd(struct btr_ptflow *f, uint64_t ip, int suppressed)
 {
+	f->fup_status = 0;
 	if (f->after_ovf && f->er.apl11) {
 		/* APL11: "Intel PT OVF Packet May Be Followed by TIP.PGD
 		 * Packet" - ignore the spurious TIP.PGD. */
@@ -539,9 +560,15 @@ static void on_mode_exec(struct btr_ptflow *f, uint8_t b)
 		f->have_next_mode = 0;
 	} else {
 		/* MODE.Exec precedes the TIP/TIP.PGE of the far transfer that
-		 * changes the mode; the code before it still runs in the old. */
+		 * changes the mode; the code before it still runs in the old.
+		 * With event tracing a MODE.Exec also reports a change of
+		 * RFLAGS.IF (STI, CLI, POPF): then a FUP follows with the IP
+		 * where the change took effect - a status FUP, not the source
+		 * of an asynchronous transfer (an interrupt's MODE.Exec comes
+		 * after its FUP). */
 		f->next_mode = m;
 		f->have_next_mode = 1;
+		f->fup_status = 1;
 	}
 }
 
@@ -606,6 +633,17 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 		uint64_t v = b >> 3;
 		size_t i = 1;
 		unsigned sh = 5;
+		if ((b & 4) && f->er.skd007) {
+			/* SKD007 ("Intel PT Buffer Overflow May Result in
+			 * Incorrect Packets"): an OVF may replace the rest of a
+			 * multi-byte CYC.  Like libipt, CYC + OVF is one OVF. */
+			if (n < 2 || (p[1] == 0x02 && n < 3))
+				return 0;
+			if (p[1] == 0x02 && p[2] == 0xf3) {
+				on_ovf(f);
+				return 3;
+			}
+		}
 		if (b & 4) {
 			for (;;) {
 				if (i >= n)
@@ -662,15 +700,29 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 			on_mode_exec(f, p[1]);
 			break;
 		case 1:
-			if (p[1] & 2) {
+			/* MODE.TSX in PSB+ is state only; elsewhere a FUP follows
+			 * with the IP of the XBEGIN/XEND (a status FUP) or, with
+			 * the abort bit, the source of the abort, then a TIP. */
+			if (f->in_psb)
+				break;
+			if (p[1] & 2)
 				f->tsx_abort = 1;
-			}
 			f->fup_status = 1;
 			break;
 		}
 		return 2;
 	case 0x02:
 		break;
+	case 0xd9: /* TRIG: byte 1 bit 7 IP (a FUP follows), bit 6 ICNT present */
+		if (n < 3)
+			return 0;
+		if (p[1] & 0x1f)
+			return -1;
+		if ((p[1] & 0x40) && n < 5)
+			return 0;
+		if (p[1] & 0x80)
+			f->fup_status = 1;
+		return p[1] & 0x40 ? 5 : 3;
 	default:
 		if (f->in_bbp && (b & 7) == 4) {
 			/* BIP inside a block (BBP .. BEP) */
@@ -805,7 +857,7 @@ static size_t run(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit
 		f->pkt_off = off + i;
 		uint8_t c = p[i];
 		if (((!(c & 1) && c > 0x02) || (c == 0x02 && i + 8 <= n && p[i + 1] == 0xa3) ||
-		     ((c & 0x1f) == 0x0d && (c >> 5) && !f->async_pending)) &&
+		     ((c & 0x1f) == 0x0d && (c >> 5) && !f->async_pending && !f->fup_status)) &&
 		    f->en == EN_ON && !f->pend && !f->tq_cnt && !f->cb->insn) {
 			/* TNT and TIP packets while the flow is known: walk
 			 * straight from the packet bytes. */

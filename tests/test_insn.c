@@ -136,6 +136,11 @@ static const struct row rows[] = {
 	{"vmresume", B(0x0f, 0x01, 0xc3), M64, 0x1000, 3, BTR_KIND_NONE, BTR_INSN_VMENTRY, 0, 0},
 	{"vmcall", B(0x0f, 0x01, 0xc1), M64, 0x1000, 3, BTR_KIND_NONE, BTR_INSN_VMENTRY, 0, 0},
 	{"vmmcall", B(0x0f, 0x01, 0xd9), M64, 0x1000, 3, BTR_KIND_NONE, BTR_INSN_VMENTRY, 0, 0},
+	/* FRED, UINTR, APX (newer than Zydis 4.0: lib/insn.c's table) */
+	{"eretu", B(0xf3, 0x0f, 0x01, 0xca), M64, 0x1000, 4, BTR_KIND_IRET, F, 0, 0},
+	{"erets", B(0xf2, 0x0f, 0x01, 0xca), M64, 0x1000, 4, BTR_KIND_IRET, F, 0, 0},
+	{"uiret", B(0xf3, 0x0f, 0x01, 0xec), M64, 0x1000, 4, BTR_KIND_IRET, F, 0, 0},
+	{"jmpabs", B(0xd5, 0x00, 0xa1, 0x0d, 0x10, 0, 0, 0, 0, 0, 0), M64, 0x1000, 11, BTR_KIND_JMP_IND, 0, 0, 0},
 	{"xbegin", B(0xc7, 0xf8, 0xeb, 0xff, 0xff, 0xff), M64, 0x1000, 6, BTR_KIND_NONE, BTR_INSN_TSX, 0, 0},
 	{"xend", B(0x0f, 0x01, 0xd5), M64, 0x1000, 3, BTR_KIND_NONE, BTR_INSN_TSX, 0, 0},
 	{"xabort", B(0xc6, 0xf8, 0x03), M64, 0x1000, 3, BTR_KIND_NONE, BTR_INSN_TSX, 0, 0},

@@ -67,6 +67,7 @@ enum btr_pt_type {
 	BTR_PT_BEP,
 	BTR_PT_CFE,
 	BTR_PT_EVD,
+	BTR_PT_TRIG,       /* trigger (0xD9): appended, the values above are stable */
 	BTR_PT__COUNT
 };
 
@@ -142,6 +143,11 @@ struct btr_pt_packet {
 		struct { uint8_t ip; uint8_t type; uint8_t vector; } cfe;
 		/* EVD (event data): @type (6 bits) and 64-bit @payload. */
 		struct { uint64_t payload; uint8_t type; } evd;
+		/* TRIG (trigger): @trbv the trigger bits that fired; @ip a FUP
+		 * follows (the IP the trigger binds to); @mult more than one
+		 * trigger event was merged; @icnt_valid: @icnt is the number of
+		 * instructions retired since the last IP-carrying packet. */
+		struct { uint16_t icnt; uint8_t trbv, ip, mult, icnt_valid; } trig;
 	} u;
 };
 
@@ -235,6 +241,7 @@ int btr_pt_pkt_next_batch(struct btr_pt_pkt_decoder *d, struct btr_pt_packet *pk
  *   PWRX: wake, aux = last, aux2 = deepest    BBP: aux = sz, aux2 = type
  *   BIP: value, aux = id       CFE: vector, aux = ip, aux2 = type
  *   EVD: payload, aux = type
+ *   TRIG: trbv | icnt << 8, aux = ip | mult << 1 | icnt_valid << 2
  *   all other fields 0. */
 struct btr_pt_cpkt {
 	uint32_t off;      /* stream offset - base */
