@@ -202,9 +202,15 @@ static void classify(const ZydisDecodedInstruction *zi, uint64_t ip, struct btr_
 	case ZYDIS_MNEMONIC_PTWRITE:
 		flags = BTR_INSN_PTWRITE;
 		break;
+	/* VM entries and hypercalls change context like far transfers: in
+	 * PT they take a TIP (or TIP.PGD), as libipt classifies them. */
 	case ZYDIS_MNEMONIC_VMLAUNCH: case ZYDIS_MNEMONIC_VMRESUME:
+		kind = BTR_KIND_FAR_JMP;
+		flags = BTR_INSN_VMENTRY | BTR_INSN_FAR;
+		break;
 	case ZYDIS_MNEMONIC_VMCALL: case ZYDIS_MNEMONIC_VMMCALL:
-		flags = BTR_INSN_VMENTRY;
+		kind = BTR_KIND_FAR_CALL;
+		flags = BTR_INSN_VMENTRY | BTR_INSN_FAR;
 		break;
 	case ZYDIS_MNEMONIC_XBEGIN: case ZYDIS_MNEMONIC_XEND: case ZYDIS_MNEMONIC_XABORT:
 		flags = BTR_INSN_TSX;
@@ -212,6 +218,10 @@ static void classify(const ZydisDecodedInstruction *zi, uint64_t ip, struct btr_
 	default:
 		break;
 	}
+
+	/* MOV to CR3: 0F 22 /3 (the register form is the only form). */
+	if (zi->opcode_map == ZYDIS_OPCODE_MAP_0F && zi->opcode == 0x22 && zi->raw.modrm.reg == 3)
+		flags |= BTR_INSN_MOV_CR3;
 
 	/* CET: 3E on an indirect near CALL/JMP is NOTRACK (in 32-bit mode it
 	 * doubles as a DS override, which is harmless for the branch). */

@@ -44,6 +44,8 @@ const char *btr_flow_event_name(enum btr_flow_event_type t)
 		[BTR_FLOW_ASYNC] = "async", [BTR_FLOW_PAGING] = "paging",
 		[BTR_FLOW_MODE] = "mode", [BTR_FLOW_TSX_ABORT] = "tsx-abort",
 		[BTR_FLOW_PTWRITE] = "ptwrite", [BTR_FLOW_STOP] = "tracestop",
+		[BTR_FLOW_TSX] = "tsx", [BTR_FLOW_TRIG] = "trig", [BTR_FLOW_CFE] = "cfe",
+		[BTR_FLOW_EVD] = "evd",
 	};
 	if ((unsigned)t < BTR_ARRAY_SIZE(names) && names[t])
 		return names[t];
@@ -418,7 +420,8 @@ static void on_pgd(struct btr_ptflow *f, uint64_t ip, int suppressed)
 			if (f->er.skd022) {
 				int err;
 				struct blk *b = lookup(f, at, &err);
-				if (b && b->ninsn && END_IP(b) == at && (f->cold[b - f->blks].end_flags & BTR_INSN_VMENTRY))
+				if (b && b->ninsn && END_IP(b) == at && b->kind == BTR_KIND_FAR_JMP &&
+				    (f->cold[b - f->blks].end_flags & BTR_INSN_VMENTRY))
 					exec_blk(f, b);
 			}
 			f->en = EN_OFF;
@@ -435,7 +438,9 @@ static void on_pgd(struct btr_ptflow *f, uint64_t ip, int suppressed)
 			} else if (r == 1) {
 				unsigned kind = end->kind;
 				uint64_t to = suppressed ? 0 : ip;
-				if (end->cls == C_COND && !suppressed && ip == NEXT(end))
+				if (end->cls == C_NONE)
+					;   /* MOV CR3: no branch */
+				else if (end->cls == C_COND && !suppressed && ip == NEXT(end))
 					emit_branch(f, END_IP(end), to, kind, 0);
 				else
 					emit_branch(f, END_IP(end), to, kind, BTR_BF_TAKEN);
@@ -570,6 +575,21 @@ static void on_mode_exec(struct btr_ptflow *f, uint8_t b)
 		f->have_next_mode = 1;
 		f->fup_status = 1;
 	}
+}
+
+/* Event trace (SDM "Event Trace"): a CFE names a control-flow event;
+ * with its IP bit a FUP follows.  For the events that are instructions
+ * completing (IRET, RSM, VM entry, UIRET; ERETU/ERETS report as IRET)
+ * that FUP is the instruction's own IP: a status FUP, and the TIP or
+ * TIP.PGD that follows is the instruction's own (it executes).  For
+ * asynchronous events (interrupt, software interrupt, SMI, INIT, VM
+ * exit, user interrupt, ...) the FUP is the source of the transfer, as
+ * without event trace. */
+static void on_cfe(struct btr_ptflow *f, unsigned type, unsigned vector, unsigned ipbit)
+{
+	ptf_emit_event(f, BTR_FLOW_CFE, 0, f->ip, type | vector << 8 | ipbit << 16);
+	if (ipbit && (type == 2 || type == 4 || type == 7 || type == 13))
+		f->fup_status = 1;
 }
 
 /* ---- timing ----------------------------------------------------------- */
@@ -707,6 +727,8 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 				break;
 			if (p[1] & 2)
 				f->tsx_abort = 1;
+			else
+				ptf_emit_event(f, BTR_FLOW_TSX, 0, f->ip, p[1] & 1);
 			f->fup_status = 1;
 			break;
 		}
@@ -722,6 +744,9 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 			return 0;
 		if (p[1] & 0x80)
 			f->fup_status = 1;
+		ptf_emit_event(f, BTR_FLOW_TRIG, 0, f->ip,
+			       p[2] | (uint64_t)((p[1] >> 5) & 1) << 8 | (uint64_t)((p[1] >> 6) & 1) << 9 |
+				       (p[1] & 0x40 ? (uint64_t)(p[3] | p[4] << 8) << 16 : 0));
 		return p[1] & 0x40 ? 5 : 3;
 	default:
 		if (f->in_bbp && (b & 7) == 4) {
@@ -763,6 +788,14 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 			return 0;
 		{
 			uint64_t v = rd_le(p + 2, 6);
+			/* Outside PSB+ and an asynchronous transfer, a PIP binds
+			 * to a MOV CR3 (which executed) or to the far transfer
+			 * whose TIP follows: walk to whichever comes first. */
+			if (!f->in_psb && f->en == EN_ON && !f->pend && !f->async_pending) {
+				int r = ptf_walk(f, G_PIP, 0, 0, NULL);
+				if (r < 0)
+					ptf_gap(f, r, f->ip);
+			}
 			ptf_emit_event(f, BTR_FLOW_PAGING, 0, f->ip, (v >> 1) << 5);
 		}
 		return 8;
@@ -803,9 +836,15 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 		f->in_bbp = 0;
 		return 2;
 	case 0x13: /* CFE */
-		return n < 4 ? 0 : 4;
+		if (n < 4)
+			return 0;
+		on_cfe(f, p[2] & 0x1f, p[3], p[2] >> 7);
+		return 4;
 	case 0x53: /* EVD */
-		return n < 11 ? 0 : 11;
+		if (n < 11)
+			return 0;
+		ptf_emit_event(f, BTR_FLOW_EVD, p[2] & 0x3f, f->ip, rd_le(p + 3, 8));
+		return 11;
 	default:
 		if ((p[1] & 0x1f) == 0x12) {
 			/* PTW: payload 4 or 8 bytes, IP bit: a FUP follows */

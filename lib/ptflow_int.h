@@ -199,6 +199,7 @@ enum goal {
 	G_TIP,   /* reach the next indirect transfer; it goes to @x */
 	G_FUP,   /* reach instruction @x (not executed) */
 	G_PGD,   /* reach the branch the TIP.PGD binds to; @x target (or suppressed) */
+	G_PIP,   /* reach and execute the MOV CR3 a PIP binds to; stop before a far transfer */
 };
 int ptf_walk(struct btr_ptflow *f, enum goal goal, uint64_t x, int suppressed, struct blk **endp);
 int ptf_walk_fast(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint64_t off,

@@ -96,7 +96,9 @@ struct blk *ptf_build_blk(struct btr_ptflow *f, uint64_t ip, int *err)
 		lens[n++] = in.len;
 		cls = class_of(&in);
 		cur += in.len;
-		if (cls != C_NONE || n == BLK_MAXI)
+		/* A block also ends after MOV CR3 (still C_NONE for the
+		 * walks): a PIP, or a TIP.PGD without IP, binds to it. */
+		if (cls != C_NONE || n == BLK_MAXI || (in.flags & BTR_INSN_MOV_CR3))
 			break;
 	}
 	f->st.blocks_decoded++;
@@ -145,10 +147,15 @@ struct blk *ptf_build_blk(struct btr_ptflow *f, uint64_t ip, int *err)
  * any branch except a direct one going elsewhere; without an IP only to
  * far transfers, or (erratum SKL014, "Intel PT TIP.PGD May Not Have Target
  * IP Payload", when IP filtering is configured) to any branch. */
+static inline int ends_mov_cr3(const struct btr_ptflow *f, const struct blk *b)
+{
+	return b->cls == C_NONE && b->ninsn && (f->cold[b - f->blks].end_flags & BTR_INSN_MOV_CR3);
+}
+
 static int pgd_binds(const struct btr_ptflow *f, const struct blk *b, uint64_t x, int suppressed)
 {
 	if (b->cls == C_NONE)
-		return 0;
+		return suppressed && ends_mov_cr3(f, b);  /* CR3 filtering: context switch */
 	if (suppressed) {
 		if (b->cls == C_FAR)
 			return 1;
@@ -199,6 +206,15 @@ int ptf_walk(struct btr_ptflow *f, enum goal goal, uint64_t x, int suppressed, s
 
 		switch (b->cls) {
 		case C_NONE:
+			if (btr_unlikely(goal >= G_PGD) && ends_mov_cr3(f, b)) {
+				if (goal == G_PGD && pgd_binds(f, b, x, suppressed))
+					goto bind;
+				if (goal == G_PIP) {
+					exec_blk(f, b);
+					f->ip = NEXT(b);
+					return 1;
+				}
+			}
 			exec_blk(f, b);
 			f->ip = NEXT(b);
 			b = succ(f, b, 0, NEXT(b), &err);
@@ -207,6 +223,8 @@ int ptf_walk(struct btr_ptflow *f, enum goal goal, uint64_t x, int suppressed, s
 			if (!f->tnt_total) {
 				if (goal == G_PGD && pgd_binds(f, b, x, suppressed))
 					goto bind;
+				if (goal == G_PIP)
+					return 0;   /* unbound: stop before the branch */
 				return -BTR_ERR_BAD_CONTEXT;
 			}
 			guard = 0;
@@ -253,6 +271,8 @@ int ptf_walk(struct btr_ptflow *f, enum goal goal, uint64_t x, int suppressed, s
 		case C_FAR:
 			if (goal == G_TIP)
 				goto bind;
+			if (goal == G_PIP)
+				return 0;   /* the PIP is the far transfer's (its TIP follows) */
 			if (goal == G_PGD) {
 				if (pgd_binds(f, b, x, suppressed))
 					goto bind;
