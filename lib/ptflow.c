@@ -456,6 +456,25 @@ static void on_pgd(struct btr_ptflow *f, uint64_t ip, int suppressed)
 	ptf_tnt_clear(f);
 }
 
+/* Can straight-line code from @from reach @x (no branch between)?
+ * Bounded like libipt's check for BDM64. */
+static int contiguous(struct btr_ptflow *f, uint64_t from, uint64_t x)
+{
+	uint64_t ip = from;
+	for (unsigned k = 0; k < 8; k++) {
+		int err = 0;
+		struct blk *b = lookup(f, ip, &err);
+		if (!b)
+			return 0;
+		if (x >= b->ip && x <= END_IP(b))
+			return 1;
+		if (b->cls != C_NONE)
+			return 0;
+		ip = NEXT(b);
+	}
+	return 0;
+}
+
 static void on_fup(struct btr_ptflow *f, uint64_t ip, int suppressed)
 {
 	int status = f->fup_status;
@@ -508,7 +527,17 @@ static void on_fup(struct btr_ptflow *f, uint64_t ip, int suppressed)
 		do_enable(f, ip);
 		return;
 	}
-	int r = ptf_walk(f, G_FUP, ip, 0, NULL);
+	int r = 1;
+	if (f->tsx_abort && f->er.bdm64 && !contiguous(f, f->ip, ip)) {
+		/* BDM64 ("An Incorrect LBR or Intel PT Packet May Be
+		 * Recorded Following a Transactional Abort"): the branch
+		 * before the abort may be recorded wrongly.  If straight-line
+		 * code from here cannot reach the abort IP, assume (as
+		 * libipt) that the last branch went there. */
+		f->ip = ip;
+	} else {
+		r = ptf_walk(f, G_FUP, ip, 0, NULL);
+	}
 	if (r < 0) {
 		ptf_gap(f, r, f->ip);
 		f->ip = ip;
@@ -538,6 +567,7 @@ static void on_psb(struct btr_ptflow *f)
 {
 	f->in_psb = 1;
 	f->psb_fup = 0;
+	f->psb_on = f->en == EN_ON;
 	f->last_ip = 0;
 	/* Only RETs whose CALL came after the last PSB are compressed. */
 	f->rs_n = 0;
@@ -557,6 +587,16 @@ static void on_psbend(struct btr_ptflow *f)
 static void on_mode_exec(struct btr_ptflow *f, uint8_t b)
 {
 	uint8_t m = (b & 1) ? BTR_MODE_64 : (b & 2) ? BTR_MODE_32 : BTR_MODE_16;
+	if (f->in_psb && f->psb_on && f->en == EN_ON && f->mode != m &&
+	    !(f->have_next_mode && f->next_mode == m)) {
+		/* PSB+ restates the current mode: a different one contradicts
+		 * the decoder's state (libipt: "bad status update").  The
+		 * flow up to here stands; skip to the next PSB. */
+		ptf_gap(f, -BTR_ERR_BAD_CONTEXT, f->ip);
+		f->synced = 0;
+		f->in_psb = 0;
+		return;
+	}
 	if (f->in_psb || f->en != EN_ON) {
 		if (f->mode != m) {
 			f->mode = m;

@@ -131,6 +131,7 @@ struct btr_ptflow {
 	uint8_t ovf_was_off;     /* tracing was off at the OVF (APL12) */
 	uint8_t in_psb;
 	uint8_t psb_fup;         /* FUP seen in this PSB+ */
+	uint8_t psb_on;          /* tracing was on (flow known) when this PSB+ began */
 	uint8_t synced;          /* a PSB was found */
 	uint8_t stopped;         /* a callback asked to stop */
 	uint8_t in_bbp;

@@ -225,7 +225,7 @@ int ptf_walk(struct btr_ptflow *f, enum goal goal, uint64_t x, int suppressed, s
 					goto bind;
 				if (goal == G_PIP)
 					return 0;   /* unbound: stop before the branch */
-				return -BTR_ERR_BAD_CONTEXT;
+				goto contra;
 			}
 			guard = 0;
 			exec_blk(f, b);
@@ -276,7 +276,7 @@ int ptf_walk(struct btr_ptflow *f, enum goal goal, uint64_t x, int suppressed, s
 			if (goal == G_PGD) {
 				if (pgd_binds(f, b, x, suppressed))
 					goto bind;
-				return -BTR_ERR_BAD_CONTEXT;
+				goto contra;
 			}
 			if (goal == G_TNT) {
 				/* Bits left after an indirect branch: the hardware
@@ -287,9 +287,16 @@ int ptf_walk(struct btr_ptflow *f, enum goal goal, uint64_t x, int suppressed, s
 				ptf_set_pend(f, b);
 				return 0;
 			}
-			return -BTR_ERR_BAD_CONTEXT;
+			goto contra;
 		}
 	}
+contra:
+	/* The trace contradicts the outcome of the branch ending @b, not
+	 * that execution reached it: its block did execute (report it, as
+	 * libipt reports the instruction its query failed at). */
+	exec_blk(f, b);
+	f->ip = END_IP(b);
+	return -BTR_ERR_BAD_CONTEXT;
 bind:
 	exec_blk(f, b);
 	if (b->kind == BTR_KIND_CALL_IND || (b->cls == C_CALL && b->to[1] != NEXT(b)))
