@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# cli_pt_conformance.sh - libipt's conformance suite through `btr pt decode`
+# and `btr pt dump`.
+# Args: $1 btr binary, $2 build dir, $3 shared dir.
+#
+# The cases are read at run time from SHARED/conformance/libipt-ptt (never
+# copied here; see its README): for each NAME.ptt with NAME.pt and NAME.bin
+#  - flow: `btr pt decode NAME.pt --raw NAME.bin:ORG --insn` (plus the
+#    options the case's `; opt:ptxed` and `; cpu` lines imply, mapped onto
+#    btr's) must print exactly the executed instruction addresses of
+#    NAME-ptxed.exp, in order (a leading "? " - speculative, in a TSX
+#    transaction - is part of the flow too).  Cases whose ptxed prints
+#    only the instruction count (--quiet --stat:insn) compare the count.
+#    A case with `; cpu F/M` lines runs once per distinct set of errata
+#    btr applies among those CPUs (asked from btr itself), so every
+#    listed CPU's behaviour is checked.
+#  - dump: `btr pt dump` must print the packets of NAME-ptdump.exp: the
+#    same offsets and packet kinds, in order (payload wording differs).
+# A case that cannot pass is listed in KNOWN below with the reason; the
+# test fails if a listed case starts passing (so the list stays honest).
+set -u
+btr=$1; build=$2; shared=$3
+dir="$shared/conformance/libipt-ptt"
+if [ ! -d "$dir" ]; then
+	echo "SKIP: $dir absent (libipt conformance cases)"
+	exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# Hundreds of short btr runs: skip the sanitizer's leak scan at each exit
+# (the other tests check leaks), it dominates their cost.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+
+# Cases that cannot pass, "kind:name reason" (kind flow or dump).
+declare -A KNOWN=(
+	["dump:skd007"]="SKD007 (a CYC cut by an OVF: CYC+OVF is one OVF) is applied by 'btr pt decode --cpu' (the flow case passes); 'btr pt dump' has no way to select a CPU's errata (its --cpu picks a perf.data CPU stream), so it prints the raw CYC bytes"
+	["dump:ptdump-trunc-resync"]="after the bad packet at 0x21, libipt's sync_forward backs up over the 02 82 pairs before the error point and resumes at a PSB starting at 0x19, inside the MNT payload it had already printed; btr resumes at the first PSB that starts after the error (none here)"
+)
+
+fail=0; pass=0; nflow=0; ndump=0; known_hit=0
+bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
+
+# result KIND NAME OK DETAIL: counts, honours KNOWN.
+result() {
+	local key="$1:$2"
+	if [ -n "${KNOWN[$key]+x}" ]; then
+		if [ "$3" = 1 ]; then
+			bad "$key passes now but is listed as known (${KNOWN[$key]}): remove it from KNOWN"
+		else
+			echo "known: $key: ${KNOWN[$key]}"
+			known_hit=$((known_hit+1))
+		fi
+		return
+	fi
+	if [ "$3" = 1 ]; then pass=$((pass+1)); else bad "$key: $4"; fi
+}
+
+# Errata btr applies for CPU F/M (cached: one btr run per distinct CPU).
+declare -A ERRATA=()
+errata_of() {
+	local cpu=$1 pt=$2
+	if [ -z "${ERRATA[$cpu]+x}" ]; then
+		ERRATA[$cpu]=$("$btr" pt decode "$pt" --cpu "$cpu" --stat --format json 2>/dev/null |
+			sed -n 's/.*"errata": *"\([^"]*\)".*/\1/p')
+	fi
+	echo "${ERRATA[$cpu]}"
+}
+
+for ptt in "$dir"/*.ptt; do
+	n=$(basename "$ptt" .ptt)
+	pt="$dir/$n.pt"; bin="$dir/$n.bin"
+	[ -f "$pt" ] || continue
+	org=$(sed -n 's/^org[ \t]*\(0x[0-9a-fA-F]*\).*/\1/p' "$ptt" | head -1)
+	cpus=$(sed -n 's/^;[ \t]*cpu[ \t][ \t]*\([0-9]*\/[0-9]*\).*/\1/p' "$ptt")
+	xopt=$(sed -n 's/^;[ \t]*opt:ptxed[ \t]*//p' "$ptt" | tr '\n' ' ')
+	dopt=$(sed -n 's/^;[ \t]*opt:ptdump[ \t]*//p' "$ptt" | tr '\n' ' ')
+
+	# ---- dump ----
+	if [ -f "$dir/$n-ptdump.exp" ]; then
+		ndump=$((ndump+1))
+		dargs=(--raw)
+		[[ " $dopt " == *" --no-sync "* ]] && dargs+=(--no-sync)
+		want="$tmp/dwant"; got="$tmp/dgot"
+		if [[ " $dopt " == *" --no-offset "* ]]; then
+			# no offsets printed: compare the packet kinds
+			grep -v '^\[' "$dir/$n-ptdump.exp" | awk 'NF {print $1}' >"$want"
+			"$btr" pt dump "${dargs[@]}" "$pt" 2>/dev/null | grep -v '^\[' | awk 'NF {print $2}' >"$got"
+		else
+			sed -n 's/^\([0-9a-f]\{16\}\)  *\([a-z0-9.]*\).*/\1 \2/p' "$dir/$n-ptdump.exp" >"$want"
+			"$btr" pt dump "${dargs[@]}" "$pt" 2>/dev/null |
+				sed -n 's/^\([0-9a-f]\{16\}\)  *\([a-z0-9.]*\).*/\1 \2/p' >"$got"
+		fi
+		# ptdump --no-cyc hides CYC packets (a display option)
+		if [[ " $dopt " == *" --no-cyc "* ]]; then
+			grep -v ' cyc$\|^cyc$' "$got" >"$got.f"; mv "$got.f" "$got"
+		fi
+		if [ -s "$want" ] && cmp -s "$want" "$got"; then
+			result dump "$n" 1
+		else
+			result dump "$n" 0 "packets differ: $(diff "$want" "$got" | head -3 | tr '\n' ' ')"
+		fi
+	fi
+
+	# ---- flow ----
+	exp="$dir/$n-ptxed.exp"
+	[ -f "$exp" ] && [ -f "$bin" ] || continue
+	args=("$pt" --raw "$bin:$org")
+	# ptxed's address filter (--filter:addrN_cfg 1 = FilterEn range A..B)
+	# is btr's --ip-filter A-B (SKL014 needs to know filtering is on).
+	for k in 0 1 2 3; do
+		if [[ " $xopt " == *" --filter:addr${k}_cfg 1 "* ]]; then
+			a=$(sed -n "s/.*--filter:addr${k}_a \([0-9a-fx]*\).*/\1/p" <<<"$xopt")
+			b=$(sed -n "s/.*--filter:addr${k}_b \([0-9a-fx]*\).*/\1/p" <<<"$xopt")
+			args+=(--ip-filter "$a-$b")
+		fi
+	done
+	[[ " $xopt " == *" --no-retcomp "* ]] && args+=(--no-retcomp)
+	count_only=0
+	[[ " $xopt " == *" --quiet "* && " $xopt " == *" --stat:insn "* ]] && count_only=1
+	if [ $count_only = 1 ]; then
+		want=$(sed -n 's/^insn: *\([0-9]*\)\..*/\1/p' "$exp")
+	else
+		sed -n 's/^\(? \)\?\([0-9a-f]\{16\}\).*/\2/p' "$exp" >"$tmp/fwant"
+	fi
+	# one run per distinct errata set among the listed CPUs
+	runs=(); declare -A seen=()
+	if [ -z "$cpus" ]; then
+		runs=(none)
+	else
+		for cpu in $cpus; do
+			e=$(errata_of "$cpu" "$pt")
+			[ -n "${seen[x$e]+x}" ] && continue
+			seen[x$e]=1
+			runs+=("$cpu")
+		done
+	fi
+	unset seen
+	ok=1; detail=
+	for cpu in "${runs[@]}"; do
+		nflow=$((nflow+1))
+		copt=(); [ "$cpu" != none ] && copt=(--cpu "$cpu")
+		if [ $count_only = 1 ]; then
+			got=$("$btr" pt decode "${args[@]}" "${copt[@]}" --stat --format json 2>/dev/null |
+				sed -n 's/.*"instructions": *\([0-9]*\).*/\1/p')
+			if [ -z "$want" ] || [ "$got" != "$want" ]; then
+				ok=0; detail="cpu $cpu: $got instructions, want $want"
+			fi
+		else
+			"$btr" pt decode "${args[@]}" "${copt[@]}" --insn 2>/dev/null |
+				grep -E '^[0-9a-f]{16}$' >"$tmp/fgot"
+			if ! cmp -s "$tmp/fwant" "$tmp/fgot"; then
+				ok=0; detail="cpu $cpu: $(diff "$tmp/fwant" "$tmp/fgot" | head -4 | tr '\n' ' ')"
+			fi
+		fi
+	done
+	result flow "$n" $ok "$detail"
+done
+
+echo "libipt conformance: $pass passed, $fail failed, $known_hit known ($nflow flow runs, $ndump dumps)"
+[ $((pass + known_hit)) -gt 100 ] || bad "too few cases ran ($pass): is $dir complete?"
+[ $fail -eq 0 ]
