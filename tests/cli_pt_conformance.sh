@@ -56,48 +56,85 @@ result() {
 }
 
 # Errata btr applies for CPU F/M (cached: one btr run per distinct CPU).
+# (Everything below parses with bash builtins: hundreds of sed/grep forks
+# would cost more than the btr runs.)
 declare -A ERRATA=()
 errata_of() {
-	local cpu=$1 pt=$2
+	local cpu=$1 pt=$2 out
 	if [ -z "${ERRATA[$cpu]+x}" ]; then
-		ERRATA[$cpu]=$("$btr" pt decode "$pt" --cpu "$cpu" --stat --format json 2>/dev/null |
-			sed -n 's/.*"errata": *"\([^"]*\)".*/\1/p')
+		out=$("$btr" pt decode "$pt" --cpu "$cpu" --stat --format json 2>/dev/null)
+		[[ $out =~ \"errata\":\ *\"([^\"]*)\" ]] && ERRATA[$cpu]=${BASH_REMATCH[1]} || ERRATA[$cpu]="?"
 	fi
-	echo "${ERRATA[$cpu]}"
+	E=${ERRATA[$cpu]}
+}
+
+# exp_dump FILE NOOFF: "offset kind" (or "kind") lines of a ptdump .exp in D
+exp_dump() {
+	local line; D=()
+	while IFS= read -r line; do
+		if [ "$2" = 1 ]; then
+			[[ $line =~ ^([a-z][a-z0-9.]*) ]] && D+=("${BASH_REMATCH[1]}")
+		else
+			[[ $line =~ ^([0-9a-f]{16})\ +([a-z0-9.]+) ]] && D+=("${BASH_REMATCH[1]} ${BASH_REMATCH[2]}")
+		fi
+	done <"$1"
+}
+
+# same for btr's dump output in $1 (a string)
+got_dump() {
+	local line; G=()
+	while IFS= read -r line; do
+		[[ $line =~ ^([0-9a-f]{16})\ +([a-z0-9.]+) ]] || continue
+		[ "$3" = 1 ] && [ "${BASH_REMATCH[2]}" = cyc ] && continue
+		if [ "$2" = 1 ]; then G+=("${BASH_REMATCH[2]}"); else G+=("${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"); fi
+	done <<<"$1"
+}
+
+# first difference of arrays named $1 and $2, or nothing
+first_diff() {
+	local -n a=$1 b=$2
+	local i n=${#a[@]}
+	[ ${#b[@]} -gt $n ] && n=${#b[@]}
+	for ((i = 0; i < n; i++)); do
+		if [ "${a[i]-}" != "${b[i]-}" ]; then
+			echo "line $((i+1)): want '${a[i]-(end)}', got '${b[i]-(end)}'"
+			return
+		fi
+	done
 }
 
 for ptt in "$dir"/*.ptt; do
-	n=$(basename "$ptt" .ptt)
+	n=${ptt##*/}; n=${n%.ptt}
 	pt="$dir/$n.pt"; bin="$dir/$n.bin"
 	[ -f "$pt" ] || continue
-	org=$(sed -n 's/^org[ \t]*\(0x[0-9a-fA-F]*\).*/\1/p' "$ptt" | head -1)
-	cpus=$(sed -n 's/^;[ \t]*cpu[ \t][ \t]*\([0-9]*\/[0-9]*\).*/\1/p' "$ptt")
-	xopt=$(sed -n 's/^;[ \t]*opt:ptxed[ \t]*//p' "$ptt" | tr '\n' ' ')
-	dopt=$(sed -n 's/^;[ \t]*opt:ptdump[ \t]*//p' "$ptt" | tr '\n' ' ')
+	org=; cpus=(); xopt=" "; dopt=" "
+	while IFS= read -r line; do
+		if [[ $line =~ ^org[[:space:]]+(0x[0-9a-fA-F]+) ]]; then
+			[ -z "$org" ] && org=${BASH_REMATCH[1]}
+		elif [[ $line =~ ^\;[[:space:]]*cpu[[:space:]]+([0-9]+/[0-9]+) ]]; then
+			cpus+=("${BASH_REMATCH[1]}")
+		elif [[ $line =~ ^\;[[:space:]]*opt:ptxed[[:space:]]+(.*)$ ]]; then
+			xopt+="${BASH_REMATCH[1]} "
+		elif [[ $line =~ ^\;[[:space:]]*opt:ptdump[[:space:]]+(.*)$ ]]; then
+			dopt+="${BASH_REMATCH[1]} "
+		fi
+	done <"$ptt"
 
 	# ---- dump ----
 	if [ -f "$dir/$n-ptdump.exp" ]; then
 		ndump=$((ndump+1))
 		dargs=(--raw)
-		[[ " $dopt " == *" --no-sync "* ]] && dargs+=(--no-sync)
-		want="$tmp/dwant"; got="$tmp/dgot"
-		if [[ " $dopt " == *" --no-offset "* ]]; then
-			# no offsets printed: compare the packet kinds
-			grep -v '^\[' "$dir/$n-ptdump.exp" | awk 'NF {print $1}' >"$want"
-			"$btr" pt dump "${dargs[@]}" "$pt" 2>/dev/null | grep -v '^\[' | awk 'NF {print $2}' >"$got"
-		else
-			sed -n 's/^\([0-9a-f]\{16\}\)  *\([a-z0-9.]*\).*/\1 \2/p' "$dir/$n-ptdump.exp" >"$want"
-			"$btr" pt dump "${dargs[@]}" "$pt" 2>/dev/null |
-				sed -n 's/^\([0-9a-f]\{16\}\)  *\([a-z0-9.]*\).*/\1 \2/p' >"$got"
-		fi
+		[[ $dopt == *" --no-sync "* ]] && dargs+=(--no-sync)
+		nooff=0; [[ $dopt == *" --no-offset "* ]] && nooff=1
 		# ptdump --no-cyc hides CYC packets (a display option)
-		if [[ " $dopt " == *" --no-cyc "* ]]; then
-			grep -v ' cyc$\|^cyc$' "$got" >"$got.f"; mv "$got.f" "$got"
-		fi
-		if [ -s "$want" ] && cmp -s "$want" "$got"; then
+		nocyc=0; [[ $dopt == *" --no-cyc "* ]] && nocyc=1
+		exp_dump "$dir/$n-ptdump.exp" $nooff
+		got_dump "$("$btr" pt dump "${dargs[@]}" "$pt" 2>/dev/null)" $nooff $nocyc
+		d=$(first_diff D G)
+		if [ ${#D[@]} -gt 0 ] && [ -z "$d" ]; then
 			result dump "$n" 1
 		else
-			result dump "$n" 0 "packets differ: $(diff "$want" "$got" | head -3 | tr '\n' ' ')"
+			result dump "$n" 0 "packets differ: $d"
 		fi
 	fi
 
@@ -108,48 +145,55 @@ for ptt in "$dir"/*.ptt; do
 	# ptxed's address filter (--filter:addrN_cfg 1 = FilterEn range A..B)
 	# is btr's --ip-filter A-B (SKL014 needs to know filtering is on).
 	for k in 0 1 2 3; do
-		if [[ " $xopt " == *" --filter:addr${k}_cfg 1 "* ]]; then
-			a=$(sed -n "s/.*--filter:addr${k}_a \([0-9a-fx]*\).*/\1/p" <<<"$xopt")
-			b=$(sed -n "s/.*--filter:addr${k}_b \([0-9a-fx]*\).*/\1/p" <<<"$xopt")
-			args+=(--ip-filter "$a-$b")
+		if [[ $xopt == *" --filter:addr${k}_cfg 1 "* ]] &&
+		   [[ $xopt =~ --filter:addr${k}_a\ ([0-9a-fx]+) ]] && a=${BASH_REMATCH[1]} &&
+		   [[ $xopt =~ --filter:addr${k}_b\ ([0-9a-fx]+) ]]; then
+			args+=(--ip-filter "$a-${BASH_REMATCH[1]}")
 		fi
 	done
-	[[ " $xopt " == *" --no-retcomp "* ]] && args+=(--no-retcomp)
+	[[ $xopt == *" --no-retcomp "* ]] && args+=(--no-retcomp)
 	count_only=0
-	[[ " $xopt " == *" --quiet "* && " $xopt " == *" --stat:insn "* ]] && count_only=1
-	if [ $count_only = 1 ]; then
-		want=$(sed -n 's/^insn: *\([0-9]*\)\..*/\1/p' "$exp")
-	else
-		sed -n 's/^\(? \)\?\([0-9a-f]\{16\}\).*/\2/p' "$exp" >"$tmp/fwant"
-	fi
+	[[ $xopt == *" --quiet "* && $xopt == *" --stat:insn "* ]] && count_only=1
+	W=(); want=
+	while IFS= read -r line; do
+		if [[ $line =~ ^(\?\ )?([0-9a-f]{16}) ]]; then
+			W+=("${BASH_REMATCH[2]}")
+		elif [[ $line =~ ^insn:\ *([0-9]+) ]]; then
+			want=${BASH_REMATCH[1]}
+		fi
+	done <"$exp"
 	# one run per distinct errata set among the listed CPUs
-	runs=(); declare -A seen=()
-	if [ -z "$cpus" ]; then
+	runs=()
+	if [ ${#cpus[@]} -eq 0 ]; then
 		runs=(none)
 	else
-		for cpu in $cpus; do
-			e=$(errata_of "$cpu" "$pt")
-			[ -n "${seen[x$e]+x}" ] && continue
-			seen[x$e]=1
+		declare -A seen=()
+		for cpu in "${cpus[@]}"; do
+			errata_of "$cpu" "$pt"
+			[ -n "${seen[x$E]+x}" ] && continue
+			seen[x$E]=1
 			runs+=("$cpu")
 		done
+		unset seen
 	fi
-	unset seen
 	ok=1; detail=
 	for cpu in "${runs[@]}"; do
 		nflow=$((nflow+1))
 		copt=(); [ "$cpu" != none ] && copt=(--cpu "$cpu")
 		if [ $count_only = 1 ]; then
-			got=$("$btr" pt decode "${args[@]}" "${copt[@]}" --stat --format json 2>/dev/null |
-				sed -n 's/.*"instructions": *\([0-9]*\).*/\1/p')
+			out=$("$btr" pt decode "${args[@]}" "${copt[@]}" --stat --format json 2>/dev/null)
+			got=; [[ $out =~ \"instructions\":\ *([0-9]+) ]] && got=${BASH_REMATCH[1]}
 			if [ -z "$want" ] || [ "$got" != "$want" ]; then
 				ok=0; detail="cpu $cpu: $got instructions, want $want"
 			fi
 		else
-			"$btr" pt decode "${args[@]}" "${copt[@]}" --insn 2>/dev/null |
-				grep -E '^[0-9a-f]{16}$' >"$tmp/fgot"
-			if ! cmp -s "$tmp/fwant" "$tmp/fgot"; then
-				ok=0; detail="cpu $cpu: $(diff "$tmp/fwant" "$tmp/fgot" | head -4 | tr '\n' ' ')"
+			G=()
+			while IFS= read -r line; do
+				[[ $line =~ ^[0-9a-f]{16}$ ]] && G+=("$line")
+			done < <("$btr" pt decode "${args[@]}" "${copt[@]}" --insn 2>/dev/null)
+			d=$(first_diff W G)
+			if [ -n "$d" ]; then
+				ok=0; detail="cpu $cpu: $d"
 			fi
 		fi
 	done
