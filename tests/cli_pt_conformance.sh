@@ -34,7 +34,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 # Cases that cannot pass, "kind:name reason" (kind flow or dump).
 declare -A KNOWN=(
 	["dump:skd007"]="SKD007 (a CYC cut by an OVF: CYC+OVF is one OVF) is applied by 'btr pt decode --cpu' (the flow case passes); 'btr pt dump' has no way to select a CPU's errata (its --cpu picks a perf.data CPU stream), so it prints the raw CYC bytes"
-	["dump:ptdump-trunc-resync"]="after the bad packet at 0x21, libipt's sync_forward backs up over the 02 82 pairs before the error point and resumes at a PSB starting at 0x19, inside the MNT payload it had already printed; btr resumes at the first PSB that starts after the error (none here)"
+	["dump:ptdump-trunc-resync"]="after the bad packet at 0x21 this libipt's ptdump resumes at a PSB that starts before the error (0x19, backing up over the 02 82 pairs of the MNT payload it already printed); btr resumes at the first PSB after the error, as Debian's libipt 2.0 does - test_pt_libipt checks btr against that libipt and fails if btr backs up"
 )
 
 fail=0; pass=0; nflow=0; ndump=0; known_hit=0
