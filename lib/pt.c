@@ -417,6 +417,20 @@ static inline int decode(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t 
 		unsigned shl = 5;
 		uint8_t x = b >> 2;
 
+		if (btr_unlikely(d->errata & BTR_PT_ERRATA_SKD007) && (x & 1)) {
+			/* SKD007: CYC cut by an OVF (see pt.h) */
+			NEED(2);
+			if (p[1] == 0x02) {
+				NEED(3);
+				if (p[2] == 0xf3) {
+					pkt->type = BTR_PT_OVF;
+					pkt->size = 3;
+					d->bbp_sz = 0;
+					return 3;
+				}
+			}
+		}
+
 		while (x & 1) {
 			NEED(n + 1);
 			x = p[n++];
@@ -503,7 +517,7 @@ bip: {
  * wherever those change, so the hot path tests one word. */
 static inline void update_fast(struct btr_pt_pkt_decoder *d)
 {
-	d->fast_lim = (d->carry_len | d->syncing | d->bbp_sz) || d->end - d->begin < BTR_PT_MAX_PACKET
+	d->fast_lim = (d->carry_len | d->syncing | d->bbp_sz | d->errata) || d->end - d->begin < BTR_PT_MAX_PACKET
 			      ? 0 : (uintptr_t)(d->end - BTR_PT_MAX_PACKET) + 1;
 	d->off_bias = d->base_offset - (uint64_t)(uintptr_t)d->begin;
 }
@@ -516,6 +530,15 @@ int btr_pt_pkt_init(struct btr_pt_pkt_decoder *d, const uint8_t *buf, size_t siz
 	d->begin = d->pos = buf;
 	d->end = buf + size;
 	d->base_offset = offset;
+	update_fast(d);
+	return 0;
+}
+
+int btr_pt_pkt_set_errata(struct btr_pt_pkt_decoder *d, unsigned flags)
+{
+	if (!d || (flags & ~(unsigned)BTR_PT_ERRATA_SKD007))
+		return -BTR_ERR_INVAL;
+	d->errata = (uint8_t)flags;
 	update_fast(d);
 	return 0;
 }

@@ -14,8 +14,9 @@
 #    A case with `; cpu F/M` lines runs once per distinct set of errata
 #    btr applies among those CPUs (asked from btr itself), so every
 #    listed CPU's behaviour is checked.
-#  - dump: `btr pt dump` must print the packets of NAME-ptdump.exp: the
-#    same offsets and packet kinds, in order (payload wording differs).
+#  - dump: `btr pt dump` (with --errata-cpu of the case's first `; cpu`)
+#    must print the packets of NAME-ptdump.exp: the same offsets and
+#    packet kinds, in order (payload wording differs).
 # A case that cannot pass is listed in KNOWN below with the reason; the
 # test fails if a listed case starts passing (so the list stays honest).
 set -u
@@ -33,7 +34,6 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 
 # Cases that cannot pass, "kind:name reason" (kind flow or dump).
 declare -A KNOWN=(
-	["dump:skd007"]="SKD007 (a CYC cut by an OVF: CYC+OVF is one OVF) is applied by 'btr pt decode --cpu' (the flow case passes); 'btr pt dump' has no way to select a CPU's errata (its --cpu picks a perf.data CPU stream), so it prints the raw CYC bytes"
 	["dump:ptdump-trunc-resync"]="after the bad packet at 0x21 this libipt's ptdump resumes at a PSB that starts before the error (0x19, backing up over the 02 82 pairs of the MNT payload it already printed); btr resumes at the first PSB after the error, as Debian's libipt 2.0 does - test_pt_libipt checks btr against that libipt and fails if btr backs up"
 )
 
@@ -125,6 +125,8 @@ for ptt in "$dir"/*.ptt; do
 		ndump=$((ndump+1))
 		dargs=(--raw)
 		[[ $dopt == *" --no-sync "* ]] && dargs+=(--no-sync)
+		# the case's CPU: packet-level errata (SKD007)
+		[ ${#cpus[@]} -gt 0 ] && dargs+=(--errata-cpu "${cpus[0]}")
 		nooff=0; [[ $dopt == *" --no-offset "* ]] && nooff=1
 		# ptdump --no-cyc hides CYC packets (a display option)
 		nocyc=0; [[ $dopt == *" --no-cyc "* ]] && nocyc=1

@@ -990,6 +990,26 @@ static void test_names(void)
 	CHECK_STR(small, "hints");
 }
 
+/* SKD007: with the erratum a CYC cut by an OVF (f7 02 f3) is one OVF;
+ * without, two CYCs and a bad byte... as the bytes say. */
+static void test_errata_skd007(void)
+{
+	static const uint8_t buf[] = { 0xf7, 0x02, 0xf3, 0x00, 0x00 };
+	struct btr_pt_pkt_decoder d;
+	struct btr_pt_packet p;
+
+	btr_pt_pkt_init(&d, buf, sizeof(buf), 0);
+	CHECK_EQ(btr_pt_pkt_set_errata(&d, BTR_PT_ERRATA_SKD007), 0);
+	CHECK_EQ(btr_pt_pkt_next(&d, &p), 3);
+	CHECK_EQ(p.type, BTR_PT_OVF);
+	CHECK_EQ(btr_pt_pkt_next(&d, &p), 1);
+	CHECK_EQ(p.type, BTR_PT_PAD);
+	btr_pt_pkt_init(&d, buf, sizeof(buf), 0);
+	CHECK_EQ(btr_pt_pkt_next(&d, &p), 2);
+	CHECK_EQ(p.type, BTR_PT_CYC);
+	CHECK_EQ(btr_pt_pkt_set_errata(&d, 0x80), -BTR_ERR_INVAL);
+}
+
 int main(void)
 {
 	test_table();
@@ -1002,5 +1022,6 @@ int main(void)
 	test_encoder();
 	test_tnt_acc();
 	test_names();
+	test_errata_skd007();
 	return check_done();
 }
