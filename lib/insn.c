@@ -19,7 +19,9 @@
 #include "internal.h"
 #include "insn_priv.h"
 
+#include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <Zydis/Zydis.h>
 
@@ -189,6 +191,7 @@ static void classify(const ZydisDecodedInstruction *zi, uint64_t ip, struct btr_
 		flags = BTR_INSN_FAR;
 		break;
 	case ZYDIS_MNEMONIC_IRET: case ZYDIS_MNEMONIC_IRETD: case ZYDIS_MNEMONIC_IRETQ:
+	case ZYDIS_MNEMONIC_UIRET:
 		kind = BTR_KIND_IRET;
 		flags = BTR_INSN_FAR;
 		break;
@@ -199,9 +202,15 @@ static void classify(const ZydisDecodedInstruction *zi, uint64_t ip, struct btr_
 	case ZYDIS_MNEMONIC_PTWRITE:
 		flags = BTR_INSN_PTWRITE;
 		break;
+	/* VM entries and hypercalls change context like far transfers: in
+	 * PT they take a TIP (or TIP.PGD), as libipt classifies them. */
 	case ZYDIS_MNEMONIC_VMLAUNCH: case ZYDIS_MNEMONIC_VMRESUME:
+		kind = BTR_KIND_FAR_JMP;
+		flags = BTR_INSN_VMENTRY | BTR_INSN_FAR;
+		break;
 	case ZYDIS_MNEMONIC_VMCALL: case ZYDIS_MNEMONIC_VMMCALL:
-		flags = BTR_INSN_VMENTRY;
+		kind = BTR_KIND_FAR_CALL;
+		flags = BTR_INSN_VMENTRY | BTR_INSN_FAR;
 		break;
 	case ZYDIS_MNEMONIC_XBEGIN: case ZYDIS_MNEMONIC_XEND: case ZYDIS_MNEMONIC_XABORT:
 		flags = BTR_INSN_TSX;
@@ -209,6 +218,10 @@ static void classify(const ZydisDecodedInstruction *zi, uint64_t ip, struct btr_
 	default:
 		break;
 	}
+
+	/* MOV to CR3: 0F 22 /3 (the register form is the only form). */
+	if (zi->opcode_map == ZYDIS_OPCODE_MAP_0F && zi->opcode == 0x22 && zi->raw.modrm.reg == 3)
+		flags |= BTR_INSN_MOV_CR3;
 
 	/* CET: 3E on an indirect near CALL/JMP is NOTRACK (in 32-bit mode it
 	 * doubles as a DS override, which is harmless for the branch). */
@@ -224,6 +237,51 @@ static void classify(const ZydisDecodedInstruction *zi, uint64_t ip, struct btr_
 	out->flags = flags;
 }
 
+/* ---- control-flow instructions newer than Debian's Zydis 4.0 ----
+ *
+ * Zydis 4.0 (and binutils 2.40, LLVM 14) predates FRED and APX: it reads
+ * ERETU/ERETS as CLAC with a REP prefix (not a branch) and rejects
+ * JMPABS.  Encodings from the SDM (FRED: ERETS F2 0F 01 CA, ERETU F3 0F
+ * 01 CA; APX: JMPABS = REX2 (D5, M0=0, W=0) A1 imm64) and libipt's
+ * classification: ERETU/ERETS are far returns like IRET (they take a TIP
+ * or TIP.PGD), JMPABS takes a TIP like an indirect jump (libipt ignores
+ * its immediate; so do we: the TIP is authoritative).  UIRET (F3 0F 01
+ * EC) is known to Zydis 4.0 but not classified there: a far return. */
+struct new_insn {
+	uint8_t bytes[4], len, match; /* match: bytes compared; len: total length */
+	uint8_t kind, mode64;         /* kind; valid in 64-bit mode only */
+	const char *name;
+};
+
+static const struct new_insn new_insns[] = {
+	{ { 0xf3, 0x0f, 0x01, 0xca }, 4, 4, BTR_KIND_IRET, 1, "eretu" },
+	{ { 0xf2, 0x0f, 0x01, 0xca }, 4, 4, BTR_KIND_IRET, 1, "erets" },
+	{ { 0xf3, 0x0f, 0x01, 0xec }, 4, 4, BTR_KIND_IRET, 1, "uiret" },
+	{ { 0xd5, 0x00, 0xa1 }, 11, 3, BTR_KIND_JMP_IND, 1, "jmpabs" },
+};
+
+/* The new_insns entry for @p, or NULL. */
+static const struct new_insn *new_insn_at(const uint8_t *p, size_t size, enum btr_exec_mode mode)
+{
+	for (size_t i = 0; i < BTR_ARRAY_SIZE(new_insns); i++) {
+		const struct new_insn *t = &new_insns[i];
+		if (t->mode64 && mode != BTR_MODE_64)
+			continue;
+		if (size < t->match)
+			continue;
+		/* JMPABS: REX2 payload bits other than M0 (7) and W (3) are
+		 * ignored. */
+		int ok = 1;
+		for (unsigned k = 0; k < t->match && ok; k++) {
+			uint8_t m = (t->bytes[0] == 0xd5 && k == 1) ? 0x88 : 0xff;
+			ok = (p[k] & m) == t->bytes[k];
+		}
+		if (ok)
+			return t;
+	}
+	return NULL;
+}
+
 /* The general path: Zydis in minimal mode. */
 int btr__insn_decode_zydis(const uint8_t *bytes, size_t size, uint64_t ip,
 			   enum btr_exec_mode mode, struct btr_insn *out)
@@ -233,6 +291,20 @@ int btr__insn_decode_zydis(const uint8_t *bytes, size_t size, uint64_t ip,
 
 	if (btr_unlikely(!bytes || !out || (unsigned)mode >= NMODES))
 		return -BTR_ERR_INVAL;
+	if (btr_unlikely((bytes[0] == 0xf3 || bytes[0] == 0xf2 || bytes[0] == 0xd5) && size)) {
+		const struct new_insn *t = new_insn_at(bytes, size, mode);
+		if (t) {
+			if (size < t->len)
+				return -BTR_ERR_TRUNCATED;
+			out->ip = ip;
+			out->len = t->len;
+			out->imm = 0;
+			out->target = 0;
+			out->kind = t->kind;
+			out->flags = t->kind == BTR_KIND_IRET ? BTR_INSN_FAR : 0;
+			return t->len;
+		}
+	}
 	if (btr_unlikely(!ensure_init()))
 		return -BTR_ERR_INTERNAL;
 
@@ -599,6 +671,18 @@ int btr_insn_format(const uint8_t *bytes, size_t size, uint64_t ip,
 	if (!ensure_init())
 		return -BTR_ERR_INTERNAL;
 
+	const struct new_insn *t = size ? new_insn_at(bytes, size, mode) : NULL;
+	if (t && size >= t->len) {
+		if (t->len == 11) {
+			uint64_t imm = 0;
+			for (unsigned k = 0; k < 8; k++)
+				imm |= (uint64_t)bytes[3 + k] << (8 * k);
+			snprintf(text, sizeof(text), "%s 0x%" PRIx64, t->name, imm);
+		} else {
+			snprintf(text, sizeof(text), "%s", t->name);
+		}
+		goto out;
+	}
 	st = ZydisDecoderDecodeFull(&dec_full[mode], bytes, size, &zi, ops);
 	if (!ZYAN_SUCCESS(st))
 		return map_status(st);
@@ -606,7 +690,7 @@ int btr_insn_format(const uint8_t *bytes, size_t size, uint64_t ip,
 					     text, sizeof(text), ip, NULL);
 	if (!ZYAN_SUCCESS(st))
 		return -BTR_ERR_INTERNAL;
-
+out:
 	n = strlen(text);
 	if (n >= bufsize) {
 		memcpy(buf, text, bufsize - 1);

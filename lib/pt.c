@@ -1,4 +1,4 @@
-/* pt.c - Intel PT packet decoder and encoder.
+/* pt.c - Intel PT packet decoder (the encoder is in pt_enc.c).
  *
  * Reference: Intel SDM Vol. 3C, chapter "Intel Processor Trace", section
  * "Trace Packets and Data Types" (packet layouts), and Intel's libipt,
@@ -50,6 +50,7 @@ enum pt_class {
 	C_TSC,
 	C_MTC,
 	C_MODE,
+	C_TRIG,
 };
 
 /* A table entry packs class, packet type, fixed size and an auxiliary
@@ -75,6 +76,7 @@ enum pt_class {
 	 (b) == 0x19 ? PE(C_TSC, BTR_PT_TSC, 8, 0) :                                \
 	 (b) == 0x59 ? PE(C_MTC, BTR_PT_MTC, 2, 0) :                                \
 	 (b) == 0x99 ? PE(C_MODE, 0, 2, 0) :                                        \
+	 (b) == 0xd9 ? PE(C_TRIG, BTR_PT_TRIG, 3, 0) :                             \
 	 PE(C_BAD, 0, 0, 0))
 #define E4(b) ENT(b), ENT((b) + 1), ENT((b) + 2), ENT((b) + 3)
 #define E16(b) E4(b), E4((b) + 4), E4((b) + 8), E4((b) + 12)
@@ -415,6 +417,20 @@ static inline int decode(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t 
 		unsigned shl = 5;
 		uint8_t x = b >> 2;
 
+		if (btr_unlikely(d->errata & BTR_PT_ERRATA_SKD007) && (x & 1)) {
+			/* SKD007: CYC cut by an OVF (see pt.h) */
+			NEED(2);
+			if (p[1] == 0x02) {
+				NEED(3);
+				if (p[2] == 0xf3) {
+					pkt->type = BTR_PT_OVF;
+					pkt->size = 3;
+					d->bbp_sz = 0;
+					return 3;
+				}
+			}
+		}
+
 		while (x & 1) {
 			NEED(n + 1);
 			x = p[n++];
@@ -457,6 +473,26 @@ static inline int decode(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t 
 		d->bbp_sz = 0;
 		return 2;
 	}
+	case C_TRIG: {
+		/* TRIG: byte 1 bit 7 IP, bit 6 ICNT present, bit 5 MULT (bits
+		 * 4:0 reserved); byte 2 TRBV; then ICNT[15:0] if present. */
+		uint8_t f;
+
+		NEED(3);
+		f = p[1];
+		if (f & 0x1f)
+			return -BTR_ERR_BAD_PACKET;
+		unsigned n = f & 0x40 ? 5 : 3;
+		NEED(n);
+		pkt->type = BTR_PT_TRIG;
+		pkt->size = (uint8_t)n;
+		pkt->u.trig.trbv = p[2];
+		pkt->u.trig.ip = f >> 7;
+		pkt->u.trig.mult = (f >> 5) & 1;
+		pkt->u.trig.icnt_valid = (f >> 6) & 1;
+		pkt->u.trig.icnt = n == 5 ? (uint16_t)(p[3] | p[4] << 8) : 0;
+		return (int)n;
+	}
 	default:
 		return -BTR_ERR_BAD_PACKET;
 	}
@@ -481,7 +517,7 @@ bip: {
  * wherever those change, so the hot path tests one word. */
 static inline void update_fast(struct btr_pt_pkt_decoder *d)
 {
-	d->fast_lim = (d->carry_len | d->syncing | d->bbp_sz) || d->end - d->begin < BTR_PT_MAX_PACKET
+	d->fast_lim = (d->carry_len | d->syncing | d->bbp_sz | d->errata) || d->end - d->begin < BTR_PT_MAX_PACKET
 			      ? 0 : (uintptr_t)(d->end - BTR_PT_MAX_PACKET) + 1;
 	d->off_bias = d->base_offset - (uint64_t)(uintptr_t)d->begin;
 }
@@ -494,6 +530,15 @@ int btr_pt_pkt_init(struct btr_pt_pkt_decoder *d, const uint8_t *buf, size_t siz
 	d->begin = d->pos = buf;
 	d->end = buf + size;
 	d->base_offset = offset;
+	update_fast(d);
+	return 0;
+}
+
+int btr_pt_pkt_set_errata(struct btr_pt_pkt_decoder *d, unsigned flags)
+{
+	if (!d || (flags & ~(unsigned)BTR_PT_ERRATA_SKD007))
+		return -BTR_ERR_INVAL;
+	d->errata = (uint8_t)flags;
 	update_fast(d);
 	return 0;
 }
@@ -1362,6 +1407,10 @@ static void to_cpkt(const struct btr_pt_packet *p, uint64_t base, struct btr_pt_
 	case BTR_PT_BEP: a = p->u.bep.ip; break;
 	case BTR_PT_CFE: pl = p->u.cfe.vector; a = p->u.cfe.ip; a2 = p->u.cfe.type; break;
 	case BTR_PT_EVD: pl = p->u.evd.payload; a = p->u.evd.type; break;
+	case BTR_PT_TRIG:
+		pl = p->u.trig.trbv | (uint64_t)p->u.trig.icnt << 8;
+		a = (uint8_t)(p->u.trig.ip | p->u.trig.mult << 1 | p->u.trig.icnt_valid << 2);
+		break;
 	default: break;
 	}
 	c->off = (uint32_t)(p->offset - base);
@@ -1370,62 +1419,6 @@ static void to_cpkt(const struct btr_pt_packet *p, uint64_t base, struct btr_pt_
 	c->aux = a;
 	c->aux2 = a2;
 	c->payload = pl;
-}
-
-int btr_pt_cpkt_expand(const struct btr_pt_cpkt *c, uint64_t base, struct btr_pt_packet *out)
-{
-	const uint64_t pl = c->payload;
-
-	memset(out, 0, sizeof(*out));
-	out->type = c->type;
-	out->size = c->size;
-	out->offset = base + c->off;
-	switch (c->type) {
-	case BTR_PT_PAD:
-	case BTR_PT_PSB:
-	case BTR_PT_PSBEND:
-	case BTR_PT_TRACESTOP:
-	case BTR_PT_OVF:
-		break;
-	case BTR_PT_TNT: out->u.tnt.bits = pl; out->u.tnt.count = c->aux; break;
-	case BTR_PT_TIP:
-	case BTR_PT_TIP_PGE:
-	case BTR_PT_TIP_PGD:
-	case BTR_PT_FUP: {
-		unsigned nb = IPB(c->aux & 7);
-		out->u.ip.ip = pl;
-		out->u.ip.ipc = c->aux;
-		out->u.ip.raw = nb >= 8 ? pl : pl & ((1ull << (8 * nb)) - 1);
-		break;
-	}
-	case BTR_PT_PIP: out->u.pip.cr3 = pl; out->u.pip.nr = c->aux; break;
-	case BTR_PT_MODE_EXEC:
-		out->u.mode_exec.csl = pl & 1;
-		out->u.mode_exec.csd = (pl >> 1) & 1;
-		out->u.mode_exec.iflag = (pl >> 2) & 1;
-		break;
-	case BTR_PT_MODE_TSX: out->u.mode_tsx.intx = pl & 1; out->u.mode_tsx.abrt = (pl >> 1) & 1; break;
-	case BTR_PT_CBR: out->u.cbr.ratio = (uint8_t)pl; break;
-	case BTR_PT_TSC: out->u.tsc.tsc = pl; break;
-	case BTR_PT_MTC: out->u.mtc.ctc = (uint8_t)pl; break;
-	case BTR_PT_TMA: out->u.tma.ctc = (uint16_t)pl; out->u.tma.fc = (uint16_t)(pl >> 16); break;
-	case BTR_PT_CYC: out->u.cyc.value = pl; break;
-	case BTR_PT_VMCS: out->u.vmcs.base = pl; break;
-	case BTR_PT_MNT: out->u.mnt.payload = pl; break;
-	case BTR_PT_PTW: out->u.ptw.payload = pl; out->u.ptw.bytes = c->aux; out->u.ptw.ip = c->aux2; break;
-	case BTR_PT_EXSTOP: out->u.exstop.ip = c->aux; break;
-	case BTR_PT_MWAIT: out->u.mwait.hints = (uint32_t)pl; out->u.mwait.ext = (uint32_t)(pl >> 32); break;
-	case BTR_PT_PWRE: out->u.pwre.hw = (uint8_t)pl; out->u.pwre.state = c->aux; out->u.pwre.substate = c->aux2; break;
-	case BTR_PT_PWRX: out->u.pwrx.wake = (uint8_t)pl; out->u.pwrx.last = c->aux; out->u.pwrx.deepest = c->aux2; break;
-	case BTR_PT_BBP: out->u.bbp.sz = c->aux; out->u.bbp.type = c->aux2; break;
-	case BTR_PT_BIP: out->u.bip.value = pl; out->u.bip.id = c->aux; break;
-	case BTR_PT_BEP: out->u.bep.ip = c->aux; break;
-	case BTR_PT_CFE: out->u.cfe.vector = (uint8_t)pl; out->u.cfe.ip = c->aux; out->u.cfe.type = c->aux2; break;
-	case BTR_PT_EVD: out->u.evd.payload = pl; out->u.evd.type = c->aux; break;
-	default:
-		return -BTR_ERR_INVAL;
-	}
-	return 0;
 }
 
 #define CPKT_MAX (1 << 24)
@@ -1488,254 +1481,4 @@ int btr_pt_pkt_next_compact(struct btr_pt_pkt_decoder *d, struct btr_pt_cpkt *pk
 	}
 	*base = b;
 	return i;
-}
-
-/* ---- encoder ---- */
-
-void btr_pt_enc_init(struct btr_pt_encoder *e, uint8_t *buf, size_t size)
-{
-	e->begin = e->pos = buf;
-	e->end = buf + size;
-	e->last_ip = 0;
-}
-
-static uint8_t ip_opcode(unsigned type)
-{
-	switch (type) {
-	case BTR_PT_TIP: return 0x0d;
-	case BTR_PT_TIP_PGE: return 0x11;
-	case BTR_PT_TIP_PGD: return 0x01;
-	case BTR_PT_FUP: return 0x1d;
-	default: return 0;
-	}
-}
-
-static inline void put_le(uint8_t *p, uint64_t v, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-int btr_pt_enc_ip(struct btr_pt_encoder *e, enum btr_pt_type type, uint64_t ip)
-{
-	uint64_t diff = ip ^ e->last_ip;
-	unsigned ipc, n;
-	uint8_t opc = ip_opcode(type);
-
-	if (!opc)
-		return -BTR_ERR_INVAL;
-	if (btr_unlikely(e->end - e->pos < 9))
-		return -BTR_ERR_NOMEM;
-	/* last_ip == 0 means "none since PSB": decoders such as libipt then
-	 * need an uncompressed IP. */
-	if (!(diff >> 16) && e->last_ip)
-		ipc = BTR_PT_IPC_UPDATE16, n = 2;
-	else if (!(diff >> 32) && e->last_ip)
-		ipc = BTR_PT_IPC_UPDATE32, n = 4;
-	else if (sext48(ip) == ip)
-		ipc = BTR_PT_IPC_SEXT48, n = 6;
-	else if (!(diff >> 48) && e->last_ip)
-		ipc = BTR_PT_IPC_UPDATE48, n = 6;
-	else
-		ipc = BTR_PT_IPC_FULL, n = 8;
-	e->pos[0] = (uint8_t)(ipc << 5 | opc);
-	memcpy(e->pos + 1, &ip, 8);   /* little-endian; room checked above */
-	e->pos += 1 + n;
-	e->last_ip = ip;
-	return (int)(1 + n);
-}
-
-int btr_pt_enc_psb(struct btr_pt_encoder *e, uint64_t ip)
-{
-	size_t need = BTR_PT_PSB_SIZE + 2 + (ip ? 9 : 0);
-	uint8_t *start = e->pos;
-
-	if ((size_t)(e->end - e->pos) < need)
-		return -BTR_ERR_NOMEM;
-	memcpy(e->pos, psb_bytes, BTR_PT_PSB_SIZE);
-	e->pos += BTR_PT_PSB_SIZE;
-	e->last_ip = 0;
-	if (ip)
-		btr_pt_enc_ip(e, BTR_PT_FUP, ip);
-	e->pos[0] = 0x02;
-	e->pos[1] = 0x23;
-	e->pos += 2;
-	return (int)(e->pos - start);
-}
-
-int btr_pt_enc_packet(struct btr_pt_encoder *e, const struct btr_pt_packet *pkt)
-{
-	uint8_t b[BTR_PT_MAX_PACKET];
-	unsigned n = 0;
-	uint64_t new_ip = e->last_ip;
-
-	switch (pkt->type) {
-	case BTR_PT_PAD:
-		b[n++] = 0x00;
-		break;
-	case BTR_PT_PSB:
-		memcpy(b, psb_bytes, BTR_PT_PSB_SIZE);
-		n = BTR_PT_PSB_SIZE;
-		new_ip = 0;
-		break;
-	case BTR_PT_PSBEND:
-		b[n++] = 0x02, b[n++] = 0x23;
-		break;
-	case BTR_PT_TNT: {
-		unsigned c = pkt->u.tnt.count;
-		uint64_t pl;
-		if (!c || c > 47 || (c > 6 && pkt->size == 1))
-			return -BTR_ERR_INVAL;
-		pl = (1ull << c) | (pkt->u.tnt.bits & ((1ull << c) - 1));
-		if (c <= 6 && pkt->size != 8) {
-			b[n++] = (uint8_t)(pl << 1);
-		} else {
-			b[n++] = 0x02, b[n++] = 0xa3;
-			put_le(b + n, pl, 6);
-			n += 6;
-		}
-		break;
-	}
-	case BTR_PT_TIP:
-	case BTR_PT_TIP_PGE:
-	case BTR_PT_TIP_PGD:
-	case BTR_PT_FUP: {
-		unsigned ipc = pkt->u.ip.ipc, nb;
-		uint64_t ip = pkt->u.ip.ip;
-		if (ipc > 7 || !IPOK(ipc))
-			return -BTR_ERR_INVAL;
-		nb = IPB(ipc);
-		b[n++] = (uint8_t)(ipc << 5 | ip_opcode(pkt->type));
-		put_le(b + n, ip, nb);
-		n += nb;
-		if (ipc) {
-			uint64_t raw = nb == 8 ? ip : ip & ((1ull << (8 * nb)) - 1);
-			new_ip = ipc == BTR_PT_IPC_SEXT48 ? sext48(raw) : (e->last_ip & ip_keep[ipc]) | raw;
-		}
-		break;
-	}
-	case BTR_PT_PIP:
-		b[n++] = 0x02, b[n++] = 0x43;
-		put_le(b + n, (pkt->u.pip.cr3 >> 5) << 1 | (pkt->u.pip.nr & 1), 6);
-		n += 6;
-		break;
-	case BTR_PT_MODE_EXEC:
-		b[n++] = 0x99;
-		b[n++] = (uint8_t)((pkt->u.mode_exec.csl & 1) | (pkt->u.mode_exec.csd & 1) << 1 |
-				   (pkt->u.mode_exec.iflag & 1) << 2);
-		break;
-	case BTR_PT_MODE_TSX:
-		b[n++] = 0x99;
-		b[n++] = (uint8_t)(0x20 | (pkt->u.mode_tsx.intx & 1) | (pkt->u.mode_tsx.abrt & 1) << 1);
-		break;
-	case BTR_PT_TRACESTOP:
-		b[n++] = 0x02, b[n++] = 0x83;
-		break;
-	case BTR_PT_CBR:
-		b[n++] = 0x02, b[n++] = 0x03, b[n++] = pkt->u.cbr.ratio, b[n++] = 0;
-		break;
-	case BTR_PT_TSC:
-		b[n++] = 0x19;
-		put_le(b + n, pkt->u.tsc.tsc, 7);
-		n += 7;
-		break;
-	case BTR_PT_MTC:
-		b[n++] = 0x59, b[n++] = pkt->u.mtc.ctc;
-		break;
-	case BTR_PT_TMA:
-		b[n++] = 0x02, b[n++] = 0x73;
-		b[n++] = (uint8_t)pkt->u.tma.ctc, b[n++] = (uint8_t)(pkt->u.tma.ctc >> 8);
-		b[n++] = 0;
-		b[n++] = (uint8_t)pkt->u.tma.fc, b[n++] = (pkt->u.tma.fc >> 8) & 1;
-		break;
-	case BTR_PT_CYC: {
-		uint64_t v = pkt->u.cyc.value;
-		if (v >> 61)   /* 5 + 8 * 7 bits is the most libipt accepts */
-			return -BTR_ERR_INVAL;
-		b[n++] = (uint8_t)(0x03 | (v & 0x1f) << 3 | (v >> 5 ? 4 : 0));
-		v >>= 5;
-		while (v) {
-			b[n++] = (uint8_t)((v & 0x7f) << 1 | (v >> 7 ? 1 : 0));
-			v >>= 7;
-		}
-		break;
-	}
-	case BTR_PT_VMCS:
-		b[n++] = 0x02, b[n++] = 0xc8;
-		put_le(b + n, pkt->u.vmcs.base >> 12, 5);
-		n += 5;
-		break;
-	case BTR_PT_OVF:
-		b[n++] = 0x02, b[n++] = 0xf3;
-		break;
-	case BTR_PT_MNT:
-		b[n++] = 0x02, b[n++] = 0xc3, b[n++] = 0x88;
-		put_le(b + n, pkt->u.mnt.payload, 8);
-		n += 8;
-		break;
-	case BTR_PT_PTW:
-		if (pkt->u.ptw.bytes != 4 && pkt->u.ptw.bytes != 8)
-			return -BTR_ERR_INVAL;
-		b[n++] = 0x02;
-		b[n++] = (uint8_t)(0x12 | (pkt->u.ptw.bytes == 8 ? 0x20 : 0) | (pkt->u.ptw.ip ? 0x80 : 0));
-		put_le(b + n, pkt->u.ptw.payload, pkt->u.ptw.bytes);
-		n += pkt->u.ptw.bytes;
-		break;
-	case BTR_PT_EXSTOP:
-		b[n++] = 0x02, b[n++] = pkt->u.exstop.ip ? 0xe2 : 0x62;
-		break;
-	case BTR_PT_MWAIT:
-		b[n++] = 0x02, b[n++] = 0xc2;
-		put_le(b + n, pkt->u.mwait.hints, 4);
-		put_le(b + n + 4, pkt->u.mwait.ext, 4);
-		n += 8;
-		break;
-	case BTR_PT_PWRE:
-		b[n++] = 0x02, b[n++] = 0x22;
-		b[n++] = (uint8_t)((pkt->u.pwre.hw & 1) << 3);
-		b[n++] = (uint8_t)((pkt->u.pwre.state & 0xf) << 4 | (pkt->u.pwre.substate & 0xf));
-		break;
-	case BTR_PT_PWRX:
-		b[n++] = 0x02, b[n++] = 0xa2;
-		b[n++] = (uint8_t)((pkt->u.pwrx.last & 0xf) << 4 | (pkt->u.pwrx.deepest & 0xf));
-		b[n++] = pkt->u.pwrx.wake & 0xf;
-		b[n++] = 0, b[n++] = 0, b[n++] = 0;
-		break;
-	case BTR_PT_BBP:
-		b[n++] = 0x02, b[n++] = 0x63;
-		b[n++] = (uint8_t)((pkt->u.bbp.sz ? 0x80 : 0) | (pkt->u.bbp.type & 0x1f));
-		break;
-	case BTR_PT_BIP: {
-		/* The payload size comes from the preceding BBP, which the
-		 * encoder does not track: .size says it (5 or 9). */
-		unsigned nb = pkt->size == 5 ? 4 : pkt->size == 9 ? 8 : 0;
-		if (!nb)
-			return -BTR_ERR_INVAL;
-		b[n++] = (uint8_t)((pkt->u.bip.id & 0x1f) << 3 | 4);
-		put_le(b + n, pkt->u.bip.value, nb);
-		n += nb;
-		break;
-	}
-	case BTR_PT_BEP:
-		b[n++] = 0x02, b[n++] = pkt->u.bep.ip ? 0xb3 : 0x33;
-		break;
-	case BTR_PT_CFE:
-		b[n++] = 0x02, b[n++] = 0x13;
-		b[n++] = (uint8_t)((pkt->u.cfe.ip ? 0x80 : 0) | (pkt->u.cfe.type & 0x1f));
-		b[n++] = pkt->u.cfe.vector;
-		break;
-	case BTR_PT_EVD:
-		b[n++] = 0x02, b[n++] = 0x53, b[n++] = pkt->u.evd.type & 0x3f;
-		put_le(b + n, pkt->u.evd.payload, 8);
-		n += 8;
-		break;
-	default:
-		return -BTR_ERR_INVAL;
-	}
-	if ((size_t)(e->end - e->pos) < n)
-		return -BTR_ERR_NOMEM;
-	memcpy(e->pos, b, n);
-	e->pos += n;
-	e->last_ip = new_ip;
-	return (int)n;
 }

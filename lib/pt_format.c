@@ -1,4 +1,5 @@
-/* pt_format.c - packet names and payload text for `btr pt dump`.
+/* pt_format.c - packet names and payload text for `btr pt dump`, and the
+ * expansion of the compact packet form (btr_pt_cpkt_expand).
  *
  * Kept apart from pt.c so that the decoder's hot path carries no
  * formatting code.  The text format is specified in docs/pt-dump.md and
@@ -43,6 +44,7 @@ static const char *const type_names[BTR_PT__COUNT] = {
 	[BTR_PT_BEP] = "bep",
 	[BTR_PT_CFE] = "cfe",
 	[BTR_PT_EVD] = "evd",
+	[BTR_PT_TRIG] = "trig",
 };
 
 const char *btr_pt_type_name(enum btr_pt_type type)
@@ -158,6 +160,12 @@ int btr_pt_pkt_format(const struct btr_pt_packet *pkt, char *buf, size_t size)
 	case BTR_PT_EVD:
 		n = snprintf(tmp, sizeof(tmp), "type 0x%02x: 0x%016" PRIx64, pkt->u.evd.type, pkt->u.evd.payload);
 		break;
+	case BTR_PT_TRIG:
+		n = snprintf(tmp, sizeof(tmp), "trbv 0x%02x%s%s", pkt->u.trig.trbv, pkt->u.trig.ip ? ", ip" : "",
+			     pkt->u.trig.mult ? ", mult" : "");
+		if (pkt->u.trig.icnt_valid && n > 0 && (size_t)n < sizeof(tmp))
+			n += snprintf(tmp + n, sizeof(tmp) - (size_t)n, ", icnt %u", pkt->u.trig.icnt);
+		break;
 	default: /* pad, psb, psbend, stop, ovf: no payload */
 		break;
 	}
@@ -169,4 +177,71 @@ int btr_pt_pkt_format(const struct btr_pt_packet *pkt, char *buf, size_t size)
 		buf[c] = 0;
 	}
 	return n;
+}
+
+/* Compact form -> struct btr_pt_packet (the mapping in pt.h; lib/pt.c
+ * makes the compact records). */
+#define IPB(ipc) ((ipc) == 1 ? 2 : (ipc) == 2 ? 4 : (ipc) == 3 ? 6 : (ipc) == 4 ? 6 : (ipc) == 6 ? 8 : 0)
+
+int btr_pt_cpkt_expand(const struct btr_pt_cpkt *c, uint64_t base, struct btr_pt_packet *out)
+{
+	const uint64_t pl = c->payload;
+
+	memset(out, 0, sizeof(*out));
+	out->type = c->type;
+	out->size = c->size;
+	out->offset = base + c->off;
+	switch (c->type) {
+	case BTR_PT_PAD:
+	case BTR_PT_PSB:
+	case BTR_PT_PSBEND:
+	case BTR_PT_TRACESTOP:
+	case BTR_PT_OVF:
+		break;
+	case BTR_PT_TNT: out->u.tnt.bits = pl; out->u.tnt.count = c->aux; break;
+	case BTR_PT_TIP:
+	case BTR_PT_TIP_PGE:
+	case BTR_PT_TIP_PGD:
+	case BTR_PT_FUP: {
+		unsigned nb = IPB(c->aux & 7);
+		out->u.ip.ip = pl;
+		out->u.ip.ipc = c->aux;
+		out->u.ip.raw = nb >= 8 ? pl : pl & ((1ull << (8 * nb)) - 1);
+		break;
+	}
+	case BTR_PT_PIP: out->u.pip.cr3 = pl; out->u.pip.nr = c->aux; break;
+	case BTR_PT_MODE_EXEC:
+		out->u.mode_exec.csl = pl & 1;
+		out->u.mode_exec.csd = (pl >> 1) & 1;
+		out->u.mode_exec.iflag = (pl >> 2) & 1;
+		break;
+	case BTR_PT_MODE_TSX: out->u.mode_tsx.intx = pl & 1; out->u.mode_tsx.abrt = (pl >> 1) & 1; break;
+	case BTR_PT_CBR: out->u.cbr.ratio = (uint8_t)pl; break;
+	case BTR_PT_TSC: out->u.tsc.tsc = pl; break;
+	case BTR_PT_MTC: out->u.mtc.ctc = (uint8_t)pl; break;
+	case BTR_PT_TMA: out->u.tma.ctc = (uint16_t)pl; out->u.tma.fc = (uint16_t)(pl >> 16); break;
+	case BTR_PT_CYC: out->u.cyc.value = pl; break;
+	case BTR_PT_VMCS: out->u.vmcs.base = pl; break;
+	case BTR_PT_MNT: out->u.mnt.payload = pl; break;
+	case BTR_PT_PTW: out->u.ptw.payload = pl; out->u.ptw.bytes = c->aux; out->u.ptw.ip = c->aux2; break;
+	case BTR_PT_EXSTOP: out->u.exstop.ip = c->aux; break;
+	case BTR_PT_MWAIT: out->u.mwait.hints = (uint32_t)pl; out->u.mwait.ext = (uint32_t)(pl >> 32); break;
+	case BTR_PT_PWRE: out->u.pwre.hw = (uint8_t)pl; out->u.pwre.state = c->aux; out->u.pwre.substate = c->aux2; break;
+	case BTR_PT_PWRX: out->u.pwrx.wake = (uint8_t)pl; out->u.pwrx.last = c->aux; out->u.pwrx.deepest = c->aux2; break;
+	case BTR_PT_BBP: out->u.bbp.sz = c->aux; out->u.bbp.type = c->aux2; break;
+	case BTR_PT_BIP: out->u.bip.value = pl; out->u.bip.id = c->aux; break;
+	case BTR_PT_BEP: out->u.bep.ip = c->aux; break;
+	case BTR_PT_CFE: out->u.cfe.vector = (uint8_t)pl; out->u.cfe.ip = c->aux; out->u.cfe.type = c->aux2; break;
+	case BTR_PT_EVD: out->u.evd.payload = pl; out->u.evd.type = c->aux; break;
+	case BTR_PT_TRIG:
+		out->u.trig.trbv = (uint8_t)pl;
+		out->u.trig.icnt = (uint16_t)(pl >> 8);
+		out->u.trig.ip = c->aux & 1;
+		out->u.trig.mult = (c->aux >> 1) & 1;
+		out->u.trig.icnt_valid = (c->aux >> 2) & 1;
+		break;
+	default:
+		return -BTR_ERR_INVAL;
+	}
+	return 0;
 }

@@ -41,6 +41,10 @@ cmds=$(cat <<CMDS
 1 pt dump FILE
 1 trace dump FILE
 1 trace info --format json FILE
+8 script FILE
+8 check FILE
+8 callgraph FILE
+8 cov --format lcov -o out.tmp FILE
 1 symbolize --elf $build/prog_symbols_nopie $sym_addr
 CMDS
 )

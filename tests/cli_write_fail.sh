@@ -36,6 +36,12 @@ pt decode --stat t.btr
 trace dump t.btr
 trace info t.btr
 trace info --format json t.btr
+script t.btr
+check t.btr
+crash t.btr
+callgraph t.btr
+diff t.btr t.btr
+annotate --function main t.btr
 symbolize --elf $build/prog_symbols_nopie $addr
 info
 info --format json

@@ -123,6 +123,13 @@ static const struct tcase cases[] = {
 	{ "cfe", { 0x02, 0x13, 0x05, 0x00 }, 4, 0, P(BTR_PT_CFE), .u.cfe = { 0, 5, 0 } }, "type 0x05, vector 0x00" },
 	{ "evd", { 0x02, 0x53, 0x02, 0x10, 0x32, 0x54, 0x76, 0x98, 0xba, 0xdc, 0xfe }, 11, 0, P(BTR_PT_EVD),
 	  .u.evd = { 0xfedcba9876543210ull, 2 } }, "type 0x02: 0xfedcba9876543210" },
+	/* TRIG layouts as libipt's conformance suite writes them (dump-all-packets) */
+	{ "trig mult", { 0xd9, 0x20, 0xa1 }, 3, 0, P(BTR_PT_TRIG), .u.trig = { 0, 0xa1, 0, 1, 0 } },
+	  "trbv 0xa1, mult" },
+	{ "trig icnt", { 0xd9, 0x40, 0xa1, 0x17, 0x00 }, 5, 0, P(BTR_PT_TRIG), .u.trig = { 23, 0xa1, 0, 0, 1 } },
+	  "trbv 0xa1, icnt 23" },
+	{ "trig ip mult icnt", { 0xd9, 0xe0, 0xa1, 0x17, 0x01 }, 5, 0, P(BTR_PT_TRIG),
+	  .u.trig = { 0x117, 0xa1, 1, 1, 1 } }, "trbv 0xa1, ip, mult, icnt 279" },
 };
 
 /* Byte sequences that start no valid packet. */
@@ -135,7 +142,7 @@ static const struct {
 	{ "opcode 0x09", { 0x09, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, 10 },
 	{ "opcode 0x15", { 0x15, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, 10 },
 	{ "opcode 0x39", { 0x39, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, 10 },
-	{ "opcode 0xd9", { 0xd9, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, 10 },
+	{ "opcode 0x05", { 0x05, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, 10 },
 	{ "tip ipc 5", { 0xad, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, 10 },
 	{ "fup ipc 7", { 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, 10 },
 	{ "tip.pge ipc 5", { 0xb1, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, 10 },
@@ -196,6 +203,10 @@ static int pkt_eq(const struct btr_pt_packet *a, const struct btr_pt_packet *b)
 		return a->u.cfe.ip == b->u.cfe.ip && a->u.cfe.type == b->u.cfe.type &&
 		       a->u.cfe.vector == b->u.cfe.vector;
 	case BTR_PT_EVD: return a->u.evd.type == b->u.evd.type && a->u.evd.payload == b->u.evd.payload;
+	case BTR_PT_TRIG:
+		return a->u.trig.trbv == b->u.trig.trbv && a->u.trig.ip == b->u.trig.ip &&
+		       a->u.trig.mult == b->u.trig.mult && a->u.trig.icnt_valid == b->u.trig.icnt_valid &&
+		       a->u.trig.icnt == b->u.trig.icnt;
 	default: return 1;
 	}
 }
@@ -471,6 +482,10 @@ static void random_packet(struct btr_pt_packet *p, struct btr_pt_encoder *e, int
 	case BTR_PT_BEP: p->u.bep.ip = rnd() & 1; break;
 	case BTR_PT_CFE: p->u.cfe.ip = rnd() & 1; p->u.cfe.type = rnd() & 0x1f; p->u.cfe.vector = (uint8_t)rnd(); break;
 	case BTR_PT_EVD: p->u.evd.type = rnd() & 0x3f; p->u.evd.payload = rnd(); break;
+	case BTR_PT_TRIG:
+		p->u.trig.trbv = (uint8_t)rnd(); p->u.trig.ip = rnd() & 1; p->u.trig.mult = rnd() & 1;
+		p->u.trig.icnt_valid = rnd() & 1; p->u.trig.icnt = p->u.trig.icnt_valid ? (uint16_t)rnd() : 0;
+		break;
 	default: break;
 	}
 }
@@ -637,7 +652,7 @@ static void test_sync(void)
 	struct btr_pt_packet p;
 
 	/* garbage, PSB at 37, packets, PSB at 100, packets */
-	memset(buf, 0xd9, sizeof(buf));
+	memset(buf, 0x05, sizeof(buf));
 	buf[36] = 0x02;   /* a stray ext byte right before the PSB */
 	memcpy(buf + 37, psb, 16);
 	memset(buf + 53, 0x00, 47);
@@ -687,7 +702,7 @@ static void test_sync(void)
 	 * cut position; the search continues by itself after the feed. */
 	for (size_t cut = 1; cut < 60; cut++) {
 		uint8_t s[64];
-		memset(s, 0xd9, sizeof(s));
+		memset(s, 0x05, sizeof(s));
 		memcpy(s + 30, psb, 16);
 		s[46] = 0x06;
 		btr_pt_pkt_init(&d, s, cut, 0);
@@ -712,7 +727,7 @@ static void test_sync(void)
 		uint8_t s[64];
 		size_t i;
 		int r;
-		memset(s, 0xd9, sizeof(s));
+		memset(s, 0x05, sizeof(s));
 		memcpy(s + 30, psb, 16);
 		s[46] = 0x06;
 		btr_pt_pkt_init(&d, s, 1, 0);
@@ -791,8 +806,8 @@ static void test_recovery(void)
 	/* Damage the opcode of packet 10 of segment 7 and of packet 59 of
 	 * segment 20 (the last before a PSB). */
 	size_t bad1 = 7 * (PER + 1) + 11, bad2 = 20 * (PER + 1) + 60;
-	buf[want[bad1].offset] = 0xd9;
-	buf[want[bad2].offset] = 0xd9;
+	buf[want[bad1].offset] = 0x05;
+	buf[want[bad2].offset] = 0x05;
 
 	for (int split = 0; split < 2; split++) {
 		struct btr_pt_pkt_decoder d;
@@ -975,6 +990,26 @@ static void test_names(void)
 	CHECK_STR(small, "hints");
 }
 
+/* SKD007: with the erratum a CYC cut by an OVF (f7 02 f3) is one OVF;
+ * without, two CYCs and a bad byte... as the bytes say. */
+static void test_errata_skd007(void)
+{
+	static const uint8_t buf[] = { 0xf7, 0x02, 0xf3, 0x00, 0x00 };
+	struct btr_pt_pkt_decoder d;
+	struct btr_pt_packet p;
+
+	btr_pt_pkt_init(&d, buf, sizeof(buf), 0);
+	CHECK_EQ(btr_pt_pkt_set_errata(&d, BTR_PT_ERRATA_SKD007), 0);
+	CHECK_EQ(btr_pt_pkt_next(&d, &p), 3);
+	CHECK_EQ(p.type, BTR_PT_OVF);
+	CHECK_EQ(btr_pt_pkt_next(&d, &p), 1);
+	CHECK_EQ(p.type, BTR_PT_PAD);
+	btr_pt_pkt_init(&d, buf, sizeof(buf), 0);
+	CHECK_EQ(btr_pt_pkt_next(&d, &p), 2);
+	CHECK_EQ(p.type, BTR_PT_CYC);
+	CHECK_EQ(btr_pt_pkt_set_errata(&d, 0x80), -BTR_ERR_INVAL);
+}
+
 int main(void)
 {
 	test_table();
@@ -987,5 +1022,6 @@ int main(void)
 	test_encoder();
 	test_tnt_acc();
 	test_names();
+	test_errata_skd007();
 	return check_done();
 }

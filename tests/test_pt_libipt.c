@@ -5,7 +5,7 @@
  * sequence of packets (type, size, offset, payload) and of errors
  * (offset), resynchronizing at the next PSB after each error:
  *  1. long random streams from our encoder (all packet types libipt 2.0
- *     knows: everything but BBP/BIP/BEP/CFE/EVD);
+ *     knows: everything but BBP/BIP/BEP/CFE/EVD/TRIG);
  *  2. the same streams with random byte damage;
  *  3. the real Skylake recording quipper/perf.data.intel_pt-4.14 (its
  *     PERF_RECORD_AUXTRACE payloads), also fed to btr in random pieces.
@@ -438,6 +438,10 @@ static void test_random(void)
 		if (buf[i] == 0x02 && (buf[i + 1] == 0x63 || buf[i + 1] == 0x33 || buf[i + 1] == 0xb3 ||
 				       buf[i + 1] == 0x13 || buf[i + 1] == 0x53))
 			buf[i + 1] = 0x04;
+	/* Nor TRIG (0xD9), which libipt 2.0 reads as a bad opcode. */
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] == 0xd9)
+			buf[i] = 0x05;
 	a.n = b.n = 0;
 	cur_buf = buf;
 	cur_len = n;

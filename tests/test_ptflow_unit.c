@@ -455,7 +455,7 @@ int main(void)
 		s_psb(1, 0);
 		s_ip(BTR_PT_TIP_PGE, 0x1000);
 		s_tnt("0");
-		*enc.pos++ = 0xd9;   /* not a packet */
+		*enc.pos++ = 0x05;   /* not a packet */
 		s_psb(1, 0x1006);
 		s_ip(BTR_PT_TIP, 0x1010);
 		s_tnt("1");

@@ -26,6 +26,7 @@ enum {
 	BTR_INSN_PTWRITE = 1u << 6, /* PTWRITE instruction */
 	BTR_INSN_VMENTRY = 1u << 7, /* VMLAUNCH/VMRESUME/VMCALL etc. */
 	BTR_INSN_TSX = 1u << 8,     /* XBEGIN/XEND/XABORT */
+	BTR_INSN_MOV_CR3 = 1u << 9, /* MOV to CR3 (a PIP or TIP.PGD without IP binds to it) */
 };
 
 /* A classified instruction. Caller-owned; no allocation. */

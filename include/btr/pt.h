@@ -67,6 +67,7 @@ enum btr_pt_type {
 	BTR_PT_BEP,
 	BTR_PT_CFE,
 	BTR_PT_EVD,
+	BTR_PT_TRIG,       /* trigger (0xD9): appended, the values above are stable */
 	BTR_PT__COUNT
 };
 
@@ -142,6 +143,11 @@ struct btr_pt_packet {
 		struct { uint8_t ip; uint8_t type; uint8_t vector; } cfe;
 		/* EVD (event data): @type (6 bits) and 64-bit @payload. */
 		struct { uint64_t payload; uint8_t type; } evd;
+		/* TRIG (trigger): @trbv the trigger bits that fired; @ip a FUP
+		 * follows (the IP the trigger binds to); @mult more than one
+		 * trigger event was merged; @icnt_valid: @icnt is the number of
+		 * instructions retired since the last IP-carrying packet. */
+		struct { uint16_t icnt; uint8_t trbv, ip, mult, icnt_valid; } trig;
 	} u;
 };
 
@@ -160,7 +166,18 @@ struct btr_pt_pkt_decoder {
 	uint8_t bbp_sz;         /* inside a BBP block: 4 or 8 (BIP payload size), else 0 */
 	uint8_t syncing;        /* a sync_forward ran out of data: continue it */
 	uint8_t carry_len;      /* stream bytes before @begin not yet decoded */
+	uint8_t errata;         /* BTR_PT_ERRATA_* (btr_pt_pkt_set_errata) */
 	uint8_t carry[2 * BTR_PT_MAX_PACKET];
+};
+
+/* Packet-level errata workarounds (btr_pt_pkt_set_errata). */
+enum {
+	/* SKD007 "Intel PT Buffer Overflow May Result in Incorrect Packets":
+	 * an OVF may replace the rest of a multi-byte CYC; a CYC with its
+	 * extension bit followed by 02 F3 is then one OVF (3 bytes), as
+	 * libipt decodes it.  btr_ptflow applies it by itself (cpu config);
+	 * which CPUs have it: btr_ptflow_errata_names. */
+	BTR_PT_ERRATA_SKD007 = 1u << 0,
 };
 
 /* Starts decoding the first @size bytes of @buf (caller-owned, must stay
@@ -170,6 +187,12 @@ struct btr_pt_pkt_decoder {
  * (e.g. a PSB).  Returns 0 or -BTR_ERR_INVAL (NULL @d, or NULL @buf with
  * nonzero @size). */
 int btr_pt_pkt_init(struct btr_pt_pkt_decoder *d, const uint8_t *buf, size_t size, uint64_t offset);
+
+/* Enables the packet-level errata workarounds @flags (BTR_PT_ERRATA_*)
+ * on @d, after btr_pt_pkt_init (which clears them).  With any set, the
+ * batch and fast paths fall back to the general decoder.  Returns 0 or
+ * -BTR_ERR_INVAL (NULL @d, unknown flag). */
+int btr_pt_pkt_set_errata(struct btr_pt_pkt_decoder *d, unsigned flags);
 
 /* Continues with the next buffer of the same stream (its first byte
  * follows the previous buffer's last byte).  A packet cut at the end of
@@ -235,6 +258,7 @@ int btr_pt_pkt_next_batch(struct btr_pt_pkt_decoder *d, struct btr_pt_packet *pk
  *   PWRX: wake, aux = last, aux2 = deepest    BBP: aux = sz, aux2 = type
  *   BIP: value, aux = id       CFE: vector, aux = ip, aux2 = type
  *   EVD: payload, aux = type
+ *   TRIG: trbv | icnt << 8, aux = ip | mult << 1 | icnt_valid << 2
  *   all other fields 0. */
 struct btr_pt_cpkt {
 	uint32_t off;      /* stream offset - base */

@@ -55,6 +55,11 @@ enum btr_flow_event_type {
 	BTR_FLOW_TSX_ABORT,
 	BTR_FLOW_PTWRITE,      /* .payload */
 	BTR_FLOW_STOP,         /* TraceStop */
+	/* appended (values above are stable): */
+	BTR_FLOW_TSX,          /* MODE.TSX begin (.payload 1) or commit (0) outside PSB+ */
+	BTR_FLOW_TRIG,         /* TRIG: .payload = TRBV | MULT << 8 | ICNT-valid << 9 | ICNT << 16 */
+	BTR_FLOW_CFE,          /* event trace CFE: .payload = type | vector << 8 | IP bit << 16 */
+	BTR_FLOW_EVD,          /* event trace EVD: .reason = type (>= 0), .payload = data */
 };
 
 struct btr_flow_event {
@@ -63,7 +68,8 @@ struct btr_flow_event {
 	uint64_t offset;       /* stream offset of the packet that caused it */
 	uint64_t ip;
 	uint64_t tsc;          /* 0 if unknown */
-	uint64_t payload;      /* PTWRITE payload, PAGING cr3, MODE: enum btr_exec_mode */
+	uint64_t payload;      /* PTWRITE payload, PAGING cr3, MODE: enum btr_exec_mode,
+				* TSX, TRIG, CFE, EVD: see the types */
 };
 
 /* Returns "enable", "disable", "gap", "overflow", ... for @t, or "?". */

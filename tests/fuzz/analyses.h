@@ -158,6 +158,75 @@ static int fz_new_order(const uint8_t *data, size_t size, struct btr_analysis **
 	return btr_analysis_new(&fz_order_ops, o, out);
 }
 
+
+/* ---- the analyses of lib/analysis/ ---- */
+
+#include "btr/annotate.h"
+#include "btr/blocks.h"
+#include "btr/cfg.h"
+#include "btr/check.h"
+#include "btr/cov.h"
+#include "btr/profile.h"
+
+static int fz_new_report_a(const uint8_t *d, size_t n, struct btr_analysis **out)
+{
+	(void)d, (void)n;
+	return btr_report_analysis_new(NULL, out);
+}
+
+/* The views read the block table of a blocks analysis earlier in the
+ * same run: the table below creates blocks first and keeps it here. */
+static struct btr_analysis *fz_blocks;
+
+static int fz_new_blocks(const uint8_t *d, size_t n, struct btr_analysis **out)
+{
+	(void)d, (void)n;
+	int rc = btr_blocks_new(out);
+	fz_blocks = rc == 0 ? *out : NULL;
+	return rc;
+}
+
+static int fz_new_cov(const uint8_t *d, size_t n, struct btr_analysis **out)
+{
+	(void)d, (void)n;
+	return btr_cov_new(fz_blocks, out);
+}
+
+static int fz_new_cfg(const uint8_t *d, size_t n, struct btr_analysis **out)
+{
+	(void)d, (void)n;
+	struct btr_cfg_opts o = { .sz = sizeof(o), .function = "main", .max_blocks = 20 };
+	return btr_cfg_new(fz_blocks, &o, out);
+}
+
+static int fz_new_annotate(const uint8_t *d, size_t n, struct btr_analysis **out)
+{
+	(void)d, (void)n;
+	return btr_annotate_new(fz_blocks, "main", out);
+}
+
+static int fz_new_check(const uint8_t *d, size_t n, struct btr_analysis **out)
+{
+	(void)d, (void)n;
+	struct btr_check_opts o = { .sz = sizeof(o), .allow = "rop-chain 0x1000-0x2000\n* libc\n" };
+	return btr_check_new(&o, out);
+}
+
+#define FZ_PROFILE(name, ctor, ev, pa)                                           \
+	static int fz_new_##name(const uint8_t *d, size_t n, struct btr_analysis **out) \
+	{                                                                       \
+		(void)d, (void)n;                                               \
+		struct btr_profile_opts o = { .sz = sizeof(o), .events = ev, .pre_aggregated = pa }; \
+		return ctor(&o, out);                                           \
+	}
+FZ_PROFILE(callgraph, btr_callgraph_new, 0, 0)
+FZ_PROFILE(flame, btr_flame_new, 1, 0)
+FZ_PROFILE(timeline, btr_timeline_new, 1, 0)
+FZ_PROFILE(bolt, btr_bolt_new, 0, 0)
+FZ_PROFILE(bolt_pa, btr_bolt_new, 0, 1)
+FZ_PROFILE(pprof, btr_pprof_new, 0, 0)
+#undef FZ_PROFILE
+
 /* ---- the table ----
  * X(name, constructor, formats): constructor(data, size, &out) returns 0
  * or a negative error; formats is a NULL-terminated list of format names
@@ -165,9 +234,20 @@ static int fz_new_order(const uint8_t *data, size_t size, struct btr_analysis **
 #define FUZZ_ANALYSES(X)                                                        \
 	X(report, fz_new_report, "text")                                        \
 	X(order, fz_new_order, "text")                                          \
-	/* integrator: new analyses here, e.g.                                  \
-	 * X(cov, fz_new_cov, "text", "lcov", "drcov")                          \
-	 * X(callgraph, fz_new_callgraph, "text", "dot", "json") */
+	X(report_a, fz_new_report_a, "text")                                    \
+	X(blocks, fz_new_blocks, "text")                                        \
+	X(cov, fz_new_cov, "drcov", "lcov", "cobertura")                        \
+	X(cfg, fz_new_cfg, "dot")                                               \
+	X(annotate, fz_new_annotate, "asm", "source")                           \
+	X(check, fz_new_check, "text", "json")                                  \
+	X(callgraph, fz_new_callgraph, "text", "json", "dot")                   \
+	X(flame, fz_new_flame, "folded", "speedscope", "svg")                   \
+	X(timeline, fz_new_timeline, "json", "pftrace")                         \
+	X(bolt, fz_new_bolt, "fdata")                                           \
+	X(bolt_pa, fz_new_bolt_pa, "fdata")                                     \
+	X(pprof, fz_new_pprof, "pb", "pb-raw")
+	/* new analyses: one X line each, in dependency order (blocks before
+	 * the views that read it) */
 
 struct fuzz_analysis {
 	const char *name;

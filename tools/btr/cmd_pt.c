@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "btr/pt.h"
+#include "btr/ptflow.h"
 #include "btr/trace.h"
 
 static void pt_usage(FILE *f)
@@ -42,6 +43,8 @@ static void dump_usage(FILE *f)
 		"  --no-sync        decode from the first byte, not from the first PSB\n"
 		"  --cpu N          only the PT streams of CPU N\n"
 		"  --tid N          only the PT streams of thread N\n"
+		"  --errata-cpu F/M[/S]  apply the packet-level errata of that CPU family/\n"
+		"                   model (SKD007: a CYC cut by an OVF reads as the OVF)\n"
 		"  --stats          print packet counts instead of packets\n"
 		"  --format FMT     text (default) or json (with --stats)\n"
 		"  -h, --help       this help\n"
@@ -55,6 +58,7 @@ static void dump_usage(FILE *f)
 struct dump_opts {
 	int no_sync, stats, json;
 	int64_t cpu, tid;         /* -1: all */
+	unsigned errata;          /* BTR_PT_ERRATA_* */
 };
 
 /* One PT stream (per thread and CPU) being decoded. */
@@ -147,6 +151,7 @@ static void piece(struct dump *dp, struct stream *st, const uint8_t *buf, size_t
 	}
 	if (!st->started) {
 		btr_pt_pkt_init(&st->d, buf, len, off);
+		btr_pt_pkt_set_errata(&st->d, dp->o->errata);
 		st->started = 1;
 		st->synced_once = 0;
 		st->start_offset = off;
@@ -293,12 +298,13 @@ static void print_stats(const struct dump *dp)
 
 static int pt_dump(int argc, char **argv)
 {
-	enum { O_RAW = 256, O_NOSYNC, O_CPU, O_TID, O_STATS, O_FORMAT };
+	enum { O_RAW = 256, O_NOSYNC, O_CPU, O_TID, O_STATS, O_FORMAT, O_ERRATA };
 	static const struct option opts[] = {
 		{ "raw", no_argument, NULL, O_RAW },
 		{ "no-sync", no_argument, NULL, O_NOSYNC },
 		{ "cpu", required_argument, NULL, O_CPU },
 		{ "tid", required_argument, NULL, O_TID },
+		{ "errata-cpu", required_argument, NULL, O_ERRATA },
 		{ "stats", no_argument, NULL, O_STATS },
 		{ "format", required_argument, NULL, O_FORMAT },
 		{ "help", no_argument, NULL, 'h' },
@@ -329,6 +335,24 @@ static int pt_dump(int argc, char **argv)
 				return cli_usage_error(cmd, "bad --tid '%s'", optarg);
 			o.tid = (int64_t)v;
 			break;
+		case O_ERRATA: {
+			/* the flow decoder's table says which errata the CPU has */
+			struct btr_ptflow_config fc = { .sz = sizeof(fc) };
+			unsigned fa = 0, mo = 0, stp = 0;
+			char names[128], tail = 0;
+			int k = sscanf(optarg, "%i/%i%c", (int *)&fa, (int *)&mo, &tail);
+			if (k == 3 && tail == '/')
+				k = sscanf(optarg, "%i/%i/%i", (int *)&fa, (int *)&mo, (int *)&stp) == 3 ? 2 : 0;
+			if (k != 2 || fa > 0xffff || mo > 0xff || stp > 0xff)
+				return cli_usage_error(cmd, "--errata-cpu needs FAMILY/MODEL[/STEPPING], got '%s'", optarg);
+			fc.cpu_family = (uint16_t)fa;
+			fc.cpu_model = (uint16_t)mo;
+			fc.cpu_stepping = (uint16_t)stp;
+			o.errata = 0;
+			if (btr_ptflow_errata_names(&fc, names, sizeof(names)) >= 0 && strstr(names, "skd007"))
+				o.errata |= BTR_PT_ERRATA_SKD007;
+			break;
+		}
 		case O_FORMAT:
 			if (!strcmp(optarg, "json"))
 				o.json = 1;

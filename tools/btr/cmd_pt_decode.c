@@ -33,7 +33,8 @@ static void usage(FILE *f)
 		"  --elf FILE[:BASE]          an ELF file (BASE: load bias for PIE / shared objects)\n"
 		"  --raw FILE[:FROM[-TO]]:BASE  bytes FROM..TO of FILE (default: all) at address BASE\n"
 		"Configuration:\n"
-		"  --cpu F/M/S                CPU family/model/stepping (errata workarounds)\n"
+		"  --cpu F/M/S                CPU family/model[/stepping] (decimal or 0x): apply the\n"
+		"                             errata libipt applies to it (docs/pt-decode.md)\n"
 		"  --no-retcomp               return compression was disabled\n"
 		"  --ip-filter START-END      an IP filter range that was configured (up to 4)\n"
 		"  --mtc-freq N               IA32_RTIT_CTL.MTCFreq (default 3)\n"
@@ -102,6 +103,22 @@ static int print_event(void *ctx, const struct btr_flow_event *ev)
 		break;
 	case BTR_FLOW_MODE:
 		fprintf(o->f, "[mode %s]\n", ev->payload == BTR_MODE_64 ? "64" : ev->payload == BTR_MODE_32 ? "32" : "16");
+		break;
+	case BTR_FLOW_TSX:
+		fprintf(o->f, "[tsx-%s 0x%" PRIx64 "]\n", ev->payload ? "begin" : "commit", ev->ip);
+		break;
+	case BTR_FLOW_TRIG:
+		fprintf(o->f, "[trig 0x%02x%s", (unsigned)(ev->payload & 0xff), ev->payload & 0x100 ? ", mult" : "");
+		if (ev->payload & 0x200)
+			fprintf(o->f, ", icnt %u", (unsigned)(ev->payload >> 16));
+		fprintf(o->f, "]\n");
+		break;
+	case BTR_FLOW_CFE:
+		fprintf(o->f, "[cfe type %u, vector 0x%02x%s]\n", (unsigned)(ev->payload & 0xff),
+			(unsigned)((ev->payload >> 8) & 0xff), ev->payload >> 16 ? ", ip" : "");
+		break;
+	case BTR_FLOW_EVD:
+		fprintf(o->f, "[evd type %d: 0x%" PRIx64 "]\n", ev->reason, ev->payload);
 		break;
 	default:
 		fprintf(o->f, "[%s 0x%" PRIx64 "]\n", btr_flow_event_name(ev->type), ev->ip);

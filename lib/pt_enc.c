@@ -1,0 +1,286 @@
+/* pt_enc.c - Intel PT packet encoder (btr_pt_enc_*): writes the packets
+ * that lib/pt.c decodes, for tests, fuzzers and the synthetic traces.
+ * Layouts: Intel SDM Vol. 3C, "Trace Packets and Data Types". */
+#include <string.h>
+
+#include "btr/pt.h"
+#include "internal.h"
+
+/* Bits of the last IP that an IP packet with compression ipc keeps. */
+static const uint64_t ip_keep[8] = {
+	[1] = ~0xffffull, [2] = ~0xffffffffull, [4] = ~0xffffffffffffull,
+};
+
+static const uint8_t psb_bytes[BTR_PT_PSB_SIZE] = {
+	0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+	0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+};
+
+/* Payload bytes of IP compression ipc (5 and 7 are reserved). */
+#define IPB(ipc) ((ipc) == 1 ? 2 : (ipc) == 2 ? 4 : (ipc) == 3 ? 6 : (ipc) == 4 ? 6 : (ipc) == 6 ? 8 : 0)
+#define IPOK(ipc) ((ipc) != 5 && (ipc) != 7)
+
+static inline uint64_t sext48(uint64_t v)
+{
+	return (uint64_t)((int64_t)(v << 16) >> 16);
+}
+
+/* ---- encoder ---- */
+
+void btr_pt_enc_init(struct btr_pt_encoder *e, uint8_t *buf, size_t size)
+{
+	e->begin = e->pos = buf;
+	e->end = buf + size;
+	e->last_ip = 0;
+}
+
+static uint8_t ip_opcode(unsigned type)
+{
+	switch (type) {
+	case BTR_PT_TIP: return 0x0d;
+	case BTR_PT_TIP_PGE: return 0x11;
+	case BTR_PT_TIP_PGD: return 0x01;
+	case BTR_PT_FUP: return 0x1d;
+	default: return 0;
+	}
+}
+
+static inline void put_le(uint8_t *p, uint64_t v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+int btr_pt_enc_ip(struct btr_pt_encoder *e, enum btr_pt_type type, uint64_t ip)
+{
+	uint64_t diff = ip ^ e->last_ip;
+	unsigned ipc, n;
+	uint8_t opc = ip_opcode(type);
+
+	if (!opc)
+		return -BTR_ERR_INVAL;
+	if (btr_unlikely(e->end - e->pos < 9))
+		return -BTR_ERR_NOMEM;
+	/* last_ip == 0 means "none since PSB": decoders such as libipt then
+	 * need an uncompressed IP. */
+	if (!(diff >> 16) && e->last_ip)
+		ipc = BTR_PT_IPC_UPDATE16, n = 2;
+	else if (!(diff >> 32) && e->last_ip)
+		ipc = BTR_PT_IPC_UPDATE32, n = 4;
+	else if (sext48(ip) == ip)
+		ipc = BTR_PT_IPC_SEXT48, n = 6;
+	else if (!(diff >> 48) && e->last_ip)
+		ipc = BTR_PT_IPC_UPDATE48, n = 6;
+	else
+		ipc = BTR_PT_IPC_FULL, n = 8;
+	e->pos[0] = (uint8_t)(ipc << 5 | opc);
+	memcpy(e->pos + 1, &ip, 8);   /* little-endian; room checked above */
+	e->pos += 1 + n;
+	e->last_ip = ip;
+	return (int)(1 + n);
+}
+
+int btr_pt_enc_psb(struct btr_pt_encoder *e, uint64_t ip)
+{
+	size_t need = BTR_PT_PSB_SIZE + 2 + (ip ? 9 : 0);
+	uint8_t *start = e->pos;
+
+	if ((size_t)(e->end - e->pos) < need)
+		return -BTR_ERR_NOMEM;
+	memcpy(e->pos, psb_bytes, BTR_PT_PSB_SIZE);
+	e->pos += BTR_PT_PSB_SIZE;
+	e->last_ip = 0;
+	if (ip)
+		btr_pt_enc_ip(e, BTR_PT_FUP, ip);
+	e->pos[0] = 0x02;
+	e->pos[1] = 0x23;
+	e->pos += 2;
+	return (int)(e->pos - start);
+}
+
+int btr_pt_enc_packet(struct btr_pt_encoder *e, const struct btr_pt_packet *pkt)
+{
+	uint8_t b[BTR_PT_MAX_PACKET];
+	unsigned n = 0;
+	uint64_t new_ip = e->last_ip;
+
+	switch (pkt->type) {
+	case BTR_PT_PAD:
+		b[n++] = 0x00;
+		break;
+	case BTR_PT_PSB:
+		memcpy(b, psb_bytes, BTR_PT_PSB_SIZE);
+		n = BTR_PT_PSB_SIZE;
+		new_ip = 0;
+		break;
+	case BTR_PT_PSBEND:
+		b[n++] = 0x02, b[n++] = 0x23;
+		break;
+	case BTR_PT_TNT: {
+		unsigned c = pkt->u.tnt.count;
+		uint64_t pl;
+		if (!c || c > 47 || (c > 6 && pkt->size == 1))
+			return -BTR_ERR_INVAL;
+		pl = (1ull << c) | (pkt->u.tnt.bits & ((1ull << c) - 1));
+		if (c <= 6 && pkt->size != 8) {
+			b[n++] = (uint8_t)(pl << 1);
+		} else {
+			b[n++] = 0x02, b[n++] = 0xa3;
+			put_le(b + n, pl, 6);
+			n += 6;
+		}
+		break;
+	}
+	case BTR_PT_TIP:
+	case BTR_PT_TIP_PGE:
+	case BTR_PT_TIP_PGD:
+	case BTR_PT_FUP: {
+		unsigned ipc = pkt->u.ip.ipc, nb;
+		uint64_t ip = pkt->u.ip.ip;
+		if (ipc > 7 || !IPOK(ipc))
+			return -BTR_ERR_INVAL;
+		nb = IPB(ipc);
+		b[n++] = (uint8_t)(ipc << 5 | ip_opcode(pkt->type));
+		put_le(b + n, ip, nb);
+		n += nb;
+		if (ipc) {
+			uint64_t raw = nb == 8 ? ip : ip & ((1ull << (8 * nb)) - 1);
+			new_ip = ipc == BTR_PT_IPC_SEXT48 ? sext48(raw) : (e->last_ip & ip_keep[ipc]) | raw;
+		}
+		break;
+	}
+	case BTR_PT_PIP:
+		b[n++] = 0x02, b[n++] = 0x43;
+		put_le(b + n, (pkt->u.pip.cr3 >> 5) << 1 | (pkt->u.pip.nr & 1), 6);
+		n += 6;
+		break;
+	case BTR_PT_MODE_EXEC:
+		b[n++] = 0x99;
+		b[n++] = (uint8_t)((pkt->u.mode_exec.csl & 1) | (pkt->u.mode_exec.csd & 1) << 1 |
+				   (pkt->u.mode_exec.iflag & 1) << 2);
+		break;
+	case BTR_PT_MODE_TSX:
+		b[n++] = 0x99;
+		b[n++] = (uint8_t)(0x20 | (pkt->u.mode_tsx.intx & 1) | (pkt->u.mode_tsx.abrt & 1) << 1);
+		break;
+	case BTR_PT_TRACESTOP:
+		b[n++] = 0x02, b[n++] = 0x83;
+		break;
+	case BTR_PT_CBR:
+		b[n++] = 0x02, b[n++] = 0x03, b[n++] = pkt->u.cbr.ratio, b[n++] = 0;
+		break;
+	case BTR_PT_TSC:
+		b[n++] = 0x19;
+		put_le(b + n, pkt->u.tsc.tsc, 7);
+		n += 7;
+		break;
+	case BTR_PT_MTC:
+		b[n++] = 0x59, b[n++] = pkt->u.mtc.ctc;
+		break;
+	case BTR_PT_TMA:
+		b[n++] = 0x02, b[n++] = 0x73;
+		b[n++] = (uint8_t)pkt->u.tma.ctc, b[n++] = (uint8_t)(pkt->u.tma.ctc >> 8);
+		b[n++] = 0;
+		b[n++] = (uint8_t)pkt->u.tma.fc, b[n++] = (pkt->u.tma.fc >> 8) & 1;
+		break;
+	case BTR_PT_CYC: {
+		uint64_t v = pkt->u.cyc.value;
+		if (v >> 61)   /* 5 + 8 * 7 bits is the most libipt accepts */
+			return -BTR_ERR_INVAL;
+		b[n++] = (uint8_t)(0x03 | (v & 0x1f) << 3 | (v >> 5 ? 4 : 0));
+		v >>= 5;
+		while (v) {
+			b[n++] = (uint8_t)((v & 0x7f) << 1 | (v >> 7 ? 1 : 0));
+			v >>= 7;
+		}
+		break;
+	}
+	case BTR_PT_VMCS:
+		b[n++] = 0x02, b[n++] = 0xc8;
+		put_le(b + n, pkt->u.vmcs.base >> 12, 5);
+		n += 5;
+		break;
+	case BTR_PT_OVF:
+		b[n++] = 0x02, b[n++] = 0xf3;
+		break;
+	case BTR_PT_MNT:
+		b[n++] = 0x02, b[n++] = 0xc3, b[n++] = 0x88;
+		put_le(b + n, pkt->u.mnt.payload, 8);
+		n += 8;
+		break;
+	case BTR_PT_PTW:
+		if (pkt->u.ptw.bytes != 4 && pkt->u.ptw.bytes != 8)
+			return -BTR_ERR_INVAL;
+		b[n++] = 0x02;
+		b[n++] = (uint8_t)(0x12 | (pkt->u.ptw.bytes == 8 ? 0x20 : 0) | (pkt->u.ptw.ip ? 0x80 : 0));
+		put_le(b + n, pkt->u.ptw.payload, pkt->u.ptw.bytes);
+		n += pkt->u.ptw.bytes;
+		break;
+	case BTR_PT_EXSTOP:
+		b[n++] = 0x02, b[n++] = pkt->u.exstop.ip ? 0xe2 : 0x62;
+		break;
+	case BTR_PT_MWAIT:
+		b[n++] = 0x02, b[n++] = 0xc2;
+		put_le(b + n, pkt->u.mwait.hints, 4);
+		put_le(b + n + 4, pkt->u.mwait.ext, 4);
+		n += 8;
+		break;
+	case BTR_PT_PWRE:
+		b[n++] = 0x02, b[n++] = 0x22;
+		b[n++] = (uint8_t)((pkt->u.pwre.hw & 1) << 3);
+		b[n++] = (uint8_t)((pkt->u.pwre.state & 0xf) << 4 | (pkt->u.pwre.substate & 0xf));
+		break;
+	case BTR_PT_PWRX:
+		b[n++] = 0x02, b[n++] = 0xa2;
+		b[n++] = (uint8_t)((pkt->u.pwrx.last & 0xf) << 4 | (pkt->u.pwrx.deepest & 0xf));
+		b[n++] = pkt->u.pwrx.wake & 0xf;
+		b[n++] = 0, b[n++] = 0, b[n++] = 0;
+		break;
+	case BTR_PT_BBP:
+		b[n++] = 0x02, b[n++] = 0x63;
+		b[n++] = (uint8_t)((pkt->u.bbp.sz ? 0x80 : 0) | (pkt->u.bbp.type & 0x1f));
+		break;
+	case BTR_PT_BIP: {
+		/* The payload size comes from the preceding BBP, which the
+		 * encoder does not track: .size says it (5 or 9). */
+		unsigned nb = pkt->size == 5 ? 4 : pkt->size == 9 ? 8 : 0;
+		if (!nb)
+			return -BTR_ERR_INVAL;
+		b[n++] = (uint8_t)((pkt->u.bip.id & 0x1f) << 3 | 4);
+		put_le(b + n, pkt->u.bip.value, nb);
+		n += nb;
+		break;
+	}
+	case BTR_PT_BEP:
+		b[n++] = 0x02, b[n++] = pkt->u.bep.ip ? 0xb3 : 0x33;
+		break;
+	case BTR_PT_CFE:
+		b[n++] = 0x02, b[n++] = 0x13;
+		b[n++] = (uint8_t)((pkt->u.cfe.ip ? 0x80 : 0) | (pkt->u.cfe.type & 0x1f));
+		b[n++] = pkt->u.cfe.vector;
+		break;
+	case BTR_PT_EVD:
+		b[n++] = 0x02, b[n++] = 0x53, b[n++] = pkt->u.evd.type & 0x3f;
+		put_le(b + n, pkt->u.evd.payload, 8);
+		n += 8;
+		break;
+	case BTR_PT_TRIG:
+		b[n++] = 0xd9;
+		b[n++] = (uint8_t)((pkt->u.trig.ip ? 0x80 : 0) | (pkt->u.trig.icnt_valid ? 0x40 : 0) |
+				   (pkt->u.trig.mult ? 0x20 : 0));
+		b[n++] = pkt->u.trig.trbv;
+		if (pkt->u.trig.icnt_valid) {
+			put_le(b + n, pkt->u.trig.icnt, 2);
+			n += 2;
+		}
+		break;
+	default:
+		return -BTR_ERR_INVAL;
+	}
+	if ((size_t)(e->end - e->pos) < n)
+		return -BTR_ERR_NOMEM;
+	memcpy(e->pos, b, n);
+	e->pos += n;
+	e->last_ip = new_ip;
+	return (int)n;
+}

@@ -1,0 +1,368 @@
+/* ptflow_int.h - internals shared by the flow decoder's files:
+ * ptflow.c (packet handlers, the event state machine, the public entry points),
+ * ptflow_walk.c (block cache and the walks over it), ptflow_par.c (parallel driver).
+ * Not a public header. */
+#ifndef BTR_PTFLOW_INT_H
+#define BTR_PTFLOW_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "btr/ptflow.h"
+#include "btr/error.h"
+#include "internal.h"
+
+/* ---- block cache ------------------------------------------------------ */
+
+enum blk_class {
+	C_NONE = 0,  /* block ends without a branch (length cap, or before an undecodable insn) */
+	C_COND,      /* jcc, loop, jrcxz: one TNT bit */
+	C_JMP,       /* direct jmp */
+	C_CALL,      /* direct call */
+	C_IND,       /* indirect jmp / call: TIP */
+	C_RET,       /* near ret: TNT bit (compressed) or TIP */
+	C_FAR,       /* far transfers, syscall, int, iret: TIP (or TIP.PGD) */
+};
+
+#define BLK_MAXI 32          /* instructions per block at most */
+#define CACHE_BITS_DEFAULT 16 /* 64K blocks: 64 + 16 + 32 + 8 bytes each, 7.5 MiB */
+#define WAYS 4               /* set-associative index: hot blocks that hash alike coexist */
+
+/* One cache line per block, everything the hot loop reads: the walk
+ * from block to block is a chain of dependent loads, so each step must
+ * be one load (the link) plus the compare that validates it, which the
+ * CPU predicts and takes off the chain.  Blocks are allocated in the
+ * order they are first decoded (a bump allocator over a dense array),
+ * so the blocks of one function sit next to each other; an index table
+ * maps addresses to blocks for the lookups that links cannot serve
+ * (TIP targets, returns).  Instruction lengths and the last
+ * instruction's flags and immediate live in cold side arrays indexed
+ * like the blocks. */
+struct __attribute__((aligned(64))) blk {
+	uint64_t ip;          /* first instruction (key) */
+	struct blk *next[2];  /* the block at to[0] / to[1] when last followed, or
+			       * anything else: valid only if its ip and mode match */
+	uint64_t to[2];       /* [0] fall-through (ip + len), [1] direct target (0 if none) */
+	uint64_t end_ip;      /* address of the last instruction */
+	uint32_t tail[2];     /* branch record flags | kind << 16 for a branch to to[0] / to[1] */
+	uint16_t len;         /* bytes from ip to the end of the last instruction */
+	uint8_t ninsn;
+	uint8_t end_len;      /* length of the last instruction */
+	uint8_t cls;          /* enum blk_class */
+	uint8_t kind;         /* enum btr_branch_kind of the last instruction */
+	uint8_t mode;         /* enum btr_exec_mode + 1; 0 = not a valid block */
+	uint8_t jcc;          /* cls == C_COND and kind == BTR_KIND_JCC (the hot case) */
+};
+_Static_assert(sizeof(struct blk) == 64, "one cache line per block");
+
+/* Index entry: 4 per set, one cache line per set. */
+struct blk_ref {
+	uint64_t ip;
+	uint32_t ref;         /* block number + 1; 0 = empty */
+	uint32_t mode;        /* enum btr_exec_mode + 1 */
+};
+
+struct blk_cold {
+	uint32_t end_flags;  /* BTR_INSN_* of the last instruction */
+	uint16_t end_imm;
+};
+
+/* Links start here: mode 0 never validates, so the hot loop needs no
+ * NULL test. */
+extern const struct blk btr_ptflow_blk_nil_;
+#define NIL ((struct blk *)&btr_ptflow_blk_nil_)
+
+/* The address after the block, and its last instruction's address. */
+#define NEXT(b) ((b)->to[0])
+#define END_IP(b) ((b)->end_ip)
+
+/* ---- decoder state ---------------------------------------------------- */
+
+enum en_state {
+	EN_OFF = 0,   /* tracing disabled: wait for TIP.PGE or a PSB+ with FUP */
+	EN_ON,        /* enabled and the IP is known */
+	EN_LOST,      /* enabled but the IP is unknown (after a gap): resync at any IP packet */
+};
+
+struct errata {
+	unsigned bdm70 : 1, bdm64 : 1, skd007 : 1, skd022 : 1, skd010 : 1, skl014 : 1,
+		skl168 : 1, apl12 : 1, apl11 : 1;
+};
+
+#define TNTQ 8   /* TNT packets queued at most (deferred TIPs need 2) */
+#define RETSTACK 64
+#define WALK_LIMIT (1u << 20) /* blocks walked without trace before we call it a loop */
+
+struct btr_ptflow {
+	struct btr_image *img;
+	struct btr_ptflow_config cfg;
+	struct errata er;
+	unsigned img_gen;
+
+	struct blk *blks;     /* 2^cache_bits blocks, the first nblk in use */
+	struct blk_ref *idx;  /* 2^cache_bits index entries in sets of WAYS */
+	uint8_t *lens;        /* BLK_MAXI instruction lengths per block */
+	struct blk_cold *cold;
+	unsigned cache_bits;
+	uint32_t nblk;        /* blocks allocated since the last flush */
+	struct blk *cur;      /* the block at ip when a walk stopped (validated by ip/mode) */
+	struct btr_branch *bbuf; /* batched branch records (cb->branches) */
+	unsigned bn;
+	/* Every record in bbuf has .tsc = bbuf_tsc, .tid = cfg.tid and
+	 * .cycles = 0 unless bbuf_dirty (then the flush restores it): the
+	 * hot loop writes only from, to, insns, flags and kind. */
+	uint64_t bbuf_tsc;
+	uint8_t bbuf_dirty;
+	uint64_t fw_nonjcc;   /* walk_fast: TNT bits consumed by other than JCC */
+
+	/* flow */
+	uint64_t ip;
+	uint8_t en;           /* enum en_state */
+	uint8_t mode;         /* enum btr_exec_mode in effect */
+	uint8_t next_mode;    /* MODE.Exec outside PSB+: applies after the next IP packet */
+	uint8_t have_next_mode;
+	struct blk *pend;     /* executed block whose ending branch waits for a TIP */
+	struct blk pend_copy; /* pend may be evicted: keep the ending by value */
+	uint8_t async_pending;   /* FUP seen: the next TIP/TIP.PGD is asynchronous from async_ip */
+	uint8_t fup_status;      /* next FUP is a status FUP (PTW, MODE.TSX, EXSTOP): walk only */
+	uint8_t tsx_abort;       /* MODE.TSX with abort seen: next FUP+TIP is an abort */
+	uint8_t after_ovf;       /* OVF seen: the next FUP is the resume IP */
+	uint8_t ovf_was_off;     /* tracing was off at the OVF (APL12) */
+	uint8_t in_psb;
+	uint8_t psb_fup;         /* FUP seen in this PSB+ */
+	uint8_t psb_on;          /* tracing was on (flow known) when this PSB+ began */
+	uint8_t synced;          /* a PSB was found */
+	uint8_t stopped;         /* a callback asked to stop */
+	uint8_t in_bbp;
+	uint8_t pending_trunc_gap; /* btr_ptflow_reset while tracing: report the hole */
+	uint8_t bbp_sz;
+	uint64_t async_ip;
+	uint64_t last_ip;        /* IP compression state */
+
+	/* TNT FIFO: packets, each bits (oldest = bit n-1) */
+	uint64_t tq_bits[TNTQ];
+	uint8_t tq_n[TNTQ];
+	unsigned tq_head, tq_cnt;
+	unsigned tnt_total;
+
+	/* return stack (ring); rsl: where the block at the return address
+	 * is remembered (the link next[0] of the calling block, unused by
+	 * calls otherwise), so that a compressed RET needs no lookup */
+	uint64_t rs[RETSTACK];
+	struct blk **rsl[RETSTACK];
+	struct blk *rs_nolink;
+	unsigned rs_top, rs_n;
+
+	/* timing */
+	uint64_t tsc;            /* current timestamp estimate, 0 = none */
+	uint64_t tsc_pkt;        /* last TSC packet value */
+	uint64_t art_base, art_now;
+	uint8_t tma_ok;
+	uint64_t cyc_acc;
+	uint8_t have_cyc;
+
+	/* position */
+	uint64_t off;            /* stream offset of the current buffer start */
+	uint64_t pkt_off;        /* stream offset of the packet being processed */
+	uint8_t carry[32];
+	unsigned carry_len;
+
+	/* per-branch bookkeeping */
+	uint64_t since;          /* instructions since the previous branch */
+
+	const struct btr_ptflow_callbacks *cb;
+	struct btr_ptflow_stats st;
+};
+
+/* ---- across the files ------------------------------------------------- */
+
+/* ptflow.c */
+void ptf_bbuf_fill(struct btr_ptflow *f, unsigned from);
+void ptf_flush_branches(struct btr_ptflow *f);
+void ptf_emit_event(struct btr_ptflow *f, enum btr_flow_event_type t, int reason,
+		    uint64_t ip, uint64_t payload);
+void ptf_emit_insns(struct btr_ptflow *f, const struct blk *b, unsigned n);
+void ptf_tnt_clear(struct btr_ptflow *f);
+void ptf_gap(struct btr_ptflow *f, int reason, uint64_t ip);
+void ptf_apply_next_mode(struct btr_ptflow *f);
+void ptf_set_pend(struct btr_ptflow *f, struct blk *b);
+void ptf_on_tip(struct btr_ptflow *f, uint64_t ip, int suppressed);
+size_t ptf_find_psb(const uint8_t *p, size_t n);
+void ptf_reset_for_piece(struct btr_ptflow *f, uint64_t pos);
+
+/* ptflow_walk.c */
+struct blk *ptf_build_blk(struct btr_ptflow *f, uint64_t ip, int *err);
+void ptf_flush_blocks(struct btr_ptflow *f, int image_changed);
+
+enum goal {
+	G_TNT,   /* consume queued TNT bits; stop when none are left */
+	G_TIP,   /* reach the next indirect transfer; it goes to @x */
+	G_FUP,   /* reach instruction @x (not executed) */
+	G_PGD,   /* reach the branch the TIP.PGD binds to; @x target (or suppressed) */
+	G_PIP,   /* reach and execute the MOV CR3 a PIP binds to; stop before a far transfer */
+};
+int ptf_walk(struct btr_ptflow *f, enum goal goal, uint64_t x, int suppressed, struct blk **endp);
+int ptf_walk_fast(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint64_t off,
+		  size_t *pos);
+
+/* ---- output ----------------------------------------------------------- */
+
+/* Privilege from the address: the upper canonical half is the kernel's
+ * on Linux x86-64 (PT itself does not say; CPL filtering does). */
+#define KFLAGS(from, to) ((unsigned)(((from) >> 63) << 1) | (unsigned)(((to) >> 63) << 8))
+_Static_assert(BTR_BF_KERNEL == 1u << 1 && BTR_BF_TO_KERNEL == 1u << 8, "KFLAGS bit positions");
+
+static inline void emit_branch(struct btr_ptflow *f, uint64_t from, uint64_t to,
+			       unsigned kind, unsigned flags)
+{
+	f->st.branches++;
+	f->st.by_kind[kind]++;
+	if (!f->cb || (!f->cb->branch && !f->cb->branches)) {
+		f->since = 0;
+		return;
+	}
+	struct btr_branch b;
+	b.from = from;
+	b.to = to;
+	b.tsc = f->tsc;
+	b.insns = f->since;
+	b.tid = f->cfg.tid;
+	b.cycles = 0;
+	b.kind = (uint8_t)kind;
+	b.reserved = 0;
+	b.pid = 0;
+	flags |= BTR_BF_INSNS | KFLAGS(from, to);
+	if (f->tsc)
+		flags |= BTR_BF_TSC;
+	if (f->have_cyc) {
+		flags |= BTR_BF_CYCLES;
+		b.cycles = f->cyc_acc > UINT32_MAX ? UINT32_MAX : (uint32_t)f->cyc_acc;
+		f->cyc_acc = 0;
+		f->have_cyc = 0;
+	}
+	b.flags = (uint16_t)flags;
+	f->since = 0;
+	if (f->cb->branches) {
+		f->bbuf_dirty = 1;
+		f->bbuf[f->bn++] = b;
+		if (f->bn == BTR_PTFLOW_BATCH)
+			ptf_flush_branches(f);
+		return;
+	}
+	if (f->cb->branch(f->cb->ctx, &b))
+		f->stopped = 1;
+}
+
+/* Executes all of block @b (its instructions are reported). */
+static inline void exec_blk(struct btr_ptflow *f, const struct blk *b)
+{
+	f->st.insns += b->ninsn;
+	f->since += b->ninsn;
+	if (btr_unlikely(f->cb && f->cb->insn))
+		ptf_emit_insns(f, b, b->ninsn);
+}
+
+/* ---- block decoding --------------------------------------------------- */
+
+/* First entry of @ip's index set. */
+static inline size_t blk_set(const struct btr_ptflow *f, uint64_t ip)
+{
+	return (size_t)((ip * 0x9E3779B97F4A7C15ull) >> (64 - f->cache_bits)) & ~(size_t)(WAYS - 1);
+}
+
+
+
+
+static inline struct blk *lookup(struct btr_ptflow *f, uint64_t ip, int *err)
+{
+	const struct blk_ref *set = &f->idx[blk_set(f, ip)];
+	uint32_t m = f->mode + 1u;
+	for (unsigned w = 0; w < WAYS; w++)
+		if (btr_likely(set[w].ip == ip && set[w].mode == m && set[w].ref))
+			return &f->blks[set[w].ref - 1];
+	return ptf_build_blk(f, ip, err);
+}
+
+/* Successor @which of @b at @ip, through the link. */
+static inline struct blk *succ(struct btr_ptflow *f, struct blk *b, int which, uint64_t ip, int *err)
+{
+	struct blk *s = b->next[which];
+	if (btr_likely(s->ip == ip && s->mode == f->mode + 1))
+		return s;
+	s = lookup(f, ip, err);
+	/* (If the lookup flushed the blocks, @b is dead and writing its
+	 * link is harmless.) */
+	if (s)
+		b->next[which] = s;
+	return s;
+}
+
+/* ---- state helpers ---------------------------------------------------- */
+
+static inline uint64_t rd_le(const uint8_t *p, unsigned n)
+{
+	uint64_t v = 0;
+	for (unsigned i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+static const uint8_t ipc_len[8] = { 0, 2, 4, 6, 6, 0xff, 8, 0xff };
+
+/* The IP of an IP packet with compression @ipc and payload @p, given
+ * the last IP @last (SDM "IP Compression"). */
+static inline uint64_t ip_of(uint64_t last, unsigned ipc, const uint8_t *p)
+{
+	uint64_t ip;
+	switch (ipc) {
+	case 1: ip = (last & ~0xffffull) | rd_le(p, 2); break;
+	case 2: ip = (last & ~0xffffffffull) | rd_le(p, 4); break;
+	case 3: ip = rd_le(p, 6); if (ip & (1ull << 47)) ip |= 0xffff000000000000ull; break;
+	case 4: ip = (last & ~0xffffffffffffull) | rd_le(p, 6); break;
+	case 6: ip = rd_le(p, 8); break;
+	default: ip = last; break;
+	}
+	return ip;
+}
+
+static inline uint64_t ip_reconstruct(struct btr_ptflow *f, unsigned ipc, const uint8_t *p)
+{
+	if (ipc_len[ipc] == 0xff || ipc == 0)
+		return f->last_ip;
+	f->last_ip = ip_of(f->last_ip, ipc, p);
+	return f->last_ip;
+}
+
+/* Pushes return address @ip; @link (may be NULL) remembers its block. */
+static inline void rs_push(struct btr_ptflow *f, uint64_t ip, struct blk **link)
+{
+	f->rs_top = (f->rs_top + 1) % RETSTACK;
+	f->rs[f->rs_top] = ip;
+	f->rsl[f->rs_top] = link ? link : &f->rs_nolink;
+	if (f->rs_n < RETSTACK)
+		f->rs_n++;
+}
+
+static inline uint64_t rs_pop(struct btr_ptflow *f)
+{
+	uint64_t ip = f->rs[f->rs_top];
+	f->rs_top = (f->rs_top + RETSTACK - 1) % RETSTACK;
+	f->rs_n--;
+	return ip;
+}
+
+static inline int tnt_pop(struct btr_ptflow *f)
+{
+	unsigned h = f->tq_head;
+	unsigned n = --f->tq_n[h];
+	int bit = (int)((f->tq_bits[h] >> n) & 1);
+	f->tnt_total--;
+	if (n == 0) {
+		f->tq_head = (h + 1) % TNTQ;
+		f->tq_cnt--;
+	}
+	return bit;
+}
+
+#endif
