@@ -223,8 +223,12 @@ static uint32_t func_of(struct btr_callstack *cs, uint64_t addr, uint32_t pid)
 				snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)addr);
 			f->name = strdup(buf);
 		}
-		if (!f->name)
+		if (!f->name) {
+			/* Not counted yet (nfuncs): free what it holds here. */
+			free((void *)f->module);
+			f->module = NULL;
 			goto nomem;
+		}
 		if (cs->o.lines && img) {
 			const char *file;
 			int line;

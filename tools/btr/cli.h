@@ -17,6 +17,12 @@ enum {
 
 /* Prints "btr: <message>\n" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Keeps a warning ("TRACE: truncated input; ... covers what was read")
+ * until the command ends: printed then as "btr: warning: <message>", or
+ * appended in parentheses to the command's error line if it fails, so
+ * that a command never prints more than one line for one cause.  The
+ * same message given twice is kept once. */
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "btr <cmd>: <message>\nTry 'btr <cmd> --help'.\n" and returns EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -30,8 +30,10 @@ int cli_out_close(struct cli_out *o, int ok)
 	if (!o->f)
 		return -1;
 	if (o->f == stdout) {
-		if (fflush(stdout)) {
-			cli_error("writing the output: %s", strerror(errno));
+		if (fflush(stdout) || ferror(stdout)) {
+			/* Said once: the caller already reported a failed write. */
+			if (ok)
+				cli_error("writing the output: %s", strerror(errno ? errno : EIO));
 			return -1;
 		}
 		return ok ? 0 : -1;
@@ -42,7 +44,7 @@ int cli_out_close(struct cli_out *o, int ok)
 	o->f = NULL;
 	if (bad || !ok) {
 		unlink(o->tmp);
-		if (bad)
+		if (bad && ok)
 			cli_error("%s: write error: %s", o->path, strerror(err ? err : EIO));
 		return -1;
 	}
@@ -66,7 +68,7 @@ int cli_prof_run(const char *cmd, const char *file, struct cli_stream *cs, struc
 		return EXIT_RUNTIME;
 	}
 	if (rc < 0 || info.lost)
-		cli_error("%s: %s (the %s output covers what was read)", file,
+		cli_warn("%s: %s (the %s output covers what was read)", file,
 			  btr_errstr(info.status ? info.status : -BTR_ERR_CHECKSUM), cmd);
 	return EXIT_OK;
 }

@@ -21,7 +21,7 @@ int cli_views_run(const char *cmd, const char *file, struct cli_stream *cs, stru
 		return EXIT_RUNTIME;
 	}
 	if (rc < 0 || info.lost) {
-		cli_error("warning: %s: %s; the %s covers only the data that could be read", file,
+		cli_warn("%s: %s; the %s covers only the data that could be read", file,
 			  btr_errstr(rc < 0 ? rc : -BTR_ERR_CHECKSUM), cmd);
 		return -EXIT_RUNTIME;   /* results usable, exit 3 at the end */
 	}

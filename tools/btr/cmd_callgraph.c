@@ -93,7 +93,7 @@ int cmd_callgraph(int argc, char **argv)
 	int wr = btr_analysis_write(a, o.f, format);
 	btr_analysis_free(a);
 	if (wr)
-		cli_error("%s: %s", file, wr == -BTR_ERR_UNSUPPORTED ? "the trace has no timestamps (use --weight insns)"
+		cli_error("%s: %s", wr == -BTR_ERR_IO ? "writing the output" : file, wr == -BTR_ERR_UNSUPPORTED ? "the trace has no timestamps (use --weight insns)"
 								   : btr_errstr(wr));
 	if (cli_out_close(&o, wr == 0) || wr)
 		return EXIT_RUNTIME;

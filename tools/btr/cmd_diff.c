@@ -3,6 +3,7 @@
  * address, in text or JSON. */
 #include <getopt.h>
 #include <inttypes.h>
+#include <errno.h>
 #include <string.h>
 
 #include "cli.h"
@@ -163,7 +164,12 @@ int cmd_diff(int argc, char **argv)
 		text_items("edges only in B", d->edges_only_b, d->n_edges_only_b, 0, 1, bb);
 	}
 	btr_diff_free(d);
-	rc = fflush(stdout) ? EXIT_RUNTIME : lost ? EXIT_RUNTIME : EXIT_OK;
+	if (fflush(stdout) || ferror(stdout)) {
+		cli_error("writing the output: %s", strerror(errno ? errno : EIO));
+		rc = EXIT_RUNTIME;
+	} else {
+		rc = lost ? EXIT_RUNTIME : EXIT_OK;
+	}
 out:
 	btr_analysis_free(ba);
 	btr_analysis_free(bb);

@@ -661,7 +661,7 @@ int cmd_script(int argc, char **argv)
 		free(sc.cache);
 	}
 	out_flush(o);
-	if (o->err && rc == EXIT_OK) {
+	if (o->err) {
 		cli_error("writing the output: output error");
 		rc = EXIT_RUNTIME;
 	}

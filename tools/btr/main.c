@@ -20,6 +20,11 @@ static const struct command commands[] = {
 #undef X
 };
 
+/* A warning waits until the command ends, so that a command that then
+ * fails says both in its one error line (CONTRACT.md: bad input gives one
+ * line), and the same warning about one file named twice is said once. */
+static char pending[1024];
+
 void cli_error(const char *fmt, ...)
 {
 	va_list ap;
@@ -27,7 +32,31 @@ void cli_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
+	if (pending[0])
+		fprintf(stderr, " (%s)", pending);
+	pending[0] = 0;
 	fputc('\n', stderr);
+}
+
+void cli_warn(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (strstr(pending, msg))
+		return;
+	size_t n = strlen(pending);
+	snprintf(pending + n, sizeof(pending) - n, "%s%s", n ? "; " : "", msg);
+}
+
+/* Says a warning still waiting (the command ended without an error). */
+static void flush_warning(void)
+{
+	if (pending[0])
+		fprintf(stderr, "btr: warning: %s\n", pending);
+	pending[0] = 0;
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
@@ -165,7 +194,9 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		if (commands[i].fn && !strcmp(argv[1], commands[i].name)) {
 			optind = 1;
-			return check_stdout(commands[i].fn(argc - 1, argv + 1));
+			int rc = check_stdout(commands[i].fn(argc - 1, argv + 1));
+			flush_warning();
+			return rc;
 		}
 	}
 	fprintf(stderr, "btr: unknown command '%s'\n", argv[1]);
