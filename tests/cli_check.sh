@@ -114,9 +114,17 @@ benign() {
 echo hello >f.txt
 rec ls.btr /bin/ls -la /usr;      benign ls
 rec gz.btr /bin/gzip -k -f f.txt; benign gz
-rec sh.btr /bin/sh -c 'ls | wc -l'; benign sh   # the parent shell only: fork is not followed yet
+rec sh.btr /bin/sh -c 'ls | wc -l'; benign sh   # the shell, ls and wc: the whole tree is recorded
+check "sh -c 'ls | wc -l': three processes checked" \
+  [ "$("$btr" report --format json sh.btr | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["processes"]))')" -eq 3 ]
 for p in flow_except flow_signals flow_loops flow_threads qemu_async qemu_crash qemu_dlopen qemu_mt symbols symbols_nopie; do
   rec $p.btr "$build/prog_$p"; benign $p
+done
+# the step backend (trap-flag tracing, BTS records): the same programs, no findings
+for p in flow_except flow_signals flow_threads symbols; do
+  "$btr" record -q -b step -o st_$p.btr -- "$build/prog_$p" >/dev/null 2>&1
+  check "step $p: recorded" [ -s st_$p.btr ]
+  benign st_$p
 done
 if [ -x /usr/bin/python3 ]; then
   rec py.btr /usr/bin/python3 -c 'import json; print(json.dumps([1]))'

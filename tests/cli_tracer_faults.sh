@@ -4,7 +4,7 @@
 # threads run, or that is SIGKILLed, leaves a complete, decodable trace;
 # btr record interrupted by SIGINT, SIGTERM or SIGHUP finalizes the trace;
 # btr record killed with SIGKILL leaves nothing under the output name, and
-# what it recorded is in $TMPDIR/btr-record-*/plugin.btr.tmp.PID, which
+# what it recorded is in $TMPDIR/btr-record-*/pPID.btr.tmp.N (one per process), which
 # `btr trace info` reads up to its last complete chunk and reports as cut.
 # (Crashes by SIGSEGV/SIGABRT: test_qemu_record and cli_record.  Fork and
 # exec: the process tests.)  Args: $1 btr binary, $2 build dir, $3 shared dir.
@@ -71,7 +71,7 @@ p = subprocess.Popen([btr, "record", "-q", "-o", out, "--", prog, "spin", "2", "
                      start_new_session=True, stdout=subprocess.DEVNULL)
 deadline = time.time() + 60
 def data():
-    return sum(os.path.getsize(f) for f in glob.glob(tmpd + "/btr-record-*/plugin.btr*"))
+    return sum(os.path.getsize(f) for f in glob.glob(tmpd + "/btr-record-*/*.btr*"))
 while time.time() < deadline and data() < 256 * 1024 and p.poll() is None:
     time.sleep(0.1)
 child = int(open("/proc/%d/task/%d/children" % (p.pid, p.pid)).read().split()[0])
@@ -111,8 +111,8 @@ check "no temporary directory left behind" [ -z "$(ls tmpd)" ]
 rc=$(spin_and_signal lost.btr SIGKILL group)
 check "SIGKILL to btr: killed (got $rc)" [ "$rc" = -9 ]
 check "SIGKILL to btr: nothing under the output name" [ ! -e lost.btr ]
-part=$(ls tmpd/btr-record-*/plugin.btr.tmp.* 2>/dev/null | head -1)
-check "SIGKILL to btr: the recorded data is in \$TMPDIR/btr-record-*/plugin.btr.tmp.PID" [ -n "$part" ]
+part=$(ls tmpd/btr-record-*/p*.btr.tmp.* 2>/dev/null | head -1)
+check "SIGKILL to btr: the recorded data is in \$TMPDIR/btr-record-*/pPID.btr.tmp.N" [ -n "$part" ]
 if [ -n "$part" ]; then
   "$btr" trace info "$part" >part.info 2>part.err; rc=$?
   check "partial trace: trace info exit 3 (got $rc)" [ $rc -eq 3 ]

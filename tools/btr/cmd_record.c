@@ -204,7 +204,7 @@ int cmd_record(int argc, char **argv)
 		backend = "step";
 	if (stepopt && strcmp(backend, "step"))
 		return cli_usage_error("record", "--duration, --start, --stop, --ring, --filter and --inproc need -b step");
-	o.argv = o.attach_pid ? NULL : argv + optind;
+	o.argv = o.attach_pid || optind >= argc ? NULL : argv + optind;
 
 	/* A command that cannot run is reported before anything else. */
 	char path[4096];
