@@ -291,8 +291,10 @@ static void fuzz_analyses_write_free(struct btr_analysis **a, size_t n)
 				free(buf);
 			}
 		}
-		btr_analysis_free(a[i]);
 	}
+	/* Freed after every write: the views read the blocks analysis. */
+	for (size_t i = n; i-- > 0;)
+		btr_analysis_free(a[i]);
 }
 
 #endif
