@@ -19,73 +19,8 @@
 #include "btr/image.h"
 #include "btr/insn.h"
 #include "internal.h"
+#include "pairmap.h"
 
-/* ---- a small open-addressing map (u64, u32) -> u32 ---- */
-struct hent {
-	uint64_t a;
-	uint32_t b;
-	uint32_t v;   /* value + 1; 0 = empty */
-};
-struct hmap {
-	struct hent *t;
-	size_t cap, n;   /* cap is a power of two */
-};
-
-static uint64_t hhash(uint64_t a, uint32_t b)
-{
-	uint64_t h = (a ^ ((uint64_t)b << 40) ^ b) * 0x9E3779B97F4A7C15ull;
-	return h ^ (h >> 29);
-}
-
-static int hmap_get(const struct hmap *m, uint64_t a, uint32_t b, uint32_t *v)
-{
-	if (!m->cap)
-		return 0;
-	for (size_t i = hhash(a, b) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-		const struct hent *e = &m->t[i];
-		if (!e->v)
-			return 0;
-		if (e->a == a && e->b == b) {
-			*v = e->v - 1;
-			return 1;
-		}
-	}
-}
-
-static int hmap_put(struct hmap *m, uint64_t a, uint32_t b, uint32_t v)
-{
-	if ((m->n + 1) * 4 > m->cap * 3) {
-		size_t nc = m->cap ? m->cap * 2 : 256;
-		struct hent *nt = calloc(nc, sizeof(*nt));
-		if (!nt)
-			return -BTR_ERR_NOMEM;
-		for (size_t i = 0; i < m->cap; i++) {
-			struct hent *e = &m->t[i];
-			if (!e->v)
-				continue;
-			size_t j = hhash(e->a, e->b) & (nc - 1);
-			while (nt[j].v)
-				j = (j + 1) & (nc - 1);
-			nt[j] = *e;
-		}
-		free(m->t);
-		m->t = nt;
-		m->cap = nc;
-	}
-	size_t i = hhash(a, b) & (m->cap - 1);
-	while (m->t[i].v && !(m->t[i].a == a && m->t[i].b == b))
-		i = (i + 1) & (m->cap - 1);
-	if (!m->t[i].v)
-		m->n++;
-	m->t[i] = (struct hent){ a, b, v + 1 };
-	return 0;
-}
-
-static void hmap_clear(struct hmap *m)
-{
-	free(m->t);
-	memset(m, 0, sizeof(*m));
-}
 
 /* ---- state ---- */
 struct btr_callstack {
@@ -97,10 +32,10 @@ struct btr_callstack {
 	size_t nnodes, capnodes;
 	struct btr_cs_thread **threads;
 	size_t nthreads, capthreads;
-	struct hmap addr2func;   /* (addr, pid) -> function containing addr */
-	struct hmap start2func;  /* (symbol start, pid) -> function */
-	struct hmap cct;         /* (parent << 32 | func, 0) -> node */
-	struct hmap tid2thread;
+	struct pairmap addr2func;   /* (addr, pid) -> function containing addr */
+	struct pairmap start2func;  /* (symbol start, pid) -> function */
+	struct pairmap cct;         /* (parent << 32 | func, 0) -> node */
+	struct pairmap tid2thread;
 	int no_insns, no_time, any;
 	int nomem;
 };
@@ -157,10 +92,10 @@ void btr_callstack_free(struct btr_callstack *cs)
 	free(cs->threads);
 	free(cs->funcs);
 	free(cs->nodes);
-	hmap_clear(&cs->addr2func);
-	hmap_clear(&cs->start2func);
-	hmap_clear(&cs->cct);
-	hmap_clear(&cs->tid2thread);
+	pairmap_clear(&cs->addr2func);
+	pairmap_clear(&cs->start2func);
+	pairmap_clear(&cs->cct);
+	pairmap_clear(&cs->tid2thread);
 	free(cs);
 }
 
@@ -186,13 +121,13 @@ static char *dup_or_null(const char *s)
 static uint32_t func_of(struct btr_callstack *cs, uint64_t addr, uint32_t pid)
 {
 	uint32_t v;
-	if (hmap_get(&cs->addr2func, addr, pid, &v))
+	if (pairmap_get(&cs->addr2func, addr, pid, &v))
 		return v;
 	struct btr_image *img = image_of(cs, pid);
 	struct btr_symbol sym;
 	int has = img && btr_image_symbol(img, addr, &sym) == 0 && addr >= sym.addr;
 	uint64_t start = has ? sym.addr : addr;
-	if (!hmap_get(&cs->start2func, start, pid, &v)) {
+	if (!pairmap_get(&cs->start2func, start, pid, &v)) {
 		struct btr_cs_func *nf = grow(cs->funcs, &cs->capfuncs, cs->nfuncs + 1, sizeof(*nf));
 		if (!nf)
 			goto nomem;
@@ -238,10 +173,10 @@ static uint32_t func_of(struct btr_callstack *cs, uint64_t addr, uint32_t pid)
 			}
 		}
 		v = (uint32_t)cs->nfuncs++;
-		if (hmap_put(&cs->start2func, start, pid, v))
+		if (pairmap_put(&cs->start2func, start, pid, v))
 			goto nomem;
 	}
-	if (hmap_put(&cs->addr2func, addr, pid, v))
+	if (pairmap_put(&cs->addr2func, addr, pid, v))
 		goto nomem;
 	return v;
 nomem:
@@ -259,7 +194,7 @@ static uint32_t cct_child(struct btr_callstack *cs, uint32_t parent, uint32_t fu
 {
 	uint32_t v;
 	uint64_t key = (uint64_t)parent << 32 | func;
-	if (hmap_get(&cs->cct, key, 0, &v))
+	if (pairmap_get(&cs->cct, key, 0, &v))
 		return v;
 	struct btr_cs_node *nn = grow(cs->nodes, &cs->capnodes, cs->nnodes + 1, sizeof(*nn));
 	if (!nn) {
@@ -269,7 +204,7 @@ static uint32_t cct_child(struct btr_callstack *cs, uint32_t parent, uint32_t fu
 	cs->nodes = nn;
 	v = (uint32_t)cs->nnodes;
 	cs->nodes[v] = (struct btr_cs_node){ .parent = parent, .func = func };
-	if (hmap_put(&cs->cct, key, 0, v)) {
+	if (pairmap_put(&cs->cct, key, 0, v)) {
 		cs->nomem = 1;
 		return 0;
 	}
@@ -281,7 +216,7 @@ static uint32_t cct_child(struct btr_callstack *cs, uint32_t parent, uint32_t fu
 static struct btr_cs_thread *thread_get(struct btr_callstack *cs, uint32_t tid, uint32_t pid)
 {
 	uint32_t v;
-	if (hmap_get(&cs->tid2thread, tid, 0, &v)) {
+	if (pairmap_get(&cs->tid2thread, tid, 0, &v)) {
 		struct btr_cs_thread *t = cs->threads[v];
 		if (!t->pid)
 			t->pid = pid;
@@ -298,7 +233,7 @@ static struct btr_cs_thread *thread_get(struct btr_callstack *cs, uint32_t tid, 
 	t->pid = pid;
 	t->restart = 1;
 	cs->threads[cs->nthreads] = t;
-	if (hmap_put(&cs->tid2thread, tid, 0, (uint32_t)cs->nthreads))
+	if (pairmap_put(&cs->tid2thread, tid, 0, (uint32_t)cs->nthreads))
 		goto nomem;
 	cs->nthreads++;
 	return t;
@@ -708,8 +643,8 @@ int btr_callstack_event(struct btr_callstack *cs, const struct btr_stream_event 
 			reset(cs, t);
 		}
 		/* the process's addresses mean other functions from now on */
-		hmap_clear(&cs->addr2func);
-		hmap_clear(&cs->start2func);
+		pairmap_clear(&cs->addr2func);
+		pairmap_clear(&cs->start2func);
 		break;
 	case BTR_SEV_FLOW:
 		if (!ev->flow || !(t = thread_get(cs, ev->tid, ev->pid)))

@@ -24,6 +24,7 @@
 #include "btr/insn.h"
 #include "check_priv.h"
 #include "internal.h"
+#include "pairmap.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -39,72 +40,6 @@
 #define DEEP_SEARCH 4096      /* frames searched below the top for a return target */
 #define SYM_LEN 160
 
-/* ---- a small open-addressing map (a, b) -> v ---- */
-
-struct pent {
-	uint64_t a, b;
-	uint32_t v;   /* 0: empty slot; stored value + 1 */
-};
-struct pmap {
-	struct pent *t;
-	size_t cap, n;
-};
-
-static size_t phash(uint64_t a, uint64_t b)
-{
-	uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull) * 0xc2b2ae3d27d4eb4full;
-	return (size_t)(h ^ (h >> 29));
-}
-
-static int pmap_get(const struct pmap *m, uint64_t a, uint64_t b, uint32_t *v)
-{
-	if (!m->cap)
-		return 0;
-	for (size_t i = phash(a, b) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-		const struct pent *e = &m->t[i];
-		if (!e->v)
-			return 0;
-		if (e->a == a && e->b == b) {
-			*v = e->v - 1;
-			return 1;
-		}
-	}
-}
-
-static int pmap_put(struct pmap *m, uint64_t a, uint64_t b, uint32_t v)
-{
-	if ((m->n + 1) * 2 > m->cap) {
-		size_t nc = m->cap ? m->cap * 2 : 1024;
-		struct pent *nt = calloc(nc, sizeof(*nt));
-		if (!nt)
-			return -BTR_ERR_NOMEM;
-		for (size_t i = 0; i < m->cap; i++) {
-			struct pent *e = &m->t[i];
-			if (!e->v)
-				continue;
-			size_t j = phash(e->a, e->b) & (nc - 1);
-			while (nt[j].v)
-				j = (j + 1) & (nc - 1);
-			nt[j] = *e;
-		}
-		free(m->t);
-		m->t = nt;
-		m->cap = nc;
-	}
-	size_t i = phash(a, b) & (m->cap - 1);
-	while (m->t[i].v && !(m->t[i].a == a && m->t[i].b == b))
-		i = (i + 1) & (m->cap - 1);
-	if (!m->t[i].v)
-		m->n++;
-	m->t[i] = (struct pent){ a, b, v + 1 };
-	return 0;
-}
-
-static void pmap_clear(struct pmap *m)
-{
-	free(m->t);
-	memset(m, 0, sizeof(*m));
-}
 
 /* ---- processes, mappings, threads ---- */
 
@@ -175,10 +110,10 @@ struct check {
 	size_t n_procs;
 	struct thr **thr;
 	size_t n_thr;
-	struct pmap insn;       /* (proc<<48|addr, 0) -> kind | len << 8 | flags << 16; ~0u: no code */
-	struct pmap callpre;    /* (proc<<48|addr, 1) -> 0/1 */
-	struct pmap edges;      /* (from, to) of indirect transfers already judged */
-	struct pmap dedup;      /* (kind id << 56 ^ from, to) -> finding index */
+	struct pairmap insn;       /* (proc<<48|addr, 0) -> kind | len << 8 | flags << 16; ~0u: no code */
+	struct pairmap callpre;    /* (proc<<48|addr, 1) -> 0/1 */
+	struct pairmap edges;      /* (from, to) of indirect transfers already judged */
+	struct pairmap dedup;      /* (kind id << 56 ^ from, to) -> finding index */
 	struct finding *f;
 	size_t n_f, cap_f;
 	struct btr_check_finding *pubs;
@@ -324,7 +259,7 @@ static int add_finding(struct check *c, int kind, enum btr_check_severity sev, c
 {
 	uint32_t idx;
 	uint64_t ka = from ^ ((uint64_t)kind << 56);
-	if (pmap_get(&c->dedup, ka, key_to, &idx)) {
+	if (pairmap_get(&c->dedup, ka, key_to, &idx)) {
 		if (idx != UINT32_MAX)
 			c->f[idx].pub.count++;
 		return 0;
@@ -366,10 +301,10 @@ static int add_finding(struct check *c, int kind, enum btr_check_severity sev, c
 	if (allowed(c, f)) {
 		c->stats.allowed++;
 		free(f->detail);
-		return pmap_put(&c->dedup, ka, key_to, UINT32_MAX);
+		return pairmap_put(&c->dedup, ka, key_to, UINT32_MAX);
 	}
 	c->n_f++;
-	return pmap_put(&c->dedup, ka, key_to, (uint32_t)(c->n_f - 1));
+	return pairmap_put(&c->dedup, ka, key_to, (uint32_t)(c->n_f - 1));
 }
 
 /* ---- code queries ---- */
@@ -381,12 +316,12 @@ static uint32_t insn_at(struct check *c, size_t pi, uint32_t pid, uint64_t a)
 {
 	uint32_t v;
 	uint64_t key = a | ((uint64_t)pi << 48);
-	if (pmap_get(&c->insn, key, 0, &v))
+	if (pairmap_get(&c->insn, key, 0, &v))
 		return v;
 	struct btr_insn in;
 	int r = btr_insn_decode_image(btr_stream_image_pid(c->s, pid), a, BTR_MODE_64, &in);
 	v = r > 0 ? (uint32_t)in.kind | (uint32_t)in.len << 8 | (in.flags & 0xff) << 16 : INSN_NOCODE;
-	pmap_put(&c->insn, key, 0, v);
+	pairmap_put(&c->insn, key, 0, v);
 	return v;
 }
 
@@ -396,7 +331,7 @@ static int call_preceded(struct check *c, size_t pi, uint32_t pid, uint64_t a)
 {
 	uint32_t v;
 	uint64_t key = a | ((uint64_t)pi << 48);
-	if (pmap_get(&c->callpre, key, 1, &v))
+	if (pairmap_get(&c->callpre, key, 1, &v))
 		return (int)v;
 	const struct btr_image *img = btr_stream_image_pid(c->s, pid);
 	uint8_t buf[16];
@@ -411,7 +346,7 @@ static int call_preceded(struct check *c, size_t pi, uint32_t pid, uint64_t a)
 		    (in.kind == BTR_KIND_CALL || in.kind == BTR_KIND_CALL_IND))
 			v = 1;
 	}
-	pmap_put(&c->callpre, key, 1, v);
+	pairmap_put(&c->callpre, key, 1, v);
 	return (int)v;
 }
 
@@ -729,9 +664,9 @@ static int check_indirect(struct check *c, size_t pi, struct proc *p, struct thr
 			  const struct btr_branch *b)
 {
 	uint32_t dummy;
-	if (pmap_get(&c->edges, b->from, b->to, &dummy))
+	if (pairmap_get(&c->edges, b->from, b->to, &dummy))
 		return 0;
-	int rc = pmap_put(&c->edges, b->from, b->to, 0);
+	int rc = pairmap_put(&c->edges, b->from, b->to, 0);
 	if (rc < 0)
 		return rc;
 	struct mapping *fmap = map_of(p, b->from), *tmap = map_of(p, b->to);
@@ -1049,8 +984,8 @@ static int on_module(struct check *c, const struct btr_stream_event *ev)
 		m->bias = bias;
 	}
 	/* new code at these addresses: forget what was cached */
-	pmap_clear(&c->insn);
-	pmap_clear(&c->callpre);
+	pairmap_clear(&c->insn);
+	pairmap_clear(&c->callpre);
 	return 0;
 }
 
@@ -1096,9 +1031,9 @@ static int a_event(void *state, const struct btr_stream_event *ev)
 		for (size_t i = 0; i < c->n_thr; i++)
 			if (c->thr[i]->pid == ev->pid)
 				reset_thread(c, c->thr[i]);
-		pmap_clear(&c->insn);
-		pmap_clear(&c->callpre);
-		pmap_clear(&c->edges);
+		pairmap_clear(&c->insn);
+		pairmap_clear(&c->callpre);
+		pairmap_clear(&c->edges);
 		return 0;
 	}
 	case BTR_SEV_THREAD_EXIT:
@@ -1256,10 +1191,10 @@ static void a_destroy(void *state)
 		free(c->thr[i]);
 	}
 	free(c->thr);
-	pmap_clear(&c->insn);
-	pmap_clear(&c->callpre);
-	pmap_clear(&c->edges);
-	pmap_clear(&c->dedup);
+	pairmap_clear(&c->insn);
+	pairmap_clear(&c->callpre);
+	pairmap_clear(&c->edges);
+	pairmap_clear(&c->dedup);
 	for (size_t i = 0; i < c->n_f; i++)
 		free(c->f[i].detail);
 	free(c->f);
