@@ -1237,7 +1237,7 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	struct sigaction al = { .sa_handler = on_alarm };
 	sigaction(SIGALRM, &al, &old[4]);
 
-	pid_t root;
+	pid_t root = 0;
 	struct proc *p = NULL;
 	if (inproc) {
 		rc = step_run_inproc(&r, cmd, opts->argv, agent);
