@@ -31,205 +31,11 @@
 #include <unistd.h>
 #include <zstd.h>
 
-/* ---- constants from the perf ABI ---- */
-
-#define PERF_MAGIC2_LE 0x32454c4946524550ULL /* "PERFILE2" read as LE u64 */
-#define PERF_MAGIC2_BE 0x50455246494c4532ULL
-#define FILE_HEADER_SIZE 104 /* struct perf_file_header */
-#define PIPE_HEADER_SIZE 16  /* struct perf_pipe_file_header */
-#define ATTR_SIZE_VER0 64
-
-enum {
-	REC_MMAP = 1, REC_LOST = 2, REC_COMM = 3, REC_EXIT = 4, REC_FORK = 7,
-	REC_SAMPLE = 9, REC_MMAP2 = 10, REC_SWITCH = 14, REC_SWITCH_CPU_WIDE = 15,
-	REC_HEADER_ATTR = 64, REC_HEADER_BUILD_ID = 67, REC_AUXTRACE_INFO = 70,
-	REC_AUXTRACE = 71, REC_TIME_CONV = 79, REC_HEADER_FEATURE = 80,
-	REC_COMPRESSED = 81,  /* { header; zstd data[] } (perf record -z) */
-	REC_COMPRESSED2 = 83, /* { header; u64 data_size; zstd data[] } (perf 6.16+) */
-};
-
-enum {
-	MISC_MMAP_DATA = 1u << 13,
-	MISC_COMM_EXEC = 1u << 13,
-	MISC_MMAP_BUILD_ID = 1u << 14,
-	MISC_BUILD_ID_SIZE = 1u << 15, /* HEADER_BUILD_ID entries */
-	MISC_SWITCH_OUT = 1u << 13,
-	MISC_SWITCH_OUT_PREEMPT = 1u << 14,
-};
-
-enum {
-	S_IP = 1u << 0, S_TID = 1u << 1, S_TIME = 1u << 2, S_ADDR = 1u << 3,
-	S_READ = 1u << 4, S_CALLCHAIN = 1u << 5, S_ID = 1u << 6, S_CPU = 1u << 7,
-	S_PERIOD = 1u << 8, S_STREAM_ID = 1u << 9, S_RAW = 1u << 10,
-	S_BRANCH_STACK = 1u << 11, S_IDENTIFIER = 1u << 16,
-};
-
-enum { RF_TOTAL_TIME_ENABLED = 1, RF_TOTAL_TIME_RUNNING = 2, RF_ID = 4, RF_GROUP = 8, RF_LOST = 16 };
-
-enum {
-	BR_USER = 1u << 0, BR_KERNEL = 1u << 1,
-	BR_HW_INDEX = 1u << 17, /* PERF_SAMPLE_BRANCH_HW_INDEX: u64 hw_idx before the entries */
-};
-
-enum { /* feature bits (tools/perf/util/header.h) */
-	F_BUILD_ID = 2, F_HOSTNAME = 3, F_OSRELEASE = 4, F_VERSION = 5,
-	F_CPUDESC = 8, F_CPUID = 9, F_EVENT_DESC = 12, F_COMPRESSED = 27, F_MAX = 256,
-};
-
-enum { AUXTRACE_INTEL_PT = 1, AUXTRACE_INTEL_BTS = 2 };
-
-/* tools/perf/util/intel-pt.h: indexes into AUXTRACE_INFO priv[]. */
-enum {
-	PT_PMU_TYPE, PT_TIME_SHIFT, PT_TIME_MULT, PT_TIME_ZERO, PT_CAP_USER_TIME_ZERO,
-	PT_TSC_BIT, PT_NORETCOMP_BIT, PT_HAVE_SCHED_SWITCH, PT_SNAPSHOT_MODE,
-	PT_PER_CPU_MMAPS, PT_MTC_BIT, PT_MTC_FREQ_BITS, PT_TSC_CTC_N, PT_TSC_CTC_D,
-	PT_CYC_BIT, PT_MAX_NONTURBO_RATIO, PT_FILTER_STR_LEN, PT_PRIV_MIN = PT_MAX_NONTURBO_RATIO + 1,
-};
-
-/* The largest branch stack a record can hold: header.size is a u16. */
-#define MAX_LBR ((65535 - 8 - 8) / 24 + 1)
-/* How many records open() looks at for AUXTRACE_INFO, TIME_CONV, pipe
- * attributes and the first branch stack (perf writes the first three
- * before any sample). */
-#define PRESCAN_RECORDS 65536
-
-#define PROT_R 1
-#define PROT_X 4
-
-struct attr_ent {
-	struct btr_perf_attr a;
-	char *name;
-};
-
-struct id_ent {
-	uint64_t id;
-	uint32_t attr;
-};
-
-struct bid_ent {
-	char *path;
-	uint8_t id[20];
-	uint8_t len;
-};
-
-struct btr_perf_reader {
-	const uint8_t *buf;
-	size_t size;
-	void *map;          /* mmap'ed region, or NULL */
-	size_t map_size;
-	bool swap, pipe;
-
-	uint64_t data_start;    /* first record */
-	uint64_t data_end;      /* end of the readable data (<= size) */
-	bool data_cut;          /* the file ends before the declared data end */
-	bool feat_cut;          /* feature sections run past the file */
-	uint64_t pos;
-	uint64_t last_off;
-	int err;                /* sticky error, 0 if none */
-	int machine_done;
-	struct btr_record pending;
-	bool has_pending;
-
-	struct attr_ent *attrs;
-	uint32_t nr_attrs, cap_attrs;
-	struct id_ent *ids;
-	uint32_t nr_ids, cap_ids;
-	bool ids_sorted;
-	struct bid_ent *bids;
-	uint32_t nr_bids, cap_bids;
-
-	/* perf clock -> TSC (perf_time_to_tsc in tools/perf/util/tsc.c) */
-	bool have_conv;
-	uint16_t time_shift;
-	uint64_t time_mult, time_zero;
-
-	uint32_t auxtrace_type;
-	uint64_t pt_priv[PT_PRIV_MIN];
-	bool have_pt_priv;
-	uint64_t bts_pmu_type;
-	bool have_bts_priv;
-	uint32_t first_lbr_nr;
-	int32_t lbr_attr;       /* attr index of the first branch-stack sample, -1 */
-
-	uint64_t features;
-	char cpuid[64], cpudesc[96], hostname[64], os_release[64], perf_version[64];
-
-	uint64_t counts[128];
-	struct btr_rec_machine machine;
-	bool in_dbuf;           /* the last raw record came from dbuf */
-
-	/* perf record -z: the records of COMPRESSED records are one zstd
-	 * stream; each COMPRESSED record's output is appended to what is
-	 * left of the previous one (a record may span two of them). */
-	ZSTD_DCtx *zd;
-	uint8_t *dbuf;
-	size_t dcap, dlen, dpos;
-	uint32_t comp_mmap_len;  /* HEADER_COMPRESSED mmap_len: output per record */
-
-	char path[4096];
-	char comm[256];
-	struct btr_lbr_entry lbr[MAX_LBR];
-	/* btr_perf_read_sample: entries and callchain of the last sample */
-	struct btr_perf_branch *sbr;      /* MAX_LBR, allocated on first use */
-	uint64_t *scc;                    /* MAX_CALLCHAIN */
-};
-
-/* The longest callchain a record can hold (header.size is a u16). */
-#define MAX_CALLCHAIN (65535 / 8)
-
-/* ---- byte access ---- */
-
-static inline uint16_t rd16(const struct btr_perf_reader *r, const uint8_t *p)
-{
-	uint16_t v;
-	memcpy(&v, p, 2);
-	return r->swap ? __builtin_bswap16(v) : v;
-}
-
-static inline uint32_t rd32(const struct btr_perf_reader *r, const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return r->swap ? __builtin_bswap32(v) : v;
-}
-
-static inline uint64_t rd64(const struct btr_perf_reader *r, const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return r->swap ? __builtin_bswap64(v) : v;
-}
-
-/* Is [off, off+len) inside the input? (overflow-safe) */
-static inline bool in_file(const struct btr_perf_reader *r, uint64_t off, uint64_t len)
-{
-	return off <= r->size && len <= r->size - off;
-}
-
-/* Copies the NUL-terminated (or field-bounded) string at @p of at most
- * @max bytes into @dst of @cap bytes. */
-static void copy_str(char *dst, size_t cap, const uint8_t *p, size_t max)
-{
-	size_t n = strnlen((const char *)p, max);
-	if (n >= cap)
-		n = cap - 1;
-	memcpy(dst, p, n);
-	dst[n] = 0;
-}
-
-static uint64_t perf_to_tsc(const struct btr_perf_reader *r, uint64_t ns)
-{
-	if (!r->have_conv || !ns)
-		return ns;
-	/* tools/perf/util/tsc.c perf_time_to_tsc(): split to avoid overflow */
-	uint64_t t = ns - r->time_zero;
-	uint64_t quot = t / r->time_mult, rem = t % r->time_mult;
-	return (quot << r->time_shift) + (uint64_t)(((unsigned __int128)rem << r->time_shift) / r->time_mult);
-}
+#include "perfdata_priv.h"
 
 /* ---- attribute and id tables ---- */
 
-static int add_attr(struct btr_perf_reader *r, const uint8_t *p, uint64_t avail, uint32_t *idx)
+int btr__perf_add_attr(struct btr_perf_reader *r, const uint8_t *p, uint64_t avail, uint32_t *idx)
 {
 	if (avail < ATTR_SIZE_VER0)
 		return -BTR_ERR_BAD_RECORD;
@@ -262,7 +68,7 @@ static int add_attr(struct btr_perf_reader *r, const uint8_t *p, uint64_t avail,
 	return 0;
 }
 
-static int add_id(struct btr_perf_reader *r, uint64_t id, uint32_t attr)
+int btr__perf_add_id(struct btr_perf_reader *r, uint64_t id, uint32_t attr)
 {
 	if (r->nr_ids == r->cap_ids) {
 		uint32_t cap = r->cap_ids ? r->cap_ids * 2 : 64;
@@ -287,7 +93,7 @@ static int cmp_id(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static void sort_ids(struct btr_perf_reader *r)
+void btr__perf_sort_ids(struct btr_perf_reader *r)
 {
 	if (!r->ids_sorted && r->nr_ids > 1)
 		qsort(r->ids, r->nr_ids, sizeof(*r->ids), cmp_id);
@@ -541,227 +347,6 @@ static void decode_branch_full(const struct btr_perf_reader *r, const uint8_t *e
 #undef FIELD
 }
 
-/* ---- header sections ---- */
-
-static int cmp_bid(const void *a, const void *b)
-{
-	return strcmp(((const struct bid_ent *)a)->path, ((const struct bid_ent *)b)->path);
-}
-
-static int add_build_id(struct btr_perf_reader *r, const uint8_t *id, unsigned len, const uint8_t *name,
-			size_t max)
-{
-	if (r->nr_bids == r->cap_bids) {
-		uint32_t cap = r->cap_bids ? r->cap_bids * 2 : 32;
-		if (cap > (1u << 20))
-			return 0;
-		void *n = realloc(r->bids, cap * sizeof(*r->bids));
-		if (!n)
-			return -BTR_ERR_NOMEM;
-		r->bids = n;
-		r->cap_bids = cap;
-	}
-	size_t l = strnlen((const char *)name, max);
-	char *s = malloc(l + 1);
-	if (!s)
-		return -BTR_ERR_NOMEM;
-	memcpy(s, name, l);
-	s[l] = 0;
-	struct bid_ent *e = &r->bids[r->nr_bids++];
-	e->path = s;
-	e->len = len > 20 ? 20 : (uint8_t)len;
-	memcpy(e->id, id, e->len);
-	return 0;
-}
-
-/* HEADER_BUILD_ID: a sequence of struct perf_record_header_build_id
- * { header; pid_t pid; u8 build_id[24] (or data[20], size, 3 reserved
- * with PERF_RECORD_MISC_BUILD_ID_SIZE); char filename[]; }.  The ancient
- * ABI without pid (perf_header__read_build_ids_abi_quirk, 2.6.35) is not
- * supported. */
-static int parse_build_ids(struct btr_perf_reader *r, const uint8_t *p, uint64_t n)
-{
-	uint64_t off = 0;
-	while (n - off >= 8 + 4 + 24) {
-		uint16_t misc = rd16(r, p + off + 4), sz = rd16(r, p + off + 6);
-		if (sz < 8 + 4 + 24 || sz > n - off)
-			break;
-		const uint8_t *e = p + off + 12;
-		unsigned len = 20;
-		if (misc & MISC_BUILD_ID_SIZE)
-			len = e[20] <= 20 ? e[20] : 20;
-		int err = add_build_id(r, e, len, e + 24, sz - 36);
-		if (err)
-			return err;
-		off += sz;
-	}
-	if (r->nr_bids > 1)
-		qsort(r->bids, r->nr_bids, sizeof(*r->bids), cmp_bid);
-	return 0;
-}
-
-static const struct bid_ent *find_build_id(const struct btr_perf_reader *r, const char *path)
-{
-	struct bid_ent key = { .path = (char *)path };
-	/* The kernel's MMAP is named "[kernel.kallsyms]_text" (or _stext),
-	 * its build-id entry "[kernel.kallsyms]". */
-	if (!strncmp(path, "[kernel.kallsyms]", 17))
-		key.path = "[kernel.kallsyms]";
-	if (!r->nr_bids)
-		return NULL;
-	return bsearch(&key, r->bids, r->nr_bids, sizeof(*r->bids), cmp_bid);
-}
-
-/* struct perf_header_string { u32 len; char string[len]; } */
-static void parse_string(const struct btr_perf_reader *r, const uint8_t *p, uint64_t n, char *dst, size_t cap)
-{
-	if (n < 4)
-		return;
-	uint32_t len = rd32(r, p);
-	if (len > n - 4)
-		len = (uint32_t)(n - 4);
-	copy_str(dst, cap, p + 4, len);
-}
-
-/* HEADER_EVENT_DESC: u32 nr, u32 attr_size, then per event: attr,
- * u32 nr_ids, perf_header_string name, u64 ids[nr_ids].  Used only for
- * the event names, matched to the attrs by position. */
-static int parse_event_desc(struct btr_perf_reader *r, const uint8_t *p, uint64_t n)
-{
-	if (n < 8)
-		return 0;
-	uint32_t nr = rd32(r, p), asz = rd32(r, p + 4);
-	uint64_t off = 8;
-	for (uint32_t i = 0; i < nr && i < r->nr_attrs; i++) {
-		if (asz > n - off || n - off - asz < 8)
-			break;
-		off += asz;
-		uint32_t nids = rd32(r, p + off);
-		uint32_t slen = rd32(r, p + off + 4);
-		off += 8;
-		if (slen > n - off)
-			break;
-		size_t l = strnlen((const char *)p + off, slen);
-		char *s = malloc(l + 1);
-		if (!s)
-			return -BTR_ERR_NOMEM;
-		memcpy(s, p + off, l);
-		s[l] = 0;
-		free(r->attrs[i].name);
-		r->attrs[i].name = s;
-		r->attrs[i].a.name = s;
-		off += slen;
-		if (nids > (n - off) / 8)
-			break;
-		off += (uint64_t)nids * 8;
-	}
-	return 0;
-}
-
-static int parse_feature(struct btr_perf_reader *r, unsigned feat, const uint8_t *p, uint64_t n)
-{
-	switch (feat) {
-	case F_BUILD_ID: return parse_build_ids(r, p, n);
-	case F_HOSTNAME: parse_string(r, p, n, r->hostname, sizeof(r->hostname)); break;
-	case F_OSRELEASE: parse_string(r, p, n, r->os_release, sizeof(r->os_release)); break;
-	case F_VERSION: parse_string(r, p, n, r->perf_version, sizeof(r->perf_version)); break;
-	case F_CPUDESC: parse_string(r, p, n, r->cpudesc, sizeof(r->cpudesc)); break;
-	case F_CPUID: parse_string(r, p, n, r->cpuid, sizeof(r->cpuid)); break;
-	case F_EVENT_DESC: return parse_event_desc(r, p, n);
-	case F_COMPRESSED:
-		/* u32 version, type, level, ratio, mmap_len */
-		if (n >= 20)
-			r->comp_mmap_len = rd32(r, p + 16);
-		break;
-	default: break;
-	}
-	return 0;
-}
-
-/* File-mode header: struct perf_file_header { u64 magic, size, attr_size;
- * perf_file_section attrs, data, event_types; u64 adds_features[4]; },
- * attrs = array of attr_size-byte { perf_event_attr; perf_file_section
- * ids; }, feature sections = one perf_file_section per set feature bit,
- * in bit order, starting right after the data section. */
-static int parse_file_header(struct btr_perf_reader *r)
-{
-	if (r->size < FILE_HEADER_SIZE)
-		return -BTR_ERR_TRUNCATED;
-	const uint8_t *h = r->buf;
-	uint64_t attr_size = rd64(r, h + 16);
-	uint64_t attrs_off = rd64(r, h + 24), attrs_sz = rd64(r, h + 32);
-	uint64_t data_off = rd64(r, h + 40), data_sz = rd64(r, h + 48);
-	uint64_t feat[4];
-	for (int i = 0; i < 4; i++)
-		feat[i] = rd64(r, h + 72 + 8 * i);
-	r->features = feat[0];
-
-	/* attr_size is sizeof(struct perf_file_attr): the attr plus its ids
-	 * section */
-	if (attr_size < ATTR_SIZE_VER0 + 16 || attr_size > 4096)
-		return -BTR_ERR_BAD_FORMAT;
-	uint64_t stride = attr_size;
-	attr_size -= 16;
-	if (attrs_sz % stride || attrs_sz / stride > 65536)
-		return -BTR_ERR_BAD_FORMAT;
-	if (data_off < FILE_HEADER_SIZE || data_off > UINT64_MAX / 2 || data_sz > UINT64_MAX / 4)
-		return -BTR_ERR_BAD_FORMAT;
-	if (!in_file(r, attrs_off, attrs_sz))
-		return attrs_off > UINT64_MAX / 2 || attrs_sz > UINT64_MAX / 2 ? -BTR_ERR_BAD_FORMAT
-										  : -BTR_ERR_TRUNCATED;
-	for (uint64_t o = attrs_off; o < attrs_off + attrs_sz; o += stride) {
-		uint32_t idx;
-		int err = add_attr(r, r->buf + o, attr_size, &idx);
-		if (err)
-			return err;
-		uint64_t ids_off = rd64(r, r->buf + o + attr_size), ids_sz = rd64(r, r->buf + o + attr_size + 8);
-		if (ids_sz % 8)
-			return -BTR_ERR_BAD_FORMAT;
-		if (!in_file(r, ids_off, ids_sz))
-			return ids_off > UINT64_MAX / 2 || ids_sz > UINT64_MAX / 2 ? -BTR_ERR_BAD_FORMAT
-										    : -BTR_ERR_TRUNCATED;
-		r->attrs[idx].a.nr_ids = (uint32_t)(ids_sz / 8);
-		for (uint64_t k = 0; k < ids_sz; k += 8)
-			if ((err = add_id(r, rd64(r, r->buf + ids_off + k), idx)))
-				return err;
-	}
-	if (!r->nr_attrs)
-		return -BTR_ERR_BAD_FORMAT;
-	sort_ids(r);
-
-	/* A perf that died before finishing the file leaves data.size 0: the
-	 * data then runs to the end of the file (perf does the same). */
-	uint64_t declared_end = data_sz ? data_off + data_sz : r->size;
-	if (data_off > r->size)
-		return -BTR_ERR_TRUNCATED;
-	r->data_start = data_off;
-	r->data_end = declared_end <= r->size ? declared_end : r->size;
-	r->data_cut = declared_end > r->size;
-	if (!data_sz)
-		return 0;
-
-	/* feature sections */
-	uint64_t tab = declared_end;
-	for (unsigned bit = 1; bit < F_MAX; bit++) {
-		if (!(feat[bit / 64] >> (bit % 64) & 1))
-			continue;
-		if (!in_file(r, tab, 16)) {
-			r->feat_cut = true;
-			break;
-		}
-		uint64_t off = rd64(r, r->buf + tab), sz = rd64(r, r->buf + tab + 8);
-		tab += 16;
-		if (!in_file(r, off, sz)) {
-			r->feat_cut = true;
-			continue;
-		}
-		int err = parse_feature(r, bit, r->buf + off, sz);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
 /* ---- record walking ---- */
 
 /* Checks the record at r->pos.  Returns 0 and its size (and for AUXTRACE
@@ -900,7 +485,7 @@ static int prescan(struct btr_perf_reader *r)
 			if (asz > n)
 				break;
 			uint32_t idx;
-			if ((err = add_attr(r, p, asz, &idx)))
+			if ((err = btr__perf_add_attr(r, p, asz, &idx)))
 				return err;
 			/* perf before 6.4 put the ids after its own
 			 * sizeof(struct perf_event_attr), which may exceed
@@ -910,11 +495,11 @@ static int prescan(struct btr_perf_reader *r)
 				uint64_t id = rd64(r, p + k);
 				if (!id)
 					continue;
-				if ((err = add_id(r, id, idx)))
+				if ((err = btr__perf_add_id(r, id, idx)))
 					return err;
 				r->attrs[idx].a.nr_ids++;
 			}
-			sort_ids(r);
+			btr__perf_sort_ids(r);
 			break;
 		}
 		case REC_HEADER_FEATURE:
@@ -923,12 +508,12 @@ static int prescan(struct btr_perf_reader *r)
 				unsigned f = (unsigned)rd64(r, p);
 				if (f < 64)
 					r->features |= 1ull << f;
-				if ((err = parse_feature(r, f, p + 8, n - 8)))
+				if ((err = btr__perf_parse_feature(r, f, p + 8, n - 8)))
 					return err;
 			}
 			break;
 		case REC_HEADER_BUILD_ID:
-			if ((err = parse_build_ids(r, r->buf + pos, tot)))
+			if ((err = btr__perf_parse_build_ids(r, r->buf + pos, tot)))
 				return err;
 			break;
 		case REC_TIME_CONV:
@@ -1131,7 +716,7 @@ static int reader_init(struct btr_perf_reader *r)
 		r->data_start = PIPE_HEADER_SIZE;
 		r->data_end = r->size;
 	} else if (hsize == FILE_HEADER_SIZE) {
-		if ((err = parse_file_header(r)))
+		if ((err = btr__perf_parse_file_header(r)))
 			return err;
 	} else {
 		return -BTR_ERR_BAD_FORMAT;
@@ -1274,7 +859,7 @@ static int convert(struct btr_perf_reader *r, uint32_t t, uint16_t misc, const u
 		copy_str(r->path, sizeof(r->path), p + fixed, body - fixed);
 		m->path = r->path;
 		if (!m->build_id_len) {
-			const struct bid_ent *b = find_build_id(r, r->path);
+			const struct bid_ent *b = btr__perf_find_build_id(r, r->path);
 			if (b) {
 				memcpy(m->build_id, b->id, b->len);
 				m->build_id_len = b->len;
@@ -1521,7 +1106,7 @@ int btr_perf_conv_new(const void *attr, size_t attr_size, struct btr_perf_reader
 	r->machine_done = 1;
 	r->err = -BTR_ERR_EOS;   /* nothing to read: records come through btr_perf_convert */
 	uint32_t idx;
-	int rc = add_attr(r, attr, attr_size, &idx);
+	int rc = btr__perf_add_attr(r, attr, attr_size, &idx);
 	if (rc < 0) {
 		free(r);
 		return rc;
