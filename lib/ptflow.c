@@ -290,6 +290,7 @@ static void do_enable(struct btr_ptflow *f, uint64_t ip)
 	f->async_pending = 0;
 	ptf_apply_next_mode(f);
 	ptf_emit_event(f, BTR_FLOW_ENABLE, 0, ip, 0);
+	ptf_take_image(f);
 }
 
 static void on_tnt(struct btr_ptflow *f, uint64_t bits, unsigned n)
@@ -514,6 +515,7 @@ static void on_fup(struct btr_ptflow *f, uint64_t ip, int suppressed)
 		f->ip = ip;
 		f->en = EN_ON;
 		ptf_emit_event(f, BTR_FLOW_ENABLE, 0, ip, 0);
+		ptf_take_image(f);
 		if (!status) {
 			f->async_pending = 1;
 			f->async_ip = ip;
@@ -837,6 +839,7 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 					ptf_gap(f, r, f->ip);
 			}
 			ptf_emit_event(f, BTR_FLOW_PAGING, 0, f->ip, (v >> 1) << 5);
+			ptf_take_image(f);
 		}
 		return 8;
 	case 0x83: /* TraceStop */
@@ -974,6 +977,7 @@ int btr_ptflow_decode(struct btr_ptflow *f, const uint8_t *buf, size_t size,
 	static const struct btr_ptflow_callbacks none;
 	f->cb = cb ? cb : &none;
 	f->stopped = 0;
+	ptf_take_image(f);
 	if (btr_image_generation(f->img) != f->img_gen) {
 		/* The image changed since the last call: links would
 		 * otherwise still lead to blocks of the old code. */
@@ -986,6 +990,7 @@ int btr_ptflow_decode(struct btr_ptflow *f, const uint8_t *buf, size_t size,
 		ptf_emit_event(f, BTR_FLOW_GAP, -BTR_ERR_TRUNCATED, 0, 0);
 	}
 	f->st.bytes += size;
+	f->in_decode = 1;
 	size_t i = 0;
 	if (f->carry_len) {
 		/* Complete the packet cut at the previous buffer's end: run
@@ -1005,6 +1010,7 @@ int btr_ptflow_decode(struct btr_ptflow *f, const uint8_t *buf, size_t size,
 				f->carry_len = (unsigned)rest;
 				f->off += size;
 				ptf_flush_branches(f);
+				f->in_decode = 0;
 				return f->stopped ? 1 : 0;
 			}
 			ptf_gap(f, -BTR_ERR_TRUNCATED, f->ip);
@@ -1028,6 +1034,7 @@ int btr_ptflow_decode(struct btr_ptflow *f, const uint8_t *buf, size_t size,
 	f->off += size;
 	/* Nothing stays buffered between calls. */
 	ptf_flush_branches(f);
+	f->in_decode = 0;
 	return f->stopped ? 1 : 0;
 }
 
@@ -1038,7 +1045,8 @@ void ptf_reset_for_piece(struct btr_ptflow *f, uint64_t pos)
 	struct blk *blks = f->blks, *cur = f->cur;
 	struct blk_ref *idx = f->idx;
 	struct btr_branch *bbuf = f->bbuf;
-	uint32_t nblk = f->nblk;
+	uint32_t nblk = f->nblk, nblk_hi = f->nblk_hi;
+	struct btr_image *next_img = f->next_img;
 	uint64_t bbuf_tsc = f->bbuf_tsc;
 	uint8_t bbuf_dirty = f->bbuf_dirty;
 	uint8_t *lens = f->lens;
@@ -1053,6 +1061,8 @@ void ptf_reset_for_piece(struct btr_ptflow *f, uint64_t pos)
 	f->idx = idx;
 	f->bbuf = bbuf;
 	f->nblk = nblk;
+	f->nblk_hi = nblk_hi;
+	f->next_img = next_img;
 	f->rs_nolink = NIL;
 	f->bbuf_tsc = bbuf_tsc;
 	f->bbuf_dirty = bbuf_dirty;
@@ -1064,6 +1074,32 @@ void ptf_reset_for_piece(struct btr_ptflow *f, uint64_t pos)
 	f->er = er;
 	f->img = img;
 	f->off = pos;
+}
+
+/* Takes the image given by btr_ptflow_set_image.  Called only where no
+ * walk holds a block: before a decode, and right after the ENABLE and
+ * PAGING events (whose callbacks are where a per-CPU reader learns that
+ * another process runs). */
+void ptf_take_image(struct btr_ptflow *f)
+{
+	if (btr_likely(!f->next_img))
+		return;
+	if (f->next_img != f->img) {
+		f->img = f->next_img;
+		ptf_flush_blocks(f, 1);
+		f->img_gen = btr_image_generation(f->img);
+	}
+	f->next_img = NULL;
+}
+
+int btr_ptflow_set_image(struct btr_ptflow *f, struct btr_image *img)
+{
+	if (!f || !img)
+		return -BTR_ERR_INVAL;
+	f->next_img = img;
+	if (!f->in_decode)
+		ptf_take_image(f);
+	return 0;
 }
 
 void btr_ptflow_reset(struct btr_ptflow *f, uint64_t offset)

@@ -106,6 +106,11 @@ struct btr_ptflow {
 	struct blk_cold *cold;
 	unsigned cache_bits;
 	uint32_t nblk;        /* blocks allocated since the last flush */
+	uint32_t nblk_hi;     /* blocks written since they were last all cleared:
+			       * an image change clears only these */
+	struct btr_image *next_img; /* btr_ptflow_set_image during a decode: taken
+				     * at the next safe point (ptf_take_image) */
+	uint8_t in_decode;    /* inside btr_ptflow_decode (callbacks may run) */
 	struct blk *cur;      /* the block at ip when a walk stopped (validated by ip/mode) */
 	struct btr_branch *bbuf; /* batched branch records (cb->branches) */
 	unsigned bn;
@@ -190,6 +195,7 @@ void ptf_set_pend(struct btr_ptflow *f, struct blk *b);
 void ptf_on_tip(struct btr_ptflow *f, uint64_t ip, int suppressed);
 size_t ptf_find_psb(const uint8_t *p, size_t n);
 void ptf_reset_for_piece(struct btr_ptflow *f, uint64_t pos);
+void ptf_take_image(struct btr_ptflow *f);
 
 /* ptflow_walk.c */
 struct blk *ptf_build_blk(struct btr_ptflow *f, uint64_t ip, int *err);

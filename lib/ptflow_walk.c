@@ -16,12 +16,31 @@ const struct blk btr_ptflow_blk_nil_;
  * mode, and a reused block is rebuilt with fresh links. */
 void ptf_flush_blocks(struct btr_ptflow *f, int image_changed)
 {
-	memset(f->idx, 0, sizeof(*f->idx) << f->cache_bits);
-	/* A changed image also invalidates the blocks themselves (all of
-	 * them: links and return-stack entries may still reach blocks left
-	 * from before an earlier flush). */
+	size_t cap = (size_t)1 << f->cache_bits;
+	if (image_changed && f->nblk_hi <= cap / 16) {
+		/* A per-CPU trace changes image at every switch between
+		 * processes: clearing the whole cache (5 MiB) each time
+		 * would cost more than decoding.  Only the blocks written
+		 * since the last full clear can be reached (by the index, a
+		 * link or the return stack), and the index refers only to
+		 * blocks below nblk: clear just those. */
+		for (uint32_t i = 0; i < f->nblk; i++) {
+			struct blk_ref *set = &f->idx[blk_set(f, f->blks[i].ip)];
+			for (unsigned w = 0; w < WAYS; w++)
+				if (set[w].ref == i + 1)
+					memset(&set[w], 0, sizeof(set[w]));
+		}
+		memset(f->blks, 0, sizeof(*f->blks) * f->nblk_hi);
+	} else {
+		memset(f->idx, 0, sizeof(*f->idx) << f->cache_bits);
+		/* A changed image also invalidates the blocks themselves (all
+		 * of them: links and return-stack entries may still reach
+		 * blocks left from before an earlier flush). */
+		if (image_changed)
+			memset(f->blks, 0, sizeof(*f->blks) * f->nblk_hi);
+	}
 	if (image_changed) {
-		memset(f->blks, 0, sizeof(*f->blks) << f->cache_bits);
+		f->nblk_hi = 0;
 		/* The return stack's links pointed into those blocks and now
 		 * read NULL (not NIL): detach them (the addresses stay). */
 		for (unsigned i = 0; i < RETSTACK; i++)
@@ -126,6 +145,8 @@ struct blk *ptf_build_blk(struct btr_ptflow *f, uint64_t ip, int *err)
 	b->next[0] = b->next[1] = NIL;
 	b->mode = (uint8_t)(f->mode + 1);
 	f->nblk = nb + 1;
+	if (f->nblk > f->nblk_hi)
+		f->nblk_hi = f->nblk;
 
 	/* Index it: an empty way, else the oldest block (lowest number). */
 	struct blk_ref *set = &f->idx[blk_set(f, ip)], *v = &set[0];

@@ -55,6 +55,12 @@ struct data_stream {
 	struct btr_stream *s;
 	struct btr_bts_insns *ins;   /* BTS: counts from BTS_INSNS records, or NULL */
 	uint64_t rec_idx;            /* BTS: index of the record being decoded */
+	/* PT of a whole CPU (the data record names no thread): the thread
+	 * running, from the CPU's SWITCH records, and the process whose
+	 * image the decoder reads (see cpu_runner) */
+	int percpu, percpu_warned;
+	uint32_t cur_tid, cur_pid, img_pid;
+	uint64_t run_from, run_until; /* cur_tid runs in [run_from, run_until) */
 };
 
 /* Per-thread state: instructions of branches dropped by the filter. */
@@ -122,7 +128,7 @@ struct btr_stream {
 
 	/* context switches per CPU, sorted by tsc (btr_stream_cpu_thread) */
 	struct cpu_switches {
-		struct switch_ent { uint64_t tsc; uint32_t pid, tid; } *e;
+		struct switch_ent { uint64_t tsc; uint32_t pid, tid; int out; } *e;
 		size_t n, cap;
 	} *sw;
 	unsigned n_sw;
@@ -131,6 +137,8 @@ struct btr_stream {
 /* ---- helpers ---- */
 
 static int on_switch(struct btr_stream *s, const struct btr_rec_switch *w);
+static int cpu_runner(const struct btr_stream *s, int32_t cpu, uint64_t tsc, uint32_t *pid, uint32_t *tid,
+		      uint64_t *from, uint64_t *until);
 
 static int stop_value(int rc)
 {
@@ -598,9 +606,31 @@ static struct data_stream *ds_get(struct btr_stream *s, uint32_t tid, int32_t cp
 	return d;
 }
 
+/* Per-CPU PT: the thread of a branch at @tsc.  The image stays the one
+ * chosen at the last ENABLE or PAGING event (the decoder has walked with
+ * it); within that process the branch's time picks the thread, as
+ * threads of one process switch without a PIP. */
+static void percpu_thread(struct data_stream *d, uint64_t tsc)
+{
+	uint32_t pid, tid;
+	if (!tsc || (tsc >= d->run_from && tsc < d->run_until))
+		return;
+	if (!cpu_runner(d->s, d->cpu, tsc, &pid, &tid, &d->run_from, &d->run_until))
+		return;
+	if (pid == d->img_pid)
+		d->cur_tid = tid;
+}
+
 static int flow_branch(void *ctx, const struct btr_branch *b)
 {
 	struct data_stream *d = ctx;
+	if (d->percpu) {
+		percpu_thread(d, b->tsc);
+		struct btr_branch c = *b;
+		c.tid = d->cur_tid;
+		c.pid = d->cur_pid;
+		return deliver(d->s, &c) != 0;
+	}
 	if (b->tid == d->tid)
 		return deliver(d->s, b) != 0;
 	struct btr_branch c = *b;
@@ -622,18 +652,50 @@ static int flow_insn(void *ctx, uint64_t ip, const struct btr_insn *insn)
 {
 	struct data_stream *d = ctx;
 	struct btr_stream *s = d->s;
-	if ((s->o.tid && d->tid != s->o.tid) || (s->o.pid && btr_stream_pid_of(s, d->tid) != s->o.pid))
+	uint32_t tid = d->percpu ? d->cur_tid : d->tid;
+	uint32_t pid = d->percpu ? d->cur_pid : btr_stream_pid_of(s, d->tid);
+	if ((s->o.tid && tid != s->o.tid) || (s->o.pid && pid != s->o.pid))
 		return 0;
-	int rc = s->o.insn(s->o.ctx, d->tid, ip, insn);
+	int rc = s->o.insn(s->o.ctx, tid, ip, insn);
 	if (rc)
 		d->s->stopped = stop_value(rc);
 	return rc != 0;
 }
 
+/* Per-CPU PT: at an ENABLE (user code resumes: with user-only tracing,
+ * after every switch) and at a PAGING event (the MOV CR3 of a switch,
+ * when the kernel is traced) the thread running decides the image the
+ * decoder reads next. */
+static void percpu_switch(struct data_stream *d, const struct btr_flow_event *fev)
+{
+	struct btr_stream *s = d->s;
+	uint32_t pid, tid;
+	if (!fev->tsc || !cpu_runner(s, d->cpu, fev->tsc, &pid, &tid, &d->run_from, &d->run_until)) {
+		if (!d->percpu_warned) {
+			d->percpu_warned = 1;
+			btr_warn("PT of cpu %d: %s, so every process on it is decoded with the first process's image",
+				 d->cpu, fev->tsc ? "no context-switch records name its threads"
+						  : "no timestamps place its context switches");
+		}
+		return;
+	}
+	d->cur_tid = tid;
+	d->cur_pid = pid;
+	if (pid != d->img_pid && d->flow) {
+		struct btr_image *img = img_of(s, pid, 0);
+		if (img && img != img_of(s, d->img_pid, 0))
+			btr_ptflow_set_image(d->flow, img);
+		d->img_pid = pid;
+	}
+}
+
 static int flow_event(void *ctx, const struct btr_flow_event *fev)
 {
 	struct data_stream *d = ctx;
-	struct btr_stream_event ev = { .type = BTR_SEV_FLOW, .tid = d->tid, .flow = fev,
+	if (d->percpu && (fev->type == BTR_FLOW_ENABLE || fev->type == BTR_FLOW_PAGING))
+		percpu_switch(d, fev);
+	struct btr_stream_event ev = { .type = BTR_SEV_FLOW, .tid = d->percpu ? d->cur_tid : d->tid,
+				       .pid = d->percpu ? d->cur_pid : 0, .flow = fev,
 				       .reason = fev->reason, .offset = fev->offset };
 	if (fev->type == BTR_FLOW_GAP || fev->type == BTR_FLOW_OVERFLOW)
 		d->s->st.gaps++;
@@ -666,7 +728,8 @@ static int pt_new_decoder(struct btr_stream *s, struct data_stream *d)
 			v->evicted = 1;
 		}
 	}
-	int rc = btr_ptflow_new(img_of(s, btr_stream_pid_of(s, d->tid), 0), &cfg, &d->flow);
+	uint32_t pid = d->percpu ? d->img_pid : btr_stream_pid_of(s, d->tid);
+	int rc = btr_ptflow_new(img_of(s, pid, 0), &cfg, &d->flow);
 	if (rc == 0)
 		s->n_live_flows++;
 	return rc;
@@ -681,7 +744,7 @@ static int check_continuity(struct btr_stream *s, struct data_stream *d, const s
 	*restart = 0;
 	if (d->started && r->stream_offset != d->next_off) {
 		*restart = 1;
-		return emit_gap(s, d->tid, -BTR_ERR_TRUNCATED, d->next_off);
+		return emit_gap(s, d->percpu ? d->cur_tid : d->tid, -BTR_ERR_TRUNCATED, d->next_off);
 	}
 	return 0;
 }
@@ -691,6 +754,8 @@ static int on_pt(struct btr_stream *s, const struct btr_rec_data *r)
 	struct data_stream *d = ds_get(s, r->tid, r->cpu, BTR_REC_PT);
 	if (!d)
 		return -BTR_ERR_NOMEM;
+	/* perf writes tid -1 for a CPU's AUX area, btr's recorder 0 */
+	d->percpu = r->cpu >= 0 && (r->tid == 0 || r->tid == UINT32_MAX);
 	if (d->fresh) {
 		d->fresh = 0;
 		if (r->stream_offset == 0 && d->started) {
@@ -706,7 +771,7 @@ static int on_pt(struct btr_stream *s, const struct btr_rec_data *r)
 		return rc;
 	if (d->evicted && !restart) {
 		d->evicted = 0;
-		rc = emit_gap(s, d->tid, -BTR_ERR_NOSYNC, r->stream_offset);
+		rc = emit_gap(s, d->percpu ? d->cur_tid : d->tid, -BTR_ERR_NOSYNC, r->stream_offset);
 		if (rc)
 			return rc;
 	}
@@ -733,7 +798,7 @@ static int on_pt(struct btr_stream *s, const struct btr_rec_data *r)
 		if (rc == -BTR_ERR_NOMEM)
 			return rc;
 		pt_drop_decoder(s, d);
-		return emit_gap(s, d->tid, rc, r->stream_offset);
+		return emit_gap(s, d->percpu ? d->cur_tid : d->tid, rc, r->stream_offset);
 	}
 	return 0;
 }
@@ -1281,8 +1346,7 @@ static int on_switch(struct btr_stream *s, const struct btr_rec_switch *w)
 		c->e[i] = c->e[i - 1];
 		i--;
 	}
-	int out = (w->flags & BTR_SWITCH_OUT) != 0;
-	c->e[i] = (struct switch_ent){ w->tsc, out ? 0 : w->pid, out ? 0 : w->tid };
+	c->e[i] = (struct switch_ent){ w->tsc, w->pid, w->tid, (w->flags & BTR_SWITCH_OUT) != 0 };
 	c->n++;
 	return 0;
 }
@@ -1300,12 +1364,58 @@ int btr_stream_cpu_thread(struct btr_stream *s, int32_t cpu, uint64_t tsc, uint3
 		else
 			hi = mid;
 	}
-	if (!lo || !c->e[lo - 1].tid)
+	if (!lo || c->e[lo - 1].out || !c->e[lo - 1].tid)
 		return 0;
 	if (pid)
 		*pid = c->e[lo - 1].pid;
 	if (tid)
 		*tid = c->e[lo - 1].tid;
+	return 1;
+}
+
+/* The thread whose code a per-CPU PT stream shows on @cpu at @tsc, for
+ * decoding: the last switch in at or before @tsc; between a switch out
+ * and the next switch in (the kernel is switching, and the address space
+ * being loaded, the PIP of its MOV CR3, is the next thread's) the next
+ * thread; before the CPU's first switch, the thread that first switches
+ * (out: it was running; in: it was being switched to).  The decoder's
+ * time lags the hardware's by up to one MTC period, which this rule
+ * absorbs: the kernel path between a switch and the next user
+ * instruction is longer.  Returns 1 with the thread and the interval
+ * [*@from, *@until) in which the answer is the same, 0 if @cpu has no
+ * switches. */
+static int cpu_runner(const struct btr_stream *s, int32_t cpu, uint64_t tsc, uint32_t *pid, uint32_t *tid,
+		      uint64_t *from, uint64_t *until)
+{
+	if (cpu < 0 || (unsigned)cpu >= s->n_sw || !s->sw[cpu].n)
+		return 0;
+	const struct cpu_switches *c = &s->sw[cpu];
+	size_t lo = 0, hi = c->n;   /* first entry with tsc > @tsc */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (c->e[mid].tsc <= tsc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t k;   /* the entry that names the thread */
+	*from = lo ? c->e[lo - 1].tsc : 0;
+	if (!lo) {
+		k = 0;
+	} else if (!c->e[lo - 1].out) {
+		k = lo - 1;
+	} else {
+		for (k = lo; k < c->n && c->e[k].out; k++)
+			;
+		if (k == c->n) {
+			/* switched out and nothing in yet: the last known */
+			k = lo - 1;
+		}
+	}
+	/* the answer depends only on lo: it holds until the next entry */
+	*until = lo < c->n ? c->e[lo].tsc : UINT64_MAX;
+	*pid = c->e[k].pid;
+	*tid = c->e[k].tid;
 	return 1;
 }
 

@@ -36,6 +36,7 @@ struct seen {
 	struct btr_stream_event ev[MAX_SEEN];   /* copies; pointers not kept */
 	size_t n_ev;
 	char module_path[MAX_SEEN][PATH_MAX];   /* MODULE_LOAD .path per event, "" if NULL */
+	int ev_flow_type[MAX_SEEN];             /* FLOW: the flow event's type */
 };
 
 static int on_branch(void *ctx, const struct btr_branch *b)
@@ -63,6 +64,7 @@ static int on_event(void *ctx, const struct btr_stream_event *ev)
 	if (s->n_ev < MAX_SEEN) {
 		s->ev[s->n_ev] = *ev;
 		snprintf(s->module_path[s->n_ev], PATH_MAX, "%s", ev->path ? ev->path : "");
+		s->ev_flow_type[s->n_ev] = ev->flow ? (int)ev->flow->type : 0;
 		s->ev[s->n_ev].rec = NULL;
 		s->ev[s->n_ev].flow = NULL;
 		s->n_ev++;
@@ -606,6 +608,151 @@ static void test_processes(void)
 	btr_stream_free(st);
 }
 
+
+/* Per-CPU PT (a CPU's stream, no thread named) of two processes with
+ * different code at the same address: the SWITCH records and the
+ * stream's TSC packets decide, at each TIP.PGE and PIP, whose image the
+ * decoder walks and which thread the branches belong to.
+ *   process 20 (threads 21, 22): the program above at 0x1000;
+ *   process 30 (thread 31): two NOPs, then the same program, so its
+ *   loop branch is at 0x1009, its call at 0x100b and its ret at 0x1012. */
+static void enc_tsc(struct btr_pt_encoder *e, uint64_t tsc)
+{
+	struct btr_pt_packet p = { .type = BTR_PT_TSC };
+	p.u.tsc.tsc = tsc;
+	CHECK(btr_pt_enc_packet(e, &p) > 0);
+}
+
+/* One pass of the program placed @shift bytes after 0x1000, entered by
+ * TIP.PGE at 0x1000 and left by TIP.PGD at its syscall. */
+static void enc_percpu_pass(struct btr_pt_encoder *e, unsigned shift)
+{
+	struct btr_pt_tnt_acc t;
+	btr_pt_tnt_init(&t, 0);
+	CHECK(btr_pt_enc_ip(e, BTR_PT_TIP_PGE, 0x1000) > 0);
+	btr_pt_tnt_add(e, &t, 1);
+	btr_pt_tnt_add(e, &t, 1);
+	btr_pt_tnt_add(e, &t, 0);
+	CHECK_EQ(btr_pt_tnt_flush(e, &t), 1);
+	CHECK(btr_pt_enc_ip(e, BTR_PT_TIP, 0x100e + shift) > 0);
+	struct btr_pt_packet pgd = { .type = BTR_PT_TIP_PGD };
+	pgd.u.ip.ipc = BTR_PT_IPC_SUPPRESSED;
+	CHECK(btr_pt_enc_packet(e, &pgd) > 0);
+}
+
+static void feed_switch(struct btr_stream *st, uint32_t pid, uint32_t tid, int out, uint64_t tsc)
+{
+	struct btr_record r = { .type = BTR_REC_SWITCH };
+	r.u.sw = (struct btr_rec_switch){ .pid = pid, .tid = tid, .cpu = 2, .flags = out ? BTR_SWITCH_OUT : 0,
+					  .tsc = tsc };
+	CHECK_EQ(btr_stream_record(st, &r), 0);
+}
+
+static void test_percpu(int with_switches, int kernel_pip)
+{
+	uint8_t pt[512];
+	struct btr_pt_encoder e;
+	btr_pt_enc_init(&e, pt, sizeof(pt));
+	CHECK(btr_pt_enc_psb(&e, 0) > 0);
+	enc_tsc(&e, 1500);
+	enc_percpu_pass(&e, 0);            /* 21 */
+	/* With @kernel_pip the time is mid-switch (after 21's switch out,
+	 * before 31's switch in) and a PIP announces the new address space
+	 * as the MOV CR3 of a traced kernel would: both must go to 31. */
+	enc_tsc(&e, kernel_pip ? 3500 : 4500);
+	if (kernel_pip) {
+		struct btr_pt_packet pip = { .type = BTR_PT_PIP };
+		pip.u.pip.cr3 = 0x30000;
+		CHECK(btr_pt_enc_packet(&e, &pip) > 0);
+	}
+	enc_percpu_pass(&e, 2);            /* 31 */
+	enc_tsc(&e, 10500);
+	enc_percpu_pass(&e, 0);            /* 22 */
+	size_t n = btr_pt_enc_size(&e);
+
+	struct seen *s = calloc(1, sizeof(*s));
+	struct btr_stream_opts so = { .sz = sizeof(so), .branch = on_branch, .event = on_event, .ctx = s };
+	struct btr_stream *st;
+	CHECK_EQ(btr_stream_new(&so, &st), 0);
+	struct btr_record m = { .type = BTR_REC_MACHINE };
+	snprintf(m.u.machine.backend, sizeof(m.u.machine.backend), "test");
+	m.u.machine.flags = BTR_MACHINE_USER_ONLY | BTR_MACHINE_PT_TSC;
+	CHECK_EQ(btr_stream_record(st, &m), 0);
+	struct btr_record pr = { .type = BTR_REC_PROCESS };
+	pr.u.process = (struct btr_rec_process){ .pid = 20, .event = BTR_PROC_START, .path = "", .args = "",
+						 .detail = "" };
+	CHECK_EQ(btr_stream_record(st, &pr), 0);
+	pr.u.process.pid = 30;
+	CHECK_EQ(btr_stream_record(st, &pr), 0);
+	uint8_t code30[sizeof(code) + 2] = { 0x90, 0x90 };
+	memcpy(code30 + 2, code, sizeof(code));
+	CHECK_EQ(btr_image_add_bytes(btr_stream_image_pid(st, 20), code, sizeof(code), CODE_BASE), 0);
+	CHECK_EQ(btr_image_add_bytes(btr_stream_image_pid(st, 30), code30, sizeof(code30), CODE_BASE), 0);
+	if (with_switches) {
+		feed_switch(st, 20, 21, 0, 1000);
+		feed_switch(st, 20, 21, 1, 3000);
+		feed_switch(st, 30, 31, 0, 4000);
+		feed_switch(st, 30, 31, 1, 9000);
+		feed_switch(st, 20, 22, 0, 10000);
+	}
+	struct btr_record d = { .type = BTR_REC_PT };
+	d.u.data = (struct btr_rec_data){ .tid = UINT32_MAX, .cpu = 2, .stream_offset = 0, .size = n, .data = pt };
+	CHECK_EQ(btr_stream_record(st, &d), 0);
+	CHECK_EQ(btr_stream_finish(st), 0);
+
+	if (!with_switches) {
+		/* Without switch records all three passes are read with the
+		 * first process's code: the second one contradicts it. */
+		CHECK(count_tid(s, 31) == 0);
+		CHECK(s->n != 18 || s->b[6].from != 0x1009);
+		btr_stream_free(st);
+		free(s);
+		return;
+	}
+	CHECK_EQ(s->n, 18);   /* each pass: 5 branches and its syscall */
+	check_pass(s->b, 21);
+	check_pass(s->b + 12, 22);
+	static const struct { uint64_t from, to; int kind; } want31[] = {
+		{ 0x1009, 0x1004, BTR_KIND_JCC }, { 0x1009, 0x1004, BTR_KIND_JCC }, { 0x1009, 0x100b, BTR_KIND_JCC },
+		{ 0x100b, 0x1012, BTR_KIND_CALL }, { 0x1012, 0x1010, BTR_KIND_RET },
+	};
+	for (size_t i = 0; i < 5; i++) {
+		const struct btr_branch *b = &s->b[6 + i];
+		CHECK_EQ(b->from, want31[i].from);
+		CHECK_EQ(b->to, want31[i].to);
+		CHECK_EQ(b->kind, want31[i].kind);
+		CHECK_EQ(b->tid, 31);
+		CHECK_EQ(b->pid, 30);
+	}
+	CHECK_EQ(s->b[11].from, 0x1010);   /* 30's syscall */
+	CHECK_EQ(s->b[11].tid, 31);
+	CHECK_EQ(s->b[0].pid, 20);
+	CHECK_EQ(s->b[17].pid, 20);
+	CHECK_EQ(s->b[17].tid, 22);
+	/* the ENABLE events name the thread that resumed */
+	uint32_t en_tids[3] = { 0 };
+	size_t ne = 0;
+	for (size_t i = 0; i < s->n_ev; i++)
+		if (s->ev[i].type == BTR_SEV_FLOW && ne < 3 && s->ev_flow_type[i] == BTR_FLOW_ENABLE)
+			en_tids[ne++] = s->ev[i].tid;
+	CHECK_EQ(ne, 3);
+	CHECK_EQ(en_tids[0], 21);
+	CHECK_EQ(en_tids[1], 31);
+	CHECK_EQ(en_tids[2], 22);
+	if (kernel_pip) {
+		size_t np = 0;
+		for (size_t i = 0; i < s->n_ev; i++)
+			if (s->ev[i].type == BTR_SEV_FLOW && s->ev_flow_type[i] == BTR_FLOW_PAGING) {
+				CHECK_EQ(s->ev[i].tid, 31);
+				CHECK_EQ(s->ev[i].pid, 30);
+				np++;
+			}
+		CHECK_EQ(np, 1);
+	}
+	btr_stream_free(st);
+	free(s);
+}
+
 int main(void)
 {
 	test_processes();
@@ -614,6 +761,9 @@ int main(void)
 	test_bts_tail();
 	test_filter();
 	test_modules();
+	test_percpu(1, 0);
+	test_percpu(1, 1);
+	test_percpu(0, 0);
 	printf("stream_marker_fn(1) = %d\n", stream_marker_fn(1));
 	return check_done();
 }

@@ -130,6 +130,17 @@ int btr_ptflow_decode(struct btr_ptflow *f, const uint8_t *buf, size_t size,
  * callbacks if the decoder was tracing. */
 void btr_ptflow_reset(struct btr_ptflow *f, uint64_t offset);
 
+/* Makes @f read code from @img (borrowed, like btr_ptflow_new's) from
+ * now on, keeping the flow state: for a per-CPU stream in which another
+ * process, with its own address space, starts to run.  Called between
+ * decode calls it takes effect at once; called from an event callback
+ * during btr_ptflow_decode it takes effect right after a BTR_FLOW_ENABLE
+ * or BTR_FLOW_PAGING event (call it from those; from any other callback
+ * it waits for the next of them or the next decode call).  A different
+ * image empties the block cache, at a cost proportional to the blocks
+ * decoded since the last change.  Returns 0 or -BTR_ERR_INVAL. */
+int btr_ptflow_set_image(struct btr_ptflow *f, struct btr_image *img);
+
 struct btr_ptflow_stats {
 	uint64_t insns, branches, gaps, bytes;
 	uint64_t by_kind[BTR_KIND__COUNT];
