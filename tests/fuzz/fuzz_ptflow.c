@@ -3,7 +3,9 @@
  * page of 0xff at other addresses).  The decoder must never crash, hang
  * or read out of bounds; the stream is fed in two pieces (packets cut at
  * the boundary), with and without the instruction callback, and through
- * the parallel decoder. */
+ * the parallel decoder.  With bit 4 of the first byte the event callback
+ * switches between two images at every event, as a per-CPU reader does
+ * at context switches (btr_ptflow_set_image, taken at ENABLE/PAGING). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +14,9 @@
 #include "btr/ptflow.h"
 #include "../ptgen.h"
 
-static struct btr_image *img;
+static struct btr_image *img, *img2;
+static struct btr_ptflow *cur_f;
+static int switching;
 
 static int on_insn(void *ctx, uint64_t ip, const struct btr_insn *in)
 {
@@ -31,8 +35,10 @@ static int on_branch(void *ctx, const struct btr_branch *b)
 
 static int on_event(void *ctx, const struct btr_flow_event *ev)
 {
-	(void)ev;
-	(*(uint64_t *)ctx)++;
+	uint64_t *n = ctx;
+	(*n)++;
+	if (switching && cur_f)
+		btr_ptflow_set_image(cur_f, ((*n + ev->offset) & 1) ? img2 : img);
 	return 0;
 }
 
@@ -47,6 +53,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memset(ones, 0xff, sizeof(ones));
 		btr_image_add_bytes(img, zeros, sizeof(zeros), 0x10000);
 		btr_image_add_bytes(img, ones, sizeof(ones), 0x20000);
+		/* the other process: other code at the same addresses */
+		static struct ptgen g2;
+		ptgen_code(&g2, 0x400040, 12);
+		btr_image_new(&img2);
+		btr_image_add_bytes(img2, g2.code, g2.code_size, g2.base);
+		btr_image_add_bytes(img2, ones, sizeof(ones), 0x10000);
 	}
 	uint64_t n = 0;
 	struct btr_ptflow_config cfg = { .sz = sizeof(cfg), .cache_bits = 8 };
@@ -63,11 +75,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (btr_ptflow_new(img, &cfg, &f))
 		return 0;
 	struct btr_ptflow_callbacks cb = { .branch = on_branch, .event = on_event, .ctx = &n };
+	switching = size && (data[0] & 16);
+	cur_f = f;
 	if (size && (data[0] & 4))
 		cb.insn = on_insn;
 	size_t cut = size ? data[size - 1] % (size + 1) : 0;
 	btr_ptflow_decode(f, data, cut, &cb);
 	btr_ptflow_decode(f, data + cut, size - cut, &cb);
+	cur_f = NULL;
 	btr_ptflow_free(f);
 	if (size && (data[0] & 8)) {
 		cb.insn = NULL;
