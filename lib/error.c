@@ -39,6 +39,7 @@ static const char *const errstr[BTR_ERR__COUNT] = {
 	[BTR_ERR_INTERRUPTED] = "interrupted",
 	[BTR_ERR_ISDIR] = "is a directory",
 	[BTR_ERR_LIMIT] = "limit reached",
+	[BTR_ERR_NOSPACE] = "no space left on device",
 };
 
 const char *btr_errstr(int err)
@@ -60,6 +61,7 @@ int btr_err_from_errno(int e)
 	case EINVAL: return -BTR_ERR_INVAL;
 	case EINTR: return -BTR_ERR_INTERRUPTED;
 	case EISDIR: return -BTR_ERR_ISDIR;
+	case ENOSPC: case EDQUOT: return -BTR_ERR_NOSPACE;
 	case ENODEV: case EOPNOTSUPP: case ENOSYS: return -BTR_ERR_NODEV;
 	default: return -BTR_ERR_IO;
 	}

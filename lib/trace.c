@@ -144,7 +144,7 @@ static int write_all(int fd, const void *buf, size_t len)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return errno == ENOSPC ? -BTR_ERR_IO : btr_err_from_errno(errno);
+			return btr_err_from_errno(errno);
 		}
 		p += n;
 		len -= (size_t)n;
@@ -663,6 +663,40 @@ int btr_trace_writer_close(struct btr_trace_writer *w)
 	}
 	writer_free(w);
 	return rc;
+}
+
+int btr_trace_writer_retarget(struct btr_trace_writer *w, const char *path)
+{
+	if (!w || !path || !*path)
+		return -BTR_ERR_INVAL;
+	char *p = strdup(path);
+	if (!p)
+		return -BTR_ERR_NOMEM;
+	free(w->path);
+	w->path = p;
+	return 0;
+}
+
+int btr_trace_writer_error(const struct btr_trace_writer *w)
+{
+	return w ? w->err : -BTR_ERR_INVAL;
+}
+
+int btr_trace_writer_abort_keep(struct btr_trace_writer *w, char *kept, size_t kept_size)
+{
+	if (!w)
+		return 0;
+	int ok = 0;
+	if (w->tmp && w->chunks && kept && kept_size) {
+		/* The chunks before the failure are complete and checksummed;
+		 * a reader stops at the cut one and says the file was cut. */
+		int n = snprintf(kept, kept_size, "%s.partial", w->path);
+		ok = n > 0 && (size_t)n < kept_size && rename(w->tmp, kept) == 0;
+	}
+	if (!ok && w->tmp)
+		unlink(w->tmp);
+	writer_free(w);
+	return ok;
 }
 
 void btr_trace_writer_abort(struct btr_trace_writer *w)

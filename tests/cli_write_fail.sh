@@ -3,7 +3,9 @@
 # command whose output cannot be written (stdout on /dev/full, a file size
 # limit from `ulimit -f`) exits 3 with one line saying why, never 0; `btr
 # record` into a full file system (a 256 KiB tmpfs, where mount works) exits
-# 3 with one line and leaves nothing under the output name or in $TMPDIR.
+# 3 with one line and leaves nothing under the output name or in $TMPDIR;
+# what was written before the disk filled up is kept as OUT.partial; a full
+# or filling $TMPDIR (the plugin's working files) is said in one line too.
 # (The writer itself: test_write_fail.)  Args: $1 btr, $2 build dir, $3 shared.
 set -u
 btr=$(realpath "$1"); build=$(realpath "$2")
@@ -11,7 +13,8 @@ fail=0; pass=0
 check() { local what=$1; shift; if "$@"; then pass=$((pass+1)); else echo "FAIL: $what" >&2; fail=$((fail+1)); fi; }
 tmp=$(mktemp -d)
 mnt=""
-cleanup() { [ -n "$mnt" ] && umount "$mnt" 2>/dev/null; rm -rf "$tmp"; }
+# shellcheck disable=SC2086
+cleanup() { [ -n "$mnt" ] && umount $mnt 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 cd "$tmp"
 command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 not installed (needed to record the input)"; exit 77; }
@@ -53,30 +56,56 @@ check "ulimit -f: exit 3 (got $rc, not 153 = killed by SIGXFSZ)" [ $rc -eq 3 ]
 check "ulimit -f: one line 'File too large': $(cat err.txt)" [ "$(wc -l <err.txt)" -eq 1 ] && grep -q "File too large" err.txt
 
 # record into a full file system
-mkdir small tmpd
-if mount -t tmpfs -o size=256k tmpfs small 2>/dev/null; then
-  mnt=$tmp/small
+mkdir small tmpd mid tsmall
+mounted() { mount -t tmpfs -o size="$1" tmpfs "$2" 2>/dev/null && mnt="$mnt $tmp/$2"; }
+if mounted 256k small && mounted 4m mid && mounted 64k tsmall; then
   head -c 300000 "$btr" >input.bin
+  head -c 3000000 "$btr" >input3.bin
+  # (1) the output's file system is full before a whole chunk is written:
+  # one line, exit 3, nothing left at all
   TMPDIR=$tmp/tmpd "$btr" record -q -o small/out.btr -- /bin/gzip -c input.bin >/dev/null 2>err.txt; rc=$?
   check "record into a full file system: exit 3 (got $rc)" [ $rc -eq 3 ]
-  check "record into a full file system: one stderr line: $(cat err.txt)" [ "$(wc -l <err.txt)" -eq 1 ]
+  check "record into a full file system: one line 'no space left on device': $(cat err.txt)" \
+    [ "$(wc -l <err.txt)" -eq 1 ] && grep -q "no space left on device" err.txt
   check "record into a full file system: nothing under the output name" [ ! -e small/out.btr ]
   check "record into a full file system: no temporary file left: $(ls small)" [ -z "$(ls small)" ]
   check "record into a full file system: \$TMPDIR cleaned" [ -z "$(ls tmpd)" ]
-  # the plugin's own file system full: the temporary directory.
-  # KNOWN (docs/reliability.md): today btr record dies with SIGBUS here (the
-  # recorder touches pages of the plugin's state file, a sparse file mapping
-  # that the full tmpfs cannot back) and leaves out2.btr.tmp.PID behind;
-  # checked only with BTR_STRICT_FAULTS=1 until the recorder handles it.
-  TMPDIR=$tmp/small "$btr" record -q -o out2.btr -- /bin/gzip -c input.bin >/dev/null 2>err.txt; rc=$?
-  if [ "${BTR_STRICT_FAULTS:-0}" = 1 ]; then
-    check "TMPDIR full: exit 3 (got $rc)" [ $rc -eq 3 ]
-    check "TMPDIR full: one stderr line: $(cat err.txt)" [ "$(wc -l <err.txt)" -eq 1 ]
-    check "TMPDIR full: no temporary file left: $(ls | grep out2)" [ -z "$(ls | grep out2)" ]
-  elif [ $rc -ne 3 ]; then
-    echo "KNOWN: record with a full \$TMPDIR: exit $rc (recorder: SIGBUS on the state file mapping)"
-  fi
+  # (2) it fills up after some chunks: those are kept as OUT.partial,
+  # which the reader takes up to its last complete chunk and calls cut
+  TMPDIR=$tmp/tmpd "$btr" record -q -o mid/out.btr -- /bin/gzip -c input3.bin >/dev/null 2>err.txt; rc=$?
+  check "output fills up: exit 3 (got $rc)" [ $rc -eq 3 ]
+  check "output fills up: one line naming the kept file: $(cat err.txt)" \
+    [ "$(wc -l <err.txt)" -eq 1 ] && grep -q "no space left on device.*kept in mid/out.btr.partial" err.txt
+  check "output fills up: nothing under the output name" [ ! -e mid/out.btr ]
+  check "output fills up: only the .partial file: $(ls mid)" [ "$(ls mid)" = out.btr.partial ]
+  "$btr" trace info mid/out.btr.partial >info.txt 2>&1; rc=$?
+  # (exit 3 and "truncated input": the file is cut, as after a SIGKILL)
+  check "output fills up: trace info reads the kept chunks and says cut (exit $rc)" [ $rc -eq 3 ]
+  check "output fills up: trace info says it was cut: $(grep complete info.txt)" grep -q "complete: *no" info.txt
+  "$btr" report mid/out.btr.partial >rep.txt 2>/dev/null
+  check "output fills up: report decodes the kept chunks: $(head -3 rep.txt)" \
+    grep -Eq "^branches: +[1-9]" rep.txt
+  check "output fills up: \$TMPDIR cleaned" [ -z "$(ls tmpd)" ]
+  # (3) $TMPDIR, where the plugin keeps each process's trace and state,
+  # is full from the start: one line saying so before anything runs
+  TMPDIR=$tmp/tsmall "$btr" record -q -o out2.btr -- /bin/gzip -c input.bin >/dev/null 2>err.txt; rc=$?
+  check "TMPDIR full: exit 3 (got $rc)" [ $rc -eq 3 ]
+  check "TMPDIR full: one line naming TMPDIR: $(cat err.txt)" \
+    [ "$(wc -l <err.txt)" -eq 1 ] && grep -q "tsmall.*No space left on device" err.txt
   check "TMPDIR full: nothing under the output name" [ ! -e out2.btr ]
+  check "TMPDIR full: no file left: $(ls | grep out2; ls tsmall)" [ -z "$(ls | grep out2; ls tsmall)" ]
+  # (4) $TMPDIR fills up while recording: the plugin's state pages are
+  # reserved before use (no SIGBUS), its writes fail, and what it wrote
+  # comes out as OUT.partial with one line
+  umount "$tmp/mid"; mounted 8m mid
+  TMPDIR=$tmp/mid "$btr" record -q -o out3.btr -- /bin/gzip -c input3.bin >/dev/null 2>err.txt; rc=$?
+  check "TMPDIR fills up: exit 3, not a signal (got $rc)" [ $rc -eq 3 ]
+  check "TMPDIR fills up: one line: $(cat err.txt)" \
+    [ "$(wc -l <err.txt)" -eq 1 ] && grep -q "mid: no space left on device while recording.*out3.btr.partial" err.txt
+  check "TMPDIR fills up: nothing under the output name" [ ! -e out3.btr ]
+  "$btr" report out3.btr.partial >rep.txt 2>&1; rc=$?
+  check "TMPDIR fills up: report reads the .partial file (exit $rc)" [ $rc -eq 0 ] && grep -Eq "^branches: +[1-9]" rep.txt
+  check "TMPDIR fills up: TMPDIR cleaned: $(ls mid)" [ -z "$(ls mid)" ]
 else
   echo "note: cannot mount a tmpfs here (not root?): the full-file-system record cases are skipped"
 fi

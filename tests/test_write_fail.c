@@ -75,7 +75,29 @@ static int child(const char *path, int compress)
 		CHECK_EQ(info.complete, 0);
 		btr_trace_reader_free(r);
 	}
-	btr_trace_writer_abort(w);
+	CHECK(btr_trace_writer_error(w) == rc);
+	if (!compress) {
+		btr_trace_writer_abort(w);
+	} else {
+		/* a recorder keeps the complete chunks as PATH.partial */
+		char kept[4300], want[4300];
+		snprintf(want, sizeof(want), "%s.partial", path);
+		CHECK_EQ(btr_trace_writer_abort_keep(w, kept, sizeof(kept)), 1);
+		CHECK_STR(kept, want);
+		struct btr_trace_reader *k;
+		CHECK_EQ(btr_trace_reader_new(kept, &k), 0);
+		if (k) {
+			struct btr_record rec;
+			unsigned n = 0;
+			int e;
+			while ((e = btr_trace_read(k, &rec)) == 0)
+				n++;
+			CHECK_EQ(e, -BTR_ERR_TRUNCATED);
+			CHECK_EQ(n, flushed);
+			btr_trace_reader_free(k);
+		}
+		unlink(kept);
+	}
 	CHECK(access(tmp, F_OK) != 0);
 	CHECK(access(path, F_OK) != 0);
 	fflush(stdout);
@@ -101,6 +123,22 @@ int main(void)
 		CHECK_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), 0);
 		CHECK(access(path, F_OK) != 0);
 	}
+	/* nothing complete written: nothing kept */
+	struct btr_trace_writer *w;
+	struct btr_trace_writer_opts o = { .sz = sizeof(o), .no_sync = 1 };
+	CHECK_EQ(btr_trace_writer_new(path, &o, &w), 0);
+	char kept[300];
+	CHECK_EQ(btr_trace_writer_abort_keep(w, kept, sizeof(kept)), 0);
+	CHECK(access(path, F_OK) != 0);
+	/* retarget: the finished trace goes to the other name only */
+	char other[300];
+	snprintf(other, sizeof(other), "%s/other.btr", dir);
+	CHECK_EQ(btr_trace_writer_new(path, &o, &w), 0);
+	CHECK_EQ(btr_trace_writer_retarget(w, other), 0);
+	CHECK_EQ(btr_trace_writer_close(w), 0);
+	CHECK(access(path, F_OK) != 0);
+	CHECK(access(other, F_OK) == 0);
+	unlink(other);
 	rmdir(dir);
 	return check_done();
 }

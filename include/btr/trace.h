@@ -251,6 +251,24 @@ int btr_trace_writer_close(struct btr_trace_writer *w);
 /* Frees @w without finishing the file; removes the temporary file. */
 void btr_trace_writer_abort(struct btr_trace_writer *w);
 
+/* Makes btr_trace_writer_close put the trace under @path instead of the
+ * path given to btr_trace_writer_new (for example PATH.partial when the
+ * recording turned out incomplete).  Returns 0, -BTR_ERR_INVAL or
+ * -BTR_ERR_NOMEM. */
+int btr_trace_writer_retarget(struct btr_trace_writer *w, const char *path);
+
+/* The writer's sticky error: 0, or the negative btr_error with which a
+ * write or flush failed (every later call returns it too). */
+int btr_trace_writer_error(const struct btr_trace_writer *w);
+
+/* Ends a recording whose writing failed (a full disk) like
+ * btr_trace_writer_abort, but keeps what was written if it holds at least
+ * one complete chunk: the temporary file becomes PATH.partial (replacing
+ * one there), never PATH, and its name is copied into @kept (@kept_size
+ * bytes).  Readers take such a file up to its last complete chunk and
+ * report it cut.  Frees @w.  Returns 1 if kept, 0 if nothing was. */
+int btr_trace_writer_abort_keep(struct btr_trace_writer *w, char *kept, size_t kept_size);
+
 /* Opens @path.  Returns 0, -BTR_ERR_NOENT, -BTR_ERR_PERM, -BTR_ERR_ISDIR, -BTR_ERR_IO,
  * -BTR_ERR_BAD_MAGIC, -BTR_ERR_BAD_VERSION, -BTR_ERR_TRUNCATED (the file
  * is empty or ends inside the file header), -BTR_ERR_CHECKSUM (file header

@@ -1,10 +1,26 @@
 /* capture.c - the table of capture backends and the "-b auto" choice. */
 #include "btr/capture.h"
 #include "btr/error.h"
+#include "btr/trace.h"
 #include "internal.h"
+
+#include <limits.h>
 
 #include <stdio.h>
 #include <string.h>
+
+int btr_capture_output_failed(struct btr_trace_writer *w, const char *output, int rc)
+{
+	char kept[PATH_MAX];
+	if (btr_trace_writer_error(w) < 0)
+		rc = btr_trace_writer_error(w);
+	if (btr_trace_writer_abort_keep(w, kept, sizeof(kept)))
+		btr_err("%s: cannot write: %s; what was recorded up to then is kept in %s", output, btr_errstr(rc),
+			kept);
+	else
+		btr_err("%s: cannot write: %s", output, btr_errstr(rc));
+	return rc;
+}
 
 /* A backend whose record function does not exist yet refuses to record,
  * so that "auto" never picks it. */

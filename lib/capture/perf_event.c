@@ -129,10 +129,8 @@ static int write_rec(struct rec_state *st, const struct btr_record *rec)
 	if (st->err)
 		return st->err;
 	int rc = btr_trace_write(st->w, rec);
-	if (rc < 0) {
-		btr_err("%s: cannot write: %s", st->opts->output, btr_errstr(rc));
-		st->err = rc;
-	}
+	if (rc < 0)
+		st->err = rc;   /* said once, at the end (btr_capture_output_failed) */
 	return rc;
 }
 
@@ -632,6 +630,8 @@ out:
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	sigaction(SIGUSR2, &old_usr2, NULL);
+	if (rc < 0 && st.err)
+		return btr_capture_output_failed(st.w, opts->output, rc);
 	if (rc < 0) {
 		btr_trace_writer_abort(st.w);
 		return rc;

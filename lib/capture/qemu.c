@@ -341,6 +341,21 @@ static int copy_plugin_trace(const char *path, struct btr_trace_writer *w, struc
 	return 0;
 }
 
+/* The first write error a plugin met (DIR/count word 1), 0 if none. */
+static int plugin_write_error(const char *dir)
+{
+	char path[PATH_MAX];
+	uint64_t v[2] = { 0, 0 };
+	snprintf(path, sizeof(path), "%s/count", dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = pread(fd, v, sizeof(v), 0);
+	close(fd);
+	int64_t e = (int64_t)v[1];
+	return n == (ssize_t)sizeof(v) && e < 0 && e > -BTR_ERR__COUNT ? (int)e : 0;
+}
+
 static int is_sync_signal(int sig)
 {
 	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP ||
@@ -486,7 +501,9 @@ static int list_plugin_files(const char *dir, struct pfile **out, size_t *n_out)
 		if (e->d_name[0] != 'p' || !dot || sl == 0 || sl >= sizeof(v->stem) ||
 		    strlen(e->d_name) >= sizeof(v->name))
 			continue;
-		if (dot[4] && strncmp(dot + 4, ".tmp.", 5))
+		/* pSTEM.btr, the writer's pSTEM.btr.tmp.* (the plugin did not
+		 * finish), pSTEM.btr.partial (its writes failed) */
+		if (dot[4] && strncmp(dot + 4, ".tmp.", 5) && strcmp(dot + 4, ".partial"))
 			continue;
 		size_t i;
 		for (i = 0; i < n; i++)   /* a finished file wins over a temporary one */
@@ -664,15 +681,25 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	}
 	/* The process counter every plugin instance shares (--max-processes). */
 	snprintf(pfile, sizeof(pfile), "%s/count", dir);
+	/* The plugins map this file and their state files: a page that a
+	 * full file system cannot back would be SIGBUS there, so it is
+	 * allocated now, and so is room for one process's first state
+	 * chunk and trace chunk (a full $TMPDIR is then one clear line). */
 	int cfd = open(pfile, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (cfd < 0 || ftruncate(cfd, 4096) < 0) {
-		rc = btr_err_from_errno(errno);
-		btr_err("%s: %s", pfile, strerror(errno));
-		if (cfd >= 0)
-			close(cfd);
+	int ferr = cfd < 0 ? errno : posix_fallocate(cfd, 0, (off_t)(4096 + (3u << 20)));
+	if (cfd >= 0 && !ferr && ftruncate(cfd, 4096) < 0)
+		ferr = errno;
+	if (cfd >= 0)
+		close(cfd);
+	if (ferr) {
+		rc = btr_err_from_errno(ferr);
+		if (ferr == ENOSPC || ferr == EDQUOT)
+			btr_err("%s: %s: btr record keeps each process's trace there while it records; point TMPDIR at "
+				"a file system with room", dir, strerror(ferr));
+		else
+			btr_err("%s: %s", pfile, strerror(ferr));
 		goto fail;
 	}
-	close(cfd);
 
 	char parg[6 * PATH_MAX + 160];
 	snprintf(parg, sizeof(parg), "%s,dir=%s,retcomp=%s,fork=%s,exec=%s,max=%u%s%s", plugin, dir,
@@ -826,7 +853,12 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		struct plugin_exit px = { 0 };
 		snprintf(pfile, sizeof(pfile), "%s/%s", dir, f->name);
 		if ((rc = copy_plugin_trace(pfile, w, res, f->pid, &tab, &px)) < 0) {
-			btr_err("%s: %s", pfile, btr_errstr(rc));
+			if (btr_trace_writer_error(w) < 0) {
+				rc = btr_capture_output_failed(w, opts->output, rc);
+				w = NULL;
+			} else {
+				btr_err("%s: %s", pfile, btr_errstr(rc));
+			}
 			goto fail;
 		}
 		pr = ptab_get(&tab, f->pid);   /* the table may have moved */
@@ -835,7 +867,8 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 					      : pr->observed ? pr->osigno : 0;
 			snprintf(pfile, sizeof(pfile), "%s/s%s", dir, f->stem);
 			if ((rc = salvage_state(pfile, w, res, signo, &px, gt[0] ? gt : NULL)) < 0) {
-				btr_err("%s: %s", opts->output, btr_errstr(rc));
+				rc = btr_capture_output_failed(w, opts->output, rc);
+				w = NULL;
 				goto fail;
 			}
 			px.code = -1;
@@ -843,12 +876,37 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		if (last)
 			pr->px = px;
 	}
-	if ((rc = write_exits(w, &tab, (uint32_t)pid, res)) < 0)
+	if ((rc = write_exits(w, &tab, (uint32_t)pid, res)) < 0 || (rc = btr_trace_flush(w)) < 0) {
+		rc = btr_capture_output_failed(w, opts->output, rc);
+		w = NULL;
 		goto fail;
+	}
+	/* A plugin whose writes failed ($TMPDIR full) left its trace cut:
+	 * the result is incomplete, so it goes to OUTPUT.partial. */
+	int werr = plugin_write_error(dir);
+	char kept[PATH_MAX];
+	if (werr < 0) {
+		snprintf(kept, sizeof(kept), "%s.partial", opts->output);
+		if ((rc = btr_trace_writer_retarget(w, kept)) < 0) {
+			btr_err("%s: %s", opts->output, btr_errstr(rc));
+			goto fail;
+		}
+	}
 	rc = btr_trace_writer_close(w);
 	w = NULL;
 	if (rc < 0) {
-		btr_err("%s: cannot write: %s", opts->output, btr_errstr(rc));
+		btr_err("%s: cannot write: %s", werr < 0 ? kept : opts->output, btr_errstr(rc));
+		goto fail;
+	}
+	if (werr < 0) {
+		char *slash = strrchr(dir, '/');
+		if (slash)
+			*slash = 0;
+		btr_err("%s: %s while recording (the plugin keeps each process's trace there): the traces are cut; what "
+			"was recorded is in %s", dir, btr_errstr(werr), kept);
+		if (slash)
+			*slash = '/';
+		rc = werr;
 		goto fail;
 	}
 	remove_dir(dir);

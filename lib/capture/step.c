@@ -1327,8 +1327,8 @@ finish:;
 	struct itimerval off = { 0 };
 	setitimer(ITIMER_REAL, &off, NULL);
 	if (r.err) {
-		btr_err("%s: cannot write: %s", opts->output, btr_errstr(r.err));
-		rc = r.err;
+		rc = btr_capture_output_failed(r.w, opts->output, r.err);
+		r.w = NULL;
 		if (r.attached)
 			detach_all(&r);
 		else
