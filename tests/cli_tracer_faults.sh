@@ -33,15 +33,16 @@ valid() {
   check "$what: no trace data lost" [ "$(jget "$t.json" 'd["data_lost"]')" = False ]
   local gaps threads
   gaps=$(jget "$t.json" 'd["gaps"]'); threads=$(jget "$t.json" 'd["threads"]')
-  if [ "${BTR_STRICT_FAULTS:-0}" = 1 ]; then
+  if [ "${3:-}" != sigkill ] || [ "${BTR_STRICT_FAULTS:-0}" = 1 ]; then
+    # a thread stopped between two blocks (another thread's exit_group, a
+    # signal) ends with FUP + TIP.PGD at its last branch: no gap
     check "$what: report has no gaps (got $gaps)" [ "$gaps" = 0 ]
   else
-    # KNOWN (docs/reliability.md): a thread stopped between two blocks by
-    # a signal or by another thread's exit_group ends with TNT + TIP.PGD
-    # without the FUP at the stopping instruction, so its last packets do
-    # not decode: at most one gap per thread, at its end.
+    # KNOWN (docs/reliability.md): a SIGKILL that lands while the plugin
+    # updates a thread's state (inside its per-block callback) can leave
+    # that thread's last packets inconsistent: at most one gap per thread.
     check "$what: at most one gap per thread (got $gaps for $threads)" [ "$gaps" -le "$threads" ]
-    [ "$gaps" = 0 ] || echo "KNOWN: $what: $gaps thread(s) end with TIP.PGD without FUP (recorder)"
+    [ "$gaps" = 0 ] || echo "KNOWN: $what: $gaps thread(s) cut inside the plugin's callback (recorder)"
   fi
 }
 
@@ -93,7 +94,7 @@ PY
 # ---- the traced program is SIGKILLed ----
 rc=$(spin_and_signal killed.btr SIGKILL child)
 check "traced program SIGKILLed: btr exits 137 (got $rc)" [ "$rc" = 137 ]
-valid killed.btr "traced program SIGKILLed"
+valid killed.btr "traced program SIGKILLed" sigkill
 check "SIGKILL: exit record with signal 9" grep -q 'exit: .*signal 9' killed.btr.info
 
 # ---- btr interrupted: the trace is finalized ----

@@ -247,6 +247,17 @@ static inline void qs_finish_thread(const struct qs_hdr *h, struct thr *t, int s
 		emit_ip(t, BTR_PT_FUP, p->end);
 		emit_pgd(t);
 	} else {
+		/* Stopped between a block ending in a branch and the next
+		 * block (another thread's exit_group, a kill): where the
+		 * branch went shows only in the next block, which never ran,
+		 * and no packet can say "executed, outcome unknown".  Report
+		 * the stop at the branch, as if it had not executed (FUP at
+		 * it + TIP.PGD, what the CPU writes for an interrupt there):
+		 * a valid trace one instruction short, instead of a branch
+		 * without its TNT/TIP that the decoder must call a gap. */
+		e->unlog = ip;
+		e->boundary = ip;
+		emit_ip(t, BTR_PT_FUP, ip);
 		emit_pgd(t);
 	}
 	t->prev = NULL;
