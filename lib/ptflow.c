@@ -185,6 +185,7 @@ void ptf_bbuf_fill(struct btr_ptflow *f, unsigned from)
 	for (unsigned k = from; k < BTR_PTFLOW_BATCH; k++) {
 		f->bbuf[k].tsc = f->bbuf_tsc;
 		f->bbuf[k].tid = f->cfg.tid;
+		f->bbuf[k].pid = f->cfg.pid;
 		f->bbuf[k].cycles = 0;
 	}
 	if (!from)

@@ -388,7 +388,7 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 	br.tid = tid;
 	br.tsc = tsc;
 	br.reserved = 0;
-	br.pid = 0;
+	br.pid = f->cfg.pid;
 	if (omode == 2 && btr_unlikely(f->bbuf_tsc != tsc)) {
 		/* The records still buffered keep their time. */
 		f->bbuf_tsc = tsc;

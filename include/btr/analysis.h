@@ -115,6 +115,9 @@ int btr_analysis_mux_new(struct btr_analysis *const *list, size_t n, struct btr_
 void btr_analysis_mux_free(struct btr_analysis_mux *m);
 /* Stream callbacks (ctx = the mux). */
 int btr_analysis_mux_branch(void *mux, const struct btr_branch *b);
+/* The batched form (btr_stream_opts.branches): @n branches at @b.  A
+ * large batch goes to the analyses as it is, without a copy. */
+int btr_analysis_mux_branches(void *mux, const struct btr_branch *b, size_t n);
 int btr_analysis_mux_event(void *mux, const struct btr_stream_event *ev);
 int btr_analysis_mux_begin(struct btr_analysis_mux *m, struct btr_stream *s);
 /* Flushes buffered branches and calls every end with @status.  Returns 0

@@ -38,6 +38,8 @@ struct btr_ptflow_config {
 	 * about 7.5 MiB; 8..22 accepted).  Memory is fixed by this, not by the
 	 * trace. */
 	uint8_t cache_bits;
+	/* appended: */
+	uint32_t pid;              /* copied into every branch (.pid), like @tid */
 };
 
 enum {

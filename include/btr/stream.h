@@ -123,6 +123,13 @@ struct btr_stream_opts {
 	/* Every executed instruction of PT sources (slower; NULL: off). */
 	int (*insn)(void *ctx, uint32_t tid, uint64_t ip, const struct btr_insn *insn);
 	void *ctx;
+	/* appended: optional and faster than @branch: the same branches, in
+	 * the same order, in batches of 1 to BTR_PTFLOW_BATCH at @b (valid
+	 * only during the call; PT streams come in whole decoder batches,
+	 * other sources often one at a time).  If set, @branch is not called.
+	 * Every event comes after the batch holding the branches before it.
+	 * Return nonzero to stop the stream (as @branch). */
+	int (*branches)(void *ctx, const struct btr_branch *b, size_t n);
 };
 
 struct btr_stream;

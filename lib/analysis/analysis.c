@@ -137,6 +137,26 @@ int btr_analysis_mux_branch(void *mux, const struct btr_branch *b)
 	return 0;
 }
 
+int btr_analysis_mux_branches(void *mux, const struct btr_branch *b, size_t n)
+{
+	struct btr_analysis_mux *m = mux;
+	if (n < 64) {
+		/* small batches (LBR, BTS: one at a time) are gathered */
+		for (size_t i = 0; i < n; i++)
+			if (btr_analysis_mux_branch(mux, &b[i]))
+				return 1;
+		return 0;
+	}
+	if (flush(m))
+		return 1;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct btr_analysis *a = m->list[i];
+		if (a->ops->branches && note(m, a->ops->branches(a->state, b, n)))
+			return 1;
+	}
+	return 0;
+}
+
 int btr_analysis_mux_event(void *mux, const struct btr_stream_event *ev)
 {
 	struct btr_analysis_mux *m = mux;
@@ -205,7 +225,8 @@ int btr_analysis_run(const char *path, const struct btr_stream_opts *sopts,
 		o = *sopts;
 	}
 	o.sz = sizeof(o);
-	o.branch = btr_analysis_mux_branch;
+	o.branch = NULL;
+	o.branches = btr_analysis_mux_branches;
 	o.event = btr_analysis_mux_event;
 	o.insn = NULL;
 	o.ctx = m;

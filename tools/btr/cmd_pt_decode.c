@@ -282,6 +282,22 @@ static int btr_branch_cb(void *ctx, const struct btr_branch *b)
 	return 0;
 }
 
+/* --stat: the stream's batches, counted in one loop each. */
+static int btr_branches_stat_cb(void *ctx, const struct btr_branch *b, size_t n)
+{
+	struct btr_ctx *c = ctx;
+	struct btr_ptflow_stats *st = c->st;
+	uint64_t insns = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (b[i].kind < BTR_KIND__COUNT)
+			st->by_kind[b[i].kind]++;
+		insns += (b[i].flags & BTR_BF_INSNS) ? b[i].insns : 0;
+	}
+	st->branches += n;
+	st->insns += insns;
+	return 0;
+}
+
 static int btr_insn_cb(void *ctx, uint32_t tid, uint64_t ip, const struct btr_insn *in)
 {
 	struct btr_ctx *c = ctx;
@@ -322,6 +338,10 @@ static int decode_btr(const char *path, const struct btr_stream_elf *elfs, unsig
 	struct btr_stream *s;
 	if (mode == 1)
 		so.insn = btr_insn_cb;
+	if (mode == 2) {
+		so.branch = NULL;
+		so.branches = btr_branches_stat_cb;
+	}
 	int e = btr_stream_open(path, &so, &s);
 	if (e < 0) {
 		cli_error("%s: %s", path, btr_errstr(e));
