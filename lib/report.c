@@ -243,16 +243,9 @@ static inline int blk_add(struct btr_report *r, uint64_t start, uint64_t end, ui
 	return 0;
 }
 
-int btr_report_branch(void *report, const struct btr_branch *b)
+/* Counts @b into thread @t (the hot path of btr_report_branch[es]). */
+static inline int count_branch(struct btr_report *r, struct thr *t, const struct btr_branch *b)
 {
-	struct btr_report *r = report;
-	if (r->nomem)
-		return 1;
-	struct thr *t = thr_get(r, b->tid);
-	if (!t) {
-		r->nomem = 1;
-		return 1;
-	}
 	struct btr_report_result *res = &r->res;
 	/* Branch-free counting: taken/not-taken and kinds are random to the
 	 * predictor, and this runs once per branch. */
@@ -280,6 +273,42 @@ int btr_report_branch(void *report, const struct btr_branch *b)
 	}
 	t->prev_to = b->to;
 	t->prev_valid = 1;
+	return 0;
+}
+
+int btr_report_branch(void *report, const struct btr_branch *b)
+{
+	struct btr_report *r = report;
+	if (r->nomem)
+		return 1;
+	struct thr *t = thr_get(r, b->tid);
+	if (!t) {
+		r->nomem = 1;
+		return 1;
+	}
+	return count_branch(r, t, b);
+}
+
+int btr_report_branches(void *report, const struct btr_branch *b, size_t n)
+{
+	struct btr_report *r = report;
+	struct thr *t = NULL;
+	uint32_t tid = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (r->nomem)
+			return 1;
+		if (!t || b[i].tid != tid) {
+			/* (a thread table that grows moves the threads: look
+			 * up again after every new thread) */
+			tid = b[i].tid;
+			if (!(t = thr_get(r, tid))) {
+				r->nomem = 1;
+				return 1;
+			}
+		}
+		if (count_branch(r, t, &b[i]))
+			return 1;
+	}
 	return 0;
 }
 
@@ -943,7 +972,8 @@ int btr_report_trace(const char *path, const struct btr_stream_opts *sopts,
 	if (sopts)
 		memcpy(&so, sopts, sopts->sz < sizeof(so) ? sopts->sz : sizeof(so));
 	so.sz = sizeof(so);
-	so.branch = btr_report_branch;
+	so.branch = NULL;
+	so.branches = btr_report_branches;
 	so.event = btr_report_event;
 	so.ctx = r;
 	struct btr_stream *s;

@@ -144,6 +144,10 @@ void btr_report_free(struct btr_report *r);
  * report then stops the stream and btr_report_finish returns
  * -BTR_ERR_NOMEM). */
 int btr_report_branch(void *report, const struct btr_branch *b);
+/* The same for @n branches (btr_stream_opts.branches): equal to @n calls
+ * of btr_report_branch, faster (the thread is looked up once per run of
+ * one thread's branches). */
+int btr_report_branches(void *report, const struct btr_branch *b, size_t n);
 
 /* Takes note of stream event @ev (threads, modules, gaps, exit; on EXEC
  * the blocks seen so far are symbolized with the old image).  Returns 0

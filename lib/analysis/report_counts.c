@@ -25,10 +25,7 @@ static int rep_begin(void *state, struct btr_stream *s)
 static int rep_branches(void *state, const struct btr_branch *b, size_t n)
 {
 	struct rep *x = state;
-	for (size_t i = 0; i < n; i++)
-		if (btr_report_branch(x->r, &b[i]))
-			return -BTR_ERR_NOMEM;
-	return 0;
+	return btr_report_branches(x->r, b, n) ? -BTR_ERR_NOMEM : 0;
 }
 
 static int rep_event(void *state, const struct btr_stream_event *ev)

@@ -448,7 +448,7 @@ int cmd_report(int argc, char **argv)
 		cli_error("%s: %s", file, btr_errstr(rc));
 		return EXIT_RUNTIME;
 	}
-	so.branch = btr_report_branch;
+	so.branches = btr_report_branches;
 	so.event = btr_report_event;
 	so.ctx = rep;
 	struct btr_stream *s;
