@@ -1395,12 +1395,10 @@ static int on_switch(struct btr_stream *s, const struct btr_rec_switch *w)
 	return 0;
 }
 
-int btr_stream_cpu_thread(struct btr_stream *s, int32_t cpu, uint64_t tsc, uint32_t *pid, uint32_t *tid)
+/* The number of @c's switches at or before @tsc (binary search). */
+static size_t switches_upto(const struct cpu_switches *c, uint64_t tsc)
 {
-	if (!s || cpu < 0 || (unsigned)cpu >= s->n_sw)
-		return 0;
-	const struct cpu_switches *c = &s->sw[cpu];
-	size_t lo = 0, hi = c->n;   /* first entry with tsc > @tsc */
+	size_t lo = 0, hi = c->n;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 		if (c->e[mid].tsc <= tsc)
@@ -1408,6 +1406,15 @@ int btr_stream_cpu_thread(struct btr_stream *s, int32_t cpu, uint64_t tsc, uint3
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+int btr_stream_cpu_thread(struct btr_stream *s, int32_t cpu, uint64_t tsc, uint32_t *pid, uint32_t *tid)
+{
+	if (!s || cpu < 0 || (unsigned)cpu >= s->n_sw)
+		return 0;
+	const struct cpu_switches *c = &s->sw[cpu];
+	size_t lo = switches_upto(c, tsc);
 	if (!lo || c->e[lo - 1].out || !c->e[lo - 1].tid)
 		return 0;
 	if (pid)
@@ -1434,14 +1441,7 @@ static int cpu_runner(const struct btr_stream *s, int32_t cpu, uint64_t tsc, uin
 	if (cpu < 0 || (unsigned)cpu >= s->n_sw || !s->sw[cpu].n)
 		return 0;
 	const struct cpu_switches *c = &s->sw[cpu];
-	size_t lo = 0, hi = c->n;   /* first entry with tsc > @tsc */
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (c->e[mid].tsc <= tsc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = switches_upto(c, tsc);
 	size_t k;   /* the entry that names the thread */
 	*from = lo ? c->e[lo - 1].tsc : 0;
 	if (!lo) {
