@@ -237,7 +237,7 @@ static inline void emit_branch(struct btr_ptflow *f, uint64_t from, uint64_t to,
 	b.cycles = 0;
 	b.kind = (uint8_t)kind;
 	b.reserved = 0;
-	b.pid = 0;
+	b.pid = f->cfg.pid;
 	flags |= BTR_BF_INSNS | KFLAGS(from, to);
 	if (f->tsc)
 		flags |= BTR_BF_TSC;

@@ -346,7 +346,8 @@ static int plugin_write_error(const char *dir)
 {
 	char path[PATH_MAX];
 	uint64_t v[2] = { 0, 0 };
-	snprintf(path, sizeof(path), "%s/count", dir);
+	if ((size_t)snprintf(path, sizeof(path), "%s/count", dir) >= sizeof(path))
+		return 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
@@ -886,8 +887,11 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	int werr = plugin_write_error(dir);
 	char kept[PATH_MAX];
 	if (werr < 0) {
-		snprintf(kept, sizeof(kept), "%s.partial", opts->output);
-		if ((rc = btr_trace_writer_retarget(w, kept)) < 0) {
+		if ((size_t)snprintf(kept, sizeof(kept), "%s.partial", opts->output) >= sizeof(kept))
+			rc = -BTR_ERR_INVAL;
+		else
+			rc = btr_trace_writer_retarget(w, kept);
+		if (rc < 0) {
 			btr_err("%s: %s", opts->output, btr_errstr(rc));
 			goto fail;
 		}
