@@ -38,7 +38,7 @@ for f in "$xdc_src"/src/*.c; do
   [ "$o" -nt "$f" ] || $cc -c -o "$o" "$f" -Ofast -fPIC -fvisibility=hidden -flto -finline-functions \
     -I"$xdc_src" -w || exit 2
 done
-libs="$(pkg-config --libs libzstd libdw libelf) -lZydis -lZycore -lpthread"
+libs="$(pkg-config --libs libzstd libdw libelf) -lZydis -lZycore -lpthread -lstdc++ -lz -lm"
 $cc -O2 -flto -o "$out/xdc_compare" "$here/bench/xdc_compare.c" -I"$here/include" -I"$xdc_src" \
   "$out"/obj/*.o "$build/libbtr.a" $libs -l:libcapstone.so.4 -lm || exit 2
 
