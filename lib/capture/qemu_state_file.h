@@ -1,0 +1,107 @@
+/* qemu_state_file.h - the plugin's shared state file: created sparse,
+ * its pages reserved before use, handed out by a bump allocator, and
+ * adopted as a private copy by a forked child.
+ * Split from qemu_plugin.c (included inside its BTR_QEMU_PLUGIN_BUILD
+ * part only, once, after the plugin state `g`); private to lib/capture/. */
+
+/* The state file is sparse (QS_SIZE), and its pages are reserved with
+ * fallocate before they are handed out: a write to a page that the file
+ * system cannot back (a full $TMPDIR) raises SIGBUS, which QEMU reports
+ * as the guest's and btr record's salvage would hit again reading it.
+ * Everything below qs->used is reserved. */
+#define QS_CHUNK (1ull << 20)
+_Static_assert(sizeof(struct qs_hdr) <= QS_CHUNK, "the header is in the first reservation");
+static int qs_fd = -1;            /* the state file, for fallocate */
+static uint64_t qs_reserved;      /* bytes of it known to be backed */
+static int qs_full;               /* a reservation failed: heap from now on */
+static pthread_mutex_t qs_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Reserves the file up to @end (under qs_mu).  Returns 1 if it is. */
+static int qs_reserve_locked(uint64_t end)
+{
+	if (end <= qs_reserved)
+		return 1;
+	if (qs_full || qs_fd < 0)
+		return 0;
+	uint64_t to = (end + QS_CHUNK - 1) & ~(QS_CHUNK - 1);
+	if (to > QS_SIZE)
+		to = QS_SIZE;
+	if (posix_fallocate(qs_fd, (off_t)qs_reserved, (off_t)(to - qs_reserved)) != 0) {
+		qs_full = 1;
+		return 0;
+	}
+	qs_reserved = to;
+	return 1;
+}
+
+/* Zeroed memory from the shared state file (or the heap if it is full:
+ * such state is simply not salvageable after a crash). */
+static void *qs_alloc(size_t size)
+{
+	size = (size + 63) & ~(size_t)63;
+	if (g.qs) {
+		pthread_mutex_lock(&qs_mu);
+		uint64_t at = g.qs->used;
+		int ok = at + size <= g.qs->size && qs_reserve_locked(at + size);
+		if (ok)
+			__atomic_store_n(&g.qs->used, at + size, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&qs_mu);
+		if (ok)
+			return (uint8_t *)g.qs + at;
+	}
+	void *p = calloc(1, size);
+	if (!p)
+		abort();
+	return p;
+}
+
+static int qs_create(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, (off_t)QS_SIZE) < 0 || posix_fallocate(fd, 0, (off_t)QS_CHUNK) != 0) {
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	void *m = mmap(NULL, QS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+	if (m == MAP_FAILED) {
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	qs_fd = fd;
+	qs_reserved = QS_CHUNK;
+	qs_full = 0;
+	g.qs = m;
+	g.qs->base = (uint64_t)(uintptr_t)m;
+	g.qs->size = QS_SIZE;
+	g.qs->used = (sizeof(struct qs_hdr) + 4095) & ~4095ull;
+	g.qs->pid = (uint32_t)getpid();
+	__atomic_store_n(&g.qs->magic, QS_MAGIC, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Child: the copy @fd of the parent's state replaces the shared mapping;
+ * its used part is reserved first (the copy skipped the ground-truth
+ * buffers, which would be holes).  Returns 1, or 0 if it cannot be. */
+static int qs_adopt_copy(int fd)
+{
+	pthread_mutex_init(&qs_mu, NULL);
+	uint64_t used = __atomic_load_n(&g.qs->used, __ATOMIC_RELAXED);
+	uint64_t to = (used + QS_CHUNK - 1) & ~(QS_CHUNK - 1);
+	if (to > QS_SIZE)
+		to = QS_SIZE;
+	if (posix_fallocate(fd, 0, (off_t)to) != 0)
+		return 0;
+	if (mmap(g.qs, QS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, fd, 0) !=
+	    (void *)g.qs)
+		return 0;
+	if (qs_fd >= 0)
+		close(qs_fd);   /* the parent's file: the parent keeps its own */
+	qs_fd = fd;
+	qs_reserved = to;
+	qs_full = 0;
+	return 1;
+}
