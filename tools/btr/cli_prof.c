@@ -73,6 +73,32 @@ int cli_prof_run(const char *cmd, const char *file, struct cli_stream *cs, struc
 	return EXIT_OK;
 }
 
+int cli_prof_run_write(const char *cmd, const char *file, struct cli_stream *cs, struct btr_analysis *a,
+		       const char *outp, const char *format, cli_write_error_fn on_error, void *ctx)
+{
+	int lost;
+	int rc = cli_prof_run(cmd, file, cs, &a, 1, &lost);
+	if (rc != EXIT_OK) {
+		btr_analysis_free(a);
+		return rc;
+	}
+	struct cli_out o;
+	if (cli_out_open(&o, outp)) {
+		btr_analysis_free(a);
+		return EXIT_RUNTIME;
+	}
+	int wr = btr_analysis_write(a, o.f, format);
+	btr_analysis_free(a);
+	if (wr && on_error)
+		on_error(ctx, file, outp, wr);
+	else if (wr)
+		cli_error("%s: %s", outp, wr == -BTR_ERR_UNSUPPORTED ? "the trace has no timestamps (use --weight insns)"
+								   : btr_errstr(wr));
+	if (cli_out_close(&o, wr == 0) || wr)
+		return EXIT_RUNTIME;
+	return lost ? EXIT_RUNTIME : EXIT_OK;
+}
+
 int cli_ends_with(const char *path, const char *suffix)
 {
 	size_t a = strlen(path), b = strlen(suffix);

@@ -29,6 +29,20 @@ int cli_out_close(struct cli_out *o, int ok);
 int cli_prof_run(const char *cmd, const char *file, struct cli_stream *cs, struct btr_analysis *const *list,
 		 size_t n, int *lost);
 
+/* Prints the one error line for a failed btr_analysis_write (@err < 0)
+ * of trace @file into @outp (cli_prof_run_write's @on_error). */
+typedef void (*cli_write_error_fn)(void *ctx, const char *file, const char *outp, int err);
+
+/* The common profile command: runs analysis @a over @file (cli_prof_run)
+ * and writes it in @format to @outp ("-": stdout) through cli_out, so a
+ * failed write leaves nothing.  A write error prints one line through
+ * @on_error, or, if NULL, "OUTP: cause" (for -BTR_ERR_UNSUPPORTED: the
+ * trace has no timestamps).  Frees @a.  Returns EXIT_OK, or EXIT_RUNTIME
+ * (also when the trace was damaged: the output then covers what was
+ * read). */
+int cli_prof_run_write(const char *cmd, const char *file, struct cli_stream *cs, struct btr_analysis *a,
+		       const char *outp, const char *format, cli_write_error_fn on_error, void *ctx);
+
 /* The file's extension test: does @path end with @suffix? */
 int cli_ends_with(const char *path, const char *suffix);
 

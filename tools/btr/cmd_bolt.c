@@ -26,6 +26,16 @@ static void usage(FILE *f)
 		"(then OUT covers what was read), or the module is not in the trace.\n");
 }
 
+/* A failed write: the module asked for is not in the trace, or the output. */
+static void bolt_write_error(void *ctx, const char *file, const char *outp, int err)
+{
+	const struct btr_profile_opts *po = ctx;
+	if (err == -BTR_ERR_NOT_FOUND)
+		cli_error("%s: no module %s in the trace", file, po->module ? po->module : "(the program)");
+	else
+		cli_error("%s: %s", outp, btr_errstr(err));
+}
+
 int cmd_bolt(int argc, char **argv)
 {
 	enum { O_PA = 1, O_MODULE };
@@ -76,24 +86,5 @@ int cmd_bolt(int argc, char **argv)
 		cli_error("out of memory");
 		return EXIT_RUNTIME;
 	}
-	int lost;
-	rc = cli_prof_run("bolt", file, &cs, &a, 1, &lost);
-	if (rc != EXIT_OK) {
-		btr_analysis_free(a);
-		return rc;
-	}
-	struct cli_out o;
-	if (cli_out_open(&o, outp)) {
-		btr_analysis_free(a);
-		return EXIT_RUNTIME;
-	}
-	int wr = btr_analysis_write(a, o.f, "fdata");
-	btr_analysis_free(a);
-	if (wr == -BTR_ERR_NOT_FOUND)
-		cli_error("%s: no module %s in the trace", file, po.module ? po.module : "(the program)");
-	else if (wr)
-		cli_error("%s: %s", outp, btr_errstr(wr));
-	if (cli_out_close(&o, wr == 0) || wr)
-		return EXIT_RUNTIME;
-	return lost ? EXIT_RUNTIME : EXIT_OK;
+	return cli_prof_run_write("bolt", file, &cs, a, outp, "fdata", bolt_write_error, &po);
 }

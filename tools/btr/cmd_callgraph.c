@@ -25,6 +25,15 @@ static void usage(FILE *f)
 		"(then the output covers what was read).\n");
 }
 
+/* A failed write: the output, or the trace the analysis could not use. */
+static void callgraph_write_error(void *ctx, const char *file, const char *outp, int err)
+{
+	(void)ctx;
+	(void)outp;
+	cli_error("%s: %s", err == -BTR_ERR_IO ? "writing the output" : file,
+		  err == -BTR_ERR_UNSUPPORTED ? "the trace has no timestamps (use --weight insns)" : btr_errstr(err));
+}
+
 int cmd_callgraph(int argc, char **argv)
 {
 	enum { O_FORMAT = 1, O_WEIGHT };
@@ -79,23 +88,5 @@ int cmd_callgraph(int argc, char **argv)
 		cli_error("out of memory");
 		return EXIT_RUNTIME;
 	}
-	int lost;
-	rc = cli_prof_run("callgraph", file, &cs, &a, 1, &lost);
-	if (rc != EXIT_OK) {
-		btr_analysis_free(a);
-		return rc;
-	}
-	struct cli_out o;
-	if (cli_out_open(&o, outp)) {
-		btr_analysis_free(a);
-		return EXIT_RUNTIME;
-	}
-	int wr = btr_analysis_write(a, o.f, format);
-	btr_analysis_free(a);
-	if (wr)
-		cli_error("%s: %s", wr == -BTR_ERR_IO ? "writing the output" : file, wr == -BTR_ERR_UNSUPPORTED ? "the trace has no timestamps (use --weight insns)"
-								   : btr_errstr(wr));
-	if (cli_out_close(&o, wr == 0) || wr)
-		return EXIT_RUNTIME;
-	return lost ? EXIT_RUNTIME : EXIT_OK;
+	return cli_prof_run_write("callgraph", file, &cs, a, outp, format, callgraph_write_error, NULL);
 }

@@ -66,22 +66,5 @@ int cmd_pprof(int argc, char **argv)
 		cli_error("out of memory");
 		return EXIT_RUNTIME;
 	}
-	int lost;
-	rc = cli_prof_run("pprof", file, &cs, &a, 1, &lost);
-	if (rc != EXIT_OK) {
-		btr_analysis_free(a);
-		return rc;
-	}
-	struct cli_out o;
-	if (cli_out_open(&o, outp)) {
-		btr_analysis_free(a);
-		return EXIT_RUNTIME;
-	}
-	int wr = btr_analysis_write(a, o.f, raw ? "pb-raw" : "pb");
-	btr_analysis_free(a);
-	if (wr)
-		cli_error("%s: %s", outp, btr_errstr(wr));
-	if (cli_out_close(&o, wr == 0) || wr)
-		return EXIT_RUNTIME;
-	return lost ? EXIT_RUNTIME : EXIT_OK;
+	return cli_prof_run_write("pprof", file, &cs, a, outp, raw ? "pb-raw" : "pb", NULL, NULL);
 }
