@@ -59,8 +59,11 @@ check "ulimit -f: one line 'File too large': $(cat err.txt)" [ "$(wc -l <err.txt
 mkdir small tmpd mid tsmall
 mounted() { mount -t tmpfs -o size="$1" tmpfs "$2" 2>/dev/null && mnt="$mnt $tmp/$2"; }
 if mounted 256k small && mounted 4m mid && mounted 64k tsmall; then
-  head -c 300000 "$btr" >input.bin
-  head -c 3000000 "$btr" >input3.bin
+  # Incompressible inputs of fixed size, the same for every build (the
+  # btr binary, used before, is smaller in a Release build and its trace
+  # then fit into the 8 MiB of case 4).
+  python3 -c 'import random, sys; sys.stdout.buffer.write(random.Random(1).randbytes(300000))' >input.bin
+  python3 -c 'import random, sys; sys.stdout.buffer.write(random.Random(3).randbytes(3000000))' >input3.bin
   # (1) the output's file system is full before a whole chunk is written:
   # one line, exit 3, nothing left at all
   TMPDIR=$tmp/tmpd "$btr" record -q -o small/out.btr -- /bin/gzip -c input.bin >/dev/null 2>err.txt; rc=$?

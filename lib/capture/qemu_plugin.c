@@ -571,6 +571,41 @@ static __attribute__((noinline)) void tb_enable(struct thr *t, uint64_t pc)
 	t->enabled = 1;
 }
 
+/* The ways out of tb_exec's hot path, out of line: with every call in
+ * them a tail call, the hot path needs no callee-saved registers (no
+ * pushes and pops on each of the hundreds of millions of TBs). */
+static __attribute__((noinline)) void tb_done(struct thr *t, struct tbinfo *cur)
+{
+	uint64_t pc = cur->pc;
+	if (UNLIKELY(t->enc.pos >= t->check_at))
+		tb_check(t, pc);
+	t->prev = cur;
+	t->base = cur->count;
+}
+
+static __attribute__((noinline)) void tb_flush_done(struct thr *t, struct tbinfo *cur)
+{
+	tnt_flush(t);
+	tb_done(t, cur);
+}
+
+/* Everything but a completed TB followed by a regular successor. */
+static __attribute__((noinline)) void tb_exec_slow(unsigned vcpu, struct thr *t, struct tbinfo *cur)
+{
+	uint64_t pc = cur->pc;
+	if (!t) {
+		if (g.off)
+			return;
+		t = thr_first(vcpu, pc);
+	}
+	struct tbinfo *p = t->prev;
+	if (p != NULL)
+		resolve(t, p, qs_started(p, p->count - t->base), pc);
+	else if (!t->enabled)
+		tb_enable(t, pc);
+	tb_done(t, cur);
+}
+
 /* Called at the start of every executed TB: the hot path.  The common
  * cases (TB completed, new pc a regular successor) are decided inline
  * here; everything else goes through resolve(). */
@@ -578,54 +613,42 @@ static void tb_exec(unsigned vcpu, void *ud)
 {
 	struct tbinfo *cur = ud;
 	struct thr *t = g.thr[vcpu];
-	uint64_t pc = cur->pc;
-
-	if (UNLIKELY(!t)) {
-		if (g.off)
-			return;
-		t = thr_first(vcpu, pc);
-	}
-
+	if (UNLIKELY(!t))
+		{ tb_exec_slow(vcpu, t, cur); return; }
 	struct tbinfo *p = t->prev;
-	if (LIKELY(p != NULL)) {
-		uint64_t c = p->count - t->base;
-		if (LIKELY(c == p->n_s)) {
-			/* if-chain, not switch: one predictable compare per kind
-			 * beats an indirect jump through a table here. */
-			unsigned k = p->kind;
-			if (k == BTR_KIND_JCC) {
-				if (pc == p->target) {
-					tnt_add(t, 1);
-					goto done;
-				}
-				if (pc == p->end) {
-					tnt_add(t, 0);
-					goto done;
-				}
-			} else if (k == BTR_KIND_NONE || k == BTR_KIND_JMP) {
-				if (pc == p->target)
-					goto done;
-			} else if (k == BTR_KIND_RET) {
-				if (g.retcomp && t->rs_n && t->rs[t->rs_top] == pc) {
-					t->rs_top = (t->rs_top + RS_DEPTH - 1) % RS_DEPTH;
-					t->rs_n--;
-					tnt_add(t, 1);
-					goto done;
-				}
-			} else if (k == BTR_KIND_CALL) {
-				if (pc == p->target) {
-					rs_push(t, p->end);
-					goto done;
-				}
-			}
-		}
-		resolve(t, p, qs_started(p, c), pc);
-	} else if (!t->enabled) {
-		tb_enable(t, pc);
+	if (UNLIKELY(!p) || UNLIKELY(p->count - t->base != p->n_s))
+		{ tb_exec_slow(vcpu, t, cur); return; }
+	uint64_t pc = cur->pc;
+	/* if-chain, not switch: one predictable compare per kind beats an
+	 * indirect jump through a table here. */
+	unsigned k = p->kind;
+	if (LIKELY(k == BTR_KIND_JCC)) {
+		unsigned taken = pc == p->target;
+		if (UNLIKELY(!taken && pc != p->end))
+			{ tb_exec_slow(vcpu, t, cur); return; }
+		t->tnt_bits = (t->tnt_bits << 1) | taken;
+		if (UNLIKELY(++t->tnt_n == 6))
+			{ tb_flush_done(t, cur); return; }
+	} else if (k == BTR_KIND_NONE || k == BTR_KIND_JMP) {
+		if (pc != p->target)
+			{ tb_exec_slow(vcpu, t, cur); return; }
+	} else if (k == BTR_KIND_RET) {
+		if (!(g.retcomp && t->rs_n && t->rs[t->rs_top] == pc))
+			{ tb_exec_slow(vcpu, t, cur); return; }
+		t->rs_top = (t->rs_top + RS_DEPTH - 1) % RS_DEPTH;
+		t->rs_n--;
+		t->tnt_bits = (t->tnt_bits << 1) | 1;
+		if (UNLIKELY(++t->tnt_n == 6))
+			{ tb_flush_done(t, cur); return; }
+	} else if (k == BTR_KIND_CALL) {
+		if (pc != p->target)
+			{ tb_exec_slow(vcpu, t, cur); return; }
+		rs_push(t, p->end);
+	} else {
+		{ tb_exec_slow(vcpu, t, cur); return; }
 	}
-done:
 	if (UNLIKELY(t->enc.pos >= t->check_at))
-		tb_check(t, pc);
+		{ tb_done(t, cur); return; }
 	t->prev = cur;
 	t->base = cur->count;
 }
