@@ -260,7 +260,7 @@ static inline void ensure_space(struct thr *t)
 static inline void tnt_add(struct thr *t, int taken)
 {
 	t->tnt_bits = (t->tnt_bits << 1) | (unsigned)taken;
-	if (++t->tnt_n == 6)
+	if (++t->tnt_n == TNT_MAX)
 		tnt_flush(t);
 }
 
@@ -627,7 +627,7 @@ static void tb_exec(unsigned vcpu, void *ud)
 		if (UNLIKELY(!taken && pc != p->end))
 			{ tb_exec_slow(vcpu, t, cur); return; }
 		t->tnt_bits = (t->tnt_bits << 1) | taken;
-		if (UNLIKELY(++t->tnt_n == 6))
+		if (UNLIKELY(++t->tnt_n == TNT_MAX))
 			{ tb_flush_done(t, cur); return; }
 	} else if (k == BTR_KIND_NONE || k == BTR_KIND_JMP) {
 		if (pc != p->target)
@@ -638,7 +638,7 @@ static void tb_exec(unsigned vcpu, void *ud)
 		t->rs_top = (t->rs_top + RS_DEPTH - 1) % RS_DEPTH;
 		t->rs_n--;
 		t->tnt_bits = (t->tnt_bits << 1) | 1;
-		if (UNLIKELY(++t->tnt_n == 6))
+		if (UNLIKELY(++t->tnt_n == TNT_MAX))
 			{ tb_flush_done(t, cur); return; }
 	} else if (k == BTR_KIND_CALL) {
 		if (pc != p->target)
