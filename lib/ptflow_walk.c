@@ -595,6 +595,21 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 						ip = tip;
 						cand = b->next[1];
 						lk = &b->next[1];
+						if (b->kind == BTR_KIND_RET && f->rs_n && f->rs[f->rs_top] == tip) {
+							/* A return to its call: the block
+							 * after the call is remembered there
+							 * (the last target of the RET is a
+							 * poor guess for a function called
+							 * from many places).  Without return
+							 * compression the stack has no other
+							 * use and is popped, else (libipt:
+							 * an uncompressed RET leaves it) only
+							 * read. */
+							lk = f->rsl[f->rs_top];
+							cand = *lk;
+							if (!retcomp)
+								(void)rs_pop(f);
+						}
 						b = NULL;
 						continue;
 					}
