@@ -433,8 +433,7 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 			br.to = (to_);                                           \
 			br.insns = insns - mark;                                 \
 			br.cycles = cyc;                                         \
-			br.flags = (uint16_t)t_;                                 \
-			br.kind = (uint8_t)(t_ >> 16);                           \
+			memcpy(&br.flags, &t_, 4); /* flags, kind, reserved */   \
 			cyc = cycfl = 0;                                         \
 			if (btr_unlikely(bcb(bctx, &br))) {                      \
 				f->stopped = 1;                                  \
@@ -636,11 +635,16 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 				insns += b->ninsn;
 				uint64_t to = b->to[t];
 				struct blk *s = b->next[t];
-				FAST_EMIT(b->end_ip, to, BTR_KIND_JCC, b->tail[t]);
-				if (btr_likely(s->ip == to && s->mode == m1))
+				/* The link is checked before the record goes out,
+				 * so that with a callback only the successor has
+				 * to survive the call. */
+				if (btr_likely(s->ip == to && s->mode == m1)) {
+					FAST_EMIT(b->end_ip, to, BTR_KIND_JCC, b->tail[t]);
 					b = s;
-				else
+				} else {
+					FAST_EMIT(b->end_ip, to, BTR_KIND_JCC, b->tail[t]);
 					FAST_NEXT(t, to);
+				}
 			} while (nb && b->jcc);
 			continue;
 		}
