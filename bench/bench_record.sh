@@ -3,7 +3,9 @@
 # side in one run: native, `btr record -b qemu`, valgrind callgrind with
 # --collect-jumps=yes, valgrind --tool=none (valgrind's own floor),
 # qemu-x86_64 with the cheapest plugin (bench/floor_plugin.c: one callback
-# per executed TB storing its address; the floor of plugin recording),
+# per executed TB storing its address; the floor of plugin recording;
+# again with a TB-completion counter checked per TB, the least exactness
+# needs),
 # qemu-x86_64 alone, and `qemu-x86_64 -d exec,nochain` logging to a file.
 # Usage: bench/bench_record.sh BUILD_DIR [SIZE_MB]
 # (the qemu -d exec,nochain run is by far the slowest: several minutes for
@@ -73,6 +75,11 @@ if command -v qemu-x86_64 >/dev/null &&
    ${CC:-cc} -O2 -shared -fPIC -I"$here/lib/capture" -o "$tmp/floor.so" "$here/bench/floor_plugin.c" 2>"$tmp/cc.err"; then
   run qemu-x86_64 -plugin "$tmp/floor.so" "$gzip" -c "$in"
   printf '%-34s %9.3f %9s %8.1f %12s\n' "qemu + per-TB callback (floor)" "$wall" "$cpu" \
+    "$(echo "$wall / $native" | bc -l)" "-"
+  # the same plus the least exactness needs: a counter on each TB's last
+  # instruction, checked by the callback
+  run qemu-x86_64 -plugin "$tmp/floor.so,count" "$gzip" -c "$in"
+  printf '%-34s %9.3f %9s %8.1f %12s\n' "  + TB-completion counter" "$wall" "$cpu" \
     "$(echo "$wall / $native" | bc -l)" "-"
 else
   echo "qemu per-TB callback floor: not measured ($(head -1 "$tmp/cc.err" 2>/dev/null))"

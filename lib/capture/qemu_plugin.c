@@ -647,8 +647,8 @@ static void tb_exec(unsigned vcpu, void *ud)
 	} else {
 		{ tb_exec_slow(vcpu, t, cur); return; }
 	}
-	if (UNLIKELY(t->enc.pos >= t->check_at))
-		{ tb_done(t, cur); return; }
+	/* No space check here: this path writes no packet (tb_flush_done
+	 * and tb_exec_slow, which do, check). */
 	t->prev = cur;
 	t->base = cur->count;
 }
