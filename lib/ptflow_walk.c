@@ -375,12 +375,15 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 	 * first branch. */
 	const uint64_t tsc = f->tsc;
 	const uint32_t tid = f->cfg.tid;
-	const uint32_t tscfl = BTR_BF_INSNS | (tsc ? BTR_BF_TSC : 0);
-	uint32_t cyc = 0, cycfl = 0;
+	/* The flags every record of this walk has; BTR_BF_CYCLES only until
+	 * the first record (one live value: registers are scarce around a
+	 * callback). */
+	uint32_t fl = BTR_BF_INSNS | (tsc ? BTR_BF_TSC : 0);
+	uint32_t cyc = 0;
 	uint64_t cyc_saved = f->cyc_acc;
 	if (f->have_cyc && omode) {
 		cyc = f->cyc_acc > UINT32_MAX ? UINT32_MAX : (uint32_t)f->cyc_acc;
-		cycfl = BTR_BF_CYCLES;
+		fl |= BTR_BF_CYCLES;
 		f->have_cyc = 0;
 		f->cyc_acc = 0;
 	}
@@ -389,6 +392,7 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 	br.tsc = tsc;
 	br.reserved = 0;
 	br.pid = f->cfg.pid;
+	br.cycles = cyc;
 	if (omode == 2 && btr_unlikely(f->bbuf_tsc != tsc)) {
 		/* The records still buffered keep their time. */
 		f->bbuf_tsc = tsc;
@@ -408,16 +412,16 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 	do {                                                                     \
 		if (omode == 2) {                                                \
 			struct btr_branch *o_ = &ob[on];                         \
-			uint32_t t_ = (tail_) | tscfl | cycfl;                   \
+			uint32_t t_ = (tail_) | fl;                              \
 			o_->from = (from_);                                      \
 			o_->to = (to_);                                          \
 			o_->insns = insns - mark;                                \
 			memcpy(&o_->flags, &t_, 4);                              \
-			if (btr_unlikely(cycfl)) {                               \
+			if (btr_unlikely(fl & BTR_BF_CYCLES)) {                  \
 				o_->cycles = cyc;                                \
 				f->bbuf_dirty = 1;                               \
 			}                                                        \
-			cyc = cycfl = 0;                                         \
+			fl &= ~(uint32_t)BTR_BF_CYCLES;                          \
 			if (btr_unlikely(++on == BTR_PTFLOW_BATCH)) {            \
 				f->bn = on;                                      \
 				ptf_flush_branches(f);                               \
@@ -428,14 +432,15 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 				}                                                \
 			}                                                        \
 		} else if (omode == 1) {                                         \
-			uint32_t t_ = (tail_) | tscfl | cycfl;                   \
+			uint32_t t_ = (tail_) | fl;                              \
 			br.from = (from_);                                       \
 			br.to = (to_);                                           \
 			br.insns = insns - mark;                                 \
-			br.cycles = cyc;                                         \
 			memcpy(&br.flags, &t_, 4); /* flags, kind, reserved */   \
-			cyc = cycfl = 0;                                         \
-			if (btr_unlikely(bcb(bctx, &br))) {                      \
+			fl &= ~(uint32_t)BTR_BF_CYCLES;                          \
+			int r_ = bcb(bctx, &br);                                 \
+			br.cycles = 0;                                           \
+			if (btr_unlikely(r_)) {                                  \
 				f->stopped = 1;                                  \
 				mark = insns;                                    \
 				goto out;                                        \
@@ -726,7 +731,7 @@ out:
 	f->st.by_kind[BTR_KIND_JCC] += njcc;
 	if (omode == 2)
 		f->bn = on;
-	if (cycfl) {
+	if (fl & BTR_BF_CYCLES) {
 		/* no branch took the CYC count */
 		f->have_cyc = 1;
 		f->cyc_acc = cyc_saved;

@@ -113,6 +113,13 @@ static int bv_push(void *ctx, const struct btr_branch *b)
 	return 0;
 }
 
+static int bv_push_n(void *ctx, const struct btr_branch *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		bv_push(ctx, &b[i]);
+	return 0;
+}
+
 static int decode(struct rec *r, const struct btr_ptflow_config *cfg, size_t piece)
 {
 	memset(r, 0, sizeof(*r) - sizeof(r->stop_after));
@@ -423,8 +430,42 @@ int main(void)
 		CHECK(r.br[1].flags & BTR_BF_CYCLES);
 		CHECK_EQ(r.br[1].cycles, 5);
 		CHECK(!(r.br[0].flags & BTR_BF_CYCLES));
+		/* the CYC count goes to one branch only */
+		CHECK(!(r.br[2].flags & BTR_BF_CYCLES));
+		CHECK_EQ(r.br[2].cycles, 0);
 	}
 	ipvec_free(&r.ips);
+
+	/* 9b. the fast walk (no instruction callback) gives a CYC count to the
+	 * first branch after it only, in both output modes */
+	for (int batched = 0; batched < 2; batched++) {
+		s_begin();
+		s_pkt((struct btr_pt_packet){ .type = BTR_PT_PSB });
+		s_simple(BTR_PT_PSBEND);
+		s_ip(BTR_PT_TIP_PGE, 0x1000);
+		s_tnt("1");
+		struct btr_pt_packet c = { .type = BTR_PT_CYC };
+		c.u.cyc.value = 7;
+		s_pkt(c);
+		s_tnt("110");   /* three conditionals in one walk */
+		s_ip(BTR_PT_TIP_PGD, 0x4000);
+		struct bvec_ bv = { 0 };
+		struct btr_ptflow *f;
+		CHECK_EQ(btr_ptflow_new(img, &cfg, &f), 0);
+		struct btr_ptflow_callbacks bcb = { .ctx = &bv };
+		if (batched)
+			bcb.branches = bv_push_n;
+		else
+			bcb.branch = bv_push;
+		CHECK_EQ(btr_ptflow_decode(f, sbuf, btr_pt_enc_size(&enc), &bcb), 0);
+		btr_ptflow_free(f);
+		CHECK_EQ(bv.n, 5);
+		for (size_t i = 0; i < bv.n && bv.n == 5; i++) {
+			CHECK_EQ(!!(bv.v[i].flags & BTR_BF_CYCLES), i == 1);
+			CHECK_EQ(bv.v[i].cycles, i == 1 ? 7 : 0);
+		}
+		free(bv.v);
+	}
 
 	/* 10. missing code is a gap, then the next IP resumes */
 	s_begin();
