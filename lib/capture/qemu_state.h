@@ -21,10 +21,8 @@
 
 #define MAX_VCPUS 4096
 #define PT_BUF (256 * 1024)
-/* TNT bits collected before a packet is written: a long TNT of 47 bits
- * costs the decoder one word load instead of eight 1-byte TNTs, the
- * recorder one write instead of eight. */
-#define TNT_MAX 47
+/* TNT bits collected before they are written (as eight 1-byte TNTs) */
+#define TNT_MAX 48
 #define PT_SLACK 256          /* worst case bytes emitted between space checks */
 #define PSB_PERIOD 4096       /* bytes between PSBs (hardware default order of magnitude) */
 #define RS_DEPTH 64           /* return-compression call stack, as libipt's pt_retstack */
@@ -115,27 +113,40 @@ static inline uint64_t stream_pos(const struct thr *t)
 	return t->flushed + btr_pt_enc_size(&t->enc);
 }
 
-/* Writes the pending TNT bits: a 1-byte TNT for up to 6, else a long TNT
- * (SDM "Packet Descriptions": payload with a stop bit above the oldest
- * bit).  Written here rather than through btr_pt_enc_packet, which costs
- * a call and a switch on every flush.  The space check callers make every
- * TB (PT_SLACK) leaves room; the bound test is a backstop. */
+/* Writes the pending TNT bits as 1-byte TNT packets, 6 bits each, the
+ * oldest first (SDM "Packet Descriptions": payload below a stop bit).
+ * Bits are collected up to TNT_MAX and written here in one go rather than
+ * through btr_pt_enc_packet, which costs a call and a switch per packet.
+ * Not long TNTs: they take no fewer bytes (47 bits in 8), cost 8 bytes
+ * when a TIP cuts a run short, and some decoders (libxdc) reject them.
+ * The space check callers make every TB (PT_SLACK) leaves room; the
+ * bound test is a backstop. */
 static inline void tnt_flush(struct thr *t)
 {
 	unsigned n = t->tnt_n;
 	if (!n)
 		return;
-	uint64_t pl = (1ull << n) | t->tnt_bits;
-	if (n <= 6) {
-		if (t->enc.pos < t->enc.end)
-			*t->enc.pos++ = (uint8_t)(pl << 1);
-	} else if (t->enc.end - t->enc.pos >= 8) {
-		uint8_t *o = t->enc.pos;
-		o[0] = 0x02;
-		o[1] = 0xa3;
-		for (int i = 0; i < 6; i++)
-			o[2 + i] = (uint8_t)(pl >> (8 * i));
+	uint64_t v = t->tnt_bits;
+	if (n == 48 && t->enc.end - t->enc.pos >= 8) {
+		/* The common case, without a loop: spread the 48 bits into
+		 * eight 6-bit groups one per byte (24, 12, 6), shift them
+		 * over bit 0, add the stop bits, and put the oldest group
+		 * (the highest) first. */
+		uint64_t x = (v & 0xffffffull) | (v & 0xffffff000000ull) << 8;
+		x = (x & 0x00000fff00000fffull) | (x & 0x00fff00000fff000ull) << 4;
+		x = (x & 0x003f003f003f003full) | (x & 0x0fc00fc00fc00fc0ull) << 2;
+		x = __builtin_bswap64(x << 1 | 0x8080808080808080ull);
+		memcpy(t->enc.pos, &x, 8);
 		t->enc.pos += 8;
+	} else if ((size_t)(t->enc.end - t->enc.pos) >= (n + 5) / 6) {
+		uint8_t *o = t->enc.pos;
+		while (n >= 6) {
+			n -= 6;
+			*o++ = (uint8_t)(0x80 | ((v >> n) & 0x3f) << 1);
+		}
+		if (n)
+			*o++ = (uint8_t)(((1u << n) | (v & ((1u << n) - 1))) << 1);
+		t->enc.pos = o;
 	}
 	t->tnt_bits = 0;
 	t->tnt_n = 0;
