@@ -177,6 +177,8 @@ void btr_ptflow_stats(const struct btr_ptflow *f, struct btr_ptflow_stats *st)
 {
 	if (f && st)
 		*st = f->st;
+	else if (st)
+		memset(st, 0, sizeof(*st));
 }
 
 /* Restores the constant fields of the batch records from @from on. */

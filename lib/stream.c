@@ -748,6 +748,9 @@ static void pt_drop_decoder(struct btr_stream *s, struct data_stream *d)
 {
 	if (!d->flow)
 		return;
+	struct btr_ptflow_stats fs;
+	btr_ptflow_stats(d->flow, &fs);
+	s->st.pt_blocks += fs.blocks_decoded;
 	btr_ptflow_free(d->flow);
 	d->flow = NULL;
 	s->n_live_flows--;
@@ -1344,8 +1347,12 @@ uint32_t btr_stream_pid_of(struct btr_stream *s, uint32_t tid)
 
 void btr_stream_get_stats(const struct btr_stream *s, struct btr_stream_stats *st)
 {
-	if (s && st)
-		*st = s->st;
+	if (!s || !st)
+		return;
+	*st = s->st;
+	struct btr_ptflow_stats fs;   /* the live decoders' blocks too */
+	for (size_t i = 0; i < s->n_ds; i++, st->pt_blocks += fs.blocks_decoded)
+		btr_ptflow_stats(s->ds[i]->flow, &fs);   /* (zeros for none) */
 }
 
 int btr_stream_data_lost(const struct btr_stream *s)

@@ -53,6 +53,10 @@ PY
   n=$(grep -vc '^\[' "$tmp/$prog.insn")
   s=$("$btr" pt decode "$tmp/$prog.btr" --stat | awk '/^instructions/ {print $2}')
   check "$prog: --stat counts the printed instructions ($s vs $n)" [ "$s" = "$n" ]
+  # the decoders' block count comes through the stream (it used to read 0)
+  b=$("$btr" pt decode "$tmp/$prog.btr" --stat | awk '$1 == "blocks" {print $2}')
+  bj=$("$btr" pt decode "$tmp/$prog.btr" --stat --format json | grep -o '"blocks_decoded": [0-9]*' | grep -o '[0-9]*$')
+  check "$prog: --stat counts decoded blocks (text $b, json $bj)" [ "${b:-0}" -gt 0 ] && [ "$b" = "$bj" ]
 done
 
 # --filter: only the matching branches, as many as --stat counts of that kind

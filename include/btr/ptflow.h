@@ -149,7 +149,8 @@ struct btr_ptflow_stats {
 	uint64_t overflows;      /* OVF packets */
 	uint64_t blocks_decoded; /* block cache misses (basic blocks decoded) */
 };
-/* Fills @st with the totals since btr_ptflow_new (all decode calls). */
+/* Fills @st with the totals since btr_ptflow_new (all decode calls); with
+ * zeros if @f is NULL. */
 void btr_ptflow_stats(const struct btr_ptflow *f, struct btr_ptflow_stats *st);
 
 /* Names of the errata workarounds enabled for @cfg's CPU (for example

@@ -203,6 +203,7 @@ struct btr_stream_stats {
 	unsigned modules_missing;/* recorded modules without a usable file */
 	unsigned buildid_mismatch;
 	int read_error;          /* the reader's terminating error, 0 if clean */
+	uint64_t pt_blocks;      /* basic blocks the PT decoders decoded (cache misses) */
 };
 void btr_stream_get_stats(const struct btr_stream *s, struct btr_stream_stats *st);
 

@@ -359,6 +359,7 @@ static int decode_btr(const char *path, const struct btr_stream_elf *elfs, unsig
 	struct btr_stream_stats ss;
 	btr_stream_get_stats(s, &ss);
 	st->bytes = ss.pt_bytes;
+	st->blocks_decoded = ss.pt_blocks;
 	int lost = btr_stream_data_lost(s);
 	btr_stream_free(s);
 	if (e < 0 || lost) {
@@ -682,10 +683,7 @@ int cmd_pt_decode(int argc, char **argv)
 					printf("  %-11s %" PRIu64 "\n", btr_branch_kind_name((enum btr_branch_kind)k), st.by_kind[k]);
 			printf("gaps          %" PRIu64 "\noverflows     %" PRIu64 "\ntrace bytes   %" PRIu64 "\n",
 			       st.gaps, st.overflows, st.bytes);
-			/* the block count is per decoder; .btr input runs several
-			 * decoders inside the branch stream, which does not count them */
-			if (!is_btr)
-				printf("blocks        %" PRIu64 "\n", st.blocks_decoded);
+			printf("blocks        %" PRIu64 "\n", st.blocks_decoded);
 			printf("decode time   %.6f s (%.1f MB/s, %.2f ns/branch, %u job%s)\n",
 			       dt, mbs, nspb, jobs, jobs > 1 ? "s" : "");
 			if (errata[0])
