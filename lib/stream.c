@@ -16,6 +16,7 @@
  */
 #include "btr/stream.h"
 #include "internal.h"
+#include "stream_switch.h"
 
 #include <gelf.h>
 #include <libelf.h>
@@ -57,7 +58,7 @@ struct data_stream {
 	uint64_t rec_idx;            /* BTS: index of the record being decoded */
 	/* PT of a whole CPU (the data record names no thread): the thread
 	 * running, from the CPU's SWITCH records, and the process whose
-	 * image the decoder reads (see cpu_runner) */
+	 * image the decoder reads (see stream_sw_runner) */
 	int percpu, percpu_warned;
 	uint32_t flow_pid;        /* PT: the .pid its decoder writes into branches */
 	uint32_t cur_tid, cur_pid, img_pid;
@@ -127,19 +128,11 @@ struct btr_stream {
 	int finished;
 	uint32_t last_tid, last_pid; /* btr_stream_pid_of's one-entry cache */
 
-	/* context switches per CPU, sorted by tsc (btr_stream_cpu_thread) */
-	struct cpu_switches {
-		struct switch_ent { uint64_t tsc; uint32_t pid, tid; int out; } *e;
-		size_t n, cap;
-	} *sw;
-	unsigned n_sw;
+	struct stream_switches sw; /* context switches per CPU (stream_switch.c) */
 };
 
 /* ---- helpers ---- */
 
-static int on_switch(struct btr_stream *s, const struct btr_rec_switch *w);
-static int cpu_runner(const struct btr_stream *s, int32_t cpu, uint64_t tsc, uint32_t *pid, uint32_t *tid,
-		      uint64_t *from, uint64_t *until);
 
 static int stop_value(int rc)
 {
@@ -620,7 +613,7 @@ static void percpu_thread(struct data_stream *d, uint64_t tsc)
 	uint32_t pid, tid;
 	if (!tsc || (tsc >= d->run_from && tsc < d->run_until))
 		return;
-	if (!cpu_runner(d->s, d->cpu, tsc, &pid, &tid, &d->run_from, &d->run_until))
+	if (!stream_sw_runner(&d->s->sw, d->cpu, tsc, &pid, &tid, &d->run_from, &d->run_until))
 		return;
 	if (pid == d->img_pid)
 		d->cur_tid = tid;
@@ -712,7 +705,7 @@ static void percpu_switch(struct data_stream *d, const struct btr_flow_event *fe
 {
 	struct btr_stream *s = d->s;
 	uint32_t pid, tid;
-	if (!fev->tsc || !cpu_runner(s, d->cpu, fev->tsc, &pid, &tid, &d->run_from, &d->run_until)) {
+	if (!fev->tsc || !stream_sw_runner(&s->sw, d->cpu, fev->tsc, &pid, &tid, &d->run_from, &d->run_until)) {
 		if (!d->percpu_warned) {
 			d->percpu_warned = 1;
 			btr_warn("PT of cpu %d: %s, so every process on it is decoded with the first process's image",
@@ -1234,7 +1227,7 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 		rc = emit(s, &ev);
 		break;
 	case BTR_REC_SWITCH:
-		if ((rc = on_switch(s, &rec->u.sw)) < 0)
+		if ((rc = stream_sw_add(&s->sw, &rec->u.sw)) < 0)
 			break;
 		ev.type = BTR_SEV_SWITCH;
 		ev.tid = rec->u.sw.tid;
@@ -1365,118 +1358,16 @@ const char *btr_stream_backend(const struct btr_stream *s)
 	return s ? s->backend : "";
 }
 
-/* ---- context switches (BTR_REC_SWITCH) ---- */
-
-#define MAX_SWITCH_CPUS 8192
-
-static int on_switch(struct btr_stream *s, const struct btr_rec_switch *w)
-{
-	if (w->cpu < 0 || w->cpu >= MAX_SWITCH_CPUS)
-		return 0;
-	unsigned cpu = (unsigned)w->cpu;
-	if (cpu >= s->n_sw) {
-		void *n = realloc(s->sw, (cpu + 1) * sizeof(*s->sw));
-		if (!n)
-			return -BTR_ERR_NOMEM;
-		s->sw = n;
-		memset(s->sw + s->n_sw, 0, (cpu + 1 - s->n_sw) * sizeof(*s->sw));
-		s->n_sw = cpu + 1;
-	}
-	struct cpu_switches *c = &s->sw[cpu];
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 64;
-		void *n = realloc(c->e, cap * sizeof(*c->e));
-		if (!n)
-			return -BTR_ERR_NOMEM;
-		c->e = n;
-		c->cap = cap;
-	}
-	/* records of one CPU come nearly in time order: insert from the end */
-	size_t i = c->n;
-	while (i && c->e[i - 1].tsc > w->tsc) {
-		c->e[i] = c->e[i - 1];
-		i--;
-	}
-	c->e[i] = (struct switch_ent){ w->tsc, w->pid, w->tid, (w->flags & BTR_SWITCH_OUT) != 0 };
-	c->n++;
-	return 0;
-}
-
-/* The number of @c's switches at or before @tsc (binary search). */
-static size_t switches_upto(const struct cpu_switches *c, uint64_t tsc)
-{
-	size_t lo = 0, hi = c->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (c->e[mid].tsc <= tsc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 int btr_stream_cpu_thread(struct btr_stream *s, int32_t cpu, uint64_t tsc, uint32_t *pid, uint32_t *tid)
 {
-	if (!s || cpu < 0 || (unsigned)cpu >= s->n_sw)
-		return 0;
-	const struct cpu_switches *c = &s->sw[cpu];
-	size_t lo = switches_upto(c, tsc);
-	if (!lo || c->e[lo - 1].out || !c->e[lo - 1].tid)
-		return 0;
-	if (pid)
-		*pid = c->e[lo - 1].pid;
-	if (tid)
-		*tid = c->e[lo - 1].tid;
-	return 1;
-}
-
-/* The thread whose code a per-CPU PT stream shows on @cpu at @tsc, for
- * decoding: the last switch in at or before @tsc; between a switch out
- * and the next switch in (the kernel is switching, and the address space
- * being loaded, the PIP of its MOV CR3, is the next thread's) the next
- * thread; before the CPU's first switch, the thread that first switches
- * (out: it was running; in: it was being switched to).  The decoder's
- * time lags the hardware's by up to one MTC period, which this rule
- * absorbs: the kernel path between a switch and the next user
- * instruction is longer.  Returns 1 with the thread and the interval
- * [*@from, *@until) in which the answer is the same, 0 if @cpu has no
- * switches. */
-static int cpu_runner(const struct btr_stream *s, int32_t cpu, uint64_t tsc, uint32_t *pid, uint32_t *tid,
-		      uint64_t *from, uint64_t *until)
-{
-	if (cpu < 0 || (unsigned)cpu >= s->n_sw || !s->sw[cpu].n)
-		return 0;
-	const struct cpu_switches *c = &s->sw[cpu];
-	size_t lo = switches_upto(c, tsc);
-	size_t k;   /* the entry that names the thread */
-	*from = lo ? c->e[lo - 1].tsc : 0;
-	if (!lo) {
-		k = 0;
-	} else if (!c->e[lo - 1].out) {
-		k = lo - 1;
-	} else {
-		for (k = lo; k < c->n && c->e[k].out; k++)
-			;
-		if (k == c->n) {
-			/* switched out and nothing in yet: the last known */
-			k = lo - 1;
-		}
-	}
-	/* the answer depends only on lo: it holds until the next entry */
-	*until = lo < c->n ? c->e[lo].tsc : UINT64_MAX;
-	*pid = c->e[k].pid;
-	*tid = c->e[k].tid;
-	return 1;
+	return s ? stream_sw_thread(&s->sw, cpu, tsc, pid, tid) : 0;
 }
 
 void btr_stream_free(struct btr_stream *s)
 {
 	if (!s)
 		return;
-	for (unsigned i = 0; i < s->n_sw; i++)
-		free(s->sw[i].e);
-	free(s->sw);
+	stream_sw_free(&s->sw);
 	for (size_t i = 0; i < s->n_ds; i++) {
 		if (s->ds[i]->flow)
 			btr_ptflow_free(s->ds[i]->flow);
