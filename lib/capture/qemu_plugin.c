@@ -257,10 +257,16 @@ static inline void ensure_space(struct thr *t)
 	}
 }
 
+/* Adds one TNT bit; returns 1 when TNT_MAX are pending (to be flushed). */
+static inline int tnt_push(struct thr *t, unsigned taken)
+{
+	t->tnt_bits = (t->tnt_bits << 1) | taken;
+	return ++t->tnt_n == TNT_MAX;
+}
+
 static inline void tnt_add(struct thr *t, int taken)
 {
-	t->tnt_bits = (t->tnt_bits << 1) | (unsigned)taken;
-	if (++t->tnt_n == TNT_MAX)
+	if (tnt_push(t, taken != 0))
 		tnt_flush(t);
 }
 
@@ -614,10 +620,10 @@ static void tb_exec(unsigned vcpu, void *ud)
 	struct tbinfo *cur = ud;
 	struct thr *t = g.thr[vcpu];
 	if (UNLIKELY(!t))
-		{ tb_exec_slow(vcpu, t, cur); return; }
+		goto slow;
 	struct tbinfo *p = t->prev;
 	if (UNLIKELY(!p) || UNLIKELY(p->count - t->base != p->n_s))
-		{ tb_exec_slow(vcpu, t, cur); return; }
+		goto slow;
 	uint64_t pc = cur->pc;
 	/* if-chain, not switch: one predictable compare per kind beats an
 	 * indirect jump through a table here. */
@@ -625,32 +631,35 @@ static void tb_exec(unsigned vcpu, void *ud)
 	if (LIKELY(k == BTR_KIND_JCC)) {
 		unsigned taken = pc == p->target;
 		if (UNLIKELY(!taken && pc != p->end))
-			{ tb_exec_slow(vcpu, t, cur); return; }
-		t->tnt_bits = (t->tnt_bits << 1) | taken;
-		if (UNLIKELY(++t->tnt_n == TNT_MAX))
-			{ tb_flush_done(t, cur); return; }
+			goto slow;
+		if (UNLIKELY(tnt_push(t, taken)))
+			goto flush;
 	} else if (k == BTR_KIND_NONE || k == BTR_KIND_JMP) {
 		if (pc != p->target)
-			{ tb_exec_slow(vcpu, t, cur); return; }
+			goto slow;
 	} else if (k == BTR_KIND_RET) {
 		if (!(g.retcomp && t->rs_n && t->rs[t->rs_top] == pc))
-			{ tb_exec_slow(vcpu, t, cur); return; }
+			goto slow;
 		t->rs_top = (t->rs_top + RS_DEPTH - 1) % RS_DEPTH;
 		t->rs_n--;
-		t->tnt_bits = (t->tnt_bits << 1) | 1;
-		if (UNLIKELY(++t->tnt_n == TNT_MAX))
-			{ tb_flush_done(t, cur); return; }
+		if (UNLIKELY(tnt_push(t, 1)))
+			goto flush;
 	} else if (k == BTR_KIND_CALL) {
 		if (pc != p->target)
-			{ tb_exec_slow(vcpu, t, cur); return; }
+			goto slow;
 		rs_push(t, p->end);
 	} else {
-		{ tb_exec_slow(vcpu, t, cur); return; }
+		goto slow;
 	}
-	/* No space check here: this path writes no packet (tb_flush_done
-	 * and tb_exec_slow, which do, check). */
+	/* No space check: this path writes no packet (the ways out check). */
 	t->prev = cur;
 	t->base = cur->count;
+	return;
+flush:
+	tb_flush_done(t, cur);
+	return;
+slow:
+	tb_exec_slow(vcpu, t, cur);
 }
 
 static void gt_insn(unsigned vcpu, void *ud)

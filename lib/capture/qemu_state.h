@@ -127,7 +127,8 @@ static inline void tnt_flush(struct thr *t)
 	if (!n)
 		return;
 	uint64_t v = t->tnt_bits;
-	if (n == 48 && t->enc.end - t->enc.pos >= 8) {
+	_Static_assert(TNT_MAX == 48, "the spread below writes 8 groups of 6");
+	if (n == TNT_MAX && t->enc.end - t->enc.pos >= 8) {
 		/* The common case, without a loop: spread the 48 bits into
 		 * eight 6-bit groups one per byte (24, 12, 6), shift them
 		 * over bit 0, add the stop bits, and put the oldest group
