@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include "btr/btr.h"
 
-/* Exit codes (CONTRACT.md). */
+/* Exit codes (docs/contract.md). */
 enum {
 	EXIT_OK = 0,
 	EXIT_FOUND = 1,    /* a check found something */

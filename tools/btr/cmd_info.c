@@ -56,7 +56,7 @@ static void json_pmu(const struct btr_pmu *p)
 }
 
 /* The machine facts, inside each hardware backend's member (the top
- * level has one member per backend only: CONTRACT.md). */
+ * level has one member per backend only: docs/contract.md). */
 static void json_machine(const struct btr_hwinfo *hw)
 {
 	printf(", \"machine\": {\"vendor\": ");

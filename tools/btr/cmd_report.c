@@ -2,7 +2,7 @@
  *
  * Opens the trace through the common branch stream (lib/stream.c), feeds
  * a report (lib/report.c) and prints it as text or one JSON object
- * (docs/report.md, /work/shared/CONTRACT.md).
+ * (docs/report.md, docs/contract.md).
  */
 #include <getopt.h>
 #include <inttypes.h>

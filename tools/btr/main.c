@@ -21,7 +21,7 @@ static const struct command commands[] = {
 };
 
 /* A warning waits until the command ends, so that a command that then
- * fails says both in its one error line (CONTRACT.md: bad input gives one
+ * fails says both in its one error line (docs/contract.md: bad input gives one
  * line), and the same warning about one file named twice is said once. */
 static char pending[1024];
 
