@@ -42,12 +42,13 @@ struct sym {
 	uint64_t maxend;       /* max(end) over syms[0..i]: bounds the backward walk */
 	const char *name;
 	char *dname;           /* demangled name (lazily, malloc'ed), or NULL */
-	uint8_t rank;          /* dedup preference among aliases, lower wins */
+	uint8_t rank;          /* dedup preference among aliases, lower wins; SYM_RANK_NOTYPE: an untyped label */
 	uint8_t fde;           /* no symbol: a function delimited by an .eh_frame FDE */
 	uint8_t dname_done;    /* dname was computed (NULL: same as name) */
 };
 
 enum { LAZY_NONE = 0, LAZY_OK = 1, LAZY_FAIL = -1 };
+enum { SYM_RANK_NOTYPE = 16 };   /* below every typed symbol, above FDE functions (32) */
 
 struct module {
 	char *path;
@@ -580,7 +581,7 @@ static int read_symtab(struct module *m, Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, 
 		if (!gelf_getsym(data, (int)i, &s))
 			break;
 		int type = GELF_ST_TYPE(s.st_info);
-		if (type != STT_FUNC && type != STT_GNU_IFUNC)
+		if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE)
 			continue;
 		if (s.st_shndx == SHN_UNDEF || s.st_shndx >= SHN_LORESERVE || s.st_value == 0)
 			continue;
@@ -590,13 +591,24 @@ static int read_symtab(struct module *m, Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, 
 		GElf_Shdr tsh;
 		Elf_Scn *tscn = elf_getscn(elf, s.st_shndx);
 		uint64_t secend = UINT64_MAX;
-		if (tscn && gelf_getshdr(tscn, &tsh))
+		int exec = 0;
+		if (tscn && gelf_getshdr(tscn, &tsh)) {
 			secend = tsh.sh_addr + tsh.sh_size + m->bias;
-		/* Prefer, among aliases at one address: sized over sizeless,
-		 * global over weak over local, .symtab over .dynsym. */
+			exec = (tsh.sh_flags & SHF_EXECINSTR) != 0;
+		}
+		/* Untyped symbols: the labels of hand-written assembly (ld.so's
+		 * and a static program's _start, _dl_start_user) name code when
+		 * they sit in an executable section; not local labels, not the
+		 * linker's end-of-text markers. */
+		if (type == STT_NOTYPE && (!exec || name[0] == '.' || name[0] == '$' || !strcmp(name, "etext") ||
+					   !strcmp(name, "_etext") || !strcmp(name, "__etext")))
+			continue;
+		/* Prefer, among aliases at one address: typed over untyped,
+		 * sized over sizeless, global over weak over local, .symtab over
+		 * .dynsym. */
 		int bind = GELF_ST_BIND(s.st_info);
-		uint8_t rank = (s.st_size ? 0 : 8) | (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 2 : 4) |
-			       (sh->sh_type == SHT_SYMTAB ? 0 : 1);
+		uint8_t rank = (type == STT_NOTYPE ? SYM_RANK_NOTYPE : 0) | (s.st_size ? 0 : 8) |
+			       (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 2 : 4) | (sh->sh_type == SHT_SYMTAB ? 0 : 1);
 		int err = symvec_push(sv, s.st_value + m->bias, s.st_size, secend, name, rank);
 		if (err)
 			return err;
@@ -929,11 +941,20 @@ static int load_symbols(const struct btr_image *img, struct module *m)
 	}
 	if (sv.n)  /* qsort's array argument must not be NULL, even for 0 */
 		qsort(sv.v, sv.n, sizeof(*sv.v), sym_cmp);
-	/* Keep one name per address (the best ranked sorts first). */
+	/* Keep one name per address (the best ranked sorts first), and no
+	 * untyped label inside a sized function: it would cut the function's
+	 * name off where an assembly label happens to stand. */
 	size_t n = 0;
-	for (size_t i = 0; i < sv.n; i++)
-		if (n == 0 || sv.v[n - 1].addr != sv.v[i].addr)
-			sv.v[n++] = sv.v[i];
+	uint64_t sized_end = 0;
+	for (size_t i = 0; i < sv.n; i++) {
+		if (n && sv.v[n - 1].addr == sv.v[i].addr)
+			continue;
+		if ((sv.v[i].rank & SYM_RANK_NOTYPE) && sv.v[i].addr < sized_end)
+			continue;
+		if (sv.v[i].size && sv.v[i].addr + sv.v[i].size > sized_end)
+			sized_end = sv.v[i].addr + sv.v[i].size;
+		sv.v[n++] = sv.v[i];
+	}
 	/* Extents: sized symbols end at addr+size; sizeless ones reach to the
 	 * next symbol or the end of their section, whichever comes first. */
 	uint64_t maxend = 0;

@@ -26,6 +26,7 @@ pkgs="
   python3-jsonschema
   zlib1g-dev
   gdb
+  libc6-dbg
   linux-perf
   graphviz
   lcov

@@ -38,7 +38,8 @@ struct timeline {
 	FILE *ev;
 	int ev_err;
 	uint64_t threshold, written, next_raise;
-	uint64_t dropped;   /* calls left out by the threshold */
+	uint64_t dropped;   /* calls left out: shorter than the threshold, or outside --from/--to */
+	uint64_t plt;       /* PLT stub frames, folded into their callers (nothing is lost) */
 };
 
 static void put(struct timeline *tl, const struct btr_cs_thread *t, uint32_t func, int begin, uint64_t ts)
@@ -65,7 +66,11 @@ static void on_leave(void *ctx, struct btr_cs_thread *t, enum btr_cs_leave how)
 	uint64_t now = prof_clock(t, tl->o.weight);
 	uint64_t start = tl->o.weight == BTR_PROFILE_TIME ? f->enter_time : f->enter_cost;
 	if (!f->emitted) {
-		if (btr_callstack_func(tl->cs, f->func)->plt || now - start < tl->threshold || now <= tl->o.from || (tl->o.to && start >= tl->o.to)) {
+		if (btr_callstack_func(tl->cs, f->func)->plt) {
+			tl->plt++;
+			return;
+		}
+		if (now - start < tl->threshold || now <= tl->o.from || (tl->o.to && start >= tl->o.to)) {
 			tl->dropped++;
 			return;
 		}
@@ -120,8 +125,9 @@ static int write_json(struct timeline *tl, FILE *out)
 {
 	const struct btr_callstack *cs = tl->cs;
 	fprintf(out, "{\"displayTimeUnit\": \"ns\", \"otherData\": {\"exporter\": \"btr\", \"unit\": \"%s\", "
-		     "\"min_dur\": %" PRIu64 ", \"calls_left_out\": %" PRIu64 "},\n\"traceEvents\": [",
-		prof_unit(cs, tl->o.weight), tl->threshold, tl->dropped);
+		     "\"min_dur\": %" PRIu64 ", \"calls_left_out\": %" PRIu64 ", \"plt_calls_folded\": %" PRIu64
+		     "},\n\"traceEvents\": [",
+		prof_unit(cs, tl->o.weight), tl->threshold, tl->dropped, tl->plt);
 	int first = 1;
 	for (size_t ti = 0; ti < btr_callstack_nthreads(tl->cs); ti++) {
 		const struct btr_cs_thread *t = btr_callstack_thread(tl->cs, ti);
