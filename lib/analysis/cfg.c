@@ -5,6 +5,7 @@
 #include "btr/error.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,26 @@ static const char *heat_colour(uint64_t count, uint64_t max)
 	double t = max > 1 ? log((double)count) / log((double)max) : 1.0;
 	size_t i = (size_t)(t * (NHEAT - 1) + 0.5);
 	return heat[i < NHEAT ? i : NHEAT - 1];
+}
+
+/* sRGB channel (0..255) to linear light (WCAG 2 relative luminance). */
+static double lin(unsigned v)
+{
+	double c = v / 255.0;
+	return c <= 0.04045 ? c / 12.92 : pow((c + 0.055) / 1.055, 2.4);
+}
+
+/* ` fillcolor="#RRGGBB" fontcolor=...`: black or white text, whichever
+ * contrasts more with the fill (WCAG AA asks for 4.5:1; on this scale's
+ * darkest reds black text has about 2:1). */
+static void put_fill(FILE *f, const char *fill)
+{
+	unsigned r = 0, g = 0, b = 0;
+	sscanf(fill, "#%2x%2x%2x", &r, &g, &b);
+	double l = 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+	/* contrast with black (l+0.05)/0.05 against with white 1.05/(l+0.05) */
+	int white = (l + 0.05) * (l + 0.05) < 0.05 * 1.05;
+	fprintf(f, " fillcolor=\"%s\" fontcolor=\"%s\"", fill, white ? "#ffffff" : "#000000");
 }
 
 /* Difference scale: blue when B ran a block less, red when more. */
@@ -138,8 +159,10 @@ static int write_dot(struct cfg *c, FILE *f)
 			for (size_t k = i; k < j; k++)
 				mx = g->blocks[k].count > mx ? g->blocks[k].count : mx;
 			fprintf(f, "  n%zu [id=\"n%zu\" shape=folder label=\"%zu cold blocks\\n0x%" PRIx64 "-0x%" PRIx64
-				   "\\nmax x%" PRIu64 "\" fillcolor=\"%s\"];\n",
-				node[i], node[i], j - i, b->start, g->blocks[j - 1].end, mx, heat_colour(mx, g->max_count));
+				   "\\nmax x%" PRIu64 "\"",
+				node[i], node[i], j - i, b->start, g->blocks[j - 1].end, mx);
+			put_fill(f, heat_colour(mx, g->max_count));
+			fprintf(f, "];\n");
 			i = j;
 			continue;
 		}
@@ -153,13 +176,16 @@ static int write_dot(struct cfg *c, FILE *f)
 		}
 		if (g2) {
 			uint64_t cb = count_in(g2, b->start);
-			fprintf(f, "\\nA x%" PRIu64 "  B x%" PRIu64 "\" fillcolor=\"%s\"", b->count, cb,
-				diff_colour((int64_t)(cb - b->count), maxabs));
+			fprintf(f, "\\nA x%" PRIu64 "  B x%" PRIu64 "\"", b->count, cb);
+			put_fill(f, diff_colour((int64_t)(cb - b->count), maxabs));
+		} else if (!b->count) {
+			/* never run: grey and dashed, text still 6:1 */
+			fprintf(f, "\\nx0\" fillcolor=\"%s\" fontcolor=\"#505050\" color=\"#a0a0a0\" "
+				   "style=\"filled,dashed\"", GREY);
 		} else {
-			fprintf(f, "\\nx%" PRIu64 "\" fillcolor=\"%s\"", b->count, heat_colour(b->count, g->max_count));
+			fprintf(f, "\\nx%" PRIu64 "\"", b->count);
+			put_fill(f, heat_colour(b->count, g->max_count));
 		}
-		if (!b->count && !g2)
-			fprintf(f, " fontcolor=\"#808080\" color=\"#a0a0a0\" style=\"filled,dashed\"");
 		fprintf(f, "];\n");
 		i = j;
 	}

@@ -33,6 +33,38 @@ static void esc(FILE *f, const char *s)
 	}
 }
 
+/* The C runtime every dynamic program runs through: the loader and the
+ * base libraries.  On a short program they hold most instructions and
+ * would hide the program's own code, so the page lists them after it,
+ * folded. */
+static int is_runtime(const char *module)
+{
+	static const char *const prefixes[] = { "ld-linux", "ld64.so", "libc.so", "libm.so", "libpthread.so",
+						"libdl.so", "librt.so", "libgcc_s.so", "libstdc++.so", "libresolv.so" };
+	if (!module)
+		return 0;
+	const char *b = strrchr(module, '/');
+	b = b ? b + 1 : module;
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (!strncmp(b, prefixes[i], strlen(prefixes[i])))
+			return 1;
+	return 0;
+}
+
+/* The module of the top-level address @a, or NULL. */
+static const char *module_at(const struct btr_report_result *r, uint64_t a)
+{
+	for (size_t i = 0; i < r->n_modules; i++)
+		if (a >= r->modules[i].start && a - r->modules[i].start < r->modules[i].size)
+			return r->modules[i].path;
+	return NULL;
+}
+
+static int source_here(const char *file)
+{
+	return file && access(file, R_OK) == 0;
+}
+
 /* Renders the CFG analysis @cfg to SVG with dot; returns the <svg>
  * element (malloc'ed) or NULL. */
 static char *render_svg(struct btr_analysis *cfg)
@@ -113,7 +145,7 @@ static void coverage_table(FILE *f, struct page *p)
 		   "<th>line coverage</th><th>functions run</th></tr>\n");
 	int rows = 0;
 	char *save = NULL, *file = NULL;
-	unsigned lf = 0, lh = 0, fnf = 0, fnh = 0;
+	unsigned lf = 0, lh = 0, fnf = 0, fnh = 0, gone = 0, gone_lf = 0, gone_lh = 0;
 	for (char *l = lcov ? strtok_r(lcov, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save)) {
 		if (!strncmp(l, "SF:", 3))
 			file = l + 3;
@@ -127,8 +159,13 @@ static void coverage_table(FILE *f, struct page *p)
 			fnh = (unsigned)atoi(l + 4);
 		else if (!strcmp(l, "end_of_record") && file) {
 			/* Files nothing ran in (other functions of libc
-			 * sources, ...) would drown the table. */
-			if (lh) {
+			 * sources, ...) would drown the table; files whose
+			 * source is not on this machine are one row below. */
+			if (lh && !source_here(file)) {
+				gone++;
+				gone_lf += lf;
+				gone_lh += lh;
+			} else if (lh) {
 				fprintf(f, "<tr><td>");
 				esc(f, file);
 				fprintf(f, "</td><td>%u</td><td>%u</td><td>%.1f%%</td><td>%u of %u</td></tr>\n", lf, lh,
@@ -138,8 +175,12 @@ static void coverage_table(FILE *f, struct page *p)
 			file = NULL;
 		}
 	}
+	if (gone)
+		fprintf(f, "<tr class=\"nosource\"><td>%u more files whose source is not on this machine "
+			   "(the C library, the loader, ...)</td><td>%u</td><td>%u</td><td>%.1f%%</td><td></td></tr>\n",
+			gone, gone_lf, gone_lh, gone_lf ? 100.0 * gone_lh / gone_lf : 0.0);
 	fprintf(f, "</table>\n");
-	if (!rows)
+	if (!rows && !gone)
 		fprintf(f, "<p>No source lines: the traced modules have no DWARF line tables.</p>\n");
 	fprintf(f, "</section>\n");
 	free(lcov);
@@ -161,10 +202,18 @@ static void function_section(FILE *f, struct page *p, size_t i)
 	else
 		fprintf(f, "<p>No control-flow graph (no code for it, or Graphviz dot missing).</p>\n");
 	if (btr_annotate_new(p->bl, fn->name, &ann) == 0) {
-		text = write_to_string(ann, "source");
-		/* Without line tables: the disassembly. */
+		/* The source where it is on this machine; else (no line tables,
+		 * or a library's source not installed: counts without text) the
+		 * disassembly. */
+		if (source_here(fn->file))
+			text = write_to_string(ann, "source");
 		if (!text || !strchr(text, '\n') || !strchr(strchr(text, '\n') + 1, '\n')) {
 			free(text);
+			if (fn->file && !source_here(fn->file)) {
+				fprintf(f, "<p>The source (");
+				esc(f, fn->file);
+				fprintf(f, ") is not on this machine: the disassembly with counts.</p>\n");
+			}
 			text = write_to_string(ann, "asm");
 		}
 	}
@@ -178,6 +227,63 @@ static void function_section(FILE *f, struct page *p, size_t i)
 	free(text);
 	btr_analysis_free(cfg);
 	btr_analysis_free(ann);
+}
+
+/* The rows of the top functions that are (@runtime) or are not part of
+ * the C runtime, at most @top; a function links to its section when it
+ * gets one (write_page gives the first MAX_CFGS, the program's first). */
+static void function_rows(FILE *f, const struct btr_report_result *r, int runtime, unsigned top)
+{
+	fprintf(f, "<tr><th>function</th><th>module</th><th>%s</th><th>branches</th><th>source</th></tr>\n",
+		r->rank_by_insns ? "instructions" : "(no instruction counts)");
+	size_t linked_before = 0, shown = 0;
+	if (runtime)   /* the program's functions take the first sections */
+		for (size_t i = 0; i < r->n_top_functions; i++)
+			linked_before += r->top_functions[i].module && !is_runtime(r->top_functions[i].module);
+	size_t nlinked = linked_before < MAX_CFGS ? linked_before : MAX_CFGS;
+	for (size_t i = 0; i < r->n_top_functions && shown < top; i++) {
+		const struct btr_report_func *fn = &r->top_functions[i];
+		if (is_runtime(fn->module) != runtime)
+			continue;
+		int linked = fn->module && nlinked < MAX_CFGS;
+		nlinked += linked;
+		shown++;
+		fprintf(f, "<tr><td>");
+		if (linked)
+			fprintf(f, "<a href=\"#fn-%zu\">", i);
+		esc(f, fn->name);
+		if (linked)
+			fprintf(f, "</a>");
+		fprintf(f, "</td><td>");
+		const char *m = fn->module ? strrchr(fn->module, '/') : NULL;
+		esc(f, m ? m + 1 : fn->module ? fn->module : "");
+		fprintf(f, "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>", fn->insns, fn->branches);
+		if (fn->file) {
+			esc(f, fn->file);
+			fprintf(f, ":%d", fn->line);
+		}
+		fprintf(f, "</td></tr>\n");
+	}
+}
+
+static void block_rows(FILE *f, const struct btr_report_result *r, int runtime, unsigned top)
+{
+	fprintf(f, "<tr><th>block</th><th>symbol</th><th>executions</th><th>instructions</th><th>source</th></tr>\n");
+	size_t shown = 0;
+	for (size_t i = 0; i < r->n_top_blocks && shown < top; i++) {
+		const struct btr_report_block *b = &r->top_blocks[i];
+		if (is_runtime(module_at(r, b->start)) != runtime)
+			continue;
+		shown++;
+		fprintf(f, "<tr><td>0x%" PRIx64 "-0x%" PRIx64 "</td><td>", b->start, b->end);
+		esc(f, b->sym);
+		fprintf(f, "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>", b->count, b->insns);
+		if (b->file) {
+			esc(f, b->file);
+			fprintf(f, ":%d", b->line);
+		}
+		fprintf(f, "</td></tr>\n");
+	}
 }
 
 static int write_page(void *ctx, FILE *f)
@@ -226,51 +332,37 @@ static int write_page(void *ctx, FILE *f)
 		fprintf(f, "</td></tr>\n");
 	}
 	fprintf(f, "</table></section>\n");
-	fprintf(f, "<section id=\"functions\"><h2>Hot functions</h2><table id=\"functions-table\"><tr><th>function"
-		   "</th><th>module</th><th>%s</th><th>branches</th><th>source</th></tr>\n",
-		r->rank_by_insns ? "instructions" : "(no instruction counts)");
+	/* The program's own code first; the runtime (loader, libc) after it,
+	 * folded: on a short program it would fill every table. */
+	uint64_t rt_insns = 0;
+	for (size_t i = 0; i < r->n_top_functions; i++)
+		if (is_runtime(r->top_functions[i].module))
+			rt_insns += r->top_functions[i].insns;
+	fprintf(f, "<section id=\"functions\"><h2>Hot functions</h2><table id=\"functions-table\">");
+	function_rows(f, r, 0, p->top);
+	fprintf(f, "</table>\n");
+	if (rt_insns) {
+		fprintf(f, "<details id=\"runtime-functions\"><summary>The C runtime (loader, libc): its hottest "
+			   "functions ran %.1f%% of all instructions</summary><table id=\"runtime-functions-table\">",
+			r->insns ? 100.0 * (double)rt_insns / (double)r->insns : 0.0);
+		function_rows(f, r, 1, p->top);
+		fprintf(f, "</table></details>\n");
+	}
+	fprintf(f, "</section>\n");
+	fprintf(f, "<section id=\"blocks\"><h2>Hot blocks</h2><table id=\"blocks-table\">");
+	block_rows(f, r, 0, p->top);
+	fprintf(f, "</table>\n<details id=\"runtime-blocks\"><summary>Blocks of the C runtime</summary>"
+		   "<table id=\"runtime-blocks-table\">");
+	block_rows(f, r, 1, p->top);
+	fprintf(f, "</table></details></section>\n<section id=\"hot\"><h2>Hot functions in detail</h2>\n");
+	/* the program's functions first, then the runtime's */
 	size_t ncfg = 0;
-	for (size_t i = 0; i < r->n_top_functions; i++) {
-		const struct btr_report_func *fn = &r->top_functions[i];
-		int linked = fn->module && ncfg < MAX_CFGS;
-		ncfg += linked;
-		fprintf(f, "<tr><td>");
-		if (linked)
-			fprintf(f, "<a href=\"#fn-%zu\">", i);
-		esc(f, fn->name);
-		if (linked)
-			fprintf(f, "</a>");
-		fprintf(f, "</td><td>");
-		const char *m = fn->module ? strrchr(fn->module, '/') : NULL;
-		esc(f, m ? m + 1 : fn->module ? fn->module : "");
-		fprintf(f, "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>", fn->insns, fn->branches);
-		if (fn->file) {
-			esc(f, fn->file);
-			fprintf(f, ":%d", fn->line);
-		}
-		fprintf(f, "</td></tr>\n");
-	}
-	fprintf(f, "</table></section>\n");
-	fprintf(f, "<section id=\"blocks\"><h2>Hot blocks</h2><table id=\"blocks-table\"><tr><th>block</th>"
-		   "<th>symbol</th><th>executions</th><th>instructions</th><th>source</th></tr>\n");
-	for (size_t i = 0; i < r->n_top_blocks; i++) {
-		const struct btr_report_block *b = &r->top_blocks[i];
-		fprintf(f, "<tr><td>0x%" PRIx64 "-0x%" PRIx64 "</td><td>", b->start, b->end);
-		esc(f, b->sym);
-		fprintf(f, "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>", b->count, b->insns);
-		if (b->file) {
-			esc(f, b->file);
-			fprintf(f, ":%d", b->line);
-		}
-		fprintf(f, "</td></tr>\n");
-	}
-	fprintf(f, "</table></section>\n<section id=\"hot\"><h2>Hot functions in detail</h2>\n");
-	ncfg = 0;
-	for (size_t i = 0; i < r->n_top_functions && ncfg < MAX_CFGS; i++)
-		if (r->top_functions[i].module) {
-			function_section(f, p, i);
-			ncfg++;
-		}
+	for (int rt = 0; rt < 2; rt++)
+		for (size_t i = 0; i < r->n_top_functions && ncfg < MAX_CFGS; i++)
+			if (r->top_functions[i].module && is_runtime(r->top_functions[i].module) == rt) {
+				function_section(f, p, i);
+				ncfg++;
+			}
 	fprintf(f, "</section>\n");
 	coverage_table(f, p);
 	fprintf(f, "</body></html>\n");
@@ -283,7 +375,9 @@ int cli_report_html(const char *file, struct cli_stream *cs, const char *dir, co
 		cli_error("%s: cannot create the directory: %m", dir);
 		return EXIT_RUNTIME;
 	}
-	struct btr_report_opts ro = { .sz = sizeof(ro), .top = top };
+	/* 4x the entries: the page shows up to @top of the program's own and
+	 * up to @top of the runtime's, which may rank above all of them. */
+	struct btr_report_opts ro = { .sz = sizeof(ro), .top = top * 4 };
 	struct btr_analysis *rep = NULL, *bl = NULL, *cov = NULL, *bd = NULL;
 	int rc = EXIT_RUNTIME, lost = 0;
 	if (btr_report_analysis_new(&ro, &rep) < 0 || btr_blocks_new(&bl) < 0 || btr_cov_new(bl, &cov) < 0 ||
