@@ -119,6 +119,16 @@ for m in cls.iter("method"):
 EOF
   results <gcov.cmp
   check "gcov comparison ran" [ "$(grep -c '^ok' gcov.cmp)" -ge 60 ]
+  if command -v lcov >/dev/null; then
+    # merged with lcov -a (btr's file first): one FN per function, on
+    # gcov's line, and both runs' counts added up
+    lcov -q --capture --directory . --rc lcov_branch_coverage=1 -o gcov.info >/dev/null 2>&1
+    lcov -q --rc lcov_branch_coverage=1 -a cov.info -a gcov.info -o merged.info >/dev/null 2>&1
+    check "lcov -a merges btr's and gcov's files" [ -s merged.info ]
+    check "merged: FN lines are gcov's" [ "$(grep '^FN:' merged.info | sort)" = "$(grep '^FN:' gcov.info | sort)" ]
+    check "merged: FNDA twice gcov's" [ "$(grep '^FNDA:' merged.info | sort)" = \
+      "$(awk -F'[:,]' '/^FNDA:/ {print "FNDA:" 2*$2 "," $3}' gcov.info | sort)" ]
+  fi
   # fib's CFG: a return leaves the function - the leave edges carry every
   # one of gcov's 177 executions of fib, and a block that returns has no
   # edge inside (the block after a recursive call is entered from the call)

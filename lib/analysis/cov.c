@@ -491,11 +491,17 @@ static int write_lcov(const struct cov *c, FILE *out)
 			const struct rec *b = &rs.v[k];
 			if (b->kind != R_BR)
 				continue;
-			/* an indirect jump: one branch per target (address
-			 * order), all in one block; records of a kind are
-			 * adjacent, so rs.v[k - 1] is a branch unless first */
-			int same = !first && b->to && rs.v[k - 1].to && rs.v[k - 1].addr == b->addr;
-			if (!first && !same)
+			/* blocks numbered from 0 on each line, as geninfo
+			 * numbers gcov's, so that `lcov -a` adds up the
+			 * branches of lines both have alike.  An indirect
+			 * jump: one branch per target (address order), all in
+			 * one block.  Records of a kind are adjacent, so
+			 * rs.v[k - 1] is a branch unless first. */
+			int newline = first || rs.v[k - 1].line != b->line;
+			int same = !newline && b->to && rs.v[k - 1].to && rs.v[k - 1].addr == b->addr;
+			if (newline)
+				blk = 0;
+			else if (!same)
 				blk++;
 			arm = same ? arm + 1 : 0;
 			first = 0;
