@@ -3,7 +3,8 @@
 # (linked with --emit-relocs): call counts in the fdata equal those of the
 # source (is_prime called 2000 times by count_primes, ...); llvm-bolt-16
 # accepts the fdata and the pre-aggregated profile, reports that most of the
-# program's functions have a profile and none is stale, and the optimized
+# program's functions have a profile - as many through the fdata's names as
+# through the pre-aggregated addresses - and none is stale, and the optimized
 # binary runs; LBR samples (autofdo) with mispredictions; bad input.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
@@ -54,6 +55,9 @@ if command -v llvm-bolt-16 >/dev/null; then
   echo "llvm-bolt-16 (-pa): ${n2:-?} of ${m2:-?} functions have a profile"
   check "pa: most functions matched ($n2 of $m2)" [ "${n2:-0}" -ge 8 ] && [ $((2 * ${n2:-0})) -gt "${m2:-1}" ]
   ./p2.bolt 200; check "pa-optimized binary runs" [ $? -eq 0 ]
+  # the pre-aggregated profile names no functions (addresses only): the
+  # fdata's names must reach as many, static ones (name/N) included
+  check "fdata profiles as many functions as -pa ($n, $n2)" [ "${n:-0}" = "${n2:-x}" ]
 else
   echo "note: llvm-bolt-16 absent (Debian bolt-16, scripts/deps.sh): BOLT itself not run"
 fi
