@@ -146,19 +146,21 @@ else
 fi
 
 # ---- callgrind -------------------------------------------------------------
-if command -v valgrind >/dev/null; then
+# cg_calls NAME TRACE PROG FUNCTIONS ARGS..: callgrind's calls= per (caller,
+# callee) of the program's own FUNCTIONS equal btr callgraph's.  Pairs that
+# involve the C runtime's start-up code are left out: callgrind counts a
+# jump to a function's entry (frame_dummy's tail jump) as a call, btr's call
+# stacks only calls.
+cg_calls() {
+  local name=$1 trace=$2 prog=$3 own=$4; shift 4
   valgrind --tool=callgrind --separate-recs=1 --compress-strings=no --compress-pos=no \
-    --callgrind-out-file=cg.out "$prog" 100 >/dev/null 2>&1
-  check "callgrind ran" [ -s cg.out ]
-  "$btr" callgraph --format json -o cg.json cov.btr; check "callgraph exit 0" [ $? -eq 0 ]
-  python3 - cg.out cg.json "$prog" >cg.cmp <<'EOF'
-# Call counts per (caller, callee) for the program's own functions.  Pairs
-# that involve the C runtime's start-up code are left out: callgrind counts
-# a jump to a function's entry (frame_dummy's tail jump) as a call, btr's
-# call stacks only calls.
+    --callgrind-out-file="$name.cg" "$prog" "$@" >/dev/null 2>&1
+  check "$name: callgrind ran" [ -s "$name.cg" ]
+  "$btr" callgraph --format json -o "$name.json" "$trace"; check "$name: callgraph exit 0" [ $? -eq 0 ]
+  python3 - "$name.cg" "$name.json" "$prog" "$own" >"$name.cmp" <<'EOF'
 import json, sys
-cgf, js, prog = sys.argv[1:4]
-own = {"main", "drive", "classify", "clamp", "fib", "never"}
+cgf, js, prog, own = sys.argv[1:5]
+own = set(own.split(","))
 cg, ob, fn, cob, cfn = {}, None, None, None, None
 for ln in open(cgf):
     ln = ln.rstrip("\n")
@@ -184,9 +186,15 @@ print(("ok " if len(cg) >= 6 else "bad ") + "callgrind pairs: %s" % sorted(cg.it
 for k in sorted(set(cg) | set(bt)):
     print(("ok " if cg.get(k) == bt.get(k) else "bad ") + "calls %s -> %s: btr %s, callgrind %s" % (k[0], k[1], bt.get(k), cg.get(k)))
 EOF
-  results <cg.cmp
-  check "callgrind comparison ran" [ "$(grep -c '^ok' cg.cmp)" -ge 7 ]
-  echo "callgrind vs btr callgraph: $(grep -c '^ok' cg.cmp) comparisons equal, $(grep -c '^bad' cg.cmp) differ"
+  results <"$name.cmp"
+  check "$name: callgrind comparison ran" [ "$(grep -c '^ok' "$name.cmp")" -ge 7 ]
+  echo "callgrind vs btr callgraph ($name): $(grep -c '^ok' "$name.cmp") comparisons equal, $(grep -c '^bad' "$name.cmp") differ"
+}
+if command -v valgrind >/dev/null; then
+  cg_calls oracle_cov cov.btr "$prog" main,drive,classify,clamp,fib,never 100
+  relocs=$build/prog_prof_bolt_relocs
+  "$btr" record -q -b qemu -o relocs.btr -- "$relocs" 200 >/dev/null 2>&1; check "record prof_bolt_relocs" [ -s relocs.btr ]
+  cg_calls prof_bolt_relocs relocs.btr "$relocs" main,mix,is_prime,count_primes,bubble,checksum,classify,walk 200
 else
   echo "note: valgrind absent: callgrind oracle not run"
 fi
