@@ -165,6 +165,21 @@ static int on_row(void *ctx, uint64_t addr, const char *file, int line)
 	return rs->nomem;
 }
 
+static void decl_push(struct recs *rs, uint64_t addr, int line, const char *file)
+{
+	if (rs->n_decl == rs->cap_decl) {
+		size_t nc = rs->cap_decl ? rs->cap_decl * 2 : 256;
+		struct decl *nd = realloc(rs->decl, nc * sizeof(*nd));
+		if (!nd) {
+			rs->nomem = 1;
+			return;
+		}
+		rs->decl = nd;
+		rs->cap_decl = nc;
+	}
+	rs->decl[rs->n_decl++] = (struct decl){ addr, line, file };
+}
+
 /* The subprograms with code under @die (namespaces and classes
  * included): their entry address and declaration line. */
 static void decl_walk(struct recs *rs, Dwarf_Die *die, int depth)
@@ -175,23 +190,19 @@ static void decl_walk(struct recs *rs, Dwarf_Die *die, int depth)
 	do {
 		int tag = dwarf_tag(&child);
 		if (tag == DW_TAG_subprogram) {
-			Dwarf_Addr lo;
 			int line;
 			const char *file = dwarf_decl_file(&child);
-			if (dwarf_lowpc(&child, &lo) == 0 && dwarf_decl_line(&child, &line) == 0 && line > 0 &&
-			    file) {
-				if (rs->n_decl == rs->cap_decl) {
-					size_t nc = rs->cap_decl ? rs->cap_decl * 2 : 256;
-					struct decl *nd = realloc(rs->decl, nc * sizeof(*nd));
-					if (!nd) {
-						rs->nomem = 1;
-						return;
-					}
-					rs->decl = nd;
-					rs->cap_decl = nc;
-				}
-				rs->decl[rs->n_decl++] = (struct decl){ lo, line, file };
-			}
+			if (dwarf_decl_line(&child, &line) != 0 || line <= 0 || !file)
+				continue;
+			/* its entry; a function in parts (DW_AT_ranges: a hot
+			 * and a .cold part) at the start of each */
+			Dwarf_Addr lo, base, start, end;
+			ptrdiff_t off = 0;
+			if (dwarf_lowpc(&child, &lo) == 0)
+				decl_push(rs, lo, line, file);
+			else
+				while ((off = dwarf_ranges(&child, off, &base, &start, &end)) > 0)
+					decl_push(rs, start, line, file);
 		} else if (tag == DW_TAG_namespace || tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
 			   tag == DW_TAG_module) {
 			decl_walk(rs, &child, depth + 1);
