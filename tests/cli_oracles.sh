@@ -5,11 +5,13 @@
 #    lcov`: function lines and counts, line counts, branch counts with a
 #    jump-table switch's case arcs; Cobertura methods hold their lines;
 #    `btr cfg` of recursive fib leaves it as often as gcov counts it run;
-#  - callgrind's calls= against `btr callgraph`'s call counts;
+#  - callgrind's calls= against `btr callgraph`'s call counts (oracle_cov
+#    and prof_bolt_relocs);
 #  - llvm-bolt-16's "N out of M functions ... have non-empty execution
 #    profile" against the functions the trace ran, with static functions of
 #    the same name in two files (BOLT's local names, name/N).
-# Args: $1 btr binary, $2 build dir, $3 shared dir.
+# Takes about 8 s (Debug, loaded machine).  Args: $1 btr binary, $2 build
+# dir, $3 shared dir.
 set -u
 btr=$1; build=$2; shared=$3
 progs=$(cd "$(dirname "$0")" && pwd)/progs
