@@ -3,7 +3,8 @@
 # (linked with --emit-relocs): call counts in the fdata equal those of the
 # source (is_prime called 2000 times by count_primes, ...); llvm-bolt-16
 # accepts the fdata and the pre-aggregated profile, reports that most of the
-# program's functions have a profile and none is stale, and the optimized
+# program's functions have a profile - as many through the fdata's names as
+# through the pre-aggregated addresses - and none is stale, and the optimized
 # binary runs; LBR samples (autofdo) with mispredictions; bad input.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
@@ -47,6 +48,10 @@ if command -v llvm-bolt-16 >/dev/null; then
   # the program's 8 functions and the C runtime's that ran: most of the binary
   check "most functions matched ($n of $m)" [ "${n:-0}" -ge 8 ] && [ $((2 * ${n:-0})) -gt "${m:-1}" ]
   check "no stale profile" bash -c "! grep -qi 'stale' bolt.out"
+  grep -v '^0 \[unknown\]' p.fdata >p.known
+  llvm-bolt-16 "$prog" -o p3.bolt -data p.known >known.out 2>&1
+  check "llvm-bolt-16 ignores no function of the fdata ($(grep -o 'profile for [0-9]* objects' known.out))" \
+    bash -c "! grep -q 'objects was ignored' known.out"
   ./p.bolt 200; check "optimized binary runs" [ $? -eq 0 ]
   llvm-bolt-16 "$prog" -o p2.bolt -pa -data p.pa >pa.out 2>&1
   check "llvm-bolt-16 -pa accepts the pre-aggregated profile" [ $? -eq 0 ]
@@ -54,6 +59,9 @@ if command -v llvm-bolt-16 >/dev/null; then
   echo "llvm-bolt-16 (-pa): ${n2:-?} of ${m2:-?} functions have a profile"
   check "pa: most functions matched ($n2 of $m2)" [ "${n2:-0}" -ge 8 ] && [ $((2 * ${n2:-0})) -gt "${m2:-1}" ]
   ./p2.bolt 200; check "pa-optimized binary runs" [ $? -eq 0 ]
+  # the pre-aggregated profile names no functions (addresses only): the
+  # fdata's names must reach as many, static ones (name/N) included
+  check "fdata profiles as many functions as -pa ($n, $n2)" [ "${n:-0}" = "${n2:-x}" ]
 else
   echo "note: llvm-bolt-16 absent (Debian bolt-16, scripts/deps.sh): BOLT itself not run"
 fi
@@ -66,6 +74,14 @@ if [ -r "$lbr" ]; then
   if command -v llvm-bolt-16 >/dev/null; then
     llvm-bolt-16 "$shared/traces/autofdo/test.binary" -o lbr.bolt -data lbr.fdata >lbr.out 2>&1
     check "llvm-bolt-16 accepts the LBR fdata" grep -q 'have non-empty execution profile' lbr.out
+    # every function name btr writes is one BOLT knows: without the lines
+    # from outside the module ("0 [unknown] 0", an object of their own)
+    # no profile is ignored - the binary's static functions (fill_window,
+    # send_tree, ...) as name/N; with plain names 8 objects were ignored
+    grep -v '^0 \[unknown\]' lbr.fdata >lbr.known
+    llvm-bolt-16 "$shared/traces/autofdo/test.binary" -o lbr2.bolt -data lbr.known >lbr2.out 2>&1
+    check "llvm-bolt-16 ignores no function of the LBR fdata ($(grep -o 'profile for [0-9]* objects' lbr2.out))" \
+      bash -c "! grep -q 'objects was ignored' lbr2.out"
   fi
 fi
 

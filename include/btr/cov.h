@@ -15,9 +15,11 @@ extern "C" {
 /* Creates a coverage analysis over @blocks (a blocks analysis, borrowed:
  * it must be in the same run before this one, and outlive it).  Its
  * write() takes the formats "drcov" (DynamoRIO drcov version 2: header,
- * module table, binary BB table), "lcov" (tracefile: FN/FNDA, BRDA, DA
- * records of the modules with DWARF line tables) and "cobertura"
- * (coverage-04.dtd).  Returns 0, -BTR_ERR_INVAL, -BTR_ERR_NOMEM. */
+ * module table, binary BB table), "lcov" (tracefile: FN on the DWARF
+ * declaration line as gcov's, FNDA, BRDA for conditional branches and the
+ * in-function targets of indirect jumps, DA records of the modules with
+ * DWARF line tables) and "cobertura" (coverage-04.dtd; methods with all
+ * their lines).  Returns 0, -BTR_ERR_INVAL, -BTR_ERR_NOMEM. */
 int btr_cov_new(struct btr_analysis *blocks, struct btr_analysis **out);
 
 /* Restricts the output to the module whose path or base name is @module

@@ -9,7 +9,15 @@
  * Pre-aggregated lines: "B FROM TO COUNT MISPREDS" for taken branches and
  * "F START END COUNT" for the straight-line ranges between them (from a
  * branch target to the next taken branch of the thread), addresses as hex
- * offsets from the module's load base.  Only the stream's branches are
+ * offsets from the module's load base.
+ *
+ * Function names in fdata are BOLT's: a local (STB_LOCAL) symbol is
+ * "name/N", where N numbers the local symbols of that name in the
+ * module's .symtab - every type, FILE symbols and those at address 0 or
+ * outside allocated sections left out - in address order from 1
+ * (llvm-bolt's RewriteInstance::discoverFileObjects and NameResolver:
+ * perf2bolt writes "sq/1" for `static int sq(int)`, and llvm-bolt matches
+ * no other spelling of a local's primary name).  Only the stream's branches are
  * needed, not the call stacks; the tables grow with the distinct branches
  * seen (code size), never with the trace.
  */
@@ -20,8 +28,11 @@
 #include "btr/error.h"
 #include "btr/image.h"
 #include "btr/profile.h"
+#include "elf_priv.h"
 #include "internal.h"
 #include "profutil.h"
+
+#include <gelf.h>
 
 struct bent {
 	uint64_t a, b;       /* from, to (B); start, end (F) */
@@ -38,6 +49,16 @@ struct module {
 	uint64_t start, end, bias;
 	uint32_t pid;
 	int found;
+	char *path;          /* the file, for its local symbols */
+};
+
+/* A local symbol of the module and its BOLT number (the N of "name/N"). */
+struct local {
+	uint64_t addr;       /* link address */
+	const char *name;    /* in the ELF's string table (bolt.elf) */
+	unsigned func;       /* STT_FUNC/IFUNC: first among equal addresses */
+	size_t index;        /* .symtab order, the last tie-break */
+	unsigned n;
 };
 
 struct bolt {
@@ -52,6 +73,9 @@ struct bolt {
 	size_t lines_len;
 	uint64_t outside;    /* branches with neither end in the module */
 	int nomem;
+	Elf *elf;            /* the module's file while formatting (b_end) */
+	struct local *loc;   /* its local symbols, by address */
+	size_t nloc;
 };
 
 static uint64_t bhash(uint64_t a, uint64_t b, uint8_t type)
@@ -199,7 +223,9 @@ static int b_event(void *p, const struct btr_stream_event *ev)
 		if (btr_elf_load_bias(file, m->start, m->pgoff, &bias))
 			bias = m->start - m->pgoff;
 		bo->m = (struct module){ .start = m->start, .end = m->start + m->size, .bias = bias, .pid = ev->pid,
-					 .found = 1 };
+					 .found = 1, .path = strdup(file) };
+		if (!bo->m.path)
+			bo->nomem = 1;
 		break;
 	}
 	case BTR_SEV_GAP:
@@ -217,16 +243,118 @@ static int b_event(void *p, const struct btr_stream_event *ev)
 	return 0;
 }
 
+static int cmp_local(const void *x, const void *y)
+{
+	const struct local *a = x, *b = y;
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	if (a->func != b->func)
+		return a->func ? -1 : 1;
+	return a->index < b->index ? -1 : a->index > b->index;
+}
+
+static int cmp_local_name(const void *x, const void *y)
+{
+	const struct local *a = *(const struct local *const *)x, *b = *(const struct local *const *)y;
+	int c = strcmp(a->name, b->name);
+	if (c)
+		return c;
+	return a < b ? -1 : a > b;
+}
+
+/* Reads the module's local symbols and numbers them as BOLT does (the
+ * file comment).  A module without a .symtab has none; an unreadable
+ * file leaves the names plain. */
+static int read_locals(struct bolt *bo)
+{
+	if (!bo->m.path || btr__elf_open(bo->m.path, &bo->elf) < 0)
+		return 0;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(bo->elf, scn)) != NULL)
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB && sh.sh_entsize)
+			break;
+	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+	if (!d)
+		return 0;
+	size_t n = sh.sh_size / sh.sh_entsize, cap = 0;
+	for (size_t i = 1; i < n; i++) {
+		GElf_Sym s;
+		if (!gelf_getsym(d, (int)i, &s))
+			break;
+		int type = GELF_ST_TYPE(s.st_info);
+		if (GELF_ST_BIND(s.st_info) != STB_LOCAL || type == STT_FILE || s.st_shndx == SHN_UNDEF ||
+		    s.st_value == 0)
+			continue;
+		if (s.st_shndx != SHN_ABS) {
+			GElf_Shdr tsh;
+			Elf_Scn *t = s.st_shndx < SHN_LORESERVE ? elf_getscn(bo->elf, s.st_shndx) : NULL;
+			if (!t || !gelf_getshdr(t, &tsh) || !(tsh.sh_flags & SHF_ALLOC))
+				continue;
+		}
+		const char *name = elf_strptr(bo->elf, sh.sh_link, s.st_name);
+		if (!name || !*name)
+			continue;
+		if (bo->nloc == cap) {
+			cap = cap ? cap * 2 : 256;
+			struct local *nv = realloc(bo->loc, cap * sizeof(*nv));
+			if (!nv)
+				return -BTR_ERR_NOMEM;
+			bo->loc = nv;
+		}
+		bo->loc[bo->nloc++] = (struct local){ .addr = s.st_value, .name = name, .index = i,
+						      .func = type == STT_FUNC || type == STT_GNU_IFUNC };
+	}
+	if (!bo->nloc)
+		return 0;
+	qsort(bo->loc, bo->nloc, sizeof(*bo->loc), cmp_local);
+	/* N: rank among the locals of the same name, in that order */
+	struct local **by = malloc(bo->nloc * sizeof(*by));
+	if (!by)
+		return -BTR_ERR_NOMEM;
+	for (size_t i = 0; i < bo->nloc; i++)
+		by[i] = &bo->loc[i];
+	qsort(by, bo->nloc, sizeof(*by), cmp_local_name);
+	for (size_t i = 0; i < bo->nloc; i++)
+		by[i]->n = i && !strcmp(by[i - 1]->name, by[i]->name) ? by[i - 1]->n + 1 : 1;
+	free(by);
+	return 0;
+}
+
+/* BOLT's number of the local symbol @name (@len bytes) at link address
+ * @addr, 0 if it is not a local symbol. */
+static unsigned local_n(const struct bolt *bo, uint64_t addr, const char *name, size_t len)
+{
+	size_t lo = 0, hi = bo->nloc;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (bo->loc[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < bo->nloc && bo->loc[lo].addr == addr; lo++)
+		if (!strncmp(bo->loc[lo].name, name, len) && !bo->loc[lo].name[len])
+			return bo->loc[lo].n;
+	return 0;
+}
+
 /* "1 name off" or "0 [unknown] 0" into @buf. */
 static void loc(struct bolt *bo, struct btr_image *img, uint64_t addr, char *buf, size_t size)
 {
 	struct btr_symbol sym;
 	if (addr && img && btr_image_symbol(img, addr, &sym) == 0 && addr >= sym.addr && sym.name && *sym.name) {
 		/* symbol versions are not part of BOLT's names; its PLT
-		 * functions are "name@PLT" */
+		 * functions are "name@PLT"; locals are "name/N" */
 		size_t l = strcspn(sym.name, "@ ");
 		int plt = !strcmp(sym.name + l, "@plt");
-		snprintf(buf, size, "1 %.*s%s %" PRIx64, (int)l, sym.name, plt ? "@PLT" : "", addr - sym.addr);
+		unsigned n = plt ? 0 : local_n(bo, sym.addr - bo->m.bias, sym.name, l);
+		char suffix[24] = "";
+		if (plt)
+			snprintf(suffix, sizeof(suffix), "@PLT");
+		else if (n)
+			snprintf(suffix, sizeof(suffix), "/%u", n);
+		snprintf(buf, size, "1 %.*s%s %" PRIx64, (int)l, sym.name, suffix, addr - sym.addr);
 	} else {
 		snprintf(buf, size, "0 [unknown] 0");
 	}
@@ -244,6 +372,8 @@ static int b_end(void *p, int status)
 	if (bo->nomem)
 		return -BTR_ERR_NOMEM;
 	struct btr_image *img = bo->s ? btr_stream_image_pid(bo->s, bo->m.pid) : NULL;
+	if (!bo->o.pre_aggregated && read_locals(bo) < 0)
+		return -BTR_ERR_NOMEM;
 	char **lines = calloc(bo->n ? bo->n : 1, sizeof(*lines));
 	size_t nl = 0, total = 0;
 	if (!lines)
@@ -304,6 +434,12 @@ static int b_end(void *p, int status)
 		free(lines[i]);
 	free(lines);
 	/* the tables are no longer needed */
+	free(bo->loc);
+	bo->loc = NULL;
+	bo->nloc = 0;
+	if (bo->elf)
+		elf_end(bo->elf);
+	bo->elf = NULL;
 	free(bo->t);
 	bo->t = NULL;
 	bo->cap = bo->n = 0;
@@ -330,6 +466,10 @@ static void b_destroy(void *p)
 	free(bo->t);
 	free(bo->th);
 	free(bo->lines);
+	free(bo->loc);
+	if (bo->elf)
+		elf_end(bo->elf);
+	free(bo->m.path);
 	free(bo);
 }
 

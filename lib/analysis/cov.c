@@ -11,13 +11,23 @@
  * the lines that generated code; each row's count is the executions of the
  * instruction at its address (from the executed blocks, decoded), a line's
  * count the maximum over its rows.  Branches: every conditional branch
- * that ran, with its taken and not-taken counts from the edges.
+ * that ran, with its taken and not-taken counts from the edges, and every
+ * indirect jump that ran to targets inside its function (a switch's jump
+ * table) with one entry per target that ran, so that a switch shows its
+ * case arcs as gcov does.  Functions sit on their DWARF declaration line
+ * (DW_AT_decl_line, as gcov and lcov), else on the line of their entry.
+ * A Cobertura <method> lists every line of its function (the line-table
+ * rows in its address range) and its branches.
  */
 #include "btr/cov.h"
 #include "btr/blocks.h"
 #include "btr/error.h"
 #include "btr/insn.h"
 
+#include "elf_priv.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,15 +110,31 @@ enum { R_FN = 0, R_BR = 1, R_LINE = 2 };
 struct rec {
 	const char *file;     /* owned by a module image */
 	int kind, line;
-	uint64_t count, count2;  /* R_BR: taken, not taken */
+	uint64_t count, count2;  /* R_BR: taken, not taken; R_BR with
+				  * to != 0: one target of an indirect jump
+				  * (count) */
 	const char *name;     /* R_FN (owned by a module image) */
+	uint64_t addr;        /* R_FN: start; R_BR: the branch; R_LINE: the row */
+	uint64_t end;         /* R_FN: end of the function */
+	uint64_t to;          /* R_BR: the indirect jump's target, else 0 */
+};
+
+/* DWARF declaration line of a function, by link address of its entry. */
+struct decl {
 	uint64_t addr;
+	int line;
+	const char *file;     /* owned by the module's Dwarf (recs.dw) */
 };
 
 struct recs {
 	struct rec *v;
 	size_t n, cap;
 	int nomem;
+	struct rec *rows;     /* every line-table row, by address (Cobertura
+			       * methods), rows[0..n_rows) */
+	size_t n_rows;
+	struct decl *decl;    /* while collecting a module: its functions' */
+	size_t n_decl, cap_decl;
 	/* while collecting */
 	const struct acount *ac;
 	size_t n_ac;
@@ -139,6 +165,107 @@ static int on_row(void *ctx, uint64_t addr, const char *file, int line)
 	return rs->nomem;
 }
 
+static void decl_push(struct recs *rs, uint64_t addr, int line, const char *file)
+{
+	if (rs->n_decl == rs->cap_decl) {
+		size_t nc = rs->cap_decl ? rs->cap_decl * 2 : 256;
+		struct decl *nd = realloc(rs->decl, nc * sizeof(*nd));
+		if (!nd) {
+			rs->nomem = 1;
+			return;
+		}
+		rs->decl = nd;
+		rs->cap_decl = nc;
+	}
+	rs->decl[rs->n_decl++] = (struct decl){ addr, line, file };
+}
+
+/* The subprograms with code under @die (namespaces and classes
+ * included): their entry address and declaration line. */
+static void decl_walk(struct recs *rs, Dwarf_Die *die, int depth)
+{
+	Dwarf_Die child;
+	if (depth > 16 || dwarf_child(die, &child) != 0)
+		return;
+	do {
+		int tag = dwarf_tag(&child);
+		if (tag == DW_TAG_subprogram) {
+			int line;
+			const char *file = dwarf_decl_file(&child);
+			if (dwarf_decl_line(&child, &line) != 0 || line <= 0 || !file)
+				continue;
+			/* its entry; a function in parts (DW_AT_ranges: a hot
+			 * and a .cold part) at the start of each */
+			Dwarf_Addr lo, base, start, end;
+			ptrdiff_t off = 0;
+			if (dwarf_lowpc(&child, &lo) == 0)
+				decl_push(rs, lo, line, file);
+			else
+				while ((off = dwarf_ranges(&child, off, &base, &start, &end)) > 0)
+					decl_push(rs, start, line, file);
+		} else if (tag == DW_TAG_namespace || tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+			   tag == DW_TAG_module) {
+			decl_walk(rs, &child, depth + 1);
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+}
+
+static int cmp_decl(const void *x, const void *y)
+{
+	const struct decl *a = x, *b = y;
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* Declaration lines of the functions of ELF file @path (its own DWARF;
+ * none from a separate debug file: functions then sit on their entry's
+ * line).  Returns the Dwarf that owns the file names (dwarf_end, then
+ * elf_end *@elf), or NULL. */
+static Dwarf *decl_lines(struct recs *rs, const char *path, Elf **elf)
+{
+	rs->n_decl = 0;
+	*elf = NULL;
+	if (!path || btr__elf_open(path, elf) < 0)
+		return NULL;
+	Dwarf *dw = dwarf_begin_elf(*elf, DWARF_C_READ, NULL);
+	if (!dw) {
+		elf_end(*elf);
+		*elf = NULL;
+		return NULL;
+	}
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu;
+		if (dwarf_offdie(dw, off + hsize, &cu))
+			decl_walk(rs, &cu, 0);
+		off = next;
+	}
+	if (rs->n_decl)
+		qsort(rs->decl, rs->n_decl, sizeof(*rs->decl), cmp_decl);
+	return dw;
+}
+
+static const struct decl *decl_at(const struct recs *rs, uint64_t addr)
+{
+	size_t lo = 0, hi = rs->n_decl;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (rs->decl[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < rs->n_decl && rs->decl[lo].addr == addr ? &rs->decl[lo] : NULL;
+}
+
+static int same_file(const char *a, const char *b)
+{
+	if (!strcmp(a, b))
+		return 1;
+	const char *x = strrchr(a, '/'), *y = strrchr(b, '/');
+	return !strcmp(x ? x + 1 : a, y ? y + 1 : b);
+}
+
 static int on_fn(void *ctx, const struct btr_function *fn)
 {
 	struct recs *rs = ctx;
@@ -146,10 +273,20 @@ static int on_fn(void *ctx, const struct btr_function *fn)
 	int line;
 	if (fn->source == BTR_FUNC_PLT || btr_image_line(rs->img, fn->start, &file, &line) != 0)
 		return 0;
+	/* gcov's line: the declaration's, when it is in the same file */
+	const struct decl *d = decl_at(rs, fn->start - fn->bias);
+	if (d && same_file(d->file, file))
+		line = d->line;
 	push(rs, (struct rec){ .file = file, .kind = R_FN, .line = line,
 			       .count = count_at(rs->ac, rs->n_ac, fn->start), .name = fn->name,
-			       .addr = fn->start });
+			       .addr = fn->start, .end = fn->end });
 	return rs->nomem;
+}
+
+static int cmp_addr(const void *x, const void *y)
+{
+	const struct rec *a = x, *b = y;
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
 static int cmp_rec(const void *x, const void *y)
@@ -162,7 +299,27 @@ static int cmp_rec(const void *x, const void *y)
 		return a->kind < b->kind ? -1 : 1;
 	if (a->line != b->line)
 		return a->line < b->line ? -1 : 1;
-	return a->addr < b->addr ? -1 : a->addr > b->addr;
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	return a->to < b->to ? -1 : a->to > b->to;
+}
+
+static void recs_free(struct recs *rs)
+{
+	free(rs->v);
+	free(rs->rows);
+	free(rs->decl);
+}
+
+/* Branch entries of record @r: valid and covered. */
+static unsigned br_valid(const struct rec *r)
+{
+	return r->to ? 1 : 2;
+}
+
+static unsigned br_covered(const struct rec *r)
+{
+	return r->to ? r->count > 0 : (r->count > 0) + (r->count2 > 0);
 }
 
 /* Collects records of every module with DWARF; sorted, lines merged
@@ -185,14 +342,34 @@ static int collect(const struct cov *c, struct recs *rs)
 		rs->ac = ac;
 		rs->n_ac = n_ac;
 		rs->img = img;
+		size_t row0 = rs->n;
 		int rc = btr_image_foreach_line(img, lo, hi, on_row, rs);
-		if (rc == 0) {
+		if (rc == 0 && !rs->nomem) {
+			/* keep the rows by address for the methods of Cobertura */
+			size_t nr = rs->n - row0;
+			struct rec *nv = realloc(rs->rows, (rs->n_rows + nr) * sizeof(*nv));
+			if (!nv) {
+				free(ac);
+				return -BTR_ERR_NOMEM;
+			}
+			rs->rows = nv;
+			memcpy(rs->rows + rs->n_rows, rs->v + row0, nr * sizeof(*nv));
+			rs->n_rows += nr;
+			Elf *elf;
+			Dwarf *dw = decl_lines(rs, r->modules[m].path, &elf);
 			btr_image_foreach_function(img, lo, hi, on_fn, rs);
-			/* Conditional branches that ran. */
+			if (dw)
+				dwarf_end(dw);
+			if (elf)
+				elf_end(elf);
+			/* Conditional branches that ran; indirect jumps that
+			 * ran to targets in their own function. */
 			for (size_t i = btr_edges_lower_bound(r, m, 0);
 			     i < r->n_edges && r->edges[i].from_module == m;) {
 				uint64_t from = r->edges[i].from, t = 0, nt = 0;
-				int cond = btr_branch_kind_class((enum btr_branch_kind)r->edges[i].kind) == BTR_LBR_JCC;
+				size_t first = i;
+				int kind = r->edges[i].kind;
+				int cond = btr_branch_kind_class((enum btr_branch_kind)kind) == BTR_LBR_JCC;
 				for (; i < r->n_edges && r->edges[i].from_module == m && r->edges[i].from == from; i++) {
 					if (r->edges[i].taken)
 						t += r->edges[i].count;
@@ -201,15 +378,33 @@ static int collect(const struct cov *c, struct recs *rs)
 				}
 				const char *file;
 				int line;
-				if (cond && btr_image_line(img, from, &file, &line) == 0)
+				if ((!cond && kind != BTR_KIND_JMP_IND) || btr_image_line(img, from, &file, &line) != 0)
+					continue;
+				if (cond) {
 					push(rs, (struct rec){ .file = file, .kind = R_BR, .line = line, .count = t,
 							       .count2 = nt, .addr = from });
+					continue;
+				}
+				struct btr_function fn;
+				if (btr_image_function(img, from, &fn) != 0)
+					continue;
+				/* edges are sorted by target: one entry per target */
+				for (size_t k = first; k < i; k++) {
+					const struct btr_edge *e = &r->edges[k];
+					if (e->taken && e->to_module == m && e->to >= fn.start && e->to < fn.end && e->to)
+						push(rs, (struct rec){ .file = file, .kind = R_BR, .line = line,
+								       .count = e->count, .addr = from, .to = e->to });
+				}
 			}
 		}
 		free(ac);
 		if (rs->nomem)
 			return -BTR_ERR_NOMEM;
 	}
+	free(rs->decl);
+	rs->decl = NULL;
+	if (rs->n_rows)
+		qsort(rs->rows, rs->n_rows, sizeof(*rs->rows), cmp_addr);
 	if (rs->n)
 		qsort(rs->v, rs->n, sizeof(*rs->v), cmp_rec);
 	/* Merge line records: one per (file, line), the max count. */
@@ -280,7 +475,7 @@ static int write_lcov(const struct cov *c, FILE *out)
 	struct recs rs = { 0 };
 	int rc = collect(c, &rs);
 	if (rc < 0) {
-		free(rs.v);
+		recs_free(&rs);
 		return rc;
 	}
 	fprintf(out, "TN:\n");
@@ -301,14 +496,34 @@ static int write_lcov(const struct cov *c, FILE *out)
 				fnh += rs.v[k].count > 0;
 			}
 		fprintf(out, "FNF:%u\nFNH:%u\n", fnf, fnh);
-		for (size_t k = i; k < j; k++)
-			if (rs.v[k].kind == R_BR) {
-				fprintf(out, "BRDA:%d,%u,0,%" PRIu64 "\nBRDA:%d,%u,1,%" PRIu64 "\n", rs.v[k].line, blk,
-					rs.v[k].count, rs.v[k].line, blk, rs.v[k].count2);
+		unsigned arm = 0;
+		int first = 1;
+		for (size_t k = i; k < j; k++) {
+			const struct rec *b = &rs.v[k];
+			if (b->kind != R_BR)
+				continue;
+			/* blocks numbered from 0 on each line, as geninfo
+			 * numbers gcov's, so that `lcov -a` adds up the
+			 * branches of lines both have alike.  An indirect
+			 * jump: one branch per target (address order), all in
+			 * one block.  Records of a kind are adjacent, so
+			 * rs.v[k - 1] is a branch unless first. */
+			int newline = first || rs.v[k - 1].line != b->line;
+			int same = !newline && b->to && rs.v[k - 1].to && rs.v[k - 1].addr == b->addr;
+			if (newline)
+				blk = 0;
+			else if (!same)
 				blk++;
-				brf += 2;
-				brh += (rs.v[k].count > 0) + (rs.v[k].count2 > 0);
-			}
+			arm = same ? arm + 1 : 0;
+			first = 0;
+			if (b->to)
+				fprintf(out, "BRDA:%d,%u,%u,%" PRIu64 "\n", b->line, blk, arm, b->count);
+			else
+				fprintf(out, "BRDA:%d,%u,0,%" PRIu64 "\nBRDA:%d,%u,1,%" PRIu64 "\n", b->line, blk,
+					b->count, b->line, blk, b->count2);
+			brf += br_valid(b);
+			brh += br_covered(b);
+		}
 		fprintf(out, "BRF:%u\nBRH:%u\n", brf, brh);
 		for (size_t k = i; k < j; k++)
 			if (rs.v[k].kind == R_LINE) {
@@ -319,7 +534,7 @@ static int write_lcov(const struct cov *c, FILE *out)
 		fprintf(out, "LF:%u\nLH:%u\nend_of_record\n", lf, lh);
 		i = j;
 	}
-	free(rs.v);
+	recs_free(&rs);
 	return ferror(out) ? -BTR_ERR_IO : 0;
 }
 
@@ -345,12 +560,95 @@ static double rate(unsigned a, unsigned b)
 	return b ? (double)a / b : 1.0;
 }
 
+/* A <line> element; its branches: those of records [i, j) on @line with
+ * addresses in [lo, hi). */
+static void write_line(FILE *out, const struct recs *rs, size_t i, size_t j, int line, uint64_t hits, uint64_t lo,
+		       uint64_t hi, const char *indent)
+{
+	unsigned tb = 0, cb = 0;
+	for (size_t q = i; q < j; q++)
+		if (rs->v[q].kind == R_BR && rs->v[q].line == line && rs->v[q].addr >= lo && rs->v[q].addr < hi) {
+			tb += br_valid(&rs->v[q]);
+			cb += br_covered(&rs->v[q]);
+		}
+	fprintf(out, "%s<line number=\"%d\" hits=\"%" PRIu64 "\"", indent, line, hits);
+	if (tb)
+		fprintf(out, " branch=\"true\" condition-coverage=\"%u%% (%u/%u)\"", cb * 100 / tb, cb, tb);
+	else
+		fprintf(out, " branch=\"false\"");
+	fprintf(out, "/>\n");
+}
+
+struct lcount {
+	int line;
+	uint64_t count;
+};
+
+static int cmp_lcount(const void *x, const void *y)
+{
+	const struct lcount *a = x, *b = y;
+	return a->line < b->line ? -1 : a->line > b->line;
+}
+
+/* A <method>: every line of the function @f (the rows of its file in its
+ * address range, a line's hits the maximum over them) and its branches
+ * (records [i, j) of its file). */
+static int write_method(FILE *out, const struct recs *rs, size_t i, size_t j, const struct rec *f)
+{
+	size_t lo = 0, hi = rs->n_rows, n = 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (rs->rows[mid].addr < f->addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t first = lo;
+	for (size_t q = first; q < rs->n_rows && rs->rows[q].addr < f->end; q++)
+		n++;
+	struct lcount *lc = malloc((n ? n : 1) * sizeof(*lc));
+	if (!lc)
+		return -BTR_ERR_NOMEM;
+	size_t nl = 0;
+	for (size_t q = first; q < first + n; q++)
+		if (!strcmp(rs->rows[q].file, f->file))
+			lc[nl++] = (struct lcount){ rs->rows[q].line, rs->rows[q].count };
+	qsort(lc, nl, sizeof(*lc), cmp_lcount);
+	size_t k = 0;
+	for (size_t q = 0; q < nl; q++) {
+		if (k && lc[k - 1].line == lc[q].line) {
+			if (lc[q].count > lc[k - 1].count)
+				lc[k - 1].count = lc[q].count;
+			continue;
+		}
+		lc[k++] = lc[q];
+	}
+	nl = k;
+	unsigned lv = (unsigned)nl, lcov = 0, bv = 0, bc = 0;
+	for (size_t q = 0; q < nl; q++)
+		lcov += lc[q].count > 0;
+	for (size_t q = i; q < j; q++)
+		if (rs->v[q].kind == R_BR && rs->v[q].addr >= f->addr && rs->v[q].addr < f->end) {
+			bv += br_valid(&rs->v[q]);
+			bc += br_covered(&rs->v[q]);
+		}
+	fprintf(out, "            <method name=\"");
+	xml_str(out, f->name);
+	fprintf(out, "\" signature=\"\" line-rate=\"%.4f\" branch-rate=\"%.4f\" complexity=\"0\">\n"
+		     "              <lines>\n", rate(lcov, lv), rate(bc, bv));
+	for (size_t q = 0; q < nl; q++)
+		write_line(out, rs, i, j, lc[q].line, lc[q].count, f->addr, f->end, "                ");
+	fprintf(out, "              </lines>\n            </method>\n");
+	free(lc);
+	return 0;
+}
+
 static int write_cobertura(const struct cov *c, FILE *out)
 {
 	struct recs rs = { 0 };
 	int rc = collect(c, &rs);
 	if (rc < 0) {
-		free(rs.v);
+		recs_free(&rs);
 		return rc;
 	}
 	unsigned lv = 0, lc = 0, bv = 0, bc = 0;
@@ -359,8 +657,8 @@ static int write_cobertura(const struct cov *c, FILE *out)
 			lv++;
 			lc += rs.v[k].count > 0;
 		} else if (rs.v[k].kind == R_BR) {
-			bv += 2;
-			bc += (rs.v[k].count > 0) + (rs.v[k].count2 > 0);
+			bv += br_valid(&rs.v[k]);
+			bc += br_covered(&rs.v[k]);
 		}
 	}
 	fprintf(out, "<?xml version=\"1.0\" ?>\n"
@@ -381,8 +679,8 @@ static int write_cobertura(const struct cov *c, FILE *out)
 				flv++;
 				flc += rs.v[j].count > 0;
 			} else if (rs.v[j].kind == R_BR) {
-				fbv += 2;
-				fbc += (rs.v[j].count > 0) + (rs.v[j].count2 > 0);
+				fbv += br_valid(&rs.v[j]);
+				fbc += br_covered(&rs.v[j]);
 			}
 			j++;
 		}
@@ -394,37 +692,19 @@ static int write_cobertura(const struct cov *c, FILE *out)
 		fprintf(out, "\" line-rate=\"%.4f\" branch-rate=\"%.4f\" complexity=\"0\">\n          <methods>\n",
 			rate(flc, flv), rate(fbc, fbv));
 		for (size_t k = i; k < j; k++)
-			if (rs.v[k].kind == R_FN) {
-				fprintf(out, "            <method name=\"");
-				xml_str(out, rs.v[k].name);
-				fprintf(out, "\" signature=\"\" line-rate=\"%d\" branch-rate=\"1\" complexity=\"0\">\n"
-					     "              <lines><line number=\"%d\" hits=\"%" PRIu64 "\"/></lines>\n"
-					     "            </method>\n",
-					rs.v[k].count > 0, rs.v[k].line, rs.v[k].count);
+			if (rs.v[k].kind == R_FN && write_method(out, &rs, i, j, &rs.v[k]) < 0) {
+				recs_free(&rs);
+				return -BTR_ERR_NOMEM;
 			}
 		fprintf(out, "          </methods>\n          <lines>\n");
-		/* Branch records of a line go onto its line element. */
-		for (size_t k = i; k < j; k++) {
-			if (rs.v[k].kind != R_LINE)
-				continue;
-			unsigned tb = 0, cb = 0;
-			for (size_t q = i; q < j; q++)
-				if (rs.v[q].kind == R_BR && rs.v[q].line == rs.v[k].line) {
-					tb += 2;
-					cb += (rs.v[q].count > 0) + (rs.v[q].count2 > 0);
-				}
-			fprintf(out, "            <line number=\"%d\" hits=\"%" PRIu64 "\"", rs.v[k].line, rs.v[k].count);
-			if (tb)
-				fprintf(out, " branch=\"true\" condition-coverage=\"%u%% (%u/%u)\"", cb * 100 / tb, cb, tb);
-			else
-				fprintf(out, " branch=\"false\"");
-			fprintf(out, "/>\n");
-		}
+		for (size_t k = i; k < j; k++)
+			if (rs.v[k].kind == R_LINE)
+				write_line(out, &rs, i, j, rs.v[k].line, rs.v[k].count, 0, UINT64_MAX, "            ");
 		fprintf(out, "          </lines>\n        </class>\n");
 		i = j;
 	}
 	fprintf(out, "      </classes>\n    </package>\n  </packages>\n</coverage>\n");
-	free(rs.v);
+	recs_free(&rs);
 	return ferror(out) ? -BTR_ERR_IO : 0;
 }
 

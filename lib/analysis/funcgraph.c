@@ -11,7 +11,9 @@
  * block start and edge target inside it (indirect jumps through jump
  * tables land there: the trace knows where they went).  Calls end blocks
  * like every branch, as in the trace's blocks; their return is the
- * fall-through edge.
+ * fall-through edge.  Returns always leave the function: one that lands
+ * inside it (the return of a recursive call) is not an edge to the block
+ * after that call, which its call's fall-through already enters.
  */
 #include "btr/blocks.h"
 #include "btr/error.h"
@@ -185,6 +187,7 @@ static int build(struct btr_analysis *a, const struct btr_blocks_result *r, uint
 		int cond = btr_branch_kind_class((enum btr_branch_kind)last->kind) == BTR_LBR_JCC;
 		int call = last->kind == BTR_KIND_CALL || last->kind == BTR_KIND_CALL_IND;
 		int falls = !is_branch(last->kind) || cond || call;
+		int ret = last->kind == BTR_KIND_RET || last->kind == BTR_KIND_IRET || last->kind == BTR_KIND_SYSRET;
 		if (is_branch(last->kind) && !call) {
 			/* Dynamic edges from the branch (taken ones). */
 			int have_static = 0;
@@ -196,7 +199,10 @@ static int build(struct btr_analysis *a, const struct btr_blocks_result *r, uint
 				const struct btr_edge *e = &r->edges[i];
 				if (!e->taken)
 					continue;
-				size_t to = e->to_module == module ? block_at(g, e->to) : BTR_FG_OUTSIDE;
+				/* A return leaves the function even when it lands
+				 * inside it (after a recursive call): that block is
+				 * entered from its call's fall-through edge. */
+				size_t to = e->to_module == module && !ret ? block_at(g, e->to) : BTR_FG_OUTSIDE;
 				if (to == BTR_FG_OUTSIDE) {
 					out_count += e->count;
 					out_addr = e->to_module == module ? e->to : 0;
