@@ -9,6 +9,7 @@
  * the middle of main stays jump-non-entry.  The qemu recordings of the
  * fixtures are tested in tests/cli_check.sh. */
 #include "check.h"
+#include "analysis/check_priv.h"
 #include "btr/btr.h"
 #include "btr/check.h"
 
@@ -107,6 +108,17 @@ static void split_functions(void)
 		printf("note: prog_benign_cold_o2 has no f.cold in its first text page (compiler?): skipped\n");
 		return;
 	}
+	/* the model: f.cold is part of f by name; each has its FDE */
+	struct check_mod m = {0};
+	CHECK_EQ(check_mod_load(prog, &m), 0);
+	CHECK_EQ(check_mod_group_of(&m, fc + 2), f);
+	CHECK_EQ(check_mod_group_of(&m, f + 2), f);
+	CHECK_EQ(check_mod_group_of(&m, mainf + 2), mainf);
+	uint64_t lo = 0, hi = 0;
+	CHECK(check_mod_fde_of(&m, fc + 2, &lo, &hi) && lo == fc && hi > fc + 2);
+	CHECK(check_mod_fde_of(&m, f + 2, &lo, &hi) && lo == f);
+	check_mod_free(&m);
+
 	struct btr_image *img;
 	CHECK_EQ(btr_image_new(&img), 0);
 	CHECK_EQ(btr_image_add_elf(img, prog, BIAS, 0), 0);
