@@ -257,6 +257,14 @@ void ptf_tnt_clear(struct btr_ptflow *f)
 /* Flow lost: report a gap and wait for the next IP. */
 void ptf_gap(struct btr_ptflow *f, int reason, uint64_t ip)
 {
+	/* After a gap the flow resumes at the next IP packet, not at a PSB
+	 * (as libipt would): TNT bits of a deferred TIP dropped with the
+	 * gap, or returns compressed against calls made before it, can make
+	 * the trace seem to contradict the code until the next PSB.  That is
+	 * this decoder losing the flow again, not evidence about the code. */
+	if (reason == -BTR_ERR_BAD_CONTEXT && f->unsure)
+		reason = -BTR_ERR_NOSYNC;
+	f->unsure = 1;
 	ptf_emit_event(f, BTR_FLOW_GAP, reason, ip, 0);
 	ptf_tnt_clear(f);
 	f->pend = NULL;
@@ -576,6 +584,7 @@ static void on_psb(struct btr_ptflow *f)
 	f->last_ip = 0;
 	/* Only RETs whose CALL came after the last PSB are compressed. */
 	f->rs_n = 0;
+	f->unsure = 0;
 }
 
 static void on_psbend(struct btr_ptflow *f)

@@ -141,6 +141,8 @@ struct btr_ptflow {
 	uint8_t stopped;         /* a callback asked to stop */
 	uint8_t in_bbp;
 	uint8_t pending_trunc_gap; /* btr_ptflow_reset while tracing: report the hole */
+	uint8_t unsure;          /* a gap since the last PSB: the flow resumed at an IP
+				  * packet, without the state a PSB restores */
 	uint8_t bbp_sz;
 	uint64_t async_ip;
 	uint64_t last_ip;        /* IP compression state */

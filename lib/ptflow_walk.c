@@ -291,6 +291,18 @@ int ptf_walk(struct btr_ptflow *f, enum goal goal, uint64_t x, int suppressed, s
 				b = lookup(f, to, &err);
 				continue;
 			}
+			if (retcomp && f->tnt_total) {
+				/* A bit for a RET whose CALL the decoder did not
+				 * see (made before a gap; the hardware's stack
+				 * lives until the next PSB): a compressed return
+				 * to an unknown address.  libipt stops there too
+				 * (pte_retstack_empty); taking the bit for a
+				 * deferred TIP would bind the return to a later
+				 * branch's target. */
+				exec_blk(f, b);
+				f->ip = END_IP(b);
+				return -BTR_ERR_NOSYNC;
+			}
 			/* needs a TIP */
 			__attribute__((fallthrough));
 		case C_IND:
@@ -710,6 +722,15 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 					*lnk = b;
 				}
 				continue;
+			}
+			if (retcomp) {
+				/* a compressed return with an empty stack (see
+				 * ptf_walk): its block ran, the flow ends at the RET */
+				insns += b->ninsn;
+				ip = b->end_ip;
+				b = NULL;
+				ret = -BTR_ERR_NOSYNC;
+				goto out;
 			}
 			__attribute__((fallthrough));
 		default:

@@ -4,9 +4,12 @@
  * call/return pair gives nothing; a return into win() (no call precedes
  * it) is a return-hijack; three returns in a row into non-call-preceded
  * addresses a rop-chain; a direct call recorded to a target its encoding
- * does not name is code-modified.  The qemu recordings of the fixtures
- * are tested in tests/cli_check.sh. */
+ * does not name is code-modified.  Split functions (prog_benign_cold_o2,
+ * gcc -O2): f's switch jump into f.cold is legitimate, the same jump into
+ * the middle of main stays jump-non-entry.  The qemu recordings of the
+ * fixtures are tested in tests/cli_check.sh. */
 #include "check.h"
+#include "analysis/check_priv.h"
 #include "btr/btr.h"
 #include "btr/check.h"
 
@@ -65,6 +68,93 @@ static uint64_t find_insn(struct btr_image *img, uint64_t lo, int kind, uint64_t
 	return 0;
 }
 
+static void write_lbr(struct btr_trace_writer *w, const struct btr_lbr_entry *e, uint32_t n);
+
+/* A .btr with the LBR machine record, @prog's text mapped at BIAS and
+ * thread 77. */
+static struct btr_trace_writer *lbr_trace(const char *path, const char *prog)
+{
+	struct btr_trace_writer_opts wo = { .sz = sizeof(wo), .no_sync = 1 };
+	struct btr_trace_writer *w;
+	CHECK_EQ(btr_trace_writer_new(path, &wo, &w), 0);
+	struct btr_record r = { .type = BTR_REC_MACHINE };
+	snprintf(r.u.machine.backend, sizeof(r.u.machine.backend), "lbr");
+	r.u.machine.lbr_depth = 16;
+	CHECK_EQ(btr_trace_write(w, &r), 0);
+	memset(&r, 0, sizeof(r));
+	r.type = BTR_REC_MODULE_LOAD;
+	r.u.module.pid = 77;
+	r.u.module.prot = 5;
+	r.u.module.start = BIAS + 0x1000;
+	r.u.module.size = 0x1000;
+	r.u.module.pgoff = 0x1000;
+	r.u.module.path = prog;
+	CHECK_EQ(btr_trace_write(w, &r), 0);
+	memset(&r, 0, sizeof(r));
+	r.type = BTR_REC_THREAD_START;
+	r.u.thread.pid = r.u.thread.tid = 77;
+	r.u.thread.name = "";
+	CHECK_EQ(btr_trace_write(w, &r), 0);
+	return w;
+}
+
+/* prog_benign_cold_o2: f's table jump into f.cold is one function's
+ * jump; into main's middle it is jump-non-entry. */
+static void split_functions(void)
+{
+	const char *prog = BTR_BINARY_DIR "/prog_benign_cold_o2";
+	uint64_t f = sym_addr(prog, "f"), fc = sym_addr(prog, "f.cold"), mainf = sym_addr(prog, "main");
+	if (!f || !fc || !mainf || f >= 0x2000 || fc >= 0x2000 || mainf >= 0x2000) {
+		printf("note: prog_benign_cold_o2 has no f.cold in its first text page (compiler?): skipped\n");
+		return;
+	}
+	/* the model: f.cold is part of f by name; each has its FDE */
+	struct check_mod m = {0};
+	CHECK_EQ(check_mod_load(prog, &m), 0);
+	CHECK_EQ(check_mod_group_of(&m, fc + 2), f);
+	CHECK_EQ(check_mod_group_of(&m, f + 2), f);
+	CHECK_EQ(check_mod_group_of(&m, mainf + 2), mainf);
+	uint64_t lo = 0, hi = 0;
+	CHECK(check_mod_fde_of(&m, fc + 2, &lo, &hi) && lo == fc && hi > fc + 2);
+	CHECK(check_mod_fde_of(&m, f + 2, &lo, &hi) && lo == f);
+	check_mod_free(&m);
+
+	struct btr_image *img;
+	CHECK_EQ(btr_image_new(&img), 0);
+	CHECK_EQ(btr_image_add_elf(img, prog, BIAS, 0), 0);
+	int len = 0, jlen = 0, mlen = 0;
+	uint64_t jmp = find_insn(img, f + BIAS, BTR_KIND_JMP_IND, 0, &len);
+	/* a case label in f.cold: what follows its first jump back into f */
+	uint64_t back = find_insn(img, fc + BIAS, BTR_KIND_JMP, 0, &jlen);
+	struct btr_insn in;
+	mlen = btr_insn_decode_image(img, mainf + BIAS, BTR_MODE_64, &in);
+	btr_image_free(img);
+	CHECK(jmp && back && mlen > 0);
+	uint64_t label = back + (uint64_t)jlen, mid_main = mainf + BIAS + (uint64_t)mlen;
+
+	char path[128];
+	snprintf(path, sizeof(path), "/tmp/btr_test_check_split_%d.btr", (int)getpid());
+	struct btr_trace_writer *w = lbr_trace(path, prog);
+	struct btr_lbr_entry into_cold[1] = { { jmp, label, 0, 0 } };
+	write_lbr(w, into_cold, 1);
+	struct btr_lbr_entry into_main[1] = { { jmp, mid_main, 0, 0 } };
+	write_lbr(w, into_main, 1);
+	CHECK_EQ(btr_trace_writer_close(w), 0);
+	struct btr_analysis *a;
+	struct btr_check_opts co = { .sz = sizeof(co) };
+	CHECK_EQ(btr_check_new(&co, &a), 0);
+	CHECK_EQ(btr_analysis_run(path, NULL, &a, 1, NULL), 0);
+	size_t n;
+	const struct btr_check_finding *fd = btr_check_findings(a, &n);
+	for (size_t i = 0; i < n; i++)
+		printf("%s %s 0x%llx -> 0x%llx %s\n", btr_check_severity_name(fd[i].severity), fd[i].kind,
+		       (unsigned long long)fd[i].from, (unsigned long long)fd[i].to, fd[i].detail);
+	CHECK_EQ(n, 1);
+	CHECK(n == 1 && !strcmp(fd[0].kind, "jump-non-entry") && fd[0].to == mid_main);
+	btr_analysis_free(a);
+	unlink(path);
+}
+
 static void write_lbr(struct btr_trace_writer *w, const struct btr_lbr_entry *e, uint32_t n)
 {
 	struct btr_record r = { .type = BTR_REC_LBR };
@@ -91,27 +181,7 @@ int main(void)
 
 	char path[128];
 	snprintf(path, sizeof(path), "/tmp/btr_test_check_%d.btr", (int)getpid());
-	struct btr_trace_writer_opts wo = { .sz = sizeof(wo), .no_sync = 1 };
-	struct btr_trace_writer *w;
-	CHECK_EQ(btr_trace_writer_new(path, &wo, &w), 0);
-	struct btr_record r = { .type = BTR_REC_MACHINE };
-	snprintf(r.u.machine.backend, sizeof(r.u.machine.backend), "lbr");
-	r.u.machine.lbr_depth = 16;
-	CHECK_EQ(btr_trace_write(w, &r), 0);
-	memset(&r, 0, sizeof(r));
-	r.type = BTR_REC_MODULE_LOAD;
-	r.u.module.pid = 77;
-	r.u.module.prot = 5;
-	r.u.module.start = BIAS + 0x1000;
-	r.u.module.size = 0x1000;
-	r.u.module.pgoff = 0x1000;
-	r.u.module.path = PROG;
-	CHECK_EQ(btr_trace_write(w, &r), 0);
-	memset(&r, 0, sizeof(r));
-	r.type = BTR_REC_THREAD_START;
-	r.u.thread.pid = r.u.thread.tid = 77;
-	r.u.thread.name = "";
-	CHECK_EQ(btr_trace_write(w, &r), 0);
+	struct btr_trace_writer *w = lbr_trace(path, PROG);
 	/* newest first */
 	struct btr_lbr_entry legit[2] = { { ret, call + (uint64_t)clen, 0, 0 }, { call, vuln + BIAS, 0, 0 } };
 	write_lbr(w, legit, 2);
@@ -168,5 +238,6 @@ int main(void)
 	co.allow = "return-hijack\n";
 	CHECK_EQ(btr_check_new(&co, &a), -BTR_ERR_BAD_FILTER);
 	unlink(path);
+	split_functions();
 	return check_done();
 }

@@ -139,6 +139,30 @@ static int decode(struct rec *r, const struct btr_ptflow_config *cfg, size_t pie
 	return ret;
 }
 
+/* decode() without the instruction callback: the fast walk */
+static int decode_fast(struct rec *r, const struct btr_ptflow_config *cfg)
+{
+	memset(r, 0, sizeof(*r) - sizeof(r->stop_after));
+	struct btr_ptflow *f;
+	int e = btr_ptflow_new(img, cfg, &f);
+	CHECK_EQ(e, 0);
+	if (e)
+		return e;
+	struct btr_ptflow_callbacks cb = { .branch = r_branch, .event = r_event, .ctx = r };
+	int ret = btr_ptflow_decode(f, sbuf, btr_pt_enc_size(&enc), &cb);
+	btr_ptflow_free(f);
+	return ret;
+}
+
+/* The reason of the @k-th (1-based) gap of @r, 0 if none. */
+static int gap_reason(const struct rec *r, int k)
+{
+	for (unsigned i = 0; i < r->nev; i++)
+		if (r->ev[i].type == BTR_FLOW_GAP && !--k)
+			return r->ev[i].reason;
+	return 0;
+}
+
 static int has_event(const struct rec *r, enum btr_flow_event_type t)
 {
 	for (unsigned i = 0; i < r->nev; i++)
@@ -486,6 +510,32 @@ int main(void)
 		CHECK_EQ(r.ips.n, 5);   /* 0x1010 0x1020 0x1021 0x1015 0x1016 */
 	}
 	ipvec_free(&r.ips);
+
+	/* 10b. after a gap, a RET compressed against a CALL made in the
+	 * missing code (the hardware's stack lives until the next PSB): the
+	 * decoder's stack is empty, so the bit is not a deferred TIP's - the
+	 * RET at 0x1021 must not "return" to the next TIP's 0x1010 (libipt:
+	 * pte_retstack_empty).  A contradiction before the next PSB is not
+	 * BAD_CONTEXT either; after that PSB it is. */
+	s_begin();
+	s_psb(1, 0);
+	s_ip(BTR_PT_TIP_PGE, 0x9000);   /* JIT code: no image */
+	s_ip(BTR_PT_TIP, 0x1020);       /* it calls 0x1020 */
+	s_tnt("1");                     /* whose RET the hardware compresses */
+	s_ip(BTR_PT_TIP, 0x1000);       /* the JIT code jumps to 0x1000 */
+	s_ip(BTR_PT_TIP, 0x1010);       /* a TIP where the JCC at 0x1004 needs a bit */
+	s_psb(1, 0x1000);
+	s_ip(BTR_PT_TIP, 0x1010);       /* the same contradiction in sync */
+	for (int fast = 0; fast < 2; fast++) {
+		CHECK_EQ(fast ? decode_fast(&r, &cfg) : decode(&r, &cfg, 0), 0);
+		for (unsigned i = 0; i < r.nbr && i < 64; i++)
+			CHECK(!(r.br[i].from == 0x1021 && r.br[i].to == 0x1000));
+		CHECK_EQ(gap_reason(&r, 1), -BTR_ERR_NOMAP);
+		CHECK_EQ(gap_reason(&r, 2), -BTR_ERR_NOSYNC);   /* the RET at 0x1021 */
+		CHECK_EQ(gap_reason(&r, 3), -BTR_ERR_NOSYNC);   /* contradiction after a gap */
+		CHECK_EQ(gap_reason(&r, 4), -BTR_ERR_BAD_CONTEXT);
+		ipvec_free(&r.ips);
+	}
 
 	/* 11. garbage before the first PSB and a bad byte inside: skipped */
 	s_begin();

@@ -40,6 +40,7 @@
 #define GADGET_BYTES 32       /* a "short block" between two returns of a chain */
 #define DEEP_SEARCH 4096      /* frames searched below the top for a return target */
 #define SYM_LEN 160
+#define SPLIT_SCAN (256u << 10)  /* bytes of an FDE range searched for jumps into another */
 
 
 /* ---- processes, mappings, threads ---- */
@@ -114,6 +115,7 @@ struct check {
 	struct pairmap insn;       /* (proc<<48|addr, 0) -> kind | len << 8 | flags << 16; ~0u: no code */
 	struct pairmap callpre;    /* (proc<<48|addr, 1) -> 0/1 */
 	struct pairmap edges;      /* (from, to) of indirect transfers already judged */
+	struct pairmap links;      /* (mod << 48 | FDE start, FDE start) -> 1: one split function */
 	struct pairmap dedup;      /* (kind id << 56 ^ from, to) -> finding index */
 	struct finding *f;
 	size_t n_f, cap_f;
@@ -383,6 +385,56 @@ static int func_id(struct check *c, struct proc *p, uint64_t a, int *mod, uint64
 	*mod = m->mod;
 	*fn = f;
 	return 1;
+}
+
+/* Nonzero if a direct JMP or Jcc in [lo, hi) of process @pid goes into
+ * (tlo, thi): past the start of that range (a jump to a range's start may
+ * be a tail call to another function; a jump into its middle is not). */
+static int jumps_into(struct check *c, uint32_t pid, uint64_t lo, uint64_t hi, uint64_t tlo, uint64_t thi)
+{
+	size_t n = (size_t)(hi - lo > SPLIT_SCAN ? SPLIT_SCAN : hi - lo);
+	uint8_t *buf = malloc(n);
+	int got = buf ? btr_image_read(btr_stream_image_pid(c->s, pid), lo, buf, n) : -1;
+	int hit = 0;
+	for (size_t o = 0; got > 0 && o < (size_t)got && !hit;) {
+		struct btr_insn in;
+		int l = btr_insn_decode(buf + o, (size_t)got - o, lo + o, BTR_MODE_64, &in);
+		if (l <= 0) {
+			o++;
+			continue;
+		}
+		hit = (in.kind == BTR_KIND_JMP || in.kind == BTR_KIND_JCC) && (in.flags & BTR_INSN_DIRECT) &&
+		      in.target > tlo && in.target < thi;
+		o += (size_t)l;
+	}
+	free(buf);
+	return hit;
+}
+
+/* Nonzero if @from and @to (the same mapping's module @cm) are code of one
+ * function: the same nearest entry, parts of one split function by their
+ * symbol names (f and f.cold), or - what stripped files keep - two FDE
+ * ranges one of which jumps into the middle of the other (f.cold jumps
+ * back into f; f branches into f.cold). */
+static int same_function(struct check *c, const struct btr_branch *b, const struct mapping *m,
+			 const struct check_mod *cm)
+{
+	uint64_t fl = b->from - m->bias, tl = b->to - m->bias;
+	uint64_t ff = check_mod_func_of(cm, fl), tf = check_mod_func_of(cm, tl);
+	if (ff == tf || (ff != UINT64_MAX && check_mod_group_of(cm, fl) == check_mod_group_of(cm, tl)))
+		return 1;
+	uint64_t flo, fhi, tlo, thi;
+	if (!check_mod_fde_of(cm, fl, &flo, &fhi) || !check_mod_fde_of(cm, tl, &tlo, &thi) || flo == tlo)
+		return 0;
+	uint32_t v;
+	uint64_t key = (uint64_t)m->mod << 48 | flo;
+	if (pairmap_get(&c->links, key, tlo, &v))
+		return (int)v;
+	v = jumps_into(c, b->pid, tlo + m->bias, thi + m->bias, flo + m->bias, fhi + m->bias) ||
+	    jumps_into(c, b->pid, flo + m->bias, fhi + m->bias, tlo + m->bias, thi + m->bias);
+	if (pairmap_put(&c->links, key, tlo, v) < 0)
+		return 0;
+	return (int)v;
 }
 
 static int sym_name(struct check *c, uint32_t pid, uint64_t a, char *buf, size_t size)
@@ -674,6 +726,9 @@ static int check_indirect(struct check *c, size_t pi, struct proc *p, struct thr
 	const struct check_mod *fm = mod_of(c, fmap), *tm = mod_of(c, tmap);
 	if (!tm)
 		return 0;   /* no model (or no file: reported as unbacked) */
+	if (insn_at(c, pi, b->pid, b->to) == INSN_NOCODE)
+		return 0;   /* a mapping of the file the image cannot place (an ET_EXEC's
+			     * text mapped again elsewhere): no code there to judge */
 	uint64_t tl = b->to - tmap->bias;
 	uint64_t tsc = (b->flags & BTR_BF_TSC) ? b->tsc : 0;
 	const char *gname;
@@ -696,8 +751,8 @@ static int check_indirect(struct check *c, size_t pi, struct proc *p, struct thr
 	/* JMP_IND */
 	if (fm && check_mod_in_plt(fm, b->from - fmap->bias))
 		return check_plt(c, p, t, b, fmap, fm, NULL);
-	if (fm == tm && check_mod_func_of(fm, b->from - fmap->bias) == check_mod_func_of(tm, tl))
-		return 0;   /* switch table, computed goto */
+	if (fmap == tmap && same_function(c, b, fmap, fm))
+		return 0;   /* switch table (also into a .cold part), computed goto */
 	if (check_mod_is_entry(tm, tl) || check_mod_in_plt(tm, tl) || is_endbr64(c, b->pid, b->to) ||
 	    check_mod_is_taken(tm, tl))
 		return 0;   /* tail call, resolver, thunk, computed goto through a label table */
@@ -879,9 +934,13 @@ static int on_branch(struct check *c, const struct btr_branch *b)
 		}
 		if ((rc = check_indirect(c, pi, p, t, b)) < 0)
 			return rc;
-		/* longjmp: an indirect jump to the instruction after a call */
+		/* longjmp: an indirect jump to the instruction after a call
+		 * of another function (within one function it is a switch
+		 * table whose case follows a call, as in a recursive
+		 * evaluator: no frame ends) */
 		struct mapping *m = map_of(p, b->to);
 		if (m && mod_of(c, m) && !check_mod_is_entry(mod_of(c, m), b->to - m->bias) &&
+		    !(m == map_of(p, b->from) && same_function(c, b, m, mod_of(c, m))) &&
 		    call_preceded(c, pi, b->pid, b->to))
 			unwind_to(c, p, t, b->to);
 		return 0;
@@ -1180,6 +1239,7 @@ static void a_destroy(void *state)
 	pairmap_clear(&c->insn);
 	pairmap_clear(&c->callpre);
 	pairmap_clear(&c->edges);
+	pairmap_clear(&c->links);
 	pairmap_clear(&c->dedup);
 	for (size_t i = 0; i < c->n_f; i++)
 		free(c->f[i].detail);

@@ -9,12 +9,21 @@
  * compiled with unwind tables has an FDE, and .eh_frame_hdr lists their
  * start addresses sorted, so one table read gives them all.
  *
+ * Why split parts: gcc moves the unlikely code of a function f into
+ * f.cold (placed apart, in .text.unlikely, with its own symbol and FDE),
+ * and a switch table of f may send its cases there; f.part.N,
+ * f.isra.N and f.constprop.N are further pieces and clones of f.  Their
+ * symbol names tie them to f (split_at/split_rep); for stripped files
+ * check.c links a part to its parent through the direct jumps between
+ * their FDE ranges (fde_lo/fde_hi).
+ *
  * ENDBR64 sites are not collected here: check reads the four bytes at an
  * indirect call's target instead (cheaper than scanning all code, and
  * exact for the bytes the image holds).
  */
 #include "check_priv.h"
 #include "btr/error.h"
+#include "eh_frame.h"
 #include "internal.h"
 
 #include <fcntl.h>
@@ -126,7 +135,21 @@ static int read_eh_frame_hdr(Elf *e, struct u64vec *ent)
 	return 0;
 }
 
-static int read_symbols(Elf *e, struct u64vec *ent, struct u64vec *exp, char **strings, size_t *strbytes)
+/* A function symbol and its name (pointing into the ELF's string table:
+ * valid until elf_end). */
+struct namesym {
+	uint64_t addr;
+	const char *name;
+	size_t base;   /* length of the name without a split suffix */
+};
+
+struct symvec {
+	struct namesym *v;
+	size_t n, cap;
+};
+
+static int read_symbols(Elf *e, struct u64vec *ent, struct u64vec *exp, char **strings, size_t *strbytes,
+			struct symvec *syms)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
@@ -148,6 +171,18 @@ static int read_symbols(Elf *e, struct u64vec *ent, struct u64vec *exp, char **s
 			int r = push(ent, s.st_value);
 			if (r < 0)
 				return r;
+			const char *sname = elf_strptr(e, sh.sh_link, s.st_name);
+			if (sname && *sname) {
+				if (syms->n == syms->cap) {
+					size_t nc = syms->cap ? syms->cap * 2 : 1024;
+					struct namesym *nv = realloc(syms->v, nc * sizeof(*nv));
+					if (!nv)
+						return -BTR_ERR_NOMEM;
+					syms->v = nv;
+					syms->cap = nc;
+				}
+				syms->v[syms->n++] = (struct namesym){ s.st_value, sname, 0 };
+			}
 			int bind = GELF_ST_BIND(s.st_info);
 			/* IFUNC names count as provided by the module even when
 			 * local: its PLT slot gets whatever the resolver picks */
@@ -170,6 +205,180 @@ static int read_symbols(Elf *e, struct u64vec *ent, struct u64vec *exp, char **s
 		}
 	}
 	return 0;
+}
+
+/* Length of @name without gcc's split suffix (".cold", ".cold.N",
+ * ".part.N", ".isra.N", ".constprop.N", the first of them and all that
+ * follows), or 0 if it has none. */
+static size_t split_base(const char *name)
+{
+	static const char *const sfx[] = { ".part.", ".isra.", ".constprop." };
+	for (const char *d = strchr(name, '.'); d && d > name; d = strchr(d + 1, '.')) {
+		if (!strncmp(d, ".cold", 5) && (d[5] == 0 || d[5] == '.'))
+			return (size_t)(d - name);
+		for (size_t k = 0; k < BTR_ARRAY_SIZE(sfx); k++)
+			if (!strncmp(d, sfx[k], strlen(sfx[k])))
+				return (size_t)(d - name);
+	}
+	return 0;
+}
+
+static int namecmp(const void *a, const void *b)
+{
+	const struct namesym *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	return c ? c : (x->addr < y->addr ? -1 : x->addr > y->addr);
+}
+
+/* Parts ordered by their base name, then address. */
+static int basecmp(const void *a, const void *b)
+{
+	const struct namesym *x = a, *y = b;
+	size_t n = x->base < y->base ? x->base : y->base;
+	int c = strncmp(x->name, y->name, n);
+	if (!c && x->base != y->base)
+		c = x->base < y->base ? -1 : 1;
+	return c ? c : (x->addr < y->addr ? -1 : x->addr > y->addr);
+}
+
+struct addrpair {
+	uint64_t a, b;
+};
+
+static int paircmp(const void *a, const void *b)
+{
+	const struct addrpair *x = a, *y = b;
+	return x->a < y->a ? -1 : x->a > y->a ? 1 : (x->b < y->b ? -1 : x->b > y->b);
+}
+
+/* The split_at/split_rep table of @m from the function symbols @sy. */
+static int build_splits(struct symvec *sy, struct check_mod *m)
+{
+	if (!sy->n)
+		return 0;
+	qsort(sy->v, sy->n, sizeof(*sy->v), namecmp);
+	size_t np = 0;
+	for (size_t i = 0; i < sy->n; i++)
+		if ((sy->v[i].base = split_base(sy->v[i].name)) != 0)
+			np++;
+	if (!np)
+		return 0;
+	struct namesym *parts = malloc(np * sizeof(*parts));
+	struct addrpair *map = malloc(np * sizeof(*map));
+	char *key = NULL;
+	size_t keycap = 0;
+	int rc = 0;
+	if (!parts || !map) {
+		rc = -BTR_ERR_NOMEM;
+		goto out;
+	}
+	np = 0;
+	for (size_t i = 0; i < sy->n; i++)
+		if (sy->v[i].base)
+			parts[np++] = sy->v[i];
+	qsort(parts, np, sizeof(*parts), basecmp);
+	size_t nm = 0;
+	for (size_t i = 0; i < np;) {
+		size_t j = i + 1;
+		while (j < np && parts[j].base == parts[i].base &&
+		       !strncmp(parts[j].name, parts[i].name, parts[i].base))
+			j++;
+		/* the parent: the symbol named the base (lowest address if
+		 * several), else the lowest part */
+		if (parts[i].base + 1 > keycap) {
+			keycap = parts[i].base + 64;
+			char *nk = realloc(key, keycap);
+			if (!nk) {
+				rc = -BTR_ERR_NOMEM;
+				goto out;
+			}
+			key = nk;
+		}
+		memcpy(key, parts[i].name, parts[i].base);
+		key[parts[i].base] = 0;
+		struct namesym probe = { 0, key, 0 };
+		size_t lo = 0, hi = sy->n;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (namecmp(&sy->v[mid], &probe) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		uint64_t rep = lo < sy->n && !strcmp(sy->v[lo].name, key) ? sy->v[lo].addr : parts[i].addr;
+		for (; i < j; i++)
+			if (parts[i].addr != rep)
+				map[nm++] = (struct addrpair){ parts[i].addr, rep };
+	}
+	qsort(map, nm, sizeof(*map), paircmp);
+	if (nm && (!(m->split_at = malloc(nm * sizeof(uint64_t))) || !(m->split_rep = malloc(nm * sizeof(uint64_t))))) {
+		rc = -BTR_ERR_NOMEM;
+		goto out;
+	}
+	size_t w = 0;
+	for (size_t i = 0; i < nm; i++)
+		if (!w || m->split_at[w - 1] != map[i].a) {   /* one parent per part */
+			m->split_at[w] = map[i].a;
+			m->split_rep[w++] = map[i].b;
+		}
+	m->n_split = w;
+out:
+	free(parts);
+	free(map);
+	free(key);
+	return rc;
+}
+
+struct fdevec {
+	struct addrpair *v;
+	size_t n, cap;
+	int nomem;
+};
+
+static int fde_collect(void *ctx, uint64_t start, uint64_t end)
+{
+	struct fdevec *fv = ctx;
+	if (end <= start)
+		return 0;
+	if (fv->n == fv->cap) {
+		size_t nc = fv->cap ? fv->cap * 2 : 1024;
+		struct addrpair *nv = realloc(fv->v, nc * sizeof(*nv));
+		if (!nv) {
+			fv->nomem = 1;
+			return 1;
+		}
+		fv->v = nv;
+		fv->cap = nc;
+	}
+	fv->v[fv->n++] = (struct addrpair){ start, end };
+	return 0;
+}
+
+/* FDE ranges of .eh_frame, sorted by start. */
+static int read_fdes(Elf *e, struct check_mod *m)
+{
+	GElf_Shdr sh;
+	Elf_Scn *scn = find_scn(e, ".eh_frame", &sh);
+	Elf_Data *d;
+	if (!scn || sh.sh_type != SHT_PROGBITS || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+		return 0;
+	struct fdevec fv = {0};
+	btr__eh_frame_fdes(d->d_buf, d->d_size, sh.sh_addr, fde_collect, &fv);
+	int rc = fv.nomem ? -BTR_ERR_NOMEM : 0;
+	if (!rc && fv.n) {
+		qsort(fv.v, fv.n, sizeof(*fv.v), paircmp);
+		if (!(m->fde_lo = malloc(fv.n * sizeof(uint64_t))) || !(m->fde_hi = malloc(fv.n * sizeof(uint64_t)))) {
+			rc = -BTR_ERR_NOMEM;
+		} else {
+			for (size_t i = 0; i < fv.n; i++) {
+				m->fde_lo[i] = fv.v[i].a;
+				m->fde_hi[i] = fv.v[i].b;
+			}
+			m->n_fde = fv.n;
+		}
+	}
+	free(fv.v);
+	return rc;
 }
 
 static char *dupstr(const char *s)
@@ -385,6 +594,7 @@ int check_mod_load(const char *path, struct check_mod *m)
 		return -BTR_ERR_NOENT;
 	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	struct u64vec ent = {0}, exp = {0}, gs = {0}, gn = {0};
+	struct symvec syms = {0};
 	char *strings = NULL;
 	size_t strbytes = 0;
 	int rc = 0;
@@ -403,7 +613,8 @@ int check_mod_load(const char *path, struct check_mod *m)
 	}
 	if (eh.e_entry && (rc = push(&ent, eh.e_entry)) < 0)
 		goto out;
-	if ((rc = read_symbols(e, &ent, &exp, &strings, &strbytes)) < 0 ||
+	if ((rc = read_symbols(e, &ent, &exp, &strings, &strbytes, &syms)) < 0 ||
+	    (rc = build_splits(&syms, m)) < 0 || (rc = read_fdes(e, m)) < 0 ||
 	    (rc = read_got(e, &gs, &gn, &strings, &strbytes)) < 0 ||
 	    (rc = read_eh_frame_hdr(e, &ent)) < 0 || (rc = read_dynamic(e, m)) < 0 ||
 	    (rc = read_init_fini(e, &ent)) < 0)
@@ -470,6 +681,7 @@ int check_mod_load(const char *path, struct check_mod *m)
 	}
 	m->ok = 1;
 out:
+	free(syms.v);
 	free(gs.v);
 	free(gn.v);
 	free(ent.v);
@@ -492,6 +704,10 @@ void check_mod_free(struct check_mod *m)
 	free(m->needed);
 	free(m->entries);
 	free(m->taken);
+	free(m->split_at);
+	free(m->split_rep);
+	free(m->fde_lo);
+	free(m->fde_hi);
 	free(m->got_slot);
 	free(m->got_name);
 	free(m->exports);
@@ -499,18 +715,24 @@ void check_mod_free(struct check_mod *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* Index of the greatest entry <= @a, or -1. */
-static ptrdiff_t floor_idx(const struct check_mod *m, uint64_t a)
+/* Index of the greatest element of sorted @v (@n) <= @a, or -1. */
+static ptrdiff_t floor_in(const uint64_t *v, size_t n, uint64_t a)
 {
-	size_t lo = 0, hi = m->n_entries;
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (m->entries[mid] <= a)
+		if (v[mid] <= a)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	return (ptrdiff_t)lo - 1;
+}
+
+/* Index of the greatest entry <= @a, or -1. */
+static ptrdiff_t floor_idx(const struct check_mod *m, uint64_t a)
+{
+	return floor_in(m->entries, m->n_entries, a);
 }
 
 int check_mod_is_entry(const struct check_mod *m, uint64_t a)
@@ -523,6 +745,27 @@ uint64_t check_mod_func_of(const struct check_mod *m, uint64_t a)
 {
 	ptrdiff_t i = floor_idx(m, a);
 	return i >= 0 ? m->entries[i] : UINT64_MAX;
+}
+
+uint64_t check_mod_group_of(const struct check_mod *m, uint64_t a)
+{
+	uint64_t f = check_mod_func_of(m, a);
+	ptrdiff_t i = f != UINT64_MAX ? floor_in(m->split_at, m->n_split, f) : -1;
+	return i >= 0 && m->split_at[i] == f ? m->split_rep[i] : f;
+}
+
+int check_mod_fde_of(const struct check_mod *m, uint64_t a, uint64_t *lo, uint64_t *hi)
+{
+	ptrdiff_t i = floor_in(m->fde_lo, m->n_fde, a);
+	/* FDEs do not nest; an earlier, longer one may still hold @a when
+	 * ranges overlap (a few back suffice) */
+	for (ptrdiff_t k = i; k >= 0 && k > i - 4; k--)
+		if (a < m->fde_hi[k]) {
+			*lo = m->fde_lo[k];
+			*hi = m->fde_hi[k];
+			return 1;
+		}
+	return 0;
 }
 
 int check_mod_is_taken(const struct check_mod *m, uint64_t a)

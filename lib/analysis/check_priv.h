@@ -21,6 +21,17 @@ struct check_mod {
 	 * sorted, unique. */
 	uint64_t *entries;
 	size_t n_entries;
+	/* Split functions known by name (gcc's f.cold, f.part.N, f.isra.N,
+	 * f.constprop.N parts of f): entry of the part -> entry of the
+	 * parent (or of the lowest part when the parent has no symbol),
+	 * sorted by part.  Parts and parent are one function for the
+	 * indirect-jump rules. */
+	uint64_t *split_at, *split_rep;
+	size_t n_split;
+	/* .eh_frame FDE ranges [fde_lo, fde_hi), sorted by start: function
+	 * extents, also of stripped files (split parts have their own). */
+	uint64_t *fde_lo, *fde_hi;
+	size_t n_fde;
 	/* Address-taken code: code addresses stored in the file's data
 	 * (RELATIVE relocation addends; for ET_EXEC, aligned words of the
 	 * data sections), e.g. computed-goto tables; sorted, unique.
@@ -55,6 +66,11 @@ int check_mod_is_entry(const struct check_mod *m, uint64_t a);
 /* The greatest entry <= @a, or UINT64_MAX if none: two addresses with
  * the same value lie in the same function (as far as the model knows). */
 uint64_t check_mod_func_of(const struct check_mod *m, uint64_t a);
+/* The function @a belongs to, split parts folded into their parent
+ * (check_mod_func_of, then the split_at table); UINT64_MAX if none. */
+uint64_t check_mod_group_of(const struct check_mod *m, uint64_t a);
+/* The FDE range holding link address @a: 1 and [*lo, *hi), or 0. */
+int check_mod_fde_of(const struct check_mod *m, uint64_t a, uint64_t *lo, uint64_t *hi);
 /* Nonzero if link address @a is stored somewhere in @m's data. */
 int check_mod_is_taken(const struct check_mod *m, uint64_t a);
 /* The imported function whose GOT slot is at link address @slot, or NULL. */
