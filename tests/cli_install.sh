@@ -30,15 +30,19 @@ others=$(grep -v '^btr_[a-z0-9]' "$tmp/syms" | head -5 | tr '\n' ' ')
 grep -qx btr_version "$tmp/syms" && grep -qx btr_stream_open "$tmp/syms" && ok || bad "btr_version/btr_stream_open not exported"
 
 export PKG_CONFIG_PATH=$p/lib/pkgconfig
+# An AddressSanitizer build (make asan) installs an instrumented library:
+# its clients are built with the same sanitizers.
+san=()
+grep -q '^BTR_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null && san=(-fsanitize=address,undefined)
 ver=$(pkg-config --modversion btr)
 hdr=$(sed -n 's/^#define BTR_VERSION_STRING "\(.*\)"/\1/p' "$src/include/btr/version.h")
 [ -n "$ver" ] && [ "$ver" = "$hdr" ] && ok || bad "pkg-config version '$ver' != header '$hdr'"
 # shellcheck disable=SC2046
-cc -o "$tmp/count" "$src/examples/count_branches.c" $(pkg-config --cflags --libs btr) -Wl,-rpath,"$p/lib" \
+cc "${san[@]}" -o "$tmp/count" "$src/examples/count_branches.c" $(pkg-config --cflags --libs btr) -Wl,-rpath,"$p/lib" \
 	2>"$tmp/cc.err" && ok || bad "build with pkg-config: $(head -3 "$tmp/cc.err")"
 # static: libbtr.a and its private dependencies from pkg-config --static
 # shellcheck disable=SC2046
-cc -o "$tmp/count_static" "$src/examples/count_branches.c" $(pkg-config --cflags btr) "$p/lib/libbtr.a" \
+cc "${san[@]}" -o "$tmp/count_static" "$src/examples/count_branches.c" $(pkg-config --cflags btr) "$p/lib/libbtr.a" \
 	$(pkg-config --static --libs btr | sed 's/-lbtr\b//') 2>"$tmp/cc2.err" && ok ||
 	bad "static build with pkg-config --static: $(head -3 "$tmp/cc2.err")"
 ldd "$tmp/count" | grep -q "$p/lib/libbtr.so" && ok || bad "the program does not use the installed libbtr.so"
