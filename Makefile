@@ -6,7 +6,7 @@ FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build test demo bench fuzz asan torture clean
+.PHONY: all deps build test demo bench fuzz asan torture clean install
 
 all: build
 
@@ -27,6 +27,12 @@ demo: build
 release: deps
 	@cmake -S . -B $(RELEASE) -DCMAKE_BUILD_TYPE=Release -DBTR_WERROR=OFF >/dev/null
 	@cmake --build $(RELEASE) -j $(JOBS)
+
+# The libraries, headers, CLI, plugin and agent, btr.pc and the docs under
+# PREFIX (docs/library.md); a Release build.
+PREFIX ?= /usr/local
+install: release
+	cmake --install $(RELEASE) --prefix $(PREFIX)
 
 bench: release
 	@scripts/bench.sh $(RELEASE)

@@ -26,7 +26,7 @@ endif()
 # (BTR_ALLOC_FAIL=N fails the N-th).  Only this test binary is wrapped.
 file(GLOB BTR_TORTURE_CLI_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tools/btr/*.c)
 add_executable(btr_torture ${BTR_TORTURE_CLI_SOURCES} ${CMAKE_SOURCE_DIR}/tests/torture/alloc_shim.c)
-target_compile_definitions(btr_torture PRIVATE _GNU_SOURCE BTR_VERSION="${PROJECT_VERSION}")
+target_compile_definitions(btr_torture PRIVATE _GNU_SOURCE)
 target_link_libraries(btr_torture PRIVATE btr)
 target_link_options(btr_torture PRIVATE
   -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free,--wrap=strdup,--wrap=aligned_alloc,--wrap=asprintf)

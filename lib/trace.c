@@ -11,6 +11,7 @@
  * file size.
  */
 #include "btr/trace.h"
+#include "btr/version.h"
 #include "btr/error.h"
 #include "btr/perfdata.h"
 #include "crc32c.h"
@@ -26,9 +27,6 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#ifndef BTR_VERSION
-#define BTR_VERSION "0"
-#endif
 
 /* ---- format constants (docs/format.md) ---- */
 
@@ -546,7 +544,7 @@ int btr_trace_writer_new(const char *path, const struct btr_trace_writer_opts *o
 	struct btr_trace_writer_opts o = { 0 };
 	struct btr_trace_writer *w;
 	uint8_t hdr[FILE_HDR_FIXED + 64];
-	char creator[] = "btr " BTR_VERSION;
+	char creator[] = "btr " BTR_VERSION_STRING;
 	struct timespec ts = { 0 };
 	size_t clen = strlen(creator), hlen;
 	int rc;

@@ -29,6 +29,8 @@
 #ifndef BTR_ANALYSIS_H
 #define BTR_ANALYSIS_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -127,4 +129,6 @@ int btr_analysis_mux_end(struct btr_analysis_mux *m, int status);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

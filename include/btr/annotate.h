@@ -5,6 +5,8 @@
 #ifndef BTR_ANNOTATE_H
 #define BTR_ANNOTATE_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stdio.h>
 #include "btr/analysis.h"
 
@@ -24,4 +26,6 @@ int btr_annotate_new(struct btr_analysis *blocks, const char *function, struct b
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

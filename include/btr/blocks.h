@@ -37,6 +37,8 @@
 #ifndef BTR_BLOCKS_H
 #define BTR_BLOCKS_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stddef.h>
 #include <stdint.h>
 #include "btr/analysis.h"
@@ -178,4 +180,6 @@ void btr_funcgraph_free(struct btr_funcgraph *g);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

@@ -8,6 +8,8 @@
 #ifndef BTR_BRANCH_H
 #define BTR_BRANCH_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -134,4 +136,6 @@ static inline bool btr_filter_match(const struct btr_filter *f, const struct btr
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

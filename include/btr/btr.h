@@ -2,6 +2,9 @@
 #ifndef BTR_BTR_H
 #define BTR_BTR_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
+#include "btr/version.h"
 #include "btr/error.h"
 #include "btr/text.h"
 #include "btr/branch.h"
@@ -22,5 +25,7 @@
 #include "btr/diff.h"
 #include "btr/cfg.h"
 #include "btr/annotate.h"
+
+#pragma GCC visibility pop
 
 #endif

@@ -15,6 +15,8 @@
 #ifndef BTR_BTS_H
 #define BTR_BTS_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stddef.h>
 #include <stdint.h>
 #include "btr/branch.h"
@@ -89,4 +91,6 @@ void btr_bts_insns_free(struct btr_bts_insns *q);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

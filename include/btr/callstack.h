@@ -38,6 +38,8 @@
 #ifndef BTR_CALLSTACK_H
 #define BTR_CALLSTACK_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stddef.h>
 #include <stdint.h>
 #include "btr/branch.h"
@@ -171,4 +173,6 @@ size_t btr_callstack_path(const struct btr_callstack *cs, uint32_t node, char *b
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

@@ -14,6 +14,8 @@
 #ifndef BTR_CAPTURE_H
 #define BTR_CAPTURE_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -194,4 +196,6 @@ int btr_qemu_probe_plugin(const char *qemu, const char *plugin, char *why, size_
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

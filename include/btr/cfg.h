@@ -8,6 +8,8 @@
 #ifndef BTR_CFG_H
 #define BTR_CFG_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stdio.h>
 #include "btr/analysis.h"
 
@@ -37,4 +39,6 @@ long btr_cfg_collapsed(const struct btr_analysis *cfg);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

@@ -24,6 +24,8 @@
 #ifndef BTR_CHECK_ANALYSIS_H   /* not BTR_CHECK_H: tests/check.h uses that */
 #define BTR_CHECK_ANALYSIS_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stddef.h>
 #include <stdint.h>
 #include "btr/analysis.h"
@@ -91,4 +93,6 @@ void btr_check_get_stats(const struct btr_analysis *a, struct btr_check_stats *s
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

@@ -5,6 +5,8 @@
 #ifndef BTR_COV_H
 #define BTR_COV_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stdio.h>
 #include "btr/analysis.h"
 
@@ -31,4 +33,6 @@ int btr_cov_set_module(struct btr_analysis *cov, const char *module);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

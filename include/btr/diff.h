@@ -5,6 +5,8 @@
 #ifndef BTR_DIFF_H
 #define BTR_DIFF_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stddef.h>
 #include <stdint.h>
 #include "btr/blocks.h"
@@ -43,4 +45,6 @@ void btr_diff_free(struct btr_diff *d);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

@@ -7,6 +7,8 @@
 #ifndef BTR_ERROR_H
 #define BTR_ERROR_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -73,4 +75,6 @@ void btr_log_set(btr_log_fn fn, void *ctx, enum btr_log_level max_level);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

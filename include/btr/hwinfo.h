@@ -13,6 +13,8 @@
 #ifndef BTR_HWINFO_H
 #define BTR_HWINFO_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stdint.h>
 #include "btr/perfattr.h"
 
@@ -80,4 +82,6 @@ const char *btr_lbr_format_name(int format);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

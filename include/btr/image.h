@@ -8,6 +8,8 @@
 #ifndef BTR_IMAGE_H
 #define BTR_IMAGE_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -231,4 +233,6 @@ int btr_image_foreach_line(struct btr_image *img, uint64_t lo, uint64_t hi,
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

@@ -2,6 +2,8 @@
 #ifndef BTR_INSN_H
 #define BTR_INSN_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stddef.h>
 #include <stdint.h>
 #include "btr/branch.h"
@@ -80,4 +82,6 @@ int btr_insn_format(const uint8_t *bytes, size_t size, uint64_t ip,
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

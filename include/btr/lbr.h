@@ -8,6 +8,8 @@
 #ifndef BTR_LBR_H
 #define BTR_LBR_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stdint.h>
 #include "btr/branch.h"
 #include "btr/bts.h"     /* btr_branch_fn */
@@ -63,4 +65,6 @@ int btr_filter_to_lbr_select(const struct btr_filter *f, uint32_t *lbr_select);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

@@ -18,6 +18,8 @@
 #ifndef BTR_PERFATTR_H
 #define BTR_PERFATTR_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -317,4 +319,6 @@ int btr_lbr_attr(uint64_t branch_sample_type, uint64_t period, struct btr_perf_e
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

@@ -29,6 +29,8 @@
 #ifndef BTR_PERFDATA_H
 #define BTR_PERFDATA_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stddef.h>
 #include <stdint.h>
 #include "btr/trace.h"
@@ -197,4 +199,6 @@ int btr_perf_probe(const void *buf, size_t size);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

@@ -27,6 +27,8 @@
 #ifndef BTR_PERFRING_H
 #define BTR_PERFRING_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -212,4 +214,6 @@ int btr_perf_parse_aux(const struct btr_perf_ring_rec *rec, struct btr_perf_aux_
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

@@ -16,6 +16,8 @@
 #ifndef BTR_PROFILE_H
 #define BTR_PROFILE_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -99,4 +101,6 @@ int btr_merge_write(struct btr_merge *m, FILE *out);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

@@ -26,6 +26,8 @@
 #ifndef BTR_PT_H
 #define BTR_PT_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -417,4 +419,6 @@ static inline int btr_pt_tnt_add(struct btr_pt_encoder *e, struct btr_pt_tnt_acc
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

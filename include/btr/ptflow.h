@@ -11,6 +11,8 @@
 #ifndef BTR_PTFLOW_H
 #define BTR_PTFLOW_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stddef.h>
 #include <stdint.h>
 #include "btr/branch.h"
@@ -177,4 +179,6 @@ int btr_ptflow_decode_parallel(struct btr_image *img, const struct btr_ptflow_co
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

@@ -21,6 +21,8 @@
 #ifndef BTR_REPORT_H
 #define BTR_REPORT_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stddef.h>
 #include <stdint.h>
 #include "btr/branch.h"
@@ -185,4 +187,6 @@ const struct btr_report *btr_report_analysis_get(const struct btr_analysis *a);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

@@ -28,6 +28,8 @@
 #ifndef BTR_STREAM_H
 #define BTR_STREAM_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stddef.h>
 #include <stdint.h>
 #include "btr/branch.h"
@@ -221,4 +223,6 @@ void btr_stream_free(struct btr_stream *s);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

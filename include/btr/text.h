@@ -3,6 +3,8 @@
 #ifndef BTR_TEXT_H
 #define BTR_TEXT_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stddef.h>
 #include <stdio.h>
 
@@ -26,4 +28,6 @@ void btr_json_str(FILE *f, const char *s);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif

@@ -7,6 +7,8 @@
 #ifndef BTR_TRACE_H
 #define BTR_TRACE_H
 
+#pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
+
 #include <stddef.h>
 #include <stdint.h>
 #include "btr/branch.h"
@@ -340,4 +342,6 @@ const char *btr_rec_type_name(enum btr_rec_type type);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
+
 #endif
