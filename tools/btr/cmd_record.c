@@ -63,9 +63,10 @@ static void usage(FILE *f)
 		   "  -q, --quiet            do not say which backend was chosen\n"
 		   "  -v, --verbose          say why that backend was chosen (every hardware\n"
 		   "                         backend's reason; btr info says the same)\n"
-		   "      --no-progress      no progress line on stderr (default: qemu shows processes\n"
-		   "                         and trace bytes while CMD runs when stderr is a terminal;\n"
-		   "                         BTR_PROGRESS=0 or 1 sets the default); --progress: always\n"
+		   "      --no-progress      no progress line on stderr (default: qemu shows\n"
+		   "                         processes and trace bytes while CMD runs if\n"
+		   "                         stderr is a terminal; BTR_PROGRESS=0 or 1 sets\n"
+		   "                         the default); --progress: always\n"
 		   "  -h, --help             this help\n"
 		   "qemu follows the whole process tree: every process started by CMD, including\n"
 		   "ones that outlive their parent, until all have exited (docs/record.md).\n",
