@@ -1279,15 +1279,30 @@ int btr_stream_finish(struct btr_stream *s)
 	return s->stopped;
 }
 
+/* Bytes read between two progress calls. */
+#define PROGRESS_STEP (256u << 10)
+
 int btr_stream_run(struct btr_stream *s)
 {
 	if (!s || !s->reader)
 		return -BTR_ERR_INVAL;
 	struct btr_record rec;
+	struct btr_trace_info ti;
+	btr_trace_reader_info(s->reader, &ti);
+	uint64_t shown = 0;
+	int first = 1;
 	for (;;) {
 		int rc = btr_trace_read(s->reader, &rec);
 		if (rc == -BTR_ERR_EOS)
 			break;
+		if (s->o.progress && rc == 0) {
+			uint64_t at = btr_trace_reader_offset(s->reader);
+			if (first || at >= shown + PROGRESS_STEP) {
+				s->o.progress(s->o.progress_ctx, at, ti.size);
+				shown = at;
+				first = 0;
+			}
+		}
 		if (rc == -BTR_ERR_CHECKSUM) {
 			/* The reader skipped the chunk: note the loss, go on. */
 			s->st.lost_chunks++;
@@ -1306,6 +1321,10 @@ int btr_stream_run(struct btr_stream *s)
 		rc = btr_stream_record(s, &rec);
 		if (rc)
 			return rc;
+	}
+	if (s->o.progress) {
+		uint64_t end = ti.size ? ti.size : btr_trace_reader_offset(s->reader);
+		s->o.progress(s->o.progress_ctx, end, end);
 	}
 	return btr_stream_finish(s);
 }

@@ -1419,6 +1419,7 @@ int btr_trace_reader_new(const char *path, struct btr_trace_reader **out)
 	}
 	/* Pipes and other unsized files: trust pread's short reads instead. */
 	r->file_size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : UINT64_MAX / 2;
+	r->info.size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
 	return reader_finish_open(r, path, out);
 fail:
 	btr_trace_reader_free(r);
@@ -1437,6 +1438,7 @@ int btr_trace_reader_new_mem(const void *buf, size_t size, struct btr_trace_read
 		return -BTR_ERR_NOMEM;
 	r->mem = buf ? buf : (const void *)"";
 	r->mem_size = size;
+	r->info.size = size;
 	return reader_finish_open(r, NULL, out);
 }
 

@@ -69,7 +69,7 @@ check "exec trace has process_exit" grep -q '^process_exit .*code=0 signal=0' ex
 # -b auto says which backend and why, on stderr
 "$btr" record -o auto.btr -- /bin/true 2>auto.err; rc=$?
 check "auto exit 0" [ $rc -eq 0 ]
-check "auto names its backend" grep -q '^btr: backend qemu' auto.err
+check "auto names its backend" grep -q '^btr: recording with qemu' auto.err
 
 # ---- record: bad input ----
 "$btr" record -o nf.btr -- /nonexistent/prog 2>nf.err; rc=$?

@@ -46,7 +46,7 @@ done
 
 # -b auto passes the hardware over with every reason, and records with qemu
 if ! usable pt && ! usable bts && ! usable lbr && usable qemu; then
-	"$btr" record -o "$tmp/auto.btr" -- /bin/true >/dev/null 2>"$tmp/err"; rc=$?
+	"$btr" record -v -o "$tmp/auto.btr" -- /bin/true >/dev/null 2>"$tmp/err"; rc=$?
 	check "auto: exit 0 (got $rc)" [ $rc -eq 0 ]
 	check "auto: says qemu" grep -q "^btr: backend qemu" "$tmp/err"
 	for b in pt bts lbr; do

@@ -32,6 +32,20 @@ struct btr_capture_probe {
 	char reason[256];
 };
 
+/* Where a recording is (btr_capture_opts.progress). */
+struct btr_capture_progress {
+	int writing;              /* 0: the command runs; 1: the trace is being written */
+	uint64_t processes;       /* 0: processes started so far (the command and its
+				   * descendants, traced or not); 1: process traces
+				   * written so far */
+	uint64_t processes_total; /* 1: of this many (a program run after an exec
+				   * has a trace of its own) */
+	uint64_t bytes;           /* 0: bytes of trace the processes have written so far
+				   * (a thread keeps up to 256 KiB in memory before it
+				   * writes them); 1: bytes of PT data copied into the
+				   * output so far */
+};
+
 /* Options of a recording.  Caller-owned; strings are borrowed for the
  * duration of the call. */
 struct btr_capture_opts {
@@ -77,6 +91,15 @@ struct btr_capture_opts {
 	uint64_t period;          /* lbr: sample every N cycles (0: 100003) */
 	uint64_t aux_size;        /* pt, bts: AUX area bytes per ring (0: 4 MiB; a power of two) */
 	const char *sysfs_root;   /* tests: where the PMUs are described (NULL: /sys/...) */
+	/* appended: progress (NULL: none; the qemu backend only), for a
+	 * caller that shows it (the library never prints): called with
+	 * @progress_ctx about every @progress_ms milliseconds (0: 250) while
+	 * the command runs, and after each process's trace while the final
+	 * trace is written.  It only reports; it runs in the recorder, not in
+	 * a signal handler. */
+	void (*progress)(void *ctx, const struct btr_capture_progress *p);
+	void *progress_ctx;
+	unsigned progress_ms;
 };
 
 #define BTR_CAPTURE_MAX_PROCESSES 1000

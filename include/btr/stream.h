@@ -132,6 +132,17 @@ struct btr_stream_opts {
 	 * Every event comes after the batch holding the branches before it.
 	 * Return nonzero to stop the stream (as @branch). */
 	int (*branches)(void *ctx, const struct btr_branch *b, size_t n);
+	/* appended: progress of btr_stream_run (NULL: none), for a caller
+	 * that shows it (the library never prints).  Called with
+	 * @progress_ctx, the bytes of the input read so far (the reader's
+	 * offset) and the input's size (btr_trace_info.size; 0 if unknown),
+	 * after the first record and then whenever 256 KiB more were read,
+	 * and once more with @done == @total when the input ended (@total
+	 * then the bytes read if the size was unknown; reading
+	 * on after a bad chunk, a stop or an error make no final call).  It
+	 * only reports: it cannot stop the stream. */
+	void (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *progress_ctx;
 };
 
 struct btr_stream;

@@ -299,7 +299,8 @@ int btr_trace_reader_new_mem(const void *buf, size_t size, struct btr_trace_read
 int btr_trace_read(struct btr_trace_reader *r, struct btr_record *rec);
 
 /* Byte offset in the file of the chunk currently being read (for error
- * messages). */
+ * messages and progress: it grows as the input is read, up to
+ * btr_trace_info.size). */
 uint64_t btr_trace_reader_offset(const struct btr_trace_reader *r);
 
 enum btr_trace_format {
@@ -324,6 +325,8 @@ struct btr_trace_info {
 	uint64_t unknown_records;   /* records of unknown type skipped so far */
 	uint64_t bad_chunks;        /* chunks skipped after -BTR_ERR_CHECKSUM */
 	int complete;               /* the end chunk has been read */
+	uint64_t size;              /* bytes of the input (a file's size when it was
+				     * opened), 0 if unknown (a pipe) */
 };
 
 /* File header flags. */

@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -233,6 +234,41 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 }
 
 static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
+/* ---- progress (btr_capture_opts.progress) ---- */
+
+/* The interval timer only interrupts the wait loop's waitpid (EINTR). */
+static void on_tick(int sig)
+{
+	(void)sig;
+}
+
+/* While the command runs: the shared process counter (DIR/count word 0)
+ * and the sizes of the process traces written so far. */
+static void poll_progress(const char *dir, void (*fn)(void *, const struct btr_capture_progress *), void *ctx)
+{
+	struct btr_capture_progress p = { 0 };
+	char path[PATH_MAX];
+	uint64_t v;
+	snprintf(path, sizeof(path), "%s/count", dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (pread(fd, &v, sizeof(v), 0) == (ssize_t)sizeof(v))
+			p.processes = v;
+		close(fd);
+	}
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		struct stat st;
+		if (e->d_name[0] == 'p' && (size_t)snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) < sizeof(path) &&
+		    stat(path, &st) == 0)
+			p.bytes += (uint64_t)st.st_size;
+	}
+	if (d)
+		closedir(d);
+	fn(ctx, &p);
+}
 
 /* ---- assembling the final trace ---- */
 
@@ -622,6 +658,9 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 #define OPT(f) (opts->sz >= offsetof(struct btr_capture_opts, f) + sizeof(opts->f) ? opts->f : 0)
 	unsigned max_procs = OPT(max_processes) ? OPT(max_processes) : BTR_CAPTURE_MAX_PROCESSES;
 	int follow_fork = !OPT(no_follow_fork), follow_exec = !OPT(no_follow_exec);
+	void (*progress)(void *, const struct btr_capture_progress *) = OPT(progress);
+	void *progress_ctx = OPT(progress_ctx);
+	unsigned progress_ms = OPT(progress_ms) ? OPT(progress_ms) : 250;
 #undef OPT
 	if (!(x = malloc(sizeof(*x))))
 		return -BTR_ERR_NOMEM;
@@ -735,6 +774,15 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	child_pid = 0;
 	for (size_t i = 0; i < BTR_ARRAY_SIZE(fwd_signals); i++)
 		sigaction(fwd_signals[i], &sa, &old[i]);
+	struct sigaction tick, old_tick;
+	struct itimerval iv = { { progress_ms / 1000, (progress_ms % 1000) * 1000 },
+				{ progress_ms / 1000, (progress_ms % 1000) * 1000 } }, old_iv;
+	if (progress) {
+		memset(&tick, 0, sizeof(tick));
+		tick.sa_handler = on_tick;   /* no SA_RESTART: the wait loop wakes up */
+		sigemptyset(&tick.sa_mask);
+		sigaction(SIGALRM, &tick, &old_tick);
+	}
 	/* Processes whose parent exits first (double-fork daemons) are
 	 * re-parented to us, so we see them end and know their status. */
 	int was_subreaper = 0;
@@ -774,6 +822,11 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		got = read(pfd[0], &child_errno, sizeof(child_errno));
 	while (got < 0 && errno == EINTR);
 	close(pfd[0]);
+	if (progress && got <= 0) {
+		/* Timers are not inherited across fork: QEMU never sees it. */
+		setitimer(ITIMER_REAL, &iv, &old_iv);
+		poll_progress(dir, progress, progress_ctx);
+	}
 
 	/* Wait until the whole tree has ended: every process we can reap. */
 	int root_st = 0, forwarded = 0, killed = 0;
@@ -793,6 +846,8 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 			continue;
 		}
 		if (errno == EINTR) {
+			if (progress)
+				poll_progress(dir, progress, progress_ctx);
 			if (got_signal && forwarded != got_signal) {
 				forwarded = got_signal;
 				/* on_signal already passed a kill to CMD itself */
@@ -813,6 +868,11 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	prctl(PR_SET_CHILD_SUBREAPER, was_subreaper);
 	for (size_t i = 0; i < BTR_ARRAY_SIZE(fwd_signals); i++)
 		sigaction(fwd_signals[i], &old[i], NULL);
+	if (progress) {
+		if (got <= 0)
+			setitimer(ITIMER_REAL, &old_iv, NULL);
+		sigaction(SIGALRM, &old_tick, NULL);
+	}
 	res->interrupted = got_signal != 0;
 	if (got > 0) {
 		btr_err("%s: cannot execute: %s", qemu, strerror(child_errno));
@@ -879,6 +939,11 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		}
 		if (last)
 			pr->px = px;
+		if (progress) {
+			struct btr_capture_progress pp = { .writing = 1, .processes = i + 1, .processes_total = n_files,
+							   .bytes = res->pt_bytes };
+			progress(progress_ctx, &pp);
+		}
 	}
 	if ((rc = write_exits(w, &tab, (uint32_t)pid, res)) < 0 || (rc = btr_trace_flush(w)) < 0) {
 		rc = btr_capture_output_failed(w, opts->output, rc);
@@ -928,6 +993,8 @@ fail_restore:
 	prctl(PR_SET_CHILD_SUBREAPER, was_subreaper);
 	for (size_t i = 0; i < BTR_ARRAY_SIZE(fwd_signals); i++)
 		sigaction(fwd_signals[i], &old[i], NULL);
+	if (progress)
+		sigaction(SIGALRM, &old_tick, NULL);
 	btr_err("cannot start %s: %s", qemu, btr_errstr(rc));
 fail:
 	free(args);

@@ -15,12 +15,18 @@ static char *guest_strdup(uint64_t addr)
 			s = ns;
 			cap *= 2;
 		}
-		/* Byte-wise reads cross page ends safely; strings are short. */
-		if (guest_read(addr + n, s + n, 1) < 0)
+		/* Up to the end of the page at a time: a read never crosses
+		 * into a page the string may not reach (one system call per
+		 * page, not per byte: an execve's environment is kilobytes). */
+		size_t k = 4096 - ((addr + n) & 4095);
+		if (k > cap - n)
+			k = cap - n;
+		if (guest_read(addr + n, s + n, k) < 0)
 			break;
-		if (!s[n])
+		char *z = memchr(s + n, 0, k);
+		if (z)
 			return s;
-		n++;
+		n += k;
 	}
 	free(s);
 	return NULL;

@@ -48,14 +48,17 @@ int cli_parse_u64(const char *s, uint64_t *out);
  * clash with a command's own letters); CLI_STREAM_HELP is their --help text. */
 #define CLI_STREAM_MAX_ELFS 64
 #define CLI_STREAM_MAX_DIRS 16
-enum { CLI_OPT_FILTER = 0x1000, CLI_OPT_ELF, CLI_OPT_ROOT, CLI_OPT_DEBUG_DIR, CLI_OPT_PID, CLI_OPT_TID };
+enum { CLI_OPT_FILTER = 0x1000, CLI_OPT_ELF, CLI_OPT_ROOT, CLI_OPT_DEBUG_DIR, CLI_OPT_PID, CLI_OPT_TID,
+       CLI_OPT_PROGRESS, CLI_OPT_NO_PROGRESS };
 #define CLI_STREAM_LONGOPTS                                                    \
 	{ "filter", required_argument, NULL, CLI_OPT_FILTER },                 \
 	{ "elf", required_argument, NULL, CLI_OPT_ELF },                       \
 	{ "root", required_argument, NULL, CLI_OPT_ROOT },                     \
 	{ "debug-dir", required_argument, NULL, CLI_OPT_DEBUG_DIR },           \
 	{ "pid", required_argument, NULL, CLI_OPT_PID },                       \
-	{ "tid", required_argument, NULL, CLI_OPT_TID }
+	{ "tid", required_argument, NULL, CLI_OPT_TID },                       \
+	{ "progress", no_argument, NULL, CLI_OPT_PROGRESS },                   \
+	{ "no-progress", no_argument, NULL, CLI_OPT_NO_PROGRESS }
 #define CLI_STREAM_HELP                                                        \
 	"  --filter EXPR          only branches matching EXPR (LBR_SELECT classes and\n" \
 	"                         kinds: jcc,near_ret,user,...; see docs/branch-kinds.md)\n" \
@@ -64,7 +67,10 @@ enum { CLI_OPT_FILTER = 0x1000, CLI_OPT_ELF, CLI_OPT_ROOT, CLI_OPT_DEBUG_DIR, CL
 	"  --elf FILE[:BASE]      use ELF FILE: at load bias BASE, or (without BASE) for\n" \
 	"                         the recorded module with the same build-id or name\n" \
 	"  --root DIR             look for recorded module paths under DIR first\n" \
-	"  --debug-dir DIR        look for modules in DIR by build-id and by name\n"
+	"  --debug-dir DIR        look for modules in DIR by build-id and by name\n" \
+	"  --no-progress          no progress line on stderr (default: shown while the\n" \
+	"                         trace is read when stderr is a terminal; BTR_PROGRESS=0\n" \
+	"                         or 1 sets the default); --progress: always\n"
 
 struct cli_stream {
 	struct btr_stream_opts so;   /* ready after cli_stream_ready (callbacks unset) */
@@ -74,6 +80,10 @@ struct cli_stream {
 	unsigned n_elfs;
 	const char *dirs[CLI_STREAM_MAX_DIRS + 1];
 	unsigned n_dirs;
+	/* Set before cli_stream_ready by a command that prints its results
+	 * while it reads (btr script): no progress line by default when
+	 * stdout is a terminal too. */
+	int live_stdout;
 };
 void cli_stream_init(struct cli_stream *cs);
 /* Handles option @c if it is one of CLI_STREAM_LONGOPTS: returns 1, or -1
@@ -82,6 +92,23 @@ int cli_stream_opt(struct cli_stream *cs, const char *cmd, int c, char *arg);
 /* Parses the filter, checks the --elf files (one line naming a bad one)
  * and fills cs->so.  Returns EXIT_OK, EXIT_USAGE or EXIT_RUNTIME. */
 int cli_stream_ready(struct cli_stream *cs, const char *cmd);
+
+/* The progress line (cli_progress.c): one line on stderr, rewritten in
+ * place ("\r...ESC[K") at most 4 times a second and erased when the work
+ * ends or before any other message; never on stdout.  Shown when stderr
+ * is a terminal (and, with @live_stdout, stdout is not), unless
+ * BTR_PROGRESS (0: off, else on) or cli_progress_force (--progress,
+ * --no-progress: wins over both) say otherwise. */
+void cli_progress_force(int on);
+int cli_progress_wanted(int live_stdout);
+/* Draws "btr: <text>" unless the line was drawn less than 250 ms ago. */
+void cli_progress_show(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_progress_clear(void);
+/* "12.3 MiB" into @buf. */
+void cli_progress_bytes(char *buf, size_t size, uint64_t n);
+/* Sets @so's progress callback (reading: bytes read of the file's size)
+ * if the line is wanted. */
+void cli_progress_stream(struct btr_stream_opts *so, int live_stdout);
 
 /* Views (cli_views.c): runs @list (@n analyses) over trace @file in one
  * pass.  Returns EXIT_OK; EXIT_RUNTIME after one line on stderr when the

@@ -74,6 +74,10 @@ int cli_stream_opt(struct cli_stream *cs, const char *cmd, int c, char *arg)
 		return parse_id(cmd, "pid", arg, &cs->so.pid);
 	case CLI_OPT_TID:
 		return parse_id(cmd, "tid", arg, &cs->so.tid);
+	case CLI_OPT_PROGRESS:
+	case CLI_OPT_NO_PROGRESS:
+		cli_progress_force(c == CLI_OPT_PROGRESS);
+		return 1;
 	default:
 		return 0;
 	}
@@ -97,5 +101,6 @@ int cli_stream_ready(struct cli_stream *cs, const char *cmd)
 	cs->so.debug_dirs = cs->n_dirs ? cs->dirs : NULL;
 	cs->so.elfs = cs->elfs;
 	cs->so.n_elfs = cs->n_elfs;
+	cli_progress_stream(&cs->so, cs->live_stdout);
 	return EXIT_OK;
 }

@@ -61,17 +61,39 @@ static void usage(FILE *f)
 		   "      --period N         lbr: sample every N cycles (default 100003)\n"
 		   "      --aux-size BYTES   pt, bts: AUX area per ring (power of two, default 4 MiB)\n"
 		   "  -q, --quiet            do not say which backend was chosen\n"
+		   "  -v, --verbose          say why that backend was chosen (every hardware\n"
+		   "                         backend's reason; btr info says the same)\n"
+		   "      --no-progress      no progress line on stderr (default: qemu shows\n"
+		   "                         processes and trace bytes while CMD runs if\n"
+		   "                         stderr is a terminal; BTR_PROGRESS=0 or 1 sets\n"
+		   "                         the default); --progress: always\n"
 		   "  -h, --help             this help\n"
 		   "qemu follows the whole process tree: every process started by CMD, including\n"
 		   "ones that outlive their parent, until all have exited (docs/record.md).\n",
 		   BTR_CAPTURE_MAX_PROCESSES);
 }
 
+/* btr_capture_opts.progress: one line on stderr (cli_progress_show). */
+static void record_progress(void *ctx, const struct btr_capture_progress *p)
+{
+	char b[32];
+	(void)ctx;
+	cli_progress_bytes(b, sizeof(b), p->bytes);
+	if (p->writing)
+		cli_progress_show("writing the trace: %llu of %llu process traces, %s of PT",
+				  (unsigned long long)p->processes, (unsigned long long)p->processes_total, b);
+	else if (!p->processes)
+		cli_progress_show("recording: starting");
+	else
+		cli_progress_show("recording: %llu process%s, %s of trace", (unsigned long long)p->processes,
+				  p->processes == 1 ? "" : "es", b);
+}
+
 int cmd_record(int argc, char **argv)
 {
 	enum { OPT_NORETCOMP = 256, OPT_GT, OPT_DURATION, OPT_START, OPT_STOP, OPT_RING, OPT_FILTER, OPT_INPROC,
 	       OPT_NOFOLLOW, OPT_NOFORK, OPT_NOEXEC, OPT_MAXPROC, OPT_USER, OPT_KERNEL, OPT_PERTHREAD, OPT_IPF,
-	       OPT_PTCFG, OPT_SNAP, OPT_LBRF, OPT_PERIOD, OPT_AUX };
+	       OPT_PTCFG, OPT_SNAP, OPT_LBRF, OPT_PERIOD, OPT_AUX, OPT_PROGRESS, OPT_NOPROGRESS };
 	static const struct option lo[] = {
 		{ "backend", required_argument, NULL, 'b' },
 		{ "output", required_argument, NULL, 'o' },
@@ -79,6 +101,9 @@ int cmd_record(int argc, char **argv)
 		{ "ground-truth", required_argument, NULL, OPT_GT },
 		{ "compress", required_argument, NULL, 'z' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "progress", no_argument, NULL, OPT_PROGRESS },
+		{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, OPT_DURATION },
 		{ "start", required_argument, NULL, OPT_START },
@@ -105,13 +130,13 @@ int cmd_record(int argc, char **argv)
 	};
 	const char *backend = "auto";
 	struct btr_capture_opts o = { .sz = sizeof(o), .output = DEFAULT_OUTPUT };
-	int quiet = 0, inproc = 0, c, hw_opt = 0;
+	int quiet = 0, verbose = 0, inproc = 0, c, hw_opt = 0;
 	char *end;
 	uint64_t v;
 	const char *ipf[8];
 
 	/* '+': stop at the first non-option, so CMD's own options stay CMD's. */
-	while ((c = getopt_long(argc, argv, "+b:o:z:qhp:a", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+b:o:z:qvhp:a", lo, NULL)) != -1) {
 		if (c == OPT_USER || c == OPT_KERNEL || c == 'a' || c == OPT_PERTHREAD || c == OPT_IPF ||
 		    c == OPT_PTCFG || c == OPT_SNAP || c == OPT_LBRF || c == OPT_PERIOD || c == OPT_AUX)
 			hw_opt = 1;
@@ -126,6 +151,9 @@ int cmd_record(int argc, char **argv)
 			o.compress = (int)v;
 			break;
 		case 'q': quiet = 1; break;
+		case 'v': verbose = 1; break;
+		case OPT_PROGRESS: cli_progress_force(1); break;
+		case OPT_NOPROGRESS: cli_progress_force(0); break;
 		case 'p':
 			if (cli_parse_u64(optarg, &v) < 0 || !v || v > INT32_MAX)
 				return cli_usage_error("record", "bad process id '%s'", optarg);
@@ -220,13 +248,21 @@ int cmd_record(int argc, char **argv)
 			cli_error("%s", why);
 			return EXIT_RUNTIME;
 		}
+		const char *brief = "";
 		if (o.attach_pid && !strcmp(b->name, "qemu")) {
 			/* qemu cannot attach to a running process; stepping can. */
 			b = btr_capture_find("step");
 			snprintf(why, sizeof(why), "step (attaching with -p: qemu cannot attach, no hardware tracing here)");
+			brief = " (-p: qemu cannot attach, no hardware tracing here)";
+		} else if (!strcmp(b->name, "qemu")) {
+			brief = " (no hardware tracing here; `btr info` says why)";
 		}
-		if (!quiet)
+		/* One short line; the reasons (about 400 characters when it
+		 * falls back to qemu) only with -v. */
+		if (verbose)
 			fprintf(stderr, "btr: backend %s\n", why);
+		else if (!quiet)
+			fprintf(stderr, "btr: recording with %s%s\n", b->name, brief);
 	} else if (!(b = btr_capture_find(backend))) {
 		return cli_usage_error("record", "unknown backend '%s' (auto, pt, bts, lbr, qemu, step)", backend);
 	}
@@ -238,8 +274,13 @@ int cmd_record(int argc, char **argv)
 		return cli_usage_error("record", "--user/--kernel/--all-cpus/--per-thread/--ip-filter/--pt-config/"
 				       "--snapshot/--lbr-filter/--period/--aux-size need -b pt, bts or lbr");
 
+	if (cli_progress_wanted(0)) {
+		o.progress = record_progress;
+		o.progress_ctx = NULL;
+	}
 	struct btr_capture_result res;
 	int rc = b->record(&o, &res);
+	cli_progress_clear();
 	if (rc == -BTR_ERR_UNSUPPORTED) {
 		cli_error("backend %s cannot record yet (try -b qemu)", b->name);
 		return EXIT_RUNTIME;

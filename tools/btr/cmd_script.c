@@ -602,6 +602,7 @@ int cmd_script(int argc, char **argv)
 	const char *file = argv[optind];
 	if (brstack && cs.filter_expr)
 		return cli_usage_error("script", "--filter does not apply to --fields brstack (raw LBR samples)");
+	cs.live_stdout = 1;   /* branches are printed as they are read */
 	int rc = cli_stream_ready(&cs, "script");
 	if (rc != EXIT_OK)
 		return rc;

@@ -28,6 +28,7 @@ static char pending[1024];
 void cli_error(const char *fmt, ...)
 {
 	va_list ap;
+	cli_progress_clear();
 	fputs("btr: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -54,6 +55,7 @@ void cli_warn(const char *fmt, ...)
 /* Says a warning still waiting (the command ended without an error). */
 static void flush_warning(void)
 {
+	cli_progress_clear();
 	if (pending[0])
 		fprintf(stderr, "btr: warning: %s\n", pending);
 	pending[0] = 0;
@@ -62,6 +64,7 @@ static void flush_warning(void)
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
+	cli_progress_clear();
 	fprintf(stderr, "btr %s: ", cmd);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -122,6 +125,7 @@ static void log_to_stderr(void *ctx, enum btr_log_level level, const char *msg)
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };
 	(void)ctx;
+	cli_progress_clear();
 	fprintf(stderr, "btr: %s: %s\n", names[level], msg);
 }
 
@@ -155,7 +159,9 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		if (commands[i].fn && !strcmp(argv[1], commands[i].name)) {
 			optind = 1;
-			int rc = check_stdout(commands[i].fn(argc - 1, argv + 1));
+			int rc = commands[i].fn(argc - 1, argv + 1);
+			cli_progress_clear();
+			rc = check_stdout(rc);
 			flush_warning();
 			return rc;
 		}
