@@ -35,7 +35,8 @@ struct blk {
 
 struct proc {
 	struct btr_report_process pub;
-	char *path, *command, *reason;
+	char *path, *command, *reason, *lost_reason;
+	int started;               /* a START record was seen */
 	struct btr_image *img;     /* the stream's image of this process */
 };
 
@@ -600,8 +601,22 @@ static int on_process(struct btr_report *r, const struct btr_rec_process *pr)
 	struct proc *p = proc_get(r, pr->pid);
 	if (!p)
 		return -1;
-	if (pr->event == BTR_PROC_START)
+	if (pr->event == BTR_PROC_START) {
 		p->pub.ppid = pr->ppid;
+		p->pub.lost = 0;
+		p->started = 1;
+	}
+	if (pr->event == BTR_PROC_LOST) {
+		/* No START before: the process has no trace at all. */
+		p->pub.lost = p->started ? 1 : 2;
+		if (!p->pub.ppid)
+			p->pub.ppid = pr->ppid;
+		char why[256];
+		snprintf(why, sizeof(why), "%s%s%s", pr->detail ? pr->detail : "", pr->detail && pr->detail[0] ? ": " : "",
+			 btr_errstr(pr->reason));
+		if (set_str(&p->lost_reason, why) < 0)
+			return -1;
+	}
 	if (pr->event == BTR_PROC_EXEC)
 		p->pub.execs++;
 	if (pr->event == BTR_PROC_UNTRACED) {
@@ -875,6 +890,7 @@ int btr_report_finish(struct btr_report *r, struct btr_image *img, const char *b
 		r->procs_out[i].path = p->path ? p->path : "";
 		r->procs_out[i].command = p->command ? p->command : "";
 		r->procs_out[i].untraced_reason = p->reason;
+		r->procs_out[i].lost_reason = p->lost_reason;
 	}
 	res->processes = r->procs_out;
 	res->n_processes = r->n_procs;
@@ -947,6 +963,7 @@ void btr_report_free(struct btr_report *r)
 		free(r->procs[i].path);
 		free(r->procs[i].command);
 		free(r->procs[i].reason);
+		free(r->procs[i].lost_reason);
 	}
 	free(r->procs);
 	free(r->procs_out);

@@ -103,6 +103,9 @@ struct btr_report_process {
 	int32_t signo;       /* killed by this signal */
 	int untraced;        /* it ran untraced (from its start or from an exec) */
 	const char *untraced_reason; /* why, or NULL (owned by the report) */
+	int lost;            /* BTR_PROC_LOST: 1 its trace stops while it ran on,
+			      * 2 it has no trace at all */
+	const char *lost_reason;     /* why, or NULL (owned by the report) */
 };
 
 struct btr_report_result {

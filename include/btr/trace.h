@@ -149,6 +149,12 @@ enum btr_proc_event {
 				* ("32-bit program", "set-uid program",
 				* "--max-processes 1000 reached"); @path/@args
 				* name what it ran if known */
+	BTR_PROC_LOST = 4,     /* process @pid ran on but its trace misses data
+				* from here to its end (or has none at all when
+				* no START record comes before): @reason
+				* (negative enum btr_error, e.g. -BTR_ERR_NOSPACE)
+				* and @detail say why ("$TMPDIR full while
+				* recording").  Since format 1.4 */
 };
 
 /* A process event.  Strings are reader-owned (never NULL, "" if none). */
@@ -203,7 +209,8 @@ struct btr_trace_reader;
 /* Format constants (docs/format.md).  A reader accepts every file whose
  * major version equals BTR_TRACE_VERSION_MAJOR, whatever its minor. */
 #define BTR_TRACE_VERSION_MAJOR 1
-#define BTR_TRACE_VERSION_MINOR 3   /* 1: BTR_REC_PROCESS; 2: BTR_REC_BTS_INSNS; 3: BTR_REC_SWITCH */
+#define BTR_TRACE_VERSION_MINOR 4   /* 1: BTR_REC_PROCESS; 2: BTR_REC_BTS_INSNS; 3: BTR_REC_SWITCH;
+                                     * 4: BTR_PROC_LOST */
 #define BTR_TRACE_CHUNK_DEFAULT (1u << 20) /* writer: default chunk_size */
 #define BTR_TRACE_CHUNK_MIN 512u           /* writer: smaller chunk_size is raised to this */
 #define BTR_TRACE_CHUNK_MAX (64u << 20)    /* largest chunk payload either side accepts */

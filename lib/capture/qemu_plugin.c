@@ -144,6 +144,15 @@ static uint32_t gettid_(void) { return (uint32_t)syscall(SYS_gettid); }
 
 /* ---- records ---- */
 
+/* The first write error of any process, for btr record (DIR/count). */
+static void note_write_error(int err)
+{
+	uint64_t zero = 0;
+	if (g.count && err < 0)
+		__atomic_compare_exchange_n(&g.count[QC_WERR], &zero, (uint64_t)(int64_t)err, 0, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
+}
+
 static void write_rec(const struct btr_record *r)
 {
 	pthread_mutex_lock(&g.lock);
@@ -155,15 +164,27 @@ static void write_rec(const struct btr_record *r)
 		 * stays as pSTEM.btr.partial, and btr record learns why from
 		 * the shared page. */
 		char kept[PATH_MAX];
-		int err = btr_trace_writer_error(g.w);
-		uint64_t zero = 0;
-		if (g.count && err < 0)
-			__atomic_compare_exchange_n(&g.count[1], &zero, (uint64_t)(int64_t)err, 0, __ATOMIC_SEQ_CST,
-						    __ATOMIC_SEQ_CST);
+		note_write_error(btr_trace_writer_error(g.w));
 		btr_trace_writer_abort_keep(g.w, kept, sizeof(kept));
 		g.w = NULL;
 	}
 	pthread_mutex_unlock(&g.lock);
+}
+
+/* Lists this process in DIR/count (qemu_state.h), where `btr record`
+ * finds it even if its trace cannot be written. */
+static void note_pid(uint32_t pid, uint32_t ppid)
+{
+	if (!g.count)
+		return;
+	uint64_t i = __atomic_fetch_add(&g.count[QC_NPIDS], 1, __ATOMIC_SEQ_CST);
+	if (i < QC_MAX_PIDS)
+		__atomic_store_n(&g.count[QC_PIDS + i], (uint64_t)pid | (uint64_t)ppid << 32, __ATOMIC_SEQ_CST);
+}
+
+static void note_process(void)
+{
+	note_pid(g.pid, g.ppid);
 }
 
 static void write_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot)
@@ -1079,7 +1100,8 @@ static void fork_child(unsigned vcpu)
 	/* The parent's writer shares the parent's file: drop it unclosed. */
 	g.w = NULL;
 	g.announced_proc = 1;
-	uint64_t n = g.count ? __atomic_add_fetch(g.count, 1, __ATOMIC_SEQ_CST) : 0;
+	uint64_t n = g.count ? __atomic_add_fetch(&g.count[QC_STARTED], 1, __ATOMIC_SEQ_CST) : 0;
+	note_process();
 	if (!g.off && !g.follow_fork)
 		snprintf(off_detail, sizeof(off_detail), "--no-follow-fork");
 	else if (!g.off && g.max_procs && n > g.max_procs)
@@ -1472,11 +1494,20 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		if (m != MAP_FAILED)
 			g.count = m;
 	}
-	if (g.count && !g.execd)
-		__atomic_add_fetch(g.count, 1, __ATOMIC_SEQ_CST);
+	if (g.count && !g.execd) {
+		__atomic_add_fetch(&g.count[QC_STARTED], 1, __ATOMIC_SEQ_CST);
+		note_process();
+	}
 	if (proc_open(NULL) < 0) {
-		qemu_plugin_outs("btr: cannot create the plugin trace or state file\n");
-		return -1;
+		if (!g.count || !g.execd) {
+			qemu_plugin_outs("btr: cannot create the plugin trace or state file\n");
+			return -1;
+		}
+		/* After an exec ($TMPDIR full): the program runs untraced
+		 * rather than not at all; btr record says its trace is lost. */
+		note_write_error(errno == ENOSPC || errno == EDQUOT ? -BTR_ERR_NOSPACE : -BTR_ERR_IO);
+		note_pid(g.pid, QC_LOST_AFTER_EXEC);
+		g.off = 1;
 	}
 	if (gt) {
 		/* Appended to by every process (gt_flush); `btr record`

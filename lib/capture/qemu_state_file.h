@@ -60,7 +60,10 @@ static int qs_create(const char *path)
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
-	if (ftruncate(fd, (off_t)QS_SIZE) < 0 || posix_fallocate(fd, 0, (off_t)QS_CHUNK) != 0) {
+	int e = 0;
+	if (ftruncate(fd, (off_t)QS_SIZE) < 0 || (e = posix_fallocate(fd, 0, (off_t)QS_CHUNK)) != 0) {
+		if (e)
+			errno = e;   /* for the caller's error */
 		close(fd);
 		unlink(path);
 		return -1;

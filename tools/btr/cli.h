@@ -87,6 +87,16 @@ int cli_stream_opt(struct cli_stream *cs, const char *cmd, int c, char *arg);
  * and fills cs->so.  Returns EXIT_OK, EXIT_USAGE or EXIT_RUNTIME. */
 int cli_stream_ready(struct cli_stream *cs, const char *cmd);
 
+/* Lost trace data (cli_stream.c): one "btr: warning: FILE: ..." line per
+ * cause in @l (@n of them copied, @total in all: the rest is summed up in
+ * one line), each saying what @what ("report", "flame graph") covers.
+ * Prints a generic line when @total is 0. */
+#define CLI_MAX_LOSSES 32
+void cli_losses_print(const char *file, const char *what, const struct btr_stream_loss *l, size_t n, size_t total);
+/* The same for stream @s (btr_stream_losses); prints nothing unless
+ * btr_stream_data_lost(@s).  Returns nonzero if data was lost. */
+int cli_stream_losses(const char *file, const char *what, const struct btr_stream *s);
+
 /* Views (cli_views.c): runs @list (@n analyses) over trace @file in one
  * pass.  Returns EXIT_OK; EXIT_RUNTIME after one line on stderr when the
  * trace cannot be read; -EXIT_RUNTIME when data was lost but the results

@@ -1,6 +1,7 @@
 /* cli_stream.c - the trace-reading options every command shares (cli.h). */
 #include "cli.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,4 +99,68 @@ int cli_stream_ready(struct cli_stream *cs, const char *cmd)
 	cs->so.elfs = cs->elfs;
 	cs->so.n_elfs = cs->n_elfs;
 	return EXIT_OK;
+}
+
+static void loss_line(const char *file, const char *what, const struct btr_stream_loss *l)
+{
+	char who[96] = "";
+	if (l->kind == BTR_LOSS_CUT || l->kind == BTR_LOSS_MISSING) {
+		int n = snprintf(who, sizeof(who), "process %" PRIu32, l->pid);
+		if (l->comm[0])
+			snprintf(who + n, sizeof(who) - (size_t)n, " (%s)", l->comm);
+		else if (l->ppid)
+			snprintf(who + n, sizeof(who) - (size_t)n, " (child of %" PRIu32 ")", l->ppid);
+	}
+	char why[160];
+	if (l->detail[0])
+		snprintf(why, sizeof(why), "%s: %s", l->detail, btr_errstr(l->reason));
+	else
+		snprintf(why, sizeof(why), "%s", btr_errstr(l->reason));
+	switch (l->kind) {
+	case BTR_LOSS_CHUNK:
+		cli_error("warning: %s: damaged chunk at offset 0x%" PRIx64 " skipped (%s); the %s misses its data",
+			  file, l->offset, why, what);
+		break;
+	case BTR_LOSS_END:
+		cli_error("warning: %s: the trace is cut at offset 0x%" PRIx64 " (%s); the %s covers what was read",
+			  file, l->offset, why, what);
+		break;
+	case BTR_LOSS_CUT:
+		if (l->offset)   /* a cut container */
+			cli_error("warning: %s: %s: the trace ends before its exit, it ran on (the %s covers what "
+				  "was read)", file, who, what);
+		else
+			cli_error("warning: %s: %s: the trace stops while it ran on (%s); the %s misses the rest",
+				  file, who, why, what);
+		break;
+	case BTR_LOSS_MISSING:
+		cli_error("warning: %s: %s ran but is not in the trace (%s); the %s misses it", file, who, why, what);
+		break;
+	default:
+		cli_error("warning: %s: data was lost (%s)", file, why);
+		break;
+	}
+}
+
+void cli_losses_print(const char *file, const char *what, const struct btr_stream_loss *l, size_t n, size_t total)
+{
+	if (!total) {
+		cli_error("warning: %s: trace data was lost; the %s covers what was read", file, what);
+		return;
+	}
+	for (size_t i = 0; i < n && i < total; i++)
+		loss_line(file, what, &l[i]);
+	if (total > n)
+		cli_error("warning: %s: %zu more causes of lost data (btr report --format json lists them all)", file,
+			  total - n);
+}
+
+int cli_stream_losses(const char *file, const char *what, const struct btr_stream *s)
+{
+	if (!btr_stream_data_lost(s))
+		return 0;
+	struct btr_stream_loss l[CLI_MAX_LOSSES];
+	size_t total = btr_stream_losses(s, l, CLI_MAX_LOSSES);
+	cli_losses_print(file, what, l, CLI_MAX_LOSSES, total);
+	return 1;
 }

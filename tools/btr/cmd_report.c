@@ -35,7 +35,8 @@ static void usage(FILE *f)
 		CLI_STREAM_HELP
 		"  -h, --help             this help\n\n"
 		"Exit status: 0 ok; 2 usage error; 3 the trace cannot be read, or data was\n"
-		"lost (truncated or corrupt trace: the report covers what was read).\n");
+		"lost (a truncated or corrupt trace, or a process whose trace the recorder\n"
+		"could not write: the report covers what was read, one line per cause).\n");
 }
 
 
@@ -56,8 +57,29 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
+static const char *const loss_kind[] = { "?", "chunk", "end", "cut", "missing" };
+
+/* The causes of lost data: JSON array elements. */
+static void print_losses_json(FILE *f, const struct btr_stream_loss *l, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "%s\n    {\"kind\": \"%s\"", i ? "," : "", loss_kind[l[i].kind < 5 ? l[i].kind : 0]);
+		if (l[i].kind == BTR_LOSS_CUT || l[i].kind == BTR_LOSS_MISSING) {
+			fprintf(f, ", \"pid\": %" PRIu32 ", \"ppid\": %" PRIu32 ", \"comm\": ", l[i].pid, l[i].ppid);
+			cli_json_str(f, l[i].comm);
+		}
+		if (l[i].offset)
+			fprintf(f, ", \"offset\": \"0x%" PRIx64 "\"", l[i].offset);
+		fprintf(f, ", \"reason\": ");
+		cli_json_str(f, btr_errstr(l[i].reason));
+		fprintf(f, ", \"detail\": ");
+		cli_json_str(f, l[i].detail);
+		fputc('}', f);
+	}
+}
+
 static void print_json(FILE *f, const char *file, const struct btr_report_result *res, int lost,
-		       const struct btr_stream_stats *st)
+		       const struct btr_stream_stats *st, const struct btr_stream_loss *losses, size_t n_losses)
 {
 	fprintf(f, "{\n  \"file\": ");
 	cli_json_str(f, file);
@@ -113,9 +135,10 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 		cli_json_str(f, btr_errstr(g->reason));
 		fputc('}', f);
 	}
-	fprintf(f, "%s],\n  \"data_lost\": %s,\n  \"rank_by\": \"%s\",\n  \"functions\": %zu,\n  \"top_functions\": [",
-		res->n_gap_list ? "\n  " : "", lost ? "true" : "false",
-		res->rank_by_insns ? "instructions" : "branches", res->n_functions);
+	fprintf(f, "%s],\n  \"data_lost\": %s,\n  \"lost\": [", res->n_gap_list ? "\n  " : "", lost ? "true" : "false");
+	print_losses_json(f, losses, n_losses);
+	fprintf(f, "%s],\n  \"rank_by\": \"%s\",\n  \"functions\": %zu,\n  \"top_functions\": [",
+		n_losses ? "\n  " : "", res->rank_by_insns ? "instructions" : "branches", res->n_functions);
 	for (size_t i = 0; i < res->n_top_functions; i++) {
 		const struct btr_report_func *fn = &res->top_functions[i];
 		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
@@ -176,6 +199,10 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 			fprintf(f, ", \"untraced_reason\": ");
 			cli_json_str(f, p->untraced_reason);
 		}
+		if (p->lost) {
+			fprintf(f, ", \"trace_lost\": \"%s\", \"lost_reason\": ", p->lost == 2 ? "missing" : "cut");
+			cli_json_str(f, p->lost_reason);
+		}
 		fputc('}', f);
 	}
 	fprintf(f, "%s]", res->n_processes ? "\n  " : "");
@@ -212,6 +239,9 @@ static void print_proc_tree(FILE *f, const struct btr_report_result *res, size_t
 			fprintf(f, ", exit %" PRId32, p->code);
 		if (p->untraced)
 			fprintf(f, ", untraced (%s)", p->untraced_reason ? p->untraced_reason : "?");
+		if (p->lost)
+			fprintf(f, ", %s (%s)", p->lost == 2 ? "no trace" : "trace cut while it ran",
+				p->lost_reason ? p->lost_reason : "?");
 		fputc('\n', f);
 	}
 	for (size_t j = i + 1; j < res->n_processes; j++)
@@ -240,7 +270,8 @@ static void print_processes(FILE *f, const struct btr_report_result *res)
 }
 
 static void print_text(FILE *f, const char *file, const struct btr_report_result *res,
-		       const struct btr_stream_stats *st)
+		       const struct btr_stream_stats *st, const struct btr_stream_loss *losses, size_t n_losses,
+		       int lost)
 {
 	fprintf(f, "trace:        %s\n", file);
 	fprintf(f, "backend:      %s\n", res->backend[0] ? res->backend : "(unknown)");
@@ -327,6 +358,20 @@ static void print_text(FILE *f, const char *file, const struct btr_report_result
 	}
 	if (res->gaps > res->n_gap_list)
 		fprintf(f, "  ... %" PRIu64 " more\n", res->gaps - res->n_gap_list);
+	fprintf(f, "data lost:    %s\n", lost ? "yes (the report covers what was read)" : "no");
+	for (size_t i = 0; i < n_losses && i < CLI_MAX_LOSSES; i++) {
+		const struct btr_stream_loss *l = &losses[i];
+		if (l->kind == BTR_LOSS_CHUNK)
+			fprintf(f, "  damaged chunk at offset 0x%" PRIx64 " skipped\n", l->offset);
+		else if (l->kind == BTR_LOSS_END)
+			fprintf(f, "  the trace is cut at offset 0x%" PRIx64 ": %s\n", l->offset, btr_errstr(l->reason));
+		else
+			fprintf(f, "  pid %" PRIu32 " %s: %s\n", l->pid, l->comm[0] ? l->comm : "?",
+				l->kind == BTR_LOSS_MISSING ? "no trace at all"
+				: l->offset ? "the trace ends before its exit" : "its trace stops while it ran on");
+	}
+	if (n_losses > CLI_MAX_LOSSES)
+		fprintf(f, "  ... %zu more (--format json lists all)\n", n_losses - CLI_MAX_LOSSES);
 	if (res->exit.valid) {
 		const struct btr_report_exit *x = &res->exit;
 		if (x->signo) {
@@ -460,23 +505,31 @@ int cmd_report(int argc, char **argv)
 	}
 	int run = btr_stream_run(s);
 	int lost = btr_stream_data_lost(s);
+	size_t n_losses = btr_stream_losses(s, NULL, 0);
+	struct btr_stream_loss *losses = calloc(n_losses ? n_losses : 1, sizeof(*losses));
+	if (losses)
+		btr_stream_losses(s, losses, n_losses);
+	else
+		n_losses = 0;
 	struct btr_stream_stats st;
 	btr_stream_get_stats(s, &st);
 	rc = btr_report_finish(rep, btr_stream_image(s), btr_stream_backend(s));
 	btr_stream_free(s);
 	if (rc < 0 || run > 0) {
 		btr_report_free(rep);
+		free(losses);
 		cli_error("%s: %s", file, btr_errstr(rc < 0 ? rc : -BTR_ERR_NOMEM));
 		return EXIT_RUNTIME;
 	}
 	r = rep;
 	const struct btr_report_result *res = btr_report_get(r);
 	if (json)
-		print_json(stdout, file, res, lost, &st);
+		print_json(stdout, file, res, lost, &st, losses, n_losses);
 	else
-		print_text(stdout, file, res, &st);
+		print_text(stdout, file, res, &st, losses, n_losses, lost);
 	if (fflush(stdout) != 0) {
 		btr_report_free(r);
+		free(losses);
 		cli_error("writing the report: output error");
 		return EXIT_RUNTIME;
 	}
@@ -486,13 +539,15 @@ int cmd_report(int argc, char **argv)
 			st.modules_missing);
 	if (run < 0 || lost) {
 		/* The report covers what could be read; data was lost, so the
-		 * run as a whole is a runtime error (exit 3, one line). */
-		if (run < 0)
-			cli_error("warning: %s: %s; the report covers only the data before it", file, btr_errstr(run));
+		 * run as a whole is a runtime error (exit 3, one line per cause). */
+		if (lost)
+			cli_losses_print(file, "report", losses, n_losses < CLI_MAX_LOSSES ? n_losses : CLI_MAX_LOSSES,
+					 n_losses);
 		else
-			cli_error("warning: %s: %" PRIu64 " damaged chunk(s) skipped; the report misses their data",
-				  file, st.lost_chunks);
+			cli_error("warning: %s: %s; the report covers only the data before it", file, btr_errstr(run));
+		free(losses);
 		return EXIT_RUNTIME;
 	}
+	free(losses);
 	return EXIT_OK;
 }
