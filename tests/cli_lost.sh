@@ -36,6 +36,16 @@ check "whole trace: no process says trace_lost" \
 "$btr" report whole.btr >rep.txt 2>err.txt; rc=$?
 check "whole trace: text says 'data lost: no' (exit $rc)" [ $rc -eq 0 ] && grep -q "^data lost: *no" rep.txt
 check "whole trace: nothing on stderr: $(cat err.txt)" [ ! -s err.txt ]
+# modules: one line per file with the processes that mapped it (not libc
+# once per process); JSON keeps one entry per mapping, with its pid
+check "whole trace: libc listed once: $(grep -c 'libc.so' rep.txt)" [ "$(grep -c '/libc\.so' rep.txt)" -eq 1 ]
+check "whole trace: libc's line names the processes: $(grep 'libc.so' rep.txt)" \
+  grep -Eq '/libc\.so\.6 .*\[[34] processes: [0-9]+ sh, [0-9]+ (sh|gzip|cat)' rep.txt
+check "whole trace: gzip's line names its process" grep -Eq '/gzip +\[pid [0-9]+ gzip\]$' rep.txt
+check "whole trace: header counts files and processes: $(grep ^modules: rep.txt)" \
+  grep -Eq '^modules: +[0-9]+ \([0-9]+ with code loaded\), [0-9]+ files in [34] processes$' rep.txt
+check "whole trace: module_list has libc per process, with pids" \
+  [ "$(jget whole.json 'len(set(m["pid"] for m in d["module_list"] if m["path"].endswith("/libc.so.6")))')" -ge 3 ]
 
 # The container cut in the middle (as after a full disk or a SIGKILL of
 # btr record): every complete chunk is read, and the processes without an

@@ -451,6 +451,10 @@ static int salvage_state(const char *path, struct btr_trace_writer *w, struct bt
 		r.type = BTR_REC_THREAD_EXIT;
 		r.u.thread.pid = qh->pid;
 		r.u.thread.tid = t->tid;
+		/* QEMU died without the exit callback: a signal, or an exec
+		 * (the exec'ing thread starts again in the new program) */
+		r.u.thread.end = signo ? BTR_THREAD_END_KILLED : BTR_THREAD_END_UNKNOWN;
+		r.u.thread.signo = signo;
 		if (!rc)
 			rc = btr_trace_write(w, &r);
 	}

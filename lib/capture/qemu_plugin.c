@@ -388,7 +388,8 @@ static void announce(struct thr *t)
 	emit_psb(t, 0, 0);
 }
 
-static void thread_end(struct thr *t, int32_t code)
+/* @end: enum btr_thread_end; @code: the exit status when EXITED. */
+static void thread_end(struct thr *t, uint32_t end, int32_t code)
 {
 	if (t->done)
 		return;
@@ -397,7 +398,8 @@ static void thread_end(struct thr *t, int32_t code)
 	struct btr_record r = { .type = BTR_REC_THREAD_EXIT };
 	r.u.thread.pid = g.pid;
 	r.u.thread.tid = t->tid;
-	r.u.thread.exit_code = code;
+	r.u.thread.exit_code = end == BTR_THREAD_END_EXITED ? code : 0;
+	r.u.thread.end = end;
 	write_rec(&r);
 	t->done = 1;
 }
@@ -1299,7 +1301,7 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t
 		}
 		break;
 	case SYS_exit:
-		thread_end(t, (int32_t)a1);
+		thread_end(t, BTR_THREAD_END_EXITED, (int32_t)a1);
 		break;
 	case SYS_exit_group:
 		g.exit_called = 1;
@@ -1366,7 +1368,7 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned vcpu)
 	g.parent[vcpu] = vcpu ? gettid_() : 0;
 	struct thr *old = g.thr[vcpu];
 	if (old) {     /* index reused before the exit callback ran */
-		thread_end(old, 0);
+		thread_end(old, BTR_THREAD_END_UNKNOWN, 0);
 		g.thr[vcpu] = NULL;
 		if (!qs_owns(g.qs, old->gt))
 			free(old->gt);
@@ -1381,7 +1383,7 @@ static void vcpu_exit(qemu_plugin_id_t id, unsigned vcpu)
 	struct thr *t = vcpu < MAX_VCPUS && !g.off ? g.thr[vcpu] : NULL;
 	if (!t)
 		return;
-	thread_end(t, 0);
+	thread_end(t, BTR_THREAD_END_UNKNOWN, 0);
 	g.thr[vcpu] = NULL;
 	if (!qs_owns(g.qs, t->gt))
 		free(t->gt);
@@ -1414,7 +1416,9 @@ static void at_exit(qemu_plugin_id_t id, void *ud)
 			ex.u.exit.ip = e.ip;
 			ex.u.exit.addr = e.boundary;
 		}
-		thread_end(t, ex.u.exit.code);
+		/* exit_group ends every thread with its status; else a
+		 * signal (which one: btr record's process exit record) */
+		thread_end(t, g.exit_called ? BTR_THREAD_END_EXITED : BTR_THREAD_END_KILLED, ex.u.exit.code);
 	}
 	write_rec(&ex);
 	pthread_mutex_lock(&g.lock);

@@ -57,6 +57,28 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
+static const char *const thread_end[] = { "unknown", "exited", "killed", "running" };
+
+/* How thread @t ended, for the text report ("" to say nothing). */
+static const char *thread_end_text(const struct btr_report_thread *t, int lost, char *buf, size_t size)
+{
+	switch (t->exited ? t->end : BTR_THREAD_END_UNKNOWN) {
+	case BTR_THREAD_END_EXITED:
+		snprintf(buf, size, ", exit %" PRId32, t->exit_code);
+		return buf;
+	case BTR_THREAD_END_KILLED:
+		if (t->signo)
+			snprintf(buf, size, ", killed by %s", sig_name(t->signo));
+		else
+			snprintf(buf, size, ", killed by a signal");
+		return buf;
+	case BTR_THREAD_END_RUNNING:
+		return ", still running when the recording stopped";
+	default:
+		return t->exited ? ", ended (how is not recorded)" : lost ? ", end unknown (the trace is cut)" : "";
+	}
+}
+
 static const char *const loss_kind[] = { "?", "chunk", "end", "cut", "missing" };
 
 /* The causes of lost data: JSON array elements. */
@@ -107,8 +129,15 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 		fprintf(f, "%s\n    {\"tid\": %" PRIu32 ", \"name\": ", i ? "," : "", t->tid);
 		cli_json_str(f, t->name);
 		fprintf(f, ", \"instructions\": %" PRIu64 ", \"branches\": %" PRIu64, t->insns, t->branches);
-		if (t->exited)
+		uint32_t end = t->exited && t->end <= BTR_THREAD_END_RUNNING ? t->end : BTR_THREAD_END_UNKNOWN;
+		fprintf(f, ", \"end\": \"%s\"", thread_end[end]);
+		/* (an older writer's exit record: exit_code as it says) */
+		if (end == BTR_THREAD_END_EXITED || (t->exited && end == BTR_THREAD_END_UNKNOWN))
 			fprintf(f, ", \"exit_code\": %" PRId32, t->exit_code);
+		if (end == BTR_THREAD_END_KILLED && t->signo) {
+			fprintf(f, ", \"signal\": %" PRId32 ", \"signal_name\": ", t->signo);
+			cli_json_str(f, sig_name(t->signo));
+		}
 		fputc('}', f);
 	}
 	size_t loaded = 0;
@@ -118,7 +147,7 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 		res->n_threads ? "\n  " : "", res->n_modules, loaded);
 	for (size_t i = 0; i < res->n_modules; i++) {
 		const struct btr_report_module *m = &res->modules[i];
-		fprintf(f, "%s\n    {\"path\": ", i ? "," : "");
+		fprintf(f, "%s\n    {\"pid\": %" PRIu32 ", \"path\": ", i ? "," : "", m->pid);
 		cli_json_str(f, m->path);
 		fprintf(f, ", \"start\": \"0x%" PRIx64 "\", \"size\": %" PRIu64 ", \"pgoff\": \"0x%" PRIx64
 			   "\", \"loaded\": ",
@@ -269,6 +298,104 @@ static void print_processes(FILE *f, const struct btr_report_result *res)
 	free(done);
 }
 
+/* The program name of process @pid ("?" if unknown). */
+static const char *proc_comm(const struct btr_report_result *res, uint32_t pid)
+{
+	for (size_t i = 0; i < res->n_processes; i++) {
+		const struct btr_report_process *p = &res->processes[i];
+		if (p->pid != pid)
+			continue;
+		const char *path = p->path[0] ? p->path : p->command;
+		const char *b = strrchr(path, '/');
+		return b && b[1] ? b + 1 : path[0] ? path : "?";
+	}
+	return "?";
+}
+
+/* Modules: one line per file (recorded path and the file used), with the
+ * processes that mapped it when the trace has several; files with code
+ * first.  @done marks the mappings already printed. */
+#define TEXT_MODULE_PIDS 4   /* processes named on a module line */
+static void print_module_group(FILE *f, const struct btr_report_result *res, size_t i, unsigned char *done)
+{
+	const struct btr_report_module *m = &res->modules[i];
+	size_t n_pids = 0, n_addrs = 1;
+	uint32_t pids[TEXT_MODULE_PIDS];
+	for (size_t j = i; j < res->n_modules; j++) {
+		const struct btr_report_module *o = &res->modules[j];
+		if (done[j] || strcmp(o->path, m->path) || !o->loaded != !m->loaded ||
+		    (m->loaded && strcmp(o->loaded, m->loaded)))
+			continue;
+		done[j] = 1;
+		if (j > i && (o->start != m->start || o->size != m->size))
+			n_addrs++;
+		int seen = 0;
+		for (size_t k = i; k < j && !seen; k++)   /* a pid already counted */
+			seen = done[k] == 1 && k != j && res->modules[k].pid == o->pid && !strcmp(res->modules[k].path, o->path);
+		if (seen)
+			continue;
+		if (n_pids < TEXT_MODULE_PIDS)
+			pids[n_pids] = o->pid;
+		n_pids++;
+	}
+	fprintf(f, "  0x%" PRIx64 "-0x%" PRIx64 " %s", m->start, m->start + m->size, m->path);
+	if (m->loaded && strcmp(m->loaded, m->path))
+		fprintf(f, " -> %s", m->loaded);
+	else if (!m->loaded)
+		fprintf(f, " (no code)");
+	if (n_addrs > 1)
+		fprintf(f, " (and %zu more mappings)", n_addrs - 1);
+	if (res->n_processes > 1) {
+		if (n_pids == 1)
+			fprintf(f, "  [pid %" PRIu32 " %s]", pids[0], proc_comm(res, pids[0]));
+		else
+			fprintf(f, "  [%zu processes:", n_pids);
+		for (size_t k = 0; n_pids > 1 && k < n_pids && k < TEXT_MODULE_PIDS; k++)
+			fprintf(f, "%s %" PRIu32 " %s", k ? "," : "", pids[k], proc_comm(res, pids[k]));
+		if (n_pids > 1)
+			fprintf(f, "%s]", n_pids > TEXT_MODULE_PIDS ? ", ..." : "");
+	}
+	fputc('\n', f);
+}
+
+static void print_modules(FILE *f, const struct btr_report_result *res)
+{
+	size_t loaded = 0, files = 0;
+	unsigned char *done = calloc(res->n_modules ? res->n_modules : 1, 1);
+	for (size_t i = 0; i < res->n_modules; i++) {
+		loaded += res->modules[i].loaded != NULL;
+		int first = 1;
+		for (size_t j = 0; j < i && first; j++)
+			first = strcmp(res->modules[j].path, res->modules[i].path) != 0;
+		files += first;
+	}
+	fprintf(f, "modules:      %zu (%zu with code loaded)", res->n_modules, loaded);
+	if (res->n_processes > 1)
+		fprintf(f, ", %zu files in %zu processes", files, res->n_processes);
+	fputc('\n', f);
+	if (!done)
+		return;
+	/* Modules with code first: they are what the report can name. */
+	size_t shown = 0, left = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < res->n_modules; i++) {
+			const struct btr_report_module *m = &res->modules[i];
+			if (done[i] || (pass == 0) != (m->loaded != NULL))
+				continue;
+			if (pass == 1 && shown >= TEXT_MODULES) {
+				left++;
+				done[i] = 2;
+				continue;
+			}
+			print_module_group(f, res, i, done);
+			shown++;
+		}
+	}
+	if (left)
+		fprintf(f, "  ... %zu more mappings without code (--format json lists all)\n", left);
+	free(done);
+}
+
 static void print_text(FILE *f, const char *file, const struct btr_report_result *res,
 		       const struct btr_stream_stats *st, const struct btr_stream_loss *losses, size_t n_losses,
 		       int lost)
@@ -316,37 +443,14 @@ static void print_text(FILE *f, const char *file, const struct btr_report_result
 		if (res->has_insns)
 			fprintf(f, " %" PRIu64 " instructions,", t->insns);
 		fprintf(f, " %" PRIu64 " branches", t->branches);
-		if (t->exited)
-			fprintf(f, ", exit %" PRId32, t->exit_code);
+		char buf[64];
+		fputs(thread_end_text(t, lost, buf, sizeof(buf)), f);
 		fputc('\n', f);
 	}
 	if (res->n_threads > shown_thr)
 		fprintf(f, "  ... %zu more without branches or not shown (--format json lists all)\n",
 			res->n_threads - shown_thr);
-	size_t loaded = 0;
-	for (size_t i = 0; i < res->n_modules; i++)
-		loaded += res->modules[i].loaded != NULL;
-	fprintf(f, "modules:      %zu (%zu with code loaded)\n", res->n_modules, loaded);
-	/* Modules with code first: they are what the report can name. */
-	size_t shown = 0;
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t i = 0; i < res->n_modules; i++) {
-			const struct btr_report_module *m = &res->modules[i];
-			if ((pass == 0) != (m->loaded != NULL))
-				continue;
-			if (pass == 1 && shown >= TEXT_MODULES)
-				break;
-			fprintf(f, "  0x%" PRIx64 "-0x%" PRIx64 " %s", m->start, m->start + m->size, m->path);
-			if (m->loaded && strcmp(m->loaded, m->path))
-				fprintf(f, " -> %s", m->loaded);
-			else if (!m->loaded)
-				fprintf(f, " (no code)");
-			fputc('\n', f);
-			shown++;
-		}
-	}
-	if (res->n_modules > shown)
-		fprintf(f, "  ... %zu more without code (--format json lists all)\n", res->n_modules - shown);
+	print_modules(f, res);
 	fprintf(f, "gaps:         %" PRIu64, res->gaps);
 	if (res->overflows)
 		fprintf(f, " (%" PRIu64 " overflows)", res->overflows);
