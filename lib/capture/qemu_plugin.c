@@ -97,7 +97,6 @@
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = BTR_QEMU_PLUGIN_VERSION;
 
-
 static struct {
 	pthread_mutex_t lock;          /* writer, gt file, module list */
 	struct btr_trace_writer *w;
@@ -144,15 +143,6 @@ static uint32_t gettid_(void) { return (uint32_t)syscall(SYS_gettid); }
 
 /* ---- records ---- */
 
-/* The first write error of any process, for btr record (DIR/count). */
-static void note_write_error(int err)
-{
-	uint64_t zero = 0;
-	if (g.count && err < 0)
-		__atomic_compare_exchange_n(&g.count[QC_WERR], &zero, (uint64_t)(int64_t)err, 0, __ATOMIC_SEQ_CST,
-					    __ATOMIC_SEQ_CST);
-}
-
 static void write_rec(const struct btr_record *r)
 {
 	pthread_mutex_lock(&g.lock);
@@ -169,22 +159,6 @@ static void write_rec(const struct btr_record *r)
 		g.w = NULL;
 	}
 	pthread_mutex_unlock(&g.lock);
-}
-
-/* Lists this process in DIR/count (qemu_state.h), where `btr record`
- * finds it even if its trace cannot be written. */
-static void note_pid(uint32_t pid, uint32_t ppid)
-{
-	if (!g.count)
-		return;
-	uint64_t i = __atomic_fetch_add(&g.count[QC_NPIDS], 1, __ATOMIC_SEQ_CST);
-	if (i < QC_MAX_PIDS)
-		__atomic_store_n(&g.count[QC_PIDS + i], (uint64_t)pid | (uint64_t)ppid << 32, __ATOMIC_SEQ_CST);
-}
-
-static void note_process(void)
-{
-	note_pid(g.pid, g.ppid);
 }
 
 static void write_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot)
@@ -388,7 +362,7 @@ static void announce(struct thr *t)
 	emit_psb(t, 0, 0);
 }
 
-/* @end: enum btr_thread_end; @code: the exit status when EXITED. */
+/* @end: enum btr_thread_end; @code: the status when EXITED. */
 static void thread_end(struct thr *t, uint32_t end, int32_t code)
 {
 	if (t->done)
@@ -1416,8 +1390,7 @@ static void at_exit(qemu_plugin_id_t id, void *ud)
 			ex.u.exit.ip = e.ip;
 			ex.u.exit.addr = e.boundary;
 		}
-		/* exit_group ends every thread with its status; else a
-		 * signal (which one: btr record's process exit record) */
+		/* exit_group: its status; else a signal (btr record knows which) */
 		thread_end(t, g.exit_called ? BTR_THREAD_END_EXITED : BTR_THREAD_END_KILLED, ex.u.exit.code);
 	}
 	write_rec(&ex);
@@ -1489,15 +1462,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		qemu_plugin_outs("btr: cannot initialize Zydis\n");
 		return -1;
 	}
-	char cpath[PATH_MAX];
-	snprintf(cpath, sizeof(cpath), "%s/count", g.dir);
-	int cfd = open(cpath, O_RDWR | O_CLOEXEC);
-	if (cfd >= 0) {
-		void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
-		close(cfd);
-		if (m != MAP_FAILED)
-			g.count = m;
-	}
+	qc_map();
 	if (g.count && !g.execd) {
 		__atomic_add_fetch(&g.count[QC_STARTED], 1, __ATOMIC_SEQ_CST);
 		note_process();
