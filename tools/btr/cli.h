@@ -89,8 +89,9 @@ int cli_stream_ready(struct cli_stream *cs, const char *cmd);
 
 /* Lost trace data (cli_stream.c): one "btr: warning: FILE: ..." line per
  * cause in @l (@n of them copied, @total in all: the rest is summed up in
- * one line), each saying what @what ("report", "flame graph") covers.
- * Prints a generic line when @total is 0. */
+ * one line), each saying what @what ("report", "flame") covers; a single
+ * cause goes through cli_warn (one line, or said in a failing command's
+ * error line).  Prints a generic line when @total is 0. */
 #define CLI_MAX_LOSSES 32
 void cli_losses_print(const char *file, const char *what, const struct btr_stream_loss *l, size_t n, size_t total);
 /* The same for stream @s (btr_stream_losses); prints nothing unless

@@ -278,7 +278,9 @@ static void print_proc_tree(FILE *f, const struct btr_report_result *res, size_t
 			print_proc_tree(f, res, j, depth + 1, done, shown, has_insns);
 }
 
-static void print_processes(FILE *f, const struct btr_report_result *res)
+/* @done: n_processes zeroed bytes (the caller allocates them, so that
+ * running out of memory is an error and not a missing list). */
+static void print_processes(FILE *f, const struct btr_report_result *res, unsigned char *done)
 {
 	if (!res->n_processes)
 		return;
@@ -286,16 +288,12 @@ static void print_processes(FILE *f, const struct btr_report_result *res)
 	if (res->untraced)
 		fprintf(f, " (%" PRIu64 " untraced)", res->untraced);
 	fputc('\n', f);
-	unsigned char *done = calloc(res->n_processes, 1);
-	if (!done)
-		return;
 	size_t shown = 0;
 	for (size_t i = 0; i < res->n_processes; i++)
 		if (!done[i])
 			print_proc_tree(f, res, i, 0, done, &shown, res->has_insns);
 	if (res->n_processes > shown)
 		fprintf(f, "  ... %zu more (--format json lists all)\n", res->n_processes - shown);
-	free(done);
 }
 
 /* The program name of process @pid ("?" if unknown). */
@@ -314,24 +312,36 @@ static const char *proc_comm(const struct btr_report_result *res, uint32_t pid)
 
 /* Modules: one line per file (recorded path and the file used), with the
  * processes that mapped it when the trace has several; files with code
- * first.  @done marks the mappings already printed. */
+ * first.  No allocation: a mapping belongs to the group of the first
+ * mapping with the same files (quadratic in the mappings of one file). */
 #define TEXT_MODULE_PIDS 4   /* processes named on a module line */
-static void print_module_group(FILE *f, const struct btr_report_result *res, size_t i, unsigned char *done)
+static int same_file(const struct btr_report_module *a, const struct btr_report_module *b)
+{
+	return !strcmp(a->path, b->path) && !a->loaded == !b->loaded && (!a->loaded || !strcmp(a->loaded, b->loaded));
+}
+
+static int first_of_file(const struct btr_report_result *res, size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (same_file(&res->modules[j], &res->modules[i]))
+			return 0;
+	return 1;
+}
+
+static void print_module_group(FILE *f, const struct btr_report_result *res, size_t i)
 {
 	const struct btr_report_module *m = &res->modules[i];
 	size_t n_pids = 0, n_addrs = 1;
 	uint32_t pids[TEXT_MODULE_PIDS];
 	for (size_t j = i; j < res->n_modules; j++) {
 		const struct btr_report_module *o = &res->modules[j];
-		if (done[j] || strcmp(o->path, m->path) || !o->loaded != !m->loaded ||
-		    (m->loaded && strcmp(o->loaded, m->loaded)))
+		if (!same_file(o, m))
 			continue;
-		done[j] = 1;
 		if (j > i && (o->start != m->start || o->size != m->size))
 			n_addrs++;
 		int seen = 0;
-		for (size_t k = i; k < j && !seen; k++)   /* a pid already counted */
-			seen = done[k] == 1 && k != j && res->modules[k].pid == o->pid && !strcmp(res->modules[k].path, o->path);
+		for (size_t k = i; k < j && !seen; k++)   /* its process counted already */
+			seen = res->modules[k].pid == o->pid && same_file(&res->modules[k], m);
 		if (seen)
 			continue;
 		if (n_pids < TEXT_MODULE_PIDS)
@@ -361,7 +371,6 @@ static void print_module_group(FILE *f, const struct btr_report_result *res, siz
 static void print_modules(FILE *f, const struct btr_report_result *res)
 {
 	size_t loaded = 0, files = 0;
-	unsigned char *done = calloc(res->n_modules ? res->n_modules : 1, 1);
 	for (size_t i = 0; i < res->n_modules; i++) {
 		loaded += res->modules[i].loaded != NULL;
 		int first = 1;
@@ -373,32 +382,28 @@ static void print_modules(FILE *f, const struct btr_report_result *res)
 	if (res->n_processes > 1)
 		fprintf(f, ", %zu files in %zu processes", files, res->n_processes);
 	fputc('\n', f);
-	if (!done)
-		return;
 	/* Modules with code first: they are what the report can name. */
 	size_t shown = 0, left = 0;
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < res->n_modules; i++) {
 			const struct btr_report_module *m = &res->modules[i];
-			if (done[i] || (pass == 0) != (m->loaded != NULL))
+			if ((pass == 0) != (m->loaded != NULL) || !first_of_file(res, i))
 				continue;
 			if (pass == 1 && shown >= TEXT_MODULES) {
 				left++;
-				done[i] = 2;
 				continue;
 			}
-			print_module_group(f, res, i, done);
+			print_module_group(f, res, i);
 			shown++;
 		}
 	}
 	if (left)
-		fprintf(f, "  ... %zu more mappings without code (--format json lists all)\n", left);
-	free(done);
+		fprintf(f, "  ... %zu more files without code (--format json lists all)\n", left);
 }
 
 static void print_text(FILE *f, const char *file, const struct btr_report_result *res,
 		       const struct btr_stream_stats *st, const struct btr_stream_loss *losses, size_t n_losses,
-		       int lost)
+		       int lost, unsigned char *done)
 {
 	fprintf(f, "trace:        %s\n", file);
 	fprintf(f, "backend:      %s\n", res->backend[0] ? res->backend : "(unknown)");
@@ -491,7 +496,7 @@ static void print_text(FILE *f, const char *file, const struct btr_report_result
 	} else {
 		fprintf(f, "exit:         (not recorded)\n");
 	}
-	print_processes(f, res);
+	print_processes(f, res, done);
 
 	const char *by = res->rank_by_insns ? "instructions" : "branches";
 	uint64_t total = res->rank_by_insns ? res->insns : res->branches;
@@ -627,10 +632,18 @@ int cmd_report(int argc, char **argv)
 	}
 	r = rep;
 	const struct btr_report_result *res = btr_report_get(r);
+	unsigned char *done = json ? NULL : calloc(res->n_processes + 1, 1);
+	if (!json && !done) {
+		btr_report_free(r);
+		free(losses);
+		cli_error("%s: %s", file, btr_errstr(-BTR_ERR_NOMEM));
+		return EXIT_RUNTIME;
+	}
 	if (json)
 		print_json(stdout, file, res, lost, &st, losses, n_losses);
 	else
-		print_text(stdout, file, res, &st, losses, n_losses, lost);
+		print_text(stdout, file, res, &st, losses, n_losses, lost, done);
+	free(done);
 	if (fflush(stdout) != 0) {
 		btr_report_free(r);
 		free(losses);
