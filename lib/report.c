@@ -35,7 +35,8 @@ struct blk {
 
 struct proc {
 	struct btr_report_process pub;
-	char *path, *command, *reason;
+	char *path, *command, *reason, *lost_reason;
+	int started;               /* a START record was seen */
 	struct btr_image *img;     /* the stream's image of this process */
 };
 
@@ -600,8 +601,22 @@ static int on_process(struct btr_report *r, const struct btr_rec_process *pr)
 	struct proc *p = proc_get(r, pr->pid);
 	if (!p)
 		return -1;
-	if (pr->event == BTR_PROC_START)
+	if (pr->event == BTR_PROC_START) {
 		p->pub.ppid = pr->ppid;
+		p->pub.lost = 0;
+		p->started = 1;
+	}
+	if (pr->event == BTR_PROC_LOST) {
+		/* No START before: the process has no trace at all. */
+		p->pub.lost = p->started ? 1 : 2;
+		if (!p->pub.ppid)
+			p->pub.ppid = pr->ppid;
+		char why[256];
+		snprintf(why, sizeof(why), "%s%s%s", pr->detail ? pr->detail : "", pr->detail && pr->detail[0] ? ": " : "",
+			 btr_errstr(pr->reason));
+		if (set_str(&p->lost_reason, why) < 0)
+			return -1;
+	}
 	if (pr->event == BTR_PROC_EXEC)
 		p->pub.execs++;
 	if (pr->event == BTR_PROC_UNTRACED) {
@@ -668,6 +683,7 @@ static int add_module(struct btr_report *r, const struct btr_rec_module *m, cons
 	x->start = m->start;
 	x->size = m->size;
 	x->pgoff = m->pgoff;
+	x->pid = m->pid;
 	x->path = strdup(m->path ? m->path : "");
 	x->loaded = loaded ? strdup(loaded) : NULL;
 	if (!x->path || (loaded && !x->loaded)) {
@@ -719,8 +735,15 @@ int btr_report_event(void *report, const struct btr_stream_event *ev)
 			r->nomem = 1;
 		break;
 	case BTR_SEV_THREAD_START:
-		if (!thr_get(r, ev->tid))
+		if (!(t = thr_get(r, ev->tid))) {
 			r->nomem = 1;
+			break;
+		}
+		/* the same tid again (after an exec): it has not ended yet */
+		t->pub.exited = 0;
+		t->pub.exit_code = 0;
+		t->pub.end = BTR_THREAD_END_UNKNOWN;
+		t->pub.signo = 0;
 		break;
 	case BTR_SEV_THREAD_EXIT:
 		t = thr_get(r, ev->tid);
@@ -730,6 +753,8 @@ int btr_report_event(void *report, const struct btr_stream_event *ev)
 		}
 		t->pub.exited = 1;
 		t->pub.exit_code = rec->u.thread.exit_code;
+		t->pub.end = rec->u.thread.end <= BTR_THREAD_END_RUNNING ? rec->u.thread.end : BTR_THREAD_END_UNKNOWN;
+		t->pub.signo = rec->u.thread.signo;
 		t->prev_valid = 0;
 		break;
 	case BTR_SEV_THREAD_NAME:
@@ -846,9 +871,18 @@ int btr_report_finish(struct btr_report *r, struct btr_image *img, const char *b
 	if (!r->threads_out)
 		return -BTR_ERR_NOMEM;
 	size_t k = 0;
-	for (size_t i = 0; i < r->cap_thr; i++)
-		if (r->thr[i].used)
-			r->threads_out[k++] = r->thr[i].pub;
+	for (size_t i = 0; i < r->cap_thr; i++) {
+		if (!r->thr[i].used)
+			continue;
+		struct btr_report_thread *o = &r->threads_out[k++];
+		*o = r->thr[i].pub;
+		if (o->end == BTR_THREAD_END_KILLED && !o->signo && r->thr[i].pid) {
+			/* the thread record does not say which signal */
+			struct proc *p = proc_find(r, r->thr[i].pid);
+			if (p && p->pub.exited)
+				o->signo = p->pub.signo;
+		}
+	}
 	if (k)
 		qsort(r->threads_out, k, sizeof(*r->threads_out), cmp_thread);
 	res->threads = r->threads_out;
@@ -875,6 +909,7 @@ int btr_report_finish(struct btr_report *r, struct btr_image *img, const char *b
 		r->procs_out[i].path = p->path ? p->path : "";
 		r->procs_out[i].command = p->command ? p->command : "";
 		r->procs_out[i].untraced_reason = p->reason;
+		r->procs_out[i].lost_reason = p->lost_reason;
 	}
 	res->processes = r->procs_out;
 	res->n_processes = r->n_procs;
@@ -947,6 +982,7 @@ void btr_report_free(struct btr_report *r)
 		free(r->procs[i].path);
 		free(r->procs[i].command);
 		free(r->procs[i].reason);
+		free(r->procs[i].lost_reason);
 	}
 	free(r->procs);
 	free(r->procs_out);

@@ -16,6 +16,7 @@
  */
 #include "btr/stream.h"
 #include "internal.h"
+#include "stream_loss.h"
 #include "stream_switch.h"
 
 #include <gelf.h>
@@ -129,6 +130,7 @@ struct btr_stream {
 	uint32_t last_tid, last_pid; /* btr_stream_pid_of's one-entry cache */
 
 	struct stream_switches sw; /* context switches per CPU (stream_switch.c) */
+	struct stream_losses loss; /* causes of lost data (stream_loss.c) */
 };
 
 /* ---- helpers ---- */
@@ -1203,6 +1205,8 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 		rc = emit(s, &ev);
 		break;
 	case BTR_REC_PROCESS_EXIT:
+		if ((rc = stream_loss_exit(&s->loss, rec->u.exit.pid)) < 0)
+			break;
 		ev.type = BTR_SEV_PROCESS_EXIT;
 		ev.tid = rec->u.exit.tid;
 		ev.pid = rec->u.exit.pid;
@@ -1211,6 +1215,10 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 	case BTR_REC_PROCESS:
 		ev.type = BTR_SEV_PROCESS;
 		ev.pid = rec->u.process.pid;
+		if ((rc = stream_loss_process(&s->loss, &rec->u.process)) < 0)
+			break;
+		if (rc > 0)
+			s->data_lost = 1;   /* the recorder lost this process's data */
 		if (rec->u.process.pid) {
 			/* The main thread's id is the process id. */
 			struct thread_state *t = thread_get(s, rec->u.process.pid);
@@ -1307,6 +1315,8 @@ int btr_stream_run(struct btr_stream *s)
 			/* The reader skipped the chunk: note the loss, go on. */
 			s->st.lost_chunks++;
 			s->data_lost = 1;
+			if ((rc = stream_loss_chunk(&s->loss, btr_trace_reader_offset(s->reader))) < 0)
+				return rc;
 			rc = emit_gap(s, 0, -BTR_ERR_CHECKSUM, btr_trace_reader_offset(s->reader));
 			if (rc)
 				return rc;
@@ -1315,8 +1325,9 @@ int btr_stream_run(struct btr_stream *s)
 		if (rc < 0) {
 			s->st.read_error = rc;
 			s->data_lost = 1;
+			int lrc = stream_loss_end(&s->loss, rc, btr_trace_reader_offset(s->reader));
 			btr_stream_finish(s);
-			return rc;
+			return lrc < 0 ? lrc : rc;
 		}
 		rc = btr_stream_record(s, &rec);
 		if (rc)
@@ -1372,6 +1383,11 @@ int btr_stream_data_lost(const struct btr_stream *s)
 	return s ? s->data_lost : 0;
 }
 
+size_t btr_stream_losses(const struct btr_stream *s, struct btr_stream_loss *out, size_t max)
+{
+	return s ? stream_loss_get(&s->loss, out, max) : 0;
+}
+
 const char *btr_stream_backend(const struct btr_stream *s)
 {
 	return s ? s->backend : "";
@@ -1387,6 +1403,7 @@ void btr_stream_free(struct btr_stream *s)
 	if (!s)
 		return;
 	stream_sw_free(&s->sw);
+	stream_loss_free(&s->loss);
 	for (size_t i = 0; i < s->n_ds; i++) {
 		if (s->ds[i]->flow)
 			btr_ptflow_free(s->ds[i]->flow);

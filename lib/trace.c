@@ -46,6 +46,7 @@
 #define MACHINE_FIXED 108u   /* + 2 + backend + 2 + vendor */
 #define MODULE_FIXED 43u     /* + build_id_len + path */
 #define THREAD_FIXED 26u     /* + name */
+#define THREAD_EXIT_MORE 8u  /* thread_exit since 1.4: u32 end, i32 signo after the name */
 #define DATA_FIXED 24u       /* + size */
 #define LBR_FIXED 32u        /* + 24 * count */
 #define LBR_ENTRY 24u
@@ -383,7 +384,7 @@ int btr_trace_write(struct btr_trace_writer *w, const struct btr_record *rec)
 		n1 = slen(rec->u.thread.name);
 		if (n1 > BTR_TRACE_MAX_STRING)
 			return -BTR_ERR_INVAL;
-		body = THREAD_FIXED + n1;
+		body = THREAD_FIXED + n1 + (rec->type == BTR_REC_THREAD_EXIT ? THREAD_EXIT_MORE : 0);
 		break;
 	case BTR_REC_LBR:
 		if (rec->u.lbr.count > BTR_TRACE_MAX_LBR || (rec->u.lbr.count && !rec->u.lbr.entries))
@@ -462,6 +463,10 @@ int btr_trace_write(struct btr_trace_writer *w, const struct btr_record *rec)
 		put32(p + 12, (uint32_t)t->exit_code);
 		put64(p + 16, t->tsc);
 		put_str(p + 24, t->name, n1);
+		if (rec->type == BTR_REC_THREAD_EXIT) {   /* format 1.4 */
+			put32(p + 26 + n1, t->end);
+			put32(p + 30 + n1, (uint32_t)t->signo);
+		}
 		break;
 	}
 	case BTR_REC_LBR: {
@@ -1096,6 +1101,10 @@ static int decode(struct btr_trace_reader *r, enum btr_rec_type type, const uint
 		t->tsc = c64(&c);
 		cstr(&c, r->str, BTR_TRACE_MAX_STRING + 1);
 		t->name = r->str;
+		if (type == BTR_REC_THREAD_EXIT && !c.bad && c.left >= THREAD_EXIT_MORE) {   /* format 1.4 */
+			t->end = c32(&c);
+			t->signo = (int32_t)c32(&c);
+		}
 		break;
 	}
 	case BTR_REC_PT:

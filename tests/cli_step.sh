@@ -36,6 +36,14 @@ check "attached process ran to its end" grep -q '^checksum ' att.txt
 check "attach trace has branches" grep -Eq '^branches: +[1-9]' att.rep
 check "attach trace has instruction counts" grep -Eq '^instructions: +[1-9]' att.rep
 check "attach trace names the program" grep -q 'prog_step_attach' att.rep
+# the thread ran on after the detach: not "exit 0"
+check "attach: the thread line says it still ran: $(grep "tid $pid" att.rep)" \
+  grep -Eq "tid $pid .*, still running when the recording stopped$" att.rep
+"$btr" report --format json att.btr >att.json 2>/dev/null
+check "attach: thread_list end running, no exit_code" python3 -c '
+import json, sys
+t = [t for t in json.load(open("att.json"))["thread_list"] if t["tid"] == int(sys.argv[1])][0]
+sys.exit(not (t["end"] == "running" and "exit_code" not in t))' $pid
 check "attach process record" sh -c "'$btr' trace dump att.btr | grep -q '^process pid=$pid ppid=0 event=start'"
 # not there any more: one line, exit 3
 "$btr" record -q -b step -p 999999 -o gone.btr 2>err; rc=$?

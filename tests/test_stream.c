@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "btr/btr.h"
@@ -753,8 +754,88 @@ static void test_percpu(int with_switches, int kernel_pip)
 	free(s);
 }
 
+/* BTR_PROC_LOST records and a process without an exit in a cut trace
+ * become causes of lost data (btr_stream_losses), named by process. */
+static void test_losses(void)
+{
+	struct btr_stream_opts so = { .sz = sizeof(so) };
+	struct btr_stream *st;
+	CHECK_EQ(btr_stream_new(&so, &st), 0);
+	struct btr_record r = { .type = BTR_REC_PROCESS };
+	r.u.process = (struct btr_rec_process){ .pid = 10, .event = BTR_PROC_START, .path = "/bin/sh", .args = "",
+						.detail = "" };
+	CHECK_EQ(btr_stream_record(st, &r), 0);
+	r.u.process.pid = 12;
+	r.u.process.ppid = 10;
+	CHECK_EQ(btr_stream_record(st, &r), 0);
+	r.u.process.event = BTR_PROC_EXEC;
+	r.u.process.path = "/usr/bin/gzip";
+	CHECK_EQ(btr_stream_record(st, &r), 0);
+	CHECK_EQ(btr_stream_data_lost(st), 0);
+	CHECK_EQ(btr_stream_losses(st, NULL, 0), 0);
+	/* 12 is cut, 13 (never started) is missing */
+	r.u.process = (struct btr_rec_process){ .pid = 12, .event = BTR_PROC_LOST, .reason = -BTR_ERR_NOSPACE,
+						.path = "", .args = "", .detail = "disk full" };
+	CHECK_EQ(btr_stream_record(st, &r), 0);
+	r.u.process.pid = 13;
+	r.u.process.ppid = 10;
+	CHECK_EQ(btr_stream_record(st, &r), 0);
+	CHECK_EQ(btr_stream_data_lost(st), 1);
+	struct btr_stream_loss l[4];
+	CHECK_EQ(btr_stream_losses(st, l, 1), 2);   /* only one copied */
+	CHECK_EQ(btr_stream_losses(st, l, 4), 2);
+	CHECK_EQ(l[0].kind, BTR_LOSS_CUT);
+	CHECK_EQ(l[0].pid, 12);
+	CHECK_EQ(l[0].ppid, 10);
+	CHECK_STR(l[0].comm, "gzip");
+	CHECK_STR(l[0].detail, "disk full");
+	CHECK_EQ(l[0].reason, -BTR_ERR_NOSPACE);
+	CHECK_EQ(l[1].kind, BTR_LOSS_MISSING);
+	CHECK_EQ(l[1].pid, 13);
+	CHECK_EQ(l[1].ppid, 10);
+	CHECK_STR(l[1].comm, "");
+	btr_stream_free(st);
+
+	/* A cut file: sh (10) has no exit record, 11 has one. */
+	char path[] = "/tmp/btr_test_losses_XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	struct btr_trace_writer_opts wo = { .sz = sizeof(wo), .chunk_size = 512 };
+	struct btr_trace_writer *w;
+	CHECK_EQ(btr_trace_writer_new(path, &wo, &w), 0);
+	r.u.process = (struct btr_rec_process){ .pid = 10, .event = BTR_PROC_START, .path = "/bin/sh", .args = "",
+						.detail = "" };
+	CHECK_EQ(btr_trace_write(w, &r), 0);
+	r.u.process.pid = 11;
+	r.u.process.ppid = 10;
+	CHECK_EQ(btr_trace_write(w, &r), 0);
+	struct btr_record ex = { .type = BTR_REC_PROCESS_EXIT };
+	ex.u.exit.pid = 11;
+	CHECK_EQ(btr_trace_write(w, &ex), 0);
+	CHECK_EQ(btr_trace_flush(w), 0);
+	CHECK_EQ(btr_trace_write(w, &ex), 0);
+	CHECK_EQ(btr_trace_writer_close(w), 0);
+	struct stat sb;
+	CHECK_EQ(stat(path, &sb), 0);
+	CHECK_EQ(truncate(path, sb.st_size - 40), 0);   /* the end chunk and part of the last */
+	CHECK_EQ(btr_stream_open(path, &so, &st), 0);
+	CHECK_EQ(btr_stream_run(st), -BTR_ERR_TRUNCATED);
+	CHECK_EQ(btr_stream_data_lost(st), 1);
+	CHECK_EQ(btr_stream_losses(st, l, 4), 2);
+	CHECK_EQ(l[0].kind, BTR_LOSS_END);
+	CHECK_EQ(l[0].reason, -BTR_ERR_TRUNCATED);
+	CHECK(l[0].offset > 0);
+	CHECK_EQ(l[1].kind, BTR_LOSS_CUT);
+	CHECK_EQ(l[1].pid, 10);
+	CHECK_STR(l[1].comm, "sh");
+	btr_stream_free(st);
+	unlink(path);
+}
+
 int main(void)
 {
+	test_losses();
 	test_processes();
 	test_pt_bts_lbr();
 	test_many_threads();

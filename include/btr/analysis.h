@@ -91,6 +91,13 @@ struct btr_analysis_run_info {
 	int status;                  /* the stream's read error, 0 if clean */
 	char backend[32];            /* the trace's backend ("qemu", "perf", ...) */
 	struct btr_stream_stats stats;
+	/* The causes of lost data (btr_stream_losses): set @losses (caller-
+	 * owned, may be NULL) and @max_losses before the run; @n_losses is
+	 * how many there are in all (more than @max_losses: the first ones
+	 * were copied). */
+	struct btr_stream_loss *losses;
+	size_t max_losses;
+	size_t n_losses;
 };
 
 /* Opens trace @path with @sopts (may be NULL; its branch/event/insn

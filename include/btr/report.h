@@ -44,8 +44,13 @@ struct btr_report_thread {
 	uint64_t insns;
 	uint64_t branches;
 	int exited;          /* a THREAD_EXIT was seen */
-	int32_t exit_code;
+	int32_t exit_code;   /* its status, when @end is EXITED (or UNKNOWN in a
+			      * trace before format 1.4) */
 	const char *name;    /* THREAD_NAME, or NULL (owned by the report) */
+	uint32_t end;        /* how it ended: enum btr_thread_end (UNKNOWN without
+			      * a THREAD_EXIT, or from an older writer) */
+	int32_t signo;       /* KILLED: the signal (the process's when the
+			      * thread record does not say; 0 if unknown) */
 };
 
 struct btr_report_func {
@@ -80,6 +85,7 @@ struct btr_report_module {
 	uint64_t start, size, pgoff;
 	const char *path;    /* recorded path (owned by the report) */
 	const char *loaded;  /* file loaded into the image, or NULL */
+	uint32_t pid;        /* the process that mapped it (0: not said) */
 };
 
 struct btr_report_exit {
@@ -105,6 +111,9 @@ struct btr_report_process {
 	int32_t signo;       /* killed by this signal */
 	int untraced;        /* it ran untraced (from its start or from an exec) */
 	const char *untraced_reason; /* why, or NULL (owned by the report) */
+	int lost;            /* BTR_PROC_LOST: 1 its trace stops while it ran on,
+			      * 2 it has no trace at all */
+	const char *lost_reason;     /* why, or NULL (owned by the report) */
 };
 
 struct btr_report_result {

@@ -221,9 +221,38 @@ struct btr_stream_stats {
 void btr_stream_get_stats(const struct btr_stream *s, struct btr_stream_stats *st);
 
 /* Returns nonzero if trace data was lost while reading the container
- * (bad checksum, truncation, unreadable record) - not counting gaps the
- * recording itself contains (overflows, code missing for decoding). */
+ * (bad checksum, truncation, unreadable record) or while recording (a
+ * BTR_PROC_LOST record: a process's trace is cut or missing) - not
+ * counting gaps the recording itself contains (overflows, code missing
+ * for decoding).  btr_stream_losses() says where and for which processes. */
 int btr_stream_data_lost(const struct btr_stream *s);
+
+/* One cause of lost data (btr_stream_losses). */
+enum btr_stream_loss_kind {
+	BTR_LOSS_CHUNK = 1,    /* a damaged chunk at @offset was skipped */
+	BTR_LOSS_END,          /* the container ends early: the input stops
+				* at @offset (@reason: -BTR_ERR_TRUNCATED, ...) */
+	BTR_LOSS_CUT,          /* process @pid ran on after its trace data
+				* stops (a BTR_PROC_LOST record, or a process
+				* without an exit record in a cut container) */
+	BTR_LOSS_MISSING,      /* process @pid ran but has no trace at all */
+};
+struct btr_stream_loss {
+	uint32_t kind;         /* enum btr_stream_loss_kind */
+	uint32_t pid, ppid;    /* CUT/MISSING: the process (ppid 0 if unknown) */
+	int32_t reason;        /* negative enum btr_error */
+	uint64_t offset;       /* CHUNK/END: file offset; else 0 */
+	char comm[32];         /* CUT/MISSING: the program's file name, "" if
+				* unknown (truncated to fit) */
+	char detail[64];       /* the recorder's words (BTR_PROC_LOST), "" */
+};
+
+/* Copies up to @max causes of lost data, in the order they were found
+ * (after btr_stream_run: a cut container's CUT entries come last), into
+ * @out (caller-owned, may be NULL when @max is 0) and returns how many
+ * there are in all.  Nonzero exactly when btr_stream_data_lost() is,
+ * except for a stream fed by btr_stream_record without any. */
+size_t btr_stream_losses(const struct btr_stream *s, struct btr_stream_loss *out, size_t max);
 
 /* The backend named by the trace's MACHINE record ("qemu", "perf", ...)
  * or "" before one was seen.  Owned by the stream. */

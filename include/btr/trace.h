@@ -77,12 +77,24 @@ struct btr_rec_module {
 	const char *path;       /* NUL-terminated; reader: owned by the reader */
 };
 
+/* How a thread ended (THREAD_EXIT, format 1.4; 0 in older files). */
+enum btr_thread_end {
+	BTR_THREAD_END_UNKNOWN = 0, /* not said (a writer before 1.4, or not known) */
+	BTR_THREAD_END_EXITED = 1,  /* it (or its process) exited with @exit_code */
+	BTR_THREAD_END_KILLED = 2,  /* signal @signo killed its process (0: the
+				     * process exit record says which) */
+	BTR_THREAD_END_RUNNING = 3, /* still running when the recording stopped
+				     * (an attached process that was detached) */
+};
+
 struct btr_rec_thread {
 	uint32_t pid, tid;
 	uint32_t parent_tid;    /* THREAD_START: creator, 0 if unknown */
-	int32_t exit_code;      /* THREAD_EXIT */
+	int32_t exit_code;      /* THREAD_EXIT with @end EXITED */
 	uint64_t tsc;
 	const char *name;       /* THREAD_NAME; reader-owned; never NULL ("" if none) */
+	uint32_t end;           /* THREAD_EXIT: enum btr_thread_end */
+	int32_t signo;          /* THREAD_EXIT with @end KILLED */
 };
 
 /* Raw hardware/software trace bytes for one thread (or CPU).  Chunks of
@@ -151,6 +163,12 @@ enum btr_proc_event {
 				* ("32-bit program", "set-uid program",
 				* "--max-processes 1000 reached"); @path/@args
 				* name what it ran if known */
+	BTR_PROC_LOST = 4,     /* process @pid ran on but its trace misses data
+				* from here to its end (or has none at all when
+				* no START record comes before): @reason
+				* (negative enum btr_error, e.g. -BTR_ERR_NOSPACE)
+				* and @detail say why ("$TMPDIR full while
+				* recording").  Since format 1.4 */
 };
 
 /* A process event.  Strings are reader-owned (never NULL, "" if none). */
@@ -205,7 +223,8 @@ struct btr_trace_reader;
 /* Format constants (docs/format.md).  A reader accepts every file whose
  * major version equals BTR_TRACE_VERSION_MAJOR, whatever its minor. */
 #define BTR_TRACE_VERSION_MAJOR 1
-#define BTR_TRACE_VERSION_MINOR 3   /* 1: BTR_REC_PROCESS; 2: BTR_REC_BTS_INSNS; 3: BTR_REC_SWITCH */
+#define BTR_TRACE_VERSION_MINOR 4   /* 1: BTR_REC_PROCESS; 2: BTR_REC_BTS_INSNS; 3: BTR_REC_SWITCH;
+                                     * 4: BTR_PROC_LOST, thread_exit end + signo */
 #define BTR_TRACE_CHUNK_DEFAULT (1u << 20) /* writer: default chunk_size */
 #define BTR_TRACE_CHUNK_MIN 512u           /* writer: smaller chunk_size is raised to this */
 #define BTR_TRACE_CHUNK_MAX (64u << 20)    /* largest chunk payload either side accepts */

@@ -253,8 +253,13 @@ int btr_analysis_run(const char *path, const struct btr_stream_opts *sopts,
 		btr_analysis_mux_end(m, rc);
 	}
 	if (info) {
+		struct btr_stream_loss *losses = info->losses;
+		size_t max_losses = info->max_losses;
 		memset(info, 0, sizeof(*info));
 		info->sz = sizeof(*info);
+		info->losses = losses;
+		info->max_losses = max_losses;
+		info->n_losses = btr_stream_losses(s, losses, losses ? max_losses : 0);
 		info->lost = btr_stream_data_lost(s);
 		info->status = status;
 		snprintf(info->backend, sizeof(info->backend), "%s", btr_stream_backend(s));

@@ -389,9 +389,10 @@ static int plugin_write_error(const char *dir)
 		return 0;
 	ssize_t n = pread(fd, v, sizeof(v), 0);
 	close(fd);
-	int64_t e = (int64_t)v[1];
+	int64_t e = (int64_t)v[QC_WERR];
 	return n == (ssize_t)sizeof(v) && e < 0 && e > -BTR_ERR__COUNT ? (int)e : 0;
 }
+
 
 static int is_sync_signal(int sig)
 {
@@ -486,6 +487,10 @@ static int salvage_state(const char *path, struct btr_trace_writer *w, struct bt
 		r.type = BTR_REC_THREAD_EXIT;
 		r.u.thread.pid = qh->pid;
 		r.u.thread.tid = t->tid;
+		/* QEMU died without the exit callback: a signal, or an exec
+		 * (the exec'ing thread starts again in the new program) */
+		r.u.thread.end = signo ? BTR_THREAD_END_KILLED : BTR_THREAD_END_UNKNOWN;
+		r.u.thread.signo = signo;
 		if (!rc)
 			rc = btr_trace_write(w, &r);
 	}
@@ -522,6 +527,52 @@ struct pfile {
 static int pfile_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct pfile *)a)->stem, ((const struct pfile *)b)->stem);
+}
+
+static int write_lost(struct btr_trace_writer *w, uint32_t pid, uint32_t ppid, int werr)
+{
+	struct btr_record rec = { .type = BTR_REC_PROCESS };
+	rec.u.process.pid = pid;
+	rec.u.process.ppid = ppid;
+	rec.u.process.event = BTR_PROC_LOST;
+	rec.u.process.reason = werr < 0 ? werr : -BTR_ERR_IO;
+	rec.u.process.path = "";
+	rec.u.process.args = "";
+	rec.u.process.detail = "writing to $TMPDIR failed while recording";
+	return btr_trace_write(w, &rec);
+}
+
+/* Processes the plugins listed in DIR/count (qemu_state.h) without any
+ * trace file: their plugin could not write one ($TMPDIR full). */
+static int write_missing(struct btr_trace_writer *w, const char *dir, const struct pfile *files, size_t n_files,
+			 int werr)
+{
+	char path[PATH_MAX];
+	uint64_t v[QC_PIDS + QC_MAX_PIDS];
+	if ((size_t)snprintf(path, sizeof(path), "%s/count", dir) >= sizeof(path))
+		return 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t got = pread(fd, v, sizeof(v), 0);
+	close(fd);
+	if (got < (ssize_t)(QC_PIDS * sizeof(v[0])))
+		return 0;
+	uint64_t n = v[QC_NPIDS] < QC_MAX_PIDS ? v[QC_NPIDS] : QC_MAX_PIDS;
+	if ((size_t)got < (QC_PIDS + n) * sizeof(v[0]))
+		n = (uint64_t)got / sizeof(v[0]) - QC_PIDS;
+	for (uint64_t i = 0; i < n; i++) {
+		uint32_t pid = (uint32_t)v[QC_PIDS + i], ppid = (uint32_t)(v[QC_PIDS + i] >> 32);
+		size_t j = 0;
+		while (j < n_files && files[j].pid != pid)
+			j++;
+		if (!pid || (j < n_files && ppid != QC_LOST_AFTER_EXEC))
+			continue;
+		int rc = write_lost(w, pid, ppid == QC_LOST_AFTER_EXEC ? 0 : ppid, werr);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
 }
 
 static int list_plugin_files(const char *dir, struct pfile **out, size_t *n_out)
@@ -939,13 +990,22 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		}
 		if (last)
 			pr->px = px;
+		/* Its plugin's writes failed: the process ran on untraced. */
+		size_t nl = strlen(f->name);
+		if (nl > 8 && !strcmp(f->name + nl - 8, ".partial") &&
+		    (rc = write_lost(w, f->pid, 0, plugin_write_error(dir))) < 0) {
+			rc = btr_capture_output_failed(w, opts->output, rc);
+			w = NULL;
+			goto fail;
+		}
 		if (progress) {
 			struct btr_capture_progress pp = { .writing = 1, .processes = i + 1, .processes_total = n_files,
 							   .bytes = res->pt_bytes };
 			progress(progress_ctx, &pp);
 		}
 	}
-	if ((rc = write_exits(w, &tab, (uint32_t)pid, res)) < 0 || (rc = btr_trace_flush(w)) < 0) {
+	if ((rc = write_missing(w, dir, files, n_files, plugin_write_error(dir))) < 0 ||
+	    (rc = write_exits(w, &tab, (uint32_t)pid, res)) < 0 || (rc = btr_trace_flush(w)) < 0) {
 		rc = btr_capture_output_failed(w, opts->output, rc);
 		w = NULL;
 		goto fail;

@@ -100,7 +100,6 @@
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = BTR_QEMU_PLUGIN_VERSION;
 
-
 static struct {
 	pthread_mutex_t lock;          /* writer, gt file, module list */
 	struct btr_trace_writer *w;
@@ -158,11 +157,7 @@ static void write_rec(const struct btr_record *r)
 		 * stays as pSTEM.btr.partial, and btr record learns why from
 		 * the shared page. */
 		char kept[PATH_MAX];
-		int err = btr_trace_writer_error(g.w);
-		uint64_t zero = 0;
-		if (g.count && err < 0)
-			__atomic_compare_exchange_n(&g.count[1], &zero, (uint64_t)(int64_t)err, 0, __ATOMIC_SEQ_CST,
-						    __ATOMIC_SEQ_CST);
+		note_write_error(btr_trace_writer_error(g.w));
 		btr_trace_writer_abort_keep(g.w, kept, sizeof(kept));
 		g.w = NULL;
 	}
@@ -370,7 +365,8 @@ static void announce(struct thr *t)
 	emit_psb(t, 0, 0);
 }
 
-static void thread_end(struct thr *t, int32_t code)
+/* @end: enum btr_thread_end; @code: the status when EXITED. */
+static void thread_end(struct thr *t, uint32_t end, int32_t code)
 {
 	if (t->done)
 		return;
@@ -379,7 +375,8 @@ static void thread_end(struct thr *t, int32_t code)
 	struct btr_record r = { .type = BTR_REC_THREAD_EXIT };
 	r.u.thread.pid = g.pid;
 	r.u.thread.tid = t->tid;
-	r.u.thread.exit_code = code;
+	r.u.thread.exit_code = end == BTR_THREAD_END_EXITED ? code : 0;
+	r.u.thread.end = end;
 	write_rec(&r);
 	t->done = 1;
 }
@@ -1082,7 +1079,8 @@ static void fork_child(unsigned vcpu)
 	/* The parent's writer shares the parent's file: drop it unclosed. */
 	g.w = NULL;
 	g.announced_proc = 1;
-	uint64_t n = g.count ? __atomic_add_fetch(g.count, 1, __ATOMIC_SEQ_CST) : 0;
+	uint64_t n = g.count ? __atomic_add_fetch(&g.count[QC_STARTED], 1, __ATOMIC_SEQ_CST) : 0;
+	note_process();
 	if (!g.off && !g.follow_fork)
 		snprintf(off_detail, sizeof(off_detail), "--no-follow-fork");
 	else if (!g.off && g.max_procs && n > g.max_procs)
@@ -1280,7 +1278,7 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t
 		}
 		break;
 	case SYS_exit:
-		thread_end(t, (int32_t)a1);
+		thread_end(t, BTR_THREAD_END_EXITED, (int32_t)a1);
 		break;
 	case SYS_exit_group:
 		g.exit_called = 1;
@@ -1347,7 +1345,7 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned vcpu)
 	g.parent[vcpu] = vcpu ? gettid_() : 0;
 	struct thr *old = g.thr[vcpu];
 	if (old) {     /* index reused before the exit callback ran */
-		thread_end(old, 0);
+		thread_end(old, BTR_THREAD_END_UNKNOWN, 0);
 		g.thr[vcpu] = NULL;
 		if (!qs_owns(g.qs, old->gt))
 			free(old->gt);
@@ -1362,7 +1360,7 @@ static void vcpu_exit(qemu_plugin_id_t id, unsigned vcpu)
 	struct thr *t = vcpu < MAX_VCPUS && !g.off ? g.thr[vcpu] : NULL;
 	if (!t)
 		return;
-	thread_end(t, 0);
+	thread_end(t, BTR_THREAD_END_UNKNOWN, 0);
 	g.thr[vcpu] = NULL;
 	if (!qs_owns(g.qs, t->gt))
 		free(t->gt);
@@ -1395,7 +1393,8 @@ static void at_exit(qemu_plugin_id_t id, void *ud)
 			ex.u.exit.ip = e.ip;
 			ex.u.exit.addr = e.boundary;
 		}
-		thread_end(t, ex.u.exit.code);
+		/* exit_group: its status; else a signal (btr record knows which) */
+		thread_end(t, g.exit_called ? BTR_THREAD_END_EXITED : BTR_THREAD_END_KILLED, ex.u.exit.code);
 	}
 	write_rec(&ex);
 	pthread_mutex_lock(&g.lock);
@@ -1470,20 +1469,21 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		qemu_plugin_outs("btr: cannot initialize Zydis\n");
 		return -1;
 	}
-	char cpath[PATH_MAX];
-	snprintf(cpath, sizeof(cpath), "%s/count", g.dir);
-	int cfd = open(cpath, O_RDWR | O_CLOEXEC);
-	if (cfd >= 0) {
-		void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
-		close(cfd);
-		if (m != MAP_FAILED)
-			g.count = m;
+	qc_map();
+	if (g.count && !g.execd) {
+		__atomic_add_fetch(&g.count[QC_STARTED], 1, __ATOMIC_SEQ_CST);
+		note_process();
 	}
-	if (g.count && !g.execd)
-		__atomic_add_fetch(g.count, 1, __ATOMIC_SEQ_CST);
 	if (proc_open(NULL) < 0) {
-		qemu_plugin_outs("btr: cannot create the plugin trace or state file\n");
-		return -1;
+		if (!g.count || !g.execd) {
+			qemu_plugin_outs("btr: cannot create the plugin trace or state file\n");
+			return -1;
+		}
+		/* After an exec ($TMPDIR full): the program runs untraced
+		 * rather than not at all; btr record says its trace is lost. */
+		note_write_error(errno == ENOSPC || errno == EDQUOT ? -BTR_ERR_NOSPACE : -BTR_ERR_IO);
+		note_pid(g.pid, QC_LOST_AFTER_EXEC);
+		g.off = 1;
 	}
 	if (gt) {
 		/* Appended to by every process (gt_flush); `btr record`

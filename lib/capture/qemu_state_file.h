@@ -1,6 +1,7 @@
 /* qemu_state_file.h - the plugin's shared state file: created sparse,
  * its pages reserved before use, handed out by a bump allocator, and
- * adopted as a private copy by a forked child.
+ * adopted as a private copy by a forked child; and the page DIR/count
+ * every process shares (qemu_state.h).
  * Split from qemu_plugin.c (included inside its BTR_QEMU_PLUGIN_BUILD
  * part only, once, after the plugin state `g`); private to lib/capture/. */
 
@@ -60,7 +61,10 @@ static int qs_create(const char *path)
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
-	if (ftruncate(fd, (off_t)QS_SIZE) < 0 || posix_fallocate(fd, 0, (off_t)QS_CHUNK) != 0) {
+	int e = 0;
+	if (ftruncate(fd, (off_t)QS_SIZE) < 0 || (e = posix_fallocate(fd, 0, (off_t)QS_CHUNK)) != 0) {
+		if (e)
+			errno = e;   /* for the caller's error */
 		close(fd);
 		unlink(path);
 		return -1;
@@ -112,3 +116,43 @@ static int qs_adopt_copy(int fd)
 	qs_full = 0;
 	return 1;
 }
+
+/* Maps DIR/count into g.count (left NULL if that fails). */
+static void qc_map(void)
+{
+	char cpath[PATH_MAX];
+	snprintf(cpath, sizeof(cpath), "%s/count", g.dir);
+	int cfd = open(cpath, O_RDWR | O_CLOEXEC);
+	if (cfd >= 0) {
+		void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
+		close(cfd);
+		if (m != MAP_FAILED)
+			g.count = m;
+	}
+}
+
+/* The first write error of any process, for btr record (DIR/count). */
+static void note_write_error(int err)
+{
+	uint64_t zero = 0;
+	if (g.count && err < 0)
+		__atomic_compare_exchange_n(&g.count[QC_WERR], &zero, (uint64_t)(int64_t)err, 0, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
+}
+
+/* Lists this process in DIR/count (qemu_state.h), where `btr record`
+ * finds it even if its trace cannot be written. */
+static void note_pid(uint32_t pid, uint32_t ppid)
+{
+	if (!g.count)
+		return;
+	uint64_t i = __atomic_fetch_add(&g.count[QC_NPIDS], 1, __ATOMIC_SEQ_CST);
+	if (i < QC_MAX_PIDS)
+		__atomic_store_n(&g.count[QC_PIDS + i], (uint64_t)pid | (uint64_t)ppid << 32, __ATOMIC_SEQ_CST);
+}
+
+static void note_process(void)
+{
+	note_pid(g.pid, g.ppid);
+}
+

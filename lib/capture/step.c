@@ -706,13 +706,21 @@ static void exe_path(pid_t pid, char *buf, size_t size)
 	buf[n > 0 ? n : 0] = 0;
 }
 
-static void thr_gone(struct rec *r, struct thr *t, int code)
+/* @st: the thread's wait status (exited or killed), or -1 when it ended
+ * otherwise (replaced by an exec). */
+static void thr_gone(struct rec *r, struct thr *t, int st)
 {
 	flush_thr(r, t);
 	struct btr_record rec = { .type = BTR_REC_THREAD_EXIT };
 	rec.u.thread.pid = (uint32_t)t->p->pid;
 	rec.u.thread.tid = (uint32_t)t->tid;
-	rec.u.thread.exit_code = code;
+	if (st != -1 && WIFEXITED(st)) {
+		rec.u.thread.end = BTR_THREAD_END_EXITED;
+		rec.u.thread.exit_code = WEXITSTATUS(st);
+	} else if (st != -1 && WIFSIGNALED(st)) {
+		rec.u.thread.end = BTR_THREAD_END_KILLED;
+		rec.u.thread.signo = WTERMSIG(st);
+	}
 	step_wr(r, &rec);
 	for (struct thr **pp = &r->thrs; *pp; pp = &(*pp)->next)
 		if (*pp == t) {
@@ -740,7 +748,7 @@ void step_exit_status(struct rec *r, struct thr *t, int st)
 	int leader = t->tid == p->pid;
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
 	struct thr saved = *t;
-	thr_gone(r, t, code);
+	thr_gone(r, t, st);
 	if (!leader)
 		return;
 	flush_proc(r, p);
@@ -824,7 +832,7 @@ static void on_event(struct rec *r, struct thr *t, int ev)
 			/* A non-leader thread exec'd: it now has the process id. */
 			struct thr *old = thr_find(r, (pid_t)msg);
 			if (old && old != t)
-				thr_gone(r, old, 0);
+				thr_gone(r, old, -1);
 			t->tid = (pid_t)msg;
 		}
 		char path[PATH_MAX];
@@ -1014,6 +1022,7 @@ static void detach_all(struct rec *r)
 			struct btr_record rec = { .type = BTR_REC_THREAD_EXIT };
 			rec.u.thread.pid = (uint32_t)p->pid;
 			rec.u.thread.tid = (uint32_t)tid;
+			rec.u.thread.end = BTR_THREAD_END_RUNNING;   /* detached: it runs on */
 			step_wr(r, &rec);
 			for (struct thr **pp = &r->thrs; *pp; pp = &(*pp)->next)
 				if (*pp == t) {

@@ -4,7 +4,9 @@
  *   fault_threads group N    N threads spin; main calls exit() while they run
  *                            (exit_group ends them all at the same moment)
  *   fault_threads spin N S   N threads and main spin for S seconds (a target
- *                            for signals sent to it or to the recorder) */
+ *                            for signals sent to it or to the recorder)
+ *   fault_threads crash N    N threads start and block; main writes through
+ *                            a NULL pointer (SIGSEGV ends them all) */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,15 @@ static void *at_once(void *arg)
 {
 	work(2000 + (long)arg * 100);
 	pthread_barrier_wait(&bar);
+	return NULL;
+}
+
+static void *blocker(void *arg)
+{
+	work(1000 + (long)arg);
+	pthread_barrier_wait(&bar);
+	for (;;)
+		pause();
 	return NULL;
 }
 
@@ -66,6 +77,16 @@ int main(int argc, char **argv)
 			pthread_create(&t[i], NULL, spinner, NULL);
 		work(50000);
 		exit(7);
+	}
+	if (!strcmp(argv[1], "crash")) {
+		pthread_barrier_init(&bar, NULL, (unsigned)n + 1);
+		for (long i = 0; i < n; i++)
+			pthread_create(&t[i], NULL, blocker, NULL);
+		pthread_barrier_wait(&bar);   /* every thread has run */
+		work(1000);
+		volatile int *p = (int *)(long)(sink & 0);   /* NULL */
+		*p = 1;
+		return 1;
 	}
 	if (!strcmp(argv[1], "spin") && argc > 3) {
 		seconds = atof(argv[3]);

@@ -109,6 +109,16 @@ void cli_progress_bytes(char *buf, size_t size, uint64_t n);
 /* Sets @so's progress callback (reading: bytes read of the file's size)
  * if the line is wanted. */
 void cli_progress_stream(struct btr_stream_opts *so, int live_stdout);
+/* Lost trace data (cli_stream.c): one "btr: warning: FILE: ..." line per
+ * cause in @l (@n of them copied, @total in all: the rest is summed up in
+ * one line), each saying what @what ("report", "flame") covers; a single
+ * cause goes through cli_warn (one line, or said in a failing command's
+ * error line).  Prints a generic line when @total is 0. */
+#define CLI_MAX_LOSSES 32
+void cli_losses_print(const char *file, const char *what, const struct btr_stream_loss *l, size_t n, size_t total);
+/* The same for stream @s (btr_stream_losses); prints nothing unless
+ * btr_stream_data_lost(@s).  Returns nonzero if data was lost. */
+int cli_stream_losses(const char *file, const char *what, const struct btr_stream *s);
 
 /* Views (cli_views.c): runs @list (@n analyses) over trace @file in one
  * pass.  Returns EXIT_OK; EXIT_RUNTIME after one line on stderr when the

@@ -59,7 +59,8 @@ int cli_out_close(struct cli_out *o, int ok)
 int cli_prof_run(const char *cmd, const char *file, struct cli_stream *cs, struct btr_analysis *const *list,
 		 size_t n, int *lost)
 {
-	struct btr_analysis_run_info info = { .sz = sizeof(info) };
+	struct btr_stream_loss losses[CLI_MAX_LOSSES];
+	struct btr_analysis_run_info info = { .sz = sizeof(info), .losses = losses, .max_losses = CLI_MAX_LOSSES };
 	int rc = btr_analysis_run(file, &cs->so, list, n, &info);
 	*lost = info.lost || rc < 0;
 	if (rc < 0 && !info.status) {
@@ -67,9 +68,10 @@ int cli_prof_run(const char *cmd, const char *file, struct cli_stream *cs, struc
 		cli_error("%s: %s", file, btr_errstr(rc));
 		return EXIT_RUNTIME;
 	}
-	if (rc < 0 || info.lost)
-		cli_warn("%s: %s (the %s output covers what was read)", file,
-			  btr_errstr(info.status ? info.status : -BTR_ERR_CHECKSUM), cmd);
+	if (info.lost)
+		cli_losses_print(file, cmd, losses, CLI_MAX_LOSSES, info.n_losses);
+	else if (rc < 0)
+		cli_warn("%s: %s (the %s output covers what was read)", file, btr_errstr(info.status), cmd);
 	return EXIT_OK;
 }
 

@@ -1,6 +1,7 @@
 /* cli_stream.c - the trace-reading options every command shares (cli.h). */
 #include "cli.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,4 +104,99 @@ int cli_stream_ready(struct cli_stream *cs, const char *cmd)
 	cs->so.n_elfs = cs->n_elfs;
 	cli_progress_stream(&cs->so, cs->live_stdout);
 	return EXIT_OK;
+}
+
+/* One cause as a sentence (without "btr: warning: "). */
+static void loss_line(char *out, size_t size, const char *file, const char *what, const struct btr_stream_loss *l)
+{
+	char who[96] = "";
+	if (l->kind == BTR_LOSS_CUT || l->kind == BTR_LOSS_MISSING) {
+		int n = snprintf(who, sizeof(who), "process %" PRIu32, l->pid);
+		if (l->comm[0])
+			snprintf(who + n, sizeof(who) - (size_t)n, " (%s)", l->comm);
+		else if (l->ppid)
+			snprintf(who + n, sizeof(who) - (size_t)n, " (child of %" PRIu32 ")", l->ppid);
+	}
+	char why[160];
+	if (l->detail[0])
+		snprintf(why, sizeof(why), "%s: %s", l->detail, btr_errstr(l->reason));
+	else
+		snprintf(why, sizeof(why), "%s", btr_errstr(l->reason));
+	switch (l->kind) {
+	case BTR_LOSS_CHUNK:
+		snprintf(out, size, "%s: damaged chunk at offset 0x%" PRIx64 " skipped (%s); the %s misses its data", file,
+			 l->offset, why, what);
+		break;
+	case BTR_LOSS_END:
+		snprintf(out, size, "%s: the trace is cut at offset 0x%" PRIx64 " (%s); the %s covers what was read", file,
+			 l->offset, why, what);
+		break;
+	case BTR_LOSS_CUT:
+		if (l->offset)   /* a cut container */
+			snprintf(out, size, "%s: %s: the trace ends before its exit, it ran on (the %s covers what was read)",
+				 file, who, what);
+		else
+			snprintf(out, size, "%s: %s: the trace stops while it ran on (%s); the %s misses the rest", file,
+				 who, why, what);
+		break;
+	case BTR_LOSS_MISSING:
+		snprintf(out, size, "%s: %s ran but is not in the trace (%s); the %s misses it", file, who, why, what);
+		break;
+	default:
+		snprintf(out, size, "%s: data was lost (%s)", file, why);
+		break;
+	}
+}
+
+/* Lines printed already: a command reading one file twice (diff A A)
+ * says each cause once. */
+static unsigned long said[64];
+static unsigned n_said;
+
+static int said_before(const char *line)
+{
+	unsigned long h = 5381;
+	for (const char *c = line; *c; c++)
+		h = h * 33 + (unsigned char)*c;
+	for (unsigned i = 0; i < n_said; i++)
+		if (said[i] == h)
+			return 1;
+	if (n_said < sizeof(said) / sizeof(said[0]))
+		said[n_said++] = h;
+	return 0;
+}
+
+void cli_losses_print(const char *file, const char *what, const struct btr_stream_loss *l, size_t n, size_t total)
+{
+	char line[512];
+	if (total <= 1) {
+		/* One cause: one line, kept until the end (cli_warn), so that
+		 * an error of the command says it in the same line. */
+		if (total && n)
+			loss_line(line, sizeof(line), file, what, &l[0]);
+		else
+			snprintf(line, sizeof(line), "%s: trace data was lost; the %s covers what was read", file, what);
+		cli_warn("%s", line);
+		return;
+	}
+	for (size_t i = 0; i < n && i < total; i++) {   /* several: one line each */
+		loss_line(line, sizeof(line), file, what, &l[i]);
+		if (!said_before(line))
+			cli_error("warning: %s", line);
+	}
+	if (total > n) {
+		snprintf(line, sizeof(line), "%s: %zu more causes of lost data (btr report --format json lists them all)",
+			 file, total - n);
+		if (!said_before(line))
+			cli_error("warning: %s", line);
+	}
+}
+int cli_stream_losses(const char *file, const char *what, const struct btr_stream *s)
+{
+	if (!btr_stream_data_lost(s))
+		return 0;
+	struct btr_stream_loss l[CLI_MAX_LOSSES];
+	size_t total = btr_stream_losses(s, l, CLI_MAX_LOSSES);
+	cli_losses_print(file, what, l, CLI_MAX_LOSSES, total);
+	return 1;
 }

@@ -135,7 +135,8 @@ int cmd_check(int argc, char **argv)
 			cli_error("check: %s", btr_errstr(e));
 		return EXIT_RUNTIME;
 	}
-	struct btr_analysis_run_info info = { .sz = sizeof(info) };
+	struct btr_stream_loss losses[CLI_MAX_LOSSES];
+	struct btr_analysis_run_info info = { .sz = sizeof(info), .losses = losses, .max_losses = CLI_MAX_LOSSES };
 	e = btr_analysis_run(file, &cs.so, &a, 1, &info);
 	if (e < 0 && info.status == 0) {
 		/* nothing was fed: the trace could not be opened */
@@ -155,9 +156,12 @@ int cmd_check(int argc, char **argv)
 	for (size_t i = 0; i < n; i++)
 		found |= (int)f[i].severity >= fail_on;
 	btr_analysis_free(a);
-	if (e < 0 || info.lost) {
-		cli_error("%s: %s (findings cover what was read)", file,
-			  btr_errstr(e < 0 ? e : info.status ? info.status : -BTR_ERR_CHECKSUM));
+	if (info.lost) {
+		cli_losses_print(file, "check", losses, CLI_MAX_LOSSES, info.n_losses);
+		return EXIT_RUNTIME;
+	}
+	if (e < 0) {
+		cli_error("%s: %s (findings cover what was read)", file, btr_errstr(e));
 		return EXIT_RUNTIME;
 	}
 	return found ? EXIT_FOUND : EXIT_OK;

@@ -313,6 +313,8 @@ int cmd_crash(int argc, char **argv)
 		if (fflush(stdout) != 0) {
 			cli_error("writing the output: output error");
 			ret = EXIT_RUNTIME;
+		} else if (cli_stream_losses(file, "crash report", st.s)) {
+			ret = EXIT_RUNTIME;
 		}
 	}
 	btr_stream_free(st.s);

@@ -360,9 +360,11 @@ static int decode_btr(const char *path, const struct btr_stream_elf *elfs, unsig
 	btr_stream_get_stats(s, &ss);
 	st->bytes = ss.pt_bytes;
 	st->blocks_decoded = ss.pt_blocks;
-	int lost = btr_stream_data_lost(s);
+	int lost = cli_stream_losses(path, "decoding", s);
 	btr_stream_free(s);
-	if (e < 0 || lost) {
+	if (lost)
+		return EXIT_RUNTIME;
+	if (e < 0) {
 		cli_error("%s: %s (everything before the damage was decoded)", path,
 			  btr_errstr(e < 0 ? e : ss.read_error ? ss.read_error : -BTR_ERR_CHECKSUM));
 		return EXIT_RUNTIME;

@@ -35,7 +35,8 @@ static void usage(FILE *f)
 		CLI_STREAM_HELP
 		"  -h, --help             this help\n\n"
 		"Exit status: 0 ok; 2 usage error; 3 the trace cannot be read, or data was\n"
-		"lost (truncated or corrupt trace: the report covers what was read).\n");
+		"lost (a truncated or corrupt trace, or a process whose trace the recorder\n"
+		"could not write: the report covers what was read, one line per cause).\n");
 }
 
 
@@ -56,8 +57,51 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
+static const char *const thread_end[] = { "unknown", "exited", "killed", "running" };
+
+/* How thread @t ended, for the text report ("" to say nothing). */
+static const char *thread_end_text(const struct btr_report_thread *t, int lost, char *buf, size_t size)
+{
+	switch (t->exited ? t->end : BTR_THREAD_END_UNKNOWN) {
+	case BTR_THREAD_END_EXITED:
+		snprintf(buf, size, ", exit %" PRId32, t->exit_code);
+		return buf;
+	case BTR_THREAD_END_KILLED:
+		if (t->signo)
+			snprintf(buf, size, ", killed by %s", sig_name(t->signo));
+		else
+			snprintf(buf, size, ", killed by a signal");
+		return buf;
+	case BTR_THREAD_END_RUNNING:
+		return ", still running when the recording stopped";
+	default:
+		return t->exited ? ", ended (how is not recorded)" : lost ? ", end unknown (the trace is cut)" : "";
+	}
+}
+
+static const char *const loss_kind[] = { "?", "chunk", "end", "cut", "missing" };
+
+/* The causes of lost data: JSON array elements. */
+static void print_losses_json(FILE *f, const struct btr_stream_loss *l, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "%s\n    {\"kind\": \"%s\"", i ? "," : "", loss_kind[l[i].kind < 5 ? l[i].kind : 0]);
+		if (l[i].kind == BTR_LOSS_CUT || l[i].kind == BTR_LOSS_MISSING) {
+			fprintf(f, ", \"pid\": %" PRIu32 ", \"ppid\": %" PRIu32 ", \"comm\": ", l[i].pid, l[i].ppid);
+			btr_json_str(f, l[i].comm);
+		}
+		if (l[i].offset)
+			fprintf(f, ", \"offset\": \"0x%" PRIx64 "\"", l[i].offset);
+		fprintf(f, ", \"reason\": ");
+		btr_json_str(f, btr_errstr(l[i].reason));
+		fprintf(f, ", \"detail\": ");
+		btr_json_str(f, l[i].detail);
+		fputc('}', f);
+	}
+}
+
 static void print_json(FILE *f, const char *file, const struct btr_report_result *res, int lost,
-		       const struct btr_stream_stats *st)
+		       const struct btr_stream_stats *st, const struct btr_stream_loss *losses, size_t n_losses)
 {
 	fprintf(f, "{\n  \"file\": ");
 	btr_json_str(f, file);
@@ -85,8 +129,15 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 		fprintf(f, "%s\n    {\"tid\": %" PRIu32 ", \"name\": ", i ? "," : "", t->tid);
 		btr_json_str(f, t->name);
 		fprintf(f, ", \"instructions\": %" PRIu64 ", \"branches\": %" PRIu64, t->insns, t->branches);
-		if (t->exited)
+		uint32_t end = t->exited && t->end <= BTR_THREAD_END_RUNNING ? t->end : BTR_THREAD_END_UNKNOWN;
+		fprintf(f, ", \"end\": \"%s\"", thread_end[end]);
+		/* (an older writer's exit record: exit_code as it says) */
+		if (end == BTR_THREAD_END_EXITED || (t->exited && end == BTR_THREAD_END_UNKNOWN))
 			fprintf(f, ", \"exit_code\": %" PRId32, t->exit_code);
+		if (end == BTR_THREAD_END_KILLED && t->signo) {
+			fprintf(f, ", \"signal\": %" PRId32 ", \"signal_name\": ", t->signo);
+			btr_json_str(f, sig_name(t->signo));
+		}
 		fputc('}', f);
 	}
 	size_t loaded = 0;
@@ -96,7 +147,7 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 		res->n_threads ? "\n  " : "", res->n_modules, loaded);
 	for (size_t i = 0; i < res->n_modules; i++) {
 		const struct btr_report_module *m = &res->modules[i];
-		fprintf(f, "%s\n    {\"path\": ", i ? "," : "");
+		fprintf(f, "%s\n    {\"pid\": %" PRIu32 ", \"path\": ", i ? "," : "", m->pid);
 		btr_json_str(f, m->path);
 		fprintf(f, ", \"start\": \"0x%" PRIx64 "\", \"size\": %" PRIu64 ", \"pgoff\": \"0x%" PRIx64
 			   "\", \"loaded\": ",
@@ -113,9 +164,10 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 		btr_json_str(f, btr_errstr(g->reason));
 		fputc('}', f);
 	}
-	fprintf(f, "%s],\n  \"data_lost\": %s,\n  \"rank_by\": \"%s\",\n  \"functions\": %zu,\n  \"top_functions\": [",
-		res->n_gap_list ? "\n  " : "", lost ? "true" : "false",
-		res->rank_by_insns ? "instructions" : "branches", res->n_functions);
+	fprintf(f, "%s],\n  \"data_lost\": %s,\n  \"lost\": [", res->n_gap_list ? "\n  " : "", lost ? "true" : "false");
+	print_losses_json(f, losses, n_losses);
+	fprintf(f, "%s],\n  \"rank_by\": \"%s\",\n  \"functions\": %zu,\n  \"top_functions\": [",
+		n_losses ? "\n  " : "", res->rank_by_insns ? "instructions" : "branches", res->n_functions);
 	for (size_t i = 0; i < res->n_top_functions; i++) {
 		const struct btr_report_func *fn = &res->top_functions[i];
 		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
@@ -176,6 +228,10 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 			fprintf(f, ", \"untraced_reason\": ");
 			btr_json_str(f, p->untraced_reason);
 		}
+		if (p->lost) {
+			fprintf(f, ", \"trace_lost\": \"%s\", \"lost_reason\": ", p->lost == 2 ? "missing" : "cut");
+			btr_json_str(f, p->lost_reason);
+		}
 		fputc('}', f);
 	}
 	fprintf(f, "%s]", res->n_processes ? "\n  " : "");
@@ -212,6 +268,9 @@ static void print_proc_tree(FILE *f, const struct btr_report_result *res, size_t
 			fprintf(f, ", exit %" PRId32, p->code);
 		if (p->untraced)
 			fprintf(f, ", untraced (%s)", p->untraced_reason ? p->untraced_reason : "?");
+		if (p->lost)
+			fprintf(f, ", %s (%s)", p->lost == 2 ? "no trace" : "trace cut while it ran",
+				p->lost_reason ? p->lost_reason : "?");
 		fputc('\n', f);
 	}
 	for (size_t j = i + 1; j < res->n_processes; j++)
@@ -219,7 +278,9 @@ static void print_proc_tree(FILE *f, const struct btr_report_result *res, size_t
 			print_proc_tree(f, res, j, depth + 1, done, shown, has_insns);
 }
 
-static void print_processes(FILE *f, const struct btr_report_result *res)
+/* @done: n_processes zeroed bytes (the caller allocates them, so that
+ * running out of memory is an error and not a missing list). */
+static void print_processes(FILE *f, const struct btr_report_result *res, unsigned char *done)
 {
 	if (!res->n_processes)
 		return;
@@ -227,20 +288,122 @@ static void print_processes(FILE *f, const struct btr_report_result *res)
 	if (res->untraced)
 		fprintf(f, " (%" PRIu64 " untraced)", res->untraced);
 	fputc('\n', f);
-	unsigned char *done = calloc(res->n_processes, 1);
-	if (!done)
-		return;
 	size_t shown = 0;
 	for (size_t i = 0; i < res->n_processes; i++)
 		if (!done[i])
 			print_proc_tree(f, res, i, 0, done, &shown, res->has_insns);
 	if (res->n_processes > shown)
 		fprintf(f, "  ... %zu more (--format json lists all)\n", res->n_processes - shown);
-	free(done);
+}
+
+/* The program name of process @pid ("?" if unknown). */
+static const char *proc_comm(const struct btr_report_result *res, uint32_t pid)
+{
+	for (size_t i = 0; i < res->n_processes; i++) {
+		const struct btr_report_process *p = &res->processes[i];
+		if (p->pid != pid)
+			continue;
+		const char *path = p->path[0] ? p->path : p->command;
+		const char *b = strrchr(path, '/');
+		return b && b[1] ? b + 1 : path[0] ? path : "?";
+	}
+	return "?";
+}
+
+/* Modules: one line per file (recorded path and the file used), with the
+ * processes that mapped it when the trace has several; files with code
+ * first.  No allocation: a mapping belongs to the group of the first
+ * mapping with the same files (quadratic in the mappings of one file). */
+#define TEXT_MODULE_PIDS 4   /* processes named on a module line */
+static int same_file(const struct btr_report_module *a, const struct btr_report_module *b)
+{
+	return !strcmp(a->path, b->path) && !a->loaded == !b->loaded && (!a->loaded || !strcmp(a->loaded, b->loaded));
+}
+
+static int first_of_file(const struct btr_report_result *res, size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (same_file(&res->modules[j], &res->modules[i]))
+			return 0;
+	return 1;
+}
+
+static void print_module_group(FILE *f, const struct btr_report_result *res, size_t i)
+{
+	const struct btr_report_module *m = &res->modules[i];
+	size_t n_pids = 0, n_addrs = 1;
+	uint32_t pids[TEXT_MODULE_PIDS];
+	for (size_t j = i; j < res->n_modules; j++) {
+		const struct btr_report_module *o = &res->modules[j];
+		if (!same_file(o, m))
+			continue;
+		if (j > i && (o->start != m->start || o->size != m->size))
+			n_addrs++;
+		int seen = 0;
+		for (size_t k = i; k < j && !seen; k++)   /* its process counted already */
+			seen = res->modules[k].pid == o->pid && same_file(&res->modules[k], m);
+		if (seen)
+			continue;
+		if (n_pids < TEXT_MODULE_PIDS)
+			pids[n_pids] = o->pid;
+		n_pids++;
+	}
+	fprintf(f, "  0x%" PRIx64 "-0x%" PRIx64 " %s", m->start, m->start + m->size, m->path);
+	if (m->loaded && strcmp(m->loaded, m->path))
+		fprintf(f, " -> %s", m->loaded);
+	else if (!m->loaded)
+		fprintf(f, " (no code)");
+	if (n_addrs > 1)
+		fprintf(f, " (and %zu more mappings)", n_addrs - 1);
+	if (res->n_processes > 1) {
+		if (n_pids == 1)
+			fprintf(f, "  [pid %" PRIu32 " %s]", pids[0], proc_comm(res, pids[0]));
+		else
+			fprintf(f, "  [%zu processes:", n_pids);
+		for (size_t k = 0; n_pids > 1 && k < n_pids && k < TEXT_MODULE_PIDS; k++)
+			fprintf(f, "%s %" PRIu32 " %s", k ? "," : "", pids[k], proc_comm(res, pids[k]));
+		if (n_pids > 1)
+			fprintf(f, "%s]", n_pids > TEXT_MODULE_PIDS ? ", ..." : "");
+	}
+	fputc('\n', f);
+}
+
+static void print_modules(FILE *f, const struct btr_report_result *res)
+{
+	size_t loaded = 0, files = 0;
+	for (size_t i = 0; i < res->n_modules; i++) {
+		loaded += res->modules[i].loaded != NULL;
+		int first = 1;
+		for (size_t j = 0; j < i && first; j++)
+			first = strcmp(res->modules[j].path, res->modules[i].path) != 0;
+		files += first;
+	}
+	fprintf(f, "modules:      %zu (%zu with code loaded)", res->n_modules, loaded);
+	if (res->n_processes > 1)
+		fprintf(f, ", %zu files in %zu processes", files, res->n_processes);
+	fputc('\n', f);
+	/* Modules with code first: they are what the report can name. */
+	size_t shown = 0, left = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < res->n_modules; i++) {
+			const struct btr_report_module *m = &res->modules[i];
+			if ((pass == 0) != (m->loaded != NULL) || !first_of_file(res, i))
+				continue;
+			if (pass == 1 && shown >= TEXT_MODULES) {
+				left++;
+				continue;
+			}
+			print_module_group(f, res, i);
+			shown++;
+		}
+	}
+	if (left)
+		fprintf(f, "  ... %zu more files without code (--format json lists all)\n", left);
 }
 
 static void print_text(FILE *f, const char *file, const struct btr_report_result *res,
-		       const struct btr_stream_stats *st)
+		       const struct btr_stream_stats *st, const struct btr_stream_loss *losses, size_t n_losses,
+		       int lost, unsigned char *done)
 {
 	fprintf(f, "trace:        %s\n", file);
 	fprintf(f, "backend:      %s\n", res->backend[0] ? res->backend : "(unknown)");
@@ -285,37 +448,14 @@ static void print_text(FILE *f, const char *file, const struct btr_report_result
 		if (res->has_insns)
 			fprintf(f, " %" PRIu64 " instructions,", t->insns);
 		fprintf(f, " %" PRIu64 " branches", t->branches);
-		if (t->exited)
-			fprintf(f, ", exit %" PRId32, t->exit_code);
+		char buf[64];
+		fputs(thread_end_text(t, lost, buf, sizeof(buf)), f);
 		fputc('\n', f);
 	}
 	if (res->n_threads > shown_thr)
 		fprintf(f, "  ... %zu more without branches or not shown (--format json lists all)\n",
 			res->n_threads - shown_thr);
-	size_t loaded = 0;
-	for (size_t i = 0; i < res->n_modules; i++)
-		loaded += res->modules[i].loaded != NULL;
-	fprintf(f, "modules:      %zu (%zu with code loaded)\n", res->n_modules, loaded);
-	/* Modules with code first: they are what the report can name. */
-	size_t shown = 0;
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t i = 0; i < res->n_modules; i++) {
-			const struct btr_report_module *m = &res->modules[i];
-			if ((pass == 0) != (m->loaded != NULL))
-				continue;
-			if (pass == 1 && shown >= TEXT_MODULES)
-				break;
-			fprintf(f, "  0x%" PRIx64 "-0x%" PRIx64 " %s", m->start, m->start + m->size, m->path);
-			if (m->loaded && strcmp(m->loaded, m->path))
-				fprintf(f, " -> %s", m->loaded);
-			else if (!m->loaded)
-				fprintf(f, " (no code)");
-			fputc('\n', f);
-			shown++;
-		}
-	}
-	if (res->n_modules > shown)
-		fprintf(f, "  ... %zu more without code (--format json lists all)\n", res->n_modules - shown);
+	print_modules(f, res);
 	fprintf(f, "gaps:         %" PRIu64, res->gaps);
 	if (res->overflows)
 		fprintf(f, " (%" PRIu64 " overflows)", res->overflows);
@@ -327,6 +467,20 @@ static void print_text(FILE *f, const char *file, const struct btr_report_result
 	}
 	if (res->gaps > res->n_gap_list)
 		fprintf(f, "  ... %" PRIu64 " more\n", res->gaps - res->n_gap_list);
+	fprintf(f, "data lost:    %s\n", lost ? "yes (the report covers what was read)" : "no");
+	for (size_t i = 0; i < n_losses && i < CLI_MAX_LOSSES; i++) {
+		const struct btr_stream_loss *l = &losses[i];
+		if (l->kind == BTR_LOSS_CHUNK)
+			fprintf(f, "  damaged chunk at offset 0x%" PRIx64 " skipped\n", l->offset);
+		else if (l->kind == BTR_LOSS_END)
+			fprintf(f, "  the trace is cut at offset 0x%" PRIx64 ": %s\n", l->offset, btr_errstr(l->reason));
+		else
+			fprintf(f, "  pid %" PRIu32 " %s: %s\n", l->pid, l->comm[0] ? l->comm : "?",
+				l->kind == BTR_LOSS_MISSING ? "no trace at all"
+				: l->offset ? "the trace ends before its exit" : "its trace stops while it ran on");
+	}
+	if (n_losses > CLI_MAX_LOSSES)
+		fprintf(f, "  ... %zu more (--format json lists all)\n", n_losses - CLI_MAX_LOSSES);
 	if (res->exit.valid) {
 		const struct btr_report_exit *x = &res->exit;
 		if (x->signo) {
@@ -342,7 +496,7 @@ static void print_text(FILE *f, const char *file, const struct btr_report_result
 	} else {
 		fprintf(f, "exit:         (not recorded)\n");
 	}
-	print_processes(f, res);
+	print_processes(f, res, done);
 
 	const char *by = res->rank_by_insns ? "instructions" : "branches";
 	uint64_t total = res->rank_by_insns ? res->insns : res->branches;
@@ -460,23 +614,39 @@ int cmd_report(int argc, char **argv)
 	}
 	int run = btr_stream_run(s);
 	int lost = btr_stream_data_lost(s);
+	size_t n_losses = btr_stream_losses(s, NULL, 0);
+	struct btr_stream_loss *losses = calloc(n_losses ? n_losses : 1, sizeof(*losses));
+	if (losses)
+		btr_stream_losses(s, losses, n_losses);
+	else
+		n_losses = 0;
 	struct btr_stream_stats st;
 	btr_stream_get_stats(s, &st);
 	rc = btr_report_finish(rep, btr_stream_image(s), btr_stream_backend(s));
 	btr_stream_free(s);
 	if (rc < 0 || run > 0) {
 		btr_report_free(rep);
+		free(losses);
 		cli_error("%s: %s", file, btr_errstr(rc < 0 ? rc : -BTR_ERR_NOMEM));
 		return EXIT_RUNTIME;
 	}
 	r = rep;
 	const struct btr_report_result *res = btr_report_get(r);
+	unsigned char *done = json ? NULL : calloc(res->n_processes + 1, 1);
+	if (!json && !done) {
+		btr_report_free(r);
+		free(losses);
+		cli_error("%s: %s", file, btr_errstr(-BTR_ERR_NOMEM));
+		return EXIT_RUNTIME;
+	}
 	if (json)
-		print_json(stdout, file, res, lost, &st);
+		print_json(stdout, file, res, lost, &st, losses, n_losses);
 	else
-		print_text(stdout, file, res, &st);
+		print_text(stdout, file, res, &st, losses, n_losses, lost, done);
+	free(done);
 	if (fflush(stdout) != 0) {
 		btr_report_free(r);
+		free(losses);
 		cli_error("writing the report: output error");
 		return EXIT_RUNTIME;
 	}
@@ -486,13 +656,15 @@ int cmd_report(int argc, char **argv)
 			st.modules_missing);
 	if (run < 0 || lost) {
 		/* The report covers what could be read; data was lost, so the
-		 * run as a whole is a runtime error (exit 3, one line). */
-		if (run < 0)
-			cli_error("warning: %s: %s; the report covers only the data before it", file, btr_errstr(run));
+		 * run as a whole is a runtime error (exit 3, one line per cause). */
+		if (lost)
+			cli_losses_print(file, "report", losses, n_losses < CLI_MAX_LOSSES ? n_losses : CLI_MAX_LOSSES,
+					 n_losses);
 		else
-			cli_error("warning: %s: %" PRIu64 " damaged chunk(s) skipped; the report misses their data",
-				  file, st.lost_chunks);
+			cli_error("warning: %s: %s; the report covers only the data before it", file, btr_errstr(run));
+		free(losses);
 		return EXIT_RUNTIME;
 	}
+	free(losses);
 	return EXIT_OK;
 }

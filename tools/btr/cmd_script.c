@@ -643,19 +643,18 @@ int cmd_script(int argc, char **argv)
 		} else {
 			int run = btr_stream_run(sc.s);
 			int lost = btr_stream_data_lost(sc.s);
-			struct btr_stream_stats st;
-			btr_stream_get_stats(sc.s, &st);
+			struct btr_stream_loss losses[CLI_MAX_LOSSES];
+			size_t n_losses = btr_stream_losses(sc.s, losses, CLI_MAX_LOSSES);
 			btr_stream_free(sc.s);
 			out_flush(o);
 			rc = EXIT_OK;
 			if (o->err) {
 				rc = EXIT_RUNTIME;
+			} else if (lost) {
+				cli_losses_print(file, "script output", losses, CLI_MAX_LOSSES, n_losses);
+				rc = EXIT_RUNTIME;
 			} else if (run < 0) {
 				cli_error("%s: %s; the branches before it were printed", file, btr_errstr(run));
-				rc = EXIT_RUNTIME;
-			} else if (lost) {
-				cli_error("warning: %s: %" PRIu64 " damaged chunk(s) skipped; their branches are missing",
-					  file, st.lost_chunks);
 				rc = EXIT_RUNTIME;
 			}
 		}

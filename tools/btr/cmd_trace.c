@@ -175,9 +175,9 @@ static void dump_record(const struct btr_record *rec, int verbose, int hex)
 	}
 	case BTR_REC_PROCESS: {
 		const struct btr_rec_process *x = &rec->u.process;
-		static const char *const ev[] = { "?", "start", "exec", "untraced" };
+		static const char *const ev[] = { "?", "start", "exec", "untraced", "lost" };
 		printf(" pid=%" PRIu32 " ppid=%" PRIu32 " event=%s tsc=%" PRIu64 " path=", x->pid, x->ppid,
-		       ev[x->event < 4 ? x->event : 0], x->tsc);
+		       ev[x->event < 5 ? x->event : 0], x->tsc);
 		print_quoted(stdout, x->path);
 		printf(" argv=[");
 		for (uint32_t i = 0; i < x->args_len; i += (uint32_t)strnlen(x->args + i, x->args_len - i) + 1) {
@@ -186,7 +186,7 @@ static void dump_record(const struct btr_record *rec, int verbose, int hex)
 			print_quoted(stdout, x->args + i);
 		}
 		putchar(']');
-		if (x->event == BTR_PROC_UNTRACED) {
+		if (x->event == BTR_PROC_UNTRACED || x->event == BTR_PROC_LOST) {
 			printf(" reason=");
 			print_quoted(stdout, *x->detail ? x->detail : btr_errstr(x->reason));
 		}
@@ -469,8 +469,18 @@ static int walk(const char *file, int mode_info, int json, int verbose, int hex,
 
 	memset(&s, 0, sizeof(s));
 	struct sel sel = { .pid = sel_pid, .tid = sel_tid, .tid_pid = sel_tid };
+	/* The process records also go to a stream, which tells what the
+	 * recorder lost (BTR_PROC_LOST). */
+	struct btr_stream_opts so = { .sz = sizeof(so) };
+	struct btr_stream *ls = NULL;
+	rc = btr_stream_new(&so, &ls);
+	if (rc < 0) {
+		cli_error("%s: %s", file, btr_errstr(rc));
+		return EXIT_RUNTIME;
+	}
 	rc = btr_trace_reader_new(file, &r);
 	if (rc) {
+		btr_stream_free(ls);
 		cli_error("%s: %s", file, btr_errstr(rc));
 		return EXIT_RUNTIME;
 	}
@@ -479,6 +489,10 @@ static int walk(const char *file, int mode_info, int json, int verbose, int hex,
 		if (rc == 0) {
 			if ((sel.pid || sel.tid) && !selected(&sel, &rec))
 				continue;
+			if (rec.type == BTR_REC_PROCESS && btr_stream_record(ls, &rec) < 0) {
+				first_err = rc = -BTR_ERR_NOMEM;
+				break;
+			}
 			if (mode_info)
 				account(&s, &rec);
 			else
@@ -508,8 +522,10 @@ static int walk(const char *file, int mode_info, int json, int verbose, int hex,
 	btr_trace_reader_free(r);
 	free(s.threads.v);
 	free(sel.tids.v);
+	int lost = cli_stream_losses(file, mode_info ? "info" : "dump", ls);
+	btr_stream_free(ls);
 	if (!first_err)
-		return EXIT_OK;
+		return lost ? EXIT_RUNTIME : EXIT_OK;
 	if (rc == -BTR_ERR_EOS)
 		cli_error("%s: %" PRIu64 " damaged chunk(s) skipped (checksum mismatch), first at offset 0x%" PRIx64,
 			  file, ti.bad_chunks, err_off);
