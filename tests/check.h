@@ -1,6 +1,8 @@
 /* check.h - a tiny test harness.  Each test program ends with
  * `return check_done();`, which prints "N passed, N failed" and exits 1 on
- * failures.  check_skip() exits 77 (CTest's skip code) with a message. */
+ * failures.  check_skip() exits 77 (CTest's skip code) with a message -
+ * unless a check has already failed: a skip after a failure is a failure
+ * (exit 1), never shown as "Skipped". */
 #ifndef BTR_CHECK_H
 #define BTR_CHECK_H
 
@@ -48,6 +50,11 @@ static int check_pass_, check_fail_;
 
 static inline void check_skip(const char *why)
 {
+	if (check_fail_) {
+		printf("SKIP requested (%s) after %d failed checks: reported as a failure\n", why, check_fail_);
+		printf("%d passed, %d failed\n", check_pass_, check_fail_);
+		exit(1);
+	}
 	printf("SKIP: %s\n", why);
 	exit(77);
 }
