@@ -15,12 +15,12 @@
 # torture; a few minutes).
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$(realpath "$1"); build=$(realpath "$2"); shared=$(realpath -m "${3:-/nonexistent}")
 torture=$build/btr_torture
-[ -x "$torture" ] || { echo "SKIP: $torture not built"; exit 77; }
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 not installed (needed to record the input)"; exit 77; }
-fail=0; pass=0; runs=0
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
+[ -x "$torture" ] || skip "$torture not built"
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 not installed (needed to record the input)"
+runs=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
@@ -79,7 +79,7 @@ torture() {
     fi
     if [ ! -r count.txt ]; then bad "$what: no allocation report (did not exit normally)"; continue; fi
     if [ "$(awk '{print $6}' count.txt)" != 0 ]; then bad "$what: leaked: $(cat count.txt)"; continue; fi
-    pass=$((pass+1))
+    ok
   done
   echo "btr $cmd: $total allocations; $errs out-of-memory errors, $ok same results, $partial partial results with a warning"
 }
@@ -93,5 +93,4 @@ while read -r st line; do
   fi
 done <<<"$cmds"
 
-echo "cli_alloc_fail: $runs runs, $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_alloc_fail "$runs runs"

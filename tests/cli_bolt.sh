@@ -7,14 +7,11 @@
 # binary runs; LBR samples (autofdo) with mispredictions; bad input.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; shared=$3
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
-[ -r "$build/btr-qemu.so" ] || { echo "SKIP: btr-qemu.so not built"; exit 77; }
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
+[ -r "$build/btr-qemu.so" ] || skip "btr-qemu.so not built"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
@@ -45,14 +42,16 @@ if command -v llvm-bolt-16 >/dev/null; then
   echo "llvm-bolt-16 (fdata): ${n:-?} of ${m:-?} functions have a profile"
   check "bolt reports profiled functions" [ -n "${n:-}" ]
   # the program's 8 functions and the C runtime's that ran: most of the binary
-  check "most functions matched ($n of $m)" [ "${n:-0}" -ge 8 ] && [ $((2 * ${n:-0})) -gt "${m:-1}" ]
+  check "the program's 8 functions matched ($n of $m)" [ "${n:-0}" -ge 8 ]
+  check "most functions matched ($n of $m)" [ $((2 * ${n:-0})) -gt "${m:-1}" ]
   check "no stale profile" bash -c "! grep -qi 'stale' bolt.out"
   ./p.bolt 200; check "optimized binary runs" [ $? -eq 0 ]
   llvm-bolt-16 "$prog" -o p2.bolt -pa -data p.pa >pa.out 2>&1
   check "llvm-bolt-16 -pa accepts the pre-aggregated profile" [ $? -eq 0 ]
   read -r n2 m2 < <(sed -n 's/.*BOLT-INFO: \([0-9]*\) out of \([0-9]*\) functions in the binary.*non-empty execution profile.*/\1 \2/p' pa.out)
   echo "llvm-bolt-16 (-pa): ${n2:-?} of ${m2:-?} functions have a profile"
-  check "pa: most functions matched ($n2 of $m2)" [ "${n2:-0}" -ge 8 ] && [ $((2 * ${n2:-0})) -gt "${m2:-1}" ]
+  check "pa: the program's 8 functions matched ($n2 of $m2)" [ "${n2:-0}" -ge 8 ]
+  check "pa: most functions matched ($n2 of $m2)" [ $((2 * ${n2:-0})) -gt "${m2:-1}" ]
   ./p2.bolt 200; check "pa-optimized binary runs" [ $? -eq 0 ]
 else
   echo "note: llvm-bolt-16 absent (Debian bolt-16, scripts/deps.sh): BOLT itself not run"
@@ -76,5 +75,4 @@ check "unknown module one line" [ "$(wc -l <err)" -eq 1 ]
 check "unknown module leaves no output" [ ! -e x.fdata ]
 "$btr" bolt /nonexistent.btr -o x.fdata 2>err; check "missing trace exit 3" [ $? -eq 3 ]
 
-echo "cli_bolt: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_bolt

@@ -7,11 +7,8 @@
 # recording gives no high finding; options, exit codes and bad input.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; shared=$3
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -25,7 +22,8 @@ check "help names --fail-on and --allow" grep -q -- '--allow FILE' help.txt
 "$btr" check --format xml x.btr 2>/dev/null; check "bad --format: exit 2" [ $? -eq 2 ]
 "$btr" check nosuch.btr 2>err; rc=$?
 check "missing trace: exit 3" [ $rc -eq 3 ]
-check "missing trace: one line naming it" [ "$(wc -l <err)" -eq 1 ] && grep -q nosuch.btr err
+check "missing trace: one line" [ "$(wc -l <err)" -eq 1 ]
+check "missing trace: the line names it" grep -q nosuch.btr err
 echo "not a trace" >junk.btr
 "$btr" check junk.btr 2>err; check "junk trace: exit 3" [ $? -eq 3 ]
 
@@ -42,8 +40,8 @@ else
   echo "note: $lbr absent, LBR part skipped"
 fi
 
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent (fixtures not recorded)"; [ $fail -eq 0 ] && exit 77; exit 1; }
-[ -r "$build/btr-qemu.so" ] || { echo "SKIP: btr-qemu.so not built"; [ $fail -eq 0 ] && exit 77; exit 1; }
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent (fixtures not recorded)"
+[ -r "$build/btr-qemu.so" ] || skip "btr-qemu.so not built"
 
 rec() { local out=$1; shift; "$btr" record -q -b qemu -o "$out" -- "$@" >/dev/null 2>&1; }
 
@@ -133,5 +131,4 @@ if [ -x /usr/bin/python3 ]; then
   benign py
 fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_check

@@ -8,11 +8,8 @@
 # gives the same `btr script` output as the perf.data.  Errors: one line,
 # exit 3, no output.  Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; shared=$3
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -129,5 +126,4 @@ for f in "$shared/traces/autofdo/test.lbr" "$shared/traces/quipper/perf.data.bra
 	check "$b: script of the import equals script of the perf.data" cmp "$tmp/$b.a" "$tmp/$b.b"
 done
 
-echo "cli_import: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_import

@@ -2,11 +2,8 @@
 # cli_pt.sh - `btr pt dump` (and the `btr pt` dispatcher).
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; shared=$3
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -120,5 +117,4 @@ fi
 "$btr" pt decode --help >"$tmp/out" 2>&1; rc=$?
 check "pt decode --help exit 0 or 3 (not built)" [ $rc -eq 0 -o $rc -eq 3 ]
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_pt

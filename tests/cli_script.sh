@@ -5,11 +5,8 @@
 # byte-compared with Debian's `perf script` on the real LBR recordings,
 # and errors.  Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; shared=$3
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -129,5 +126,4 @@ else
 	fi
 fi
 
-echo "cli_script: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_script

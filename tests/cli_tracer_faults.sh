@@ -9,13 +9,12 @@
 # (Crashes by SIGSEGV/SIGABRT: test_qemu_record and cli_record.  Fork and
 # exec: the process tests.)  Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$(realpath "$1"); build=$(realpath "$2")
 prog=$build/prog_fault_threads
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 not installed"; exit 77; }
-[ -x "$prog" ] && [ -r "$build/btr-qemu.so" ] || { echo "SKIP: prog_fault_threads or btr-qemu.so not built"; exit 77; }
-if grep -q __asan_init "$prog"; then echo "SKIP: test program built with ASan"; exit 77; fi
-fail=0; pass=0
-check() { local what=$1; shift; if "$@"; then pass=$((pass+1)); else echo "FAIL: $what" >&2; fail=$((fail+1)); fi; }
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 not installed"
+[ -x "$prog" ] && [ -r "$build/btr-qemu.so" ] || skip "prog_fault_threads or btr-qemu.so not built"
+if grep -q __asan_init "$prog"; then skip "test program built with ASan"; fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
@@ -118,7 +117,8 @@ check "SIGKILL to btr: the recorded data is in \$TMPDIR/btr-record-*/pPID.btr.tm
 if [ -n "$part" ]; then
   "$btr" trace info "$part" >part.info 2>part.err; rc=$?
   check "partial trace: trace info exit 3 (got $rc)" [ $rc -eq 3 ]
-  check "partial trace: one stderr line saying it was cut: $(cat part.err)" [ "$(wc -l <part.err)" = 1 ] && grep -q truncated part.err
+  check "partial trace: one stderr line: $(cat part.err)" [ "$(wc -l <part.err)" = 1 ]
+  check "partial trace: it says the trace was cut: $(cat part.err)" grep -q truncated part.err
   check "partial trace: marked incomplete" grep -q '^complete: *no' part.info
   n=$(awk '/^records:/{print $2}' part.info)
   check "partial trace: records up to the last complete chunk ($n)" [ "${n:-0}" -gt 3 ]
@@ -128,5 +128,4 @@ if [ -n "$part" ]; then
   check "partial trace: report warns that the input was cut" grep -q 'truncated' part.rerr
 fi
 
-echo "cli_tracer_faults: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_tracer_faults

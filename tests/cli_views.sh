@@ -4,18 +4,15 @@
 # genhtml, Cobertura validated against coverage-04.dtd), annotate, cfg and
 # diff.  Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; shared=$3
 src=$(cd "$(dirname "$0")/.." && pwd)
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prog=$build/prog_flow_loops
 
 "$btr" record -q -b qemu -o "$tmp/a.btr" -- "$prog" 1 >/dev/null 2>"$tmp/err"; rc=$?
-if [ $rc -ne 0 ]; then echo "SKIP: btr record -b qemu failed: $(cat "$tmp/err")"; exit 77; fi
+if [ $rc -ne 0 ]; then skip "btr record -b qemu failed: $(cat "$tmp/err")"; fi
 "$btr" record -q -b qemu -o "$tmp/b.btr" -- "$prog" 2 >/dev/null 2>&1
 check "second recording" [ -s "$tmp/b.btr" ]
 classify=$(nm "$prog" | awk '$3=="classify"{print $1}')
@@ -110,5 +107,4 @@ check "cobertura: classify method with 180 hits" grep -q 'method name="classify"
 
 . "$src/tests/views_more.sh"
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_views
