@@ -15,7 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 case_() {
 	local name=$1 want=$2 grepfor=$3 body=$4 rc
 	printf '%s\n' ". '$lib'" "$body" >"$tmp/$name.sh"
-	env -u BTR_REQUIRE_ORACLES -u BTR_ALLOW_MISSING_ORACLES bash "$tmp/$name.sh" >"$tmp/$name.out" 2>"$tmp/$name.err"
+	(cd "$tmp" && env -u BTR_REQUIRE_ORACLES -u BTR_ALLOW_MISSING_ORACLES bash "$tmp/$name.sh") >"$tmp/$name.out" 2>"$tmp/$name.err"
 	rc=$?
 	check "$name: exit $want (got $rc; $(tr '\n' ' ' <"$tmp/$name.err" | head -c 200))" [ $rc -eq "$want" ]
 	[ -z "$grepfor" ] || check "$name: output has '$grepfor': $(tr '\n' ' ' <"$tmp/$name.out")" grep -q -- "$grepfor" "$tmp/$name.out"
