@@ -59,6 +59,32 @@ static inline void check_skip(const char *why)
 	exit(77);
 }
 
+/* An oracle - an independent tool or library that a test compares btr with
+ * (libipt, perf, objdump...) - is missing: under BTR_REQUIRE_ORACLES=1
+ * (`make test` and `make asan` set it, scripts/deps.sh installs them all) a
+ * failed check, unless BTR_ALLOW_MISSING_ORACLES=1; otherwise a note.  Said
+ * once per @what (pass the same string literal at every call of a site). */
+static inline void check_oracle_missing(const char *what)
+{
+	static const char *said[16];
+	for (unsigned i = 0; i < 16; i++) {
+		if (said[i] == what)
+			return;
+		if (!said[i]) {
+			said[i] = what;
+			break;
+		}
+	}
+	const char *req = getenv("BTR_REQUIRE_ORACLES"), *allow = getenv("BTR_ALLOW_MISSING_ORACLES");
+	if (req && !strcmp(req, "1") && !(allow && !strcmp(allow, "1"))) {
+		check_fail_++;
+		fprintf(stderr, "FAIL: oracle missing: %s (scripts/deps.sh installs it; "
+			"BTR_ALLOW_MISSING_ORACLES=1 allows this)\n", what);
+	} else {
+		printf("note: oracle missing, not checked: %s\n", what);
+	}
+}
+
 static inline int check_done(void)
 {
 	printf("%d passed, %d failed\n", check_pass_, check_fail_);

@@ -34,7 +34,7 @@ check "is_prime returns 2000 times ($rets)" [ "$rets" = 2000 ]
 check "fdata lines well formed" awk 'NF!=8 || ($1!=0 && $1!=1) || ($4!=0 && $4!=1) || $8 !~ /^[0-9]+$/ {exit 1}' p.fdata
 check "pa lines well formed" awk '($1=="B" && NF==5) || ($1=="F" && NF==4) {next} {exit 1}' p.pa
 
-if command -v llvm-bolt-16 >/dev/null; then
+if oracle llvm-bolt-16 "BOLT itself on btr's profiles (Debian bolt-16)"; then
   llvm-bolt-16 "$prog" -o p.bolt -data p.fdata -reorder-blocks=ext-tsp -reorder-functions=hfsort >bolt.out 2>&1
   check "llvm-bolt-16 accepts the fdata" [ $? -eq 0 ]
   # "BOLT-INFO: N out of M functions in the binary (P%) have non-empty execution profile"
@@ -53,8 +53,6 @@ if command -v llvm-bolt-16 >/dev/null; then
   check "pa: the program's 8 functions matched ($n2 of $m2)" [ "${n2:-0}" -ge 8 ]
   check "pa: most functions matched ($n2 of $m2)" [ $((2 * ${n2:-0})) -gt "${m2:-1}" ]
   ./p2.bolt 200; check "pa-optimized binary runs" [ $? -eq 0 ]
-else
-  echo "note: llvm-bolt-16 absent (Debian bolt-16, scripts/deps.sh): BOLT itself not run"
 fi
 
 lbr=$shared/traces/autofdo/test.lbr

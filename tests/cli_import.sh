@@ -101,12 +101,10 @@ PY
 	# context switches as perf sees them (multiset of thread, cpu, direction)
 	"$btr" trace dump "$tmp/pt.btr" | awk '/^switch/ { split($4, t, "="); split($5, c, "="); printf "%d %d %s\n", t[2], c[2], toupper($2) }' | sort >"$tmp/sw.btr"
 	check "152 switch lines" [ "$(wc -l <"$tmp/sw.btr")" -eq 152 ]
-	if command -v perf >/dev/null 2>&1; then
+	if oracle perf "switch events compared with perf script (Debian linux-perf)"; then
 		perf script -i "$pt" --show-switch-events -F tid,cpu 2>/dev/null | \
 			awk '/PERF_RECORD_SWITCH/ { c = $2; gsub(/[\[\]]/, "", c); printf "%d %d %s\n", $1, c, $4 }' | sort >"$tmp/sw.perf"
 		check "switches equal perf's" cmp "$tmp/sw.perf" "$tmp/sw.btr"
-	else
-		echo "note: perf not installed; switch comparison with perf skipped"
 	fi
 	# compressed import reads back the same
 	"$btr" import -q -z 3 -o "$tmp/ptz.btr" "$pt"

@@ -44,7 +44,7 @@ pycheck merge_folded AB.folded A.folded B.folded
 pycheck merge_fdata AB.fdata A.fdata B.fdata 6
 pycheck merge_fdata AB.pa A.pa B.pa 3
 
-if command -v go >/dev/null; then
+if oracle go "go tool pprof reading the merged profile (Debian golang-go)"; then
   export HOME=$tmp GOCACHE=$tmp/gocache GOPATH=$tmp/gopath
   go tool pprof -top AB_C.pb.gz >top.txt 2>/dev/null; check "go tool pprof reads the merge" [ $? -eq 0 ]
   total=$(sed -n 's/.*Showing nodes accounting for [0-9]*, [0-9.]*% of \([0-9]*\) total.*/\1/p' top.txt)

@@ -28,7 +28,7 @@ insns=$(insns_of fib.btr)
 check "decoded by hand: samples add up to the instructions, fib leads" \
   python3 "$src/profcheck.py" pprof fib.pb "$insns" fib
 
-if command -v go >/dev/null; then
+if oracle go "go tool pprof reading btr's profile (Debian golang-go)"; then
   export HOME=$tmp GOCACHE=$tmp/gocache GOPATH=$tmp/gopath GOFLAGS=-mod=mod
   go tool pprof -top fib.pb.gz >top.txt 2>top.err; check "go tool pprof -top exit 0" [ $? -eq 0 ]
   # the first row under the header is the top function
@@ -44,8 +44,6 @@ if command -v go >/dev/null; then
   go tool pprof -raw fib.pb.gz >raw.txt 2>/dev/null
   bid=$(readelf -n "$prog" | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p')
   check "mapping has the program's build-id $bid" grep -q "prog_prof_fib $bid" raw.txt
-else
-  echo "note: go absent (Debian golang-go, scripts/deps.sh): go tool pprof not run"
 fi
 
 "$btr" pprof --help >/dev/null; check "--help exit 0" [ $? -eq 0 ]

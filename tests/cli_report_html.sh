@@ -39,7 +39,7 @@ check "--diff: colours by difference" grep -q 'coloured by the difference to' "$
 
 chrome=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 if [ -z "$chrome" ]; then
-	echo "chromium not installed: the rendering check is skipped (scripts/deps.sh installs it)"
+	oracle chromium "the report rendered by headless Chromium"
 else
 	flags="--headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run"
 	# One browser run: the screenshot and the DOM (Chromium is slow to start).

@@ -98,7 +98,7 @@ else
 	# --pid in brstack mode
 	"$btr" script --fields brstack --pid 1 "$lbr" >"$tmp/p1"
 	check "brstack --pid of an absent process prints nothing" [ ! -s "$tmp/p1" ]
-	if command -v perf >/dev/null 2>&1; then
+	if oracle perf "brstack compared with perf script (Debian linux-perf)"; then
 		for f in "$lbr" "$q1" "$q2"; do
 			b=$(basename "$f")
 			perf script -i "$f" -F brstack >"$tmp/perf.$b" 2>/dev/null
@@ -121,8 +121,6 @@ else
 		"$btr" script -F ip,brstack "$q2" | grep '^ 0x' >"$tmp/btr.ipb"
 		check "$b: -F ip,brstack branch stacks identical" cmp "$tmp/perf.ipb" "$tmp/btr.ipb"
 		check "$b: 1856 samples" [ "$(wc -l <"$tmp/btr.ipb")" -eq 1856 ]
-	else
-		echo "note: perf (Debian linux-perf) not installed; comparison with perf script skipped"
 	fi
 fi
 
