@@ -31,11 +31,15 @@ echo "not a trace" >junk.btr
 lbr=$shared/traces/autofdo/test.lbr
 if [ -r "$lbr" ]; then
   "$btr" check --format json --elf "$shared/traces/autofdo/test.binary" "$lbr" >lbr.json; rc=$?
-  check "lbr: exit 0 or 1 (got $rc)" [ $rc -le 1 ]
-  check "lbr: sampled, branches checked, no high finding" python3 -c '
+  # a benign program (AutoFDO's test): no finding at all, so exit 0; the
+  # recording is fixed data and the check deterministic, so the counts are
+  # exact (147712 branches checked, 3895 in code test.binary lacks)
+  check "lbr: exit 0 (got $rc)" [ $rc -eq 0 ]
+  check "lbr: sampled, 147712 branches checked, no finding" python3 -c '
 import json; d = json.load(open("lbr.json"))
-assert d["stats"]["sampled"] is True and d["stats"]["branches"] > 100000, d["stats"]
-assert not [f for f in d["findings"] if f["severity"] == "high"], d["findings"]'
+assert d["stats"]["sampled"] is True and d["stats"]["branches"] == 147712, d["stats"]
+assert d["stats"]["unknown_code"] == 3895, d["stats"]
+assert d["findings"] == [], d["findings"]'
 else
   echo "note: $lbr absent, LBR part skipped"
 fi
