@@ -3,7 +3,7 @@
 # Fuzz-target replays: every tests/fuzz/fuzz_NAME.c is also linked with
 # tests/fuzz/replay.c into replay_NAME, and CTest runs it over the kept
 # findings (tests/fuzz/regress/NAME/) and the seed corpus
-# (tests/fuzz/corpus/NAME/) - in the plain build and, through `make asan`,
+# (tests/fuzz/corpus/NAME/, never empty: replay fails on no input) - in the plain build and, through `make asan`,
 # under ASan + UBSan.  (The libFuzzer build itself is BTR_FUZZ.)
 enable_testing()
 if(NOT BTR_FUZZ)

@@ -1,6 +1,8 @@
 /* check.h - a tiny test harness.  Each test program ends with
  * `return check_done();`, which prints "N passed, N failed" and exits 1 on
- * failures.  check_skip() exits 77 (CTest's skip code) with a message. */
+ * failures.  check_skip() exits 77 (CTest's skip code) with a message -
+ * unless a check has already failed: a skip after a failure is a failure
+ * (exit 1), never shown as "Skipped". */
 #ifndef BTR_CHECK_H
 #define BTR_CHECK_H
 
@@ -48,8 +50,39 @@ static int check_pass_, check_fail_;
 
 static inline void check_skip(const char *why)
 {
+	if (check_fail_) {
+		printf("SKIP requested (%s) after %d failed checks: reported as a failure\n", why, check_fail_);
+		printf("%d passed, %d failed\n", check_pass_, check_fail_);
+		exit(1);
+	}
 	printf("SKIP: %s\n", why);
 	exit(77);
+}
+
+/* An oracle - an independent tool or library that a test compares btr with
+ * (libipt, perf, objdump...) - is missing: under BTR_REQUIRE_ORACLES=1
+ * (`make test` and `make asan` set it, scripts/deps.sh installs them all) a
+ * failed check, unless BTR_ALLOW_MISSING_ORACLES=1; otherwise a note.  Said
+ * once per @what (pass the same string literal at every call of a site). */
+static inline void check_oracle_missing(const char *what)
+{
+	static const char *said[16];
+	for (unsigned i = 0; i < 16; i++) {
+		if (said[i] == what)
+			return;
+		if (!said[i]) {
+			said[i] = what;
+			break;
+		}
+	}
+	const char *req = getenv("BTR_REQUIRE_ORACLES"), *allow = getenv("BTR_ALLOW_MISSING_ORACLES");
+	if (req && !strcmp(req, "1") && !(allow && !strcmp(allow, "1"))) {
+		check_fail_++;
+		fprintf(stderr, "FAIL: oracle missing: %s (scripts/deps.sh installs it; "
+			"BTR_ALLOW_MISSING_ORACLES=1 allows this)\n", what);
+	} else {
+		printf("note: oracle missing, not checked: %s\n", what);
+	}
 }
 
 static inline int check_done(void)

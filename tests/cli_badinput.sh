@@ -3,10 +3,8 @@
 # way: exit 3, exactly one line on stderr, naming the file; never a crash.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$(realpath "$1"); shared=${3:-}
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
@@ -52,5 +50,4 @@ CMDS
 "$btr" report a-directory 2>err.txt
 if grep -q "is a directory" err.txt; then ok; else bad "report a-directory: $(cat err.txt)"; fi
 
-echo "cli_badinput: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_badinput

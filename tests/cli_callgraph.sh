@@ -5,18 +5,13 @@
 # calls and longjmp as edges, text/json/dot output, bad input.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; shared=$3
 src=$(cd "$(dirname "$0")" && pwd)
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
-py=()
-pycheck() { py+=("$@" ';;'); }
 insns_of() { "$btr" report --format json "$1" | grep -m1 -o '"instructions": [0-9]*' | grep -o '[0-9]*$'; }
 
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
-[ -r "$build/btr-qemu.so" ] || { echo "SKIP: btr-qemu.so not built"; exit 77; }
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
+[ -r "$build/btr-qemu.so" ] || skip "btr-qemu.so not built"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
@@ -53,8 +48,5 @@ assert any(e["name"]=="longest_match" for e in fs["deflate"]["callees"])
 assert json.load(open("lbr.json"))["unit"]=="branches"'
 fi
 
-out=$(python3 "$src/profcheck.py" "${py[@]}"); rc=$?
-echo "$out"
-check "python checks ($(echo "$out" | grep -c '^ok') ok)" [ $rc -eq 0 ]
-echo "cli_callgraph: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+pycheck_run
+finish cli_callgraph

@@ -9,12 +9,10 @@
 #   short program), not PLT stubs, which are folded into their callers.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
 
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
 "$btr" info | grep -q '^qemu  yes' || { echo "SKIP: qemu backend unusable: $("$btr" info | grep '^qemu')"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -49,5 +47,4 @@ print(o)
 sys.exit(0 if o['calls_left_out'] == 0 and o['plt_calls_folded'] > 0 else 1)
 PY
 
-echo "cli_callstack_roots: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_callstack_roots

@@ -8,12 +8,9 @@
 # recording gives no high finding; options, exit codes and bad input.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; shared=$3
 src=$(cd "$(dirname "$0")" && pwd)   # tests/
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -27,7 +24,8 @@ check "help names --fail-on and --allow" grep -q -- '--allow FILE' help.txt
 "$btr" check --format xml x.btr 2>/dev/null; check "bad --format: exit 2" [ $? -eq 2 ]
 "$btr" check nosuch.btr 2>err; rc=$?
 check "missing trace: exit 3" [ $rc -eq 3 ]
-check "missing trace: one line naming it" [ "$(wc -l <err)" -eq 1 ] && grep -q nosuch.btr err
+check "missing trace: one line" [ "$(wc -l <err)" -eq 1 ]
+check "missing trace: the line names it" grep -q nosuch.btr err
 echo "not a trace" >junk.btr
 "$btr" check junk.btr 2>err; check "junk trace: exit 3" [ $? -eq 3 ]
 
@@ -35,17 +33,21 @@ echo "not a trace" >junk.btr
 lbr=$shared/traces/autofdo/test.lbr
 if [ -r "$lbr" ]; then
   "$btr" check --format json --elf "$shared/traces/autofdo/test.binary" "$lbr" >lbr.json; rc=$?
-  check "lbr: exit 0 or 1 (got $rc)" [ $rc -le 1 ]
-  check "lbr: sampled, branches checked, no high finding" python3 -c '
+  # a benign program (AutoFDO's test): no finding at all, so exit 0; the
+  # recording is fixed data and the check deterministic, so the counts are
+  # exact (147712 branches checked, 3895 in code test.binary lacks)
+  check "lbr: exit 0 (got $rc)" [ $rc -eq 0 ]
+  check "lbr: sampled, 147712 branches checked, no finding" python3 -c '
 import json; d = json.load(open("lbr.json"))
-assert d["stats"]["sampled"] is True and d["stats"]["branches"] > 100000, d["stats"]
-assert not [f for f in d["findings"] if f["severity"] == "high"], d["findings"]'
+assert d["stats"]["sampled"] is True and d["stats"]["branches"] == 147712, d["stats"]
+assert d["stats"]["unknown_code"] == 3895, d["stats"]
+assert d["findings"] == [], d["findings"]'
 else
   echo "note: $lbr absent, LBR part skipped"
 fi
 
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent (fixtures not recorded)"; [ $fail -eq 0 ] && exit 77; exit 1; }
-[ -r "$build/btr-qemu.so" ] || { echo "SKIP: btr-qemu.so not built"; [ $fail -eq 0 ] && exit 77; exit 1; }
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent (fixtures not recorded)"
+[ -r "$build/btr-qemu.so" ] || skip "btr-qemu.so not built"
 
 rec() { local out=$1; shift; "$btr" record -q -b qemu -o "$out" -- "$@" >/dev/null 2>&1; }
 
@@ -173,5 +175,4 @@ else
   echo "note: as, gcc or make absent: toolchain recordings skipped"
 fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_check

@@ -5,12 +5,10 @@
 # exit codes 0, 1, 2, 3 and record's pass-through of the program's status.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
 
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
 "$btr" info | grep -q '^qemu  yes' || { echo "SKIP: qemu backend unusable: $("$btr" info | grep '^qemu')"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -73,5 +71,4 @@ PY
 "$btr" record -o "$tmp/k.btr" -- sh -c 'kill -TERM $$' >/dev/null 2>&1; rc=$?
 [ $rc -eq 143 ] && ok || bad "record of a program killed by SIGTERM exits $rc, not 143"
 
-echo "cli_contract: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_contract

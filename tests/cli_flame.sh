@@ -8,18 +8,13 @@
 # (autofdo) and a trace of /bin/gzip.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; shared=$3
 src=$(cd "$(dirname "$0")" && pwd)
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
-[ -r "$build/btr-qemu.so" ] || { echo "SKIP: btr-qemu.so not built"; exit 77; }
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
+[ -r "$build/btr-qemu.so" ] || skip "btr-qemu.so not built"
 # python checks are collected and run in one process at the end
-py=()
-pycheck() { py+=("$@" ';;'); }
 insns_of() { "$btr" report --format json "$1" | grep -m1 -o '"instructions": [0-9]*' | grep -o '[0-9]*$'; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -96,9 +91,6 @@ insns=$(insns_of gz.btr)
 check "gzip: weights add up ($total vs $insns)" [ "$total" = "$insns" ]
 pycheck under_main gz.folded
 
-out=$(python3 "$src/profcheck.py" "${py[@]}"); rc=$?
-echo "$out"
-check "python checks ($(echo "$out" | grep -c '^ok') ok)" [ $rc -eq 0 ]
+pycheck_run
 
-echo "cli_flame: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_flame

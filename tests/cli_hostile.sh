@@ -10,11 +10,11 @@
 # HOSTILE_SCALE=K multiplies the number of damaged copies (deeper local runs).
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$(realpath "$1"); build=$(realpath "$2"); shared=$(realpath -m "${3:-/nonexistent}")
 src=$(cd "$(dirname "$0")" && pwd)
 scale=${HOSTILE_SCALE:-1}
-fail=0; pass=0; runs=0
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
+runs=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
@@ -73,9 +73,9 @@ run() {  # $1: command line
   fi
   lines=$(wc -l <err.txt)
   if [ $rc -eq 3 ]; then
-    if [ "$lines" -eq 1 ]; then pass=$((pass+1)); else bad "btr $1: exit 3 with $lines stderr lines: $(head -c 300 err.txt)"; fi
+    if [ "$lines" -eq 1 ]; then ok; else bad "btr $1: exit 3 with $lines stderr lines: $(head -c 300 err.txt)"; fi
   elif [ $rc -eq 0 ] || { [ $rc -eq 1 ] && [ "${1%% *}" = check ]; }; then
-    pass=$((pass+1))   # check exits 1 for findings (damaged code can look hijacked)
+    ok   # check exits 1 for findings (damaged code can look hijacked)
   elif [ $rc -eq 137 ]; then
     bad "btr $1: hang or out of memory (killed after the time limit or memory limit)"
   else
@@ -100,5 +100,4 @@ while [ $# -ge 4 ]; do
   rm -rf "$d"
 done
 
-echo "cli_hostile: $runs runs, $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_hostile "$runs runs"

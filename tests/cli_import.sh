@@ -8,11 +8,8 @@
 # gives the same `btr script` output as the perf.data.  Errors: one line,
 # exit 3, no output.  Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; shared=$3
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -104,12 +101,10 @@ PY
 	# context switches as perf sees them (multiset of thread, cpu, direction)
 	"$btr" trace dump "$tmp/pt.btr" | awk '/^switch/ { split($4, t, "="); split($5, c, "="); printf "%d %d %s\n", t[2], c[2], toupper($2) }' | sort >"$tmp/sw.btr"
 	check "152 switch lines" [ "$(wc -l <"$tmp/sw.btr")" -eq 152 ]
-	if command -v perf >/dev/null 2>&1; then
+	if oracle perf "switch events compared with perf script (Debian linux-perf)"; then
 		perf script -i "$pt" --show-switch-events -F tid,cpu 2>/dev/null | \
 			awk '/PERF_RECORD_SWITCH/ { c = $2; gsub(/[\[\]]/, "", c); printf "%d %d %s\n", $1, c, $4 }' | sort >"$tmp/sw.perf"
 		check "switches equal perf's" cmp "$tmp/sw.perf" "$tmp/sw.btr"
-	else
-		echo "note: perf not installed; switch comparison with perf skipped"
 	fi
 	# compressed import reads back the same
 	"$btr" import -q -z 3 -o "$tmp/ptz.btr" "$pt"
@@ -129,5 +124,4 @@ for f in "$shared/traces/autofdo/test.lbr" "$shared/traces/quipper/perf.data.bra
 	check "$b: script of the import equals script of the perf.data" cmp "$tmp/$b.a" "$tmp/$b.b"
 done
 
-echo "cli_import: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_import

@@ -6,12 +6,10 @@
 # instruction for both.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; src=$(cd "$(dirname "$0")/.." && pwd)
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
 
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
 [ -r "$build/btr-insn-count.so" ] || { echo "FAIL: btr-insn-count.so not built"; exit 1; }
 "$btr" info | grep -q '^qemu  yes' || { echo "SKIP: qemu backend unusable: $("$btr" info | grep '^qemu')"; exit 77; }
 tmp=$(mktemp -d)
@@ -68,5 +66,4 @@ j2=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["instructio
 if [ -n "$c1" ] && [ "$c1" = "$c2" ] && [ "$c1" -lt 64 ]; then ok; else bad "counter: rep counts $c1 vs $c2"; fi
 if [ "$j1" = "$c1" ] && [ "$j2" = "$c2" ]; then ok; else bad "btr: rep counts $j1/$j2, counter $c1/$c2"; fi
 
-echo "cli_insn_count: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_insn_count

@@ -8,10 +8,8 @@
 # - the installed CLI finds its libbtr.so and its QEMU plugin in the prefix.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; src=$(cd "$(dirname "$0")/.." && pwd)
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -63,5 +61,4 @@ else
 	echo "note: no usable qemu: the installed CLI and the example's counts are not checked"
 fi
 
-echo "cli_install: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_install

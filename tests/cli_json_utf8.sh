@@ -6,12 +6,10 @@
 # come out as it is, the invalid byte as U+FFFD (btr_json_str).
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; src=$(cd "$(dirname "$0")/.." && pwd)
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
 
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
 "$btr" info | grep -q '^qemu  yes' || { echo "SKIP: qemu backend unusable: $("$btr" info | grep '^qemu')"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -35,7 +33,7 @@ int main(int argc, char **argv)
 	return 0;
 }
 C
-gcc -g -O1 -o "$prog" "$d/p.c" || { bad "cannot compile"; echo "cli_json_utf8: $pass passed, $fail failed"; exit 1; }
+gcc -g -O1 -o "$prog" "$d/p.c" || { bad "cannot compile"; finish cli_json_utf8; }
 sed 's/\bvuln\b/vülñ/g' "$src/tests/progs/check_rop.c" >"$tmp/rop.c"
 gcc -g -O1 -fno-inline -o "$d/rop" "$tmp/rop.c" || bad "cannot compile the rop program"
 
@@ -79,5 +77,4 @@ else
 	bad "symbolize: no module base ($base) or symbol ($addr)"
 fi
 
-echo "cli_json_utf8: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_json_utf8

@@ -10,9 +10,8 @@
 # is missing.  A whole trace says data_lost false and exits 0.
 # Needs root for the tmpfs mount (skipped otherwise).  Args: $1 btr, $2 build dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$(realpath "$1")
-fail=0; pass=0
-check() { local what=$1; shift; if "$@"; then pass=$((pass+1)); else echo "FAIL: $what" >&2; fail=$((fail+1)); fi; }
 jget() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
 tmp=$(mktemp -d)
 mnt=""
@@ -20,7 +19,7 @@ mnt=""
 cleanup() { [ -n "$mnt" ] && umount $mnt 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 cd "$tmp" || exit 1
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 not installed"; exit 77; }
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 not installed"
 
 # A whole multi-process trace: nothing lost, exit 0.
 python3 -c 'import random, sys; sys.stdout.buffer.write(random.Random(3).randbytes(2000000))' >input.bin
@@ -34,7 +33,8 @@ check "whole trace: empty lost list" [ "$(jget whole.json 'len(d["lost"])')" = 0
 check "whole trace: no process says trace_lost" \
   [ "$(jget whole.json 'len([p for p in d["processes"] if "trace_lost" in p])')" = 0 ]
 "$btr" report whole.btr >rep.txt 2>err.txt; rc=$?
-check "whole trace: text says 'data lost: no' (exit $rc)" [ $rc -eq 0 ] && grep -q "^data lost: *no" rep.txt
+check "whole trace: text report exits 0 (exit $rc)" [ $rc -eq 0 ]
+check "whole trace: text says 'data lost: no'" grep -q "^data lost: *no" rep.txt
 check "whole trace: nothing on stderr: $(cat err.txt)" [ ! -s err.txt ]
 # modules: one line per file with the processes that mapped it (not libc
 # once per process); JSON keeps one entry per mapping, with its pid
@@ -64,9 +64,8 @@ check "cut container: says where it is cut" grep -q "the trace is cut at offset 
 
 mkdir mid
 if ! mount -t tmpfs -o size=6m tmpfs mid 2>/dev/null; then
-  echo "note: cannot mount a tmpfs here (not root?): the \$TMPDIR-fills-up cases are skipped"
-  echo "cli_lost: $pass passed, $fail failed"
-  [ $fail -eq 0 ]; exit
+  note "cannot mount a tmpfs here (not root?): the \$TMPDIR-fills-up cases are skipped"
+  finish cli_lost
 fi
 mnt="$tmp/mid"
 # gzip fills $TMPDIR; the shell, gzip and cat are cut, the two programs
@@ -124,5 +123,4 @@ crash crash
 pt-decode pt decode --stat
 trace-info trace info
 CMDS
-echo "cli_lost: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_lost

@@ -13,18 +13,15 @@
 # Takes about 8 s (Debug, loaded machine).  Args: $1 btr binary, $2 build
 # dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; shared=$3
 progs=$(cd "$(dirname "$0")" && pwd)/progs
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 # python prints "ok WHAT" or "bad WHAT" per check
 results() { local st msg; while read -r st msg; do if [ "$st" = ok ]; then ok; else bad "$msg"; fi; done; }
 
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
-[ -r "$build/btr-qemu.so" ] || { echo "SKIP: btr-qemu.so not built"; exit 77; }
-command -v python3 >/dev/null || { echo "SKIP: python3 absent"; exit 77; }
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
+[ -r "$build/btr-qemu.so" ] || skip "btr-qemu.so not built"
+command -v python3 >/dev/null || skip "python3 absent"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
@@ -229,5 +226,4 @@ else
   echo "note: llvm-bolt-16 absent (Debian bolt-16): BOLT oracle not run"
 fi
 
-echo "cli_oracles: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_oracles

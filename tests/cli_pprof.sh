@@ -7,16 +7,13 @@
 # it; the profile decodes by hand too; bad input.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; shared=$3
 src=$(cd "$(dirname "$0")" && pwd)
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 insns_of() { "$btr" report --format json "$1" | grep -m1 -o '"instructions": [0-9]*' | grep -o '[0-9]*$'; }
 
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
-[ -r "$build/btr-qemu.so" ] || { echo "SKIP: btr-qemu.so not built"; exit 77; }
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
+[ -r "$build/btr-qemu.so" ] || skip "btr-qemu.so not built"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
@@ -31,7 +28,7 @@ insns=$(insns_of fib.btr)
 check "decoded by hand: samples add up to the instructions, fib leads" \
   python3 "$src/profcheck.py" pprof fib.pb "$insns" fib
 
-if command -v go >/dev/null; then
+if oracle go "go tool pprof reading btr's profile (Debian golang-go)"; then
   export HOME=$tmp GOCACHE=$tmp/gocache GOPATH=$tmp/gopath GOFLAGS=-mod=mod
   go tool pprof -top fib.pb.gz >top.txt 2>top.err; check "go tool pprof -top exit 0" [ $? -eq 0 ]
   # the first row under the header is the top function
@@ -43,12 +40,10 @@ if command -v go >/dev/null; then
   go tool pprof -top -lines fib.pb.gz >lines.txt 2>/dev/null
   decl=$(grep -n 'int fib(int n)' "$src/progs/prof_fib.c" | cut -d: -f1)
   line=$(awk '$6=="fib" {print $7; exit}' lines.txt | sed 's/.*prof_fib.c://')
-  check "fib's line is in prof_fib.c, in fib ($line, declared at $decl)" [ -n "$line" ] && [ "$line" -ge "$decl" ] && [ "$line" -le $((decl + 6)) ]
+  check "fib's line is in prof_fib.c, in fib ($line, declared at $decl)" [ "${line:-0}" -ge "$decl" -a "${line:-0}" -le $((decl + 6)) ]
   go tool pprof -raw fib.pb.gz >raw.txt 2>/dev/null
   bid=$(readelf -n "$prog" | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p')
   check "mapping has the program's build-id $bid" grep -q "prog_prof_fib $bid" raw.txt
-else
-  echo "note: go absent (Debian golang-go, scripts/deps.sh): go tool pprof not run"
 fi
 
 "$btr" pprof --help >/dev/null; check "--help exit 0" [ $? -eq 0 ]
@@ -57,5 +52,4 @@ fi
 check "missing trace one line" [ "$(wc -l <err)" -eq 1 ]
 check "no output left" [ ! -e x.pb.gz ]
 
-echo "cli_pprof: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_pprof

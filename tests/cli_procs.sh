@@ -8,15 +8,12 @@
 # truth, and each process's exit status is the expected one.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
-[ -r "$build/btr-qemu.so" ] || { echo "SKIP: btr-qemu.so not built"; exit 77; }
-"$btr" info | grep -q '^qemu  yes' || { echo "SKIP: qemu backend unusable: $("$btr" info | grep '^qemu')"; exit 77; }
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
+[ -r "$build/btr-qemu.so" ] || skip "btr-qemu.so not built"
+"$btr" info | grep -q '^qemu  yes' || skip "qemu backend unusable: $("$btr" info | grep '^qemu')"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -205,5 +202,4 @@ check "fake qemu: record exit 3" [ $? -eq 3 ]
 check "fake qemu: one line" [ "$(wc -l <"$tmp/fake.err")" -eq 1 ]
 check "fake qemu: no trace file" [ ! -e "$tmp/fake.btr" ]
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_procs

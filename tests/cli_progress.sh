@@ -5,16 +5,13 @@
 # and the results on stdout are the same bytes either way.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 has_cr() { grep -q $'\r' "$1"; }
 no_cr() { ! grep -q $'\r' "$1"; }
 
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
-[ -r "$build/btr-qemu.so" ] || { echo "SKIP: btr-qemu.so not built"; exit 77; }
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
+[ -r "$build/btr-qemu.so" ] || skip "btr-qemu.so not built"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
@@ -64,7 +61,7 @@ for c in "report" "report --format json" "callgraph" "script"; do
 	BTR_PROGRESS=1 "$btr" $c t.btr >r1 2>e1; rc1=$?
 	# shellcheck disable=SC2086
 	"$btr" $c --progress t.btr >r2 2>e2; rc2=$?
-	check "$c: exit 0 ($rc0 $rc1 $rc2)" [ $rc0 -eq 0 ] && [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ]
+	check "$c: exit 0 ($rc0 $rc1 $rc2)" [ "$rc0 $rc1 $rc2" = "0 0 0" ]
 	check "$c: no progress when stderr is a file" no_cr e0
 	check "$c: BTR_PROGRESS=1 writes progress" grep -q $'\rbtr: reading the trace: .* of .*%)' e1
 	check "$c: --progress writes progress" has_cr e2
@@ -86,5 +83,4 @@ check "cut trace: the warning follows an erased line" \
 "$btr" report --help | grep -q -- '--no-progress'; check "report --help names --no-progress" [ $? -eq 0 ]
 "$btr" record --help | grep -q -- '--no-progress'; check "record --help names --no-progress" [ $? -eq 0 ]
 
-echo "cli_progress: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_progress

@@ -3,15 +3,12 @@
 # must equal the recorder's ground truth instruction by instruction, and
 # --stat must count the same.  Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
-"$btr" --help | grep -q '^  record' || { echo "SKIP: btr record not built"; exit 77; }
-[ -r "$build/btr-qemu.so" ] || { echo "SKIP: btr-qemu.so not built"; exit 77; }
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
+"$btr" --help | grep -q '^  record' || skip "btr record not built"
+[ -r "$build/btr-qemu.so" ] || skip "btr-qemu.so not built"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -56,7 +53,8 @@ PY
   # the decoders' block count comes through the stream (it used to read 0)
   b=$("$btr" pt decode "$tmp/$prog.btr" --stat | awk '$1 == "blocks" {print $2}')
   bj=$("$btr" pt decode "$tmp/$prog.btr" --stat --format json | grep -o '"blocks_decoded": [0-9]*' | grep -o '[0-9]*$')
-  check "$prog: --stat counts decoded blocks (text $b, json $bj)" [ "${b:-0}" -gt 0 ] && [ "$b" = "$bj" ]
+  check "$prog: --stat counts decoded blocks (text $b)" [ "${b:-0}" -gt 0 ]
+  check "$prog: --stat json counts the same blocks (text $b, json $bj)" [ "${b:-}" = "${bj:-}" ]
 done
 
 # --filter: only the matching branches, as many as --stat counts of that kind
@@ -77,5 +75,4 @@ head -c 300 "$tmp/flow_loops.btr" >"$tmp/cut.btr"
 check "truncated .btr exits 3 (got $rc)" [ $rc -eq 3 ]
 check "truncated .btr names the file" grep -q "cut.btr" "$tmp/err"
 
-echo "cli_pt_btr: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_pt_btr

@@ -20,11 +20,11 @@
 # A case that cannot pass is listed in KNOWN below with the reason; the
 # test fails if a listed case starts passing (so the list stays honest).
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; shared=$3
 dir="$shared/conformance/libipt-ptt"
 if [ ! -d "$dir" ]; then
-	echo "SKIP: $dir absent (libipt conformance cases)"
-	exit 77
+	skip "$dir absent (libipt conformance cases)"
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -37,8 +37,7 @@ declare -A KNOWN=(
 	["dump:ptdump-trunc-resync"]="after the bad packet at 0x21 this libipt's ptdump resumes at a PSB that starts before the error (0x19, backing up over the 02 82 pairs of the MNT payload it already printed); btr resumes at the first PSB after the error, as Debian's libipt 2.0 does - test_pt_libipt checks btr against that libipt and fails if btr backs up"
 )
 
-fail=0; pass=0; nflow=0; ndump=0; known_hit=0
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
+nflow=0; ndump=0; known_hit=0
 
 # result KIND NAME OK DETAIL: counts, honours KNOWN.
 result() {
@@ -52,7 +51,7 @@ result() {
 		fi
 		return
 	fi
-	if [ "$3" = 1 ]; then pass=$((pass+1)); else bad "$key: $4"; fi
+	if [ "$3" = 1 ]; then ok; else bad "$key: $4"; fi
 }
 
 # Errata btr applies for CPU F/M (cached: one btr run per distinct CPU).
@@ -202,6 +201,5 @@ for ptt in "$dir"/*.ptt; do
 	result flow "$n" $ok "$detail"
 done
 
-echo "libipt conformance: $pass passed, $fail failed, $known_hit known ($nflow flow runs, $ndump dumps)"
-[ $((pass + known_hit)) -gt 100 ] || bad "too few cases ran ($pass): is $dir complete?"
-[ $fail -eq 0 ]
+check "more than 100 cases ran ($pass passed, $known_hit known): is $dir complete?" [ $((pass + known_hit)) -gt 100 ]
+finish "libipt conformance" "$known_hit known ($nflow flow runs, $ndump dumps)"

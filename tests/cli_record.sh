@@ -3,14 +3,11 @@
 # pass-through of stdio and exit status, bad input, crash and Ctrl-C.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
-[ -r "$build/btr-qemu.so" ] || { echo "SKIP: btr-qemu.so not built"; exit 77; }
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
+[ -r "$build/btr-qemu.so" ] || skip "btr-qemu.so not built"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
@@ -83,7 +80,8 @@ check "no trace for command not in PATH" [ ! -e nf2.btr ]
 printf 'not a program\n' >plain.txt; chmod +x plain.txt
 "$btr" record -q -o ne.btr -- ./plain.txt 2>ne.err; rc=$?
 check "not an executable exit 3" [ $rc -eq 3 ]
-check "not an executable leaves no trace" [ ! -e ne.btr ] && ls | grep -q 'ne.btr' && bad "temp file left" || ok
+check "not an executable leaves no trace" [ ! -e ne.btr ]
+check "not an executable leaves no temporary file ($(ls | grep ne.btr))" [ -z "$(ls | grep ne.btr)" ]
 "$btr" record -q -o /nonexistent-dir/out.btr -- /bin/sh -c 'touch ran' 2>uw.err; rc=$?
 check "unwritable output exit 3" [ $rc -eq 3 ]
 check "unwritable output: command did not run" [ ! -e ran ]
@@ -136,5 +134,4 @@ for b in pt bts lbr qemu step; do
   fi
 done
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_record

@@ -5,11 +5,8 @@
 # why it passed them over; hardware-only options are usage errors with
 # the software backends.  Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -100,5 +97,4 @@ fi
 check "info text: formats in kernel notation" grep -q "mtc_period=config:44,46,48,50" "$tmp/a.txt"
 check "info text: config2 formats" grep -q "psb_period=config2:60-63" "$tmp/a.txt"
 
-echo "cli_record_hw: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_record_hw

@@ -4,16 +4,13 @@
 # screenshot is not blank and the DOM holds the expected tables and CFGs.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 "$btr" record -q -b qemu -o "$tmp/a.btr" -- "$build/prog_flow_loops" 1 >/dev/null 2>"$tmp/err" ||
-	{ echo "SKIP: btr record -b qemu failed: $(cat "$tmp/err")"; exit 77; }
+	skip "btr record -b qemu failed: $(cat "$tmp/err")"
 "$btr" record -q -b qemu -o "$tmp/b.btr" -- "$build/prog_flow_loops" 2 >/dev/null 2>&1
 
 "$btr" report --diff "$tmp/b.btr" "$tmp/a.btr" >/dev/null 2>&1; rc=$?
@@ -78,7 +75,7 @@ PY
 
 chrome=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 if [ -z "$chrome" ]; then
-	echo "chromium not installed: the rendering check is skipped (scripts/deps.sh installs it)"
+	oracle chromium "the report rendered by headless Chromium"
 else
 	flags="--headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run"
 	# One browser run: the screenshot and the DOM (Chromium is slow to start).
@@ -104,5 +101,4 @@ PY
 	done
 	check "DOM has the CFG nodes" grep -q 'class="node"' "$tmp/dom.html"
 fi
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_report_html

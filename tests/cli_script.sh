@@ -5,11 +5,8 @@
 # byte-compared with Debian's `perf script` on the real LBR recordings,
 # and errors.  Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; shared=$3
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -101,7 +98,7 @@ else
 	# --pid in brstack mode
 	"$btr" script --fields brstack --pid 1 "$lbr" >"$tmp/p1"
 	check "brstack --pid of an absent process prints nothing" [ ! -s "$tmp/p1" ]
-	if command -v perf >/dev/null 2>&1; then
+	if oracle perf "brstack compared with perf script (Debian linux-perf)"; then
 		for f in "$lbr" "$q1" "$q2"; do
 			b=$(basename "$f")
 			perf script -i "$f" -F brstack >"$tmp/perf.$b" 2>/dev/null
@@ -124,10 +121,7 @@ else
 		"$btr" script -F ip,brstack "$q2" | grep '^ 0x' >"$tmp/btr.ipb"
 		check "$b: -F ip,brstack branch stacks identical" cmp "$tmp/perf.ipb" "$tmp/btr.ipb"
 		check "$b: 1856 samples" [ "$(wc -l <"$tmp/btr.ipb")" -eq 1856 ]
-	else
-		echo "note: perf (Debian linux-perf) not installed; comparison with perf script skipped"
 	fi
 fi
 
-echo "cli_script: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_script

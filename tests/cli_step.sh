@@ -4,14 +4,11 @@
 # symbols, fault address), `btr info` names the stepping mode, usage errors.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 
 "$btr" info >info.txt 2>/dev/null
-grep -Eq '^step +yes ' info.txt || { echo "SKIP: step backend unusable here: $(grep '^step' info.txt)"; rm -f info.txt; exit 77; }
+grep -Eq '^step +yes ' info.txt || { why=$(grep '^step' info.txt); rm -f info.txt; skip "step backend unusable here: $why"; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mv info.txt "$tmp/"
@@ -130,5 +127,4 @@ check "unknown --start symbol: exit 3 (got $rc)" [ $rc -eq 3 ]
 check "unknown --start symbol: names it" grep -q no_such_function err
 check "unknown --start symbol: no file" [ ! -e x.btr ]
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_step

@@ -3,16 +3,15 @@
 # Addresses come from the running prog_symbols (--addrs), line numbers from
 # the LINE: markers in its source, so nothing here trusts btr's ELF reader.
 set -u
+. "$(dirname "$0")/lib.sh"
 BTR=$1
 B=$2
 SRC=$(cd "$(dirname "$0")" && pwd)/progs/symbols.c
 PROG=$B/prog_symbols
-[ -x "$PROG" ] || { echo "SKIP: prog_symbols not built"; exit 77; }
-fail=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fail=1; }
+[ -x "$PROG" ] || skip "prog_symbols not built"
+# (each `COND && ok TEXT || bad TEXT` below counts COND: ok always returns 0)
 
-facts=$("$PROG" --addrs) || { echo "FAIL: prog_symbols --addrs"; exit 1; }
+facts=$("$PROG" --addrs) || { bad "prog_symbols --addrs"; finish cli_symbolize; }
 base=$(awk '$1=="base"{print $2}' <<<"$facts")
 beta=$(awk '$1=="func" && $2=="sym_beta"{print $3}' <<<"$facts")
 loop=$(awk '$1=="func" && $2=="sym_loop"{print $3}' <<<"$facts")
@@ -92,4 +91,4 @@ rc=$?
 [ $rc -eq 2 ] && ok "bad stdin address -> 2" || bad "bad stdin: rc=$rc"
 "$BTR" symbolize --help | grep -q '^Usage: btr symbolize' && ok "--help" || bad "--help"
 
-exit $fail
+finish cli_symbolize

@@ -6,9 +6,8 @@
 # after the recording: tests/cli_step.sh; a cut trace: tests/cli_lost.sh.)
 # Args: $1 btr, $2 build dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$(realpath "$1"); build=$(realpath "$2")
-fail=0; pass=0
-check() { local what=$1; shift; if "$@"; then pass=$((pass+1)); else echo "FAIL: $what" >&2; fail=$((fail+1)); fi; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
@@ -18,7 +17,7 @@ ends() { python3 -c '
 import json, sys
 print(" ".join("%s/%s/%s" % (t["end"], t.get("exit_code", "-"), t.get("signal_name", "-"))
                for t in json.load(open(sys.argv[1]))["thread_list"]))' "$1"; }
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 not installed"; exit 77; }
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 not installed"
 for b in qemu; do
   # main writes through NULL while 2 threads block: SIGSEGV kills all three
   "$btr" record -q -b $b -o crash.btr -- "$prog" crash 2 >/dev/null 2>&1; rc=$?
@@ -53,5 +52,4 @@ check "step crash: record exits 139 (got $rc)" [ $rc -eq 139 ]
 "$btr" report --format json scrash.btr >scrash.json 2>/dev/null
 check "step crash: thread_list $(ends scrash.json)" \
   [ "$(ends scrash.json)" = "killed/-/SIGSEGV killed/-/SIGSEGV killed/-/SIGSEGV" ]
-echo "cli_thread_end: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_thread_end

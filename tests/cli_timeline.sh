@@ -6,17 +6,12 @@
 # --from/--to windows and --min-dur, several threads, bad input.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; shared=$3
 src=$(cd "$(dirname "$0")" && pwd)
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
-py=()
-pycheck() { py+=("$@" ';;'); }
 
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
-[ -r "$build/btr-qemu.so" ] || { echo "SKIP: btr-qemu.so not built"; exit 77; }
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
+[ -r "$build/btr-qemu.so" ] || skip "btr-qemu.so not built"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
@@ -49,8 +44,5 @@ echo garbage >bad.btr
 "$btr" timeline bad.btr -o x.json 2>err; check "bad trace exit 3" [ $? -eq 3 ]
 check "bad trace leaves no output" [ ! -e x.json ]
 
-out=$(python3 "$src/profcheck.py" "${py[@]}"); rc=$?
-echo "$out"
-check "python checks ($(echo "$out" | grep -c '^ok') ok)" [ $rc -eq 0 ]
-echo "cli_timeline: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+pycheck_run
+finish cli_timeline

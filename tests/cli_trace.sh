@@ -3,18 +3,15 @@
 # test_trace (run here first if they are missing).
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; shared=$3
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 
 sample=$build/trace_sample.btr
 plain=$build/trace_sample_plain.btr
 if [ ! -s "$sample" ] || [ ! -s "$plain" ]; then
   (cd "$build" && ./test_trace >/dev/null 2>&1)
 fi
-[ -s "$sample" ] && [ -s "$plain" ] || { echo "SKIP: trace samples absent (test_trace not built?)"; exit 77; }
+[ -s "$sample" ] && [ -s "$plain" ] || skip "trace samples absent (test_trace not built?)"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -160,5 +157,4 @@ check "help text" grep -q "Usage: btr trace dump" "$tmp/out"
 "$btr" trace info --help >/dev/null; check "info --help exit 0" [ $? -eq 0 ]
 "$btr" trace dump --help >/dev/null; check "dump --help exit 0" [ $? -eq 0 ]
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_trace

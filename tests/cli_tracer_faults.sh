@@ -9,13 +9,12 @@
 # (Crashes by SIGSEGV/SIGABRT: test_qemu_record and cli_record.  Fork and
 # exec: the process tests.)  Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$(realpath "$1"); build=$(realpath "$2")
 prog=$build/prog_fault_threads
-command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 not installed"; exit 77; }
-[ -x "$prog" ] && [ -r "$build/btr-qemu.so" ] || { echo "SKIP: prog_fault_threads or btr-qemu.so not built"; exit 77; }
-if grep -q __asan_init "$prog"; then echo "SKIP: test program built with ASan"; exit 77; fi
-fail=0; pass=0
-check() { local what=$1; shift; if "$@"; then pass=$((pass+1)); else echo "FAIL: $what" >&2; fail=$((fail+1)); fi; }
+command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 not installed"
+[ -x "$prog" ] && [ -r "$build/btr-qemu.so" ] || skip "prog_fault_threads or btr-qemu.so not built"
+if grep -q __asan_init "$prog"; then skip "test program built with ASan"; fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
@@ -42,8 +41,43 @@ valid() {
     # KNOWN (docs/reliability.md): a signal that ends the program (SIGKILL,
     # or SIGINT/TERM/HUP that btr passes on) can land while the plugin
     # updates a thread's state: at most one gap per thread, at its end.
+    # Why this is allowed - a recorder limit, not a decoder bug: each guest
+    # thread is a host thread of qemu-user, and the plugin keeps its state
+    # (PT buffer, pending TNT bits, previous block, return stack) in a
+    # MAP_SHARED file that btr record finishes after QEMU is gone
+    # (lib/capture/qemu_state.h).  SIGKILL stops every thread at an
+    # arbitrary instruction; a fatal SIGINT/TERM/HUP is taken by one vCPU
+    # thread at a TB boundary, but QEMU 7.2 then aborts the whole process
+    # while the other threads run on - inside the plugin's per-block
+    # callback too.  A thread stopped between two of that callback's stores
+    # (say the packet bytes written, the TNT count not yet) leaves packets
+    # that do not agree with the code, which the decoder reports as a gap
+    # rather than invent a path.  Only a commit protocol in the plugin's
+    # hot path (two state copies and one publishing store) would remove
+    # it.  So: at most one gap per thread, and that gap must be the
+    # thread's last event (nothing decoded after it); BTR_STRICT_FAULTS=1
+    # requires no gap at all.  Measured 2026-11-25 (Debug, loaded 2-core
+    # machine): 1 gap in 6 strict runs (SIGKILL: the killed thread's last
+    # jmp_ind into libc, then the gap, then only its TIP.PGD); the docs
+    # record 1 in 8 earlier.
     check "$what: at most one gap per thread (got $gaps for $threads)" [ "$gaps" -le "$threads" ]
-    [ "$gaps" = 0 ] || echo "KNOWN: $what: $gaps thread(s) cut while the plugin updated their state (recorder)"
+    if [ "$gaps" != 0 ]; then
+      echo "KNOWN: $what: $gaps thread(s) cut while the plugin updated their state (recorder)"
+      # (btr pt decode: per-thread sections "[thread TID]", event lines "[...]")
+      "$btr" pt decode "$t" >"$t.flow" 2>/dev/null
+      check "$what: each gap is its thread's last decoded event, one per thread" python3 -c '
+import sys
+tid, gapped = None, set()
+for line in open(sys.argv[1]):
+    if line.startswith("[thread "):
+        tid = line.split()[1].rstrip("]")
+    elif line.startswith("[gap "):
+        assert tid not in gapped, "two gaps in thread %s" % tid
+        gapped.add(tid)
+    elif not line.startswith("[") and tid in gapped:
+        sys.exit("thread %s goes on after its gap: %s" % (tid, line.strip()))
+assert gapped, "report counts a gap that pt decode does not show"' "$t.flow"
+    fi
   fi
 }
 
@@ -118,7 +152,8 @@ check "SIGKILL to btr: the recorded data is in \$TMPDIR/btr-record-*/pPID.btr.tm
 if [ -n "$part" ]; then
   "$btr" trace info "$part" >part.info 2>part.err; rc=$?
   check "partial trace: trace info exit 3 (got $rc)" [ $rc -eq 3 ]
-  check "partial trace: one stderr line saying it was cut: $(cat part.err)" [ "$(wc -l <part.err)" = 1 ] && grep -q truncated part.err
+  check "partial trace: one stderr line: $(cat part.err)" [ "$(wc -l <part.err)" = 1 ]
+  check "partial trace: it says the trace was cut: $(cat part.err)" grep -q truncated part.err
   check "partial trace: marked incomplete" grep -q '^complete: *no' part.info
   n=$(awk '/^records:/{print $2}' part.info)
   check "partial trace: records up to the last complete chunk ($n)" [ "${n:-0}" -gt 3 ]
@@ -128,5 +163,4 @@ if [ -n "$part" ]; then
   check "partial trace: report warns that the input was cut" grep -q 'truncated' part.rerr
 fi
 
-echo "cli_tracer_faults: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_tracer_faults

@@ -4,18 +4,15 @@
 # genhtml, Cobertura validated against coverage-04.dtd), annotate, cfg and
 # diff.  Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
+. "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; shared=$3
 src=$(cd "$(dirname "$0")/.." && pwd)
-fail=0; pass=0
-ok() { pass=$((pass+1)); }
-bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
-check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prog=$build/prog_flow_loops
 
 "$btr" record -q -b qemu -o "$tmp/a.btr" -- "$prog" 1 >/dev/null 2>"$tmp/err"; rc=$?
-if [ $rc -ne 0 ]; then echo "SKIP: btr record -b qemu failed: $(cat "$tmp/err")"; exit 77; fi
+if [ $rc -ne 0 ]; then skip "btr record -b qemu failed: $(cat "$tmp/err")"; fi
 "$btr" record -q -b qemu -o "$tmp/b.btr" -- "$prog" 2 >/dev/null 2>&1
 check "second recording" [ -s "$tmp/b.btr" ]
 classify=$(nm "$prog" | awk '$3=="classify"{print $1}')
@@ -85,30 +82,31 @@ check "lcov: classify entered 180 times" grep -qx 'FNDA:180,classify' "$tmp/a.in
 check "lcov: fib ran" grep -qE '^FNDA:[1-9][0-9]*,fib$' "$tmp/a.info"
 check "lcov: branch records" grep -q '^BRDA:' "$tmp/a.info"
 check "lcov: end_of_record" grep -qx 'end_of_record' "$tmp/a.info"
-if command -v genhtml >/dev/null; then
+if oracle genhtml "genhtml accepting the lcov file (Debian lcov)"; then
 	genhtml --branch-coverage -q -o "$tmp/html" "$tmp/a.info" >"$tmp/gh.out" 2>&1; rc=$?
 	check "genhtml accepts the lcov file ($rc: $(tail -1 "$tmp/gh.out"))" [ $rc -eq 0 ]
 	check "genhtml wrote index.html" [ -s "$tmp/html/index.html" ]
-else
-	echo "genhtml (Debian lcov) not installed: genhtml check skipped"
 fi
 
 # ---- Cobertura ----
 "$btr" cov --format cobertura --module prog_flow_loops -o "$tmp/a.xml" "$tmp/a.btr"; rc=$?
 check "cov cobertura exit 0 ($rc)" [ $rc -eq 0 ]
-if command -v xmllint >/dev/null; then
+if oracle xmllint "Cobertura validated against coverage-04.dtd (libxml2-utils)"; then
 	xmllint --noout --nonet --dtdvalid "$src/tests/data/coverage-04.dtd" "$tmp/a.xml" 2>"$tmp/xl.err"; rc=$?
 	check "Cobertura validates against coverage-04.dtd ($rc)" [ $rc -eq 0 ]
 	# a broken document must fail the same validation (the check can fail)
 	sed 's/ hits="[0-9]*"//' "$tmp/a.xml" >"$tmp/broken.xml"
 	xmllint --noout --nonet --dtdvalid "$src/tests/data/coverage-04.dtd" "$tmp/broken.xml" 2>/dev/null; rc=$?
 	check "a Cobertura file without hits does not validate" [ $rc -ne 0 ]
-else
-	echo "xmllint (libxml2-utils) not installed: validation skipped"
 fi
-check "cobertura: classify method with 180 hits" grep -q 'method name="classify".*' "$tmp/a.xml"
+# 180 = 6 rounds x 30 calls (flow_loops.c main, n = 1), on classify's line 19
+check "cobertura: classify method with 180 hits" python3 -c '
+import sys, xml.etree.ElementTree as ET
+m = [m for m in ET.parse(sys.argv[1]).iter("method") if m.get("name") == "classify"]
+assert len(m) == 1, m
+lines = [(l.get("number"), l.get("hits")) for l in m[0].iter("line")]
+assert lines == [("19", "180")], lines' "$tmp/a.xml"
 
 . "$src/tests/views_more.sh"
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish cli_views

@@ -55,6 +55,8 @@ static int compare_one(const char *name, const char *variant, struct step_trace 
 	}
 	CHECK_EQ(d2, -1);
 	ipvec_free(&l);
+#else
+	check_oracle_missing("libipt (built without libipt-dev): btr's flow vs libipt's");
 #endif
 	printf("%-14s %-10s insns %zu  stream %zu bytes  tip %zu tnt-bits %zu pge %zu pgd %zu ovf %zu psb %zu\n",
 	       name, variant, b.n, o.size, o.n_tip, o.n_tnt_bits, o.n_pge, o.n_pgd, o.n_ovf, o.n_psb);

@@ -1,8 +1,9 @@
 /* test_ptflow_real: real Skylake Intel PT data (quipper's
  * perf.data.intel_pt-4.14; its binaries are not available) decodes
  * without a crash, every AUX byte is consumed, and the missing code is
- * reported as gaps (never a crash or an endless loop).  Also decodes the
- * same stream through libipt's packet layer for a sanity count of PSBs. */
+ * reported as gaps (never a crash or an endless loop).  (libipt reads the
+ * same file packet by packet in test_pt_libipt; without the binaries no
+ * flow comparison with libipt is possible.) */
 #include <unistd.h>
 #include "check.h"
 #include "btr/error.h"

@@ -20,7 +20,7 @@ check "annotate unknown function: 3 ($rc)" [ $rc -eq 3 ]
 check "annotate unknown function: one line" [ "$(wc -l <"$tmp/err")" -eq 1 ]
 
 # ---- cfg ----
-if command -v dot >/dev/null; then
+if oracle dot "cfg rendered by Graphviz dot"; then
 	"$btr" cfg --function classify -o "$tmp/c.svg" "$tmp/a.btr"; rc=$?
 	check "cfg svg exit 0 ($rc)" [ $rc -eq 0 ]
 	# 11 blocks from the code (range check, table jump, cases 0-7, default)
@@ -37,8 +37,6 @@ if command -v dot >/dev/null; then
 	"$btr" cfg --function classify --diff "$tmp/b.btr" -o "$tmp/d.svg" "$tmp/a.btr"; rc=$?
 	check "cfg --diff exit 0 ($rc)" [ $rc -eq 0 ]
 	check "cfg --diff: blocks B ran more are red" grep -q 'fill="#de2d26"' "$tmp/d.svg"
-else
-	echo "dot (graphviz) not installed: rendering checks skipped"
 fi
 "$btr" cfg --function classify --max-blocks 4 -o "$tmp/c.dot" "$tmp/a.btr" 2>"$tmp/err"; rc=$?
 check "cfg dot collapse exit 0 ($rc)" [ $rc -eq 0 ]

@@ -2,7 +2,10 @@
  * that every kept finding (tests/fuzz/regress/NAME/) and the seed corpus
  * (tests/fuzz/corpus/NAME/) are replayed by `ctest` in every build, with
  * gcc and without libFuzzer; the sanitizer build (`make asan`) checks
- * them with ASan + UBSan.  Arguments: files or directories (one level). */
+ * them with ASan + UBSan.  Arguments: files or directories (one level);
+ * a missing directory is allowed (no findings kept yet), but a replay of
+ * no input at all fails: every target has a seed corpus, and a test that
+ * replays nothing proves nothing. */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -96,5 +99,12 @@ int main(int argc, char **argv)
 		free(names);
 	}
 	printf("replay: %d inputs, %d unreadable\n", files, bad);
+	if (files == 0) {
+		fprintf(stderr, "replay: FAIL: no inputs (an empty or missing seed corpus):");
+		for (int i = 1; i < argc; i++)
+			fprintf(stderr, " %s", argv[i]);
+		fprintf(stderr, "\n");
+		return 1;
+	}
 	return bad ? 1 : 0;
 }

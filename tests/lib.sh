@@ -1,0 +1,72 @@
+# tests/lib.sh - the one set of helpers of the shell tests (tests/cli_*.sh),
+# sourced, never run.  tests/cli_selftest.sh proves that each can fail.
+#
+# Use, first thing in a script (before any cd; ctest passes absolute paths):
+#   . "$(dirname "$0")/lib.sh"
+#   check "what" CMD ARGS...   runs CMD ARGS; counts a pass, or a failure with
+#                              "FAIL: what" on stderr; returns the verdict (0/1).
+#                              The verdict is CMD alone: in `check "x" [ A ] && B`
+#                              B is not counted - write two checks, one per
+#                              condition (or one CMD that tests both).
+#   ok [TEXT]                  counts a pass
+#   bad "what"                 counts a failure ("FAIL: what" on stderr); returns 1
+#   skip "why"                 exit 77 (CTest's "Skipped") with "SKIP: why" - but
+#                              exit 1 if a check has failed already: a skip after a
+#                              failure is a failure.  (check_skip: the same.)
+#   note "text"                "note: text" on stdout (information, counts nothing)
+#   oracle TOOL "what"         0 if TOOL (a command) is there.  If not: with
+#                              BTR_REQUIRE_ORACLES=1 (`make test` sets it) a failure
+#                              naming TOOL and what goes unchecked, unless
+#                              BTR_ALLOW_MISSING_ORACLES=1; else a note.  Returns 1
+#                              when missing:  if oracle dot "cfg SVG"; then ...; fi
+#   pycheck ARGS...            queues one check of tests/profcheck.py (NAME FILES...)
+#   pycheck_run                runs the queued python checks as one check
+#   finish [NAME [EXTRA]]      "NAME: EXTRA, N passed, N failed"; exit 1 on a failure, else 0
+# The counters are $pass and $fail (set to 0 here).
+pass=0
+fail=0
+py=()
+lib_src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+ok() { pass=$((pass + 1)); return 0; }
+bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); return 1; }
+check() {
+	local what=$1
+	shift
+	if "$@"; then ok; else bad "$what"; fi
+}
+skip() {
+	if [ "$fail" -ne 0 ]; then
+		echo "SKIP requested ($*) after $fail failed checks: reported as a failure" >&2
+		echo "$pass passed, $fail failed"
+		exit 1
+	fi
+	echo "SKIP: $*"
+	exit 77
+}
+check_skip() { skip "$@"; }
+note() { echo "note: $*"; }
+oracle() {
+	local tool=$1
+	shift
+	command -v "$tool" >/dev/null 2>&1 && return 0
+	if [ "${BTR_REQUIRE_ORACLES:-0}" = 1 ] && [ "${BTR_ALLOW_MISSING_ORACLES:-0}" != 1 ]; then
+		bad "oracle '$tool' missing (scripts/deps.sh installs it; BTR_ALLOW_MISSING_ORACLES=1 allows this): not checked: $*"
+	else
+		note "$tool not installed: not checked: $*"
+	fi
+	return 1
+}
+pycheck() { py+=("$@" ';;'); }
+pycheck_run() {
+	local out rc
+	out=$(python3 "$lib_src/tests/profcheck.py" "${py[@]}")
+	rc=$?
+	echo "$out"
+	check "python checks ($(echo "$out" | grep -c '^ok') ok)" [ $rc -eq 0 ]
+}
+finish() {
+	echo "${1:+$1: }${2:+$2, }$pass passed, $fail failed"
+	[ "$fail" -eq 0 ] || exit 1
+	exit 0
+}
