@@ -33,6 +33,22 @@
 #include "check.h"
 #include "ptgen.h"
 
+/* Under ASan, peak RSS measures the sanitizer (shadow memory, the
+ * quarantine of freed blocks), not btr: the tests skip. */
+#if defined(__SANITIZE_ADDRESS__)
+#define MT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MT_ASAN 1
+#endif
+#endif
+static inline void mt_skip_under_asan(void)
+{
+#ifdef MT_ASAN
+	check_skip("peak RSS under ASan measures the sanitizer's quarantine, not btr");
+#endif
+}
+
 #define MT_BASE 0x400000ull
 #define MT_CODE 0x1000ull     /* file offset (and vaddr - MT_BASE) of the code */
 

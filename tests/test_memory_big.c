@@ -14,9 +14,7 @@
 
 int main(void)
 {
-#if defined(__SANITIZE_ADDRESS__)
-	check_skip("peak RSS under ASan measures the sanitizer's quarantine, not btr");
-#endif
+	mt_skip_under_asan();
 	char btr[1024], dir[900];
 	snprintf(btr, sizeof(btr), "%s/btr", BTR_BINARY_DIR);
 	snprintf(dir, sizeof(dir), "%s/memory_big", BTR_BINARY_DIR);
