@@ -50,7 +50,6 @@ declare -A KNOWN=(
 	["events:ptet-vmexit-vmentry"]="btr reports each PIP when it reads it; libipt binds a PIP of a VM exit/entry (event trace) to that transition, one instruction later"
 	["events:ptet-evd_cr2-cfe_iret"]="an EVD (cr2) before a CFE that takes none (IRET): libipt rejects the stream (unexpected packet context), btr accepts it"
 	["events:ptet-evd_vmxq-cfe_intr"]="an EVD (vmxq) before a CFE that takes none (an interrupt outside a VM exit): libipt rejects the stream (unexpected packet context), btr accepts it"
-	["events:skd010-tip_pgd"]="after an OVF, a TIP.PGD while tracing is not enabled: btr reports a disable (at IP 0), libipt nothing"
 	["dump:ptdump-trunc-resync"]="after the bad packet at 0x21 this libipt's ptdump resumes at a PSB that starts before the error (0x19, backing up over the 02 82 pairs of the MNT payload it already printed); btr resumes at the first PSB after the error, as Debian's libipt 2.0 does - test_pt_libipt checks btr against that libipt and fails if btr backs up"
 )
 
