@@ -334,8 +334,18 @@ static void resolve_tip(struct btr_ptflow *f, const struct blk *b, uint64_t to, 
 	ptf_apply_next_mode(f);
 }
 
+/* Reports a MODE.TSX begin/commit still waiting for its FUP, at @ip. */
+static void tsx_flush(struct btr_ptflow *f, uint64_t ip)
+{
+	if (btr_unlikely(f->tsx_pend)) {
+		ptf_emit_event(f, BTR_FLOW_TSX, 0, ip, f->tsx_pend - 1u);
+		f->tsx_pend = 0;
+	}
+}
+
 void ptf_on_tip(struct btr_ptflow *f, uint64_t ip, int suppressed)
 {
+	tsx_flush(f, f->ip);
 	f->fup_status = 0;
 	if (f->en == EN_OFF)
 		return;
@@ -394,6 +404,7 @@ void ptf_on_tip(struct btr_ptflow *f, uint64_t ip, int suppressed)
 
 static void on_pge(struct btr_ptflow *f, uint64_t ip, int suppressed)
 {
+	tsx_flush(f, f->ip);
 	f->fup_status = 0;
 	f->after_ovf = 0;
 	if (suppressed) {
@@ -406,6 +417,7 @@ static void on_pge(struct btr_ptflow *f, uint64_t ip, int suppressed)
 
 static void on_pgd(struct btr_ptflow *f, uint64_t ip, int suppressed)
 {
+	tsx_flush(f, f->ip);
 	f->fup_status = 0;
 	if (f->after_ovf && f->er.apl11) {
 		/* APL11: "Intel PT OVF Packet May Be Followed by TIP.PGD
@@ -430,6 +442,12 @@ static void on_pgd(struct btr_ptflow *f, uint64_t ip, int suppressed)
 					exec_blk(f, b);
 			}
 			f->en = EN_OFF;
+			if (f->tsx_abort) {
+				/* MODE.TSX(abort) + FUP + TIP.PGD: the transaction
+				 * aborted as tracing stopped */
+				ptf_emit_event(f, BTR_FLOW_TSX_ABORT, 0, at, 0);
+				f->tsx_abort = 0;
+			}
 			ptf_emit_event(f, BTR_FLOW_DISABLE, 0, at, 0);
 		} else if (f->pend) {
 			resolve_tip(f, f->pend, ip, suppressed);
@@ -487,6 +505,8 @@ static void on_fup(struct btr_ptflow *f, uint64_t ip, int suppressed)
 {
 	int status = f->fup_status;
 	f->fup_status = 0;
+	if (suppressed || f->in_psb || f->after_ovf || f->en != EN_ON || f->pend)
+		tsx_flush(f, f->ip);   /* no walk to the FUP: where it was seen */
 	if (suppressed)
 		return;
 	if (f->in_psb) {
@@ -552,6 +572,7 @@ static void on_fup(struct btr_ptflow *f, uint64_t ip, int suppressed)
 		f->ip = ip;
 		f->en = EN_ON;
 	}
+	tsx_flush(f, ip);
 	if (!status || f->tsx_abort) {
 		f->async_pending = 1;
 		f->async_ip = ip;
@@ -774,10 +795,14 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 			 * the abort bit, the source of the abort, then a TIP. */
 			if (f->in_psb)
 				break;
-			if (p[1] & 2)
+			if (p[1] & 2) {
 				f->tsx_abort = 1;
-			else
-				ptf_emit_event(f, BTR_FLOW_TSX, 0, f->ip, p[1] & 1);
+			} else {
+				/* reported where it took effect: at the FUP's IP,
+				 * after the instructions before it (as libipt) */
+				tsx_flush(f, f->ip);
+				f->tsx_pend = (uint8_t)(1 + (p[1] & 1));
+			}
 			f->fup_status = 1;
 			break;
 		}
