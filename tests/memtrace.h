@@ -224,6 +224,21 @@ static inline uint64_t mt_trace(struct memtrace *m, const char *path, unsigned n
 	return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
 }
 
+/* Writes @path: the unit's PT @copies times as a raw PT file.  Returns
+ * its size in bytes. */
+static inline uint64_t mt_raw(const struct memtrace *m, const char *path, unsigned copies)
+{
+	FILE *f = fopen(path, "wb");
+	int ok = f != NULL;
+	for (unsigned c = 0; ok && c < copies; c++)
+		ok = fwrite(m->unit, m->unit_size, 1, f) == 1;
+	if (!f || fclose(f) != 0 || !ok) {
+		fprintf(stderr, "memtrace: cannot write %s\n", path);
+		exit(1);
+	}
+	return (uint64_t)copies * m->unit_size;
+}
+
 /* The code of @nfunc functions (written to @dir/code.elf) and a unit of
  * about @unit_bytes of PT; the BTS form of the unit too. */
 static inline void mt_init(struct memtrace *m, const char *dir, unsigned nfunc, size_t unit_bytes)
@@ -260,6 +275,7 @@ struct mt_spec {
 	char path[1024];
 	unsigned threads, copies;
 	int bts;
+	int raw;                         /* a raw PT file (one thread), not a .btr */
 	uint64_t size;                   /* out: bytes */
 };
 /* What one copy of the unit holds. */
@@ -290,7 +306,8 @@ static inline void mt_generate(const char *dir, unsigned nfunc, size_t unit_byte
 		u->branches = m.g.branches;
 		u->taken = m.bts_taken;
 		for (size_t i = 0; i < n; i++)
-			sp[i].size = mt_trace(&m, sp[i].path, sp[i].threads, sp[i].copies, sp[i].bts);
+			sp[i].size = sp[i].raw ? mt_raw(&m, sp[i].path, sp[i].copies)
+					       : mt_trace(&m, sp[i].path, sp[i].threads, sp[i].copies, sp[i].bts);
 		_exit(0);
 	}
 	int st;
@@ -456,9 +473,9 @@ static inline void mt_commands(const char *btr, const char *dir, const char *lab
 		mt_check_bound(what, rss[0], rss[1], cap_kib[1], slack_kib, sp[1].size);
 	}
 	if (which & MT_DUMP) {
-		static const char *const a[] = { "pt", "dump", NULL };
+		static const char *const a[] = { "pt", "dump", NULL }, *const araw[] = { "pt", "dump", "--raw", NULL };
 		for (int i = 0; i < 2; i++)
-			rss[i] = mt_rss(btr, a, sp[i].path, NULL, &lines[i]);
+			rss[i] = mt_rss(btr, sp[i].raw ? araw : a, sp[i].path, NULL, &lines[i]);
 		/* every copy's packets, in every thread: 4x the lines */
 		CHECK(lines[0] > (uint64_t)sp[0].copies * sp[0].threads * 100);
 		CHECK(lines[1] >= 4 * lines[0] - 4 * sp[0].threads && lines[1] <= 4 * lines[0]);
