@@ -342,8 +342,18 @@ static void resolve_tip(struct btr_ptflow *f, const struct blk *b, uint64_t to, 
 	ptf_apply_next_mode(f);
 }
 
+/* Reports a MODE.TSX begin/commit still waiting for its FUP, at @ip. */
+static void tsx_flush(struct btr_ptflow *f, uint64_t ip)
+{
+	if (btr_unlikely(f->tsx_pend)) {
+		ptf_emit_event(f, BTR_FLOW_TSX, 0, ip, f->tsx_pend - 1u);
+		f->tsx_pend = 0;
+	}
+}
+
 void ptf_on_tip(struct btr_ptflow *f, uint64_t ip, int suppressed)
 {
+	tsx_flush(f, f->ip);
 	f->fup_status = 0;
 	if (f->en == EN_OFF)
 		return;
@@ -402,6 +412,7 @@ void ptf_on_tip(struct btr_ptflow *f, uint64_t ip, int suppressed)
 
 static void on_pge(struct btr_ptflow *f, uint64_t ip, int suppressed)
 {
+	tsx_flush(f, f->ip);
 	f->fup_status = 0;
 	f->after_ovf = 0;
 	if (suppressed) {
@@ -414,12 +425,14 @@ static void on_pge(struct btr_ptflow *f, uint64_t ip, int suppressed)
 
 static void on_pgd(struct btr_ptflow *f, uint64_t ip, int suppressed)
 {
+	tsx_flush(f, f->ip);
 	f->fup_status = 0;
 	if (f->after_ovf && f->er.apl11) {
 		/* APL11: "Intel PT OVF Packet May Be Followed by TIP.PGD
 		 * Packet" - ignore the spurious TIP.PGD. */
 		return;
 	}
+	int ovf = f->after_ovf;
 	f->after_ovf = 0;
 	if (f->en == EN_ON) {
 		if (f->async_pending) {
@@ -437,6 +450,12 @@ static void on_pgd(struct btr_ptflow *f, uint64_t ip, int suppressed)
 					exec_blk(f, b);
 			}
 			f->en = EN_OFF;
+			if (f->tsx_abort) {
+				/* MODE.TSX(abort) + FUP + TIP.PGD: the transaction
+				 * aborted as tracing stopped */
+				ptf_emit_event(f, BTR_FLOW_TSX_ABORT, 0, at, 0);
+				f->tsx_abort = 0;
+			}
 			ptf_emit_event(f, BTR_FLOW_DISABLE, 0, at, 0);
 		} else if (f->pend) {
 			resolve_tip(f, f->pend, ip, suppressed);
@@ -459,7 +478,10 @@ static void on_pgd(struct btr_ptflow *f, uint64_t ip, int suppressed)
 				ptf_emit_event(f, BTR_FLOW_DISABLE, 0, END_IP(end), 0);
 			}
 		}
-	} else if (f->en == EN_LOST) {
+	} else if (f->en == EN_LOST && !ovf) {
+		/* Right after an OVF the flow was never resumed (the OVF's gap
+		 * said so): TIP.PGD there only says tracing stayed off, no
+		 * disable (as libipt: conformance case skd010-tip_pgd). */
 		ptf_emit_event(f, BTR_FLOW_DISABLE, 0, 0, 0);
 	}
 	f->en = EN_OFF;
@@ -491,6 +513,8 @@ static void on_fup(struct btr_ptflow *f, uint64_t ip, int suppressed)
 {
 	int status = f->fup_status;
 	f->fup_status = 0;
+	if (suppressed || f->in_psb || f->after_ovf || f->en != EN_ON || f->pend)
+		tsx_flush(f, f->ip);   /* no walk to the FUP: where it was seen */
 	if (suppressed)
 		return;
 	if (f->in_psb) {
@@ -556,6 +580,7 @@ static void on_fup(struct btr_ptflow *f, uint64_t ip, int suppressed)
 		f->ip = ip;
 		f->en = EN_ON;
 	}
+	tsx_flush(f, ip);
 	if (!status || f->tsx_abort) {
 		f->async_pending = 1;
 		f->async_ip = ip;
@@ -779,10 +804,14 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 			 * the abort bit, the source of the abort, then a TIP. */
 			if (f->in_psb)
 				break;
-			if (p[1] & 2)
+			if (p[1] & 2) {
 				f->tsx_abort = 1;
-			else
-				ptf_emit_event(f, BTR_FLOW_TSX, 0, f->ip, p[1] & 1);
+			} else {
+				/* reported where it took effect: at the FUP's IP,
+				 * after the instructions before it (as libipt) */
+				tsx_flush(f, f->ip);
+				f->tsx_pend = (uint8_t)(1 + (p[1] & 1));
+			}
 			f->fup_status = 1;
 			break;
 		}

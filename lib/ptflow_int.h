@@ -132,6 +132,7 @@ struct btr_ptflow {
 	uint8_t async_pending;   /* FUP seen: the next TIP/TIP.PGD is asynchronous from async_ip */
 	uint8_t fup_status;      /* next FUP is a status FUP (PTW, MODE.TSX, EXSTOP): walk only */
 	uint8_t tsx_abort;       /* MODE.TSX with abort seen: next FUP+TIP is an abort */
+	uint8_t tsx_pend;        /* MODE.TSX begin/commit seen: 1 + InTX, reported at its FUP's IP */
 	uint8_t after_ovf;       /* OVF seen: the next FUP is the resume IP */
 	uint8_t ovf_was_off;     /* tracing was off at the OVF (APL12) */
 	uint8_t in_psb;

@@ -9,7 +9,7 @@
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
 . "$(dirname "$0")/lib.sh"
-btr=$1; build=$2
+btr=$1; build=$2; src=$(cd "$(dirname "$0")/.." && pwd)
 
 command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
 [ -r "$build/btr-qemu.so" ] || skip "btr-qemu.so not built"
@@ -64,10 +64,18 @@ if not ok:
 PY
 
 # rec NAME WANT_RC [btr record options] -- CMD...: record with ground truth,
-# check the exit status, the decoded flow and write NAME.json
+# check the exit status, the decoded flow and write NAME.json; btr's
+# instruction counts per thread and in total must equal those of the
+# independent counter (tests/tools/insn_count.c, in the same QEMU runs:
+# the ground truth comes from btr's own plugin, edited by gt_unlog to match
+# PT; tests/tools/insn_compare.py says which differences are definitional)
 rec() {
   local name=$1 want=$2; shift 2
-  "$btr" record -q -o "$tmp/$name.btr" --ground-truth "$tmp/$name.gt" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+  local counter=()
+  [ -r "$build/btr-insn-count.so" ] && counter=(env BTR_QEMU="$src/tests/tools/qemu_count.sh" \
+    BTR_COUNT_PLUGIN="$build/btr-insn-count.so" BTR_COUNT_OUT="$tmp/$name.count")
+  rm -f "$tmp/$name.count"
+  "${counter[@]}" "$btr" record -q -o "$tmp/$name.btr" --ground-truth "$tmp/$name.gt" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
   local rc=$?
   check "$name: record exit $want (got $rc: $(head -c 300 "$tmp/$name.err"))" [ $rc -eq "$want" ]
   "$btr" pt decode "$tmp/$name.btr" --insn >"$tmp/$name.insn" 2>"$tmp/$name.derr"
@@ -75,6 +83,10 @@ rec() {
   check "$name: decoded flow equals ground truth" python3 "$tmp/gt.py" "$tmp/$name.gt" "$tmp/$name.insn" "${MIN_THREADS:-1}"
   "$btr" report --format json "$tmp/$name.btr" >"$tmp/$name.json" 2>"$tmp/$name.rerr"
   check "$name: report exit 0 ($(head -c 200 "$tmp/$name.rerr"))" [ $? -eq 0 ]
+  if [ ${#counter[@]} -gt 0 ]; then
+    python3 "$src/tests/tools/insn_compare.py" "$tmp/$name.count" "$tmp/$name.json" >"$tmp/$name.cmp" 2>&1
+    check "$name: instructions == the independent counter's ($(tr '\n' ' ' <"$tmp/$name.cmp"))" [ $? -eq 0 ]
+  fi
 }
 procs() { local name=$1; shift; check "$name: $1" python3 "$tmp/procs.py" "$tmp/$name.json" "$1"; }
 

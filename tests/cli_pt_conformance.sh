@@ -14,6 +14,12 @@
 #    A case with `; cpu F/M` lines runs once per distinct set of errata
 #    btr applies among those CPUs (asked from btr itself), so every
 #    listed CPU's behaviour is checked.
+#    The events and errors must match too, by rules (compare_events below)
+#    that map libipt's event lines onto btr's, never per case: each event
+#    as its kind (and value, for ptwrite and paging) and the number of
+#    instructions before it.  A case that expects no instructions is passed
+#    by its events; one that expects neither is counted as vacuous, not as
+#    a pass (printing nothing cannot pass it).
 #  - dump: `btr pt dump` (with --errata-cpu of the case's first `; cpu`)
 #    must print the packets of NAME-ptdump.exp: the same offsets and
 #    packet kinds, in order (payload wording differs).
@@ -32,12 +38,19 @@ trap 'rm -rf "$tmp"' EXIT
 # (the other tests check leaks), it dominates their cost.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 
-# Cases that cannot pass, "kind:name reason" (kind flow or dump).
+# Cases that cannot pass, "kind:name reason" (kind flow, dump, or events:
+# the instructions match, the events differ).
 declare -A KNOWN=(
+	["events:psb-fup-ptw-trig"]="btr reports a PTWRITE event when it reads the PTW packet, before the flow reaches the PTWRITE instruction (the IP of the FUP after a PTW with its IP bit); libipt after that instruction"
+	["events:tip_pge-ptw-fup-tip_pgd"]="PTWRITE event reported at the PTW packet, ahead of the flow (as psb-fup-ptw-trig)"
+	["events:ptxed-resync-nomap-ptw-fup"]="PTWRITE event reported at the PTW packet, ahead of the flow (as psb-fup-ptw-trig)"
+	["events:ptet-vmexit-vmentry"]="btr reports each PIP when it reads it; libipt binds a PIP of a VM exit/entry (event trace) to that transition, one instruction later"
+	["events:ptet-evd_cr2-cfe_iret"]="an EVD (cr2) before a CFE that takes none (IRET): libipt rejects the stream (unexpected packet context), btr accepts it"
+	["events:ptet-evd_vmxq-cfe_intr"]="an EVD (vmxq) before a CFE that takes none (an interrupt outside a VM exit): libipt rejects the stream (unexpected packet context), btr accepts it"
 	["dump:ptdump-trunc-resync"]="after the bad packet at 0x21 this libipt's ptdump resumes at a PSB that starts before the error (0x19, backing up over the 02 82 pairs of the MNT payload it already printed); btr resumes at the first PSB after the error, as Debian's libipt 2.0 does - test_pt_libipt checks btr against that libipt and fails if btr backs up"
 )
 
-nflow=0; ndump=0; known_hit=0
+nflow=0; ndump=0; known_hit=0; vacuous=0; nevents=0
 
 # result KIND NAME OK DETAIL: counts, honours KNOWN.
 result() {
@@ -87,6 +100,68 @@ got_dump() {
 		[ "$3" = 1 ] && [ "${BASH_REMATCH[2]}" = cyc ] && continue
 		if [ "$2" = 1 ]; then G+=("${BASH_REMATCH[2]}"); else G+=("${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"); fi
 	done <<<"$1"
+}
+
+# ---- events and errors ----
+# ev_line LINE N: appends LINE's event to EV as "NNNNNNNN KIND[:VALUE]"
+# (N: the instructions before it, zero-padded so that a string sort keeps
+# positions in order), for both libipt's ptxed and btr's lines:
+#   D  disabled (ptxed [disabled...])         [disable IP]
+#   O  overflow ([overflow])                   [overflow at offset X]
+#   E  a decode error ([OFF, IP: error: ...])  [gap at offset X: ...], except
+#      the gap that follows btr's own [overflow] line (the overflow's)
+#   TB/TC/X  [begin transaction] [committed] [aborted]
+#            [tsx-begin IP] [tsx-commit IP] [tsx-abort IP]
+#   S  [stopped]                               [tracestop IP]
+#   W:V  [ptwrite: V]                          [ptwrite 0xV]
+#   P:V  [paging, cr3: V]                      [paging 0xV]
+# Not compared: enable events (btr also enables at a PSB+ and after every
+# gap, libipt only at TIP.PGE), ptxed's config errors (about its options,
+# e.g. --cpu 0/0), and the events btr does not report or reports in its
+# own terms (docs/pt-decode.md, "Events and libipt": interrupt, exec mode,
+# CFE/EVD, power, timing and VMCS events).
+ev_line() {
+	local l=$1 n; printf -v n '%08d' "$2"
+	case $l in
+	*"config error"*) ;;
+	*"error:"*) EV+=("$n E") ;;
+	"[gap "*) [ "${EV_OVF-0}" = 1 ] || EV+=("$n E") ;;
+	"[disable"*|"["[0-9a-f]*" disabled"*) EV+=("$n D") ;;
+	"[overflow"*|"["[0-9a-f]*" overflow]") EV+=("$n O"); EV_OVF=1; return ;;
+	"[begin transaction"*|"[tsx-begin"*) EV+=("$n TB") ;;
+	"[committed"*|"[tsx-commit"*) EV+=("$n TC") ;;
+	"[aborted"*|"[tsx-abort"*) EV+=("$n X") ;;
+	"[stopped"*|"[tracestop"*) EV+=("$n S") ;;
+	"[ptwrite"*)
+		[[ $l =~ ^\[ptwrite:?\ (0x)?([0-9a-f]+) ]] && EV+=("$n W:$((16#${BASH_REMATCH[2]}))") ;;
+	"[paging"*)
+		[[ $l =~ ^\[paging(,\ cr3:)?\ (0x)?([0-9a-f]+) ]] && EV+=("$n P:$((16#${BASH_REMATCH[3]}))") ;;
+	esac
+	EV_OVF=0
+}
+# ev_norm RESYNC: the rules that make the two decoders' event sequences
+# comparable, applied to EV on both sides alike:
+#  - an error is "the flow broke after N instructions": several at one
+#    position count once (libipt may report one failure from its query and
+#    again from its walk);
+#  - a disable right after an error (no instruction between) is libipt
+#    ending the broken flow; btr's gap says the same: dropped;
+#  - without ptxed's --resync-on-error libipt stops at the first error
+#    (RESYNC 0): what follows it is not compared;
+#  - events between the same two instructions are compared as a set (libipt
+#    orders them by its queries, btr by packets).
+ev_norm() {
+	local out=() e last_e=
+	for e in "${EV[@]}"; do
+		case ${e#* } in
+		E) [ "$last_e" = "${e%% *}" ] && continue; last_e=${e%% *}; out+=("$e")
+		   [ "$1" = 0 ] && break ;;
+		D) [ "$last_e" = "${e%% *}" ] && continue; out+=("$e") ;;
+		*) out+=("$e") ;;
+		esac
+	done
+	EV=()
+	[ ${#out[@]} -gt 0 ] && mapfile -t EV < <(printf '%s\n' "${out[@]}" | sort)
 }
 
 # first difference of arrays named $1 and $2, or nothing
@@ -155,14 +230,19 @@ for ptt in "$dir"/*.ptt; do
 	[[ $xopt == *" --no-retcomp "* ]] && args+=(--no-retcomp)
 	count_only=0
 	[[ $xopt == *" --quiet "* && $xopt == *" --stat:insn "* ]] && count_only=1
-	W=(); want=
+	W=(); want=; EV=()
 	while IFS= read -r line; do
 		if [[ $line =~ ^(\?\ )?([0-9a-f]{16}) ]]; then
 			W+=("${BASH_REMATCH[2]}")
 		elif [[ $line =~ ^insn:\ *([0-9]+) ]]; then
 			want=${BASH_REMATCH[1]}
+		elif [[ $line == "["* ]]; then
+			ev_line "$line" ${#W[@]}
 		fi
 	done <"$exp"
+	resync=0; [[ $xopt == *" --resync-on-error "* ]] && resync=1
+	ev_norm $resync
+	WE=("${EV[@]}")
 	# one run per distinct errata set among the listed CPUs
 	runs=()
 	if [ ${#cpus[@]} -eq 0 ]; then
@@ -177,7 +257,7 @@ for ptt in "$dir"/*.ptt; do
 		done
 		unset seen
 	fi
-	ok=1; detail=
+	ok=1; detail=; evfail=0
 	for cpu in "${runs[@]}"; do
 		nflow=$((nflow+1))
 		copt=(); [ "$cpu" != none ] && copt=(--cpu "$cpu")
@@ -188,18 +268,41 @@ for ptt in "$dir"/*.ptt; do
 				ok=0; detail="cpu $cpu: $got instructions, want $want"
 			fi
 		else
-			G=()
+			G=(); EV=()
 			while IFS= read -r line; do
-				[[ $line =~ ^[0-9a-f]{16}$ ]] && G+=("$line")
+				if [[ $line =~ ^[0-9a-f]{16}$ ]]; then
+					G+=("$line")
+				elif [[ $line == "["* ]]; then
+					ev_line "$line" ${#G[@]}
+				fi
 			done < <("$btr" pt decode "${args[@]}" "${copt[@]}" --insn 2>/dev/null)
+			ev_norm $resync
+			GE=("${EV[@]}")
 			d=$(first_diff W G)
 			if [ -n "$d" ]; then
 				ok=0; detail="cpu $cpu: $d"
+			else
+				d=$(first_diff WE GE)
+				[ -n "$d" ] && { ok=0; evfail=1; detail="cpu $cpu: events: $d (want ${WE[*]}; got ${GE[*]})"; }
 			fi
 		fi
 	done
-	result flow "$n" $ok "$detail"
+	if [ $count_only = 0 ] && [ ${#W[@]} -eq 0 ] && [ ${#WE[@]} -eq 0 ] && [ $ok = 1 ]; then
+		# nothing to execute and no event to report: passed by printing
+		# nothing, which proves nothing
+		vacuous=$((vacuous+1))
+		echo "vacuous: flow:$n expects no instructions and no compared events"
+		continue
+	fi
+	[ $count_only = 0 ] && [ ${#WE[@]} -gt 0 ] && nevents=$((nevents+1))
+	if [ -n "${KNOWN[events:$n]+x}" ] && [ $evfail = 1 ]; then
+		result events "$n" 0 "$detail"
+	elif [ -n "${KNOWN[events:$n]+x}" ] && [ $ok = 1 ]; then
+		result events "$n" 1
+	else
+		result flow "$n" $ok "$detail"
+	fi
 done
 
 check "more than 100 cases ran ($pass passed, $known_hit known): is $dir complete?" [ $((pass + known_hit)) -gt 100 ]
-finish "libipt conformance" "$known_hit known ($nflow flow runs, $ndump dumps)"
+finish "libipt conformance" "$known_hit known, $vacuous vacuous ($nflow flow runs, $nevents with events compared, $ndump dumps)"

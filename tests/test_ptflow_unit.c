@@ -423,6 +423,67 @@ int main(void)
 	}
 	ipvec_free(&r.ips);
 
+	/* 8b. MODE.TSX begin: reported at its FUP's IP (where the XBEGIN
+	 * is), after the instructions before it - not at the packet (libipt
+	 * conformance: tsx-abort) */
+	s_begin();
+	s_psb(1, 0x1000);
+	{
+		struct btr_pt_packet x = { .type = BTR_PT_MODE_TSX };
+		x.u.mode_tsx.intx = 1;
+		s_pkt(x);
+		s_ip(BTR_PT_FUP, 0x1004);
+		s_tnt("0");
+		s_ip(BTR_PT_TIP_PGD, 0x1020);
+		CHECK_EQ(decode(&r, &cfg, 0), 0);
+		int i = has_event(&r, BTR_FLOW_TSX);
+		CHECK(i);
+		if (i) {
+			CHECK_EQ(r.ev[i - 1].ip, 0x1004);
+			CHECK_EQ(r.ev[i - 1].payload, 1);
+		}
+		static const uint64_t want[] = { 0x1000, 0x1004, 0x1006 };
+		expect_ips("tsx begin", &r, want, 3);
+	}
+	ipvec_free(&r.ips);
+
+	/* 8c. MODE.TSX abort + FUP + TIP.PGD: the abort is reported, then
+	 * the disable (libipt conformance: tip_pge-tsx_abort-tip_pgd) */
+	s_begin();
+	s_psb(1, 0x1000);
+	{
+		struct btr_pt_packet x = { .type = BTR_PT_MODE_TSX };
+		x.u.mode_tsx.abrt = 1;
+		s_pkt(x);
+		s_ip(BTR_PT_FUP, 0x1004);
+		s_ipsup(BTR_PT_TIP_PGD);
+		CHECK_EQ(decode(&r, &cfg, 0), 0);
+		int i = has_event(&r, BTR_FLOW_TSX_ABORT), d = has_event(&r, BTR_FLOW_DISABLE);
+		CHECK(i && d && i < d);
+		if (i)
+			CHECK_EQ(r.ev[i - 1].ip, 0x1004);
+	}
+	ipvec_free(&r.ips);
+
+	/* 8d. OVF, then TIP.PGD: the flow never resumed, so no disable
+	 * (libipt conformance: skd010-tip_pgd) */
+	s_begin();
+	s_psb(1, 0x1000);
+	s_simple(BTR_PT_OVF);
+	s_ipsup(BTR_PT_TIP_PGD);
+	s_ip(BTR_PT_TIP_PGE, 0x1000);
+	s_tnt("0");
+	s_ip(BTR_PT_TIP_PGD, 0x1020);
+	CHECK_EQ(decode(&r, &cfg, 0), 0);
+	{
+		unsigned nd = 0;
+		for (unsigned k = 0; k < r.nev; k++)
+			nd += r.ev[k].type == BTR_FLOW_DISABLE;
+		CHECK_EQ(nd, 1);   /* the last TIP.PGD's only */
+		CHECK(has_event(&r, BTR_FLOW_OVERFLOW));
+	}
+	ipvec_free(&r.ips);
+
 	/* 9. timing: TSC, then TMA + MTC with CPUID 0x15 = 2/100, CYC */
 	s_begin();
 	s_pkt((struct btr_pt_packet){ .type = BTR_PT_PSB });
