@@ -129,6 +129,8 @@ struct btr_trace_writer {
 	uint32_t nrec;          /* records in the current chunk */
 	int level;              /* zstd level, 0: store */
 	int no_sync;            /* opts.no_sync */
+	int stream;             /* 1: writing through fd (a device, FIFO, stdout): no tmp, no rename */
+	int own_fd;             /* 0: fd is the caller's (btr_trace_writer_new_fd) */
 	ZSTD_CCtx *cctx;
 	uint8_t *zbuf;
 	size_t zcap;
@@ -530,7 +532,7 @@ int btr_trace_flush(struct btr_trace_writer *w)
 
 static void writer_free(struct btr_trace_writer *w)
 {
-	if (w->fd >= 0)
+	if (w->fd >= 0 && w->own_fd)
 		close(w->fd);
 	ZSTD_freeCCtx(w->cctx);
 	free(w->zbuf);
@@ -540,8 +542,41 @@ static void writer_free(struct btr_trace_writer *w)
 	free(w);
 }
 
-int btr_trace_writer_new(const char *path, const struct btr_trace_writer_opts *opts,
-			 struct btr_trace_writer **out)
+/* Where @path leads: 0 for a file to create through a temporary name
+ * (@real: the file itself, a symlink followed), 1 for a device, FIFO or
+ * socket to write through (never replaced), or a negative error. */
+static int output_kind(const char *path, char **real, int *mode)
+{
+	struct stat st, lst;
+	*real = NULL;
+	*mode = -1;
+	if (stat(path, &st) < 0) {
+		if (errno != ENOENT)
+			return btr_err_from_errno(errno);
+		/* A dangling symlink would be replaced by the rename. */
+		if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
+			return -BTR_ERR_NOENT;
+		*real = strdup(path);
+		return *real ? 0 : -BTR_ERR_NOMEM;
+	}
+	if (S_ISDIR(st.st_mode))
+		return -BTR_ERR_ISDIR;
+	if (!S_ISREG(st.st_mode)) {
+		*real = strdup(path);
+		return *real ? 1 : -BTR_ERR_NOMEM;
+	}
+	*mode = (int)(st.st_mode & 07777);   /* the replacement keeps the file's permissions */
+	if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
+		*real = realpath(path, NULL);   /* the target is replaced, the link kept */
+	else
+		*real = strdup(path);
+	return *real ? 0 : -BTR_ERR_NOMEM;
+}
+
+/* The common part of the constructors: @w->fd is open (or -1 with
+ * @w->tmp to create); writes the file header. */
+static int writer_start(const char *path, int fd, const struct btr_trace_writer_opts *opts,
+			struct btr_trace_writer **out)
 {
 	struct btr_trace_writer_opts o = { 0 };
 	struct btr_trace_writer *w;
@@ -549,7 +584,8 @@ int btr_trace_writer_new(const char *path, const struct btr_trace_writer_opts *o
 	char creator[] = "btr " BTR_VERSION;
 	struct timespec ts = { 0 };
 	size_t clen = strlen(creator), hlen;
-	int rc;
+	int rc, kind = 1, mode = -1;
+	char *real = NULL;
 
 	if (!path || !*path || !out)
 		return -BTR_ERR_INVAL;
@@ -567,19 +603,25 @@ int btr_trace_writer_new(const char *path, const struct btr_trace_writer_opts *o
 		o.chunk_size = BTR_TRACE_CHUNK_MIN;
 	if (o.chunk_size > BTR_TRACE_CHUNK_MAX)
 		o.chunk_size = BTR_TRACE_CHUNK_MAX;
+	if (fd < 0 && (kind = output_kind(path, &real, &mode)) < 0)
+		return kind;
 
 	w = calloc(1, sizeof(*w));
-	if (!w)
+	if (!w) {
+		free(real);
 		return -BTR_ERR_NOMEM;
-	w->fd = -1;
+	}
+	w->fd = fd;
+	w->own_fd = fd < 0;
+	w->stream = kind == 1;
 	w->chunk_size = w->cap = o.chunk_size;
 	w->level = o.compress;
 	w->no_sync = o.no_sync;
-	w->path = strdup(path);
+	w->path = real ? real : strdup(path);
 	w->buf = malloc(w->cap);
-	if (asprintf(&w->tmp, "%s.tmp.%ld", path, (long)getpid()) < 0)
+	if (!w->stream && asprintf(&w->tmp, "%s.tmp.%ld", w->path ? w->path : path, (long)getpid()) < 0)
 		w->tmp = NULL;
-	if (!w->path || !w->buf || !w->tmp)
+	if (!w->path || !w->buf || (!w->stream && !w->tmp))
 		goto nomem;
 	if (w->level) {
 		w->cctx = ZSTD_createCCtx();
@@ -589,12 +631,21 @@ int btr_trace_writer_new(const char *path, const struct btr_trace_writer_opts *o
 			goto nomem;
 	}
 
-	/* O_TRUNC, not O_EXCL: a leftover "<path>.tmp.<our pid>" can only
-	 * come from a dead process that had our pid, so it is garbage. */
-	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0 && w->stream) {
+		/* A device, FIFO or socket: written through, never created,
+		 * truncated, unlinked or renamed over. */
+		w->fd = open(w->path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	} else if (fd < 0) {
+		/* O_TRUNC, not O_EXCL: a leftover "<path>.tmp.<our pid>" can
+		 * only come from a dead process that had our pid, so it is
+		 * garbage. */
+		w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		if (w->fd >= 0 && mode >= 0)
+			(void)fchmod(w->fd, (mode_t)mode);
+	}
 	if (w->fd < 0) {
 		rc = btr_err_from_errno(errno);
-		btr_debug("trace: cannot create %s: %s", w->tmp, strerror(errno));
+		btr_debug("trace: cannot create %s: %s", w->stream ? w->path : w->tmp, strerror(errno));
 		free(w->tmp);
 		w->tmp = NULL;
 		writer_free(w);
@@ -617,7 +668,7 @@ int btr_trace_writer_new(const char *path, const struct btr_trace_writer_opts *o
 	put32(hdr + 20, btr_crc32c(0, hdr, hlen));
 	rc = write_all(w->fd, hdr, hlen);
 	if (rc) {
-		btr_debug("trace: writing %s: %s", w->tmp, btr_errstr(rc));
+		btr_debug("trace: writing %s: %s", w->stream ? w->path : w->tmp, btr_errstr(rc));
 		btr_trace_writer_abort(w);
 		return rc;
 	}
@@ -627,6 +678,25 @@ int btr_trace_writer_new(const char *path, const struct btr_trace_writer_opts *o
 nomem:
 	writer_free(w);
 	return -BTR_ERR_NOMEM;
+}
+
+int btr_trace_writer_new(const char *path, const struct btr_trace_writer_opts *opts,
+			 struct btr_trace_writer **out)
+{
+	return writer_start(path, -1, opts, out);
+}
+
+int btr_trace_writer_new_fd(int fd, const char *name, const struct btr_trace_writer_opts *opts,
+			    struct btr_trace_writer **out)
+{
+	if (fd < 0)
+		return -BTR_ERR_INVAL;
+	return writer_start(name, fd, opts, out);
+}
+
+int btr_trace_writer_streaming(const struct btr_trace_writer *w)
+{
+	return w && w->stream;
 }
 
 int btr_trace_writer_close(struct btr_trace_writer *w)
@@ -641,6 +711,15 @@ int btr_trace_writer_close(struct btr_trace_writer *w)
 		put64(end, w->chunks);
 		put64(end + 8, w->records);
 		rc = emit_chunk(w, CF_END, end, END_PAYLOAD, END_PAYLOAD, 0);
+	}
+	if (w->stream) {
+		/* Written through: nothing to sync or rename; the caller's
+		 * descriptor stays open. */
+		if (w->own_fd && close(w->fd) < 0 && !rc)
+			rc = btr_err_from_errno(errno);
+		w->fd = -1;
+		writer_free(w);
+		return rc;
 	}
 	/* fsync before rename: otherwise a power loss can leave the new
 	 * name pointing at an empty file (the classic ext4 rename race). */
@@ -669,6 +748,8 @@ int btr_trace_writer_retarget(struct btr_trace_writer *w, const char *path)
 {
 	if (!w || !path || !*path)
 		return -BTR_ERR_INVAL;
+	if (w->stream)
+		return -BTR_ERR_UNSUPPORTED;   /* what was written is gone already */
 	char *p = strdup(path);
 	if (!p)
 		return -BTR_ERR_NOMEM;

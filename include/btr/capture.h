@@ -75,6 +75,9 @@ struct btr_capture_opts {
 	uint64_t period;          /* lbr: sample every N cycles (0: 100003) */
 	uint64_t aux_size;        /* pt, bts: AUX area bytes per ring (0: 4 MiB; a power of two) */
 	const char *sysfs_root;   /* tests: where the PMUs are described (NULL: /sys/...) */
+	int output_fd;            /* > 0: write the trace through this open descriptor (stdout,
+				   * a pipe; btr_trace_writer_new_fd), @output only naming it in
+				   * messages; 0: create @output (btr_trace_writer_new) */
 };
 
 #define BTR_CAPTURE_MAX_PROCESSES 1000

@@ -17,7 +17,7 @@ enum btr_error {
 	BTR_ERR_INVAL,         /* an argument is out of range or NULL */
 	BTR_ERR_NOMEM,         /* allocation failed */
 	BTR_ERR_IO,            /* read/write failed (errno converted) */
-	BTR_ERR_NOENT,         /* file or object not found */
+	BTR_ERR_NOENT,         /* no such file or directory (ENOENT, ENOTDIR) */
 	BTR_ERR_PERM,          /* permission denied */
 	BTR_ERR_EOS,           /* end of stream: no more data (not a failure) */
 	BTR_ERR_AGAIN,         /* need more input: feed the next buffer */

@@ -22,6 +22,17 @@ int btr_capture_output_failed(struct btr_trace_writer *w, const char *output, in
 	return rc;
 }
 
+int btr_capture_writer_new(const struct btr_capture_opts *opts, const struct btr_trace_writer_opts *wo,
+			   struct btr_trace_writer **w)
+{
+	int rc = opts->output_fd > 0 ? btr_trace_writer_new_fd(opts->output_fd, opts->output, wo, w)
+				     : btr_trace_writer_new(opts->output, wo, w);
+	if (rc < 0)
+		btr_err("%s: cannot %s: %s", opts->output,
+			rc == -BTR_ERR_NOSPACE || rc == -BTR_ERR_IO ? "write" : "create", btr_errstr(rc));
+	return rc;
+}
+
 /* A backend whose record function does not exist yet refuses to record,
  * so that "auto" never picks it. */
 static int record_unsupported(const struct btr_capture_opts *opts, struct btr_capture_result *res)

@@ -118,7 +118,7 @@ static int resolve_cmd(const char *cmd, char *const *argv, char *buf, size_t siz
 	int e = qx_resolve(own, buf, argv ? argv : one);
 	int rc = 0;
 	if (e == ENOEXEC) {
-		btr_err("%s: not an x86-64 ELF executable or #! script (the qemu backend runs only those)", buf);
+		btr_err("%s: not an x86-64 ELF executable or #! script (btr records only those)", buf);
 		rc = -BTR_ERR_CHILD;
 	} else if (e == EACCES) {
 		btr_err("%s: not an executable file", own->path[0] ? own->path : buf);
@@ -127,7 +127,7 @@ static int resolve_cmd(const char *cmd, char *const *argv, char *buf, size_t siz
 		btr_err("%s: %s", buf, strerror(e));
 		rc = -BTR_ERR_CHILD;
 	} else if (own->untraced) {
-		btr_err("%s: %s: the qemu backend runs only x86-64 programs it may trace", own->path, own->untraced);
+		btr_err("%s: %s: btr records only x86-64 programs, not set-uid or set-gid ones", own->path, own->untraced);
 		rc = -BTR_ERR_CHILD;
 	}
 	if (rc < 0 || !x) {
@@ -668,8 +668,7 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	}
 
 	struct btr_trace_writer_opts wo = { .sz = sizeof(wo), .compress = opts->compress };
-	if ((rc = btr_trace_writer_new(opts->output, &wo, &w)) < 0) {
-		btr_err("%s: cannot create: %s", opts->output, btr_errstr(rc));
+	if ((rc = btr_capture_writer_new(opts, &wo, &w)) < 0) {
 		goto out_x;
 	}
 	const char *tmp = getenv("TMPDIR");
@@ -886,7 +885,8 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	 * the result is incomplete, so it goes to OUTPUT.partial. */
 	int werr = plugin_write_error(dir);
 	char kept[PATH_MAX];
-	if (werr < 0) {
+	snprintf(kept, sizeof(kept), "%s", opts->output);
+	if (werr < 0 && !btr_trace_writer_streaming(w)) {
 		if ((size_t)snprintf(kept, sizeof(kept), "%s.partial", opts->output) >= sizeof(kept))
 			rc = -BTR_ERR_INVAL;
 		else
