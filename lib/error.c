@@ -40,6 +40,7 @@ static const char *const errstr[BTR_ERR__COUNT] = {
 	[BTR_ERR_ISDIR] = "is a directory",
 	[BTR_ERR_LIMIT] = "limit reached",
 	[BTR_ERR_NOSPACE] = "no space left on device",
+	[BTR_ERR_FBIG] = "file size limit exceeded (ulimit -f)",
 };
 
 const char *btr_errstr(int err)
@@ -62,6 +63,7 @@ int btr_err_from_errno(int e)
 	case EINTR: return -BTR_ERR_INTERRUPTED;
 	case EISDIR: return -BTR_ERR_ISDIR;
 	case ENOSPC: case EDQUOT: return -BTR_ERR_NOSPACE;
+	case EFBIG: return -BTR_ERR_FBIG;
 	case ENODEV: case EOPNOTSUPP: case ENOSYS: return -BTR_ERR_NODEV;
 	default: return -BTR_ERR_IO;
 	}

@@ -99,15 +99,19 @@ while read -r kind line; do
 		[ "$(grep -c "^btr: warning: replaced existing old.dot$" err.txt)" -eq 1 ]
 	check "$w [OUT=existing file]: written" differs old.dot ref
 	check "$w [OUT=existing file]: permissions kept (got $(stat -c %a old.dot))" [ "$(stat -c %a old.dot)" = 640 ]
-	# a directory: refused before any work, one line
+	# a directory: refused before any work, one line.  The input is
+	# missing: a command that looked at it first would say that instead
+	# (and record runs a command that leaves a marker).
+	early=${line//\/bin\/true//bin/touch marker}
+	early=${early//t.btr/gone.btr}; early=${early//p.fdata/gone.fdata}
 	mkdir d.dot
-	run "${line//\/bin\/true//bin/touch marker}" d.dot
+	run "$early" d.dot
 	check "$w [OUT=directory]: exit 3 (got $rc)" [ $rc -eq 3 ]
 	check "$w [OUT=directory]: one line 'is a directory': $(cat err.txt)" \
 		[ "$(wc -l <err.txt)" -eq 1 ] && grep -q "d.dot: is a directory" err.txt
 	[ "$cmd" = record ] && check "$w [OUT=directory]: the command did not run" [ ! -e marker ]
 	# a missing directory: refused before any work
-	run "${line//\/bin\/true//bin/touch marker}" nodir/x.dot
+	run "$early" nodir/x.dot
 	check "$w [OUT=missing dir]: exit 3 (got $rc)" [ $rc -eq 3 ]
 	check "$w [OUT=missing dir]: one line naming it: $(cat err.txt)" \
 		[ "$(wc -l <err.txt)" -eq 1 ] && grep -q "nodir/x.dot: no such directory: nodir" err.txt
@@ -125,10 +129,21 @@ while read -r kind line; do
 		if [ "$kind" = b ] && [ "$cmd" != record ]; then
 			# a binary format refuses a terminal
 			python3 - "$btr" ${line//OUT/-} >pty.txt 2>&1 <<'PY'
-import os, pty, subprocess, sys
+import os, pty, select, subprocess, sys, time
 m, s = pty.openpty()
-r = subprocess.run(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=s, stderr=subprocess.PIPE)
-sys.stdout.write("%d %s" % (r.returncode, r.stderr.decode(errors="replace")))
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=s, stderr=subprocess.PIPE)
+os.close(s)
+end = time.time() + 60
+while p.poll() is None and time.time() < end:   # drain the terminal: a writer must not block
+    if select.select([m], [], [], 0.1)[0]:
+        try:
+            os.read(m, 65536)
+        except OSError:
+            break
+if p.poll() is None:
+    p.kill()
+err = p.communicate()[1]
+sys.stdout.write("%d %s" % (p.returncode, err.decode(errors="replace")))
 PY
 			check "$w [OUT=- on a terminal]: refused, exit 2: $(head -c 200 pty.txt)" \
 				grep -q "^2 .*not writing .* to the terminal" pty.txt

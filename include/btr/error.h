@@ -45,6 +45,7 @@ enum btr_error {
 	BTR_ERR_ISDIR,         /* a directory was given where a file is needed */
 	BTR_ERR_LIMIT,         /* a configured limit was reached (--max-processes) */
 	BTR_ERR_NOSPACE,       /* no space left on the device (ENOSPC, EDQUOT) */
+	BTR_ERR_FBIG,          /* a file reached the file size limit (EFBIG: `ulimit -f`) */
 	BTR_ERR__COUNT
 };
 

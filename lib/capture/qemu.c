@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -644,6 +645,16 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		btr_err("%s", why);
 		goto out_x;
 	}
+	struct rlimit fl;
+	if (getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY && fl.rlim_cur < QS_SIZE) {
+		/* Each process's plugin state is a sparse file of QS_SIZE in
+		 * $TMPDIR: below that limit QEMU could not even start. */
+		btr_err("%s: the file size limit (ulimit -f: %llu KiB) is below the %llu MiB sparse state file the qemu "
+			"backend keeps per process in $TMPDIR; raise it or record with -b step",
+			opts->output, (unsigned long long)(fl.rlim_cur >> 10), (unsigned long long)(QS_SIZE >> 20));
+		rc = -BTR_ERR_FBIG;
+		goto out_x;
+	}
 	if (opts->ground_truth) {
 		/* Every process appends to it; resolve it here so a relative
 		 * path means the same thing and an unwritable one fails before
@@ -687,6 +698,7 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	 * chunk and trace chunk (a full $TMPDIR is then one clear line). */
 	int cfd = open(pfile, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	int ferr = cfd < 0 ? errno : posix_fallocate(cfd, 0, (off_t)(4096 + (3u << 20)));
+
 	if (cfd >= 0 && !ferr && ftruncate(cfd, 4096) < 0)
 		ferr = errno;
 	if (cfd >= 0)
@@ -756,6 +768,13 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		for (size_t i = 0; i < BTR_ARRAY_SIZE(fwd_signals); i++)
 			sigaction(fwd_signals[i], &old[i], NULL);
 		close(pfd[0]);
+		/* Under a file size limit (`ulimit -f`) the plugin's working
+		 * files can reach it: the write must then fail (EFBIG, said in
+		 * one line, OUTPUT.partial kept), not kill QEMU with the
+		 * traced program in it. */
+		struct rlimit fl;
+		if (getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY)
+			signal(SIGXFSZ, SIG_IGN);
 		execv(qemu, args);
 		int e = errno;
 		if (write(pfd[1], &e, sizeof(e)) < 0)
