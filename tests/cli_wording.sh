@@ -15,6 +15,9 @@ ok() { pass=$((pass+1)); }
 bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
 check() { local what=$1; shift; if "$@"; then ok; else bad "$what"; fi; }
 lacks() { ! grep -q "$@"; }
+# one_line PATTERN FILE: FILE is one line, matching PATTERN (grep -E).
+# (Conditions chained with && after `check ...` would run outside it.)
+one_line() { [ "$(wc -l <"$2")" -eq 1 ] && grep -Eq "$1" "$2"; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
@@ -30,8 +33,8 @@ printf 'not a program\n' >junk; chmod +x junk
 for b in step qemu; do
 	"$btr" record -q -b $b -o j.btr -- ./junk 2>err.txt; rc=$?
 	check "-b $b, not a program: exit 3 (got $rc)" [ $rc -eq 3 ]
-	check "-b $b, not a program: one line without 'qemu': $(cat err.txt)" \
-		[ "$(wc -l <err.txt)" -eq 1 ] && lacks -i qemu err.txt && grep -q "btr records only those" err.txt
+	check "-b $b, not a program: one line naming btr's rule: $(cat err.txt)" one_line "btr records only those" err.txt
+	check "-b $b, not a program: the line does not name qemu: $(cat err.txt)" lacks -i qemu err.txt
 done
 
 # the step probe: what it measured
@@ -41,17 +44,17 @@ if "$btr" info | grep -q '^step  yes'; then
 	check "info, step line: says what BTF did: $(grep '^step' info.txt)" \
 		grep -Eq "^step .*(BTF honoured: block stepping|BTF not honoured: a trap per instruction)" info.txt
 	"$btr" record -b step -o s.btr -- "$build/prog_nolibc_step" 2>err.txt >/dev/null
-	check "record -b step status line: no guess about KVM: $(cat err.txt)" \
-		grep -q "^btr: step: " err.txt && lacks KVM err.txt
+	check "record -b step: a status line: $(cat err.txt)" grep -q "^btr: step: " err.txt
+	check "record -b step status line: no guess about KVM: $(cat err.txt)" lacks KVM err.txt
 
 	# ulimit -f: the trace stops at the limit; one line naming the output
 	# and the cause; the complete chunks kept in OUT.partial
 	(ulimit -f 100; exec "$btr" record -q -b step -o out.btr -- /bin/true >/dev/null 2>err.txt); rc=$?
 	check "ulimit -f, -b step: exit 3 (got $rc)" [ $rc -eq 3 ]
 	check "ulimit -f, -b step: one line naming out.btr, the limit and the kept file: $(cat err.txt)" \
-		[ "$(wc -l <err.txt)" -eq 1 ] && grep -q "^btr: error: out.btr: .*ulimit -f.*kept in out.btr.partial" err.txt
-	check "ulimit -f, -b step: nothing under the output name, no temporary file: $(ls)" \
-		[ ! -e out.btr ] && [ -z "$(ls | grep 'out.btr.tmp')" ]
+		one_line "^btr: error: out.btr: .*ulimit -f.*kept in out.btr.partial" err.txt
+	check "ulimit -f, -b step: nothing under the output name" [ ! -e out.btr ]
+	check "ulimit -f, -b step: no temporary file: $(ls)" [ -z "$(ls | grep 'out.btr.tmp')" ]
 	check "ulimit -f, -b step: out.btr.partial kept" [ -s out.btr.partial ]
 	"$btr" report out.btr.partial >rep.txt 2>/dev/null
 	check "ulimit -f, -b step: btr report reads out.btr.partial: $(head -3 rep.txt)" \
@@ -63,9 +66,10 @@ if "$btr" info | grep -q '^qemu  yes'; then
 	(ulimit -f 100; exec "$btr" record -q -b qemu -o q.btr -- /bin/touch marker 2>err.txt); rc=$?
 	check "ulimit -f, -b qemu: exit 3 (got $rc)" [ $rc -eq 3 ]
 	check "ulimit -f, -b qemu: one line naming q.btr and the limit, no internal file: $(cat err.txt)" \
-		[ "$(wc -l <err.txt)" -eq 1 ] && grep -q "^btr: error: q.btr: .*ulimit -f.*-b step" err.txt &&
-		lacks btr-record- err.txt
-	check "ulimit -f, -b qemu: refused before the start" [ ! -e marker ] && [ ! -e q.btr ]
+		one_line "^btr: error: q.btr: .*ulimit -f.*-b step" err.txt
+	check "ulimit -f, -b qemu: no internal file named: $(cat err.txt)" lacks btr-record- err.txt
+	check "ulimit -f, -b qemu: refused before the start" [ ! -e marker ]
+	check "ulimit -f, -b qemu: no q.btr" [ ! -e q.btr ]
 fi
 
 echo "cli_wording: $pass passed, $fail failed"
