@@ -22,7 +22,7 @@ lacks() { ! grep -q "$@"; }
 # (Conditions chained with && after `check ...` would run outside it.)
 one_line() { [ "$(wc -l <"$2")" -eq 1 ] && grep -Eq "$1" "$2"; }
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'umount "$tmp/ro" 2>/dev/null; rm -rf "$tmp"' EXIT
 cd "$tmp"
 command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 not installed (needed to record the input)"; exit 77; }
 "$btr" record -q -b qemu -o t.btr -- "$build/prog_flow_loops" 1 >/dev/null 2>err.txt ||
@@ -179,9 +179,26 @@ check "record again: says it replaced btr.btr: $(cat err.txt)" grep -q "^btr: wa
 # report --html DIR: DIR/index.html follows the same rules; a DIR that is
 # a file is refused before decoding
 echo x >notadir
-"$btr" report --html notadir t.btr 2>err.txt; rc=$?
+"$btr" report --html notadir gone.btr 2>err.txt; rc=$?
 check "report --html FILE: exit 3 (got $rc)" [ $rc -eq 3 ]
-check "report --html FILE: one line: $(cat err.txt)" [ "$(wc -l <err.txt)" -eq 1 ]
+check "report --html FILE: one line naming it, before reading the trace: $(cat err.txt)" one_line "notadir" err.txt
+
+# an unwritable directory (a read-only tmpfs: root may write anywhere
+# else): refused before any work
+mkdir ro
+if mount -t tmpfs -o ro,size=64k tmpfs ro 2>/dev/null; then
+	"$btr" record -q -b qemu -o ro/x.btr -- /bin/touch marker 2>err.txt; rc=$?
+	check "record -o READONLY/x.btr: exit 3 (got $rc)" [ $rc -eq 3 ]
+	check "record -o READONLY/x.btr: one line naming the directory: $(cat err.txt)" \
+		one_line "ro/x.btr: cannot create files in ro: Read-only file system" err.txt
+	check "record -o READONLY/x.btr: the command did not run" [ ! -e marker ]
+	"$btr" flame gone.btr -o ro/x.svg 2>err.txt; rc=$?
+	check "flame -o READONLY/x.svg: exit 3, one line before reading the trace: $(cat err.txt)" \
+		one_line "ro/x.svg: cannot create files in ro" err.txt
+	umount ro
+else
+	echo "note: cannot mount a read-only tmpfs here: the unwritable-directory case is skipped"
+fi
 
 echo "cli_output: $pass passed, $fail failed"
 [ $fail -eq 0 ]
