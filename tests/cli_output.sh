@@ -183,6 +183,20 @@ echo x >notadir
 check "report --html FILE: exit 3 (got $rc)" [ $rc -eq 3 ]
 check "report --html FILE: one line naming it, before reading the trace: $(cat err.txt)" one_line "notadir" err.txt
 
+# /dev/fd/N (and /dev/stdout, the same code, not used here: btr before
+# this renamed over the /dev/stdout link itself) is the open descriptor:
+# appended to as the shell opened it, never replaced; record refuses its
+# own CMD's stdout
+echo keep >app.txt
+"$btr" flame t.btr -o /dev/fd/1 >>app.txt 2>err.txt; rc=$?
+check "flame -o /dev/fd/1 >>FILE: exit 0 (got $rc)" [ $rc -eq 0 ]
+check "flame -o /dev/fd/1 >>FILE: what was there kept" [ "$(head -1 app.txt)" = keep ]
+check "flame -o /dev/fd/1 >>FILE: appended" [ "$(wc -l <app.txt)" -gt 1 ]
+check "flame -o /dev/fd/1 >>FILE: nothing said about replacing: $(cat err.txt)" lacks replaced err.txt
+"$btr" record -q -b qemu -o /dev/fd/1 -- /bin/touch marker 2>err.txt | cat >/dev/null; rc=${PIPESTATUS[0]}
+check "record -o /dev/fd/1 -- CMD: refused, exit 2 (got $rc)" [ $rc -eq 2 ]
+check "record -o /dev/fd/1 -- CMD: CMD did not run" [ ! -e marker ]
+
 # an unwritable directory (a read-only tmpfs: root may write anywhere
 # else): refused before any work
 mkdir ro

@@ -93,12 +93,51 @@ int cli_output_check(struct cli_output *o, const char *cmd, const char *name, un
 		snprintf(o->path, sizeof(o->path), "-");
 		return (flags & CLI_OUTPUT_BINARY) ? cli_output_refuse_tty(o, cmd, "binary data") : EXIT_OK;
 	}
-	int e = follow_links(name, o->path, sizeof(o->path));
+	/* /dev/stdout, /dev/fd/N, /proc/self/fd/N: the open descriptor
+	 * itself (reopening the name would start a regular file over at
+	 * offset 0, and renaming over it would leave the shell's redirection
+	 * writing to a deleted file). */
+	int dfd = -1;
+	char *end;
+	if (!strcmp(name, "/dev/stdout"))
+		dfd = STDOUT_FILENO;
+	else if (!strcmp(name, "/dev/stderr"))
+		dfd = STDERR_FILENO;
+	else if (!strncmp(name, "/dev/fd/", 8) || !strncmp(name, "/proc/self/fd/", 14)) {
+		const char *num = name + (name[1] == 'd' ? 8 : 14);
+		long v = strtol(num, &end, 10);
+		if (end != num && !*end && v >= 0 && v < INT_MAX)
+			dfd = (int)v;
+	}
+	if (dfd >= 0) {
+		o->kind = CLI_OUTPUT_STREAM;
+		snprintf(o->path, sizeof(o->path), "%s", name);
+		o->fd = fcntl(dfd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+		if (o->fd < 0) {
+			cli_error("%s: %s", name, strerror(errno));
+			return EXIT_RUNTIME;
+		}
+		return (flags & CLI_OUTPUT_BINARY) ? cli_output_refuse_tty(o, cmd, "binary data") : EXIT_OK;
+	}
+	/* What the name leads to, symlinks followed by the kernel (so that
+	 * /dev/stdout and /proc/self/fd/N work); a dangling symlink is
+	 * followed by hand, to the file it names. */
+	struct stat st;
+	int e = 0;
+	if (stat(name, &st) == 0) {
+		if (S_ISREG(st.st_mode) && !realpath(name, o->path))
+			e = errno;
+		else if (!S_ISREG(st.st_mode))
+			snprintf(o->path, sizeof(o->path), "%s", name);
+	} else if (errno == ENOENT) {
+		e = follow_links(name, o->path, sizeof(o->path));
+	} else {
+		e = errno;
+	}
 	if (e) {
 		cli_error("%s: %s", name, strerror(e));
 		return EXIT_RUNTIME;
 	}
-	struct stat st;
 	if (stat(o->path, &st) == 0) {
 		if (S_ISDIR(st.st_mode)) {
 			cli_error("%s: is a directory (the output must be a file)", name);

@@ -2,6 +2,8 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "btr/capture.h"
@@ -221,6 +223,13 @@ int cmd_record(int argc, char **argv)
 	if (orc != EXIT_OK)
 		return orc;
 	dst.quiet = quiet;
+	struct stat so, sd;
+	if (o.argv && dst.kind == CLI_OUTPUT_STREAM && fstat(dst.fd, &sd) == 0 && fstat(STDOUT_FILENO, &so) == 0 &&
+	    !S_ISCHR(sd.st_mode) && sd.st_dev == so.st_dev && sd.st_ino == so.st_ino) {
+		cli_output_discard(&dst);
+		return cli_usage_error("record", "-o %s: CMD writes to the same stdout as the trace would; give a file "
+				       "or a FIFO", o.output);
+	}
 	const char *wpath;
 	int wfd;
 	cli_output_trace_target(&dst, &wpath, &wfd);
