@@ -12,7 +12,7 @@ static const char *const errstr[BTR_ERR__COUNT] = {
 	[BTR_ERR_INVAL] = "invalid argument",
 	[BTR_ERR_NOMEM] = "out of memory",
 	[BTR_ERR_IO] = "input/output error",
-	[BTR_ERR_NOENT] = "no such file or object",
+	[BTR_ERR_NOENT] = "no such file or directory",
 	[BTR_ERR_PERM] = "permission denied",
 	[BTR_ERR_EOS] = "end of stream",
 	[BTR_ERR_AGAIN] = "more input needed",
@@ -40,6 +40,7 @@ static const char *const errstr[BTR_ERR__COUNT] = {
 	[BTR_ERR_ISDIR] = "is a directory",
 	[BTR_ERR_LIMIT] = "limit reached",
 	[BTR_ERR_NOSPACE] = "no space left on device",
+	[BTR_ERR_FBIG] = "file size limit exceeded (ulimit -f)",
 };
 
 const char *btr_errstr(int err)
@@ -62,6 +63,7 @@ int btr_err_from_errno(int e)
 	case EINTR: return -BTR_ERR_INTERRUPTED;
 	case EISDIR: return -BTR_ERR_ISDIR;
 	case ENOSPC: case EDQUOT: return -BTR_ERR_NOSPACE;
+	case EFBIG: return -BTR_ERR_FBIG;
 	case ENODEV: case EOPNOTSUPP: case ENOSYS: return -BTR_ERR_NODEV;
 	default: return -BTR_ERR_IO;
 	}

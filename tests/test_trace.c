@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -391,6 +392,98 @@ static void test_crc(void)
 			diff += btr_crc32c(0x1234567u, buf + start, len) != btr_crc32c_sw(0x1234567u, buf + start, len);
 	CHECK_EQ(diff, 0);
 	CHECK_EQ(btr_crc32c_sw(0, "123456789", 9), 0xE3069283u);
+}
+
+/* The writer in a child (path, or fd when @p is NULL) into a pipe/FIFO
+ * that the parent drains into memory: the records read back whole. */
+static void stream_roundtrip(const char *p, int rfd, int wfd, const char *what)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(rfd);
+		struct btr_trace_writer_opts o = { sizeof(o), 0, 0, 1 };
+		struct btr_trace_writer *w;
+		struct btr_record s[NSAMPLE];
+		int rc = p ? btr_trace_writer_new(p, &o, &w) : btr_trace_writer_new_fd(wfd, "pipe", &o, &w);
+		if (rc)
+			_exit(2);
+		if (!btr_trace_writer_streaming(w) || btr_trace_writer_retarget(w, "x.partial") != -BTR_ERR_UNSUPPORTED)
+			_exit(3);
+		make_samples(s);
+		for (int i = 0; i < NSAMPLE; i++)
+			if (btr_trace_write(w, &s[i]))
+				_exit(4);
+		_exit(btr_trace_writer_close(w) ? 5 : 0);
+	}
+	if (wfd >= 0)
+		close(wfd);
+	if (rfd < 0)
+		rfd = open(p, O_RDONLY);
+	size_t n = 0, cap = 1 << 20;
+	uint8_t *b = malloc(cap);
+	ssize_t k;
+	while (rfd >= 0 && b && n < cap && (k = read(rfd, b + n, cap - n)) > 0)
+		n += (size_t)k;
+	if (rfd >= 0)
+		close(rfd);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fprintf(stderr, "%s: writer exit status %d\n", what, WEXITSTATUS(st));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	struct btr_trace_reader *r = NULL;
+	int mism = 0;
+	CHECK_EQ(btr_trace_reader_new_mem(b, n, &r), 0);
+	if (r)
+		CHECK_EQ(read_compare(r, 1, &mism), NSAMPLE);
+	CHECK_EQ(mism, 0);
+	btr_trace_reader_free(r);
+	free(b);
+}
+
+/* Where the output leads (docs/cli.md "Output files"): a symlink's target
+ * is replaced and the link kept, with the target's permissions; a FIFO
+ * or an fd is written through, never replaced; a directory and a dangling
+ * symlink are refused. */
+static void test_targets(void)
+{
+	char tgt[600], lnk[600], fifo[600], sub[600];
+	struct btr_trace_writer *w = NULL;
+	struct stat st;
+
+	path_in(tgt, sizeof(tgt), "target.btr");
+	path_in(lnk, sizeof(lnk), "link.btr");
+	unlink(lnk);
+	FILE *f = fopen(tgt, "w");
+	CHECK(f != NULL);
+	if (f)
+		fclose(f);
+	chmod(tgt, 0640);
+	CHECK_EQ(symlink("target.btr", lnk), 0);
+	CHECK_EQ(write_samples(lnk, 0, 0, 1), 0);
+	CHECK(lstat(lnk, &st) == 0 && S_ISLNK(st.st_mode));
+	CHECK(stat(tgt, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (st.st_mode & 0777) == 0640);
+	CHECK_EQ(count_prefix(dir, "target.btr.tmp"), 0);
+
+	path_in(fifo, sizeof(fifo), "fifo.btr");
+	unlink(fifo);
+	CHECK_EQ(mkfifo(fifo, 0600), 0);
+	stream_roundtrip(fifo, -1, -1, "fifo");
+	CHECK(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
+	CHECK_EQ(count_prefix(dir, "fifo.btr.tmp"), 0);
+
+	int pfd[2];
+	CHECK_EQ(pipe(pfd), 0);
+	stream_roundtrip(NULL, pfd[0], pfd[1], "pipe");
+
+	path_in(sub, sizeof(sub), "adir.btr");
+	mkdir(sub, 0755);
+	CHECK_EQ(btr_trace_writer_new(sub, NULL, &w), -BTR_ERR_ISDIR);
+	unlink(lnk);
+	CHECK_EQ(symlink("nowhere/x.btr", lnk), 0);
+	CHECK_EQ(btr_trace_writer_new(lnk, NULL, &w), -BTR_ERR_NOENT);
+	CHECK(lstat(lnk, &st) == 0 && S_ISLNK(st.st_mode));
+	CHECK_EQ(btr_trace_writer_new_fd(-1, "x", NULL, &w), -BTR_ERR_INVAL);
 }
 
 static void test_roundtrip(void)
@@ -1090,6 +1183,7 @@ int main(void)
 	mkdir(dir, 0755);
 	test_crc();
 	test_roundtrip();
+	test_targets();
 	test_many_chunks();
 	test_large();
 	test_truncation();

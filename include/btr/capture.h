@@ -100,6 +100,10 @@ struct btr_capture_opts {
 	void (*progress)(void *ctx, const struct btr_capture_progress *p);
 	void *progress_ctx;
 	unsigned progress_ms;
+	/* appended: */
+	int output_fd;            /* > 0: write the trace through this open descriptor (stdout,
+				   * a pipe; btr_trace_writer_new_fd), @output only naming it in
+				   * messages; 0: create @output (btr_trace_writer_new) */
 };
 
 #define BTR_CAPTURE_MAX_PROCESSES 1000

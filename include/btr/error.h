@@ -19,7 +19,7 @@ enum btr_error {
 	BTR_ERR_INVAL,         /* an argument is out of range or NULL */
 	BTR_ERR_NOMEM,         /* allocation failed */
 	BTR_ERR_IO,            /* read/write failed (errno converted) */
-	BTR_ERR_NOENT,         /* file or object not found */
+	BTR_ERR_NOENT,         /* no such file or directory (ENOENT, ENOTDIR) */
 	BTR_ERR_PERM,          /* permission denied */
 	BTR_ERR_EOS,           /* end of stream: no more data (not a failure) */
 	BTR_ERR_AGAIN,         /* need more input: feed the next buffer */
@@ -47,6 +47,7 @@ enum btr_error {
 	BTR_ERR_ISDIR,         /* a directory was given where a file is needed */
 	BTR_ERR_LIMIT,         /* a configured limit was reached (--max-processes) */
 	BTR_ERR_NOSPACE,       /* no space left on the device (ENOSPC, EDQUOT) */
+	BTR_ERR_FBIG,          /* a file reached the file size limit (EFBIG: `ulimit -f`) */
 	BTR_ERR__COUNT
 };
 

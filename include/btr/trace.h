@@ -240,12 +240,28 @@ struct btr_trace_writer_opts {
 				  * btr_trace_writer_close returns */
 };
 
-/* Creates @path for writing (through a temporary name that is renamed on
- * btr_trace_writer_close, so a failed recording leaves nothing under
- * @path).  @opts may be NULL.  Returns 0 or -BTR_ERR_PERM, -BTR_ERR_NOENT,
- * -BTR_ERR_IO, -BTR_ERR_NOMEM, -BTR_ERR_UNSUPPORTED (zstd not built in). */
+/* Creates @path for writing, through a temporary name beside it that is
+ * renamed on btr_trace_writer_close, so a failed recording leaves @path
+ * as it was.  A symlink is followed (its target is replaced, the link
+ * kept; a dangling one gives -BTR_ERR_NOENT).  A device, FIFO or socket is
+ * written through instead (opened O_WRONLY; never created, truncated,
+ * unlinked or renamed over).  @opts may be NULL.  Returns 0 or
+ * -BTR_ERR_PERM, -BTR_ERR_NOENT, -BTR_ERR_ISDIR, -BTR_ERR_IO,
+ * -BTR_ERR_NOMEM, -BTR_ERR_UNSUPPORTED (zstd not built in). */
 int btr_trace_writer_new(const char *path, const struct btr_trace_writer_opts *opts,
 			 struct btr_trace_writer **out);
+
+/* Like btr_trace_writer_new, but writes through the open descriptor @fd
+ * (the caller's: never closed by the writer) as it goes: stdout, a pipe.
+ * The writer only appends (it never seeks), so any descriptor open for
+ * writing works.  @name names the output in log lines.  Nothing can be
+ * taken back: a failed recording leaves what was written. */
+int btr_trace_writer_new_fd(int fd, const char *name, const struct btr_trace_writer_opts *opts,
+			    struct btr_trace_writer **out);
+
+/* 1 if @w writes through (btr_trace_writer_new_fd, or a device/FIFO path):
+ * there is no temporary file to keep or retarget. */
+int btr_trace_writer_streaming(const struct btr_trace_writer *w);
 
 /* Appends @rec (copied; the caller keeps ownership).  Returns 0 or a
  * negative error (the writer is then unusable), except -BTR_ERR_INVAL for
@@ -274,8 +290,8 @@ void btr_trace_writer_abort(struct btr_trace_writer *w);
 
 /* Makes btr_trace_writer_close put the trace under @path instead of the
  * path given to btr_trace_writer_new (for example PATH.partial when the
- * recording turned out incomplete).  Returns 0, -BTR_ERR_INVAL or
- * -BTR_ERR_NOMEM. */
+ * recording turned out incomplete).  Returns 0, -BTR_ERR_INVAL,
+ * -BTR_ERR_NOMEM or -BTR_ERR_UNSUPPORTED (a streaming writer). */
 int btr_trace_writer_retarget(struct btr_trace_writer *w, const char *path);
 
 /* The writer's sticky error: 0, or the negative btr_error with which a

@@ -445,8 +445,7 @@ int btr_perf_capture_run(const struct btr_capture_opts *opts, struct btr_perf_ca
 	if ((rc = btr_perf_conv_new(&pc->attr, BTR_PERF_ATTR_SIZE, &st.conv)) < 0)
 		return rc;
 	struct btr_trace_writer_opts wo = { .sz = sizeof(wo), .compress = opts->compress };
-	if ((rc = btr_trace_writer_new(opts->output, &wo, &st.w)) < 0) {
-		btr_err("%s: cannot create: %s", opts->output, btr_errstr(rc));
+	if ((rc = btr_capture_writer_new(opts, &wo, &st.w)) < 0) {
 		btr_perf_reader_free(st.conv);
 		return rc;
 	}

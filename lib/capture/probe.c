@@ -257,7 +257,7 @@ int btr_step_probe_btf(char *why, size_t size)
 			 * instructions. */
 			ok = traps + 1 == 2;
 			snprintf(why, size, "PTRACE_SINGLEBLOCK took %d traps over 5 instructions with 2 jumps (%s)",
-				 traps + 1, ok ? "BTF honoured: block stepping" : "BTF not honoured (KVM drops it): single-stepping");
+				 traps + 1, ok ? "BTF honoured: block stepping" : "BTF not honoured: a trap per instruction");
 		}
 	}
 	kill(pid, SIGKILL);

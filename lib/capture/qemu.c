@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -119,7 +120,7 @@ static int resolve_cmd(const char *cmd, char *const *argv, char *buf, size_t siz
 	int e = qx_resolve(own, buf, argv ? argv : one);
 	int rc = 0;
 	if (e == ENOEXEC) {
-		btr_err("%s: not an x86-64 ELF executable or #! script (the qemu backend runs only those)", buf);
+		btr_err("%s: not an x86-64 ELF executable or #! script (btr records only those)", buf);
 		rc = -BTR_ERR_CHILD;
 	} else if (e == EACCES) {
 		btr_err("%s: not an executable file", own->path[0] ? own->path : buf);
@@ -128,7 +129,7 @@ static int resolve_cmd(const char *cmd, char *const *argv, char *buf, size_t siz
 		btr_err("%s: %s", buf, strerror(e));
 		rc = -BTR_ERR_CHILD;
 	} else if (own->untraced) {
-		btr_err("%s: %s: the qemu backend runs only x86-64 programs it may trace", own->path, own->untraced);
+		btr_err("%s: %s: btr records only x86-64 programs, not set-uid or set-gid ones", own->path, own->untraced);
 		rc = -BTR_ERR_CHILD;
 	}
 	if (rc < 0 || !x) {
@@ -734,6 +735,16 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		btr_err("%s", why);
 		goto out_x;
 	}
+	struct rlimit fl;
+	if (getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY && fl.rlim_cur < QS_SIZE) {
+		/* Each process's plugin state is a sparse file of QS_SIZE in
+		 * $TMPDIR: below that limit QEMU could not even start. */
+		btr_err("%s: the file size limit (ulimit -f: %llu KiB) is below the %llu MiB sparse state file the qemu "
+			"backend keeps per process in $TMPDIR; raise it or record with -b step",
+			opts->output, (unsigned long long)(fl.rlim_cur >> 10), (unsigned long long)(QS_SIZE >> 20));
+		rc = -BTR_ERR_FBIG;
+		goto out_x;
+	}
 	if (opts->ground_truth) {
 		/* Every process appends to it; resolve it here so a relative
 		 * path means the same thing and an unwritable one fails before
@@ -758,8 +769,7 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	}
 
 	struct btr_trace_writer_opts wo = { .sz = sizeof(wo), .compress = opts->compress };
-	if ((rc = btr_trace_writer_new(opts->output, &wo, &w)) < 0) {
-		btr_err("%s: cannot create: %s", opts->output, btr_errstr(rc));
+	if ((rc = btr_capture_writer_new(opts, &wo, &w)) < 0) {
 		goto out_x;
 	}
 	const char *tmp = getenv("TMPDIR");
@@ -778,6 +788,7 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	 * chunk and trace chunk (a full $TMPDIR is then one clear line). */
 	int cfd = open(pfile, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	int ferr = cfd < 0 ? errno : posix_fallocate(cfd, 0, (off_t)(4096 + (3u << 20)));
+
 	if (cfd >= 0 && !ferr && ftruncate(cfd, 4096) < 0)
 		ferr = errno;
 	if (cfd >= 0)
@@ -859,6 +870,13 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		for (size_t i = 0; i < BTR_ARRAY_SIZE(fwd_signals); i++)
 			sigaction(fwd_signals[i], &old[i], NULL);
 		close(pfd[0]);
+		/* Under a file size limit (`ulimit -f`) the plugin's working
+		 * files can reach it: the write must then fail (EFBIG, said in
+		 * one line, OUTPUT.partial kept), not kill QEMU with the
+		 * traced program in it. */
+		struct rlimit fl;
+		if (getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY)
+			signal(SIGXFSZ, SIG_IGN);
 		execv(qemu, args);
 		int e = errno;
 		if (write(pfd[1], &e, sizeof(e)) < 0)
@@ -1014,7 +1032,8 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	 * the result is incomplete, so it goes to OUTPUT.partial. */
 	int werr = plugin_write_error(dir);
 	char kept[PATH_MAX];
-	if (werr < 0) {
+	snprintf(kept, sizeof(kept), "%s", opts->output);
+	if (werr < 0 && !btr_trace_writer_streaming(w)) {
 		if ((size_t)snprintf(kept, sizeof(kept), "%s.partial", opts->output) >= sizeof(kept))
 			rc = -BTR_ERR_INVAL;
 		else

@@ -1219,8 +1219,7 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		btr_warn("--inproc: %s; falling back to ptrace", no_inproc);
 
 	struct btr_trace_writer_opts wo = { .sz = sizeof(wo), .compress = opts->compress };
-	if ((rc = btr_trace_writer_new(opts->output, &wo, &r.w)) < 0) {
-		btr_err("%s: cannot create: %s", opts->output, btr_errstr(rc));
+	if ((rc = btr_capture_writer_new(opts, &wo, &r.w)) < 0) {
 		return rc;
 	}
 	struct timespec now;

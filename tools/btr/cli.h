@@ -3,6 +3,7 @@
 #define BTR_CLI_H
 
 #include <getopt.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include "btr/btr.h"
@@ -127,10 +128,71 @@ int cli_stream_losses(const char *file, const char *what, const struct btr_strea
 struct btr_analysis;
 int cli_views_run(const char *cmd, const char *file, struct cli_stream *cs, struct btr_analysis **list,
 		  size_t n);
-/* Writes @path ("-": stdout) through @fn completely, or leaves nothing
- * under that name (temp file + rename).  Returns EXIT_OK or EXIT_RUNTIME
- * (one line printed). */
-int cli_write_file(const char *path, int (*fn)(void *ctx, FILE *f), void *ctx);
+/* Output files named on the command line (cli_output.c; the rules are
+ * docs/cli.md "Output files").  A command checks its output before it
+ * does any work:
+ *
+ *     struct cli_output out;
+ *     if ((rc = cli_output_check(&out, "cmd", name, 0)) != EXIT_OK) return rc;
+ *     ... the work ...
+ *     rc = cli_write_file(&out, fn, ctx);     (or cli_output_open/_close)
+ *
+ * and on a path that never writes, cli_output_discard(&out). */
+enum cli_output_kind {
+	CLI_OUTPUT_STDOUT,   /* "-" */
+	CLI_OUTPUT_NEW,      /* no such file yet: temporary file + rename */
+	CLI_OUTPUT_REPLACE,  /* a regular file: temporary file + rename, then one note */
+	CLI_OUTPUT_STREAM,   /* a device, FIFO or socket: written through */
+};
+enum {
+	CLI_OUTPUT_BINARY = 1,     /* binary data: refuse a terminal */
+	CLI_OUTPUT_NO_STDOUT = 2,  /* "-" is a usage error */
+};
+struct cli_output {
+	const char *name;           /* as given (messages name it) */
+	char path[PATH_MAX];        /* the file written: symlinks followed */
+	enum cli_output_kind kind;
+	int fd;                     /* STDOUT: 1; STREAM: opened by the check; else -1 */
+	unsigned mode;              /* REPLACE: the replaced file's permissions */
+	int quiet;                  /* 1: no "replaced existing FILE" note */
+	FILE *f;                    /* between open and close */
+	char tmp[PATH_MAX + 16];    /* the temporary file, "" when none */
+};
+/* --help text under each command's -o line. */
+#define CLI_OUTPUT_HELP                                                        \
+	"                         (a device or FIFO is written through, a symlink\n" \
+	"                         followed, an existing file replaced whole, saying\n" \
+	"                         so; checked first: docs/cli.md \"Output files\")\n"
+/* Decides what @name is and whether it can be written (flags: CLI_OUTPUT_*),
+ * opening a device or FIFO.  Returns EXIT_OK, or EXIT_USAGE / EXIT_RUNTIME
+ * after one line naming @name and the cause. */
+int cli_output_check(struct cli_output *o, const char *cmd, const char *name, unsigned flags);
+/* Refuses (EXIT_USAGE, one line) when @o is a terminal: for a format found
+ * to be binary only after the check.  @what names the data. */
+int cli_output_refuse_tty(struct cli_output *o, const char *cmd, const char *what);
+/* The stream to write (stdout, the device, or a temporary file beside
+ * the target), or NULL after one line. */
+FILE *cli_output_open(struct cli_output *o);
+/* Finishes: flushes, closes and renames into place (then the one note
+ * when a file was replaced); with @ok 0, or when a write failed, removes
+ * the temporary file and leaves the target as it was.  Returns EXIT_OK or
+ * EXIT_RUNTIME (one line printed for a write error; none for !@ok). */
+int cli_output_close(struct cli_output *o, int ok);
+/* Gives up without writing: nothing is left behind. */
+void cli_output_discard(struct cli_output *o);
+/* What the library's trace writer gets for @o: a path to create through
+ * its own temporary file (*@fd -1), or, for stdout and devices, the fd to
+ * write through and the name to say in messages. */
+int cli_output_trace_target(const struct cli_output *o, const char **path, int *fd);
+/* The note after a file was replaced by a writer other than cli_output_close. */
+void cli_output_replaced(const struct cli_output *o);
+/* Says the one line for a writer that returned @err (< 0) into @o: the
+ * system's cause (@saved_errno, errno right after the write) when the
+ * stream failed, else btr_errstr(@err).  Returns 1 if it printed. */
+int cli_output_failed(struct cli_output *o, int err, int saved_errno);
+/* Writes @o through @fn completely, or leaves the target as it was.
+ * Returns EXIT_OK or EXIT_RUNTIME (one line printed). */
+int cli_write_file(struct cli_output *o, int (*fn)(void *ctx, FILE *f), void *ctx);
 
 /* `btr report --html DIR [--diff B]` (report_html.c). */
 int cli_report_html(const char *file, struct cli_stream *cs, const char *dir, const char *diff, unsigned top);

@@ -1,5 +1,5 @@
 /* cli_prof.h - shared by the profile commands (callgraph, flame, timeline,
- * bolt, pprof, merge): output files written whole or not at all, and one
+ * bolt, pprof, merge): one
  * pass of analyses over a trace with the CLI's error conventions. */
 #ifndef BTR_CLI_PROF_H
 #define BTR_CLI_PROF_H
@@ -7,19 +7,6 @@
 #include <stdio.h>
 #include "btr/btr.h"
 #include "cli.h"
-
-/* An output file: "-" is stdout; anything else is written to a temporary
- * name beside it and renamed by cli_out_close. */
-struct cli_out {
-	FILE *f;
-	const char *path;
-	char tmp[4096];
-};
-/* Returns 0, or -1 after printing one line naming @path. */
-int cli_out_open(struct cli_out *o, const char *path);
-/* Flushes, closes and renames; on @ok 0 (or a write error) removes the
- * temporary file.  Returns 0, or -1 after printing one line. */
-int cli_out_close(struct cli_out *o, int ok);
 
 /* Runs @list (@n analyses) over trace @file with the stream options of
  * @cs.  Returns EXIT_OK, or EXIT_RUNTIME after printing one line naming
@@ -34,14 +21,14 @@ int cli_prof_run(const char *cmd, const char *file, struct cli_stream *cs, struc
 typedef void (*cli_write_error_fn)(void *ctx, const char *file, const char *outp, int err);
 
 /* The common profile command: runs analysis @a over @file (cli_prof_run)
- * and writes it in @format to @outp ("-": stdout) through cli_out, so a
- * failed write leaves nothing.  A write error prints one line through
+ * and writes it in @format to @out (checked by cli_output_check before),
+ * so a failed write leaves the target as it was.  A write error prints one line through
  * @on_error, or, if NULL, "OUTP: cause" (for -BTR_ERR_UNSUPPORTED: the
  * trace has no timestamps).  Frees @a.  Returns EXIT_OK, or EXIT_RUNTIME
  * (also when the trace was damaged: the output then covers what was
  * read). */
 int cli_prof_run_write(const char *cmd, const char *file, struct cli_stream *cs, struct btr_analysis *a,
-		       const char *outp, const char *format, cli_write_error_fn on_error, void *ctx);
+		       struct cli_output *out, const char *format, cli_write_error_fn on_error, void *ctx);
 
 /* The file's extension test: does @path end with @suffix? */
 int cli_ends_with(const char *path, const char *suffix);

@@ -1,11 +1,8 @@
 /* cli_views.c - shared by the view commands (cov, annotate, cfg, diff):
- * one pass of a blocks analysis (plus others) over a trace, and writing
- * an output file completely or not at all. */
+ * one pass of a blocks analysis (plus others) over a trace (their output
+ * files are written by cli_output.c). */
 #include "cli.h"
 
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 int cli_views_run(const char *cmd, const char *file, struct cli_stream *cs, struct btr_analysis **list,
 		  size_t n)
@@ -29,46 +26,5 @@ int cli_views_run(const char *cmd, const char *file, struct cli_stream *cs, stru
 		cli_warn("%s: %s; the %s covers only the data that could be read", file, btr_errstr(rc), cmd);
 		return -EXIT_RUNTIME;
 	}
-	return EXIT_OK;
-}
-
-int cli_write_file(const char *path, int (*fn)(void *ctx, FILE *f), void *ctx)
-{
-	if (!strcmp(path, "-")) {
-		int rc = fn(ctx, stdout);
-		if (rc < 0 || fflush(stdout) != 0) {
-			cli_error("writing to stdout: %s", btr_errstr(rc < 0 ? rc : -BTR_ERR_IO));
-			return EXIT_RUNTIME;
-		}
-		return EXIT_OK;
-	}
-	size_t len = strlen(path) + 16;
-	char *tmp = malloc(len);
-	if (!tmp) {
-		cli_error("out of memory");
-		return EXIT_RUNTIME;
-	}
-	snprintf(tmp, len, "%s.tmp%ld", path, (long)getpid());
-	FILE *f = fopen(tmp, "wb");
-	if (!f) {
-		cli_error("%s: cannot create: %m", path);
-		free(tmp);
-		return EXIT_RUNTIME;
-	}
-	int rc = fn(ctx, f);
-	int cerr = fclose(f);
-	if (rc < 0 || cerr != 0) {
-		unlink(tmp);
-		cli_error("%s: %s", path, btr_errstr(rc < 0 ? rc : -BTR_ERR_IO));
-		free(tmp);
-		return EXIT_RUNTIME;
-	}
-	if (rename(tmp, path) != 0) {
-		cli_error("%s: cannot rename into place: %m", path);
-		unlink(tmp);
-		free(tmp);
-		return EXIT_RUNTIME;
-	}
-	free(tmp);
 	return EXIT_OK;
 }

@@ -15,6 +15,7 @@ static void usage(FILE *f)
 		"  llvm-bolt PROGRAM -o PROGRAM.bolt -data OUT.fdata ...\n\n"
 		"Options:\n"
 		"  -o, --output OUT       the output file ('-': stdout)\n"
+		CLI_OUTPUT_HELP
 		"  --pre-aggregated       write the pre-aggregated format instead (llvm-bolt -pa):\n"
 		"                         B (branch) and F (fall-through range) lines with\n"
 		"                         offsets from the module's load base\n"
@@ -76,6 +77,9 @@ int cmd_bolt(int argc, char **argv)
 	int rc = cli_stream_ready(&cs, "bolt");
 	if (rc != EXIT_OK)
 		return rc;
+	struct cli_output out;
+	if ((rc = cli_output_check(&out, "bolt", outp, 0)) != EXIT_OK)
+		return rc;
 	if (!po.module && cs.n_elfs && !cs.elfs[0].has_base) {
 		/* --elf PROGRAM names the module to profile */
 		const char *b = strrchr(cs.elfs[0].path, '/');
@@ -86,5 +90,5 @@ int cmd_bolt(int argc, char **argv)
 		cli_error("out of memory");
 		return EXIT_RUNTIME;
 	}
-	return cli_prof_run_write("bolt", file, &cs, a, outp, "fdata", bolt_write_error, &po);
+	return cli_prof_run_write("bolt", file, &cs, a, &out, "fdata", bolt_write_error, &po);
 }

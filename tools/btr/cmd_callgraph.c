@@ -19,6 +19,7 @@ static void usage(FILE *f)
 		"  --weight W             insns (default: instructions, or branches when the\n"
 		"                         trace has no instruction counts) or time (TSC ticks)\n"
 		"  -o, --output OUT       write to OUT instead of stdout\n"
+		CLI_OUTPUT_HELP
 		CLI_STREAM_HELP
 		"  -h, --help             this help\n\n"
 		"Exit status: 0 ok; 2 usage error; 3 the trace cannot be read or was damaged\n"
@@ -83,10 +84,13 @@ int cmd_callgraph(int argc, char **argv)
 	int rc = cli_stream_ready(&cs, "callgraph");
 	if (rc != EXIT_OK)
 		return rc;
+	struct cli_output out;
+	if ((rc = cli_output_check(&out, "callgraph", outp, 0)) != EXIT_OK)
+		return rc;
 	struct btr_analysis *a;
 	if (btr_callgraph_new(&po, &a)) {
 		cli_error("out of memory");
 		return EXIT_RUNTIME;
 	}
-	return cli_prof_run_write("callgraph", file, &cs, a, outp, format, callgraph_write_error, NULL);
+	return cli_prof_run_write("callgraph", file, &cs, a, &out, format, callgraph_write_error, NULL);
 }

@@ -22,6 +22,7 @@ static void usage(FILE *f)
 		"Options:\n"
 		"  --function SYM         the function: name, C++ name, or module+0xOFF\n"
 		"  -o, --output OUT       output file; its extension picks the format\n"
+		CLI_OUTPUT_HELP
 		"  --max-blocks N         collapse cold regions beyond N nodes (default 300)\n"
 		"  --diff B               colour by the difference to trace B (red: B ran a\n"
 		"                         block more, blue: less)\n"
@@ -36,32 +37,36 @@ static int write_dot(void *ctx, FILE *f)
 	return btr_analysis_write(ctx, f, "dot");
 }
 
-/* Renders @dotfile into @out with `dot -T@fmt`, via a temp name. */
-static int render(const char *dotfile, const char *fmt, const char *out)
+/* Renders @dotfile into @out with `dot -T@fmt`, dot's stdout being the
+ * output file (cli_output: written whole or not at all). */
+static int render(const char *dotfile, const char *fmt, struct cli_output *out)
 {
-	size_t len = strlen(out) + 32;
-	char *tmp = malloc(len), targ[16];
-	if (!tmp)
-		return EXIT_RUNTIME;
-	snprintf(tmp, len, "%s.tmp%ld", out, (long)getpid());
+	char targ[16];
 	snprintf(targ, sizeof(targ), "-T%s", fmt);
-	char *argv[] = { "dot", targ, "-o", tmp, (char *)dotfile, NULL };
+	char *argv[] = { "dot", targ, (char *)dotfile, NULL };
+	FILE *f = cli_output_open(out);
+	if (!f)
+		return EXIT_RUNTIME;
+	fflush(f);
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fileno(f), STDOUT_FILENO);
 	pid_t pid;
 	int st = 0;
-	if (posix_spawnp(&pid, "dot", NULL, NULL, argv, environ) != 0) {
-		cli_error("%s: Graphviz 'dot' not found (install graphviz)", out);
-		free(tmp);
+	int e = posix_spawnp(&pid, "dot", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (e != 0) {
+		cli_error("%s: Graphviz 'dot' not found (install graphviz)", out->name);
+		cli_output_close(out, 0);
 		return EXIT_RUNTIME;
 	}
 	waitpid(pid, &st, 0);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || rename(tmp, out) != 0) {
-		unlink(tmp);
-		cli_error("%s: dot failed to render the graph", out);
-		free(tmp);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		cli_error("%s: dot failed to render the graph", out->name);
+		cli_output_close(out, 0);
 		return EXIT_RUNTIME;
 	}
-	free(tmp);
-	return EXIT_OK;
+	return cli_output_close(out, 1);
 }
 
 int cmd_cfg(int argc, char **argv)
@@ -124,6 +129,9 @@ int cmd_cfg(int argc, char **argv)
 	int rc = cli_stream_ready(&cs, "cfg");
 	if (rc != EXIT_OK)
 		return rc;
+	struct cli_output dst;
+	if ((rc = cli_output_check(&dst, "cfg", out, !strcmp(fmt, "png") ? CLI_OUTPUT_BINARY : 0)) != EXIT_OK)
+		return rc;
 	struct btr_analysis *bl = NULL, *bd = NULL, *cfg = NULL;
 	int lost = 0;
 	if (btr_blocks_new(&bl) < 0 || (diff && btr_blocks_new(&bd) < 0)) {
@@ -161,7 +169,7 @@ int cmd_cfg(int argc, char **argv)
 	}
 	btr_funcgraph_free(g);
 	if (!strcmp(fmt, "dot")) {
-		rc = cli_write_file(out, write_dot, cfg);
+		rc = cli_write_file(&dst, write_dot, cfg);
 	} else {
 		char dotf[] = "/tmp/btr_cfgXXXXXX";
 		int fd = mkstemp(dotf);
@@ -176,7 +184,7 @@ int cmd_cfg(int argc, char **argv)
 			cli_error("%s: %s", out, btr_errstr(w < 0 ? w : -BTR_ERR_IO));
 			rc = EXIT_RUNTIME;
 		} else {
-			rc = render(dotf, fmt, out);
+			rc = render(dotf, fmt, &dst);
 		}
 		unlink(dotf);
 	}

@@ -17,6 +17,7 @@ static void usage(FILE *f)
 		"                         default), lcov tracefile with line and branch\n"
 		"                         coverage through DWARF (genhtml), Cobertura XML\n"
 		"  -o, --output OUT       output file ('-': stdout)\n"
+		CLI_OUTPUT_HELP
 		"  --module NAME          only module NAME (path or base name; default: all)\n"
 		CLI_STREAM_HELP
 		"  -h, --help             this help\n\n"
@@ -81,6 +82,9 @@ int cmd_cov(int argc, char **argv)
 	int rc = cli_stream_ready(&cs, "cov");
 	if (rc != EXIT_OK)
 		return rc;
+	struct cli_output o;
+	if ((rc = cli_output_check(&o, "cov", out, !strcmp(format, "drcov") ? CLI_OUTPUT_BINARY : 0)) != EXIT_OK)
+		return rc;
 	struct btr_analysis *bl = NULL, *cov = NULL;
 	if (btr_blocks_new(&bl) < 0 || btr_cov_new(bl, &cov) < 0 || btr_cov_set_module(cov, module) < 0) {
 		cli_error("out of memory");
@@ -91,7 +95,7 @@ int cmd_cov(int argc, char **argv)
 	rc = cli_views_run("coverage", argv[optind], &cs, list, 2);
 	if (rc == EXIT_OK || rc == -EXIT_RUNTIME) {
 		struct wctx w = { cov, format };
-		int wrc = cli_write_file(out, write_cov, &w);
+		int wrc = cli_write_file(&o, write_cov, &w);
 		rc = wrc != EXIT_OK ? wrc : rc < 0 ? EXIT_RUNTIME : EXIT_OK;
 	}
 	btr_analysis_free(cov);

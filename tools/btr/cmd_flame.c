@@ -16,6 +16,7 @@ static void usage(FILE *f)
 		"  OUT.svg                an interactive SVG flame graph (hover, click to zoom)\n\n"
 		"Options:\n"
 		"  -o, --output OUT       the output file ('-': stdout)\n"
+		CLI_OUTPUT_HELP
 		"  --format F             folded, speedscope or svg\n"
 		"  --weight W             insns (default: instructions, or branches when the\n"
 		"                         trace has no instruction counts) or time (TSC ticks)\n"
@@ -87,11 +88,14 @@ int cmd_flame(int argc, char **argv)
 	int rc = cli_stream_ready(&cs, "flame");
 	if (rc != EXIT_OK)
 		return rc;
+	struct cli_output out;
+	if ((rc = cli_output_check(&out, "flame", outp, 0)) != EXIT_OK)
+		return rc;
 	po.events = !strcmp(format, "speedscope");
 	struct btr_analysis *a;
 	if (btr_flame_new(&po, &a) || btr_flame_set_title(a, title ? title : file)) {
 		cli_error("out of memory");
 		return EXIT_RUNTIME;
 	}
-	return cli_prof_run_write("flame", file, &cs, a, outp, format, NULL, NULL);
+	return cli_prof_run_write("flame", file, &cs, a, &out, format, NULL, NULL);
 }

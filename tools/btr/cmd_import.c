@@ -19,7 +19,9 @@ static void usage(FILE *f)
 		   "threads, exec, context switches, PT/BTS data per CPU or thread, LBR samples.\n"
 		   "Every command also reads perf.data directly; importing gives a checksummed,\n"
 		   "optionally compressed file with btr's own records.  See docs/import.md.\n\n"
-		   "  -o, --output FILE      the trace to write (default: FILE with .btr appended)\n"
+		   "  -o, --output FILE      the trace to write (default: FILE with .btr appended;\n"
+		   "                         '-': stdout, not a terminal)\n"
+		   CLI_OUTPUT_HELP
 		   "  -z, --compress LEVEL   zstd-compress the chunks (1..19, default 0: none)\n"
 		   "  -q, --quiet            no summary line on stderr\n"
 		   "  -h, --help             this help\n\n"
@@ -62,8 +64,11 @@ int cmd_import(int argc, char **argv)
 		snprintf(defout, sizeof(defout), "%s.btr", in);
 		out = defout;
 	}
-	if (!*out)
-		return cli_usage_error("import", "empty output file name");
+	struct cli_output dst;
+	int orc = cli_output_check(&dst, "import", out, CLI_OUTPUT_BINARY);
+	if (orc != EXIT_OK)
+		return orc;
+	dst.quiet = quiet;
 
 	struct btr_trace_reader *r;
 	int rc = btr_trace_reader_new(in, &r);
@@ -75,9 +80,13 @@ int cmd_import(int argc, char **argv)
 	btr_trace_reader_info(r, &info);
 	struct btr_trace_writer_opts wo = { .sz = sizeof(wo), .compress = level };
 	struct btr_trace_writer *w;
-	if ((rc = btr_trace_writer_new(out, &wo, &w)) < 0) {
+	const char *wpath;
+	int wfd;
+	cli_output_trace_target(&dst, &wpath, &wfd);
+	if ((rc = wfd >= 0 ? btr_trace_writer_new_fd(wfd, wpath, &wo, &w) : btr_trace_writer_new(wpath, &wo, &w)) < 0) {
 		btr_trace_reader_free(r);
-		cli_error("%s: cannot create: %s", out, btr_errstr(rc));
+		cli_error("%s: cannot %s: %s", out, rc == -BTR_ERR_NOSPACE || rc == -BTR_ERR_IO ? "write" : "create",
+			  btr_errstr(rc));
 		return EXIT_RUNTIME;
 	}
 	struct btr_record rec;
@@ -105,6 +114,8 @@ int cmd_import(int argc, char **argv)
 		cli_error("%s: cannot write: %s", out, btr_errstr(rc));
 		return EXIT_RUNTIME;
 	}
+	cli_output_replaced(&dst);
+	cli_output_discard(&dst);
 	if (!quiet)
 		fprintf(stderr,
 			"btr: %s: %" PRIu64 " records (%" PRIu64 " modules, %" PRIu64 " switches, %" PRIu64

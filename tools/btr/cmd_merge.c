@@ -21,6 +21,7 @@ static void usage(FILE *f)
 		"merges can run as a tree: merge(merge(A,B),C) = merge(A,B,C).\n\n"
 		"Options:\n"
 		"  -o, --output OUT       the merged profile ('-': stdout)\n"
+		CLI_OUTPUT_HELP
 		"  -h, --help             this help\n\n"
 		"Exit status: 0 ok; 2 usage error; 3 an input cannot be read or is not a\n"
 		"profile of the same kind (nothing is written then).\n");
@@ -91,7 +92,12 @@ int cmd_merge(int argc, char **argv)
 		return cli_usage_error("merge", "missing input profiles");
 	if (!outp)
 		return cli_usage_error("merge", "missing -o OUT");
+	struct cli_output out;
+	int orc = cli_output_check(&out, "merge", outp, 0);
+	if (orc != EXIT_OK)
+		return orc;
 	struct btr_merge *m = NULL;
+	enum btr_merge_kind kind = BTR_MERGE_UNKNOWN;
 	for (int i = optind; i < argc; i++) {
 		uint8_t *data = NULL;
 		size_t size = 0;
@@ -102,7 +108,7 @@ int cmd_merge(int argc, char **argv)
 			return EXIT_RUNTIME;
 		}
 		if (!m) {
-			enum btr_merge_kind k = btr_merge_detect(data, size);
+			enum btr_merge_kind k = kind = btr_merge_detect(data, size);
 			if (k == BTR_MERGE_UNKNOWN || btr_merge_new(k, &m)) {
 				cli_error("%s: not a profile btr merges (fdata, pre-aggregated, pprof, folded)", argv[i]);
 				free(data);
@@ -120,16 +126,24 @@ int cmd_merge(int argc, char **argv)
 			return EXIT_RUNTIME;
 		}
 	}
-	struct cli_out o;
-	if (cli_out_open(&o, outp)) {
+	/* pprof profiles are gzipped protobuf: not for a terminal */
+	if (kind == BTR_MERGE_PPROF && (orc = cli_output_refuse_tty(&out, "merge", "a pprof profile"))) {
 		btr_merge_free(m);
+		return orc;
+	}
+	FILE *f = cli_output_open(&out);
+	if (!f) {
+		btr_merge_free(m);
+		cli_output_discard(&out);
 		return EXIT_RUNTIME;
 	}
-	int wr = btr_merge_write(m, o.f);
+	errno = 0;
+	int wr = btr_merge_write(m, f);
+	int e = errno;
 	btr_merge_free(m);
 	if (wr)
-		cli_error("%s: %s", outp, btr_errstr(wr));
-	if (cli_out_close(&o, wr == 0) || wr)
+		cli_output_failed(&out, wr, e);
+	if (cli_output_close(&out, wr == 0) || wr)
 		return EXIT_RUNTIME;
 	return EXIT_OK;
 }

@@ -16,6 +16,7 @@ static void usage(FILE *f)
 		"mappings with build-ids.\n\n"
 		"Options:\n"
 		"  -o, --output OUT       the output file ('-': stdout)\n"
+		CLI_OUTPUT_HELP
 		"  --raw                  do not gzip\n"
 		CLI_STREAM_HELP
 		"  -h, --help             this help\n\n"
@@ -60,11 +61,14 @@ int cmd_pprof(int argc, char **argv)
 	int rc = cli_stream_ready(&cs, "pprof");
 	if (rc != EXIT_OK)
 		return rc;
+	struct cli_output out;
+	if ((rc = cli_output_check(&out, "pprof", outp, CLI_OUTPUT_BINARY)) != EXIT_OK)
+		return rc;
 	struct btr_profile_opts po = { .sz = sizeof(po) };
 	struct btr_analysis *a;
 	if (btr_pprof_new(&po, &a)) {
 		cli_error("out of memory");
 		return EXIT_RUNTIME;
 	}
-	return cli_prof_run_write("pprof", file, &cs, a, outp, raw ? "pb-raw" : "pb", NULL, NULL);
+	return cli_prof_run_write("pprof", file, &cs, a, &out, raw ? "pb-raw" : "pb", NULL, NULL);
 }

@@ -2,6 +2,8 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "btr/capture.h"
@@ -18,7 +20,9 @@ static void usage(FILE *f)
 		   "if the disk or $TMPDIR filled up, what was recorded is kept in FILE.partial).\n\n"
 		   "  -b, --backend NAME     auto (default), qemu, pt, bts, lbr, step; auto takes\n"
 		   "                         hardware tracing when it works, else qemu, and says why\n"
-		   "  -o, --output FILE      the trace to write (default " DEFAULT_OUTPUT ")\n"
+		   "  -o, --output FILE      the trace to write (default " DEFAULT_OUTPUT "; '-': stdout,\n"
+		   "                         only with -p or -a, not a terminal)\n"
+		   CLI_OUTPUT_HELP
 		   "      --no-retcomp       disable PT return compression\n"
 		   "      --ground-truth FILE  qemu: also log every executed instruction address per\n"
 		   "                         thread into FILE (debugging aid, slow; docs/record.md)\n"
@@ -227,8 +231,6 @@ int cmd_record(int argc, char **argv)
 		return cli_usage_error("record", "--filter needs --ring N");
 	if (o.stop && !o.start)
 		return cli_usage_error("record", "--stop needs --start");
-	if (!*o.output)
-		return cli_usage_error("record", "empty output file name");
 	if (stepopt && !strcmp(backend, "auto"))
 		backend = "step";
 	if (stepopt && strcmp(backend, "step"))
@@ -239,6 +241,28 @@ int cmd_record(int argc, char **argv)
 	char path[4096];
 	if (o.argv && btr_capture_check_command(o.argv[0], path, sizeof(path)) < 0)
 		return EXIT_RUNTIME;
+	/* So is an output that cannot be written: before CMD runs
+	 * (docs/cli.md "Output files"). */
+	if (o.argv && !strcmp(o.output, "-"))
+		return cli_usage_error("record", "-o -: CMD writes to the same stdout as the trace would; give a file or "
+				       "a FIFO");
+	struct cli_output dst;
+	int orc = cli_output_check(&dst, "record", o.output, CLI_OUTPUT_BINARY);
+	if (orc != EXIT_OK)
+		return orc;
+	dst.quiet = quiet;
+	struct stat so, sd;
+	if (o.argv && dst.kind == CLI_OUTPUT_STREAM && fstat(dst.fd, &sd) == 0 && fstat(STDOUT_FILENO, &so) == 0 &&
+	    !S_ISCHR(sd.st_mode) && sd.st_dev == so.st_dev && sd.st_ino == so.st_ino) {
+		cli_output_discard(&dst);
+		return cli_usage_error("record", "-o %s: CMD writes to the same stdout as the trace would; give a file "
+				       "or a FIFO", o.output);
+	}
+	const char *wpath;
+	int wfd;
+	cli_output_trace_target(&dst, &wpath, &wfd);
+	o.output = wpath;
+	o.output_fd = wfd > 0 ? wfd : 0;
 	o.inproc = inproc;
 
 	const struct btr_capture_backend *b;
@@ -281,6 +305,9 @@ int cmd_record(int argc, char **argv)
 	struct btr_capture_result res;
 	int rc = b->record(&o, &res);
 	cli_progress_clear();
+	if (rc >= 0)
+		cli_output_replaced(&dst);
+	cli_output_discard(&dst);
 	if (rc == -BTR_ERR_UNSUPPORTED) {
 		cli_error("backend %s cannot record yet (try -b qemu)", b->name);
 		return EXIT_RUNTIME;
@@ -296,7 +323,7 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "btr: %llu processes, %llu of them (or programs they ran) untraced (btr report says which)\n",
 			(unsigned long long)res.processes, (unsigned long long)res.untraced);
 	if (res.interrupted && !quiet)
-		fprintf(stderr, "btr: interrupted; trace %s finalized\n", o.output);
+		fprintf(stderr, "btr: interrupted; trace %s finalized\n", dst.name);
 	if (!res.exited)
 		return 128 + res.signo;
 	return res.code;

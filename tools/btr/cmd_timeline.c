@@ -18,6 +18,7 @@ static void usage(FILE *f)
 		"TSC ticks with --weight time), shown as microseconds.\n\n"
 		"Options:\n"
 		"  -o, --output OUT       the output file ('-': stdout)\n"
+		CLI_OUTPUT_HELP
 		"  --format json|pftrace  output format\n"
 		"  --from N, --to N       only calls overlapping [N, M) of the thread clock\n"
 		"  --min-dur N            leave out calls shorter than N (default: automatic,\n"
@@ -102,10 +103,13 @@ int cmd_timeline(int argc, char **argv)
 	int rc = cli_stream_ready(&cs, "timeline");
 	if (rc != EXIT_OK)
 		return rc;
+	struct cli_output out;
+	if ((rc = cli_output_check(&out, "timeline", outp, !strcmp(format, "pftrace") ? CLI_OUTPUT_BINARY : 0)) != EXIT_OK)
+		return rc;
 	struct btr_analysis *a;
 	if ((rc = btr_timeline_new(&po, &a))) {
 		cli_error("%s", btr_errstr(rc));
 		return EXIT_RUNTIME;
 	}
-	return cli_prof_run_write("timeline", file, &cs, a, outp, format, NULL, NULL);
+	return cli_prof_run_write("timeline", file, &cs, a, &out, format, NULL, NULL);
 }

@@ -375,6 +375,15 @@ int cli_report_html(const char *file, struct cli_stream *cs, const char *dir, co
 		cli_error("%s: cannot create the directory: %m", dir);
 		return EXIT_RUNTIME;
 	}
+	char path[PATH_MAX];
+	if ((size_t)snprintf(path, sizeof(path), "%s/index.html", dir) >= sizeof(path)) {
+		cli_error("%s: path too long", dir);
+		return EXIT_RUNTIME;
+	}
+	struct cli_output out;
+	int orc = cli_output_check(&out, "report", path, CLI_OUTPUT_NO_STDOUT);
+	if (orc != EXIT_OK)
+		return orc;
 	/* 4x the entries: the page shows up to @top of the program's own and
 	 * up to @top of the runtime's, which may rank above all of them. */
 	struct btr_report_opts ro = { .sz = sizeof(ro), .top = top * 4 };
@@ -405,18 +414,11 @@ int cli_report_html(const char *file, struct cli_stream *cs, const char *dir, co
 		goto out;
 	}
 	struct page p = { file, diff, btr_report_get(r), bl, cov, bd, top };
-	size_t len = strlen(dir) + 16;
-	char *path = malloc(len);
-	if (!path) {
-		rc = EXIT_RUNTIME;
-		goto out;
-	}
-	snprintf(path, len, "%s/index.html", dir);
-	rc = cli_write_file(path, write_page, &p);
-	free(path);
+	rc = cli_write_file(&out, write_page, &p);
 	if (rc == EXIT_OK && lost)
 		rc = EXIT_RUNTIME;
 out:
+	cli_output_discard(&out);
 	btr_analysis_free(cov);
 	btr_analysis_free(rep);
 	btr_analysis_free(bl);
