@@ -714,6 +714,12 @@ int btr_report_event(void *report, const struct btr_stream_event *ev)
 			r->nomem = 1;
 		invalidate(r, 0, 1);
 		break;
+	case BTR_SEV_MODULE_UNLOAD:
+		/* The module leaves the image after this event (another one
+		 * takes its addresses): name what ran in it now. */
+		if (r->n_blk && resolve(r, ev->image) < 0)
+			r->nomem = 1;
+		break;
 	case BTR_SEV_PROCESS:
 		if (on_process(r, &rec->u.process) < 0)
 			r->nomem = 1;

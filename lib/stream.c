@@ -79,6 +79,15 @@ struct loaded_module {
 	uint64_t bias;
 	uint64_t start, size;     /* recorded mapping (0, 0 for user ELFs) */
 	uint32_t pid;             /* process that mapped it */
+	/* Unloaded (a MODULE_UNLOAD record came) but still in the image until
+	 * its addresses are mapped again: PT data is written in chunks, so
+	 * the branches into a module can come after its unload record (a
+	 * thread's buffered data, other threads' data).  Code that is
+	 * unmapped cannot run again, so keeping it is harmless until another
+	 * module takes its place.  @unload is the record, delivered as the
+	 * MODULE_UNLOAD event when the module really leaves the image. */
+	int dead;
+	struct btr_rec_module unload;   /* .path is @file */
 };
 
 struct user_elf {
@@ -315,6 +324,72 @@ static int is_loaded(const struct btr_stream *s, const char *file, uint64_t bias
 	return 0;
 }
 
+static struct btr_image *img_of(struct btr_stream *s, uint32_t pid, int create);
+
+static void free_module(struct btr_stream *s, size_t i)
+{
+	free(s->mods[i].file);
+	s->mods[i] = s->mods[--s->n_mods];
+}
+
+/* Delivers the MODULE_UNLOAD event of dead module @i and removes it from
+ * its process's image (the event comes first: consumers symbolize what
+ * they hold with the module still there). */
+static int retire_module(struct btr_stream *s, size_t i)
+{
+	struct loaded_module *m = &s->mods[i];
+	struct btr_record rec = { .type = BTR_REC_MODULE_UNLOAD };
+	rec.u.module = m->unload;
+	rec.u.module.path = m->file;
+	struct btr_stream_event ev = { .type = BTR_SEV_MODULE_UNLOAD, .rec = &rec, .tid = m->pid, .pid = m->pid };
+	int rc = emit(s, &ev);
+	btr_image_remove(img_of(s, m->pid, 0), m->start, m->size);
+	free_module(s, i);
+	return rc;
+}
+
+/* Before process @pid maps [@start, @start+@size): the dead modules there
+ * leave its image for good.  A dead module of the same @file at the same
+ * @bias is mapped again instead (dlopen after dlclose): it comes back to
+ * life and *@revived is set. */
+static int retire_overlapping(struct btr_stream *s, uint32_t pid, uint64_t start, uint64_t size, const char *file,
+			      uint64_t bias, int *revived)
+{
+	for (size_t i = 0; i < s->n_mods;) {
+		struct loaded_module *m = &s->mods[i];
+		if (!m->dead || m->pid != pid || m->start >= start + size || start >= m->start + m->size) {
+			i++;
+			continue;
+		}
+		if (file && m->bias == bias && !strcmp(m->file, file)) {
+			m->dead = 0;
+			*revived = 1;
+			i++;
+			continue;
+		}
+		int rc = retire_module(s, i);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Delivers the MODULE_UNLOAD events of process @pid's dead modules (all
+ * processes' for @pid 0) and removes them. */
+static int retire_all(struct btr_stream *s, uint32_t pid, int every_pid)
+{
+	for (size_t i = 0; i < s->n_mods;) {
+		if (s->mods[i].dead && (every_pid || s->mods[i].pid == pid)) {
+			int rc = retire_module(s, i);
+			if (rc)
+				return rc;
+			continue;
+		}
+		i++;
+	}
+	return 0;
+}
+
 static int add_user_elfs(struct btr_stream *s, struct btr_image *img, uint32_t pid);
 
 /* The image of process @pid: the first image for pid 0 and for the first
@@ -524,7 +599,11 @@ static int load_module(struct btr_stream *s, const struct btr_rec_module *m, cha
 	struct btr_image *img = img_of(s, m->pid, 1);
 	if (!img)
 		return -BTR_ERR_NOMEM;
-	if (is_loaded(s, file, bias, m->pid))
+	int revived = 0;
+	rc = retire_overlapping(s, m->pid, m->start, m->size ? m->size : 1, file, bias, &revived);
+	if (rc)
+		return rc < 0 ? rc : 0;   /* stopped: btr_stream_record sees it */
+	if (revived || is_loaded(s, file, bias, m->pid))
 		return 1;   /* another mapping of the same file: said once */
 	if (mismatch) {
 		char want[41], have[41] = "none";
@@ -1008,17 +1087,20 @@ static int on_start(struct btr_stream *s, uint32_t pid, uint32_t ppid)
 	struct btr_image *img = img_of(s, pid, 1);
 	if (!img)
 		return -BTR_ERR_NOMEM;
+	int rc = retire_all(s, pid, 0);
+	if (rc)
+		return rc;
 	drop_modules(s, pid);
 	if (!ppid || ppid == pid)
 		return 0;
 	size_t n = s->n_mods;
 	for (size_t i = 0; i < n; i++) {
 		struct loaded_module m = s->mods[i];
-		if (m.pid != ppid || !m.size || is_loaded(s, m.file, m.bias, pid))
+		if (m.pid != ppid || !m.size || m.dead || is_loaded(s, m.file, m.bias, pid))
 			continue;
 		if (btr_image_add_elf(img, m.file, m.bias, 0) < 0)
 			continue;
-		int rc = add_loaded(s, m.file, m.bias, m.start, m.size, pid);
+		rc = add_loaded(s, m.file, m.bias, m.start, m.size, pid);
 		if (rc < 0)
 			return rc;
 	}
@@ -1047,19 +1129,25 @@ static int on_exec(struct btr_stream *s, const struct btr_record *rec)
 	return 0;
 }
 
+/* MODULE_UNLOAD: the module is marked dead and stays in the image until
+ * its addresses are mapped again (retire_overlapping), its process execs
+ * or starts over, or the stream finishes; its MODULE_UNLOAD event comes
+ * then.  An unload naming no module placed in the image (no file here) is
+ * delivered at once. */
 static int on_unload(struct btr_stream *s, const struct btr_rec_module *m)
 {
-	if (!m->size)
-		return 0;
-	for (size_t i = 0; i < s->n_mods; i++) {
-		if (s->mods[i].size && s->mods[i].start == m->start && s->mods[i].pid == m->pid) {
-			btr_image_remove(img_of(s, m->pid, 0), m->start, s->mods[i].size);
-			free(s->mods[i].file);
-			s->mods[i] = s->mods[--s->n_mods];
+	for (size_t i = 0; m->size && i < s->n_mods; i++) {
+		struct loaded_module *x = &s->mods[i];
+		if (x->size && !x->dead && x->start == m->start && x->pid == m->pid) {
+			x->dead = 1;
+			x->unload = *m;
+			x->unload.path = NULL;
 			return 0;
 		}
 	}
-	return 0;
+	struct btr_record rec = { .type = BTR_REC_MODULE_UNLOAD, .u.module = *m };
+	struct btr_stream_event ev = { .type = BTR_SEV_MODULE_UNLOAD, .rec = &rec, .tid = m->pid, .pid = m->pid };
+	return emit(s, &ev);
 }
 
 /* ---- public API ---- */
@@ -1157,7 +1245,7 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 		break;
 	case BTR_REC_MODULE_LOAD:
 		rc = load_module(s, &rec->u.module, file, sizeof(file));
-		if (rc < 0)
+		if (rc < 0 || s->stopped)
 			break;
 		ev.type = BTR_SEV_MODULE_LOAD;
 		ev.tid = rec->u.module.pid;
@@ -1166,15 +1254,15 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 		rc = emit(s, &ev);
 		break;
 	case BTR_REC_MODULE_UNLOAD:
-		ev.type = BTR_SEV_MODULE_UNLOAD;
-		ev.tid = rec->u.module.pid;
-		ev.pid = rec->u.module.pid;
-		rc = emit(s, &ev);
-		if (!rc)
-			rc = on_unload(s, &rec->u.module);
+		/* The event comes when the module leaves the image (see
+		 * struct loaded_module's @dead). */
+		rc = on_unload(s, &rec->u.module);
 		break;
 	case BTR_REC_EXEC:
 		/* Consumers symbolize what they hold with the old image first. */
+		rc = retire_all(s, rec->u.module.pid, 0);
+		if (rc)
+			break;
 		ev.type = BTR_SEV_EXEC;
 		ev.tid = rec->u.module.pid;
 		ev.pid = rec->u.module.pid;
@@ -1220,7 +1308,7 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 			s->last_tid = 0;
 			if (rec->u.process.event == BTR_PROC_START) {
 				rc = on_start(s, rec->u.process.pid, rec->u.process.ppid);
-				if (rc < 0)
+				if (rc)
 					break;
 			}
 		}
@@ -1266,6 +1354,11 @@ int btr_stream_finish(struct btr_stream *s)
 	if (s->finished)
 		return s->stopped;
 	s->finished = 1;
+	if (!s->stopped) {
+		int rc = retire_all(s, 0, 1);
+		if (rc)
+			return rc;
+	}
 	for (size_t i = 0; i < s->n_ds && !s->stopped; i++) {
 		struct data_stream *d = s->ds[i];
 		if (d->kind == BTR_REC_BTS && d->carry_len) {

@@ -309,6 +309,7 @@ static int on_event(void *state, const struct btr_stream_event *ev)
 {
 	struct blocks *b = state;
 	switch (ev->type) {
+	case BTR_SEV_MODULE_UNLOAD:   /* the module leaves the image after it */
 	case BTR_SEV_EXEC:
 		/* The old program's image goes away after this event. */
 		if (resolve(b) < 0)
