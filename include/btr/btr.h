@@ -3,6 +3,7 @@
 #define BTR_BTR_H
 
 #include "btr/error.h"
+#include "btr/text.h"
 #include "btr/branch.h"
 #include "btr/insn.h"
 #include "btr/image.h"

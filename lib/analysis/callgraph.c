@@ -222,9 +222,9 @@ static void write_json(const struct cg *g, FILE *out, const uint32_t *order, uin
 			continue;
 		fprintf(out, "%s\n  {\"name\": ", first ? "" : ",");
 		first = 0;
-		prof_json_str(out, fn->name);
+		btr_json_str(out, fn->name);
 		fprintf(out, ", \"module\": ");
-		prof_json_str(out, fn->module);
+		btr_json_str(out, fn->module);
 		fprintf(out, ", \"addr\": \"0x%" PRIx64 "\", \"self\": %" PRIu64 ", \"inclusive\": %" PRIu64
 			     ", \"calls\": %" PRIu64,
 			fn->addr, f->self, f->incl, f->calls);
@@ -239,7 +239,7 @@ static void write_json(const struct cg *g, FILE *out, const uint32_t *order, uin
 					continue;
 				fprintf(out, "%s{\"name\": ", fe ? "" : ", ");
 				fe = 0;
-				prof_json_str(out, btr_callstack_func(g->cs, dir ? ed->to : ed->from)->name);
+				btr_json_str(out, btr_callstack_func(g->cs, dir ? ed->to : ed->from)->name);
 				fprintf(out, ", \"calls\": %" PRIu64 "}", ed->calls);
 			}
 			fputc(']', out);

@@ -19,6 +19,7 @@
  * the frame of the function it lands in.
  */
 #include "btr/check.h"
+#include "btr/text.h"
 #include "btr/error.h"
 #include "btr/image.h"
 #include "btr/insn.h"
@@ -1109,21 +1110,6 @@ static int a_end(void *state, int status)
 	return 0;
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20 || ch >= 0x7f)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
 static int a_write(void *state, FILE *out, const char *format)
 {
 	struct check *c = state;
@@ -1139,11 +1125,11 @@ static int a_write(void *state, FILE *out, const char *format)
 				     ", \"from\": \"0x%" PRIx64 "\", \"to\": \"0x%" PRIx64 "\", \"from_sym\": ",
 				i ? "," : "", f->pub.kind, btr_check_severity_name(f->pub.severity), f->pub.pid,
 				f->pub.tid, f->pub.position, f->pub.tsc, f->pub.from, f->pub.to);
-			json_str(out, f->from_sym);
+			btr_json_str(out, f->from_sym);
 			fprintf(out, ", \"to_sym\": ");
-			json_str(out, f->to_sym);
+			btr_json_str(out, f->to_sym);
 			fprintf(out, ", \"count\": %" PRIu64 ", \"detail\": ", f->pub.count);
-			json_str(out, f->detail);
+			btr_json_str(out, f->detail);
 			fputc('}', out);
 		}
 		fprintf(out, "%s],\n  \"stats\": {\"branches\": %" PRIu64 ", \"unknown_code\": %" PRIu64

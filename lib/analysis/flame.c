@@ -134,19 +134,19 @@ static int write_speedscope(struct flame *f, FILE *out)
 		return -BTR_ERR_IO;
 	size_t nf = btr_callstack_nfuncs(f->cs);
 	fprintf(out, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":\"btr\",\"name\":");
-	prof_json_str(out, f->title ? f->title : "btr");
+	btr_json_str(out, f->title ? f->title : "btr");
 	fprintf(out, ",\"activeProfileIndex\":0,\"shared\":{\"frames\":[");
 	for (uint32_t i = 0; i < nf; i++) {
 		const struct btr_cs_func *fn = btr_callstack_func(f->cs, i);
 		fprintf(out, "%s\n{\"name\":", i ? "," : "");
-		prof_json_str(out, fn->name);
+		btr_json_str(out, fn->name);
 		if (fn->file) {
 			fprintf(out, ",\"file\":");
-			prof_json_str(out, fn->file);
+			btr_json_str(out, fn->file);
 			fprintf(out, ",\"line\":%d", fn->line);
 		} else if (fn->module) {
 			fprintf(out, ",\"file\":");
-			prof_json_str(out, fn->module);
+			btr_json_str(out, fn->module);
 		}
 		fputc('}', out);
 	}

@@ -5,55 +5,8 @@
 #include <zlib.h>
 
 #include "btr/error.h"
+#include "btr/text.h"
 #include "profutil.h"
-
-/* Length of the valid UTF-8 sequence at @s, 0 if invalid. */
-static size_t utf8_len(const unsigned char *s)
-{
-	unsigned c = s[0];
-	size_t n;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF)
-		n = 2;
-	else if (c >= 0xE0 && c <= 0xEF)
-		n = 3;
-	else if (c >= 0xF0 && c <= 0xF4)
-		n = 4;
-	else
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-	return n;
-}
-
-void prof_json_str(FILE *f, const char *s)
-{
-	if (!s) {
-		fputs("null", f);
-		return;
-	}
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		if (*p == '"' || *p == '\\') {
-			fputc('\\', f);
-			fputc(*p++, f);
-		} else if (*p < 0x20) {
-			fprintf(f, "\\u%04x", *p++);
-		} else {
-			size_t n = utf8_len(p);
-			if (!n) {
-				fputs("\\ufffd", f);
-				p++;
-			} else {
-				fwrite(p, 1, n, f);
-				p += n;
-			}
-		}
-	}
-	fputc('"', f);
-}
 
 void prof_xml_str(FILE *f, const char *s)
 {
@@ -65,7 +18,7 @@ void prof_xml_str(FILE *f, const char *s)
 		case '"': fputs("&quot;", f); p++; continue;
 		default: break;
 		}
-		size_t n = *p < 0x20 ? 0 : utf8_len(p);
+		size_t n = *p < 0x20 ? 0 : btr_utf8_len((const char *)p);
 		if (!n) {
 			fputc('?', f);
 			p++;

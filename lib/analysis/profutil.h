@@ -7,9 +7,8 @@
 #include <stdio.h>
 #include "btr/callstack.h"
 #include "btr/profile.h"
+#include "btr/text.h"   /* btr_json_str */
 
-/* JSON string with quotes; invalid UTF-8 bytes become U+FFFD. */
-void prof_json_str(FILE *f, const char *s);
 /* XML-escaped text (no quotes). */
 void prof_xml_str(FILE *f, const char *s);
 

@@ -138,7 +138,7 @@ static int write_json(struct timeline *tl, FILE *out)
 			fprintf(out, ",\n{\"ph\": \"%c\", \"pid\": %" PRIu32 ", \"tid\": %" PRIu32 ", \"ts\": %" PRIu64
 				     ", \"name\": ",
 				e.begin ? 'B' : 'E', e.pid, e.tid, e.ts);
-			prof_json_str(out, btr_callstack_func(cs, e.func)->name);
+			btr_json_str(out, btr_callstack_func(cs, e.func)->name);
 			fputc('}', out);
 		}
 	}

@@ -703,9 +703,12 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	}
 
 	char parg[6 * PATH_MAX + 160];
-	snprintf(parg, sizeof(parg), "%s,dir=%s,retcomp=%s,fork=%s,exec=%s,max=%u%s%s", plugin, dir,
+	/* qemu=: a guest execve starts the same QEMU command again (BTR_QEMU
+	 * may be a wrapper); a path with a comma cannot be a plugin argument. */
+	int qarg = !strchr(qemu, ',');
+	snprintf(parg, sizeof(parg), "%s,dir=%s,retcomp=%s,fork=%s,exec=%s,max=%u%s%s%s%s", plugin, dir,
 		 opts->no_retcomp ? "off" : "on", follow_fork ? "on" : "off", follow_exec ? "on" : "off", max_procs,
-		 gt[0] ? ",gt=" : "", gt);
+		 gt[0] ? ",gt=" : "", gt, qarg ? ",qemu=" : "", qarg ? qemu : "");
 	args = calloc((size_t)x->argc + 8, sizeof(char *));
 	if (!args) {
 		rc = -BTR_ERR_NOMEM;

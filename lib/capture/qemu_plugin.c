@@ -18,6 +18,9 @@
  *   exec=on|off   follow execve (default on)
  *   max=N         at most N traced processes (DIR/count counts them)
  *   execd=1       this QEMU was started by the plugin for a guest execve
+ *   qemu=PATH     the QEMU command to start for a guest execve (the one
+ *                 `btr record` ran, which may be a wrapper named by
+ *                 BTR_QEMU; default /proc/self/exe)
  *   probe=on      load and do nothing (`btr info` checks plugin support)
  *
  * Processes (docs/record.md).  A guest fork is a host fork of QEMU: the
@@ -130,7 +133,7 @@ static struct {
 	char exe[PATH_MAX];            /* the guest program */
 	char *args;                    /* its argv, packed (qx_pack_args) */
 	size_t args_len;
-	char qemu[PATH_MAX];           /* /proc/self/exe: for following exec */
+	char qemu[PATH_MAX];           /* for following exec: qemu=PATH, else /proc/self/exe */
 	char plugarg[4 * PATH_MAX];    /* "SO,ARGS..." for the next QEMU */
 	int fork_fd;                   /* fork_prepare's private state copy */
 	char fork_path[PATH_MAX];
@@ -1444,6 +1447,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 			g.follow_exec = argv[i][6] == 'n';
 		else if (!strcmp(argv[i], "execd=1"))
 			g.execd = 1;
+		else if (!strncmp(argv[i], "qemu=", 5))
+			snprintf(g.qemu, sizeof(g.qemu), "%s", argv[i] + 5);
 		else if (sscanf(argv[i], "max=%" SCNu64, &v) == 1)
 			g.max_procs = v;
 		else {
@@ -1459,12 +1464,14 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		qemu_plugin_outs("btr: plugin argument dir=PATH is required\n");
 		return -1;
 	}
-	ssize_t k = readlink("/proc/self/exe", g.qemu, sizeof(g.qemu) - 1);
-	if (k <= 0) {
-		qemu_plugin_outs("btr: cannot read /proc/self/exe\n");
-		return -1;
+	if (!g.qemu[0]) {
+		ssize_t k = readlink("/proc/self/exe", g.qemu, sizeof(g.qemu) - 1);
+		if (k <= 0) {
+			qemu_plugin_outs("btr: cannot read /proc/self/exe\n");
+			return -1;
+		}
+		g.qemu[k] = 0;
 	}
-	g.qemu[k] = 0;
 	g.pid = (uint32_t)getpid();
 	if (!ZYAN_SUCCESS(ZydisDecoderInit(&zdec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64))) {
 		qemu_plugin_outs("btr: cannot initialize Zydis\n");

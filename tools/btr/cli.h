@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include "btr/btr.h"
 
-/* Exit codes (CONTRACT.md). */
+/* Exit codes (docs/contract.md). */
 enum {
 	EXIT_OK = 0,
 	EXIT_FOUND = 1,    /* a check found something */
@@ -26,10 +26,6 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "btr <cmd>: <message>\nTry 'btr <cmd> --help'.\n" and returns EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Writes @s as a JSON string (quotes included): control characters
- * escaped, bytes that are not valid UTF-8 written as U+FFFD, NULL as null.
- * Paths and names come from traces, so they may hold anything. */
-void cli_json_str(FILE *f, const char *s);
 
 /* Parses a number (decimal, or 0x hex).  Returns 0 or -1. */
 int cli_parse_u64(const char *s, uint64_t *out);

@@ -2,7 +2,7 @@
  *
  * Feeds the trace through the check analysis (lib/analysis/check.c) in
  * one pass and prints its findings as text or one JSON object
- * (docs/check.md, /work/shared/CONTRACT.md).  Exit 1 when a finding
+ * (docs/check.md, docs/contract.md).  Exit 1 when a finding
  * reaches --fail-on.
  */
 #include <errno.h>

@@ -212,10 +212,10 @@ static void print_text(const struct st *st)
 static void json_place(const char *key, uint64_t addr, const char *sym, const char *file, int line)
 {
 	printf("\"%s\": {\"addr\": \"0x%" PRIx64 "\", \"symbol\": ", key, addr);
-	cli_json_str(stdout, sym);
+	btr_json_str(stdout, sym);
 	printf(", \"file\": ");
 	if (file[0])
-		cli_json_str(stdout, file);
+		btr_json_str(stdout, file);
 	else
 		printf("null");
 	printf(", \"line\": %d}", line);
@@ -224,7 +224,7 @@ static void json_place(const char *key, uint64_t addr, const char *sym, const ch
 static void print_json(const struct st *st, const char *file)
 {
 	printf("{\"file\": ");
-	cli_json_str(stdout, file);
+	btr_json_str(stdout, file);
 	printf(", \"crashes\": [");
 	for (size_t i = 0; i < st->nc; i++) {
 		const struct crash *c = &st->c[i];
@@ -232,7 +232,7 @@ static void print_json(const struct st *st, const char *file)
 		       i ? "," : "", c->ex.pid, c->ex.tid, c->ex.signo, signame(c->ex.signo));
 		json_place("ip", c->ex.ip, c->ip_sym, c->ip_file, c->ip_line);
 		printf(", \"instruction\": ");
-		cli_json_str(stdout, c->ex.ip ? c->insn : NULL);
+		btr_json_str(stdout, c->ex.ip ? c->insn : NULL);
 		printf(", \"fault_addr\": \"0x%" PRIx64 "\", \"branches\": [", c->ex.addr);
 		for (size_t j = 0; j < c->n; j++) {
 			const struct btr_branch *b = &c->b[j];

@@ -60,10 +60,10 @@ static void json_items(const char *key, const struct btr_diff_item *v, size_t n,
 	printf("  \"%s\": [", key);
 	for (size_t i = 0; i < n && (!top || i < top); i++) {
 		printf("%s\n    {\"module\": ", i ? "," : "");
-		cli_json_str(stdout, v[i].module);
+		btr_json_str(stdout, v[i].module);
 		if (edges) {
 			printf(", \"from\": \"0x%" PRIx64 "\", \"to_module\": ", v[i].start);
-			cli_json_str(stdout, v[i].to_module);
+			btr_json_str(stdout, v[i].to_module);
 			printf(", \"to\": \"0x%" PRIx64 "\", \"taken\": %s", v[i].end, v[i].taken ? "true" : "false");
 		} else {
 			printf(", \"start\": \"0x%" PRIx64 "\", \"end\": \"0x%" PRIx64 "\"", v[i].start, v[i].end);
@@ -141,9 +141,9 @@ int cmd_diff(int argc, char **argv)
 	}
 	if (json) {
 		printf("{\n  \"a\": ");
-		cli_json_str(stdout, argv[optind]);
+		btr_json_str(stdout, argv[optind]);
 		printf(",\n  \"b\": ");
-		cli_json_str(stdout, argv[optind + 1]);
+		btr_json_str(stdout, argv[optind + 1]);
 		printf(",\n  \"blocks_same\": %zu,\n", d->n_blocks_same);
 		json_items("blocks_only_a", d->blocks_only_a, d->n_blocks_only_a, 0, 0, 0);
 		json_items("blocks_only_b", d->blocks_only_b, d->n_blocks_only_b, 0, 0, 0);

@@ -43,29 +43,29 @@ static void json_pmu(const struct btr_pmu *p)
 	for (unsigned i = 0; i < p->n_formats; i++) {
 		const struct btr_pmu_format *f = &p->formats[i];
 		printf("%s", i ? ", " : "");
-		cli_json_str(stdout, f->name);
+		btr_json_str(stdout, f->name);
 		printf(": {\"word\": %u, \"mask\": \"0x%" PRIx64 "\"}", f->word, f->mask);
 	}
 	printf("}, \"caps\": {");
 	for (unsigned i = 0; i < p->n_caps; i++) {
 		printf("%s", i ? ", " : "");
-		cli_json_str(stdout, p->caps[i].name);
+		btr_json_str(stdout, p->caps[i].name);
 		printf(": %" PRIu64, p->caps[i].value);
 	}
 	printf("}}");
 }
 
 /* The machine facts, inside each hardware backend's member (the top
- * level has one member per backend only: CONTRACT.md). */
+ * level has one member per backend only: docs/contract.md). */
 static void json_machine(const struct btr_hwinfo *hw)
 {
 	printf(", \"machine\": {\"vendor\": ");
-	cli_json_str(stdout, hw->vendor);
+	btr_json_str(stdout, hw->vendor);
 	printf(", \"family\": %u, \"model\": %u, \"stepping\": %u, \"hypervisor\": %s, \"hypervisor_vendor\": ",
 	       hw->family, hw->model, hw->stepping, tf(hw->hypervisor));
-	cli_json_str(stdout, hw->hypervisor_vendor);
+	btr_json_str(stdout, hw->hypervisor_vendor);
 	printf(", \"perf_event_paranoid\": %d, \"paranoid_meaning\": ", hw->paranoid);
-	cli_json_str(stdout, btr_hwinfo_paranoid_text(hw->paranoid));
+	btr_json_str(stdout, btr_hwinfo_paranoid_text(hw->paranoid));
 	printf("}");
 }
 
@@ -159,9 +159,9 @@ int cmd_info(int argc, char **argv)
 		btr_capture_probe_backend(b, &p);
 		if (json) {
 			printf("%s\n  ", i ? "," : "");
-			cli_json_str(stdout, b->name);
+			btr_json_str(stdout, b->name);
 			printf(": {\"usable\": %s, \"reason\": ", p.usable ? "true" : "false");
-			cli_json_str(stdout, p.reason);
+			btr_json_str(stdout, p.reason);
 			if (!strcmp(b->name, "pt")) {
 				printf(", \"cpuid\": {\"supported\": %s", tf(pt->valid));
 				if (pt->valid)
@@ -183,10 +183,10 @@ int cmd_info(int argc, char **argv)
 			} else if (!strcmp(b->name, "lbr")) {
 				printf(", \"depth\": %u, \"format\": %d, \"format_name\": ", hw->lbr_depth,
 				       hw->lbr_format);
-				cli_json_str(stdout, hw->lbr_format >= 0 ? btr_lbr_format_name(hw->lbr_format) : "");
+				btr_json_str(stdout, hw->lbr_format >= 0 ? btr_lbr_format_name(hw->lbr_format) : "");
 				printf(", \"arch_lbr\": %s, \"arch_lbr_depths\": \"0x%x\", \"pmu_name\": ",
 				       tf(hw->arch_lbr), hw->arch_lbr_depths);
-				cli_json_str(stdout, hw->pmu_name);
+				btr_json_str(stdout, hw->pmu_name);
 			}
 			if (!strcmp(b->name, "pt") || !strcmp(b->name, "bts") || !strcmp(b->name, "lbr"))
 				json_machine(hw);

@@ -2,7 +2,7 @@
  *
  * Opens the trace through the common branch stream (lib/stream.c), feeds
  * a report (lib/report.c) and prints it as text or one JSON object
- * (docs/report.md, /work/shared/CONTRACT.md).
+ * (docs/report.md, docs/contract.md).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -60,9 +60,9 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 		       const struct btr_stream_stats *st)
 {
 	fprintf(f, "{\n  \"file\": ");
-	cli_json_str(f, file);
+	btr_json_str(f, file);
 	fprintf(f, ",\n  \"backend\": ");
-	cli_json_str(f, res->backend);
+	btr_json_str(f, res->backend);
 	fprintf(f, ",\n  \"instructions\": %" PRIu64 ",\n  \"has_instructions\": %s", res->insns,
 		res->has_insns ? "true" : "false");
 	fprintf(f, ",\n  \"branches\": %" PRIu64 ",\n  \"taken\": %" PRIu64 ",\n  \"mispredicted\": %" PRIu64
@@ -83,7 +83,7 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 	for (size_t i = 0; i < res->n_threads; i++) {
 		const struct btr_report_thread *t = &res->threads[i];
 		fprintf(f, "%s\n    {\"tid\": %" PRIu32 ", \"name\": ", i ? "," : "", t->tid);
-		cli_json_str(f, t->name);
+		btr_json_str(f, t->name);
 		fprintf(f, ", \"instructions\": %" PRIu64 ", \"branches\": %" PRIu64, t->insns, t->branches);
 		if (t->exited)
 			fprintf(f, ", \"exit_code\": %" PRId32, t->exit_code);
@@ -97,11 +97,11 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 	for (size_t i = 0; i < res->n_modules; i++) {
 		const struct btr_report_module *m = &res->modules[i];
 		fprintf(f, "%s\n    {\"path\": ", i ? "," : "");
-		cli_json_str(f, m->path);
+		btr_json_str(f, m->path);
 		fprintf(f, ", \"start\": \"0x%" PRIx64 "\", \"size\": %" PRIu64 ", \"pgoff\": \"0x%" PRIx64
 			   "\", \"loaded\": ",
 			m->start, m->size, m->pgoff);
-		cli_json_str(f, m->loaded);
+		btr_json_str(f, m->loaded);
 		fputc('}', f);
 	}
 	fprintf(f, "%s],\n  \"gaps\": %" PRIu64 ",\n  \"overflows\": %" PRIu64 ",\n  \"gap_list\": [",
@@ -110,7 +110,7 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 		const struct btr_report_gap *g = &res->gap_list[i];
 		fprintf(f, "%s\n    {\"tid\": %" PRIu32 ", \"offset\": \"0x%" PRIx64 "\", \"source\": \"%s\", \"reason\": ",
 			i ? "," : "", g->tid, g->offset, g->from_flow ? "decoder" : "trace");
-		cli_json_str(f, btr_errstr(g->reason));
+		btr_json_str(f, btr_errstr(g->reason));
 		fputc('}', f);
 	}
 	fprintf(f, "%s],\n  \"data_lost\": %s,\n  \"rank_by\": \"%s\",\n  \"functions\": %zu,\n  \"top_functions\": [",
@@ -119,13 +119,13 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 	for (size_t i = 0; i < res->n_top_functions; i++) {
 		const struct btr_report_func *fn = &res->top_functions[i];
 		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-		cli_json_str(f, fn->name);
+		btr_json_str(f, fn->name);
 		fprintf(f, ", \"module\": ");
-		cli_json_str(f, fn->module);
+		btr_json_str(f, fn->module);
 		fprintf(f, ", \"addr\": \"0x%" PRIx64 "\", \"instructions\": %" PRIu64 ", \"branches\": %" PRIu64
 			   ", \"file\": ",
 			fn->addr, fn->insns, fn->branches);
-		cli_json_str(f, fn->file);
+		btr_json_str(f, fn->file);
 		fprintf(f, ", \"line\": %d}", fn->line);
 	}
 	fprintf(f, "%s],\n  \"blocks\": %zu,\n  \"top_blocks\": [", res->n_top_functions ? "\n  " : "",
@@ -135,9 +135,9 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 		fprintf(f, "%s\n    {\"start\": \"0x%" PRIx64 "\", \"end\": \"0x%" PRIx64 "\", \"count\": %" PRIu64
 			   ", \"instructions\": %" PRIu64 ", \"symbol\": ",
 			i ? "," : "", b->start, b->end, b->count, b->insns);
-		cli_json_str(f, b->sym);
+		btr_json_str(f, b->sym);
 		fprintf(f, ", \"file\": ");
-		cli_json_str(f, b->file);
+		btr_json_str(f, b->file);
 		fprintf(f, ", \"line\": %d}", b->line);
 	}
 	fprintf(f, "%s],\n  \"exit\": ", res->n_top_blocks ? "\n  " : "");
@@ -149,9 +149,9 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 			x->pid, x->tid, x->code, x->signo);
 		if (x->signo) {
 			fprintf(f, ", \"signal_name\": ");
-			cli_json_str(f, sig_name(x->signo));
+			btr_json_str(f, sig_name(x->signo));
 			fprintf(f, ", \"ip\": \"0x%" PRIx64 "\", \"addr\": \"0x%" PRIx64 "\", \"where\": ", x->ip, x->addr);
-			cli_json_str(f, x->where);
+			btr_json_str(f, x->where);
 		}
 		fputc('}', f);
 	}
@@ -160,21 +160,21 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 		const struct btr_report_process *p = &res->processes[i];
 		fprintf(f, "%s\n    {\"pid\": %" PRIu32 ", \"ppid\": %" PRIu32 ", \"path\": ", i ? "," : "", p->pid,
 			p->ppid);
-		cli_json_str(f, p->path);
+		btr_json_str(f, p->path);
 		fprintf(f, ", \"command\": ");
-		cli_json_str(f, p->command);
+		btr_json_str(f, p->command);
 		fprintf(f, ", \"instructions\": %" PRIu64 ", \"branches\": %" PRIu64 ", \"threads\": %" PRIu32
 			   ", \"execs\": %" PRIu32, p->insns, p->branches, p->threads, p->execs);
 		if (p->exited && p->signo) {
 			fprintf(f, ", \"signal\": %" PRId32 ", \"signal_name\": ", p->signo);
-			cli_json_str(f, sig_name(p->signo));
+			btr_json_str(f, sig_name(p->signo));
 		} else if (p->exited) {
 			fprintf(f, ", \"exit_code\": %" PRId32, p->code);
 		}
 		fprintf(f, ", \"untraced\": %s", p->untraced ? "true" : "false");
 		if (p->untraced_reason) {
 			fprintf(f, ", \"untraced_reason\": ");
-			cli_json_str(f, p->untraced_reason);
+			btr_json_str(f, p->untraced_reason);
 		}
 		fputc('}', f);
 	}

@@ -60,10 +60,10 @@ static void print_one(struct out *o, uint64_t addr)
 	}
 	printf("%s\n  {\"addr\": \"0x%llx\", \"symbol\": ", o->count ? "," : "",
 	       (unsigned long long)addr);
-	cli_json_str(stdout, sym);
+	btr_json_str(stdout, sym);
 	printf(", \"file\": ");
 	if (file)
-		cli_json_str(stdout, file);
+		btr_json_str(stdout, file);
 	else
 		printf("null");
 	printf(", \"line\": %d}", file ? line : 0);

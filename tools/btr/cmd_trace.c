@@ -363,17 +363,17 @@ static void print_info_json(const char *file, const struct btr_trace_info *ti, c
 	for (int t = 1; t < BTR_REC__MAX; t++)
 		total += s->by_type[t];
 	printf("{\"file\": ");
-	cli_json_str(stdout, file);
+	btr_json_str(stdout, file);
 	printf(", \"format\": \"%s\"", ti->format == BTR_TRACE_FMT_PERF ? "perf" : "btr");
 	if (ti->format == BTR_TRACE_FMT_PERF)
 		printf(", \"version\": \"\", \"creator\": ");
 	else
 		printf(", \"version\": \"%u.%u\", \"creator\": ", ti->major, ti->minor);
-	cli_json_str(stdout, ti->creator);
+	btr_json_str(stdout, ti->creator);
 	printf(", \"created_ns\": %" PRIu64 ", \"complete\": %s", ti->created_ns,
 	       ti->complete ? "true" : "false");
 	printf(", \"backend\": ");
-	cli_json_str(stdout, s->backend[0] ? s->backend : "unknown");
+	btr_json_str(stdout, s->backend[0] ? s->backend : "unknown");
 	printf(", \"compressed\": %s, \"chunks\": %" PRIu64 ", \"compressed_chunks\": %" PRIu64
 	       ", \"stored_bytes\": %" PRIu64 ", \"raw_bytes\": %" PRIu64 ", \"damaged_chunks\": %" PRIu64,
 	       ti->compressed_chunks ? "true" : "false", ti->chunks, ti->compressed_chunks, ti->stored_bytes,

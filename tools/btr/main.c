@@ -21,7 +21,7 @@ static const struct command commands[] = {
 };
 
 /* A warning waits until the command ends, so that a command that then
- * fails says both in its one error line (CONTRACT.md: bad input gives one
+ * fails says both in its one error line (docs/contract.md: bad input gives one
  * line), and the same warning about one file named twice is said once. */
 static char pending[1024];
 
@@ -81,45 +81,6 @@ int cli_parse_u64(const char *s, uint64_t *out)
 		return -1;
 	*out = v;
 	return 0;
-}
-
-/* Length of the valid UTF-8 sequence at @p (1..4), or 0 if invalid. */
-static int utf8_len(const unsigned char *p)
-{
-	int n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
-	for (int i = 1; i < n; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
-/* A JSON string; paths and thread names come from the trace, so control
- * characters are escaped and bytes that are not UTF-8 become U+FFFD. */
-void cli_json_str(FILE *f, const char *s)
-{
-	if (!s) {
-		fputs("null", f);
-		return;
-	}
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\') {
-			fprintf(f, "\\%c", *p);
-		} else if (*p < 0x20 || *p == 0x7f) {
-			fprintf(f, "\\u%04x", *p);
-		} else if (*p < 0x80) {
-			fputc(*p, f);
-		} else {
-			int n = utf8_len(p);
-			if (n) {
-				fwrite(p, 1, (size_t)n, f);
-				p += n - 1;
-			} else {
-				fputs("\\ufffd", f);
-			}
-		}
-	}
-	fputc('"', f);
 }
 
 static void usage(FILE *f)

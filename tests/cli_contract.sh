@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# cli_contract.sh - what docs/contract.md pins, checked on a real recording:
+# the JSON members of report, check and info; branch lines with 0x hex
+# addresses; pt decode --insn's 16 hex digits; pt dump's hex offsets; the
+# exit codes 0, 1, 2, 3 and record's pass-through of the program's status.
+# Args: $1 btr binary, $2 build dir, $3 shared dir.
+set -u
+btr=$1; build=$2
+fail=0; pass=0
+ok() { pass=$((pass+1)); }
+bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
+
+command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
+"$btr" info | grep -q '^qemu  yes' || { echo "SKIP: qemu backend unusable: $("$btr" info | grep '^qemu')"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+t=$tmp/t.btr
+"$btr" record -o "$t" -- "$build/prog_flow_loops" >/dev/null 2>&1 || bad "record flow_loops"
+
+members() {  # members FILE KEY... : the JSON object in FILE has every KEY
+	python3 - "$@" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+missing = [k for k in sys.argv[2:] if k not in d]
+if missing: print('missing', missing); sys.exit(1)
+PY
+}
+"$btr" report --format json "$t" >"$tmp/r.json" || bad "report json exit"
+members "$tmp/r.json" instructions branches branches_by_class threads modules gaps data_lost backend && ok || bad "report json members"
+python3 - "$tmp/r.json" <<'PY' && ok || bad "branches_by_class keys are the LBR_SELECT classes"
+import json, sys
+d = json.load(open(sys.argv[1]))['branches_by_class']
+names = {'cpl_eq_0', 'cpl_neq_0', 'jcc', 'near_rel_call', 'near_ind_call', 'near_ret', 'near_ind_jmp', 'near_rel_jmp', 'far_branch'}
+sys.exit(0 if set(d) and set(d) <= names else 1)
+PY
+"$btr" info --format json >"$tmp/i.json" || bad "info json exit"
+python3 - "$tmp/i.json" <<'PY' && ok || bad "info json: usable and reason per backend"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for b in ('pt', 'bts', 'lbr', 'qemu', 'step'):
+    assert isinstance(d[b]['usable'], bool) and isinstance(d[b]['reason'], str), b
+PY
+"$btr" check --format json "$t" >"$tmp/c.json"; rc=$?
+[ $rc -eq 0 ] && ok || bad "check of a benign program exits $rc"
+members "$tmp/c.json" findings && ok || bad "check json has findings"
+# check_rop: a real finding, exit 1, and the finding's members
+"$btr" record -o "$tmp/rop.btr" -- "$build/prog_check_rop" >/dev/null 2>&1
+"$btr" check --format json "$tmp/rop.btr" >"$tmp/rop.json"; rc=$?
+[ $rc -eq 1 ] && ok || bad "check of check_rop exits $rc, not 1"
+python3 - "$tmp/rop.json" <<'PY' && ok || bad "finding members kind severity thread from to detail"
+import json, re, sys
+f = json.load(open(sys.argv[1]))['findings']
+assert f
+for x in f:
+    for k in ('kind', 'severity', 'thread', 'from', 'to', 'detail'):
+        assert k in x, k
+    assert re.fullmatch(r'0x[0-9a-f]+', x['from']) and re.fullmatch(r'0x[0-9a-f]+', x['to'])
+PY
+"$btr" script "$t" | head -200 >"$tmp/s.txt"
+[ -s "$tmp/s.txt" ] && ! grep -qvE '0x[0-9a-f]+ -> 0x[0-9a-f]+' "$tmp/s.txt" && ok || bad "script lines carry 0xFROM -> 0xTO"
+"$btr" pt decode --insn "$t" | head -200 >"$tmp/d.txt"
+[ -s "$tmp/d.txt" ] && [ "$(grep -cE '^[0-9a-f]{16}( |$)' "$tmp/d.txt")" -ge 150 ] && ok || bad "pt decode --insn lines start with 16 hex digits"
+"$btr" pt dump "$t" | head -50 >"$tmp/p.txt"
+[ -s "$tmp/p.txt" ] && ! grep -v '^#' "$tmp/p.txt" | grep -qvE '^[0-9a-f]{16}  ' && ok || bad "pt dump lines start with a hex offset"
+
+# exit codes
+"$btr" report --no-such-option "$t" >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] && ok || bad "unknown option exits $rc, not 2"
+"$btr" report "$tmp/absent.btr" >/dev/null 2>"$tmp/e"; rc=$?
+[ $rc -eq 3 ] && [ "$(wc -l <"$tmp/e")" -eq 1 ] && grep -q absent.btr "$tmp/e" && ok || bad "missing trace: exit $rc, one line naming it"
+"$btr" record -o "$tmp/x.btr" -- sh -c 'exit 7' >/dev/null 2>&1; rc=$?
+[ $rc -eq 7 ] && ok || bad "record passes exit 7 through, got $rc"
+"$btr" record -o "$tmp/k.btr" -- sh -c 'kill -TERM $$' >/dev/null 2>&1; rc=$?
+[ $rc -eq 143 ] && ok || bad "record of a program killed by SIGTERM exits $rc, not 143"
+
+echo "cli_contract: $pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# cli_insn_count.sh - the tests' independent instruction counter
+# (tests/tools/insn_count.c, run through tests/tools/qemu_count.sh in the
+# same QEMU run as btr's plugin) and btr agree on every thread of every
+# process, across fork and exec; and a rep string instruction is one
+# instruction for both.
+# Args: $1 btr binary, $2 build dir, $3 shared dir.
+set -u
+btr=$1; build=$2; src=$(cd "$(dirname "$0")/.." && pwd)
+fail=0; pass=0
+ok() { pass=$((pass+1)); }
+bad() { echo "FAIL: $*" >&2; fail=$((fail+1)); }
+
+command -v qemu-x86_64 >/dev/null || { echo "SKIP: qemu-x86_64 absent"; exit 77; }
+[ -r "$build/btr-insn-count.so" ] || { echo "FAIL: btr-insn-count.so not built"; exit 1; }
+"$btr" info | grep -q '^qemu  yes' || { echo "SKIP: qemu backend unusable: $("$btr" info | grep '^qemu')"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export BTR_COUNT_PLUGIN=$build/btr-insn-count.so
+
+# counted NAME CMD...: record CMD with the counter beside btr's plugin;
+# compare per (pid, tid) sums with btr's per-thread counts.
+counted() {
+	local name=$1; shift
+	BTR_COUNT_OUT=$tmp/$name.count BTR_QEMU=$src/tests/tools/qemu_count.sh \
+		"$btr" record -o "$tmp/$name.btr" -- "$@" >/dev/null 2>"$tmp/$name.err" ||
+		{ bad "$name: record failed: $(head -1 "$tmp/$name.err")"; return; }
+	"$btr" report --format json "$tmp/$name.btr" >"$tmp/$name.json" || { bad "$name: report failed"; return; }
+	python3 - "$tmp/$name.count" "$tmp/$name.json" >"$tmp/$name.cmp" <<'PY'
+import json, sys
+counts = {}
+for line in open(sys.argv[1]):
+    pid, tid, n = line.split()
+    if tid == 'lost':
+        print('counter lost', n); sys.exit(1)
+    counts[int(tid)] = counts.get(int(tid), 0) + int(n)
+rep = json.load(open(sys.argv[2]))
+threads = {t['tid']: t['instructions'] for t in rep['thread_list']}
+# The counter also sees btr's plugin probe (a QEMU run of its own before
+# the recording): only the recorded threads are compared, and all of them.
+bad = [f"tid {t}: btr {n} counter {counts.get(t)}" for t, n in threads.items() if counts.get(t) != n]
+total = sum(counts[t] for t in threads if t in counts)
+print(len(threads), rep['instructions'], total)
+if bad or total != rep['instructions'] or not threads:
+    print('\n'.join(bad)); sys.exit(1)
+PY
+	if [ $? -eq 0 ]; then ok; else bad "$name: counts differ: $(tr '\n' ';' <"$tmp/$name.cmp")"; fi
+}
+
+counted threads "$build/prog_flow_threads"
+counted shell sh -c 'ls / >/dev/null; /bin/true; echo hi | cat >/dev/null'
+counted tree "$build/prog_proc_tree"
+
+# rep movsb of 1 byte and of 4000 bytes: the same number of instructions.
+for n in 1 2; do
+	args=(); [ $n -eq 2 ] && args=(x)
+	rm -f "$tmp/rep$n.count"
+	BTR_COUNT_OUT=$tmp/rep$n.count qemu-x86_64 -plugin "$BTR_COUNT_PLUGIN,out=$tmp/rep$n.count" \
+		"$build/prog_nolibc_rep" "${args[@]}"
+	"$btr" record -o "$tmp/rep$n.btr" -- "$build/prog_nolibc_rep" "${args[@]}" >/dev/null 2>&1
+	"$btr" report --format json "$tmp/rep$n.btr" >"$tmp/rep$n.json" 2>/dev/null
+done
+c1=$(awk '{s+=$3} END {print s}' "$tmp/rep1.count"); c2=$(awk '{s+=$3} END {print s}' "$tmp/rep2.count")
+j1=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["instructions"])' "$tmp/rep1.json")
+j2=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["instructions"])' "$tmp/rep2.json")
+# _start: mov, and, call; cmain's instructions; the rep; syscall: a few
+# dozen at most, and the same for both lengths.
+if [ -n "$c1" ] && [ "$c1" = "$c2" ] && [ "$c1" -lt 64 ]; then ok; else bad "counter: rep counts $c1 vs $c2"; fi
+if [ "$j1" = "$c1" ] && [ "$j2" = "$c2" ]; then ok; else bad "btr: rep counts $j1/$j2, counter $c1/$c2"; fi
+
+echo "cli_insn_count: $pass passed, $fail failed"
+[ $fail -eq 0 ]
