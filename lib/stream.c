@@ -854,6 +854,22 @@ static int pt_new_decoder(struct btr_stream *s, struct data_stream *d)
 	return rc;
 }
 
+/* Thread @tid ended: its PT decoders (several MiB each) go at once
+ * rather than when evicted, so that a trace of many short threads or
+ * processes keeps few.  Should more of its data come after all (a
+ * recorder that writes data after the exit record), the stream resumes
+ * at the next PSB after a GAP, as after an eviction. */
+static void thread_exited(struct btr_stream *s, uint32_t tid)
+{
+	for (size_t i = 0; i < s->n_ds; i++) {
+		struct data_stream *d = s->ds[i];
+		if (d->tid == tid && d->cpu < 0 && d->flow) {
+			pt_drop_decoder(s, d);
+			d->evicted = 1;
+		}
+	}
+}
+
 /* Checks that a data record continues its stream.  A jump means bytes
  * were lost between chunks (a bad chunk was skipped, perf lost AUX data):
  * report a gap and restart the decoder, which then waits for the next PSB
@@ -1288,6 +1304,8 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 			for (size_t i = 0; i < s->n_ds; i++)
 				if (s->ds[i]->tid == rec->u.thread.tid && s->ds[i]->cpu < 0)
 					s->ds[i]->fresh = 1;
+		if (rec->type == BTR_REC_THREAD_EXIT)
+			thread_exited(s, rec->u.thread.tid);
 		rc = emit(s, &ev);
 		break;
 	case BTR_REC_PROCESS_EXIT:

@@ -28,10 +28,13 @@
  * mapped again at the same load bias (dlopen after dlclose) simply stays.
  *
  * Memory is bounded by the number of threads, modules and the decoders'
- * caches, independent of the trace's length: at most 16 PT flow decoders
- * live at once (each has a block cache of several MiB); with more
- * concurrently traced streams the least recently fed one is freed and
- * resumes at its next PSB after a GAP (reason -BTR_ERR_NOSYNC).
+ * caches, independent of the trace's length, and nearly flat in the number
+ * of processes (each has an image, but the images share the module files,
+ * btr/image.h): at most 16 PT flow decoders live at once (each has a block
+ * cache of several MiB); with more concurrently traced streams the least
+ * recently fed one is freed and resumes at its next PSB after a GAP
+ * (reason -BTR_ERR_NOSYNC).  A thread's decoder is freed at its
+ * THREAD_EXIT record; data of it after that resumes the same way.
  *
  * A stream is used from one thread at a time.
  */
