@@ -438,7 +438,7 @@ int btr_image_add_elf(struct btr_image *img, const char *path, uint64_t base, in
 {
 	if (!img || !path)
 		return -BTR_ERR_INVAL;
-	struct modfile *f;
+	struct modfile *f = NULL;
 	int err = modfile_get(img, path, &f);
 	if (err)
 		return err;
