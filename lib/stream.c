@@ -340,6 +340,11 @@ static int retire_module(struct btr_stream *s, size_t i)
 	struct loaded_module *m = &s->mods[i];
 	struct btr_record rec = { .type = BTR_REC_MODULE_UNLOAD };
 	rec.u.module = m->unload;
+	if (!m->dead) {   /* replaced without an unload record (perf MMAP) */
+		rec.u.module.pid = m->pid;
+		rec.u.module.start = m->start;
+		rec.u.module.size = m->size;
+	}
 	rec.u.module.path = m->file;
 	struct btr_stream_event ev = { .type = BTR_SEV_MODULE_UNLOAD, .rec = &rec, .tid = m->pid, .pid = m->pid };
 	int rc = emit(s, &ev);
@@ -348,16 +353,18 @@ static int retire_module(struct btr_stream *s, size_t i)
 	return rc;
 }
 
-/* Before process @pid maps [@start, @start+@size): the dead modules there
- * leave its image for good.  A dead module of the same @file at the same
- * @bias is mapped again instead (dlopen after dlclose): it comes back to
- * life and *@revived is set. */
+/* Before process @pid maps [@start, @start+@size): the modules there
+ * leave its image for good - dead ones, and live ones too (recorders
+ * without unload records, perf: a new mapping replaces what was there).
+ * A module of the same @file at the same @bias is mapped again instead
+ * (dlopen after dlclose, another segment of it): it stays, alive, and
+ * *@revived is set. */
 static int retire_overlapping(struct btr_stream *s, uint32_t pid, uint64_t start, uint64_t size, const char *file,
 			      uint64_t bias, int *revived)
 {
 	for (size_t i = 0; i < s->n_mods;) {
 		struct loaded_module *m = &s->mods[i];
-		if (!m->dead || m->pid != pid || m->start >= start + size || start >= m->start + m->size) {
+		if (!m->size || m->pid != pid || m->start >= start + size || start >= m->start + m->size) {
 			i++;
 			continue;
 		}
