@@ -16,17 +16,14 @@
  */
 #include "btr/stream.h"
 #include "internal.h"
+#include "stream_elf.h"
 #include "stream_switch.h"
 
-#include <gelf.h>
-#include <libelf.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "btr/bts.h"
 #include "btr/lbr.h"
@@ -266,37 +263,6 @@ static int deliver(struct btr_stream *s, const struct btr_branch *b)
 	return 0;
 }
 
-/* Reads the ELF type of @path: 1 for ET_EXEC, 0 for others, negative on
- * error.  Needed because ET_EXEC files can be placed without knowing where
- * the recording mapped them. */
-static int elf_is_exec(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -BTR_ERR_NOENT;
-	elf_version(EV_CURRENT);
-	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
-	int rc = -BTR_ERR_BAD_ELF;
-	GElf_Ehdr eh;
-	if (e && elf_kind(e) == ELF_K_ELF && gelf_getehdr(e, &eh))
-		rc = eh.e_type == ET_EXEC;
-	if (e)
-		elf_end(e);
-	close(fd);
-	return rc;
-}
-
-static const char *base_name(const char *p)
-{
-	const char *b = strrchr(p, '/');
-	return b ? b + 1 : p;
-}
-
-static int file_exists(const char *p)
-{
-	return access(p, R_OK) == 0;
-}
-
 static int add_loaded(struct btr_stream *s, const char *file, uint64_t bias, uint64_t start, uint64_t size,
 		      uint32_t pid)
 {
@@ -437,77 +403,6 @@ static struct btr_image *img_of(struct btr_stream *s, uint32_t pid, int create)
 	return img;
 }
 
-static void hex_id(const uint8_t *id, int len, char *out)
-{
-	for (int i = 0; i < len; i++)
-		sprintf(out + 2 * i, "%02x", id[i]);
-	out[2 * (len > 0 ? len : 0)] = 0;
-}
-
-/* Size of the mapping an executable segment of ELF @path would get when
- * mapped from file offset @pgoff: from @pgoff to the end of the PF_X
- * PT_LOAD that holds it, page-aligned.  0 if unknown (not readable as
- * ELF); 1 if no executable segment holds @pgoff (a code mapping there
- * cannot come from this file). */
-static uint64_t elf_code_span(const char *path, uint64_t pgoff)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	elf_version(EV_CURRENT);
-	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
-	uint64_t span = 0;
-	size_t n = 0;
-	if (e && elf_kind(e) == ELF_K_ELF && elf_getphdrnum(e, &n) == 0) {
-		span = 1;
-		for (size_t i = 0; i < n; i++) {
-			GElf_Phdr ph;
-			if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
-				continue;
-			uint64_t lo = ph.p_offset & ~0xfffull, hi = (ph.p_offset + ph.p_filesz + 0xfff) & ~0xfffull;
-			if (pgoff >= lo && pgoff < hi) {
-				span = hi - pgoff;
-				break;
-			}
-		}
-	}
-	if (e)
-		elf_end(e);
-	close(fd);
-	return span;
-}
-
-/* Candidate check: returns 1 if @file exists and its build-id matches
- * the record's (or either has none), 0 if it exists but its build-id
- * differs, -1 if it does not exist or cannot be the file that ran.
- * Without a recorded build-id the only evidence is the mapping's size: a
- * code segment of another length is another program that happens to have
- * the same path here (old perf.data files name /usr/bin/perf, /lib64/...),
- * and placing its code would be worse than having none. */
-static int candidate_matches(const char *file, const struct btr_rec_module *m)
-{
-	if (!file_exists(file))
-		return -1;
-	if (!m->build_id_len) {
-		uint64_t span = m->size ? elf_code_span(file, m->pgoff) : 0;
-		if (span == 1) {
-			btr_info("%s: no code at file offset 0x%" PRIx64 ": not the file that ran", file, m->pgoff);
-			return -1;
-		}
-		if (span && (span > m->size + 0x1000 || m->size > span + 0x1000)) {
-			btr_info("%s: code segment of 0x%" PRIx64 " bytes, the recording mapped 0x%" PRIx64
-				 ": not the file that ran", file, span, m->size);
-			return -1;
-		}
-		return 1;
-	}
-	uint8_t id[64];
-	int n = btr_elf_build_id(file, id, sizeof(id));
-	if (n < 0)
-		return n == -BTR_ERR_NOT_FOUND ? 1 : 0;
-	return n == m->build_id_len && !memcmp(id, m->build_id, (size_t)n);
-}
-
 /* Finds the file to load for module record @m into @out.  Order: a user
  * ELF (--elf) matching by build-id or file name, ROOT/path, path, the
  * debug directories by build-id, then DIR/basename.  The first candidate
@@ -517,14 +412,14 @@ static int find_module_file(struct btr_stream *s, const struct btr_rec_module *m
 			    int *mismatch)
 {
 	const char *path = m->path;
-	const char *bn = base_name(path);
+	const char *bn = stream_base_name(path);
 	char first[4096] = "";
 	char buf[4096];
 	*mismatch = 0;
 
 #define TRY(p)                                                                          \
 	do {                                                                            \
-		int r_ = candidate_matches((p), m);                                     \
+		int r_ = stream_candidate_matches((p), m);                                     \
 		if (r_ == 1) {                                                          \
 			snprintf(out, outsz, "%s", (p));                                \
 			return 0;                                                       \
@@ -616,9 +511,9 @@ static int load_module(struct btr_stream *s, const struct btr_rec_module *m, cha
 		char want[41], have[41] = "none";
 		uint8_t id[20];
 		int n = btr_elf_build_id(file, id, sizeof(id));
-		hex_id(m->build_id, m->build_id_len > 20 ? 20 : m->build_id_len, want);
+		stream_hex_id(m->build_id, m->build_id_len > 20 ? 20 : m->build_id_len, want);
 		if (n > 0)
-			hex_id(id, n, have);
+			stream_hex_id(id, n, have);
 		s->st.buildid_mismatch++;
 		btr_warn("%s: build-id %s differs from the recorded %s (%s): its code is not what ran",
 			 file, have, want, path);
@@ -1207,10 +1102,10 @@ int btr_stream_new(const struct btr_stream_opts *opts, struct btr_stream **out)
 				rc = -BTR_ERR_INVAL;
 				goto fail;
 			}
-			u->base_name = base_name(u->path);
+			u->base_name = stream_base_name(u->path);
 			u->base = s->o.elfs[i].base;
 			u->has_base = s->o.elfs[i].has_base;
-			int t = elf_is_exec(u->path);
+			int t = stream_elf_is_exec(u->path);
 			if (t < 0) {
 				btr_info("%s: %s", u->path, btr_errstr(t));
 				rc = t;
