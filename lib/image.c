@@ -8,6 +8,15 @@
  * Decoders call btr_image_map once per basic block, mostly at addresses
  * near the previous one, so a one-entry "last hit" cache answers most
  * lookups without the binary search.
+ *
+ * Sharing: what is costly about a module - its libelf handle (a mapping
+ * of the whole file), symbol table, FDE functions, separate debug file
+ * and DWARF - lives in a struct modfile that every image mapping the same
+ * file shares, whatever its load address (symbols are kept at link
+ * addresses; a module adds its bias).  A trace of a thousand processes
+ * that all map libc thus holds libc once.  The files are found by
+ * identity (device, inode, size, modification time) and debug
+ * directories, and counted: the last image to drop one frees it.
  */
 #include "btr/image.h"
 #include "eh_frame.h"
@@ -21,6 +30,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,22 +60,42 @@ struct sym {
 enum { LAZY_NONE = 0, LAZY_OK = 1, LAZY_FAIL = -1 };
 enum { SYM_RANK_NOTYPE = 16 };   /* below every typed symbol, above FDE functions (32) */
 
+/* An ELF file, shared by the images that map it (see the file comment).
+ * Addresses in it are link addresses. */
+struct modfile {
+	struct modfile *next;  /* the cache list */
+	unsigned refs;
+	dev_t dev;             /* identity */
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	char *path;
+	const char *base_name; /* points into path */
+	uint64_t lo, hi;       /* link range of all PT_LOADs */
+	Elf *elf;
+	char **debug_dirs;     /* the adding image's, copied; NULL: the default */
+	size_t ndebug_dirs;
+	char *dwfl_path;       /* debug_dirs as a libdwfl debuginfo_path (key) */
+	Dwfl_Callbacks dwfl_cb;
+	Elf *dbg_elf;          /* separate debug file whose .symtab we use, or NULL */
+	int sym_state;
+	struct sym *syms;      /* link addresses */
+	size_t nsyms;
+	char *plt_names;       /* storage of the "name@plt" strings */
+	char *fde_names;       /* storage of the "module+0xoff" names of FDE functions */
+	int dw_state;
+	Dwfl *dwfl;            /* the module reported at link addresses */
+	Dwfl_Module *dwmod;
+};
+
+/* A module of one image: an ELF file (@f) at its load bias, or a raw file. */
 struct module {
 	char *path;
 	const char *base_name; /* points into path */
 	uint64_t bias;         /* added to ELF vaddrs (0 for ET_EXEC, raw files) */
 	uint64_t lo, hi;       /* address range of all PT_LOADs / the raw range */
-	Elf *elf;              /* NULL for raw files */
-	Elf *dbg_elf;          /* separate debug file whose .symtab we use, or NULL */
+	struct modfile *f;     /* NULL for raw files */
 	int dead;              /* removed by btr_image_remove */
-	int sym_state;
-	struct sym *syms;
-	size_t nsyms;
-	char *plt_names;       /* storage of the "name@plt" strings */
-	char *fde_names;       /* storage of the "module+0xoff" names of FDE functions */
-	int dw_state;
-	Dwfl *dwfl;
-	Dwfl_Module *dwmod;
 };
 
 struct backing {
@@ -115,19 +145,113 @@ int btr_image_new(struct btr_image **out)
 	return *out ? 0 : -BTR_ERR_NOMEM;
 }
 
+/* ---- shared files -------------------------------------------------- */
+
+static pthread_mutex_t files_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct modfile *files;   /* every modfile alive */
+
+static int same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+static void modfile_free(struct modfile *f)
+{
+	if (f->dwfl)
+		dwfl_end(f->dwfl);
+	if (f->elf)
+		elf_end(f->elf);
+	if (f->dbg_elf)
+		elf_end(f->dbg_elf);
+	for (size_t i = 0; i < f->nsyms; i++)
+		free(f->syms[i].dname);
+	free(f->syms);
+	free(f->plt_names);
+	free(f->fde_names);
+	for (size_t i = 0; i < f->ndebug_dirs; i++)
+		free(f->debug_dirs[i]);
+	free(f->debug_dirs);
+	free(f->dwfl_path);
+	free(f->path);
+	free(f);
+}
+
+static void modfile_put(struct modfile *f)
+{
+	if (!f)
+		return;
+	pthread_mutex_lock(&files_lock);
+	int last = --f->refs == 0;
+	if (last)
+		for (struct modfile **pp = &files; *pp; pp = &(*pp)->next)
+			if (*pp == f) {
+				*pp = f->next;
+				break;
+			}
+	pthread_mutex_unlock(&files_lock);
+	if (last)
+		modfile_free(f);
+}
+
+/* The shared file for ELF @path as image @img would load it: a new
+ * reference to the one already open, or a newly opened one.  Returns 0,
+ * or the errors of btr__elf_open, -BTR_ERR_NOMEM. */
+static int modfile_get(const struct btr_image *img, const char *path, struct modfile **out)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return btr_err_from_errno(errno);
+	pthread_mutex_lock(&files_lock);
+	for (struct modfile *f = files; f; f = f->next)
+		if (f->dev == st.st_dev && f->ino == st.st_ino && f->size == st.st_size &&
+		    f->mtime.tv_sec == st.st_mtim.tv_sec && f->mtime.tv_nsec == st.st_mtim.tv_nsec &&
+		    !strcmp(f->path, path) && same_str(f->dwfl_path, img->dwfl_path)) {
+			f->refs++;
+			pthread_mutex_unlock(&files_lock);
+			*out = f;
+			return 0;
+		}
+	pthread_mutex_unlock(&files_lock);
+	struct modfile *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -BTR_ERR_NOMEM;
+	f->refs = 1;
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	f->size = st.st_size;
+	f->mtime = st.st_mtim;
+	f->path = strdup(path);
+	if (!f->path || (img->dwfl_path && !(f->dwfl_path = strdup(img->dwfl_path))))
+		goto nomem;
+	if (img->ndebug_dirs) {
+		if (!(f->debug_dirs = calloc(img->ndebug_dirs, sizeof(*f->debug_dirs))))
+			goto nomem;
+		f->ndebug_dirs = img->ndebug_dirs;
+		for (size_t i = 0; i < img->ndebug_dirs; i++)
+			if (!(f->debug_dirs[i] = strdup(img->debug_dirs[i])))
+				goto nomem;
+	}
+	const char *slash = strrchr(f->path, '/');
+	f->base_name = slash && slash[1] ? slash + 1 : f->path;
+	int err = btr__elf_open(path, &f->elf);
+	if (err) {
+		modfile_free(f);
+		return err;
+	}
+	pthread_mutex_lock(&files_lock);
+	f->next = files;
+	files = f;
+	pthread_mutex_unlock(&files_lock);
+	*out = f;
+	return 0;
+nomem:
+	modfile_free(f);
+	return -BTR_ERR_NOMEM;
+}
+
 static void module_release(struct module *m)
 {
-	if (m->dwfl)
-		dwfl_end(m->dwfl);
-	if (m->elf)
-		elf_end(m->elf);
-	if (m->dbg_elf)
-		elf_end(m->dbg_elf);
-	for (size_t i = 0; i < m->nsyms; i++)
-		free(m->syms[i].dname);
-	free(m->syms);
-	free(m->plt_names);
-	free(m->fde_names);
+	modfile_put(m->f);
 	free(m->path);
 	memset(m, 0, sizeof(*m));
 }
@@ -315,10 +439,11 @@ int btr_image_add_elf(struct btr_image *img, const char *path, uint64_t base, in
 {
 	if (!img || !path)
 		return -BTR_ERR_INVAL;
-	Elf *elf;
-	int err = btr__elf_open(path, &elf);
+	struct modfile *f = NULL;
+	int err = modfile_get(img, path, &f);
 	if (err)
 		return err;
+	Elf *elf = f->elf;
 
 	GElf_Ehdr eh;
 	size_t rawsize, nph;
@@ -326,7 +451,7 @@ int btr_image_add_elf(struct btr_image *img, const char *path, uint64_t base, in
 	if (!gelf_getehdr(elf, &eh) || !raw || elf_getphdrnum(elf, &nph) != 0 ||
 	    (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)) {
 		btr_debug("%s: not an executable or shared object", path);
-		elf_end(elf);
+		modfile_put(f);
 		return -BTR_ERR_BAD_ELF;
 	}
 	/* ET_EXEC runs at its link addresses whatever the caller thinks the
@@ -363,14 +488,16 @@ int btr_image_add_elf(struct btr_image *img, const char *path, uint64_t base, in
 
 	uint32_t midx;
 	if ((err = reserve_secs(img, nadd + 2)) != 0 || (err = add_module(img, path, &midx)) != 0) {
-		elf_end(elf);
+		modfile_put(f);
 		return err;
 	}
 	struct module *m = &img->mods[midx];
-	m->elf = elf;
+	m->f = f;
 	m->bias = bias;
 	m->lo = lo;
 	m->hi = hi;
+	f->lo = lo - bias;   /* the same for every bias */
+	f->hi = hi - bias;
 
 	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
@@ -406,7 +533,7 @@ int btr_image_add_elf(struct btr_image *img, const char *path, uint64_t base, in
 	img->generation++;
 	return 0;
 bad:
-	elf_end(elf);
+	modfile_put(f);
 	return -BTR_ERR_BAD_ELF;
 }
 
@@ -570,7 +697,7 @@ static int sym_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-static int read_symtab(struct module *m, Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct symvec *sv)
+static int read_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct symvec *sv)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	if (!data || !sh->sh_entsize)
@@ -593,7 +720,7 @@ static int read_symtab(struct module *m, Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, 
 		uint64_t secend = UINT64_MAX;
 		int exec = 0;
 		if (tscn && gelf_getshdr(tscn, &tsh)) {
-			secend = tsh.sh_addr + tsh.sh_size + m->bias;
+			secend = tsh.sh_addr + tsh.sh_size;
 			exec = (tsh.sh_flags & SHF_EXECINSTR) != 0;
 		}
 		/* Untyped symbols: the labels of hand-written assembly (ld.so's
@@ -609,7 +736,7 @@ static int read_symtab(struct module *m, Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, 
 		int bind = GELF_ST_BIND(s.st_info);
 		uint8_t rank = (type == STT_NOTYPE ? SYM_RANK_NOTYPE : 0) | (s.st_size ? 0 : 8) |
 			       (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 2 : 4) | (sh->sh_type == SHT_SYMTAB ? 0 : 1);
-		int err = symvec_push(sv, s.st_value + m->bias, s.st_size, secend, name, rank);
+		int err = symvec_push(sv, s.st_value, s.st_size, secend, name, rank);
 		if (err)
 			return err;
 	}
@@ -648,7 +775,7 @@ static int gotref_cmp(const void *a, const void *b)
  * relocation (JUMP_SLOT or GLOB_DAT) of that slot.  Covers .plt (lazy
  * binding), .plt.sec (IBT-enabled binaries, whose .plt stubs only push)
  * and .plt.got (-z now style). */
-static int read_plt(struct module *m, struct symvec *sv)
+static int read_plt(struct modfile *m, struct symvec *sv)
 {
 	size_t shstrndx;
 	if (elf_getshdrstrndx(m->elf, &shstrndx) != 0)
@@ -685,7 +812,7 @@ static int read_plt(struct module *m, struct symvec *sv)
 				const char *name = NULL;
 				unsigned best = 16;
 				for (size_t k = 0; k < sv->n; k++)
-					if (sv->v[k].addr == (uint64_t)r.r_addend + m->bias &&
+					if (sv->v[k].addr == (uint64_t)r.r_addend &&
 					    sv->v[k].rank < best) {
 						name = sv->v[k].name;
 						best = sv->v[k].rank;
@@ -759,8 +886,8 @@ static int read_plt(struct module *m, struct symvec *sv)
 				if (lo < nrefs && refs[lo].got == got && refs[lo].name) {
 					int len = sprintf(np, "%s@plt", refs[lo].name);
 					refs[lo].name = NULL;  /* one stub per slot */
-					uint64_t a = sh.sh_addr + off + m->bias;
-					err = symvec_push(sv, a, esz, sh.sh_addr + sh.sh_size + m->bias,
+					uint64_t a = sh.sh_addr + off;
+					err = symvec_push(sv, a, esz, sh.sh_addr + sh.sh_size,
 							  np, 16);
 					np += len + 1;
 					if (err)
@@ -790,15 +917,15 @@ static int has_symtab(Elf *elf)
  * every internal function; their .symtab lives in a separate debug file
  * (libc6-dbg: /usr/lib/debug/.build-id/xx/rest.debug).  It has the same
  * addresses, so the same bias applies. */
-static Elf *find_debug_elf(const struct btr_image *img, struct module *m)
+static Elf *find_debug_elf(struct modfile *m)
 {
 	uint8_t id[64];
 	char path[PATH_MAX];
 	int n = btr__elf_build_id(m->elf, id, sizeof(id));
 	if (n <= 0 || n > (int)sizeof(id))
 		return NULL;
-	if (btr_elf_find_build_id(id, (size_t)n, (const char *const *)img->debug_dirs,
-				  img->ndebug_dirs, path, sizeof(path)) != 0)
+	if (btr_elf_find_build_id(id, (size_t)n, (const char *const *)m->debug_dirs,
+				  m->ndebug_dirs, path, sizeof(path)) != 0)
 		return NULL;
 	Elf *dbg;
 	if (btr__elf_open(path, &dbg) != 0)
@@ -851,7 +978,7 @@ static int fde_collect(void *ctx, uint64_t start, uint64_t end)
  * keep only .dynsym, which names a fraction of the code; the unwind table
  * names none but delimits every function exactly (each .cold part too),
  * and it is never stripped because the unwinder needs it. */
-static int add_fde_functions(struct module *m, struct symvec *sv)
+static int add_fde_functions(struct modfile *m, struct symvec *sv)
 {
 	size_t shstrndx;
 	GElf_Shdr sh;
@@ -868,7 +995,7 @@ static int add_fde_functions(struct module *m, struct symvec *sv)
 	}
 	size_t keep = 0, bytes = 0, base_len = strlen(m->base_name);
 	for (size_t i = 0; i < fv.n; i += 2) {
-		uint64_t a = fv.v[i] + m->bias;
+		uint64_t a = fv.v[i];
 		if (a < m->lo || a >= m->hi || sym_find(sv->v, sv->n, a, 0))
 			continue;
 		fv.v[keep++] = fv.v[i];
@@ -887,7 +1014,7 @@ static int add_fde_functions(struct module *m, struct symvec *sv)
 	char *np = names;
 	for (size_t i = 0; i < keep; i += 2) {
 		int len = sprintf(np, "%s+0x%llx", m->base_name, (unsigned long long)fv.v[i]);
-		uint64_t a = fv.v[i] + m->bias, e = fv.v[i + 1] + m->bias;
+		uint64_t a = fv.v[i], e = fv.v[i + 1];
 		if ((err = symvec_push(sv, a, e - a, e, np, 32)) != 0) {
 			sv->n = n0;
 			free(names);
@@ -909,7 +1036,7 @@ out:
 	return err;
 }
 
-static int load_symbols(const struct btr_image *img, struct module *m)
+static int load_symbols_locked(struct modfile *m)
 {
 	if (m->sym_state != LAZY_NONE)
 		return m->sym_state == LAZY_OK ? 0 : -BTR_ERR_NOT_FOUND;
@@ -917,7 +1044,7 @@ static int load_symbols(const struct btr_image *img, struct module *m)
 	if (!m->elf)
 		return -BTR_ERR_NOT_FOUND;
 	if (!has_symtab(m->elf))
-		m->dbg_elf = find_debug_elf(img, m);
+		m->dbg_elf = find_debug_elf(m);
 	struct symvec sv = { 0 };
 	int err = 0;
 	Elf *elfs[2] = { m->elf, m->dbg_elf };
@@ -927,7 +1054,7 @@ static int load_symbols(const struct btr_image *img, struct module *m)
 		while (!err && (scn = elf_nextscn(elfs[k], scn)) != NULL) {
 			if (gelf_getshdr(scn, &sh) &&
 			    (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM))
-				err = read_symtab(m, elfs[k], scn, &sh, &sv);
+				err = read_symtab(elfs[k], scn, &sh, &sv);
 		}
 	}
 	if (!err)
@@ -981,22 +1108,37 @@ static int load_symbols(const struct btr_image *img, struct module *m)
 		m->syms = sv.v;
 		m->nsyms = sv.n;
 	}
-	m->sym_state = LAZY_OK;
+	__atomic_store_n(&m->sym_state, LAZY_OK, __ATOMIC_RELEASE);
 	return 0;
 }
 
-/* The symbol (or, @with_fde, FDE function) of @m containing @addr. */
-static const struct sym *module_symbol_ex(const struct btr_image *img, struct module *m,
-					  uint64_t addr, int with_fde)
+/* Loads the symbols of module @m's file once (images in several threads
+ * may share it).  Returns 0 or -BTR_ERR_NOT_FOUND (none, or failed). */
+static int load_symbols(struct module *m)
 {
-	if (load_symbols(img, m) != 0 || !m->nsyms)
-		return NULL;
-	return sym_find(m->syms, m->nsyms, addr, with_fde);
+	struct modfile *f = m->f;
+	if (!f)
+		return -BTR_ERR_NOT_FOUND;
+	if (__atomic_load_n(&f->sym_state, __ATOMIC_ACQUIRE) == LAZY_OK)
+		return 0;
+	pthread_mutex_lock(&files_lock);
+	int err = load_symbols_locked(f);
+	pthread_mutex_unlock(&files_lock);
+	return err;
 }
 
-static const struct sym *module_symbol(const struct btr_image *img, struct module *m, uint64_t addr)
+/* The symbol (or, @with_fde, FDE function) of @m containing run-time
+ * address @addr; its addresses are link addresses (add m->bias). */
+static const struct sym *module_symbol_ex(struct module *m, uint64_t addr, int with_fde)
 {
-	return module_symbol_ex(img, m, addr, 0);
+	if (load_symbols(m) != 0 || !m->f->nsyms)
+		return NULL;
+	return sym_find(m->f->syms, m->f->nsyms, addr - m->bias, with_fde);
+}
+
+static const struct sym *module_symbol(struct module *m, uint64_t addr)
+{
+	return module_symbol_ex(m, addr, 0);
 }
 
 int btr_image_symbol(struct btr_image *img, uint64_t addr, struct btr_symbol *sym)
@@ -1004,11 +1146,11 @@ int btr_image_symbol(struct btr_image *img, uint64_t addr, struct btr_symbol *sy
 	if (!img || !sym)
 		return -BTR_ERR_INVAL;
 	struct module *m = module_at(img, addr);
-	const struct sym *s = m ? module_symbol(img, m, addr) : NULL;
+	const struct sym *s = m ? module_symbol(m, addr) : NULL;
 	if (!s)
 		return -BTR_ERR_NOT_FOUND;
 	sym->name = s->name;
-	sym->addr = s->addr;
+	sym->addr = s->addr + m->bias;
 	sym->size = s->size;
 	sym->module = m->path;
 	return 0;
@@ -1021,14 +1163,15 @@ int btr_image_lookup(struct btr_image *img, const char *name, struct btr_symbol 
 	/* A linear scan: used to resolve a handful of names given by the user. */
 	for (size_t i = 0; i < img->nmods; i++) {
 		struct module *m = &img->mods[i];
-		if (m->dead || load_symbols(img, m) != 0)
+		if (m->dead || load_symbols(m) != 0)
 			continue;
-		for (size_t j = 0; j < m->nsyms; j++) {
-			if (strcmp(m->syms[j].name, name))
+		for (size_t j = 0; j < m->f->nsyms; j++) {
+			const struct sym *x = &m->f->syms[j];
+			if (strcmp(x->name, name))
 				continue;
-			sym->name = m->syms[j].name;
-			sym->addr = m->syms[j].addr;
-			sym->size = m->syms[j].size;
+			sym->name = x->name;
+			sym->addr = x->addr + m->bias;
+			sym->size = x->size;
 			sym->module = m->path;
 			return 0;
 		}
@@ -1091,11 +1234,11 @@ void btr_image_symbolize(struct btr_image *img, uint64_t addr, char *buf, size_t
 	if (!buf || !bufsize)
 		return;
 	struct module *m = img ? module_at(img, addr) : NULL;
-	struct sym *s = m ? (struct sym *)module_symbol(img, m, addr) : NULL;
-	if (s && addr == s->addr)
+	struct sym *s = m ? (struct sym *)module_symbol(m, addr) : NULL;
+	if (s && addr - m->bias == s->addr)
 		snprintf(buf, bufsize, "%s", sym_name(s));
 	else if (s)
-		snprintf(buf, bufsize, "%s+0x%llx", sym_name(s), (unsigned long long)(addr - s->addr));
+		snprintf(buf, bufsize, "%s+0x%llx", sym_name(s), (unsigned long long)(addr - m->bias - s->addr));
 	else if (m)
 		snprintf(buf, bufsize, "%s+0x%llx", m->base_name, (unsigned long long)(addr - m->bias));
 	else
@@ -1107,15 +1250,15 @@ void btr_image_symbolize(struct btr_image *img, uint64_t addr, char *buf, size_t
 /* The Dwfl callbacks of an image: elfutils' standard search for separate
  * debug info (.gnu_debuglink next to the file, build-id under absolute
  * path entries), with the image's debug directories as the path. */
-static const Dwfl_Callbacks *dwfl_callbacks(struct btr_image *img)
+static const Dwfl_Callbacks *dwfl_callbacks(struct modfile *f)
 {
-	img->dwfl_cb = (Dwfl_Callbacks){
+	f->dwfl_cb = (Dwfl_Callbacks){
 		.find_elf = dwfl_build_id_find_elf,
 		.find_debuginfo = dwfl_standard_find_debuginfo,
 		.section_address = dwfl_offline_section_address,
-		.debuginfo_path = &img->dwfl_path,  /* NULL string: the default */
+		.debuginfo_path = &f->dwfl_path,  /* NULL string: the default */
 	};
-	return &img->dwfl_cb;
+	return &f->dwfl_cb;
 }
 
 int btr_image_set_debug_dirs(struct btr_image *img, const char *const *dirs, size_t ndirs)
@@ -1156,28 +1299,40 @@ nomem:
 
 /* One Dwfl per module, created at the first line lookup: most modules of
  * a process (libc, ld.so) are never asked for lines, and DWARF is costly. */
-static int load_dwarf(struct btr_image *img, struct module *m)
+static int load_dwarf_locked(struct modfile *m)
 {
 	if (m->dw_state != LAZY_NONE)
 		return m->dw_state == LAZY_OK ? 0 : -BTR_ERR_NO_DEBUGINFO;
 	m->dw_state = LAZY_FAIL;
 	if (!m->elf)
 		return -BTR_ERR_NO_DEBUGINFO;
-	m->dwfl = dwfl_begin(dwfl_callbacks(img));
+	m->dwfl = dwfl_begin(dwfl_callbacks(m));
 	if (!m->dwfl)
 		return -BTR_ERR_NOMEM;
 	dwfl_report_begin(m->dwfl);
-	/* add_p_vaddr=true: for ET_DYN the base is the bias added to p_vaddr,
-	 * exactly our m->bias; ET_EXEC ignores it. */
-	m->dwmod = dwfl_report_elf(m->dwfl, m->base_name, m->path, -1, m->bias, true);
+	/* add_p_vaddr=true with base 0: the module at its link addresses
+	 * (shared by every bias; lookups subtract the module's). */
+	m->dwmod = dwfl_report_elf(m->dwfl, m->base_name, m->path, -1, 0, true);
 	dwfl_report_end(m->dwfl, NULL, NULL);
 	Dwarf_Addr b;
 	if (!m->dwmod || !dwfl_module_getdwarf(m->dwmod, &b)) {
 		btr_debug("%s: no DWARF (%s)", m->path, dwfl_errmsg(-1));
 		return -BTR_ERR_NO_DEBUGINFO;
 	}
-	m->dw_state = LAZY_OK;
+	__atomic_store_n(&m->dw_state, LAZY_OK, __ATOMIC_RELEASE);
 	return 0;
+}
+
+static int load_dwarf(struct module *m)
+{
+	if (!m->f)
+		return -BTR_ERR_NO_DEBUGINFO;
+	if (__atomic_load_n(&m->f->dw_state, __ATOMIC_ACQUIRE) == LAZY_OK)
+		return 0;
+	pthread_mutex_lock(&files_lock);
+	int err = load_dwarf_locked(m->f);
+	pthread_mutex_unlock(&files_lock);
+	return err;
 }
 
 int btr_image_line(struct btr_image *img, uint64_t addr, const char **file, int *line)
@@ -1187,10 +1342,10 @@ int btr_image_line(struct btr_image *img, uint64_t addr, const char **file, int 
 	struct module *m = module_at(img, addr);
 	if (!m)
 		return -BTR_ERR_NOT_FOUND;
-	int err = load_dwarf(img, m);
+	int err = load_dwarf(m);
 	if (err)
 		return err;
-	Dwfl_Line *l = dwfl_module_getsrc(m->dwmod, addr);
+	Dwfl_Line *l = dwfl_module_getsrc(m->f->dwmod, addr - m->bias);
 	int ln = 0;
 	const char *f = l ? dwfl_lineinfo(l, NULL, &ln, NULL, NULL, NULL) : NULL;
 	if (!f || ln <= 0)
@@ -1207,8 +1362,8 @@ static void fill_function(struct module *m, struct sym *s, struct btr_function *
 	memset(fn, 0, sizeof(*fn));
 	fn->name = sym_name(s);
 	fn->raw_name = s->name;
-	fn->start = s->addr;
-	fn->end = s->end;
+	fn->start = s->addr + m->bias;
+	fn->end = s->end + m->bias;
 	fn->module = m->path;
 	fn->module_name = m->base_name;
 	fn->bias = m->bias;
@@ -1222,7 +1377,7 @@ int btr_image_function(struct btr_image *img, uint64_t addr, struct btr_function
 	if (!img || !fn)
 		return -BTR_ERR_INVAL;
 	struct module *m = module_at(img, addr);
-	struct sym *s = m ? (struct sym *)module_symbol_ex(img, m, addr, 1) : NULL;
+	struct sym *s = m ? (struct sym *)module_symbol_ex(m, addr, 1) : NULL;
 	if (!s)
 		return -BTR_ERR_NOT_FOUND;
 	fill_function(m, s, fn);
@@ -1250,11 +1405,11 @@ int btr_image_function_by_name(struct btr_image *img, const char *name, struct b
 		return -BTR_ERR_INVAL;
 	for (size_t i = 0; i < img->nmods; i++) {
 		struct module *m = &img->mods[i];
-		if (m->dead || load_symbols(img, m) != 0)
+		if (m->dead || load_symbols(m) != 0)
 			continue;
-		for (size_t k = 0; k < m->nsyms; k++)
-			if (name_matches(&m->syms[k], name)) {
-				fill_function(m, &m->syms[k], fn);
+		for (size_t k = 0; k < m->f->nsyms; k++)
+			if (name_matches(&m->f->syms[k], name)) {
+				fill_function(m, &m->f->syms[k], fn);
 				return 0;
 			}
 	}
@@ -1282,13 +1437,14 @@ int btr_image_foreach_function(struct btr_image *img, uint64_t lo, uint64_t hi,
 		return -BTR_ERR_INVAL;
 	for (size_t i = 0; i < img->nmods; i++) {
 		struct module *m = &img->mods[i];
-		if (m->dead || m->hi <= lo || m->lo >= hi || load_symbols(img, m) != 0)
+		if (m->dead || m->hi <= lo || m->lo >= hi || load_symbols(m) != 0)
 			continue;
-		for (size_t k = 0; k < m->nsyms; k++) {
-			if (m->syms[k].addr < lo || m->syms[k].addr >= hi)
+		for (size_t k = 0; k < m->f->nsyms; k++) {
+			uint64_t a = m->f->syms[k].addr + m->bias;
+			if (a < lo || a >= hi)
 				continue;
 			struct btr_function fn;
-			fill_function(m, &m->syms[k], &fn);
+			fill_function(m, &m->f->syms[k], &fn);
 			int rc = cb(ctx, &fn);
 			if (rc)
 				return rc;
@@ -1310,7 +1466,7 @@ int btr_image_module_at(struct btr_image *img, uint64_t addr, struct btr_image_m
 	mi->bias = m->bias;
 	mi->start = m->lo;
 	mi->end = m->hi;
-	mi->is_elf = m->elf != NULL;
+	mi->is_elf = m->f != NULL;
 	return 0;
 }
 
@@ -1322,12 +1478,12 @@ int btr_image_foreach_line(struct btr_image *img, uint64_t lo, uint64_t hi,
 	struct module *m = module_at(img, lo);
 	if (!m)
 		return -BTR_ERR_NOT_FOUND;
-	int err = load_dwarf(img, m);
+	int err = load_dwarf(m);
 	if (err)
 		return err;
 	Dwarf_Die *cu = NULL;
 	Dwarf_Addr cbias;
-	while ((cu = dwfl_module_nextcu(m->dwmod, cu, &cbias)) != NULL) {
+	while ((cu = dwfl_module_nextcu(m->f->dwmod, cu, &cbias)) != NULL) {
 		Dwarf_Lines *lines;
 		size_t n;
 		if (dwarf_getsrclines(cu, &lines, &n) != 0)
@@ -1341,7 +1497,7 @@ int btr_image_foreach_line(struct btr_image *img, uint64_t lo, uint64_t hi,
 				continue;
 			if (dwarf_lineendsequence(l, &end_seq) == 0 && end_seq)
 				continue;
-			a += cbias;
+			a += cbias + m->bias;
 			if (a < lo || a >= hi)
 				continue;
 			const char *f = dwarf_linesrc(l, NULL, NULL);

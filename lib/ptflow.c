@@ -31,6 +31,7 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <stdio.h>
 
@@ -112,6 +113,23 @@ int btr_ptflow_errata_names(const struct btr_ptflow_config *cfg, char *buf, size
 }
 
 
+/* The block cache's tables (MiBs, zeroed) come straight from the system
+ * and go back to it when the decoder is freed: through malloc, a stream
+ * that creates and frees a decoder per short-lived thread fragments the
+ * heap and grows by ~150 KiB per thread (glibc raises its mmap threshold
+ * after the first free). */
+static void *big_alloc(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void big_free(void *p, size_t size)
+{
+	if (p)
+		munmap(p, size);
+}
+
 int btr_ptflow_new(struct btr_image *img, const struct btr_ptflow_config *cfg,
 		   struct btr_ptflow **out)
 {
@@ -140,12 +158,10 @@ int btr_ptflow_new(struct btr_image *img, const struct btr_ptflow_config *cfg,
 		return -BTR_ERR_INVAL;
 	}
 	size_t n = (size_t)1 << f->cache_bits;
-	f->blks = aligned_alloc(64, n * sizeof(*f->blks));
-	f->idx = aligned_alloc(64, n * sizeof(*f->idx));
-	if (f->idx)
-		memset(f->idx, 0, n * sizeof(*f->idx));
-	f->lens = malloc(n * BLK_MAXI);
-	f->cold = calloc(n, sizeof(*f->cold));
+	f->blks = big_alloc(n * sizeof(*f->blks));
+	f->idx = big_alloc(n * sizeof(*f->idx));
+	f->lens = big_alloc(n * BLK_MAXI);
+	f->cold = big_alloc(n * sizeof(*f->cold));
 	f->bbuf = calloc(BTR_PTFLOW_BATCH, sizeof(*f->bbuf));
 	f->cur = NIL;
 	f->rs_nolink = NIL;
@@ -165,10 +181,11 @@ void btr_ptflow_free(struct btr_ptflow *f)
 {
 	if (!f)
 		return;
-	free(f->blks);
-	free(f->idx);
-	free(f->lens);
-	free(f->cold);
+	size_t n = (size_t)1 << f->cache_bits;
+	big_free(f->blks, n * sizeof(*f->blks));
+	big_free(f->idx, n * sizeof(*f->idx));
+	big_free(f->lens, n * BLK_MAXI);
+	big_free(f->cold, n * sizeof(*f->cold));
 	free(f->bbuf);
 	free(f);
 }

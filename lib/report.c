@@ -730,6 +730,12 @@ int btr_report_event(void *report, const struct btr_stream_event *ev)
 			r->nomem = 1;
 		invalidate(r, 0, 1);
 		break;
+	case BTR_SEV_MODULE_UNLOAD:
+		/* The module leaves the image after this event (another one
+		 * takes its addresses): name what ran in it now. */
+		if (r->n_blk && resolve(r, ev->image) < 0)
+			r->nomem = 1;
+		break;
 	case BTR_SEV_PROCESS:
 		if (on_process(r, &rec->u.process) < 0)
 			r->nomem = 1;
@@ -774,6 +780,12 @@ int btr_report_event(void *report, const struct btr_stream_event *ev)
 		}
 		break;
 	case BTR_SEV_PROCESS_EXIT: {
+		/* A phase ends: the blocks so far (keyed by process) become
+		 * function totals, so that the table does not grow with the
+		 * number of processes.  Blocks of the process that come later
+		 * are still named with its image (the stream keeps it). */
+		if (r->n_blk && resolve(r, ev->image) < 0)
+			r->nomem = 1;
 		struct proc *p = rec->u.exit.pid ? proc_get(r, rec->u.exit.pid) : NULL;
 		if (p) {
 			p->pub.exited = 1;

@@ -16,18 +16,15 @@
  */
 #include "btr/stream.h"
 #include "internal.h"
+#include "stream_elf.h"
 #include "stream_loss.h"
 #include "stream_switch.h"
 
-#include <gelf.h>
-#include <libelf.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "btr/bts.h"
 #include "btr/lbr.h"
@@ -80,6 +77,15 @@ struct loaded_module {
 	uint64_t bias;
 	uint64_t start, size;     /* recorded mapping (0, 0 for user ELFs) */
 	uint32_t pid;             /* process that mapped it */
+	/* Unloaded (a MODULE_UNLOAD record came) but still in the image until
+	 * its addresses are mapped again: PT data is written in chunks, so
+	 * the branches into a module can come after its unload record (a
+	 * thread's buffered data, other threads' data).  Code that is
+	 * unmapped cannot run again, so keeping it is harmless until another
+	 * module takes its place.  @unload is the record, delivered as the
+	 * MODULE_UNLOAD event when the module really leaves the image. */
+	int dead;
+	struct btr_rec_module unload;   /* .path is @file */
 };
 
 struct user_elf {
@@ -259,37 +265,6 @@ static int deliver(struct btr_stream *s, const struct btr_branch *b)
 	return 0;
 }
 
-/* Reads the ELF type of @path: 1 for ET_EXEC, 0 for others, negative on
- * error.  Needed because ET_EXEC files can be placed without knowing where
- * the recording mapped them. */
-static int elf_is_exec(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -BTR_ERR_NOENT;
-	elf_version(EV_CURRENT);
-	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
-	int rc = -BTR_ERR_BAD_ELF;
-	GElf_Ehdr eh;
-	if (e && elf_kind(e) == ELF_K_ELF && gelf_getehdr(e, &eh))
-		rc = eh.e_type == ET_EXEC;
-	if (e)
-		elf_end(e);
-	close(fd);
-	return rc;
-}
-
-static const char *base_name(const char *p)
-{
-	const char *b = strrchr(p, '/');
-	return b ? b + 1 : p;
-}
-
-static int file_exists(const char *p)
-{
-	return access(p, R_OK) == 0;
-}
-
 static int add_loaded(struct btr_stream *s, const char *file, uint64_t bias, uint64_t start, uint64_t size,
 		      uint32_t pid)
 {
@@ -314,6 +289,79 @@ static int is_loaded(const struct btr_stream *s, const char *file, uint64_t bias
 	for (size_t i = 0; i < s->n_mods; i++)
 		if (s->mods[i].bias == bias && s->mods[i].pid == pid && !strcmp(s->mods[i].file, file))
 			return 1;
+	return 0;
+}
+
+static struct btr_image *img_of(struct btr_stream *s, uint32_t pid, int create);
+
+static void free_module(struct btr_stream *s, size_t i)
+{
+	free(s->mods[i].file);
+	s->mods[i] = s->mods[--s->n_mods];
+}
+
+/* Delivers the MODULE_UNLOAD event of dead module @i and removes it from
+ * its process's image (the event comes first: consumers symbolize what
+ * they hold with the module still there). */
+static int retire_module(struct btr_stream *s, size_t i)
+{
+	struct loaded_module *m = &s->mods[i];
+	struct btr_record rec = { .type = BTR_REC_MODULE_UNLOAD };
+	rec.u.module = m->unload;
+	if (!m->dead) {   /* replaced without an unload record (perf MMAP) */
+		rec.u.module.pid = m->pid;
+		rec.u.module.start = m->start;
+		rec.u.module.size = m->size;
+	}
+	rec.u.module.path = m->file;
+	struct btr_stream_event ev = { .type = BTR_SEV_MODULE_UNLOAD, .rec = &rec, .tid = m->pid, .pid = m->pid };
+	int rc = emit(s, &ev);
+	btr_image_remove(img_of(s, m->pid, 0), m->start, m->size);
+	free_module(s, i);
+	return rc;
+}
+
+/* Before process @pid maps [@start, @start+@size): the modules there
+ * leave its image for good - dead ones, and live ones too (recorders
+ * without unload records, perf: a new mapping replaces what was there).
+ * A module of the same @file at the same @bias is mapped again instead
+ * (dlopen after dlclose, another segment of it): it stays, alive, and
+ * *@revived is set. */
+static int retire_overlapping(struct btr_stream *s, uint32_t pid, uint64_t start, uint64_t size, const char *file,
+			      uint64_t bias, int *revived)
+{
+	for (size_t i = 0; i < s->n_mods;) {
+		struct loaded_module *m = &s->mods[i];
+		if (!m->size || m->pid != pid || m->start >= start + size || start >= m->start + m->size) {
+			i++;
+			continue;
+		}
+		if (file && m->bias == bias && !strcmp(m->file, file)) {
+			m->dead = 0;
+			*revived = 1;
+			i++;
+			continue;
+		}
+		int rc = retire_module(s, i);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Delivers the MODULE_UNLOAD events of process @pid's dead modules (all
+ * processes' for @pid 0) and removes them. */
+static int retire_all(struct btr_stream *s, uint32_t pid, int every_pid)
+{
+	for (size_t i = 0; i < s->n_mods;) {
+		if (s->mods[i].dead && (every_pid || s->mods[i].pid == pid)) {
+			int rc = retire_module(s, i);
+			if (rc)
+				return rc;
+			continue;
+		}
+		i++;
+	}
 	return 0;
 }
 
@@ -357,77 +405,6 @@ static struct btr_image *img_of(struct btr_stream *s, uint32_t pid, int create)
 	return img;
 }
 
-static void hex_id(const uint8_t *id, int len, char *out)
-{
-	for (int i = 0; i < len; i++)
-		sprintf(out + 2 * i, "%02x", id[i]);
-	out[2 * (len > 0 ? len : 0)] = 0;
-}
-
-/* Size of the mapping an executable segment of ELF @path would get when
- * mapped from file offset @pgoff: from @pgoff to the end of the PF_X
- * PT_LOAD that holds it, page-aligned.  0 if unknown (not readable as
- * ELF); 1 if no executable segment holds @pgoff (a code mapping there
- * cannot come from this file). */
-static uint64_t elf_code_span(const char *path, uint64_t pgoff)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	elf_version(EV_CURRENT);
-	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
-	uint64_t span = 0;
-	size_t n = 0;
-	if (e && elf_kind(e) == ELF_K_ELF && elf_getphdrnum(e, &n) == 0) {
-		span = 1;
-		for (size_t i = 0; i < n; i++) {
-			GElf_Phdr ph;
-			if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
-				continue;
-			uint64_t lo = ph.p_offset & ~0xfffull, hi = (ph.p_offset + ph.p_filesz + 0xfff) & ~0xfffull;
-			if (pgoff >= lo && pgoff < hi) {
-				span = hi - pgoff;
-				break;
-			}
-		}
-	}
-	if (e)
-		elf_end(e);
-	close(fd);
-	return span;
-}
-
-/* Candidate check: returns 1 if @file exists and its build-id matches
- * the record's (or either has none), 0 if it exists but its build-id
- * differs, -1 if it does not exist or cannot be the file that ran.
- * Without a recorded build-id the only evidence is the mapping's size: a
- * code segment of another length is another program that happens to have
- * the same path here (old perf.data files name /usr/bin/perf, /lib64/...),
- * and placing its code would be worse than having none. */
-static int candidate_matches(const char *file, const struct btr_rec_module *m)
-{
-	if (!file_exists(file))
-		return -1;
-	if (!m->build_id_len) {
-		uint64_t span = m->size ? elf_code_span(file, m->pgoff) : 0;
-		if (span == 1) {
-			btr_info("%s: no code at file offset 0x%" PRIx64 ": not the file that ran", file, m->pgoff);
-			return -1;
-		}
-		if (span && (span > m->size + 0x1000 || m->size > span + 0x1000)) {
-			btr_info("%s: code segment of 0x%" PRIx64 " bytes, the recording mapped 0x%" PRIx64
-				 ": not the file that ran", file, span, m->size);
-			return -1;
-		}
-		return 1;
-	}
-	uint8_t id[64];
-	int n = btr_elf_build_id(file, id, sizeof(id));
-	if (n < 0)
-		return n == -BTR_ERR_NOT_FOUND ? 1 : 0;
-	return n == m->build_id_len && !memcmp(id, m->build_id, (size_t)n);
-}
-
 /* Finds the file to load for module record @m into @out.  Order: a user
  * ELF (--elf) matching by build-id or file name, ROOT/path, path, the
  * debug directories by build-id, then DIR/basename.  The first candidate
@@ -437,14 +414,14 @@ static int find_module_file(struct btr_stream *s, const struct btr_rec_module *m
 			    int *mismatch)
 {
 	const char *path = m->path;
-	const char *bn = base_name(path);
+	const char *bn = stream_base_name(path);
 	char first[4096] = "";
 	char buf[4096];
 	*mismatch = 0;
 
 #define TRY(p)                                                                          \
 	do {                                                                            \
-		int r_ = candidate_matches((p), m);                                     \
+		int r_ = stream_candidate_matches((p), m);                                     \
 		if (r_ == 1) {                                                          \
 			snprintf(out, outsz, "%s", (p));                                \
 			return 0;                                                       \
@@ -526,15 +503,19 @@ static int load_module(struct btr_stream *s, const struct btr_rec_module *m, cha
 	struct btr_image *img = img_of(s, m->pid, 1);
 	if (!img)
 		return -BTR_ERR_NOMEM;
-	if (is_loaded(s, file, bias, m->pid))
+	int revived = 0;
+	rc = retire_overlapping(s, m->pid, m->start, m->size ? m->size : 1, file, bias, &revived);
+	if (rc)
+		return rc < 0 ? rc : 0;   /* stopped: btr_stream_record sees it */
+	if (revived || is_loaded(s, file, bias, m->pid))
 		return 1;   /* another mapping of the same file: said once */
 	if (mismatch) {
 		char want[41], have[41] = "none";
 		uint8_t id[20];
 		int n = btr_elf_build_id(file, id, sizeof(id));
-		hex_id(m->build_id, m->build_id_len > 20 ? 20 : m->build_id_len, want);
+		stream_hex_id(m->build_id, m->build_id_len > 20 ? 20 : m->build_id_len, want);
 		if (n > 0)
-			hex_id(id, n, have);
+			stream_hex_id(id, n, have);
 		s->st.buildid_mismatch++;
 		btr_warn("%s: build-id %s differs from the recorded %s (%s): its code is not what ran",
 			 file, have, want, path);
@@ -777,6 +758,22 @@ static int pt_new_decoder(struct btr_stream *s, struct data_stream *d)
 	return rc;
 }
 
+/* Thread @tid ended: its PT decoders (several MiB each) go at once
+ * rather than when evicted, so that a trace of many short threads or
+ * processes keeps few.  Should more of its data come after all (a
+ * recorder that writes data after the exit record), the stream resumes
+ * at the next PSB after a GAP, as after an eviction. */
+static void thread_exited(struct btr_stream *s, uint32_t tid)
+{
+	for (size_t i = 0; i < s->n_ds; i++) {
+		struct data_stream *d = s->ds[i];
+		if (d->tid == tid && d->cpu < 0 && d->flow) {
+			pt_drop_decoder(s, d);
+			d->evicted = 1;
+		}
+	}
+}
+
 /* Checks that a data record continues its stream.  A jump means bytes
  * were lost between chunks (a bad chunk was skipped, perf lost AUX data):
  * report a gap and restart the decoder, which then waits for the next PSB
@@ -1010,17 +1007,20 @@ static int on_start(struct btr_stream *s, uint32_t pid, uint32_t ppid)
 	struct btr_image *img = img_of(s, pid, 1);
 	if (!img)
 		return -BTR_ERR_NOMEM;
+	int rc = retire_all(s, pid, 0);
+	if (rc)
+		return rc;
 	drop_modules(s, pid);
 	if (!ppid || ppid == pid)
 		return 0;
 	size_t n = s->n_mods;
 	for (size_t i = 0; i < n; i++) {
 		struct loaded_module m = s->mods[i];
-		if (m.pid != ppid || !m.size || is_loaded(s, m.file, m.bias, pid))
+		if (m.pid != ppid || !m.size || m.dead || is_loaded(s, m.file, m.bias, pid))
 			continue;
 		if (btr_image_add_elf(img, m.file, m.bias, 0) < 0)
 			continue;
-		int rc = add_loaded(s, m.file, m.bias, m.start, m.size, pid);
+		rc = add_loaded(s, m.file, m.bias, m.start, m.size, pid);
 		if (rc < 0)
 			return rc;
 	}
@@ -1049,19 +1049,25 @@ static int on_exec(struct btr_stream *s, const struct btr_record *rec)
 	return 0;
 }
 
+/* MODULE_UNLOAD: the module is marked dead and stays in the image until
+ * its addresses are mapped again (retire_overlapping), its process execs
+ * or starts over, or the stream finishes; its MODULE_UNLOAD event comes
+ * then.  An unload naming no module placed in the image (no file here) is
+ * delivered at once. */
 static int on_unload(struct btr_stream *s, const struct btr_rec_module *m)
 {
-	if (!m->size)
-		return 0;
-	for (size_t i = 0; i < s->n_mods; i++) {
-		if (s->mods[i].size && s->mods[i].start == m->start && s->mods[i].pid == m->pid) {
-			btr_image_remove(img_of(s, m->pid, 0), m->start, s->mods[i].size);
-			free(s->mods[i].file);
-			s->mods[i] = s->mods[--s->n_mods];
+	for (size_t i = 0; m->size && i < s->n_mods; i++) {
+		struct loaded_module *x = &s->mods[i];
+		if (x->size && !x->dead && x->start == m->start && x->pid == m->pid) {
+			x->dead = 1;
+			x->unload = *m;
+			x->unload.path = NULL;
 			return 0;
 		}
 	}
-	return 0;
+	struct btr_record rec = { .type = BTR_REC_MODULE_UNLOAD, .u.module = *m };
+	struct btr_stream_event ev = { .type = BTR_SEV_MODULE_UNLOAD, .rec = &rec, .tid = m->pid, .pid = m->pid };
+	return emit(s, &ev);
 }
 
 /* ---- public API ---- */
@@ -1098,10 +1104,10 @@ int btr_stream_new(const struct btr_stream_opts *opts, struct btr_stream **out)
 				rc = -BTR_ERR_INVAL;
 				goto fail;
 			}
-			u->base_name = base_name(u->path);
+			u->base_name = stream_base_name(u->path);
 			u->base = s->o.elfs[i].base;
 			u->has_base = s->o.elfs[i].has_base;
-			int t = elf_is_exec(u->path);
+			int t = stream_elf_is_exec(u->path);
 			if (t < 0) {
 				btr_info("%s: %s", u->path, btr_errstr(t));
 				rc = t;
@@ -1159,7 +1165,7 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 		break;
 	case BTR_REC_MODULE_LOAD:
 		rc = load_module(s, &rec->u.module, file, sizeof(file));
-		if (rc < 0)
+		if (rc < 0 || s->stopped)
 			break;
 		ev.type = BTR_SEV_MODULE_LOAD;
 		ev.tid = rec->u.module.pid;
@@ -1168,15 +1174,15 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 		rc = emit(s, &ev);
 		break;
 	case BTR_REC_MODULE_UNLOAD:
-		ev.type = BTR_SEV_MODULE_UNLOAD;
-		ev.tid = rec->u.module.pid;
-		ev.pid = rec->u.module.pid;
-		rc = emit(s, &ev);
-		if (!rc)
-			rc = on_unload(s, &rec->u.module);
+		/* The event comes when the module leaves the image (see
+		 * struct loaded_module's @dead). */
+		rc = on_unload(s, &rec->u.module);
 		break;
 	case BTR_REC_EXEC:
 		/* Consumers symbolize what they hold with the old image first. */
+		rc = retire_all(s, rec->u.module.pid, 0);
+		if (rc)
+			break;
 		ev.type = BTR_SEV_EXEC;
 		ev.tid = rec->u.module.pid;
 		ev.pid = rec->u.module.pid;
@@ -1202,6 +1208,8 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 			for (size_t i = 0; i < s->n_ds; i++)
 				if (s->ds[i]->tid == rec->u.thread.tid && s->ds[i]->cpu < 0)
 					s->ds[i]->fresh = 1;
+		if (rec->type == BTR_REC_THREAD_EXIT)
+			thread_exited(s, rec->u.thread.tid);
 		rc = emit(s, &ev);
 		break;
 	case BTR_REC_PROCESS_EXIT:
@@ -1228,7 +1236,7 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 			s->last_tid = 0;
 			if (rec->u.process.event == BTR_PROC_START) {
 				rc = on_start(s, rec->u.process.pid, rec->u.process.ppid);
-				if (rc < 0)
+				if (rc)
 					break;
 			}
 		}
@@ -1274,6 +1282,11 @@ int btr_stream_finish(struct btr_stream *s)
 	if (s->finished)
 		return s->stopped;
 	s->finished = 1;
+	if (!s->stopped) {
+		int rc = retire_all(s, 0, 1);
+		if (rc)
+			return rc;
+	}
 	for (size_t i = 0; i < s->n_ds && !s->stopped; i++) {
 		struct data_stream *d = s->ds[i];
 		if (d->kind == BTR_REC_BTS && d->carry_len) {

@@ -4,6 +4,12 @@
  * executables and shared objects placed at a load base, or raw byte files
  * at an address.  Decoders read code through it; reports name addresses
  * with it (function+offset, file:line through elfutils libdwfl).
+ *
+ * Images share ELF files: every image that adds the same file (same path,
+ * device, inode, size and modification time, same debug directories)
+ * refers to one open copy with one symbol table and one DWARF reader,
+ * whatever the load bias; the last image to drop it frees it.  A trace of
+ * a thousand processes that all map libc holds libc once.
  */
 #ifndef BTR_IMAGE_H
 #define BTR_IMAGE_H
@@ -121,9 +127,9 @@ int64_t btr_image_remove(struct btr_image *img, uint64_t addr, uint64_t size);
 /* Directories with separate debug files (DIR/.build-id/xx/rest.debug, as
  * installed by Debian's -dbg packages), copied.  They supply .symtab for
  * stripped modules (which only have .dynsym) and DWARF for lines; @ndirs 0
- * restores the default, /usr/lib/debug.  Affects modules whose symbols or
- * lines have not been looked up yet.  Returns 0, -BTR_ERR_INVAL or
- * -BTR_ERR_NOMEM. */
+ * restores the default, /usr/lib/debug.  Affects the modules added after
+ * the call (set it right after btr_image_new).  Returns 0, -BTR_ERR_INVAL
+ * or -BTR_ERR_NOMEM. */
 int btr_image_set_debug_dirs(struct btr_image *img, const char *const *dirs, size_t ndirs);
 
 /* Load bias of ELF file @path mapped at @start from file offset @pgoff (a

@@ -17,11 +17,24 @@
  *   BRANCHES               -> delivered as they are
  *   THREAD_*, PROCESS_EXIT -> events
  *
+ * Module lifetimes: recorders write module records as they happen but
+ * trace data in chunks, so the data of the calls into a module can come
+ * after its MODULE_UNLOAD record (the rest of the unloading thread's
+ * buffer in traces of older recorders, other threads' buffers).  An
+ * unloaded module therefore stays in its process's image - its code
+ * cannot run again - until another module is mapped over its addresses
+ * (then the data before that mapping has been decoded, as far as the
+ * recorder wrote it in order), or the process execs.  The same file
+ * mapped again at the same load bias (dlopen after dlclose) simply stays.
+ *
  * Memory is bounded by the number of threads, modules and the decoders'
- * caches, independent of the trace's length: at most 16 PT flow decoders
- * live at once (each has a block cache of several MiB); with more
- * concurrently traced streams the least recently fed one is freed and
- * resumes at its next PSB after a GAP (reason -BTR_ERR_NOSYNC).
+ * caches, independent of the trace's length, and nearly flat in the number
+ * of processes (each has an image, but the images share the module files,
+ * btr/image.h): at most 16 PT flow decoders live at once (each has a block
+ * cache of several MiB); with more concurrently traced streams the least
+ * recently fed one is freed and resumes at its next PSB after a GAP
+ * (reason -BTR_ERR_NOSYNC).  A thread's decoder is freed at its
+ * THREAD_EXIT record; data of it after that resumes the same way.
  *
  * A stream is used from one thread at a time.
  */
@@ -46,7 +59,13 @@ enum btr_stream_event_type {
 	BTR_SEV_MACHINE = 1,     /* .rec: the BTR_REC_MACHINE record */
 	BTR_SEV_MODULE_LOAD,     /* .rec: module record; .path: the file actually
 				  * loaded into the image (NULL if none was) */
-	BTR_SEV_MODULE_UNLOAD,   /* .rec */
+	BTR_SEV_MODULE_UNLOAD,   /* .rec; delivered when the module leaves the
+				  * image, which still holds it during the event:
+				  * not at the unload record (PT data of the calls
+				  * into it can come after that, see "Module
+				  * lifetimes" below) but when another module is
+				  * mapped over its addresses, its process execs
+				  * or starts over, or at btr_stream_finish */
 	BTR_SEV_EXEC,            /* .rec; delivered BEFORE the image is replaced:
 				  * .image is still the old program's image */
 	BTR_SEV_THREAD_START,    /* .rec, .tid */

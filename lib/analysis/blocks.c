@@ -309,6 +309,14 @@ static int on_event(void *state, const struct btr_stream_event *ev)
 {
 	struct blocks *b = state;
 	switch (ev->type) {
+	case BTR_SEV_PROCESS_EXIT:
+		/* The raw entries (keyed by process) become module-relative
+		 * ones, so that the table does not grow with the processes;
+		 * flows go on (resolving is no boundary). */
+		if (resolve(b) < 0)
+			return -BTR_ERR_NOMEM;
+		break;
+	case BTR_SEV_MODULE_UNLOAD:   /* the module leaves the image after it */
 	case BTR_SEV_EXEC:
 		/* The old program's image goes away after this event. */
 		if (resolve(b) < 0)

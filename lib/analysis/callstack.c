@@ -646,6 +646,13 @@ int btr_callstack_event(struct btr_callstack *cs, const struct btr_stream_event 
 		pairmap_clear(&cs->addr2func);
 		pairmap_clear(&cs->start2func);
 		break;
+	case BTR_SEV_MODULE_UNLOAD:
+	case BTR_SEV_PROCESS_EXIT:
+		/* its addresses may hold another module from now on; a cache
+		 * keyed by process must not grow with the processes */
+		pairmap_clear(&cs->addr2func);
+		pairmap_clear(&cs->start2func);
+		break;
 	case BTR_SEV_FLOW:
 		if (!ev->flow || !(t = thread_get(cs, ev->tid, ev->pid)))
 			break;

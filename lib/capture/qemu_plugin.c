@@ -194,12 +194,19 @@ static void add_module(const char *path, uint64_t start, uint64_t size, uint64_t
 	pthread_mutex_unlock(&g.lock);
 }
 
-/* munmap(@start, @size) removed every module it covers entirely. */
-static void remove_modules(uint64_t start, uint64_t size)
+static void pt_flush(struct thr *t);
+static void update_check(struct thr *t);
+
+/* munmap(@start, @size) by thread @t removed every module it covers
+ * entirely.  @t's PT so far goes out first: it holds the calls into the
+ * module, and a reader applies records in file order. */
+static void remove_modules(struct thr *t, uint64_t start, uint64_t size)
 {
 	for (unsigned i = 0; i < g.n_mods;) {
 		struct mod *m = &g.mods[i];
 		if (m->start >= start && m->start + m->size <= start + size) {
+			pt_flush(t);
+			update_check(t);
 			struct btr_record r = { .type = BTR_REC_MODULE_UNLOAD };
 			r.u.module.pid = g.pid;
 			r.u.module.start = m->start;
@@ -1328,7 +1335,7 @@ static void syscall_ret_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, int6
 	if (num == SYS_mmap && ret >= 0 && (uint64_t)ret < (1ull << 56))
 		add_module(t->mm_path, (uint64_t)ret, t->mm_a[1], t->mm_a[5], (uint32_t)t->mm_a[2]);
 	else if (num == SYS_munmap && ret == 0)
-		remove_modules(t->mm_a[0], t->mm_a[1]);
+		remove_modules(t, t->mm_a[0], t->mm_a[1]);
 }
 
 /* ---- lifecycle ---- */

@@ -432,6 +432,44 @@ static void branch(struct rec *r, struct thr *t, uint64_t from, uint64_t to, uns
 		flush_thr(r, t);
 }
 
+/* @t just stepped over a system call: a munmap that removed whole modules
+ * (dlclose) gets their MODULE_UNLOAD records and empties the code caches, after the data of the process's
+ * threads so far (readers apply records in file order; in ring mode the
+ * data comes at the end and readers keep the code until it is replaced). */
+static void after_syscall(struct rec *r, struct thr *t)
+{
+	if (get_reg(t->tid, offsetof(struct user_regs_struct, orig_rax)) != SYS_munmap ||
+	    get_reg(t->tid, offsetof(struct user_regs_struct, rax)) != 0)
+		return;
+	uint64_t a = get_reg(t->tid, offsetof(struct user_regs_struct, rdi));
+	uint64_t n = get_reg(t->tid, offsetof(struct user_regs_struct, rsi));
+	struct proc *p = t->p;
+	int flushed = 0;
+	for (size_t i = 0; i < p->nmods;) {
+		struct mod *m = &p->mods[i];
+		if (m->start < a || m->end > a + n) {
+			i++;
+			continue;
+		}
+		if (!flushed && !r->o->ring)
+			flush_proc(r, p);
+		flushed = 1;
+		struct btr_record rec = { .type = BTR_REC_MODULE_UNLOAD };
+		rec.u.module.pid = (uint32_t)p->pid;
+		rec.u.module.start = m->start;
+		rec.u.module.size = m->end - m->start;
+		rec.u.module.path = "";
+		step_wr(r, &rec);
+		*m = p->mods[--p->nmods];
+	}
+	if (flushed) {
+		/* other code may come to these addresses: forget the bytes
+		 * and instructions read from them */
+		memset(p->pages, 0, NPAGES * sizeof(*p->pages));
+		memset(p->ic, 0, NICACHE * sizeof(*p->ic));
+	}
+}
+
 /* The step from @t->prev_ip ended at @ip: count the instruction and write
  * the branch it took, if any. */
 void step_account(struct rec *r, struct thr *t, uint64_t ip)
@@ -956,6 +994,8 @@ static void on_stop(struct rec *r, pid_t tid, int st)
 				return;
 			}
 			step_account(r, t, ip);
+			if (e && e->kind == BTR_KIND_SYSCALL)
+				after_syscall(r, t);
 		}
 		if (r->region) {
 			if (region_leave(r, t, ip)) {

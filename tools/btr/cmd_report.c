@@ -244,12 +244,14 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 
 #define TEXT_PROCESSES 64   /* processes listed in the text report */
 
-/* Prints process @i and its descendants (start order), indented by depth. */
+/* Prints process @i and its descendants (start order), indented by depth;
+ * @done NULL (no memory for it): @i alone, unindented. */
 static void print_proc_tree(FILE *f, const struct btr_report_result *res, size_t i, unsigned depth,
 			    unsigned char *done, size_t *shown, int has_insns)
 {
 	const struct btr_report_process *p = &res->processes[i];
-	done[i] = 1;
+	if (done)
+		done[i] = 1;
 	if (*shown < TEXT_PROCESSES) {
 		(*shown)++;
 		fprintf(f, "  %*spid %" PRIu32, (int)(2 * (depth < 16 ? depth : 16)), "", p->pid);
@@ -273,7 +275,7 @@ static void print_proc_tree(FILE *f, const struct btr_report_result *res, size_t
 				p->lost_reason ? p->lost_reason : "?");
 		fputc('\n', f);
 	}
-	for (size_t j = i + 1; j < res->n_processes; j++)
+	for (size_t j = i + 1; done && j < res->n_processes; j++)
 		if (!done[j] && res->processes[j].ppid == p->pid)
 			print_proc_tree(f, res, j, depth + 1, done, shown, has_insns);
 }
@@ -290,7 +292,7 @@ static void print_processes(FILE *f, const struct btr_report_result *res, unsign
 	fputc('\n', f);
 	size_t shown = 0;
 	for (size_t i = 0; i < res->n_processes; i++)
-		if (!done[i])
+		if (!done || !done[i])
 			print_proc_tree(f, res, i, 0, done, &shown, res->has_insns);
 	if (res->n_processes > shown)
 		fprintf(f, "  ... %zu more (--format json lists all)\n", res->n_processes - shown);
