@@ -226,3 +226,18 @@ found:
 	return toolong ? -BTR_ERR_INVAL : 0;
 }
 
+Elf_Scn *btr__elf_find_scn(Elf *elf, const char *want, GElf_Shdr *out)
+{
+	size_t shstrndx;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return NULL;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		if (!gelf_getshdr(scn, out))
+			continue;
+		const char *name = elf_strptr(elf, shstrndx, out->sh_name);
+		if (name && !strcmp(name, want))
+			return scn;
+	}
+	return NULL;
+}

@@ -743,20 +743,6 @@ static int read_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct symvec *sv)
 	return 0;
 }
 
-/* Section by name, or NULL. */
-static Elf_Scn *find_scn(Elf *elf, size_t shstrndx, const char *want, GElf_Shdr *sh)
-{
-	Elf_Scn *scn = NULL;
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		if (!gelf_getshdr(scn, sh))
-			continue;
-		const char *name = elf_strptr(elf, shstrndx, sh->sh_name);
-		if (name && !strcmp(name, want))
-			return scn;
-	}
-	return NULL;
-}
-
 struct gotref {
 	uint64_t got;          /* GOT slot address (link-time) */
 	const char *name;
@@ -777,9 +763,6 @@ static int gotref_cmp(const void *a, const void *b)
  * and .plt.got (-z now style). */
 static int read_plt(struct modfile *m, struct symvec *sv)
 {
-	size_t shstrndx;
-	if (elf_getshdrstrndx(m->elf, &shstrndx) != 0)
-		return 0;
 	struct gotref *refs = NULL;
 	size_t nrefs = 0, caprefs = 0, namebytes = 0;
 	int err = 0;
@@ -855,7 +838,7 @@ static int read_plt(struct modfile *m, struct symvec *sv)
 
 	static const char *const pltnames[] = { ".plt", ".plt.sec", ".plt.got" };
 	for (size_t k = 0; k < BTR_ARRAY_SIZE(pltnames); k++) {
-		Elf_Scn *pscn = find_scn(m->elf, shstrndx, pltnames[k], &sh);
+		Elf_Scn *pscn = btr__elf_find_scn(m->elf, pltnames[k], &sh);
 		Elf_Data *pd;
 		if (!pscn || sh.sh_type != SHT_PROGBITS || !(pd = elf_rawdata(pscn, NULL)) ||
 		    pd->d_size < sh.sh_size)
@@ -980,12 +963,10 @@ static int fde_collect(void *ctx, uint64_t start, uint64_t end)
  * and it is never stripped because the unwinder needs it. */
 static int add_fde_functions(struct modfile *m, struct symvec *sv)
 {
-	size_t shstrndx;
 	GElf_Shdr sh;
 	Elf_Scn *scn;
 	Elf_Data *d;
-	if (!m->elf || elf_getshdrstrndx(m->elf, &shstrndx) != 0 ||
-	    !(scn = find_scn(m->elf, shstrndx, ".eh_frame", &sh)) || sh.sh_type != SHT_PROGBITS ||
+	if (!m->elf || !(scn = btr__elf_find_scn(m->elf, ".eh_frame", &sh)) || sh.sh_type != SHT_PROGBITS ||
 	    !(d = elf_rawdata(scn, NULL)) || !d->d_buf)
 		return 0;
 	struct fdevec fv = { 0 };

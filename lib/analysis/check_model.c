@@ -22,6 +22,7 @@
  * exact for the bytes the image holds).
  */
 #include "check_priv.h"
+#include "elf_priv.h"
 #include "btr/error.h"
 #include "eh_frame.h"
 #include "internal.h"
@@ -73,22 +74,6 @@ static int strpcmp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static Elf_Scn *find_scn(Elf *e, const char *want, GElf_Shdr *out)
-{
-	size_t shstrndx;
-	if (elf_getshdrstrndx(e, &shstrndx) != 0)
-		return NULL;
-	Elf_Scn *scn = NULL;
-	while ((scn = elf_nextscn(e, scn)) != NULL) {
-		if (!gelf_getshdr(scn, out))
-			continue;
-		const char *name = elf_strptr(e, shstrndx, out->sh_name);
-		if (name && !strcmp(name, want))
-			return scn;
-	}
-	return NULL;
-}
-
 static int32_t rd_s32(const uint8_t *p)
 {
 	int32_t v;
@@ -104,7 +89,7 @@ static int32_t rd_s32(const uint8_t *p)
 static int read_eh_frame_hdr(Elf *e, struct u64vec *ent)
 {
 	GElf_Shdr sh;
-	Elf_Scn *scn = find_scn(e, ".eh_frame_hdr", &sh);
+	Elf_Scn *scn = btr__elf_find_scn(e, ".eh_frame_hdr", &sh);
 	if (!scn || sh.sh_type == SHT_NOBITS)
 		return 0;
 	Elf_Data *d = elf_getdata(scn, NULL);
@@ -358,7 +343,7 @@ static int fde_collect(void *ctx, uint64_t start, uint64_t end)
 static int read_fdes(Elf *e, struct check_mod *m)
 {
 	GElf_Shdr sh;
-	Elf_Scn *scn = find_scn(e, ".eh_frame", &sh);
+	Elf_Scn *scn = btr__elf_find_scn(e, ".eh_frame", &sh);
 	Elf_Data *d;
 	if (!scn || sh.sh_type != SHT_PROGBITS || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
 		return 0;
@@ -398,7 +383,7 @@ static int read_init_fini(Elf *e, struct u64vec *ent)
 	int r;
 	for (int k = 0; k < 3; k++) {
 		GElf_Shdr sh;
-		Elf_Scn *scn = find_scn(e, arrs[k], &sh);
+		Elf_Scn *scn = btr__elf_find_scn(e, arrs[k], &sh);
 		if (!scn || sh.sh_type == SHT_NOBITS)
 			continue;
 		lo[k] = sh.sh_addr;
@@ -414,7 +399,7 @@ static int read_init_fini(Elf *e, struct u64vec *ent)
 	static const char *const secs[] = { ".init", ".fini" };
 	for (int k = 0; k < 2; k++) {
 		GElf_Shdr sh;
-		if (find_scn(e, secs[k], &sh) && sh.sh_size && (r = push(ent, sh.sh_addr)) < 0)
+		if (btr__elf_find_scn(e, secs[k], &sh) && sh.sh_size && (r = push(ent, sh.sh_addr)) < 0)
 			return r;
 	}
 	Elf_Scn *scn = NULL;
@@ -622,7 +607,7 @@ int check_mod_load(const char *path, struct check_mod *m)
 	static const char *const plts[3] = { ".plt", ".plt.sec", ".plt.got" };
 	for (int k = 0; k < 3; k++) {
 		GElf_Shdr sh;
-		if (!find_scn(e, plts[k], &sh) || !sh.sh_size)
+		if (!btr__elf_find_scn(e, plts[k], &sh) || !sh.sh_size)
 			continue;
 		m->plt_lo[k] = sh.sh_addr;
 		m->plt_hi[k] = sh.sh_addr + sh.sh_size;

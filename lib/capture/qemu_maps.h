@@ -1,0 +1,102 @@
+/* qemu_maps.h - the plugin's module map from the guest's /proc/self/maps
+ * and the ELF program headers of the executable and its interpreter.
+ * Split from qemu_plugin.c (included inside its BTR_QEMU_PLUGIN_BUILD
+ * part only, once, after add_module): it calls only what stands above the
+ * #include there; private to lib/capture/. */
+/* Adds the executable PT_LOAD segments of ELF @path whose first page
+ * (file offset 0) is mapped at guest address @base_map. */
+static void add_elf_segments(const char *path, uint64_t base_map)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph[64];
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > 64 ||
+	    pread(fd, ph, eh.e_phnum * sizeof(Elf64_Phdr), (off_t)eh.e_phoff) !=
+		    (ssize_t)(eh.e_phnum * sizeof(Elf64_Phdr))) {
+		close(fd);
+		return;
+	}
+	close(fd);
+	uint64_t v0 = UINT64_MAX;
+	for (unsigned i = 0; i < eh.e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr < v0)
+			v0 = ph[i].p_vaddr;
+	if (v0 == UINT64_MAX)
+		return;
+	uint64_t bias = eh.e_type == ET_DYN ? base_map - (v0 & ~0xfffull) : 0;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X))
+			continue;
+		uint64_t lo = (bias + ph[i].p_vaddr) & ~0xfffull;
+		uint64_t hi = (bias + ph[i].p_vaddr + ph[i].p_memsz + 0xfff) & ~0xfffull;
+		add_module(path, lo, hi - lo, ph[i].p_offset & ~0xfffull, PROT_READ | PROT_EXEC);
+	}
+}
+
+/* The executable and the dynamic loader are mapped by QEMU itself before
+ * the guest runs, so they are found in /proc/self/maps at the first TB.
+ * QEMU maps guest code pages without host PROT_EXEC, so the executable
+ * segments come from the ELF program headers: the loader is the file
+ * mapped at the first guest pc, the executable is
+ * qemu_plugin_path_to_binary(); each one's load address is the nearest
+ * mapping of its file offset 0 below the known guest address (the host's
+ * own ld.so may be mapped too, elsewhere). */
+static void read_maps(uint64_t first_pc)
+{
+	char exe[PATH_MAX] = "", interp[PATH_MAX] = "";
+	uint64_t exe_base = 0, interp_base = 0;
+	const char *bin = qemu_plugin_path_to_binary();
+	if (!bin || !realpath(bin, exe))
+		exe[0] = 0;
+	uint64_t sc = qemu_plugin_start_code();
+	g.exe_mapped = 1;
+	FILE *f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return;
+	char line[PATH_MAX + 128];
+	struct { uint64_t lo, hi, off; char path[PATH_MAX]; } *m = malloc(sizeof(*m));
+	if (!m) {
+		fclose(f);
+		return;
+	}
+	/* Two passes: find the loader's path, then the bases. */
+	for (int pass = 0; pass < 2; pass++) {
+		rewind(f);
+		while (fgets(line, sizeof(line), f)) {
+			unsigned long long lo, hi, off;
+			char perm[8];
+			int pos = 0;
+			if (sscanf(line, "%llx-%llx %7s %llx %*s %*s%n", &lo, &hi, perm, &off, &pos) < 4)
+				continue;
+			char *path = line + pos;
+			while (*path == ' ')
+				path++;
+			path[strcspn(path, "\n")] = 0;
+			if (path[0] != '/')
+				continue;
+			m->lo = lo - g.guest_base;
+			m->hi = hi - g.guest_base;
+			m->off = off;
+			if (pass == 0) {
+				if (first_pc >= m->lo && first_pc < m->hi)
+					snprintf(interp, sizeof(interp), "%s", path);
+				continue;
+			}
+			if (off != 0)
+				continue;
+			if (interp[0] && !strcmp(path, interp) && m->lo <= first_pc && m->lo > interp_base)
+				interp_base = m->lo;
+			if (exe[0] && !strcmp(path, exe) && m->lo <= sc && m->lo > exe_base)
+				exe_base = m->lo;
+		}
+	}
+	fclose(f);
+	free(m);
+	if (exe[0] && exe_base)
+		add_elf_segments(exe, exe_base);
+	if (interp[0] && interp_base && strcmp(interp, exe))
+		add_elf_segments(interp, interp_base);
+}
