@@ -513,17 +513,28 @@ static int on_event(void *ctx, const struct btr_stream_event *ev)
 	/* A gap is part of the flow a reader must see: one event line, which
 	 * starts with '[' like every event line of btr (docs/cli.md), so
 	 * line-oriented consumers can skip it. */
+	/* Gaps of the container (BTR_SEV_GAP) and of the PT decoder (a flow
+	 * GAP or OVERFLOW event): both are data the reader does not see. */
+	int reason = 0;
+	uint64_t offset = ev->offset;
 	if (ev->type == BTR_SEV_GAP) {
-		out_str(sc->o, "[gap ");
-		out_dec(sc->o, ev->pid);
-		out_ch(sc->o, '/');
-		out_dec(sc->o, ev->tid);
-		out_str(sc->o, " offset 0x");
-		out_hex(sc->o, ev->offset);
-		out_ch(sc->o, ' ');
-		out_str(sc->o, btr_errstr(ev->reason));
-		out_str(sc->o, "]\n");
+		reason = ev->reason;
+	} else if (ev->type == BTR_SEV_FLOW && ev->flow &&
+		   (ev->flow->type == BTR_FLOW_GAP || ev->flow->type == BTR_FLOW_OVERFLOW)) {
+		reason = ev->flow->type == BTR_FLOW_OVERFLOW ? -BTR_ERR_OVERFLOW : ev->flow->reason;
+		offset = ev->flow->offset;
+	} else {
+		return sc->o->err ? 1 : 0;
 	}
+	out_str(sc->o, "[gap ");
+	out_dec(sc->o, ev->pid);
+	out_ch(sc->o, '/');
+	out_dec(sc->o, ev->tid);
+	out_str(sc->o, " offset 0x");
+	out_hex(sc->o, offset);
+	out_ch(sc->o, ' ');
+	out_str(sc->o, btr_errstr(reason));
+	out_str(sc->o, "]\n");
 	return sc->o->err ? 1 : 0;
 }
 
