@@ -8,8 +8,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 btr=$1; build=$2
 
-command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
-"$btr" info | grep -q '^qemu  yes' || { echo "SKIP: qemu backend unusable: $("$btr" info | grep '^qemu')"; exit 77; }
+need_qemu
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 t=$tmp/t.btr

@@ -9,9 +9,8 @@ set -u
 . "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; src=$(cd "$(dirname "$0")/.." && pwd)
 
-command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
+need_qemu
 [ -r "$build/btr-insn-count.so" ] || { echo "FAIL: btr-insn-count.so not built"; exit 1; }
-"$btr" info | grep -q '^qemu  yes' || { echo "SKIP: qemu backend unusable: $("$btr" info | grep '^qemu')"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export BTR_COUNT_PLUGIN=$build/btr-insn-count.so

@@ -9,8 +9,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; src=$(cd "$(dirname "$0")/.." && pwd)
 
-command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
-"$btr" info | grep -q '^qemu  yes' || { echo "SKIP: qemu backend unusable: $("$btr" info | grep '^qemu')"; exit 77; }
+need_qemu
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 d=$(printf '%s/d\xff\xc3\xa9' "$tmp")

@@ -11,9 +11,8 @@ set -u
 . "$(dirname "$0")/lib.sh"
 btr=$1; build=$2; src=$(cd "$(dirname "$0")/.." && pwd)
 
-command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
+need_qemu
 [ -r "$build/btr-qemu.so" ] || skip "btr-qemu.so not built"
-"$btr" info | grep -q '^qemu  yes' || skip "qemu backend unusable: $("$btr" info | grep '^qemu')"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

@@ -14,6 +14,8 @@
 #                              exit 1 if a check has failed already: a skip after a
 #                              failure is a failure.  (check_skip: the same.)
 #   note "text"                "note: text" on stdout (information, counts nothing)
+#   need_qemu                  skip unless qemu-x86_64 is installed and `$btr info`
+#                              says the qemu backend works (uses $btr)
 #   oracle TOOL "what"         0 if TOOL (a command) is there.  If not: with
 #                              BTR_REQUIRE_ORACLES=1 (`make test` sets it) a failure
 #                              naming TOOL and what goes unchecked, unless
@@ -46,6 +48,10 @@ skip() {
 }
 check_skip() { skip "$@"; }
 note() { echo "note: $*"; }
+need_qemu() {
+	command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
+	"$btr" info | grep -q '^qemu  yes' || skip "qemu backend unusable: $("$btr" info | grep '^qemu')"
+}
 oracle() {
 	local tool=$1
 	shift

@@ -378,20 +378,28 @@ static int copy_plugin_trace(const char *path, struct btr_trace_writer *w, struc
 	return 0;
 }
 
-/* The first write error a plugin met (DIR/count word 1), 0 if none. */
-static int plugin_write_error(const char *dir)
+/* Reads the first @size bytes of the plugins' shared page DIR/count into
+ * @v.  Returns the bytes read (0 if it cannot be read). */
+static size_t read_count_page(const char *dir, uint64_t *v, size_t size)
 {
 	char path[PATH_MAX];
-	uint64_t v[2] = { 0, 0 };
 	if ((size_t)snprintf(path, sizeof(path), "%s/count", dir) >= sizeof(path))
 		return 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	ssize_t n = pread(fd, v, sizeof(v), 0);
+	ssize_t n = pread(fd, v, size, 0);
 	close(fd);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* The first write error a plugin met (DIR/count word 1), 0 if none. */
+static int plugin_write_error(const char *dir)
+{
+	uint64_t v[2] = { 0, 0 };
+	size_t n = read_count_page(dir, v, sizeof(v));
 	int64_t e = (int64_t)v[QC_WERR];
-	return n == (ssize_t)sizeof(v) && e < 0 && e > -BTR_ERR__COUNT ? (int)e : 0;
+	return n == sizeof(v) && e < 0 && e > -BTR_ERR__COUNT ? (int)e : 0;
 }
 
 
@@ -548,16 +556,9 @@ static int write_lost(struct btr_trace_writer *w, uint32_t pid, uint32_t ppid, i
 static int write_missing(struct btr_trace_writer *w, const char *dir, const struct pfile *files, size_t n_files,
 			 int werr)
 {
-	char path[PATH_MAX];
 	uint64_t v[QC_PIDS + QC_MAX_PIDS];
-	if ((size_t)snprintf(path, sizeof(path), "%s/count", dir) >= sizeof(path))
-		return 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t got = pread(fd, v, sizeof(v), 0);
-	close(fd);
-	if (got < (ssize_t)(QC_PIDS * sizeof(v[0])))
+	size_t got = read_count_page(dir, v, sizeof(v));
+	if (got < QC_PIDS * sizeof(v[0]))
 		return 0;
 	uint64_t n = v[QC_NPIDS] < QC_MAX_PIDS ? v[QC_NPIDS] : QC_MAX_PIDS;
 	if ((size_t)got < (QC_PIDS + n) * sizeof(v[0]))
