@@ -212,6 +212,7 @@ int cli_report_html(const char *file, struct cli_stream *cs, const char *dir, co
 	X(flame, "flame graphs: folded stacks, speedscope JSON, interactive SVG") \
 	X(timeline, "function timeline per thread: Chrome trace JSON, Perfetto") \
 	X(bolt, "BOLT profile (perf2bolt fdata, or pre-aggregated)")            \
+	X(afdo, "LLVM sample profile (AutoFDO) for clang -fprofile-sample-use")  \
 	X(pprof, "pprof profile (profile.proto, gzipped) for go tool pprof")    \
 	X(merge, "merge profiles of many runs (fdata, pprof, folded)")          \
 	X(crash, "a crashed thread's signal, faulting instruction, last branches") \
