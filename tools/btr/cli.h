@@ -220,6 +220,7 @@ int cli_report_html(const char *file, struct cli_stream *cs, const char *dir, co
 	X(annotate, "a function's disassembly or source with execution counts") \
 	X(cfg, "a function's control-flow graph as a heat map (dot, svg, png)") \
 	X(diff, "blocks and edges that differ between two traces")              \
+	X(diverge, "the first branch where two runs went different ways")       \
 	X(script, "print a trace's branches, one per line (perf script style)") \
 	X(import, "convert a perf.data recording into a .btr trace")
 
