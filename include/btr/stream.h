@@ -194,6 +194,18 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec);
  * stream finished.  btr_stream_data_lost() tells whether data was lost. */
 int btr_stream_run(struct btr_stream *s);
 
+/* One turn of btr_stream_run: reads the next record of the trace opened by
+ * btr_stream_open and processes it (a damaged chunk is skipped with its
+ * GAP event, as there).  At the end of the input, or at a reader error,
+ * sets *@end to 1 and finishes the stream (btr_stream_finish); later calls
+ * only set *@end again.  Otherwise sets *@end to 0.  Returns what
+ * btr_stream_run would: 0, a positive value if a callback stopped the
+ * stream, the reader's error (-BTR_ERR_TRUNCATED, ...: *@end is 1) or
+ * another negative error; -BTR_ERR_INVAL for a stream not made by
+ * btr_stream_open or a NULL @end.  For callers that pace the decoding
+ * themselves (btr/batch.h). */
+int btr_stream_step(struct btr_stream *s, int *end);
+
 /* Flushes per-thread state at the end of the input (BTS bytes left over
  * become a GAP).  Called by btr_stream_run; call it yourself after the
  * last btr_stream_record.  Returns 0, or a positive value if a callback
