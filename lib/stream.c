@@ -1147,6 +1147,20 @@ int btr_stream_open(const char *path, const struct btr_stream_opts *opts, struct
 	return 0;
 }
 
+/* opts.skip_unselected: per-thread data of thread @tid (of process @pid, 0:
+ * as the thread records say) is outside the selection.  Per-CPU data (tid 0
+ * or -1) is never: its threads are known only while it is decoded. */
+static int unselected(struct btr_stream *s, uint32_t tid, uint32_t pid)
+{
+	if (!s->o.skip_unselected || (!s->o.tid && !s->o.pid) || !tid || tid == UINT32_MAX)
+		return 0;
+	if (s->o.tid)
+		return tid != s->o.tid;
+	if (!pid)
+		pid = btr_stream_pid_of(s, tid);
+	return pid && pid != s->o.pid;
+}
+
 int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 {
 	if (!s || !rec)
@@ -1253,18 +1267,28 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 		rc = emit(s, &ev);
 		break;
 	case BTR_REC_PT:
+		if (unselected(s, rec->u.data.tid, 0))
+			break;
 		rc = on_pt(s, &rec->u.data);
 		break;
 	case BTR_REC_BTS:
+		if (unselected(s, rec->u.data.tid, 0))
+			break;
 		rc = on_bts(s, &rec->u.data);
 		break;
 	case BTR_REC_BTS_INSNS:
+		if (unselected(s, rec->u.data.tid, 0))
+			break;
 		rc = on_bts_insns(s, &rec->u.data);
 		break;
 	case BTR_REC_LBR:
+		if (unselected(s, rec->u.lbr.tid, rec->u.lbr.pid))
+			break;
 		rc = on_lbr(s, &rec->u.lbr);
 		break;
 	case BTR_REC_BRANCHES:
+		if (unselected(s, rec->u.branches.tid, 0))
+			break;
 		rc = on_branches(s, &rec->u.branches);
 		break;
 	default:

@@ -2,7 +2,8 @@
  * stream's (btr_stream_run) in every batch size, over a .btr written here
  * (decoded branches of three threads, thread records) and over the real
  * perf.data with Intel PT in ../shared; the descriptive-records pass
- * (BTR_BATCH_NO_DATA), a stop from the event callback, a truncated file. */
+ * (BTR_BATCH_NO_DATA), a stop from the event callback, a truncated file;
+ * btr_stream_opts.skip_unselected. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,7 +110,43 @@ static void write_trace(const char *path)
 			r.u.branches = (struct btr_rec_branches){ .tid = t, .count = (uint32_t)n, .branches = br };
 			CHECK_EQ(btr_trace_write(w, &r), 0);
 		}
+	/* an LBR snapshot of each thread (for skip_unselected's statistics) */
+	static const struct btr_lbr_entry e[2] = { { .from = 0x1100, .to = 0x1200 }, { .from = 0x1000, .to = 0x1050 } };
+	for (uint32_t t = 10; t < 13; t++) {
+		r.type = BTR_REC_LBR;
+		r.u.lbr = (struct btr_rec_lbr){ .pid = 10, .tid = t, .cpu = -1, .count = 2, .ip = 0x1200, .entries = e };
+		CHECK_EQ(btr_trace_write(w, &r), 0);
+	}
 	CHECK_EQ(btr_trace_writer_close(w), 0);
+}
+
+/* opts.skip_unselected: thread 11 alone, its data decoded and the others'
+ * skipped, delivers what the plain selection delivers. */
+static void test_skip_unselected(const char *path)
+{
+	struct all plain = { 0 }, skip = { 0 };
+	struct btr_stream_stats st[2];
+	for (int k = 0; k < 2; k++) {
+		struct all *a = k ? &skip : &plain;
+		struct btr_stream_opts so = { .sz = sizeof(so), .tid = 11, .skip_unselected = k, .event = on_event, .ctx = a };
+		struct btr_batch *b;
+		CHECK_EQ(btr_batch_open(path, &so, 0, &b), 0);
+		struct btr_branch buf[64];
+		long n;
+		while ((n = btr_batch_read(b, buf, 64)) > 0)
+			for (long i = 0; i < n; i++)
+				on_branch(a, &buf[i]);
+		CHECK_EQ(n, 0);
+		btr_stream_get_stats(btr_batch_stream(b), &st[k]);
+		btr_batch_free(b);
+	}
+	CHECK_EQ(plain.n, 4 * 3 + 2);
+	CHECK(same(&plain, &skip));
+	CHECK_EQ(plain.events, skip.events);
+	CHECK_EQ(st[0].lbr_snapshots, 3);   /* every thread's snapshot decoded */
+	CHECK_EQ(st[1].lbr_snapshots, 1);   /* thread 11's only */
+	free(plain.b);
+	free(skip.b);
 }
 
 static void test_sizes(const char *path, size_t expect_min, unsigned expect_threads)
@@ -143,6 +180,7 @@ int main(void)
 	close(fd);
 	write_trace(path);
 	test_sizes(path, 4 * (1200 + 1200) + 12 + 4 * 1050 * 2, 3);
+	test_skip_unselected(path);
 
 	/* a stop from the event callback: what came before, then the end */
 	struct all st = { .stop_at_event = 3 }, ref = { .stop_at_event = 3 };

@@ -162,6 +162,16 @@ struct btr_stream_opts {
 	 * only reports: it cannot stop the stream. */
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;
+	/* appended: with @pid or @tid set, 1 skips the per-thread trace data
+	 * (PT, BTS, LBR, branches records of a thread, not per-CPU data) of
+	 * threads outside the selection instead of decoding it.  What is
+	 * delivered is the same (threads are decoded independently), except
+	 * that the statistics then count only the selected threads' data and
+	 * gaps, and that the selected threads' decoders are never evicted
+	 * for others (see "at most 16 PT flow decoders" above).  0: decode
+	 * everything (the default).  For shards of one trace decoded in
+	 * parallel (docs/python.md). */
+	int skip_unselected;
 };
 
 struct btr_stream;
