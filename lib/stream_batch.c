@@ -104,9 +104,10 @@ int btr_batch_open(const char *path, const struct btr_stream_opts *opts, unsigne
 	*out = NULL;
 	struct btr_stream_opts o = { .sz = sizeof(o) };
 	if (opts) {
-		if (opts->sz < offsetof(struct btr_stream_opts, branches) || opts->sz > sizeof(o))
+		/* as btr_stream_new: older, shorter option structs are fine */
+		if (opts->sz < offsetof(struct btr_stream_opts, ctx) + sizeof(void *))
 			return -BTR_ERR_INVAL;
-		memcpy(&o, opts, opts->sz);
+		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
 		o.sz = sizeof(o);
 	}
 	struct btr_batch *bb = calloc(1, sizeof(*bb));

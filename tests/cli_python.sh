@@ -38,8 +38,16 @@ pkg=$p/lib/python3/dist-packages
 check "installed: btr/__init__.py, _lib.py, dask.py, _install.py" \
 	test -f "$pkg/btr/__init__.py" -a -f "$pkg/btr/_lib.py" -a -f "$pkg/btr/dask.py" -a -f "$pkg/btr/_install.py"
 
-# the prefix only: no source tree, no build tree, no BTR_LIBRARY
-run() { (cd "$tmp" && env -u BTR_LIBRARY PYTHONPATH="$pkg" "$py" -s "$@"); }
+# the prefix only: no source tree, no build tree, no BTR_LIBRARY.  An
+# AddressSanitizer build (make asan) installs an instrumented library: python
+# then starts with the sanitizer runtimes preloaded (and leak checks off: the
+# interpreter keeps its own objects until exit).
+pyenv=(env -u BTR_LIBRARY PYTHONPATH="$pkg")
+if grep -q '^BTR_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+	pyenv+=(LD_PRELOAD="$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)"
+		ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}")
+fi
+run() { (cd "$tmp" && "${pyenv[@]}" "$py" -s "$@"); }
 
 where=$(run -c 'import btr, btr._lib as l, os; print(os.path.realpath(btr.__file__)); print(os.path.realpath(l.LIBRARY_PATH)); print(btr.version)')
 check "btr imported from the prefix: $(echo "$where" | head -1)" test "$(echo "$where" | sed -n 1p)" = "$(realpath "$pkg")/btr/__init__.py"
@@ -172,7 +180,7 @@ if __name__ == "__main__":
                     assert d == a, k
     print("ok dask")
 PY
-check "btr.dask on a LocalCluster == in-process" timeout 120 env -u BTR_LIBRARY PYTHONPATH="$pkg" "$py" -s \
+check "btr.dask on a LocalCluster == in-process" timeout 120 "${pyenv[@]}" "$py" -s \
 	"$tmp/dask_check.py" "$tmp/fib12.btr" "$tmp/fib14.btr" "$t"
 
 # errors are exceptions naming the file, not crashes
