@@ -149,6 +149,8 @@ static void drain(struct btr_batch *bb)
 	size_t k = bb->pend_n - bb->pend_at, room = bb->out_max - bb->out_n;
 	if (k > room)
 		k = room;
+	if (!k)
+		return;
 	memcpy(bb->out + bb->out_n, bb->pend + bb->pend_at, k * sizeof(*bb->pend));
 	bb->out_n += k;
 	bb->pend_at += k;

@@ -45,7 +45,7 @@ check "installed: btr/__init__.py, _lib.py, dask.py, _install.py" \
 pyenv=(env -u BTR_LIBRARY PYTHONPATH="$pkg")
 if grep -q '^BTR_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
 	pyenv+=(LD_PRELOAD="$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)"
-		ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}")
+		ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0")
 fi
 run() { (cd "$tmp" && "${pyenv[@]}" "$py" -s "$@"); }
 
