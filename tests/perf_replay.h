@@ -61,6 +61,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* helpers a test may not use all of */
+#define RP_FN static __attribute__((unused))
+
 #define RP_MAX_CPU 16
 #define RP_FD_BASE 7000
 
@@ -113,21 +116,21 @@ struct rp_src {
 	int max_cpu;
 };
 
-static uint64_t rp_rd64(const uint8_t *p)
+RP_FN uint64_t rp_rd64(const uint8_t *p)
 {
 	uint64_t v;
 	memcpy(&v, p, 8);
 	return v;
 }
 
-static uint32_t rp_rd32(const uint8_t *p)
+RP_FN uint32_t rp_rd32(const uint8_t *p)
 {
 	uint32_t v;
 	memcpy(&v, p, 4);
 	return v;
 }
 
-static const struct rp_attr *rp_attr_of(const struct rp_src *s, uint64_t id)
+RP_FN const struct rp_attr *rp_attr_of(const struct rp_src *s, uint64_t id)
 {
 	for (unsigned i = 0; i < s->n_ids; i++)
 		if (s->ids[2 * i] == id)
@@ -137,7 +140,7 @@ static const struct rp_attr *rp_attr_of(const struct rp_src *s, uint64_t id)
 
 /* Parses the sample_id trailer of a non-sample record (perf_event.h,
  * "struct sample_id"): fields from the end. */
-static void rp_trailer(const struct rp_src *s, const uint8_t *p, uint32_t len, struct rp_src_rec *r)
+RP_FN void rp_trailer(const struct rp_src *s, const uint8_t *p, uint32_t len, struct rp_src_rec *r)
 {
 	const struct rp_attr *a = &s->attrs[0];
 	if (s->n_attrs > 1 && (a->sample_type & RP_S_IDENTIFIER) && len >= 8)
@@ -170,7 +173,7 @@ static void rp_trailer(const struct rp_src *s, const uint8_t *p, uint32_t len, s
 	r->body_len = end;
 }
 
-static int rp_sample(const struct rp_src *s, const uint8_t *p, uint32_t len, struct rp_src_rec *r)
+RP_FN int rp_sample(const struct rp_src *s, const uint8_t *p, uint32_t len, struct rp_src_rec *r)
 {
 	const struct rp_attr *a = &s->attrs[0];
 	if (s->n_attrs > 1 && (a->sample_type & RP_S_IDENTIFIER))
@@ -231,7 +234,7 @@ static int rp_sample(const struct rp_src *s, const uint8_t *p, uint32_t len, str
 	return 0;
 }
 
-static void rp_src_free(struct rp_src *s)
+RP_FN void rp_src_free(struct rp_src *s)
 {
 	free(s->buf);
 	free(s->recs);
@@ -244,7 +247,7 @@ static void rp_src_free(struct rp_src *s)
 /* Reads perf.data @path (perf.data-file-format.txt: header, attrs with
  * their ids, the data section of records; AUXTRACE records are followed
  * by their payload).  Returns 0 or -1. */
-static int rp_src_load(const char *path, struct rp_src *s)
+RP_FN int rp_src_load(const char *path, struct rp_src *s)
 {
 	memset(s, 0, sizeof(*s));
 	FILE *f = fopen(path, "rb");
@@ -421,13 +424,13 @@ struct rp {
 };
 
 
-static unsigned rp_rand(struct rp *k)
+RP_FN unsigned rp_rand(struct rp *k)
 {
 	k->seed = k->seed * 1103515245u + 12345u;
 	return (k->seed >> 16) & 0x7fff;
 }
 
-static struct rp_ring *rp_ring_fd(struct rp *k, int fd)
+RP_FN struct rp_ring *rp_ring_fd(struct rp *k, int fd)
 {
 	int i = fd - RP_FD_BASE;
 	if (i < 0 || i > RP_MAX_CPU || !k->rings[i].open)
@@ -435,13 +438,13 @@ static struct rp_ring *rp_ring_fd(struct rp *k, int fd)
 	return &k->rings[i];
 }
 
-static void rp_fail(struct rp *k, const char *what)
+RP_FN void rp_fail(struct rp *k, const char *what)
 {
 	if (!k->err[0])
 		snprintf(k->err, sizeof(k->err), "%s", what);
 }
 
-static int rp_open(void *ctx, const struct btr_perf_event_attr *attr, int pid, int cpu)
+RP_FN int rp_open(void *ctx, const struct btr_perf_event_attr *attr, int pid, int cpu)
 {
 	struct rp *k = ctx;
 	/* the type must be the one the sysfs tree says */
@@ -484,7 +487,7 @@ static int rp_open(void *ctx, const struct btr_perf_event_attr *attr, int pid, i
 	return RP_FD_BASE + slot;
 }
 
-static void *rp_mmap(void *ctx, int fd, size_t len, int prot, uint64_t off)
+RP_FN void *rp_mmap(void *ctx, int fd, size_t len, int prot, uint64_t off)
 {
 	struct rp *k = ctx;
 	struct rp_ring *rg = rp_ring_fd(k, fd);
@@ -532,7 +535,7 @@ static void *rp_mmap(void *ctx, int fd, size_t len, int prot, uint64_t off)
 	return rg->aux;
 }
 
-static int rp_munmap(void *ctx, void *addr, size_t len)
+RP_FN int rp_munmap(void *ctx, void *addr, size_t len)
 {
 	struct rp *k = ctx;
 	(void)len;
@@ -553,7 +556,7 @@ static int rp_munmap(void *ctx, void *addr, size_t len)
 	return -1;
 }
 
-static int rp_close(void *ctx, int fd)
+RP_FN int rp_close(void *ctx, int fd)
 {
 	struct rp *k = ctx;
 	if (fd == RP_FD_BASE + RP_MAX_CPU + 1)
@@ -569,7 +572,7 @@ static int rp_close(void *ctx, int fd)
 	return 0;
 }
 
-static int rp_ioctl(void *ctx, int fd, unsigned long req, unsigned long arg)
+RP_FN int rp_ioctl(void *ctx, int fd, unsigned long req, unsigned long arg)
 {
 	struct rp *k = ctx;
 	(void)arg;
@@ -585,13 +588,13 @@ static int rp_ioctl(void *ctx, int fd, unsigned long req, unsigned long arg)
 	return 0;
 }
 
-static long rp_ncpus(void *ctx)
+RP_FN long rp_ncpus(void *ctx)
 {
 	return ((struct rp *)ctx)->ncpus;
 }
 
 /* Writes @len bytes at the ring's kernel head (wrapping). */
-static void rp_put(struct rp_ring *rg, const void *p, uint64_t len)
+RP_FN void rp_put(struct rp_ring *rg, const void *p, uint64_t len)
 {
 	uint64_t off = rg->khead & (rg->data_size - 1), first = rg->data_size - off;
 	if (first >= len) {
@@ -604,7 +607,7 @@ static void rp_put(struct rp_ring *rg, const void *p, uint64_t len)
 }
 
 /* The sample_id trailer for the ring's attr (perf_event_header__init_id). */
-static size_t rp_sample_id(const struct rp_ring *rg, uint32_t pid, uint32_t tid, uint64_t time, int cpu, uint8_t *out)
+RP_FN size_t rp_sample_id(const struct rp_ring *rg, uint32_t pid, uint32_t tid, uint64_t time, int cpu, uint8_t *out)
 {
 	uint64_t st = rg->attr.sample_type;
 	size_t n = 0;
@@ -641,7 +644,7 @@ static size_t rp_sample_id(const struct rp_ring *rg, uint32_t pid, uint32_t tid,
 
 /* Encodes step @s as the kernel would write it for ring @rg into @out
  * (header included).  Returns its size. */
-static size_t rp_encode(const struct rp_ring *rg, const struct rp_step *s, uint8_t *out)
+RP_FN size_t rp_encode(const struct rp_ring *rg, const struct rp_step *s, uint8_t *out)
 {
 	size_t n = 8;
 	uint32_t type = s->type;
@@ -725,12 +728,12 @@ static size_t rp_encode(const struct rp_ring *rg, const struct rp_step *s, uint8
 	return n;
 }
 
-static uint64_t rp_tail(const struct rp_ring *rg)
+RP_FN uint64_t rp_tail(const struct rp_ring *rg)
 {
 	return __atomic_load_n((const uint64_t *)(const void *)(rg->base + BTR_PERF_PAGE_DATA_TAIL), __ATOMIC_ACQUIRE);
 }
 
-static void rp_publish(struct rp_ring *rg)
+RP_FN void rp_publish(struct rp_ring *rg)
 {
 	__atomic_store_n((uint64_t *)(void *)(rg->base + BTR_PERF_PAGE_DATA_HEAD), rg->khead, __ATOMIC_RELEASE);
 }
@@ -738,7 +741,7 @@ static void rp_publish(struct rp_ring *rg)
 /* perf_output_begin: room for @size bytes (plus a LOST record first if
  * records were lost)?  Writes the LOST record if so and returns 1; else
  * counts the loss (lossy) and returns 0. */
-static int rp_reserve(struct rp *k, struct rp_ring *rg, const struct rp_step *s, size_t size)
+RP_FN int rp_reserve(struct rp *k, struct rp_ring *rg, const struct rp_step *s, size_t size)
 {
 	uint8_t lost[64];
 	size_t ln = 0;
@@ -767,7 +770,7 @@ static int rp_reserve(struct rp *k, struct rp_ring *rg, const struct rp_step *s,
 	return 1;
 }
 
-static struct rp_ring *rp_ring_cpu(struct rp *k, int cpu)
+RP_FN struct rp_ring *rp_ring_cpu(struct rp *k, int cpu)
 {
 	if (k->rings[RP_MAX_CPU].open)
 		return &k->rings[RP_MAX_CPU];
@@ -777,7 +780,7 @@ static struct rp_ring *rp_ring_cpu(struct rp *k, int cpu)
 }
 
 /* Runs step @s.  Returns 1 when it is done, 0 to wait for the consumer. */
-static int rp_step(struct rp *k, struct rp_step *s)
+RP_FN int rp_step(struct rp *k, struct rp_step *s)
 {
 	struct rp_ring *rg = rp_ring_cpu(k, s->cpu);
 	uint8_t rec[65536];
@@ -877,7 +880,7 @@ static int rp_step(struct rp *k, struct rp_step *s)
 	return 1;
 }
 
-static int rp_poll(void *ctx, struct pollfd *fds, unsigned n, int timeout_ms)
+RP_FN int rp_poll(void *ctx, struct pollfd *fds, unsigned n, int timeout_ms)
 {
 	struct rp *k = ctx;
 	(void)timeout_ms;
@@ -912,11 +915,11 @@ static int rp_poll(void *ctx, struct pollfd *fds, unsigned n, int timeout_ms)
 			break;   /* no room: the consumer must read first */
 		k->next++;
 		if (k->usr2_every && k->next % k->usr2_every == 0 && k->n_snaps < 256) {
-			struct rp_ring *r2 = rp_ring_cpu(k, s->cpu);
-			for (int c = 0; c <= RP_MAX_CPU; c++)
+			/* logged by the steps' CPU (the per-thread ring's is 0) */
+			for (int c = 0; c <= RP_MAX_CPU && k->n_snaps < 256; c++)
 				if (k->rings[c].open && k->rings[c].aux)
-					k->snaps[k->n_snaps++] = (struct rp_snap){ c, k->rings[c].aux_khead };
-			(void)r2;
+					k->snaps[k->n_snaps++] =
+						(struct rp_snap){ c == RP_MAX_CPU ? 0 : c, k->rings[c].aux_khead };
 			raise(SIGUSR2);
 			break;
 		}
@@ -932,7 +935,7 @@ static int rp_poll(void *ctx, struct pollfd *fds, unsigned n, int timeout_ms)
 
 /* Sets up @k for a recording of @s (@sysfs: the PMU tree) and installs
  * it.  The caller fills k->steps. */
-static void rp_init(struct rp *k, const struct rp_src *s, const char *sysfs, int ncpus)
+RP_FN void rp_init(struct rp *k, const struct rp_src *s, const char *sysfs, int ncpus)
 {
 	memset(k, 0, sizeof(*k));
 	k->sysfs = sysfs;
@@ -952,7 +955,7 @@ static void rp_init(struct rp *k, const struct rp_src *s, const char *sysfs, int
 }
 
 /* Resets the script state so @k can play its steps again. */
-static void rp_rewind(struct rp *k)
+RP_FN void rp_rewind(struct rp *k)
 {
 	for (size_t i = 0; i < k->n_steps; i++) {
 		k->steps[i].dropped = 0;
@@ -968,7 +971,7 @@ static void rp_rewind(struct rp *k)
 }
 
 /* Adds a step. */
-static struct rp_step *rp_add(struct rp *k, size_t *cap)
+RP_FN struct rp_step *rp_add(struct rp *k, size_t *cap)
 {
 	if (k->n_steps == *cap) {
 		*cap = *cap ? *cap * 2 : 1024;
@@ -982,14 +985,14 @@ static struct rp_step *rp_add(struct rp *k, size_t *cap)
 /* The source's sideband records (what the kernel writes for a sideband
  * attr: MMAP/MMAP2, COMM, EXIT, FORK, ITRACE_START, SWITCH*) as steps;
  * SAMPLE records too if @samples. */
-static int rp_is_sideband(uint32_t t)
+RP_FN int rp_is_sideband(uint32_t t)
 {
 	return t == BTR_PERF_RECORD_MMAP || t == BTR_PERF_RECORD_COMM || t == BTR_PERF_RECORD_EXIT ||
 	       t == BTR_PERF_RECORD_FORK || t == BTR_PERF_RECORD_MMAP2 || t == BTR_PERF_RECORD_ITRACE_START ||
 	       t == BTR_PERF_RECORD_SWITCH || t == BTR_PERF_RECORD_SWITCH_CPU_WIDE;
 }
 
-static void rp_step_from(struct rp_step *st, const struct rp_src *s, size_t i)
+RP_FN void rp_step_from(struct rp_step *st, const struct rp_src *s, size_t i)
 {
 	const struct rp_src_rec *r = &s->recs[i];
 	st->kind = RP_DATA;
@@ -1009,7 +1012,7 @@ static void rp_step_from(struct rp_step *st, const struct rp_src *s, size_t i)
 /* ---- what the recorder wrote ---- */
 
 /* A canonical line per record of the kinds both paths produce. */
-static int rp_rec_line(const struct btr_record *r, char *out, size_t size)
+RP_FN int rp_rec_line(const struct btr_record *r, char *out, size_t size)
 {
 	switch (r->type) {
 	case BTR_REC_MODULE_LOAD:
@@ -1062,7 +1065,7 @@ struct rp_trace {
 	int read_rc;
 };
 
-static void rp_trace_free(struct rp_trace *t)
+RP_FN void rp_trace_free(struct rp_trace *t)
 {
 	for (size_t i = 0; i < t->n_lines; i++)
 		free(t->lines[i]);
@@ -1072,7 +1075,7 @@ static void rp_trace_free(struct rp_trace *t)
 	memset(t, 0, sizeof(*t));
 }
 
-static int rp_trace_load(const char *path, struct rp_trace *t)
+RP_FN int rp_trace_load(const char *path, struct rp_trace *t)
 {
 	memset(t, 0, sizeof(*t));
 	struct btr_trace_reader *r;
@@ -1106,7 +1109,7 @@ static int rp_trace_load(const char *path, struct rp_trace *t)
 	return 0;
 }
 
-static int rp_cmp_str(const void *a, const void *b)
+RP_FN int rp_cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -1114,7 +1117,7 @@ static int rp_cmp_str(const void *a, const void *b)
 /* Compares the lines of @a and @b that start with @prefix: in order
  * (@sorted 0) or as sorted lists.  Returns the index of the first
  * difference + 1 (printed), 0 if equal. */
-static size_t rp_cmp_lines(const struct rp_trace *a, const struct rp_trace *b, const char *prefix, int sorted,
+RP_FN size_t rp_cmp_lines(const struct rp_trace *a, const struct rp_trace *b, const char *prefix, int sorted,
 			   size_t *count)
 {
 	size_t na = 0, nb = 0;
@@ -1157,7 +1160,7 @@ struct rp_run {
 static char rp_log_buf[4096];
 static size_t rp_log_len;
 
-static void rp_log(void *ctx, enum btr_log_level level, const char *msg)
+RP_FN void rp_log(void *ctx, enum btr_log_level level, const char *msg)
 {
 	(void)ctx;
 	(void)level;
@@ -1172,7 +1175,7 @@ static void rp_log(void *ctx, enum btr_log_level level, const char *msg)
 
 /* Runs `btr record -b @backend` (with @opts, output @out) over replay
  * @k: the traced command is a real `sleep` that the replay ends. */
-static int rp_record(struct rp *k, const char *backend, struct btr_capture_opts *opts, const char *out,
+RP_FN int rp_record(struct rp *k, const char *backend, struct btr_capture_opts *opts, const char *out,
 		     struct rp_run *run)
 {
 	static char *const argv[] = { "sleep", "60", NULL };
@@ -1199,7 +1202,7 @@ static int rp_record(struct rp *k, const char *backend, struct btr_capture_opts 
 }
 
 /* @name in the build directory, unique to this process. */
-static void rp_out_path(char *buf, size_t size, const char *name)
+RP_FN void rp_out_path(char *buf, size_t size, const char *name)
 {
 	snprintf(buf, size, "%s/replay-%d-%s", BTR_BINARY_DIR, (int)getpid(), name);
 }
@@ -1207,14 +1210,14 @@ static void rp_out_path(char *buf, size_t size, const char *name)
 /* ---- what the recorder must have written of the AUX streams ---- */
 
 /* Appends bytes [pos, pos+len) of @src to *@buf (*@n bytes long). */
-static void rp_take(uint8_t **buf, uint64_t *n, const uint8_t *src, uint64_t pos, uint64_t len)
+RP_FN void rp_take(uint8_t **buf, uint64_t *n, const uint8_t *src, uint64_t pos, uint64_t len)
 {
 	*buf = realloc(*buf, *n + len + 1);
 	memcpy(*buf + *n, src + pos, len);
 	*n += len;
 }
 
-static int rp_same_bytes(const uint8_t *a, uint64_t na, const uint8_t *b, uint64_t nb, const char *what, int cpu)
+RP_FN int rp_same_bytes(const uint8_t *a, uint64_t na, const uint8_t *b, uint64_t nb, const char *what, int cpu)
 {
 	if (na == nb && (!na || !memcmp(a, b, na)))
 		return 1;
@@ -1229,7 +1232,7 @@ static int rp_same_bytes(const uint8_t *a, uint64_t na, const uint8_t *b, uint64
 /* The AUX bytes of @cpu the replay delivered (steps before @upto, all of
  * them with 0), and the number of cuts (truncations) that have delivered
  * bytes after them: each must be a jump in the .btr's stream positions. */
-static uint8_t *rp_want_delivered(const struct rp *k, int cpu, size_t upto, uint64_t *n, unsigned *cuts)
+RP_FN uint8_t *rp_want_delivered(const struct rp *k, int cpu, size_t upto, uint64_t *n, unsigned *cuts)
 {
 	uint8_t *want = malloc(1);
 	int pending = 0;
@@ -1256,7 +1259,7 @@ static uint8_t *rp_want_delivered(const struct rp *k, int cpu, size_t upto, uint
  * (@aux_size) has wrapped what is new since the previous one; after that
  * the whole area.  *@windows: the whole-area windows (each may follow a
  * jump). */
-static uint8_t *rp_want_snapshots(const struct rp *k, int cpu, const uint8_t *stream, uint64_t aux_size, uint64_t *n,
+RP_FN uint8_t *rp_want_snapshots(const struct rp *k, int cpu, const uint8_t *stream, uint64_t aux_size, uint64_t *n,
 				  unsigned *windows)
 {
 	uint8_t *want = malloc(1);

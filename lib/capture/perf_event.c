@@ -157,14 +157,17 @@ static void drain_aux(struct rec_state *st, struct ring *rg, uint64_t end)
 	btr_perf_ring_aux_done(rg->r);
 }
 
-/* Whether the hardware has gone round the AUX area: the kernel hands it
- * out zeroed, so data in its last 4 KiB means it was written up to the
- * end (perf's intel_pt_first_wrap). */
-static int aux_wrapped(const struct ring *rg)
+/* Whether the hardware has gone round the AUX area, now at offset @off:
+ * the kernel hands the area out zeroed and the hardware fills it from 0,
+ * so data after @off (in the last 4 KiB, as perf's intel_pt_first_wrap
+ * looks) means it was written up to the end before. */
+static int aux_wrapped(const struct ring *rg, uint64_t off)
 {
-	size_t n = rg->aux_len < 4096 ? rg->aux_len : 4096;
-	const uint8_t *p = (const uint8_t *)rg->aux + rg->aux_len - n;
-	for (size_t i = 0; i < n; i++)
+	uint64_t from = rg->aux_len > 4096 ? rg->aux_len - 4096 : 0;
+	if (from < off)
+		from = off;
+	const uint8_t *p = rg->aux;
+	for (uint64_t i = from; i < rg->aux_len; i++)
 		if (p[i])
 			return 1;
 	return 0;
@@ -190,7 +193,7 @@ static void snapshot_aux(struct rec_state *st, struct ring *rg, int final)
 	uint64_t head = __atomic_load_n((uint64_t *)((uint8_t *)rg->base + BTR_PERF_PAGE_AUX_HEAD), __ATOMIC_ACQUIRE);
 	uint64_t off = head & (rg->aux_len - 1);
 	if (!rg->snap_wrapped)
-		rg->snap_wrapped = aux_wrapped(rg);
+		rg->snap_wrapped = aux_wrapped(rg, off);
 	struct btr_perf_aux_span sp[2];
 	int n = 0;
 	if (rg->snap_wrapped && off != rg->snap_off) {
