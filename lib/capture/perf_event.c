@@ -86,7 +86,7 @@ struct rec_state {
 	struct ring *rings;
 	unsigned n_rings;
 	long page;
-	uint64_t aux_lost, aux_truncated, aux_collisions, lost_events;
+	uint64_t aux_lost, aux_truncated, aux_collisions, lost_events, lost_samples;
 	int err;
 };
 
@@ -240,8 +240,8 @@ static void drain_ring(struct rec_state *st, struct ring *rg)
 				rg->aux_skew += rg->aux_len;
 			continue;
 		}
-		if (rr.type == BTR_PERF_RECORD_LOST)
-			continue;   /* counted by the ring (lost_events) */
+		if (rr.type == BTR_PERF_RECORD_LOST || rr.type == BTR_PERF_RECORD_LOST_SAMPLES)
+			continue;   /* counted by the ring (lost_events, lost_samples) */
 		int n = btr_perf_convert(st->conv, rr.rec, rr.size, out);
 		for (int i = 0; i < n; i++) {
 			if (out[i].type == BTR_REC_MODULE_LOAD)
@@ -634,7 +634,10 @@ int btr_perf_capture_run(const struct btr_capture_opts *opts, struct btr_perf_ca
 		drain_ring(&st, &st.rings[i]);
 		if (pc->snapshot)
 			snapshot_aux(&st, &st.rings[i], 1);
-		st.lost_events += st.rings[i].r ? st.rings[i].r->lost_events : 0;
+		if (st.rings[i].r) {
+			st.lost_events += st.rings[i].r->lost_events;
+			st.lost_samples += st.rings[i].r->lost_samples;
+		}
 	}
 	if (child) {
 		res->exited = WIFEXITED(status);
@@ -649,10 +652,13 @@ int btr_perf_capture_run(const struct btr_capture_opts *opts, struct btr_perf_ca
 	} else {
 		res->exited = 1;
 	}
-	if (st.lost_events || st.aux_lost || st.aux_truncated || st.aux_collisions)
-		btr_warn("%s: the kernel lost %llu sideband record(s), %llu AUX byte(s) (%llu truncated, %llu collided "
-			 "AUX records); the trace has gaps there",
-			 opts->output, (unsigned long long)st.lost_events, (unsigned long long)st.aux_lost,
+	/* PERF_RECORD_LOST counts every record the ring had no room
+	 * for: samples (LBR) as well as sideband */
+	if (st.lost_events || st.lost_samples || st.aux_lost || st.aux_truncated || st.aux_collisions)
+		btr_warn("%s: the kernel lost %llu record(s) (samples or sideband) and %llu sample(s), %llu AUX "
+			 "byte(s) (%llu truncated, %llu collided AUX records); the trace has gaps there",
+			 opts->output, (unsigned long long)st.lost_events, (unsigned long long)st.lost_samples,
+			 (unsigned long long)st.aux_lost,
 			 (unsigned long long)st.aux_truncated, (unsigned long long)st.aux_collisions);
 	rc = st.err;
 out:
