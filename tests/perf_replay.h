@@ -407,7 +407,7 @@ struct rp {
 	int lossy;                /* 1: a slow consumer: drop what does not fit */
 	unsigned burst;           /* lossy: steps per poll */
 	uint64_t aux_piece;       /* largest AUX chunk per AUX record (0: as recorded) */
-	size_t ctrlc_at;          /* SIGINT before this step (0: never) */
+	size_t ctrlc_at;          /* SIGINT before this step (0: never; n_steps: after the last) */
 	size_t usr2_every;        /* SIGUSR2 every that many steps (0: never) */
 	/* time conversion served in the page */
 	int have_time;
@@ -892,19 +892,20 @@ RP_FN int rp_poll(void *ctx, struct pollfd *fds, unsigned n, int timeout_ms)
 	}
 	unsigned budget = k->lossy ? k->burst : 1 + rp_rand(k) % (k->per_poll ? k->per_poll : 1);
 	while (budget--) {
+		if (k->ctrlc_at && k->next == k->ctrlc_at) {
+			/* Ctrl-C: the terminal signals the whole foreground
+			 * group (at n_steps: the end of a -a recording) */
+			k->ended = k->interrupted = 1;
+			if (k->child > 0)
+				kill(k->child, SIGINT);
+			raise(SIGINT);
+			break;
+		}
 		if (k->next == k->n_steps) {
 			/* the recording is over: the command ends */
 			k->ended = 1;
 			if (k->child > 0)
 				kill(k->child, SIGTERM);
-			break;
-		}
-		if (k->ctrlc_at && k->next == k->ctrlc_at) {
-			/* Ctrl-C: the terminal signals the whole foreground group */
-			k->ended = k->interrupted = 1;
-			if (k->child > 0)
-				kill(k->child, SIGINT);
-			raise(SIGINT);
 			break;
 		}
 		struct rp_step *s = &k->steps[k->next];
@@ -1275,6 +1276,16 @@ RP_FN uint8_t *rp_want_snapshots(const struct rp *k, int cpu, const uint8_t *str
 		prev = h;
 	}
 	return want;
+}
+
+/* @n pseudo-random steps in [1, n_steps) (fixed @seed: reproducible)
+ * for Ctrl-C. */
+RP_FN void rp_random_cuts(const struct rp *k, size_t *cuts, int n, unsigned seed)
+{
+	for (int j = 0; j < n; j++) {
+		seed = seed * 1103515245u + 12345u;
+		cuts[j] = k->n_steps > 1 ? 1 + (seed >> 8) % (k->n_steps - 1) : 1;
+	}
 }
 
 #endif

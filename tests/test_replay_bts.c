@@ -15,7 +15,7 @@
  *      each cut a jump in the .btr's stream positions;
  *   3. snapshot mode (read-only AUX, overwritten; SIGUSR2 every 4 or 50
  *      steps: before and after the area has wrapped);
- *   4. Ctrl-C half-way. */
+ *   4. Ctrl-C half-way and at four other points. */
 #include "perf_replay.h"
 #include "btr/stream.h"
 #include "check.h"
@@ -163,19 +163,24 @@ static int run_file(const char *name)
 	k.usr2_every = 0;
 	rp_trace_free(&got);
 
-	/* 4. Ctrl-C half-way */
-	rp_rewind(&k);
-	k.ctrlc_at = k.n_steps / 2;
-	CHECK_EQ(rp_record(&k, "bts", &o, out, &run), 0);
-	CHECK_STR(k.err, "");
-	CHECK_EQ(run.res.interrupted, 1);
-	CHECK_EQ(rp_trace_load(out, &got), 0);
-	CHECK_EQ(got.read_rc, 0);
-	want = rp_want_delivered(&k, 0, k.ctrlc_at, &nw, &cuts);
-	CHECK(nw > 0 && nw < pos);
-	CHECK(rp_same_bytes(got.aux[0], got.aux_len[0], want, nw, "ctrl-c", 0));
-	free(want);
-	rp_trace_free(&got);
+	/* 4. Ctrl-C half-way and at four pseudo-random steps */
+	size_t cuts5[5] = { k.n_steps / 2 };
+	rp_random_cuts(&k, cuts5 + 1, 4, 13);
+	for (int j = 0; j < 5; j++) {
+		rp_rewind(&k);
+		k.ctrlc_at = cuts5[j];
+		CHECK_EQ(rp_record(&k, "bts", &o, out, &run), 0);
+		CHECK_STR(k.err, "");
+		CHECK_EQ(run.res.interrupted, 1);
+		CHECK_EQ(rp_trace_load(out, &got), 0);
+		CHECK_EQ(got.read_rc, 0);
+		want = rp_want_delivered(&k, 0, k.ctrlc_at, &nw, &cuts);
+		if (!j)
+			CHECK(nw > 0 && nw < pos);
+		CHECK(rp_same_bytes(got.aux[0], got.aux_len[0], want, nw, "ctrl-c", 0));
+		free(want);
+		rp_trace_free(&got);
+	}
 
 	unlink(out);
 	free(bts);

@@ -5,7 +5,9 @@
  * interface, and the .btr it writes must hold exactly the samples btr
  * reads from the original perf.data - all of them, in each CPU's order -
  * when the consumer keeps up; exactly the delivered ones, with the loss
- * reported, when it does not; and the samples before the cut on Ctrl-C. */
+ * reported, when it does not; the samples before the cut on Ctrl-C at
+ * five points; and, for the system-wide recording, all of them with -a
+ * (events enabled by ioctl, ended by Ctrl-C). */
 #include "perf_replay.h"
 #include "btr/stream.h"
 #include "check.h"
@@ -52,6 +54,25 @@ static int same_lbr(const struct rp_trace *got, const struct rp_trace *want, int
 			bad = 1;
 	}
 	return !bad;
+}
+
+/* @want: the source's LBR lines of the samples among steps [0, @upto)
+ * the replay delivered (borrowed from @src; free want->lines). */
+static void want_upto(const struct rp_trace *src, const size_t *line_of, const struct rp *k, size_t upto,
+		      struct rp_trace *want)
+{
+	memset(want, 0, sizeof(*want));
+	want->lines = calloc(src->n_lines + 1, sizeof(char *));
+	size_t li = 0;
+	for (size_t i = 0; i < upto; i++) {
+		if (!line_of[i])
+			continue;
+		while (li < src->n_lines && strncmp(src->lines[li], "lbr ", 4))
+			li++;
+		if (li < src->n_lines && !k->steps[i].dropped)
+			want->lines[want->n_lines++] = src->lines[li];
+		li++;
+	}
 }
 
 static int run_file(const char *name)
@@ -128,18 +149,7 @@ static int run_file(const char *name)
 	CHECK_STR(k.err, "");
 	CHECK_EQ(rp_trace_load(out, &got), 0);
 	struct rp_trace want;
-	memset(&want, 0, sizeof(want));
-	want.lines = calloc(src.n_lines + 1, sizeof(char *));
-	size_t li = 0;
-	for (size_t i = 0; i < k.n_steps; i++) {
-		if (!line_of[i])
-			continue;
-		while (li < src.n_lines && strncmp(src.lines[li], "lbr ", 4))
-			li++;
-		if (li < src.n_lines && !k.steps[i].dropped)
-			want.lines[want.n_lines++] = src.lines[li];
-		li++;
-	}
+	want_upto(&src, line_of, &k, k.n_steps, &want);
 	printf("  lossy: %llu records dropped, %llu told by LOST records\n", (unsigned long long)k.lost_records,
 	       (unsigned long long)k.lost_reported);
 	if (k.lost_records) {
@@ -151,33 +161,48 @@ static int run_file(const char *name)
 	free(want.lines);
 	rp_trace_free(&got);
 
-	/* 3. Ctrl-C half-way: the samples before the cut, a valid file */
-	rp_rewind(&k);
+	/* 3. Ctrl-C before the middle sample and at four pseudo-random
+	 * steps: the samples before the cut, in order, and a valid file */
 	k.lossy = 0;
-	for (size_t i = 0, seen = 0; i < k.n_steps && !k.ctrlc_at; i++)
+	size_t cuts[5] = { 0 };
+	for (size_t i = 0, seen = 0; i < k.n_steps && !cuts[0]; i++)
 		if (line_of[i] && ++seen > n_samples / 2)
-			k.ctrlc_at = i;   /* before the middle sample */
-	CHECK_EQ(rp_record(&k, "lbr", &o, out, &run), 0);
-	CHECK_STR(k.err, "");
-	CHECK_EQ(run.res.interrupted, 1);
-	CHECK_EQ(rp_trace_load(out, &got), 0);
-	CHECK_EQ(got.read_rc, 0);
-	memset(&want, 0, sizeof(want));
-	want.lines = calloc(src.n_lines + 1, sizeof(char *));
-	li = 0;
-	for (size_t i = 0; i < k.ctrlc_at; i++) {
-		if (!line_of[i])
-			continue;
-		while (li < src.n_lines && strncmp(src.lines[li], "lbr ", 4))
-			li++;
-		if (li < src.n_lines)
-			want.lines[want.n_lines++] = src.lines[li];
-		li++;
+			cuts[0] = i;
+	rp_random_cuts(&k, cuts + 1, 4, 7);
+	for (int j = 0; j < 5; j++) {
+		rp_rewind(&k);
+		k.ctrlc_at = cuts[j];
+		CHECK_EQ(rp_record(&k, "lbr", &o, out, &run), 0);
+		CHECK_STR(k.err, "");
+		CHECK_EQ(run.res.interrupted, 1);
+		CHECK_EQ(rp_trace_load(out, &got), 0);
+		CHECK_EQ(got.read_rc, 0);
+		want_upto(&src, line_of, &k, k.ctrlc_at, &want);
+		if (!same_lbr(&got, &want, ncpu)) {
+			fprintf(stderr, "  (Ctrl-C before step %zu of %zu)\n", k.ctrlc_at, k.n_steps);
+			CHECK(0);
+		}
+		free(want.lines);
+		rp_trace_free(&got);
 	}
-	CHECK(want.n_lines > 0);
-	CHECK(same_lbr(&got, &want, ncpu));
-	free(want.lines);
-	rp_trace_free(&got);
+	k.ctrlc_at = 0;
+
+	/* 4. a recording made system-wide (-a, no command: events on every
+	 * CPU enabled by ioctl, until Ctrl-C, here after the last step) */
+	if (!per_thread) {
+		rp_rewind(&k);
+		k.ctrlc_at = k.n_steps;
+		struct btr_capture_opts oa = { .system_wide = 1 };
+		CHECK_EQ(rp_record(&k, "lbr", &oa, out, &run), 0);
+		CHECK_STR(k.err, "");
+		CHECK_EQ(k.next, k.n_steps);
+		CHECK_EQ(run.res.interrupted, 1);
+		CHECK_EQ(rp_trace_load(out, &got), 0);
+		CHECK_EQ(got.read_rc, 0);
+		CHECK(same_lbr(&got, &src, ncpu));
+		rp_trace_free(&got);
+		k.ctrlc_at = 0;
+	}
 
 	unlink(out);
 	free(line_of);

@@ -6,14 +6,15 @@
  * rings, the AUX area at aux_offset, AUX records in the recorded order and
  * sizes.  The .btr must hold, per CPU, exactly the AUX bytes btr reads
  * from the perf.data, and the same sideband:
- *   1. a 16 KiB AUX area written in 4 KiB pieces (wraps ~9 times);
+ *   1. AUX areas of 4, 16 and 64 KiB written a quarter at a time;
  *   2. a slow consumer: chunks cut where the AUX area is full (AUX
  *      records flagged TRUNCATED) - the .btr holds exactly the delivered
  *      bytes and marks each cut as a jump in stream_offset, so that the
  *      decoder restarts instead of splicing unrelated packets;
  *   3. snapshot mode: the AUX area mapped read-only and overwritten, the
  *      newest data taken on SIGUSR2 and at the end;
- *   4. Ctrl-C half-way: the data before the cut, a valid file. */
+ *   4. Ctrl-C half-way and at four other points: the data before the
+ *      cut, a valid file. */
 #include "perf_replay.h"
 #include "btr/stream.h"
 #include "check.h"
@@ -95,33 +96,40 @@ int main(void)
 	}
 	struct evsum want_dec = decode(path);
 
-	/* 1. the whole recording through a 16 KiB AUX area, 4 KiB at a time */
+	/* 1. the whole recording through AUX areas of 4, 16 and 64 KiB
+	 * written a quarter at a time (wrapping 34, 9 and 3 times) */
 	struct btr_capture_opts o = { .aux_size = AUX };
 	struct rp_run run;
-	rp_out_path(out, sizeof(out), "pt.btr");
-	k.aux_piece = 4096;
-	CHECK_EQ(rp_record(&k, "pt", &o, out, &run), 0);
-	CHECK_STR(k.err, "");
-	CHECK_EQ(k.next, k.n_steps);
 	struct rp_trace got;
-	CHECK_EQ(rp_trace_load(out, &got), 0);
-	CHECK_EQ(got.read_rc, 0);
-	for (int c = 0; c < ncpu; c++) {
-		CHECK(rp_same_bytes(got.aux[c], got.aux_len[c], s.aux[c], s.aux_len[c], "full", c));
-		CHECK_EQ(got.jumps[c], 0);
+	rp_out_path(out, sizeof(out), "pt.btr");
+	static const uint64_t sizes[] = { 4096, AUX, 65536 };
+	for (int z = 0; z < 3; z++) {
+		rp_rewind(&k);
+		o.aux_size = sizes[z];
+		k.aux_piece = sizes[z] / 4;
+		CHECK_EQ(rp_record(&k, "pt", &o, out, &run), 0);
+		CHECK_STR(k.err, "");
+		CHECK_EQ(k.next, k.n_steps);
+		CHECK_EQ(rp_trace_load(out, &got), 0);
+		CHECK_EQ(got.read_rc, 0);
+		for (int c = 0; c < ncpu; c++) {
+			CHECK(rp_same_bytes(got.aux[c], got.aux_len[c], s.aux[c], s.aux_len[c], "full", c));
+			CHECK_EQ(got.jumps[c], 0);
+		}
+		CHECK_EQ(rp_cmp_lines(&got, &src, "module ", 1, NULL), 0);
+		CHECK_EQ(rp_cmp_lines(&got, &src, "thread", 1, NULL), 0);
+		CHECK_EQ(rp_cmp_lines(&got, &src, "switch ", 1, NULL), 0);
+		CHECK_EQ(run.res.pt_bytes, s.aux_len[0] + s.aux_len[3]);
+		struct evsum got_dec = decode(out);
+		printf("  AUX %llu: decoded %llu branches, %llu gaps (perf.data: %llu, %llu)\n",
+		       (unsigned long long)sizes[z], (unsigned long long)got_dec.branches,
+		       (unsigned long long)got_dec.gaps, (unsigned long long)want_dec.branches,
+		       (unsigned long long)want_dec.gaps);
+		CHECK_EQ(got_dec.branches, want_dec.branches);
+		CHECK_EQ(got_dec.gaps, want_dec.gaps);
+		rp_trace_free(&got);
 	}
-	CHECK_EQ(rp_cmp_lines(&got, &src, "module ", 1, NULL), 0);
-	CHECK_EQ(rp_cmp_lines(&got, &src, "thread", 1, NULL), 0);
-	CHECK_EQ(rp_cmp_lines(&got, &src, "switch ", 1, NULL), 0);
-	CHECK_EQ(run.res.pt_bytes, s.aux_len[0] + s.aux_len[3]);
-	struct evsum got_dec = decode(out);
-	printf("  decoded: %llu branches, %llu events, %llu gaps (perf.data: %llu, %llu, %llu)\n",
-	       (unsigned long long)got_dec.branches, (unsigned long long)got_dec.events,
-	       (unsigned long long)got_dec.gaps, (unsigned long long)want_dec.branches,
-	       (unsigned long long)want_dec.events, (unsigned long long)want_dec.gaps);
-	CHECK_EQ(got_dec.branches, want_dec.branches);
-	CHECK_EQ(got_dec.gaps, want_dec.gaps);
-	rp_trace_free(&got);
+	o.aux_size = AUX;
 
 	/* 2. a slow consumer: chunks as recorded (up to 28 KiB) into a
 	 * 16 KiB area, three steps per wakeup: TRUNCATED */
@@ -177,25 +185,32 @@ int main(void)
 	k.usr2_every = 0;
 	rp_trace_free(&got);
 
-	/* 4. Ctrl-C before the middle AUX chunk */
-	rp_rewind(&k);
-	for (size_t i = 0, seen = 0; i < k.n_steps && !k.ctrlc_at; i++)
+	/* 4. Ctrl-C before the middle AUX chunk and at four pseudo-random
+	 * steps: the data before the cut, a valid file */
+	size_t cuts[5] = { 0 };
+	for (size_t i = 0, seen = 0; i < k.n_steps && !cuts[0]; i++)
 		if (k.steps[i].kind == RP_AUX && ++seen > n_aux / 2)
-			k.ctrlc_at = i;
-	CHECK_EQ(rp_record(&k, "pt", &o, out, &run), 0);
-	CHECK_STR(k.err, "");
-	CHECK_EQ(run.res.interrupted, 1);
-	CHECK_EQ(rp_trace_load(out, &got), 0);
-	CHECK_EQ(got.read_rc, 0);
-	for (int c = 0; c < ncpu; c++) {
-		uint64_t nw;
-		unsigned cuts;
-		uint8_t *want = rp_want_delivered(&k, c, k.ctrlc_at, &nw, &cuts);
-		CHECK(rp_same_bytes(got.aux[c], got.aux_len[c], want, nw, "ctrl-c", c));
-		free(want);
+			cuts[0] = i;
+	rp_random_cuts(&k, cuts + 1, 4, 11);
+	for (int j = 0; j < 5; j++) {
+		rp_rewind(&k);
+		k.ctrlc_at = cuts[j];
+		CHECK_EQ(rp_record(&k, "pt", &o, out, &run), 0);
+		CHECK_STR(k.err, "");
+		CHECK_EQ(run.res.interrupted, 1);
+		CHECK_EQ(rp_trace_load(out, &got), 0);
+		CHECK_EQ(got.read_rc, 0);
+		for (int c = 0; c < ncpu; c++) {
+			uint64_t nw;
+			unsigned nc;
+			uint8_t *want = rp_want_delivered(&k, c, k.ctrlc_at, &nw, &nc);
+			CHECK(rp_same_bytes(got.aux[c], got.aux_len[c], want, nw, "ctrl-c", c));
+			free(want);
+		}
+		if (!j)
+			CHECK(got.aux_len[3] < s.aux_len[3]);   /* it was cut */
+		rp_trace_free(&got);
 	}
-	CHECK(got.aux_len[3] < s.aux_len[3]);   /* it was cut */
-	rp_trace_free(&got);
 
 	unlink(out);
 	free(k.steps);
