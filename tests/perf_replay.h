@@ -345,6 +345,19 @@ RP_FN int rp_src_load(const char *path, struct rp_src *s)
 	return 0;
 }
 
+/* Loads ../shared/traces/@name into @s (its path in @path).  Returns 1,
+ * 0 if the file is absent (said on stdout: the test skips it), -1 if it
+ * does not parse. */
+RP_FN int rp_src_open(const char *name, char *path, size_t size, struct rp_src *s)
+{
+	snprintf(path, size, "%s/traces/%s", BTR_SHARED_DIR, name);
+	if (access(path, R_OK)) {
+		printf("note: %s absent: its replay is skipped\n", path);
+		return 0;
+	}
+	return rp_src_load(path, s) < 0 ? -1 : 1;
+}
+
 /* ---- the replay kernel ---- */
 
 enum rp_kind { RP_DATA = 1, RP_AUX = 2 };

@@ -50,13 +50,11 @@ static struct brsum decode(const char *path)
 static int run_file(const char *name)
 {
 	char path[4096], out[4096];
-	snprintf(path, sizeof(path), "%s/traces/%s", BTR_SHARED_DIR, name);
-	if (access(path, R_OK)) {
-		printf("note: %s absent: its replay is skipped\n", path);
-		return 0;
-	}
 	struct rp_src s;
-	CHECK_EQ(rp_src_load(path, &s), 0);
+	int have = rp_src_open(name, path, sizeof(path), &s);
+	CHECK(have >= 0);
+	if (have <= 0)
+		return 0;
 	/* the synthesized BTS stream: every LBR stack, oldest branch first */
 	uint64_t total = 0;
 	for (size_t i = 0; i < s.n; i++)

@@ -78,13 +78,11 @@ static void want_upto(const struct rp_trace *src, const size_t *line_of, const s
 static int run_file(const char *name)
 {
 	char path[4096], out[4096];
-	snprintf(path, sizeof(path), "%s/traces/%s", BTR_SHARED_DIR, name);
-	if (access(path, R_OK)) {
-		printf("note: %s absent: its replay is skipped\n", path);
-		return 0;
-	}
 	struct rp_src s;
-	CHECK_EQ(rp_src_load(path, &s), 0);
+	int have = rp_src_open(name, path, sizeof(path), &s);
+	CHECK(have >= 0);
+	if (have <= 0)
+		return 0;
 	struct rp_trace src;
 	CHECK_EQ(rp_trace_load(path, &src), 0);
 	/* no PERF_SAMPLE_CPU in the recording: one ring (--per-thread) */

@@ -57,11 +57,11 @@ static struct evsum decode(const char *path)
 int main(void)
 {
 	char path[4096], out[4096];
-	snprintf(path, sizeof(path), "%s/traces/quipper/perf.data.intel_pt-4.14", BTR_SHARED_DIR);
-	if (access(path, R_OK))
-		check_skip("the Intel PT recording " BTR_SHARED_DIR "/traces/quipper/perf.data.intel_pt-4.14 is absent");
 	struct rp_src s;
-	CHECK_EQ(rp_src_load(path, &s), 0);
+	int have = rp_src_open("quipper/perf.data.intel_pt-4.14", path, sizeof(path), &s);
+	CHECK(have >= 0);
+	if (have <= 0)
+		check_skip("the Intel PT recording " BTR_SHARED_DIR "/traces/quipper/perf.data.intel_pt-4.14 is absent");
 	struct rp_trace src;
 	CHECK_EQ(rp_trace_load(path, &src), 0);
 	int ncpu = s.max_cpu + 1;
