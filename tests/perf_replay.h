@@ -418,6 +418,7 @@ struct rp {
 	/* the script */
 	unsigned per_poll;        /* steps per poll, at most (varied) */
 	int lossy;                /* 1: a slow consumer: drop what does not fit */
+	int reverse_cpus;         /* 1: the recording's CPU c is CPU ncpus-1-c here */
 	unsigned burst;           /* lossy: steps per poll */
 	uint64_t aux_piece;       /* largest AUX chunk per AUX record (0: as recorded) */
 	size_t ctrlc_at;          /* SIGINT before this step (0: never; n_steps: after the last) */
@@ -695,7 +696,7 @@ RP_FN size_t rp_encode(const struct rp_ring *rg, const struct rp_step *s, uint8_
 			n += 8;
 		}
 		if (st & RP_S_CPU) {
-			uint32_t c[2] = { (uint32_t)(s->cpu < 0 ? 0 : s->cpu), 0 };
+			uint32_t c[2] = { (uint32_t)(rg->cpu >= 0 ? rg->cpu : s->cpu < 0 ? 0 : s->cpu), 0 };
 			memcpy(out + n, c, 8);
 			n += 8;
 		}
@@ -733,7 +734,7 @@ RP_FN size_t rp_encode(const struct rp_ring *rg, const struct rp_step *s, uint8_
 		memcpy(out + n, s->body, s->body_len);
 		n += s->body_len;
 	}
-	n += rp_sample_id(rg, s->pid, s->tid, s->time, s->cpu, out + n);
+	n += rp_sample_id(rg, s->pid, s->tid, s->time, rg->cpu < 0 ? s->cpu : rg->cpu, out + n);
 	uint16_t size = (uint16_t)n;
 	memcpy(out, &type, 4);
 	memcpy(out + 4, &misc, 2);
@@ -764,7 +765,7 @@ RP_FN int rp_reserve(struct rp *k, struct rp_ring *rg, const struct rp_step *s, 
 		memset(lost + 4, 0, 2);
 		memcpy(lost + 8, &rg->id, 8);
 		memcpy(lost + 16, &rg->lost, 8);
-		ln = 24 + rp_sample_id(rg, s->pid, s->tid, s->time, s->cpu, lost + 24);
+		ln = 24 + rp_sample_id(rg, s->pid, s->tid, s->time, rg->cpu < 0 ? s->cpu : rg->cpu, lost + 24);
 		uint16_t sz = (uint16_t)ln;
 		memcpy(lost + 6, &sz, 2);
 	}
@@ -783,12 +784,19 @@ RP_FN int rp_reserve(struct rp *k, struct rp_ring *rg, const struct rp_step *s, 
 	return 1;
 }
 
+/* The CPU the recording's CPU @cpu is here. */
+RP_FN int rp_cpu_of(const struct rp *k, int cpu)
+{
+	if (cpu < 0)
+		cpu = 0;
+	return k->reverse_cpus && cpu < k->ncpus ? k->ncpus - 1 - cpu : cpu;
+}
+
 RP_FN struct rp_ring *rp_ring_cpu(struct rp *k, int cpu)
 {
 	if (k->rings[RP_MAX_CPU].open)
 		return &k->rings[RP_MAX_CPU];
-	if (cpu < 0)
-		cpu = 0;
+	cpu = rp_cpu_of(k, cpu);
 	return cpu < RP_MAX_CPU && k->rings[cpu].open ? &k->rings[cpu] : NULL;
 }
 
@@ -1076,6 +1084,11 @@ struct rp_trace {
 	uint64_t aux_len[RP_MAX_CPU];
 	uint64_t next_off[RP_MAX_CPU];
 	unsigned jumps[RP_MAX_CPU];
+	/* per AUX record: { first byte in aux[cpu], MODULE_LOAD records
+	 * before it in the file } */
+	uint64_t *aux_at[RP_MAX_CPU];
+	size_t n_aux_at[RP_MAX_CPU];
+	uint64_t modules;
 	int read_rc;
 };
 
@@ -1084,8 +1097,10 @@ RP_FN void rp_trace_free(struct rp_trace *t)
 	for (size_t i = 0; i < t->n_lines; i++)
 		free(t->lines[i]);
 	free(t->lines);
-	for (int c = 0; c < RP_MAX_CPU; c++)
+	for (int c = 0; c < RP_MAX_CPU; c++) {
 		free(t->aux[c]);
+		free(t->aux_at[c]);
+	}
 	memset(t, 0, sizeof(*t));
 }
 
@@ -1107,11 +1122,16 @@ RP_FN int rp_trace_load(const char *path, struct rp_trace *t)
 			if (t->aux_len[c] && rec.u.data.stream_offset != t->next_off[c])
 				t->jumps[c]++;
 			t->next_off[c] = rec.u.data.stream_offset + rec.u.data.size;
+			t->aux_at[c] = realloc(t->aux_at[c], (t->n_aux_at[c] + 1) * 2 * sizeof(uint64_t));
+			t->aux_at[c][2 * t->n_aux_at[c]] = t->aux_len[c];
+			t->aux_at[c][2 * t->n_aux_at[c]++ + 1] = t->modules;
 			t->aux[c] = realloc(t->aux[c], t->aux_len[c] + rec.u.data.size + 1);
 			memcpy(t->aux[c] + t->aux_len[c], rec.u.data.data, rec.u.data.size);
 			t->aux_len[c] += rec.u.data.size;
 			continue;
 		}
+		if (rec.type == BTR_REC_MODULE_LOAD)
+			t->modules++;
 		if (!rp_rec_line(&rec, line, sizeof(line)))
 			continue;
 		if (t->n_lines == cap)
@@ -1299,6 +1319,35 @@ RP_FN void rp_random_cuts(const struct rp *k, size_t *cuts, int n, unsigned seed
 		seed = seed * 1103515245u + 12345u;
 		cuts[j] = k->n_steps > 1 ? 1 + (seed >> 8) % (k->n_steps - 1) : 1;
 	}
+}
+
+/* Whether @t (a full delivery of @k's steps) puts every AUX chunk after
+ * the module records of every MMAP the kernel wrote before it, on any
+ * CPU: a decoder reading the file in order must know a module before it
+ * meets the trace that runs in it.  Says the first violation. */
+RP_FN int rp_modules_before_aux(const struct rp *k, const struct rp_trace *t)
+{
+	uint64_t mmaps = 0;
+	for (size_t i = 0; i < k->n_steps; i++) {
+		const struct rp_step *st = &k->steps[i];
+		if (st->kind == RP_DATA && (st->type == BTR_PERF_RECORD_MMAP || st->type == BTR_PERF_RECORD_MMAP2))
+			mmaps++;
+		int c = rp_cpu_of(k, st->cpu);
+		if (st->kind != RP_AUX || !st->aux_len || c >= RP_MAX_CPU)
+			continue;
+		/* the .btr record holding the chunk's first byte */
+		const uint64_t *at = t->aux_at[c];
+		size_t j = 0;
+		while (j + 1 < t->n_aux_at[c] && at[2 * (j + 1)] <= st->aux_pos)
+			j++;
+		if (!t->n_aux_at[c] || at[2 * j + 1] < mmaps) {
+			fprintf(stderr, "  the AUX bytes at %llu of cpu %d follow %llu MMAP records in the kernel's order "
+				"but only %llu module records in the .btr\n", (unsigned long long)st->aux_pos, c,
+				(unsigned long long)mmaps, (unsigned long long)(t->n_aux_at[c] ? at[2 * j + 1] : 0));
+			return 0;
+		}
+	}
+	return 1;
 }
 
 #endif

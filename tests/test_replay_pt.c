@@ -6,7 +6,9 @@
  * rings, the AUX area at aux_offset, AUX records in the recorded order and
  * sizes.  The .btr must hold, per CPU, exactly the AUX bytes btr reads
  * from the perf.data, and the same sideband:
- *   1. AUX areas of 4, 16 and 64 KiB written a quarter at a time;
+ *   1. AUX areas of 4, 16 and 64 KiB written a quarter at a time, and
+ *      the CPUs numbered the other way round: every module record must
+ *      come before the trace that runs in it;
  *   2. a slow consumer: chunks cut where the AUX area is full (AUX
  *      records flagged TRUNCATED) - the .btr holds exactly the delivered
  *      bytes and marks each cut as a jump in stream_offset, so that the
@@ -107,6 +109,9 @@ int main(void)
 		rp_rewind(&k);
 		o.aux_size = sizes[z];
 		k.aux_piece = sizes[z] / 4;
+		/* the largest area: a recorder that wakes up late, when the
+		 * rings of several CPUs hold many records each */
+		k.per_poll = z == 2 ? 64 : 8;
 		CHECK_EQ(rp_record(&k, "pt", &o, out, &run), 0);
 		CHECK_STR(k.err, "");
 		CHECK_EQ(k.next, k.n_steps);
@@ -120,6 +125,7 @@ int main(void)
 		CHECK_EQ(rp_cmp_lines(&got, &src, "thread", 1, NULL), 0);
 		CHECK_EQ(rp_cmp_lines(&got, &src, "switch ", 1, NULL), 0);
 		CHECK_EQ(run.res.pt_bytes, s.aux_len[0] + s.aux_len[3]);
+		CHECK(rp_modules_before_aux(&k, &got));
 		struct evsum got_dec = decode(out);
 		printf("  AUX %llu: decoded %llu branches, %llu gaps (perf.data: %llu, %llu)\n",
 		       (unsigned long long)sizes[z], (unsigned long long)got_dec.branches,
@@ -130,6 +136,29 @@ int main(void)
 		rp_trace_free(&got);
 	}
 	o.aux_size = AUX;
+	k.per_poll = 8;
+
+	/* 1b. the same recording with its CPUs numbered the other way round
+	 * (CPU 0's data on CPU 3 and so on), woken late (up to 1000 steps
+	 * per wakeup: the whole recording at once): the kernel writes
+	 * MMAPs into a higher CPU's ring before another CPU's AUX data the
+	 * code runs in; the .btr must still have each module before that
+	 * data, whatever order the rings are read in */
+	rp_rewind(&k);
+	k.reverse_cpus = 1;
+	k.per_poll = 1000;
+	k.aux_piece = AUX / 4;
+	CHECK_EQ(rp_record(&k, "pt", &o, out, &run), 0);
+	CHECK_STR(k.err, "");
+	CHECK_EQ(rp_trace_load(out, &got), 0);
+	for (int c = 0; c < ncpu; c++)
+		CHECK(rp_same_bytes(got.aux[ncpu - 1 - c], got.aux_len[ncpu - 1 - c], s.aux[c], s.aux_len[c],
+				    "renumbered", c));
+	CHECK_EQ(rp_cmp_lines(&got, &src, "module ", 1, NULL), 0);
+	CHECK(rp_modules_before_aux(&k, &got));
+	rp_trace_free(&got);
+	k.reverse_cpus = 0;
+	k.per_poll = 8;
 
 	/* 2. a slow consumer: chunks as recorded (up to 28 KiB) into a
 	 * 16 KiB area, three steps per wakeup: TRUNCATED */

@@ -60,6 +60,7 @@ _Static_assert(offsetof(struct perf_event_attr, sig_data) == offsetof(struct btr
 	       "sig_data");
 
 #define DATA_PAGES 64          /* data ring: 256 KiB per event */
+#define AUX_MARKS 64           /* AUX records held per ring until the sideband of every ring is written */
 #define MAX_RINGS 1024
 
 struct ring {
@@ -75,6 +76,10 @@ struct ring {
 	uint64_t aux_skew;         /* added to AUX positions: a jump per lost stretch */
 	uint64_t snap_off;         /* snapshot: the in-area offset the last one ended at */
 	int snap_wrapped;          /* snapshot: the hardware has gone round the area */
+	/* the AUX chunks the ring's PERF_RECORD_AUX told of, not yet
+	 * written: where each ends, and whether a hole follows it */
+	struct { uint64_t end; int hole; } marks[AUX_MARKS];
+	unsigned n_marks;
 };
 
 struct rec_state {
@@ -212,6 +217,25 @@ static void snapshot_aux(struct rec_state *st, struct ring *rg, int final)
 		k->ioctl(k->ctx, rg->fd, PERF_EVENT_IOC_ENABLE, 0);
 }
 
+/* Writes the AUX chunks ring @rg's PERF_RECORD_AUX records told of, each
+ * chunk's bytes only: what follows a truncated (or partial, collided)
+ * chunk does not continue it, and a jump in the stream positions says so
+ * to the decoder (it then waits for the next PSB instead of splicing
+ * unrelated packets together). */
+static void drain_aux_marks(struct rec_state *st, struct ring *rg)
+{
+	for (unsigned i = 0; i < rg->n_marks; i++) {
+		drain_aux(st, rg, rg->marks[i].end);
+		if (rg->marks[i].hole)
+			rg->aux_skew += rg->aux_len;
+	}
+	rg->n_marks = 0;
+}
+
+/* Writes the records of ring @rg's data ring and notes its AUX records
+ * (drain_aux_marks writes their data once every ring's records are
+ * written: a module mapped on one CPU must come before the trace that
+ * runs in it on another). */
 static void drain_ring(struct rec_state *st, struct ring *rg)
 {
 	struct btr_perf_ring_rec rr;
@@ -230,14 +254,11 @@ static void drain_ring(struct rec_state *st, struct ring *rg)
 				st->aux_collisions++;
 			if (st->pc->snapshot || !rg->aux)
 				continue;
-			/* this chunk's bytes only: what follows a truncated
-			 * (or partial, collided) chunk does not continue it,
-			 * and a jump in the stream positions says so to the
-			 * decoder (it then waits for the next PSB instead of
-			 * splicing unrelated packets together) */
-			drain_aux(st, rg, a.offset + a.size);
-			if (a.flags & (BTR_PERF_AUX_TRUNCATED | BTR_PERF_AUX_PARTIAL | BTR_PERF_AUX_COLLISION))
-				rg->aux_skew += rg->aux_len;
+			if (rg->n_marks == AUX_MARKS)
+				drain_aux_marks(st, rg);   /* a long batch: keep the order within the ring */
+			rg->marks[rg->n_marks].end = a.offset + a.size;
+			rg->marks[rg->n_marks++].hole =
+				!!(a.flags & (BTR_PERF_AUX_TRUNCATED | BTR_PERF_AUX_PARTIAL | BTR_PERF_AUX_COLLISION));
 			continue;
 		}
 		if (rr.type == BTR_PERF_RECORD_LOST || rr.type == BTR_PERF_RECORD_LOST_SAMPLES)
@@ -252,8 +273,6 @@ static void drain_ring(struct rec_state *st, struct ring *rg)
 		}
 	}
 	btr_perf_ring_end(rg->r);
-	if (!st->pc->snapshot && rg->aux)
-		drain_aux(st, rg, UINT64_MAX);
 }
 
 static void close_rings(struct rec_state *st)
@@ -607,6 +626,8 @@ int btr_perf_capture_run(const struct btr_capture_opts *opts, struct btr_perf_ca
 		k->poll(k->ctx, pfd, st.n_rings, 100);
 		for (unsigned i = 0; i < st.n_rings; i++)
 			drain_ring(&st, &st.rings[i]);
+		for (unsigned i = 0; i < st.n_rings; i++)
+			drain_aux_marks(&st, &st.rings[i]);
 		if (snapshot_flag && pc->snapshot) {
 			snapshot_flag = 0;
 			for (unsigned i = 0; i < st.n_rings; i++)
@@ -632,6 +653,13 @@ int btr_perf_capture_run(const struct btr_capture_opts *opts, struct btr_perf_ca
 	for (unsigned i = 0; i < st.n_rings; i++) {
 		k->ioctl(k->ctx, st.rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
 		drain_ring(&st, &st.rings[i]);
+	}
+	for (unsigned i = 0; i < st.n_rings; i++) {
+		drain_aux_marks(&st, &st.rings[i]);
+		/* bytes no AUX record told of (the kernel publishes aux_head
+		 * with one, so there should be none) */
+		if (!pc->snapshot && st.rings[i].aux)
+			drain_aux(&st, &st.rings[i], UINT64_MAX);
 		if (pc->snapshot)
 			snapshot_aux(&st, &st.rings[i], 1);
 		if (st.rings[i].r) {
