@@ -1350,4 +1350,25 @@ RP_FN int rp_modules_before_aux(const struct rp *k, const struct rp_trace *t)
 	return 1;
 }
 
+/* `btr script -F @fields @path` (the CLI of this build): a hash of its
+ * output in order, and its number of lines (*@lines; 0 if it failed). */
+RP_FN uint64_t rp_script(const char *path, const char *fields, uint64_t *lines)
+{
+	char cmd[8192], buf[4096];
+	snprintf(cmd, sizeof(cmd), "'%s/btr' script --no-progress -F %s '%s' 2>/dev/null", BTR_BINARY_DIR, fields, path);
+	uint64_t h = 1469598103934665603ull;
+	*lines = 0;
+	FILE *f = popen(cmd, "r");
+	if (!f)
+		return 0;
+	while (fgets(buf, sizeof(buf), f)) {
+		for (const char *p = buf; *p; p++)
+			h = (h ^ (uint8_t)*p) * 1099511628211ull;
+		(*lines)++;
+	}
+	if (pclose(f) != 0)
+		*lines = 0;
+	return h;
+}
+
 #endif

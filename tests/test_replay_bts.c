@@ -119,6 +119,15 @@ static int run_file(const char *name)
 	CHECK_EQ(got_br.n, pos / 24);
 	CHECK_EQ(got_br.n, want_br.n);
 	CHECK_EQ(got_br.ordered, want_br.ordered);
+	/* as the user sees it: `btr script` prints the same branches (the
+	 * addresses: BTS has no thread of its own here - the replay's traced
+	 * command is another process - and no LBR flags) */
+	uint64_t lg, lw;
+	uint64_t hg = rp_script(out, "addr", &lg), hw = rp_script(path, "addr", &lw);
+	printf("  btr script: %llu lines (perf.data %llu)\n", (unsigned long long)lg, (unsigned long long)lw);
+	CHECK(lw > 0);
+	CHECK_EQ(lg, lw);
+	CHECK_EQ(hg, hw);
 	rp_trace_free(&got);
 
 	/* 2. a slow consumer: 20 steps per wakeup into 4 KiB */

@@ -133,8 +133,17 @@ static int run_file(const char *name)
 	CHECK(want_br.n > 0);
 	CHECK_EQ(got_br.n, want_br.n);
 	CHECK_EQ(got_br.sum, want_br.sum);
-	if (per_thread)
+	if (per_thread) {
 		CHECK_EQ(got_br.ordered, want_br.ordered);
+		/* and as the user sees it: `btr script` prints the same lines */
+		uint64_t lg, lw;
+		uint64_t hg = rp_script(out, "tid,time,addr,kind,flags", &lg);
+		uint64_t hw = rp_script(path, "tid,time,addr,kind,flags", &lw);
+		printf("  btr script: %llu lines (perf.data %llu)\n", (unsigned long long)lg, (unsigned long long)lw);
+		CHECK(lw > 0);
+		CHECK_EQ(lg, lw);
+		CHECK_EQ(hg, hw);
+	}
 	rp_trace_free(&got);
 
 	/* 2. a slow consumer: a burst of steps per wakeup overruns the
