@@ -620,6 +620,20 @@ RP_FN void rp_put(struct rp_ring *rg, const void *p, uint64_t len)
 	rg->khead += len;
 }
 
+/* Stores u64 @v / the u32 pair {@a, @b} at @out + @n; returns n + 8. */
+RP_FN size_t rp_w64(uint8_t *out, size_t n, uint64_t v)
+{
+	memcpy(out + n, &v, 8);
+	return n + 8;
+}
+
+RP_FN size_t rp_w32x2(uint8_t *out, size_t n, uint32_t a, uint32_t b)
+{
+	memcpy(out + n, &a, 4);
+	memcpy(out + n + 4, &b, 4);
+	return n + 8;
+}
+
 /* The sample_id trailer for the ring's attr (perf_event_header__init_id). */
 RP_FN size_t rp_sample_id(const struct rp_ring *rg, uint32_t pid, uint32_t tid, uint64_t time, int cpu, uint8_t *out)
 {
@@ -627,32 +641,18 @@ RP_FN size_t rp_sample_id(const struct rp_ring *rg, uint32_t pid, uint32_t tid, 
 	size_t n = 0;
 	if (!(rg->attr.flags & BTR_PA_SAMPLE_ID_ALL))
 		return 0;
-	if (st & RP_S_TID) {
-		memcpy(out + n, &pid, 4);
-		memcpy(out + n + 4, &tid, 4);
-		n += 8;
-	}
-	if (st & RP_S_TIME) {
-		memcpy(out + n, &time, 8);
-		n += 8;
-	}
-	if (st & RP_S_ID) {
-		memcpy(out + n, &rg->id, 8);
-		n += 8;
-	}
-	if (st & RP_S_STREAM_ID) {
-		memcpy(out + n, &rg->id, 8);
-		n += 8;
-	}
-	if (st & RP_S_CPU) {
-		uint32_t c[2] = { (uint32_t)(cpu < 0 ? 0 : cpu), 0 };
-		memcpy(out + n, c, 8);
-		n += 8;
-	}
-	if (st & RP_S_IDENTIFIER) {
-		memcpy(out + n, &rg->id, 8);
-		n += 8;
-	}
+	if (st & RP_S_TID)
+		n = rp_w32x2(out, n, pid, tid);
+	if (st & RP_S_TIME)
+		n = rp_w64(out, n, time);
+	if (st & RP_S_ID)
+		n = rp_w64(out, n, rg->id);
+	if (st & RP_S_STREAM_ID)
+		n = rp_w64(out, n, rg->id);
+	if (st & RP_S_CPU)
+		n = rp_w32x2(out, n, (uint32_t)(cpu < 0 ? 0 : cpu), 0);
+	if (st & RP_S_IDENTIFIER)
+		n = rp_w64(out, n, rg->id);
 	return n;
 }
 
@@ -666,51 +666,29 @@ RP_FN size_t rp_encode(const struct rp_ring *rg, const struct rp_step *s, uint8_
 	if (s->sample) {
 		const struct rp_src_rec *r = s->sample;
 		uint64_t st = rg->attr.sample_type;
-		if (st & RP_S_IDENTIFIER) {
-			memcpy(out + n, &rg->id, 8);
-			n += 8;
-		}
-		if (st & RP_S_IP) {
-			memcpy(out + n, &r->ip, 8);
-			n += 8;
-		}
-		if (st & RP_S_TID) {
-			memcpy(out + n, &r->pid, 4);
-			memcpy(out + n + 4, &r->tid, 4);
-			n += 8;
-		}
-		if (st & RP_S_TIME) {
-			memcpy(out + n, &r->time, 8);
-			n += 8;
-		}
-		if (st & RP_S_ADDR) {
-			memset(out + n, 0, 8);
-			n += 8;
-		}
-		if (st & RP_S_ID) {
-			memcpy(out + n, &rg->id, 8);
-			n += 8;
-		}
-		if (st & RP_S_STREAM_ID) {
-			memcpy(out + n, &rg->id, 8);
-			n += 8;
-		}
-		if (st & RP_S_CPU) {
-			uint32_t c[2] = { (uint32_t)(rg->cpu >= 0 ? rg->cpu : s->cpu < 0 ? 0 : s->cpu), 0 };
-			memcpy(out + n, c, 8);
-			n += 8;
-		}
-		if (st & RP_S_PERIOD) {
-			memcpy(out + n, &r->period, 8);
-			n += 8;
-		}
+		if (st & RP_S_IDENTIFIER)
+			n = rp_w64(out, n, rg->id);
+		if (st & RP_S_IP)
+			n = rp_w64(out, n, r->ip);
+		if (st & RP_S_TID)
+			n = rp_w32x2(out, n, r->pid, r->tid);
+		if (st & RP_S_TIME)
+			n = rp_w64(out, n, r->time);
+		if (st & RP_S_ADDR)
+			n = rp_w64(out, n, 0);
+		if (st & RP_S_ID)
+			n = rp_w64(out, n, rg->id);
+		if (st & RP_S_STREAM_ID)
+			n = rp_w64(out, n, rg->id);
+		if (st & RP_S_CPU)
+			n = rp_w32x2(out, n, (uint32_t)(rg->cpu >= 0 ? rg->cpu : s->cpu < 0 ? 0 : s->cpu), 0);
+		if (st & RP_S_PERIOD)
+			n = rp_w64(out, n, r->period);
 		if (st & RP_S_BRANCH_STACK) {
-			memcpy(out + n, &r->nr_br, 8);
-			n += 8;
+			n = rp_w64(out, n, r->nr_br);
 			if (rg->attr.branch_sample_type & RP_BRANCH_HW_INDEX) {
 				uint64_t idx = (uint64_t)-1;
-				memcpy(out + n, &idx, 8);
-				n += 8;
+				n = rp_w64(out, n, idx);
 			}
 			memcpy(out + n, r->br, 24 * r->nr_br);
 			n += 24 * r->nr_br;
@@ -725,9 +703,7 @@ RP_FN size_t rp_encode(const struct rp_ring *rg, const struct rp_step *s, uint8_
 		memset(out + n, 0, 24);
 		n += 24;
 		uint32_t prot = 5, flags = 2;   /* PROT_READ|PROT_EXEC, MAP_PRIVATE */
-		memcpy(out + n, &prot, 4);
-		memcpy(out + n + 4, &flags, 4);
-		n += 8;
+		n = rp_w32x2(out, n, prot, flags);
 		memcpy(out + n, s->body + 32, s->body_len - 32);
 		n += s->body_len - 32;
 	} else {
