@@ -228,9 +228,27 @@ void ptf_flush_branches(struct btr_ptflow *f)
 		ptf_bbuf_fill(f, 0);
 }
 
+/* The TSX state the events @t/@payload change (before any filtering of
+ * events by the callbacks). */
+static void tsx_state(struct btr_ptflow *f, enum btr_flow_event_type t, uint64_t payload)
+{
+	if (t == BTR_FLOW_TSX && payload && !f->intx) {
+		f->intx = 1;
+		f->tx_insns = f->st.insns;
+	} else if (t == BTR_FLOW_TSX && !payload) {
+		f->intx = 0;
+	} else if (t == BTR_FLOW_TSX_ABORT && f->intx) {
+		f->st.tsx_aborts++;
+		f->st.tsx_aborted_insns += f->st.insns - f->tx_insns;
+		f->intx = 0;
+	}
+}
+
 void ptf_emit_event(struct btr_ptflow *f, enum btr_flow_event_type t, int reason,
 		       uint64_t ip, uint64_t payload)
 {
+	if (btr_unlikely(t == BTR_FLOW_TSX || t == BTR_FLOW_TSX_ABORT))
+		tsx_state(f, t, payload);
 	if (t == BTR_FLOW_GAP)
 		f->st.gaps++;
 	if (t == BTR_FLOW_OVERFLOW)
@@ -264,6 +282,8 @@ void ptf_emit_insns(struct btr_ptflow *f, const struct blk *b, unsigned n)
 			in.imm = c->end_imm;
 			in.target = (c->end_flags & BTR_INSN_DIRECT) ? b->to[1] : 0;
 		}
+		if (f->intx)
+			in.flags |= BTR_INSN_IN_TX;
 		if (f->cb->insn(f->cb->ctx, ip, &in))
 			f->stopped = 1;
 		ip += lens[i];
@@ -341,7 +361,7 @@ static void on_tnt(struct btr_ptflow *f, uint64_t bits, unsigned n)
 	if (f->pend)
 		return;  /* waiting for the deferred TIP */
 	size_t used = 0;
-	int r = f->cb->insn ? ptf_walk(f, G_TNT, 0, 0, NULL) : ptf_walk_fast(f, NULL, 0, 0, 0, &used);
+	int r = f->cb->insn || f->intx ? ptf_walk(f, G_TNT, 0, 0, NULL) : ptf_walk_fast(f, NULL, 0, 0, 0, &used);
 	if (r < 0)
 		ptf_gap(f, r, f->ip);
 }
@@ -412,7 +432,7 @@ void ptf_on_tip(struct btr_ptflow *f, uint64_t ip, int suppressed)
 		/* Bits queued behind a deferred TIP. */
 		if (f->en == EN_ON && f->tnt_total) {
 			size_t used = 0;
-			int r = f->cb->insn ? ptf_walk(f, G_TNT, 0, 0, NULL)
+			int r = f->cb->insn || f->intx ? ptf_walk(f, G_TNT, 0, 0, NULL)
 					    : ptf_walk_fast(f, NULL, 0, 0, 0, &used);
 			if (r < 0)
 				ptf_gap(f, r, f->ip);
@@ -671,8 +691,13 @@ static void on_mode_exec(struct btr_ptflow *f, uint8_t b)
  * the abort, then a TIP. */
 static void on_mode_tsx(struct btr_ptflow *f, uint8_t b)
 {
-	if (f->in_psb)
+	if (f->in_psb) {
+		/* the state at the PSB: in a transaction or not */
+		if ((b & 1) && !f->intx)
+			f->tx_insns = f->st.insns;
+		f->intx = b & 1;
 		return;
+	}
 	if (b & 2) {
 		f->tsx_abort = 1;
 	} else {
@@ -1021,7 +1046,7 @@ static size_t run(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit
 		uint8_t c = p[i];
 		if (((!(c & 1) && c > 0x02) || (c == 0x02 && i + 8 <= n && p[i + 1] == 0xa3) ||
 		     ((c & 0x1f) == 0x0d && (c >> 5) && !f->async_pending && !f->fup_status)) &&
-		    f->en == EN_ON && !f->pend && !f->tq_cnt && !f->cb->insn) {
+		    f->en == EN_ON && !f->pend && !f->tq_cnt && !f->cb->insn && !f->intx) {
 			/* TNT and TIP packets while the flow is known: walk
 			 * straight from the packet bytes. */
 			size_t used = i;

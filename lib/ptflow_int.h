@@ -151,6 +151,8 @@ struct btr_ptflow {
 	uint8_t tsx_abort;       /* MODE.TSX with abort seen: next FUP+TIP is an abort */
 	uint8_t tsx_pend;        /* MODE.TSX begin/commit seen: 1 + InTX, reported at its FUP's IP */
 	uint8_t after_ovf;       /* OVF seen: the next FUP is the resume IP */
+	uint8_t intx;            /* inside a TSX transaction (BTR_BF_IN_TX) */
+	uint64_t tx_insns;       /* st.insns when the transaction began */
 	uint8_t in_psb;
 	uint8_t psb_fup;         /* FUP seen in this PSB+ */
 	uint8_t psb_on;          /* tracing was on (flow known) when this PSB+ began */
@@ -257,7 +259,7 @@ static inline void emit_branch(struct btr_ptflow *f, uint64_t from, uint64_t to,
 	b.kind = (uint8_t)kind;
 	b.reserved = 0;
 	b.pid = f->cfg.pid;
-	flags |= BTR_BF_INSNS | KFLAGS(from, to);
+	flags |= BTR_BF_INSNS | KFLAGS(from, to) | (f->intx ? BTR_BF_IN_TX : 0);
 	if (f->tsc)
 		flags |= BTR_BF_TSC;
 	if (f->have_cyc) {

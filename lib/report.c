@@ -25,6 +25,8 @@ struct thr {
 	uint64_t prev_to;   /* target of the previous branch */
 	int prev_valid;
 	int used;
+	int in_tx;          /* inside a TSX transaction: */
+	uint64_t tx_insns;  /* its instructions so far */
 };
 
 struct blk {
@@ -265,6 +267,18 @@ static inline int count_branch(struct btr_report *r, struct thr *t, const struct
 		res->has_insns = 1;
 		res->insns += n;
 		t->pub.insns += n;
+	}
+	if (btr_unlikely((f & BTR_BF_IN_TX) || t->in_tx ||
+			 (f & (BTR_BF_TSX_ABORT | BTR_BF_INSNS)) == (BTR_BF_TSX_ABORT | BTR_BF_INSNS))) {
+		/* the rule of btr/blocks.h */
+		t->in_tx = (f & BTR_BF_IN_TX) != 0;
+		t->tx_insns += n;
+		if (f & BTR_BF_TSX_ABORT) {
+			res->tsx_aborts++;
+			res->aborted_insns += t->tx_insns;
+		}
+		if (!t->in_tx)
+			t->tx_insns = 0;
 	}
 	if (btr_unlikely(b->pid != t->pid) && b->pid)
 		t->pid = b->pid;

@@ -8,8 +8,8 @@
 #  - flow: `btr pt decode NAME.pt --raw NAME.bin:ORG --insn` (plus the
 #    options the case's `; opt:ptxed` and `; cpu` lines imply, mapped onto
 #    btr's) must print exactly the executed instruction addresses of
-#    NAME-ptxed.exp, in order (a leading "? " - speculative, in a TSX
-#    transaction - is part of the flow too).  Cases whose ptxed prints
+#    NAME-ptxed.exp, in order, with ptxed's mark of an instruction that
+#    ran speculatively in a TSX transaction ("? ADDR"; btr: "ADDR ?").  Cases whose ptxed prints
 #    only the instruction count (--quiet --stat:insn) compare the count.
 #    A case with `; cpu F/M` lines runs once per distinct set of errata
 #    btr applies among those CPUs (asked from btr itself), so every
@@ -20,6 +20,10 @@
 #    instructions before it.  A case that expects no instructions is passed
 #    by its events; one that expects neither is counted as vacuous, not as
 #    a pass (printing nothing cannot pass it).
+#    Where the case has TSX aborts, `--stat --format json` must count as
+#    aborted_instructions the "? " instructions ptxed printed since the
+#    transaction began (or since the PSB+ that found it open) up to its
+#    "[aborted]".
 #  - dump: `btr pt dump` (with --errata-cpu of the case's first `; cpu`)
 #    must print the packets of NAME-ptdump.exp: the same offsets and
 #    packet kinds, in order (payload wording differs).
@@ -244,10 +248,17 @@ for ptt in "$dir"/*.ptt "$own"/*.ptt; do
 	[[ $xopt == *" --no-retcomp "* ]] && args+=(--no-retcomp)
 	count_only=0
 	[[ $xopt == *" --quiet "* && $xopt == *" --stat:insn "* ]] && count_only=1
-	W=(); want=; EV=()
+	W=(); want=; EV=(); spec=0; aborted=-1
 	while IFS= read -r line; do
 		if [[ $line =~ ^(\?\ )?([0-9a-f]{16}) ]]; then
-			W+=("${BASH_REMATCH[2]}")
+			W+=("${BASH_REMATCH[1]}${BASH_REMATCH[2]}")
+			[ -n "${BASH_REMATCH[1]}" ] && spec=$((spec+1))
+		elif [[ $line == "[aborted"* ]]; then
+			aborted=$(( (aborted < 0 ? 0 : aborted) + spec )); spec=0
+			ev_line "$line" ${#W[@]}
+		elif [[ $line == "[begin transaction"* || $line == "[committed"* ]]; then
+			spec=0
+			ev_line "$line" ${#W[@]}
 		elif [[ $line =~ ^insn:\ *([0-9]+) ]]; then
 			want=${BASH_REMATCH[1]}
 		elif [[ $line == "["* ]]; then
@@ -284,8 +295,8 @@ for ptt in "$dir"/*.ptt "$own"/*.ptt; do
 		else
 			G=(); EV=()
 			while IFS= read -r line; do
-				if [[ $line =~ ^[0-9a-f]{16}$ ]]; then
-					G+=("$line")
+				if [[ $line =~ ^([0-9a-f]{16})(\ \?)?$ ]]; then
+					G+=("${BASH_REMATCH[2]:+? }${BASH_REMATCH[1]}")
 				elif [[ $line == "["* ]]; then
 					ev_line "$line" ${#G[@]}
 				fi
@@ -293,6 +304,11 @@ for ptt in "$dir"/*.ptt "$own"/*.ptt; do
 			ev_norm $resync
 			GE=("${EV[@]}")
 			d=$(first_diff W G)
+			if [ -z "$d" ] && [ "$aborted" -ge 0 ]; then
+				out=$("$btr" pt decode "${args[@]}" "${copt[@]}" --stat --format json 2>/dev/null)
+				[[ $out =~ \"aborted_instructions\":\ *([0-9]+) ]] && got=${BASH_REMATCH[1]} || got=none
+				[ "$got" = "$aborted" ] || d="aborted_instructions $got, want $aborted"
+			fi
 			if [ -n "$d" ]; then
 				ok=0; detail="cpu $cpu: $d"
 			else

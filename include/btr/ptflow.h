@@ -150,6 +150,9 @@ struct btr_ptflow_stats {
 	uint64_t by_kind[BTR_KIND__COUNT];
 	uint64_t overflows;      /* OVF packets */
 	uint64_t blocks_decoded; /* block cache misses (basic blocks decoded) */
+	/* TSX: transactions that aborted (MODE.TSX abort while in one) and
+	 * the instructions they had executed (counted in @insns too). */
+	uint64_t tsx_aborts, tsx_aborted_insns;
 };
 /* Fills @st with the totals since btr_ptflow_new (all decode calls); with
  * zeros if @f is NULL. */
