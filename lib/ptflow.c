@@ -229,26 +229,33 @@ void ptf_flush_branches(struct btr_ptflow *f)
 }
 
 /* The TSX state the events @t/@payload change (before any filtering of
- * events by the callbacks). */
-static void tsx_state(struct btr_ptflow *f, enum btr_flow_event_type t, uint64_t payload)
+ * events by the callbacks).  For an abort, returns the instructions the
+ * transaction had executed (the event's payload, btr/ptflow.h). */
+static uint64_t tsx_state(struct btr_ptflow *f, enum btr_flow_event_type t, uint64_t payload)
 {
+	uint64_t n = 0;
 	if (t == BTR_FLOW_TSX && payload && !f->intx) {
 		f->intx = 1;
 		f->tx_insns = f->st.insns;
 	} else if (t == BTR_FLOW_TSX && !payload) {
 		f->intx = 0;
 	} else if (t == BTR_FLOW_TSX_ABORT && f->intx) {
+		n = f->st.insns - f->tx_insns;
 		f->st.tsx_aborts++;
-		f->st.tsx_aborted_insns += f->st.insns - f->tx_insns;
+		f->st.tsx_aborted_insns += n;
 		f->intx = 0;
 	}
+	return n;
 }
 
 void ptf_emit_event(struct btr_ptflow *f, enum btr_flow_event_type t, int reason,
 		       uint64_t ip, uint64_t payload)
 {
-	if (btr_unlikely(t == BTR_FLOW_TSX || t == BTR_FLOW_TSX_ABORT))
-		tsx_state(f, t, payload);
+	if (btr_unlikely(t == BTR_FLOW_TSX || t == BTR_FLOW_TSX_ABORT)) {
+		uint64_t n = tsx_state(f, t, payload);
+		if (t == BTR_FLOW_TSX_ABORT)
+			payload = n;
+	}
 	if (t == BTR_FLOW_GAP)
 		f->st.gaps++;
 	if (t == BTR_FLOW_OVERFLOW)

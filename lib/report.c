@@ -25,8 +25,6 @@ struct thr {
 	uint64_t prev_to;   /* target of the previous branch */
 	int prev_valid;
 	int used;
-	int in_tx;          /* inside a TSX transaction: */
-	uint64_t tx_insns;  /* its instructions so far */
 };
 
 struct blk {
@@ -267,18 +265,6 @@ static inline int count_branch(struct btr_report *r, struct thr *t, const struct
 		res->has_insns = 1;
 		res->insns += n;
 		t->pub.insns += n;
-	}
-	if (btr_unlikely((f & BTR_BF_IN_TX) || t->in_tx ||
-			 (f & (BTR_BF_TSX_ABORT | BTR_BF_INSNS)) == (BTR_BF_TSX_ABORT | BTR_BF_INSNS))) {
-		/* the rule of btr/blocks.h */
-		t->in_tx = (f & BTR_BF_IN_TX) != 0;
-		t->tx_insns += n;
-		if (f & BTR_BF_TSX_ABORT) {
-			res->tsx_aborts++;
-			res->aborted_insns += t->tx_insns;
-		}
-		if (!t->in_tx)
-			t->tx_insns = 0;
 	}
 	if (btr_unlikely(b->pid != t->pid) && b->pid)
 		t->pid = b->pid;
@@ -855,6 +841,10 @@ int btr_report_event(void *report, const struct btr_stream_event *ev)
 		case BTR_FLOW_GAP:
 			add_gap(r, ev->tid, ev->flow->reason, ev->flow->offset, 1);
 			invalidate(r, ev->tid, 0);
+			break;
+		case BTR_FLOW_TSX_ABORT:
+			r->res.tsx_aborts++;
+			r->res.aborted_insns += ev->flow->payload;
 			break;
 		default:
 			break;

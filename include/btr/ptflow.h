@@ -56,7 +56,8 @@ enum btr_flow_event_type {
 	BTR_FLOW_ASYNC,        /* interrupt/exception from .ip (to in branch event) */
 	BTR_FLOW_PAGING,       /* PIP: .cr3 */
 	BTR_FLOW_MODE,         /* execution mode change */
-	BTR_FLOW_TSX_ABORT,
+	BTR_FLOW_TSX_ABORT,    /* .payload: the instructions the transaction had
+				* executed, rolled back (0 if its start was not seen) */
 	BTR_FLOW_PTWRITE,      /* .payload */
 	BTR_FLOW_STOP,         /* TraceStop */
 	/* appended (values above are stable): */

@@ -141,10 +141,9 @@ struct btr_report_result {
 	/* Processes in the order they started; top lists cover all of them. */
 	const struct btr_report_process *processes; size_t n_processes;
 	uint64_t untraced;              /* processes / programs that ran untraced */
-	/* TSX (PT): transactions that aborted and the instructions they had
-	 * executed (included in @insns; by btr/blocks.h's rule: a thread's
-	 * run of BTR_BF_IN_TX branches and the BTR_BF_TSX_ABORT branch that
-	 * ends it). */
+	/* TSX (PT): transactions that aborted (BTR_FLOW_TSX_ABORT events)
+	 * and the instructions they had executed (their payloads; included
+	 * in @insns). */
 	uint64_t tsx_aborts, aborted_insns;
 };
 

@@ -216,11 +216,6 @@ static int tx_branch(struct blocks *b, struct thr *t, const struct btr_branch *x
 	/* Aborted: the transaction's instructions, up to the abort's source
 	 * (which did not execute), were rolled back; the flow goes on at the
 	 * abort's target. */
-	uint64_t n = (x->flags & BTR_BF_INSNS) ? x->insns : 0;
-	for (size_t i = 0; i < t->ntx; i++)
-		n += (t->tx[i].flags & BTR_BF_INSNS) ? t->tx[i].insns : 0;
-	b->res.tsx_aborts++;
-	b->res.aborted_insns += n;
 	t->ntx = 0;
 	t->prev_to = x->to;
 	t->prev_valid = 1;
@@ -389,7 +384,10 @@ static int on_event(void *state, const struct btr_stream_event *ev)
 		invalidate(b, ev->tid, ev->tid == 0);
 		break;
 	case BTR_SEV_FLOW:
-		if (ev->flow->type == BTR_FLOW_ENABLE) {
+		if (ev->flow->type == BTR_FLOW_TSX_ABORT) {
+			b->res.tsx_aborts++;
+			b->res.aborted_insns += ev->flow->payload;
+		} else if (ev->flow->type == BTR_FLOW_ENABLE) {
 			struct thr *t = thr_get(b, ev->tid);
 			if (!t)
 				return -BTR_ERR_NOMEM;
