@@ -171,8 +171,20 @@ struct blk *ptf_build_blk(struct btr_ptflow *f, uint64_t ip, int *err)
 /* Does a TIP.PGD (target @x, or @suppressed) bind to the branch ending @b?
  * The rules of libipt's pt_insn_at_disabled_event: with an IP it binds to
  * any branch except a direct one going elsewhere; without an IP only to
- * far transfers, or (erratum SKL014, "Intel PT TIP.PGD May Not Have Target
- * IP Payload", when IP filtering is configured) to any branch. */
+ * far transfers and MOV CR3 - or, erratum SKL014 ("Intel PT TIP.PGD May
+ * Not Have Target IP Payload": a direct unconditional branch that clears
+ * FilterEn), to the first direct JMP/CALL whose target lies outside the
+ * IP filter ranges; one whose target is inside them did not disable
+ * tracing and the walk follows it (libipt's block decoder,
+ * pt_blk_proceed_skl014).  Without filter ranges nothing leaves them. */
+static int outside_filter(const struct btr_ptflow *f, uint64_t ip)
+{
+	for (unsigned i = 0; i < f->cfg.n_ip_filter; i++)
+		if (ip >= f->cfg.ip_filter[i][0] && ip <= f->cfg.ip_filter[i][1])
+			return 0;
+	return f->cfg.n_ip_filter > 0;
+}
+
 static inline int ends_mov_cr3(const struct btr_ptflow *f, const struct blk *b)
 {
 	return b->cls == C_NONE && b->ninsn && (f->cold[b - f->blks].end_flags & BTR_INSN_MOV_CR3);
@@ -185,7 +197,7 @@ static int pgd_binds(const struct btr_ptflow *f, const struct blk *b, uint64_t x
 	if (suppressed) {
 		if (b->cls == C_FAR)
 			return 1;
-		return f->er.skl014 && f->cfg.n_ip_filter > 0;
+		return f->er.skl014 && (b->cls == C_JMP || b->cls == C_CALL) && outside_filter(f, b->to[1]);
 	}
 	if ((b->cls == C_JMP || b->cls == C_CALL) && b->to[1] != x)
 		return 0;
