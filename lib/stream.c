@@ -16,6 +16,7 @@
  */
 #include "btr/stream.h"
 #include "internal.h"
+#include "stream_code.h"
 #include "stream_elf.h"
 #include "stream_loss.h"
 #include "stream_switch.h"
@@ -137,6 +138,7 @@ struct btr_stream {
 
 	struct stream_switches sw; /* context switches per CPU (stream_switch.c) */
 	struct stream_losses loss; /* causes of lost data (stream_loss.c) */
+	struct stream_code code;   /* code without a file, CODE records (stream_code.c) */
 };
 
 /* ---- helpers ---- */
@@ -987,6 +989,7 @@ static void on_machine(struct btr_stream *s, const struct btr_rec_machine *m)
 static void drop_modules(struct btr_stream *s, uint32_t pid)
 {
 	struct btr_image *img = img_of(s, pid, 0);
+	stream_code_clear(&s->code, img, pid);
 	for (size_t i = 0; i < s->n_mods;) {
 		struct loaded_module *m = &s->mods[i];
 		if (m->size && m->pid == pid) {
@@ -1030,6 +1033,7 @@ static int on_start(struct btr_stream *s, uint32_t pid, uint32_t ppid)
 static int on_exec(struct btr_stream *s, const struct btr_record *rec)
 {
 	uint32_t pid = rec->u.module.pid;
+	stream_code_clear(&s->code, img_of(s, pid, 0), pid);
 	for (size_t i = 0; i < s->n_mods;) {
 		struct loaded_module *m = &s->mods[i];
 		if (m->size && m->pid == pid) {
@@ -1164,6 +1168,7 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 		rc = emit(s, &ev);
 		break;
 	case BTR_REC_MODULE_LOAD:
+		stream_code_mapped(&s->code, rec->u.module.pid, rec->u.module.start, rec->u.module.size);
 		rc = load_module(s, &rec->u.module, file, sizeof(file));
 		if (rc < 0 || s->stopped)
 			break;
@@ -1265,6 +1270,17 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 	case BTR_REC_BRANCHES:
 		rc = on_branches(s, &rec->u.branches);
 		break;
+	case BTR_REC_CODE: {
+		struct btr_image *img = img_of(s, rec->u.code.pid, 1);
+		rc = img ? stream_code_record(&s->code, img, &rec->u.code) : -BTR_ERR_NOMEM;
+		rc = rc > 0 ? 0 : rc;
+		break;
+	}
+	case BTR_REC_SYMBOL: {
+		struct btr_image *img = img_of(s, rec->u.sym.pid, 1);
+		rc = img ? stream_code_symbol(&s->code, img, &rec->u.sym) : -BTR_ERR_NOMEM;
+		break;
+	}
 	default:
 		break;   /* a newer record type: nothing to do with it */
 	}
@@ -1436,5 +1452,6 @@ void btr_stream_free(struct btr_stream *s)
 			btr_image_free(s->procs[i].img);
 	free(s->procs);
 	btr_image_free(s->img);
+	stream_code_free(&s->code);   /* after the images, which read its pages */
 	free(s);
 }
