@@ -509,6 +509,16 @@ static int load_module(struct btr_stream *s, const struct btr_rec_module *m, cha
 	rc = retire_overlapping(s, m->pid, m->start, m->size ? m->size : 1, file, bias, &revived);
 	if (rc)
 		return rc < 0 ? rc : 0;   /* stopped: btr_stream_record sees it */
+	struct btr_image_module here;
+	if ((revived || is_loaded(s, file, bias, m->pid)) && m->size &&
+	    (btr_image_module_at(img, m->start, &here) != 0 || strcmp(here.path, file))) {
+		/* The file again, where its program headers do not place it
+		 * (node maps a copy of its embedded builtins into its code
+		 * range): its bytes there, as a raw file. */
+		if ((rc = btr_image_add_file(img, file, m->pgoff, m->size, m->start)) == -BTR_ERR_NOMEM)
+			return rc;
+		return rc < 0 ? 1 : add_loaded(s, file, bias, m->start, m->size, m->pid) < 0 ? -BTR_ERR_NOMEM : 1;
+	}
 	if (revived || is_loaded(s, file, bias, m->pid))
 		return 1;   /* another mapping of the same file: said once */
 	if (mismatch) {
