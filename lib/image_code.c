@@ -103,10 +103,15 @@ int image_code_symbol(struct btr_image *img, uint64_t addr, uint64_t size, const
 	if (!copy)
 		return -BTR_ERR_NOMEM;
 	struct sym *x;
-	if (lo < f->nsyms && f->syms[lo].addr == addr) {   /* a later name for the same code */
+	if (lo < f->nsyms && f->syms[lo].addr == addr) {
+		/* Code at the same place again (re-JITed, rewritten): the later
+		 * name, the larger extent (the views count every version's
+		 * instructions under it). */
 		x = &f->syms[lo];
 		free((char *)x->name);
 		free(x->dname);
+		if (x->size > size)
+			size = x->size;
 	} else {
 		if (f->nsyms % 256 == 0) {
 			struct sym *ns = realloc(f->syms, (f->nsyms + 256) * sizeof(*ns));

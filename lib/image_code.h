@@ -25,7 +25,8 @@ void image_code_clear(struct btr_image *img, struct codepages *cp);
 
 /* Names [@addr, @addr+@size) of @img @name (a perf map line, a jitdump
  * code load): a function for every lookup where no module symbol is (code
- * without a file); the same @addr again replaces the name.  The first call
+ * without a file); the same @addr again gives the later name and the
+ * larger extent.  The first call
  * names the module that holds them @source.  Returns 0, -BTR_ERR_INVAL or
  * -BTR_ERR_NOMEM. */
 int image_code_symbol(struct btr_image *img, uint64_t addr, uint64_t size, const char *name, const char *source);

@@ -16,6 +16,7 @@
  */
 #include "btr/stream.h"
 #include "internal.h"
+#include "jitsyms.h"
 #include "stream_code.h"
 #include "stream_elf.h"
 #include "stream_loss.h"
@@ -480,8 +481,8 @@ static int find_module_file(struct btr_stream *s, const struct btr_rec_module *m
 static int load_module(struct btr_stream *s, const struct btr_rec_module *m, char *file, size_t filesz)
 {
 	const char *path = m->path;
-	if (!path || !path[0] || path[0] == '[' || !strncmp(path, "//anon", 6))
-		return 0;   /* [vdso], [kernel.kallsyms], anonymous: no file */
+	if (!path || !path[0] || path[0] == '[' || !strncmp(path, "//anon", 6) || jit_dump_path(path))
+		return 0;   /* [vdso], [kernel.kallsyms], anonymous, a jitdump marker: no code file */
 	if (m->prot && !(m->prot & PROT_EXEC_BIT))
 		return 0;   /* a data mapping; code comes with the PROT_EXEC one */
 	size_t len = strlen(path);
