@@ -134,3 +134,52 @@ out:
 	free(buf);
 	return rc ? rc : (int)n;
 }
+
+static int queue_push(void *ctx, const struct btr_record *rec)
+{
+	struct jit_queue *q = ctx;
+	if (q->n == q->cap) {
+		size_t nc = q->cap ? 2 * q->cap : 64;
+		struct btr_record *nv = realloc(q->v, nc * sizeof(*nv));
+		if (!nv)
+			return -BTR_ERR_NOMEM;
+		q->v = nv;
+		q->cap = nc;
+	}
+	struct btr_record c = *rec;
+	void *own = rec->type == BTR_REC_SYMBOL ? (void *)strdup(rec->u.sym.name) : malloc(rec->u.code.size);
+	if (!own)
+		return -BTR_ERR_NOMEM;
+	if (rec->type == BTR_REC_SYMBOL) {
+		c.u.sym.name = own;
+	} else {
+		memcpy(own, rec->u.code.data, rec->u.code.size);
+		c.u.code.data = own;
+	}
+	q->v[q->n++] = c;
+	return 0;
+}
+
+int jit_queue_load(struct jit_queue *q, const char *path, uint32_t pid)
+{
+	return jit_dump_read(path, pid, 1, queue_push, q);
+}
+
+void jit_queue_free(struct jit_queue *q)
+{
+	for (size_t i = 0; i < q->n; i++)
+		free(q->v[i].type == BTR_REC_SYMBOL ? (void *)q->v[i].u.sym.name : (void *)q->v[i].u.code.data);
+	free(q->v);
+	memset(q, 0, sizeof(*q));
+}
+
+int jit_queue_pop(struct jit_queue *q, struct btr_record *rec)
+{
+	if (q->next < q->n) {
+		*rec = q->v[q->next++];
+		return 1;
+	}
+	if (q->n)
+		jit_queue_free(q);
+	return 0;
+}

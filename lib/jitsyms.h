@@ -34,4 +34,23 @@ int jit_dump_read(const char *path, uint32_t pid, int with_code, jit_rec_fn cb, 
 /* 1 if @path names a jitdump file (base name jit-PID.dump) */
 int jit_dump_path(const char *path);
 
+/* Records read from a jitdump, kept (owned copies) to be handed out one
+ * by one: the perf.data reader's, which delivers them after the MMAP of
+ * the jitdump marker (as `perf inject --jit` reads that file).
+ * Zero-initialized is empty. */
+struct jit_queue {
+	struct btr_record *v;
+	size_t n, next, cap;
+};
+
+/* Appends the records of jitdump @path (process @pid; symbols and code)
+ * to @q.  Returns the number of code loads or a jit_dump_read error. */
+int jit_queue_load(struct jit_queue *q, const char *path, uint32_t pid);
+
+/* The next record into *@rec (valid until the next call): 1, or 0 when
+ * @q is empty (its storage freed). */
+int jit_queue_pop(struct jit_queue *q, struct btr_record *rec);
+
+void jit_queue_free(struct jit_queue *q);
+
 #endif

@@ -32,6 +32,7 @@ pkgs="
   lcov
   libxml2-utils
   chromium
+  nodejs
 "
 missing=""
 for p in $pkgs; do
