@@ -13,7 +13,7 @@
  * code changes decodes with the new bytes (docs/record.md).
  *
  * Included inside qemu_plugin.c's BTR_QEMU_PLUGIN_BUILD part only, once,
- * after the PT and record helpers it calls; private to lib/capture/. */
+ * after the PT and record helpers it calls; private to agents/qemu/. */
 #include "codepages.h"
 #include "jitsyms.h"
 
