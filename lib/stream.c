@@ -515,9 +515,8 @@ static int load_module(struct btr_stream *s, const struct btr_rec_module *m, cha
 	struct btr_image_module here;
 	if ((revived || is_loaded(s, file, bias, m->pid)) && m->size &&
 	    (btr_image_module_at(img, m->start, &here) != 0 || strcmp(here.path, file))) {
-		/* The file again, where its program headers do not place it
-		 * (node maps a copy of its embedded builtins into its code
-		 * range): its bytes there, as a raw file. */
+		/* The file again where its ELF headers do not place it (node's
+		 * copy of its embedded builtins): its bytes there, raw. */
 		if ((rc = btr_image_add_file(img, file, m->pgoff, m->size, m->start)) == -BTR_ERR_NOMEM)
 			return rc;
 		return rc < 0 ? 1 : add_loaded(s, file, bias, m->start, m->size, m->pid) < 0 ? -BTR_ERR_NOMEM : 1;
@@ -1307,17 +1306,10 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 			break;
 		rc = on_branches(s, &rec->u.branches);
 		break;
-	case BTR_REC_CODE: {
-		struct btr_image *img = img_of(s, rec->u.code.pid, 1);
-		rc = img ? stream_code_record(&s->code, img, &rec->u.code) : -BTR_ERR_NOMEM;
-		rc = rc > 0 ? 0 : rc;
+	case BTR_REC_CODE:
+	case BTR_REC_SYMBOL:
+		rc = stream_code_on(&s->code, img_of(s, rec->type == BTR_REC_CODE ? rec->u.code.pid : rec->u.sym.pid, 1), rec);
 		break;
-	}
-	case BTR_REC_SYMBOL: {
-		struct btr_image *img = img_of(s, rec->u.sym.pid, 1);
-		rc = img ? stream_code_symbol(&s->code, img, &rec->u.sym) : -BTR_ERR_NOMEM;
-		break;
-	}
 	default:
 		break;   /* a newer record type: nothing to do with it */
 	}

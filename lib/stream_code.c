@@ -64,6 +64,16 @@ int stream_code_symbol(struct stream_code *c, struct btr_image *img, const struc
 	return rc == -BTR_ERR_INVAL ? 0 : rc;
 }
 
+int stream_code_on(struct stream_code *c, struct btr_image *img, const struct btr_record *rec)
+{
+	if (!img)
+		return -BTR_ERR_NOMEM;
+	if (rec->type == BTR_REC_SYMBOL)
+		return stream_code_symbol(c, img, &rec->u.sym);
+	int rc = stream_code_record(c, img, &rec->u.code);
+	return rc > 0 ? 0 : rc;
+}
+
 void stream_code_clear(struct stream_code *c, struct btr_image *img, uint32_t pid)
 {
 	struct codepages *cp = proc_pages(c, pid, 0);

@@ -35,6 +35,11 @@ int stream_code_record(struct stream_code *c, struct btr_image *img, const struc
  * ignored). */
 int stream_code_symbol(struct stream_code *c, struct btr_image *img, const struct btr_rec_symbol *r);
 
+/* A CODE or SYMBOL record of the process whose image is @img (NULL: out
+ * of memory): as stream_code_record (a repeat of unknown bytes ignored)
+ * or stream_code_symbol.  Returns 0 or -BTR_ERR_NOMEM. */
+int stream_code_on(struct stream_code *c, struct btr_image *img, const struct btr_record *rec);
+
 /* Process @pid's code from CODE records leaves image @img (exec, a pid
  * starting over). */
 void stream_code_clear(struct stream_code *c, struct btr_image *img, uint32_t pid);
