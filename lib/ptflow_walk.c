@@ -216,8 +216,8 @@ int ptf_walk(struct btr_ptflow *f, enum goal goal, uint64_t x, int suppressed, s
 	const int retcomp = !f->cfg.no_retcomp;
 
 	for (;;) {
-		if (btr_unlikely(!b))
-			return err;
+		if (btr_unlikely(!b))   /* no code with no bit left: see NOMAP_LATER */
+			return err == -BTR_ERR_NOMAP && goal == G_TNT && !f->tnt_total ? 0 : err;
 		if (btr_unlikely(f->stopped))
 			return 0;
 		if (goal == G_TNT) {
@@ -490,13 +490,19 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 			s_ = lookup(f, ip, &err);                                \
 			if (!s_) {                                               \
 				b = NULL;                                        \
-				ret = tipmode ? 0 : err;                         \
+				ret = tipmode || NOMAP_LATER(err) ? 0 : err;     \
 				goto out;                                        \
 			}                                                        \
 			b->next[which] = s_;                                     \
 			b = s_;                                                  \
 		}                                                                \
 	} while (0)
+	/* No code at the next block, and no bit left to take there: stop
+	 * before it rather than fail.  Code without a file is added to the
+	 * image when it first runs (a CODE record between two data records:
+	 * docs/format.md), so the next packet's walk may find it; if not,
+	 * that walk reports the gap. */
+#define NOMAP_LATER(err_) ((err_) == -BTR_ERR_NOMAP && !nb && !qn)
 	/* The block at ip when none is at hand: the candidate (the walk's
 	 * last stop, or the last target of the indirect branch just
 	 * resolved), else a lookup. */
@@ -729,7 +735,7 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 					ip = to;
 					b = lookup(f, to, &err);
 					if (!b) {
-						ret = err;
+						ret = NOMAP_LATER(err) ? 0 : err;
 						goto out;
 					}
 					*lnk = b;
@@ -797,6 +803,7 @@ out:
 #undef FAST_ACQUIRE
 #undef FAST_GUARD
 #undef FAST_COUNT
+#undef NOMAP_LATER
 }
 
 /* walk_fast_t specialized by output (0 counts only, 1 per-branch

@@ -11,6 +11,7 @@
 #include "btr/blocks.h"
 #include "btr/error.h"
 #include "btr/insn.h"
+#include "image_code.h"
 #include "internal.h"
 
 #include <stdlib.h>
@@ -108,6 +109,8 @@ struct mod {
 	char *path;
 	struct btr_image *img;   /* btr_blocks_module_image, lazily */
 	int img_failed;
+	struct btr_image *jit_src;  /* during resolve: the stream's image of this
+				     * module of generated code (no file), to copy */
 };
 
 struct blocks {
@@ -299,6 +302,8 @@ static int resolve_addr(struct blocks *b, struct lookup *l, struct btr_image *im
 	uint32_t m = mod_intern(b, &mi);
 	if (m == UINT32_MAX)
 		return -BTR_ERR_NOMEM;
+	if (!mi.is_elf)
+		b->mods[m].jit_src = img;
 	*l = (struct lookup){ img, mi.start, mi.end, mi.bias, m };
 	*mod = m;
 	*off = addr - mi.bias;
@@ -341,6 +346,22 @@ static int resolve(struct blocks *b)
 			return -BTR_ERR_NOMEM;
 	}
 	table_clear(&b->raw);
+	/* Generated code has no file to read later: a copy of its code and
+	 * names as they are now (the stream's image goes with the stream). */
+	for (size_t i = 0; i < b->n_mods; i++) {
+		struct mod *m = &b->mods[i];
+		struct btr_image *copy;
+		if (!m->jit_src || btr_image_new(&copy) < 0)
+			continue;
+		if (image_code_copy(copy, m->jit_src, m->path) == 0) {
+			btr_image_free(m->img);
+			m->img = copy;
+			m->img_failed = 0;
+		} else {
+			btr_image_free(copy);
+		}
+		m->jit_src = NULL;
+	}
 	return 0;
 }
 
