@@ -82,9 +82,10 @@ btr_build() {   # OUT FLAGS...
 	for f in "$src"/lib/*.c "$src"/lib/capture/*.c "$src"/lib/analysis/*.c "$src"/tools/btr/*.c; do
 		o="obj-$out/$(echo "${f#$src/}" | tr / _).o"
 		objs+=("$o")
-		echo "$f $o"
-	done | xargs -P "$(nproc)" -n 2 sh -c 'clang-16 "$@" -w -D_GNU_SOURCE -I"'"$src"'/include" -I"'"$src"'/lib" -c "$0" -o "$1"' "$@" 2>/dev/null || true
-	# the agents' files compile to nothing in the library (and may be absent)
+		clang-16 "$@" -w -D_GNU_SOURCE -I"$src/include" -I"$src/lib" -c "$f" -o "$o" &
+		while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
+	done
+	wait
 	clang-16 "$@" "${objs[@]}" -o "$out" -Wl,--emit-relocs $(pkg-config --libs libzstd libdw libelf zlib) -lZydis \
 		-lpthread -lstdc++ -lm
 }
