@@ -65,6 +65,10 @@ struct btr_analysis_ops {
 	int (*write)(void *state, FILE *out, const char *format);
 	/* Frees @state (called by btr_analysis_free). */
 	void (*destroy)(void *state);
+	/* The names @write knows, NULL-terminated, the default first (NULL:
+	 * none listed).  The CLI's --format checks, the fuzz targets and the
+	 * docs take the list from here. */
+	const char *const *formats;
 };
 
 struct btr_analysis;

@@ -18,87 +18,15 @@
 #include "btr/error.h"
 #include "btr/report.h"
 
-/* ---- report, as an analysis (lib/report.c predates btr/analysis.h) ---- */
-
-struct fz_report {
-	struct btr_report *r;
-	struct btr_stream *s;
-};
-
-static int fz_report_begin(void *st, struct btr_stream *s)
-{
-	((struct fz_report *)st)->s = s;
-	return 0;
-}
-
-static int fz_report_branches(void *st, const struct btr_branch *b, size_t n)
-{
-	struct fz_report *f = st;
-	for (size_t i = 0; i < n; i++)
-		if (btr_report_branch(f->r, &b[i]))
-			return -BTR_ERR_NOMEM;
-	return 0;
-}
-
-static int fz_report_event(void *st, const struct btr_stream_event *ev)
-{
-	return btr_report_event(((struct fz_report *)st)->r, ev) ? -BTR_ERR_NOMEM : 0;
-}
-
-static int fz_report_end(void *st, int status)
-{
-	struct fz_report *f = st;
-	(void)status;
-	return btr_report_finish(f->r, f->s ? btr_stream_image(f->s) : NULL, f->s ? btr_stream_backend(f->s) : NULL);
-}
-
-/* Touches every string of the result, so ASan sees dangling pointers. */
-static int fz_report_write(void *st, FILE *out, const char *format)
-{
-	const struct btr_report_result *res = btr_report_get(((struct fz_report *)st)->r);
-	if (!res)
-		return -BTR_ERR_INVAL;
-	fprintf(out, "%s %llu\n", res->backend, (unsigned long long)res->insns);
-	for (size_t i = 0; i < res->n_threads; i++)
-		fprintf(out, "%u %s\n", res->threads[i].tid, res->threads[i].name ? res->threads[i].name : "");
-	for (size_t i = 0; i < res->n_modules; i++)
-		fprintf(out, "%s %s\n", res->modules[i].path, res->modules[i].loaded ? res->modules[i].loaded : "");
-	for (size_t i = 0; i < res->n_top_functions; i++)
-		fprintf(out, "%s %s %s\n", res->top_functions[i].name,
-			res->top_functions[i].module ? res->top_functions[i].module : "",
-			res->top_functions[i].file ? res->top_functions[i].file : "");
-	for (size_t i = 0; i < res->n_top_blocks; i++)
-		fprintf(out, "%s %s\n", res->top_blocks[i].sym ? res->top_blocks[i].sym : "",
-			res->top_blocks[i].file ? res->top_blocks[i].file : "");
-	if (res->exit.where)
-		fprintf(out, "%s\n", res->exit.where);
-	return format && strcmp(format, "text") ? -BTR_ERR_INVAL : 0;
-}
-
-static void fz_report_destroy(void *st)
-{
-	struct fz_report *f = st;
-	btr_report_free(f->r);
-	free(f);
-}
-
-static const struct btr_analysis_ops fz_report_ops = {
-	.name = "report", .begin = fz_report_begin, .branches = fz_report_branches,
-	.event = fz_report_event, .end = fz_report_end, .write = fz_report_write,
-	.destroy = fz_report_destroy,
-};
+/* ---- the report (lib/analysis/report.c) ---- */
 
 static int fz_new_report(const uint8_t *data, size_t size, struct btr_analysis **out)
 {
-	struct fz_report *f = calloc(1, sizeof(*f));
 	struct btr_report_opts o = { .sz = sizeof(o), .top = size ? data[0] % 5 : 0, .max_gaps = 3 };
-	if (!f)
-		return -BTR_ERR_NOMEM;
-	if (btr_report_new(&o, &f->r)) {
-		free(f);
-		return -BTR_ERR_NOMEM;
-	}
-	return btr_analysis_new(&fz_report_ops, f, out);
+	int rc = btr_report_analysis_new(&o, out);
+	if (rc == 0 && (rc = btr_report_analysis_set_name(*out, "fuzz")) < 0)
+		btr_analysis_free(*out);
+	return rc;
 }
 
 /* ---- the interface's own promises (btr/analysis.h), checked ---- */
@@ -168,12 +96,6 @@ static int fz_new_order(const uint8_t *data, size_t size, struct btr_analysis **
 #include "btr/cov.h"
 #include "btr/profile.h"
 
-static int fz_new_report_a(const uint8_t *d, size_t n, struct btr_analysis **out)
-{
-	(void)d, (void)n;
-	return btr_report_analysis_new(NULL, out);
-}
-
 /* The views read the block table of a blocks analysis earlier in the
  * same run: the table below creates blocks first and keeps it here. */
 static struct btr_analysis *fz_blocks;
@@ -232,9 +154,8 @@ FZ_PROFILE(pprof, btr_pprof_new, 0, 0)
  * or a negative error; formats is a NULL-terminated list of format names
  * given to btr_analysis_write after the run (NULL entry first: default). */
 #define FUZZ_ANALYSES(X)                                                        \
-	X(report, fz_new_report, "text")                                        \
+	X(report, fz_new_report, "text", "json")                                \
 	X(order, fz_new_order, "text")                                          \
-	X(report_a, fz_new_report_a, "text")                                    \
 	X(blocks, fz_new_blocks, "text")                                        \
 	X(cov, fz_new_cov, "drcov", "lcov", "cobertura")                        \
 	X(cfg, fz_new_cfg, "dot")                                               \

@@ -1,0 +1,80 @@
+/* cli_cmd.c - the one option loop of the btr commands (cli_cmd.h). */
+#include <ctype.h>
+#include <getopt.h>
+#include <string.h>
+
+#include "cli_cmd.h"
+
+#define MAX_OPTS 64
+
+void cli_cmd_help(const struct cli_cmd *cmd, FILE *f)
+{
+	fputs(cmd->usage, f);
+	for (const struct cli_opt *o = cmd->opts; o->name; o++)
+		if (o->help)
+			fputs(o->help, f);
+	if (cmd->epilog)
+		fputs(cmd->epilog, f);
+}
+
+int cli_cmd_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_stream *cs, cli_opt_fn on_opt,
+		  void *ctx, int *first)
+{
+	struct option lopts[MAX_OPTS + 1];
+	char shorts[2 * MAX_OPTS + 2];
+	unsigned char seen[MAX_OPTS];
+	size_t n = 0, ns = 0;
+	memset(lopts, 0, sizeof(lopts));
+	memset(seen, 0, sizeof(seen));
+	for (const struct cli_opt *o = cmd->opts; o->name && n < MAX_OPTS; o++, n++) {
+		lopts[n].name = o->name;
+		lopts[n].has_arg = o->has_arg ? required_argument : no_argument;
+		lopts[n].val = o->key;
+		if (o->key > 0 && o->key < 128 && isalnum(o->key)) {
+			shorts[ns++] = (char)o->key;
+			if (o->has_arg)
+				shorts[ns++] = ':';
+		}
+	}
+	shorts[ns] = 0;
+	if (cs)
+		cli_stream_init(cs);
+	optind = 1;
+	int c;
+	while ((c = getopt_long(argc, argv, shorts, lopts, NULL)) != -1) {
+		size_t i = 0;
+		while (i < n && lopts[i].val != c)
+			i++;
+		if (i == n || c == '?')
+			return cli_usage_error(cmd->name, "unknown option");
+		seen[i] = 1;
+		if (c == 'h' && !strcmp(cmd->opts[i].name, "help")) {
+			cli_cmd_help(cmd, stdout);
+			return CLI_CMD_DONE;
+		}
+		if (cs && c >= CLI_OPT_FILTER && c <= CLI_OPT_NO_PROGRESS) {
+			if (cli_stream_opt(cs, cmd->name, c, optarg) < 0)
+				return EXIT_USAGE;
+			continue;
+		}
+		int rc = on_opt ? on_opt(ctx, c, optarg) : EXIT_OK;
+		if (rc != EXIT_OK)
+			return rc;
+	}
+	int files = argc - optind;
+	if (files < cmd->min_files || (cmd->max_files >= 0 && files > cmd->max_files)) {
+		if (cmd->files_msg)
+			return cli_usage_error(cmd->name, "%s", cmd->files_msg);
+		if (files < cmd->min_files)
+			return cli_usage_error(cmd->name, "missing trace FILE");
+		return cli_usage_error(cmd->name, "one trace FILE expected, got '%s' too", argv[optind + cmd->max_files]);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (cmd->opts[i].missing && !seen[i])
+			return cli_usage_error(cmd->name, "%s", cmd->opts[i].missing);
+	*first = optind;
+	int rc = on_opt ? on_opt(ctx, CLI_OPT_END, NULL) : EXIT_OK;
+	if (rc != EXIT_OK)
+		return rc;
+	return cs ? cli_stream_ready(cs, cmd->name) : EXIT_OK;
+}
