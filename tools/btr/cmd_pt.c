@@ -396,7 +396,7 @@ static int pt_dump(int argc, char **argv)
 	}
 	static char obuf[1 << 16];
 	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
-	if (!raw && n == 8 && (!memcmp(magic, "BTRTRACE", 8) || !memcmp(magic, "PERFILE2", 8))) {
+	if (!raw && n == 8 && btr_file_kind(magic, 8) != BTR_FILE_OTHER) {
 		close(fd);
 		ret = dump_trace(&dp, path);
 	} else {

@@ -621,8 +621,9 @@ int cmd_pt_decode(int argc, char **argv)
 
 	struct btr_ptflow_stats st = { 0 };
 	double t0 = now_s();
-	int is_btr = size >= 8 && !memcmp(buf, "BTRTRACE", 8);
-	int is_perf = !is_btr && size >= 8 && btr_perf_probe(buf, size);
+	enum btr_file_kind kind = btr_file_kind(buf, size);
+	int is_btr = kind == BTR_FILE_BTR;
+	int is_perf = kind == BTR_FILE_PERF;
 	if (!is_btr && !is_perf && (sel_pid || sel_tid)) {
 		ret = cli_usage_error(cmd, "--pid/--tid need a .btr or perf.data trace");
 	} else if (is_btr || (is_perf && (sel_pid || sel_tid))) {

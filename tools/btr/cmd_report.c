@@ -5,7 +5,6 @@
  * object (docs/report.md, docs/contract.md); --html runs it with the view
  * analyses (report_html.c).
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -14,96 +13,87 @@
 #include "btr/report.h"
 #include "btr/analysis.h"
 #include "btr/stream.h"
-#include "cli.h"
+#include "cli_cmd.h"
 
-static void usage(FILE *f)
+enum { O_FORMAT = 256, O_TOP, O_HTML, O_DIFF };
+
+static const struct cli_opt opts[] = {
+	{ "format", O_FORMAT, CLI_ARG, "  --format text|json     output format (default text)\n", NULL },
+	{ "top", O_TOP, CLI_ARG, "  --top N                entries in the top lists (default 10)\n", NULL },
+	{ "html", O_HTML, CLI_ARG,
+	  "  --html DIR             write DIR/index.html: one self-contained page with\n"
+	  "                         the summary, threads, hot functions and blocks, each\n"
+	  "                         hot function's CFG heat map and annotated source, and\n"
+	  "                         coverage per file (docs/report.md)\n", NULL },
+	{ "diff", O_DIFF, CLI_ARG, "  --diff B               with --html: colour the CFGs by the difference to B\n", NULL },
+	CLI_STREAM_OPTS,
+	CLI_HELP_OPT,
+	{ 0 },
+};
+
+static const struct cli_cmd cmd = {
+	"report",
+	"Usage: btr report [OPTIONS] FILE\n"
+	"Summarize a trace (.btr or perf.data): executed instructions, branches by\n"
+	"class and kind, threads, modules, gaps, hottest functions and basic blocks,\n"
+	"and how the process ended.\n\n"
+	"Options:\n",
+	opts,
+	"\nExit status: 0 ok; 2 usage error; 3 the trace cannot be read, or data was\n"
+	"lost (a truncated or corrupt trace, or a process whose trace the recorder\n"
+	"could not write: the report covers what was read, one line per cause).\n",
+	1, 1, NULL,
+};
+
+
+
+struct args {
+	int json;
+	uint64_t top;
+	const char *html, *diff;   /* --html DIR, --diff B (report_html.c) */
+};
+
+static int on_opt(void *ctx, int key, char *arg)
 {
-	fprintf(f,
-		"Usage: btr report [OPTIONS] FILE\n"
-		"Summarize a trace (.btr or perf.data): executed instructions, branches by\n"
-		"class and kind, threads, modules, gaps, hottest functions and basic blocks,\n"
-		"and how the process ended.\n\n"
-		"Options:\n"
-		"  --format text|json     output format (default text)\n"
-		"  --top N                entries in the top lists (default 10)\n"
-		"  --html DIR             write DIR/index.html: one self-contained page with\n"
-		"                         the summary, threads, hot functions and blocks, each\n"
-		"                         hot function's CFG heat map and annotated source, and\n"
-		"                         coverage per file (docs/report.md)\n"
-		"  --diff B               with --html: colour the CFGs by the difference to B\n"
-		CLI_STREAM_HELP
-		"  -h, --help             this help\n\n"
-		"Exit status: 0 ok; 2 usage error; 3 the trace cannot be read, or data was\n"
-		"lost (a truncated or corrupt trace, or a process whose trace the recorder\n"
-		"could not write: the report covers what was read, one line per cause).\n");
+	struct args *x = ctx;
+	switch (key) {
+	case O_FORMAT:
+		if (!strcmp(arg, "json"))
+			x->json = 1;
+		else if (!strcmp(arg, "text"))
+			x->json = 0;
+		else
+			return cli_usage_error("report", "unknown format '%s' (text or json)", arg);
+		break;
+	case O_TOP:
+		if (cli_parse_u64(arg, &x->top) < 0 || x->top == 0 || x->top > 100000)
+			return cli_usage_error("report", "bad --top '%s' (1..100000)", arg);
+		break;
+	case O_HTML: x->html = arg; break;
+	case O_DIFF: x->diff = arg; break;
+	}
+	return EXIT_OK;
 }
-
 
 int cmd_report(int argc, char **argv)
 {
-	static const struct option lopts[] = {
-		{ "format", required_argument, NULL, 'f' },
-		{ "top", required_argument, NULL, 't' },
-		{ "html", required_argument, NULL, 'H' },
-		{ "diff", required_argument, NULL, 'D' },
-		CLI_STREAM_LONGOPTS,
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int json = 0;
-	uint64_t top = 10;
-	const char *html = NULL, *diff = NULL;   /* --html DIR, --diff B (report_html.c) */
+	struct args x = { 0, 10, NULL, NULL };
 	struct cli_stream cs;
-	int c;
-
-	cli_stream_init(&cs);
-	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
-		int sr = cli_stream_opt(&cs, "report", c, optarg);
-		if (sr < 0)
-			return EXIT_USAGE;
-		if (sr > 0)
-			continue;
-		switch (c) {
-		case 'f':
-			if (!strcmp(optarg, "json"))
-				json = 1;
-			else if (!strcmp(optarg, "text"))
-				json = 0;
-			else
-				return cli_usage_error("report", "unknown format '%s' (text or json)", optarg);
-			break;
-		case 't':
-			if (cli_parse_u64(optarg, &top) < 0 || top == 0 || top > 100000)
-				return cli_usage_error("report", "bad --top '%s' (1..100000)", optarg);
-			break;
-		case 'H':
-			html = optarg;
-			break;
-		case 'D':
-			diff = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return EXIT_OK;
-		default:
-			return cli_usage_error("report", "unknown option");
-		}
-	}
-	if (optind >= argc)
-		return cli_usage_error("report", "missing trace FILE");
-	if (optind + 1 < argc)
-		return cli_usage_error("report", "one trace FILE expected, got '%s' too", argv[optind + 1]);
-	const char *file = argv[optind];
-	int crc = cli_stream_ready(&cs, "report");
-	if (crc != EXIT_OK)
-		return crc;
+	int first;
+	int rc = cli_cmd_parse(&cmd, argc, argv, &cs, on_opt, &x, &first);
+	if (rc != EXIT_OK)
+		return rc == CLI_CMD_DONE ? EXIT_OK : rc;
+	const char *file = argv[first];
+	int json = x.json;
+	uint64_t top = x.top;
+	const char *html = x.html, *diff = x.diff;
 	if (diff && !html)
 		return cli_usage_error("report", "--diff needs --html DIR");
 	if (html)
 		return cli_report_html(file, &cs, html, diff, (unsigned)top);
 	struct btr_report_opts ro = { .sz = sizeof(ro), .top = (unsigned)top };
 	struct btr_analysis *rep;
-	int rc = btr_report_analysis_new(&ro, &rep);
+	rc = btr_report_analysis_new(&ro, &rep);
 	if (rc == 0)
 		rc = btr_report_analysis_set_name(rep, file);
 	if (rc < 0) {
