@@ -85,6 +85,12 @@ void btr_analysis_free(struct btr_analysis *a);
 void *btr_analysis_state(const struct btr_analysis *a);
 const struct btr_analysis_ops *btr_analysis_ops(const struct btr_analysis *a);
 
+/* The output formats of the library's analysis named @name (its ops'
+ * name: "report", "cov", "callgraph", ...): NULL-terminated, the default
+ * first, static; NULL for an unknown name or one that writes nothing
+ * ("blocks").  What `btr CMD --format` accepts comes from here. */
+const char *const *btr_analysis_formats(const char *name);
+
 /* Writes @a's result (ops->write); -BTR_ERR_UNSUPPORTED if it has none. */
 int btr_analysis_write(struct btr_analysis *a, FILE *out, const char *format);
 

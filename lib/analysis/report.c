@@ -14,6 +14,7 @@
  */
 #include "btr/report.h"
 #include "btr/analysis.h"
+#include "registry.h"
 #include "internal.h"
 #include "report_priv.h"
 
@@ -1086,7 +1087,7 @@ static void rep_destroy(void *state)
 
 static const char *const rep_formats[] = { "text", "json", NULL };
 
-static const struct btr_analysis_ops rep_ops = {
+const struct btr_analysis_ops btr__report_ops = {
 	.name = "report",
 	.begin = rep_begin,
 	.branches = rep_branches,
@@ -1109,12 +1110,12 @@ int btr_report_analysis_new(const struct btr_report_opts *opts, struct btr_analy
 		free(x);
 		return rc;
 	}
-	return btr_analysis_new(&rep_ops, x, out);
+	return btr_analysis_new(&btr__report_ops, x, out);
 }
 
 int btr_report_analysis_set_name(struct btr_analysis *a, const char *name)
 {
-	if (btr_analysis_ops(a) != &rep_ops || !name)
+	if (btr_analysis_ops(a) != &btr__report_ops || !name)
 		return -BTR_ERR_INVAL;
 	struct rep *x = btr_analysis_state(a);
 	char *d = strdup(name);
@@ -1127,7 +1128,7 @@ int btr_report_analysis_set_name(struct btr_analysis *a, const char *name)
 
 const struct btr_report *btr_report_analysis_get(const struct btr_analysis *a)
 {
-	if (btr_analysis_ops(a) != &rep_ops)
+	if (btr_analysis_ops(a) != &btr__report_ops)
 		return NULL;
 	const struct rep *x = btr_analysis_state(a);
 	return x->finished ? x->r : NULL;

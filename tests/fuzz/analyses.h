@@ -3,7 +3,8 @@
  * output formats each is written in afterwards.
  *
  * TO ADD AN ANALYSIS: write a constructor below (options from the input
- * bytes if it has any) and add one line to FUZZ_ANALYSES.  Both targets
+ * bytes if it has any) and add one line to FUZZ_ANALYSES; its formats
+ * come from its ops (btr_analysis_ops.formats).  Both targets
  * and their regression inputs (tests/fuzz/regress/) pick it up.
  */
 #ifndef FUZZ_ANALYSES_H
@@ -150,34 +151,34 @@ FZ_PROFILE(pprof, btr_pprof_new, 0, 0)
 #undef FZ_PROFILE
 
 /* ---- the table ----
- * X(name, constructor, formats): constructor(data, size, &out) returns 0
- * or a negative error; formats is a NULL-terminated list of format names
- * given to btr_analysis_write after the run (NULL entry first: default). */
+ * X(name, constructor): constructor(data, size, &out) returns 0 or a
+ * negative error.  After the run each analysis is written in its default
+ * format (NULL) and in every format its ops list (btr_analysis_ops.formats,
+ * the list the CLI and the docs use too). */
 #define FUZZ_ANALYSES(X)                                                        \
-	X(report, fz_new_report, "text", "json")                                \
-	X(order, fz_new_order, "text")                                          \
-	X(blocks, fz_new_blocks, "text")                                        \
-	X(cov, fz_new_cov, "drcov", "lcov", "cobertura")                        \
-	X(cfg, fz_new_cfg, "dot")                                               \
-	X(annotate, fz_new_annotate, "asm", "source")                           \
-	X(check, fz_new_check, "text", "json")                                  \
-	X(callgraph, fz_new_callgraph, "text", "json", "dot")                   \
-	X(flame, fz_new_flame, "folded", "speedscope", "svg")                   \
-	X(timeline, fz_new_timeline, "json", "pftrace")                         \
-	X(bolt, fz_new_bolt, "fdata")                                           \
-	X(bolt_pa, fz_new_bolt_pa, "fdata")                                     \
-	X(pprof, fz_new_pprof, "pb", "pb-raw")
+	X(report, fz_new_report)                                                \
+	X(order, fz_new_order)                                                  \
+	X(blocks, fz_new_blocks)                                                \
+	X(cov, fz_new_cov)                                                      \
+	X(cfg, fz_new_cfg)                                                      \
+	X(annotate, fz_new_annotate)                                            \
+	X(check, fz_new_check)                                                  \
+	X(callgraph, fz_new_callgraph)                                          \
+	X(flame, fz_new_flame)                                                  \
+	X(timeline, fz_new_timeline)                                            \
+	X(bolt, fz_new_bolt)                                                    \
+	X(bolt_pa, fz_new_bolt_pa)                                              \
+	X(pprof, fz_new_pprof)
 	/* new analyses: one X line each, in dependency order (blocks before
 	 * the views that read it) */
 
 struct fuzz_analysis {
 	const char *name;
 	int (*make)(const uint8_t *data, size_t size, struct btr_analysis **out);
-	const char *formats[8];
 };
 
 static const struct fuzz_analysis fuzz_analyses[] = {
-#define FZ_ENTRY(n, ctor, ...) { #n, ctor, { NULL, __VA_ARGS__, NULL } },
+#define FZ_ENTRY(n, ctor) { #n, ctor },
 	FUZZ_ANALYSES(FZ_ENTRY)
 #undef FZ_ENTRY
 };
@@ -202,12 +203,14 @@ static size_t fuzz_analyses_new(const uint8_t *data, size_t size, struct btr_ana
 static void fuzz_analyses_write_free(struct btr_analysis **a, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		for (const char *const *f = fuzz_analyses[i].formats; f == fuzz_analyses[i].formats || *f; f++) {
+		const char *const *list = btr_analysis_ops(a[i])->formats;
+		for (size_t k = 0; k == 0 || (list && list[k - 1]); k++) {
+			/* k 0: the default (NULL), then list[0], list[1], ... */
 			char *buf = NULL;
 			size_t len = 0;
 			FILE *m = open_memstream(&buf, &len);
 			if (m) {
-				btr_analysis_write(a[i], m, *f);
+				btr_analysis_write(a[i], m, k ? list[k - 1] : NULL);
 				fclose(m);
 				free(buf);
 			}

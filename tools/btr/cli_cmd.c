@@ -78,3 +78,18 @@ int cli_cmd_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_s
 		return rc;
 	return cs ? cli_stream_ready(cs, cmd->name) : EXIT_OK;
 }
+
+int cli_format_check(const char *cmd, const char *analysis, const char *arg, int commas)
+{
+	const char *const *f = btr_analysis_formats(analysis);
+	size_t n = 0;
+	for (; f && f[n]; n++)
+		if (!strcmp(f[n], arg))
+			return EXIT_OK;
+	char list[256] = "";
+	size_t len = 0;
+	for (size_t i = 0; i < n && len < sizeof(list); i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+					!i ? "" : commas || i + 1 < n ? ", " : " or ", f[i]);
+	return cli_usage_error(cmd, "unknown format '%s' (%s)", arg, list);
+}

@@ -83,4 +83,10 @@ int cli_cmd_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_s
 /* Prints @cmd's --help (usage, the options' lines in table order, epilog). */
 void cli_cmd_help(const struct cli_cmd *cmd, FILE *f);
 
+/* --format @arg of command @cmd: one of the output formats of the
+ * library's analysis @analysis (btr_analysis_formats, the one list).
+ * Returns EXIT_OK, or EXIT_USAGE after "unknown format 'X' (LIST)", the
+ * list as "a, b or c" (@commas 0) or "a, b, c" (@commas 1). */
+int cli_format_check(const char *cmd, const char *analysis, const char *arg, int commas);
+
 #endif

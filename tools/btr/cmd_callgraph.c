@@ -52,8 +52,8 @@ static int on_opt(void *ctx, int key, char *arg)
 	switch (key) {
 	case 'o': x->outp = arg; break;
 	case O_FORMAT:
-		if (strcmp(arg, "text") && strcmp(arg, "json") && strcmp(arg, "dot"))
-			return cli_usage_error("callgraph", "unknown format '%s' (text, json, dot)", arg);
+		if (cli_format_check("callgraph", "callgraph", arg, 1))
+			return EXIT_USAGE;
 		x->format = arg;
 		break;
 	case O_WEIGHT:

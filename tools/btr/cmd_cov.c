@@ -50,8 +50,8 @@ static int on_opt(void *ctx, int key, char *arg)
 	struct args *x = ctx;
 	switch (key) {
 	case O_FORMAT:
-		if (strcmp(arg, "drcov") && strcmp(arg, "lcov") && strcmp(arg, "cobertura"))
-			return cli_usage_error("cov", "unknown format '%s' (drcov, lcov or cobertura)", arg);
+		if (cli_format_check("cov", "cov", arg, 0))
+			return EXIT_USAGE;
 		x->format = arg;
 		break;
 	case 'o': x->out = arg; break;

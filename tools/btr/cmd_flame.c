@@ -44,8 +44,8 @@ static int on_opt(void *ctx, int key, char *arg)
 	switch (key) {
 	case 'o': x->outp = arg; break;
 	case O_FORMAT:
-		if (strcmp(arg, "folded") && strcmp(arg, "speedscope") && strcmp(arg, "svg"))
-			return cli_usage_error("flame", "unknown format '%s' (folded, speedscope, svg)", arg);
+		if (cli_format_check("flame", "flame", arg, 1))
+			return EXIT_USAGE;
 		x->format = arg;
 		break;
 	case O_WEIGHT:

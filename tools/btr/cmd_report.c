@@ -58,12 +58,9 @@ static int on_opt(void *ctx, int key, char *arg)
 	struct args *x = ctx;
 	switch (key) {
 	case O_FORMAT:
-		if (!strcmp(arg, "json"))
-			x->json = 1;
-		else if (!strcmp(arg, "text"))
-			x->json = 0;
-		else
-			return cli_usage_error("report", "unknown format '%s' (text or json)", arg);
+		if (cli_format_check("report", "report", arg, 0))
+			return EXIT_USAGE;
+		x->json = !strcmp(arg, "json");
 		break;
 	case O_TOP:
 		if (cli_parse_u64(arg, &x->top) < 0 || x->top == 0 || x->top > 100000)

@@ -50,8 +50,8 @@ static int on_opt(void *ctx, int key, char *arg)
 	switch (key) {
 	case 'o': x->outp = arg; break;
 	case O_FORMAT:
-		if (strcmp(arg, "json") && strcmp(arg, "pftrace"))
-			return cli_usage_error("timeline", "unknown format '%s' (json, pftrace)", arg);
+		if (cli_format_check("timeline", "timeline", arg, 1))
+			return EXIT_USAGE;
 		x->format = arg;
 		break;
 	case O_WEIGHT:
