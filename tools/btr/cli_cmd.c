@@ -26,7 +26,13 @@ int cli_cmd_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_s
 	size_t n = 0, ns = 0;
 	memset(lopts, 0, sizeof(lopts));
 	memset(seen, 0, sizeof(seen));
-	for (const struct cli_opt *o = cmd->opts; o->name && n < MAX_OPTS; o++, n++) {
+	const struct cli_opt *tab[MAX_OPTS];
+	if (cmd->flags & CLI_CMD_POSIX)
+		shorts[ns++] = '+';
+	for (const struct cli_opt *o = cmd->opts; o->name && n < MAX_OPTS; o++) {
+		if (o->only && !(o->only & cmd->sub))
+			continue;
+		tab[n] = o;
 		lopts[n].name = o->name;
 		lopts[n].has_arg = o->has_arg ? required_argument : no_argument;
 		lopts[n].val = o->key;
@@ -35,20 +41,21 @@ int cli_cmd_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_s
 			if (o->has_arg)
 				shorts[ns++] = ':';
 		}
+		n++;
 	}
 	shorts[ns] = 0;
 	if (cs)
 		cli_stream_init(cs);
-	optind = 1;
+	optind = 0;   /* glibc: full re-initialization (argv may be shifted) */
 	int c;
 	while ((c = getopt_long(argc, argv, shorts, lopts, NULL)) != -1) {
 		size_t i = 0;
 		while (i < n && lopts[i].val != c)
 			i++;
 		if (i == n || c == '?')
-			return cli_usage_error(cmd->name, "unknown option");
+			return cli_usage_error(cmd->name, "%s", cmd->unknown_msg ? cmd->unknown_msg : "unknown option");
 		seen[i] = 1;
-		if (c == 'h' && !strcmp(cmd->opts[i].name, "help")) {
+		if (c == 'h' && !strcmp(tab[i]->name, "help")) {
 			cli_cmd_help(cmd, stdout);
 			return CLI_CMD_DONE;
 		}
@@ -63,15 +70,20 @@ int cli_cmd_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_s
 	}
 	int files = argc - optind;
 	if (files < cmd->min_files || (cmd->max_files >= 0 && files > cmd->max_files)) {
-		if (cmd->files_msg)
-			return cli_usage_error(cmd->name, "%s", cmd->files_msg);
+		const char *msg = files < cmd->min_files ? cmd->missing_msg : cmd->extra_msg;
+		const char *s = msg ? strstr(msg, "%s") : NULL;
+		if (s && files > cmd->max_files)   /* names the first operand too many */
+			return cli_usage_error(cmd->name, "%.*s%s%s", (int)(s - msg), msg, argv[optind + cmd->max_files],
+					       s + 2);
+		if (msg)
+			return cli_usage_error(cmd->name, "%s", msg);
 		if (files < cmd->min_files)
 			return cli_usage_error(cmd->name, "missing trace FILE");
 		return cli_usage_error(cmd->name, "one trace FILE expected, got '%s' too", argv[optind + cmd->max_files]);
 	}
 	for (size_t i = 0; i < n; i++)
-		if (cmd->opts[i].missing && !seen[i])
-			return cli_usage_error(cmd->name, "%s", cmd->opts[i].missing);
+		if (tab[i]->missing && !seen[i])
+			return cli_usage_error(cmd->name, "%s", tab[i]->missing);
 	*first = optind;
 	int rc = on_opt ? on_opt(ctx, CLI_OPT_END, NULL) : EXIT_OK;
 	if (rc != EXIT_OK)

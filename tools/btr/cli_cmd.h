@@ -31,6 +31,9 @@ struct cli_opt {
 	const char *help;      /* its --help lines, as printed (NULL: none) */
 	const char *missing;   /* not NULL: the option is required; the usage
 				* error said when it is not given */
+	unsigned only;         /* 0: always; else the option is taken only by
+				* the subcommands (cli_cmd.sub) of these bits,
+				* and shown in every one's --help */
 };
 
 /* The stream options (cli_stream.c; handled by the parser, not on_opt)
@@ -52,9 +55,16 @@ struct cli_cmd {
 	const struct cli_opt *opts;
 	const char *epilog;        /* --help after the options (may be NULL) */
 	int min_files, max_files;  /* operands (traces): 1, 1 for "FILE"; max -1: any */
-	const char *files_msg;     /* the usage error for a wrong number of
-				    * operands (NULL: "missing trace FILE" /
-				    * "one trace FILE expected, got 'X' too") */
+	/* The usage errors for too few / too many operands (NULL: "missing
+	 * trace FILE" / "one trace FILE expected, got 'X' too"; a "%s" in
+	 * @extra_msg is the first operand too many). */
+	const char *missing_msg, *extra_msg;
+	unsigned sub;              /* the subcommand's bit (cli_opt.only) */
+	const char *unknown_msg;   /* NULL: "unknown option" */
+	unsigned flags;            /* CLI_CMD_* */
+};
+enum {
+	CLI_CMD_POSIX = 1,   /* options end at the first operand (getopt "+") */
 };
 
 /* The key on_opt gets once after every option was read, the operands

@@ -27,7 +27,7 @@ static const struct cli_cmd cmd = {
 	opts,
 	"\nExit status: 0 ok (also when the runs differ); 2 usage error; 3 a trace cannot\n"
 	"be read or data was lost.\n",
-	2, 2, "two traces A and B expected",
+	2, 2, "two traces A and B expected", "two traces A and B expected",
 };
 
 static void sym(struct btr_analysis *bl, const char *module, uint64_t addr, char *buf, size_t n)
