@@ -1102,6 +1102,7 @@ int btr_report_analysis_new(const struct btr_report_opts *opts, struct btr_analy
 {
 	if (!out)
 		return -BTR_ERR_INVAL;
+	*out = NULL;
 	struct rep *x = calloc(1, sizeof(*x));
 	if (!x)
 		return -BTR_ERR_NOMEM;

@@ -91,6 +91,14 @@ int cli_cmd_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_s
 	return cs ? cli_stream_ready(cs, cmd->name) : EXIT_OK;
 }
 
+int cli_format_text_json(const char *cmd, const char *arg, int *json, const char *msg)
+{
+	if (strcmp(arg, "json") && strcmp(arg, "text"))
+		return cli_usage_error(cmd, msg, arg);
+	*json = !strcmp(arg, "json");
+	return EXIT_OK;
+}
+
 int cli_format_check(const char *cmd, const char *analysis, const char *arg, int commas)
 {
 	const char *const *f = btr_analysis_formats(analysis);

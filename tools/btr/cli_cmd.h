@@ -99,4 +99,9 @@ void cli_cmd_help(const struct cli_cmd *cmd, FILE *f);
  * list as "a, b or c" (@commas 0) or "a, b, c" (@commas 1). */
 int cli_format_check(const char *cmd, const char *analysis, const char *arg, int commas);
 
+/* --format text|json of a command without an analysis: *@json becomes 1
+ * for "json", 0 for "text" (the last --format wins).  Returns EXIT_OK, or
+ * EXIT_USAGE after the usage error @msg (a format with one %s: @arg). */
+int cli_format_text_json(const char *cmd, const char *arg, int *json, const char *msg);
+
 #endif

@@ -273,11 +273,7 @@ static int on_opt(void *ctx, int key, char *arg)
 		x->st->cap_from_trace = 0;
 		break;
 	case OPT_FORMAT:
-		if (!strcmp(arg, "json"))
-			x->json = 1;
-		else if (strcmp(arg, "text"))
-			return cli_usage_error("crash", "unknown format '%s' (text, json)", arg);
-		break;
+		return cli_format_text_json("crash", arg, &x->json, "unknown format '%s' (text, json)");
 	}
 	return EXIT_OK;
 }

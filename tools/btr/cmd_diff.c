@@ -89,9 +89,7 @@ static int on_opt(void *ctx, int key, char *arg)
 {
 	struct args *x = ctx;
 	if (key == O_FORMAT) {
-		if (strcmp(arg, "text") && strcmp(arg, "json"))
-			return cli_usage_error("diff", "unknown format '%s' (text or json)", arg);
-		x->json = !strcmp(arg, "json");
+		return cli_format_text_json("diff", arg, &x->json, "unknown format '%s' (text or json)");
 	} else if (key == O_TOP) {
 		if (cli_parse_u64(arg, &x->top) < 0 || x->top > 1000000)
 			return cli_usage_error("diff", "bad --top '%s'", arg);

@@ -125,13 +125,7 @@ static int on_opt(void *ctx, int key, char *arg)
 	struct args *x = ctx;
 	switch (key) {
 	case 'f':
-		if (!strcmp(arg, "json"))
-			x->json = 1;
-		else if (!strcmp(arg, "text"))
-			x->json = 0;
-		else
-			return cli_usage_error("info", "unknown format '%s'", arg);
-		break;
+		return cli_format_text_json("info", arg, &x->json, "unknown format '%s'");
 	case 's': x->sysfs = arg; break;
 	case 'v': x->verbose = 1; break;
 	}

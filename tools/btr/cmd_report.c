@@ -89,7 +89,7 @@ int cmd_report(int argc, char **argv)
 	if (html)
 		return cli_report_html(file, &cs, html, diff, (unsigned)top);
 	struct btr_report_opts ro = { .sz = sizeof(ro), .top = (unsigned)top };
-	struct btr_analysis *rep;
+	struct btr_analysis *rep = NULL;
 	rc = btr_report_analysis_new(&ro, &rep);
 	if (rc == 0)
 		rc = btr_report_analysis_set_name(rep, file);

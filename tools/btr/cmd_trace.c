@@ -574,13 +574,7 @@ static int on_opt(void *ctx, int key, char *arg)
 		*(key == O_PID ? &x->sel_pid : &x->sel_tid) = (uint32_t)v;
 		break;
 	case 'f':
-		if (!strcmp(arg, "json"))
-			x->json = 1;
-		else if (!strcmp(arg, "text"))
-			x->json = 0;
-		else
-			return cli_usage_error("trace", "unknown format '%s' (text or json)", arg);
-		break;
+		return cli_format_text_json("trace", arg, &x->json, "unknown format '%s' (text or json)");
 	}
 	return EXIT_OK;
 }
