@@ -69,15 +69,16 @@ int cli_cmd_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_s
 			return rc;
 	}
 	int files = argc - optind;
-	if (files < cmd->min_files || (cmd->max_files >= 0 && files > cmd->max_files)) {
-		const char *msg = files < cmd->min_files ? cmd->missing_msg : cmd->extra_msg;
+	int too_many = cmd->max_files >= 0 && files > cmd->max_files;
+	if (files < cmd->min_files || too_many) {
+		const char *msg = too_many ? cmd->extra_msg : cmd->missing_msg;
 		const char *s = msg ? strstr(msg, "%s") : NULL;
-		if (s && files > cmd->max_files)   /* names the first operand too many */
+		if (s && too_many)   /* names the first operand too many */
 			return cli_usage_error(cmd->name, "%.*s%s%s", (int)(s - msg), msg, argv[optind + cmd->max_files],
 					       s + 2);
 		if (msg)
 			return cli_usage_error(cmd->name, "%s", msg);
-		if (files < cmd->min_files)
+		if (!too_many)
 			return cli_usage_error(cmd->name, "missing trace FILE");
 		return cli_usage_error(cmd->name, "one trace FILE expected, got '%s' too", argv[optind + cmd->max_files]);
 	}
