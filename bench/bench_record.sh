@@ -72,7 +72,7 @@ fi
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 if command -v qemu-x86_64 >/dev/null &&
-   ${CC:-cc} -O2 -shared -fPIC -I"$here/lib/capture" -o "$tmp/floor.so" "$here/bench/floor_plugin.c" 2>"$tmp/cc.err"; then
+   ${CC:-cc} -O2 -shared -fPIC -I"$here/agents/qemu" -o "$tmp/floor.so" "$here/bench/floor_plugin.c" 2>"$tmp/cc.err"; then
   run qemu-x86_64 -plugin "$tmp/floor.so" "$gzip" -c "$in"
   printf '%-34s %9.3f %9s %8.1f %12s\n' "qemu + per-TB callback (floor)" "$wall" "$cpu" \
     "$(echo "$wall / $native" | bc -l)" "-"

@@ -21,9 +21,15 @@ pkgs="
   time
   bc
   bolt-16
+  clang-16
+  llvm-16
   golang-go
   libcapstone-dev
   python3-jsonschema
+  python3-numpy
+  python3-pandas
+  python3-dask
+  python3-distributed
   zlib1g-dev
   gdb
   libc6-dbg

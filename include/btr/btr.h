@@ -16,6 +16,7 @@
 #include "btr/bts.h"
 #include "btr/lbr.h"
 #include "btr/stream.h"
+#include "btr/batch.h"
 #include "btr/report.h"
 #include "btr/analysis.h"
 #include "btr/callstack.h"
@@ -23,6 +24,7 @@
 #include "btr/blocks.h"
 #include "btr/cov.h"
 #include "btr/diff.h"
+#include "btr/diverge.h"
 #include "btr/cfg.h"
 #include "btr/annotate.h"
 

@@ -8,7 +8,7 @@
 
 #define BTR_ANALYSES(X)                                                        \
 	X(report) X(blocks) X(cov) X(annotate) X(cfg) X(check)                  \
-	X(callgraph) X(flame) X(timeline) X(bolt) X(pprof)
+	X(callgraph) X(flame) X(timeline) X(bolt) X(pprof) X(afdo)
 
 #define X(n) extern const struct btr_analysis_ops btr__##n##_ops;
 BTR_ANALYSES(X)

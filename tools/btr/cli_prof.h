@@ -35,6 +35,13 @@ int cli_prof_run_write(const char *cmd, const char *file, struct cli_stream *cs,
  * Returns EXIT_OK or EXIT_USAGE after one message. */
 int cli_prof_weight(const char *cmd, const char *arg, struct btr_profile_opts *po);
 
+/* The same for an analysis that needs others before it in the run (cov
+ * and afdo over blocks): runs @list (@n analyses), writes the last one,
+ * frees them all (last first). */
+int cli_prof_run_write_list(const char *cmd, const char *file, struct cli_stream *cs, struct btr_analysis **list,
+			    size_t n, struct cli_output *out, const char *format, cli_write_error_fn on_error,
+			    void *ctx);
+
 /* The file's extension test: does @path end with @suffix? */
 int cli_ends_with(const char *path, const char *suffix);
 
