@@ -42,6 +42,10 @@ int cli_prof_run_write_list(const char *cmd, const char *file, struct cli_stream
 			    size_t n, struct cli_output *out, const char *format, cli_write_error_fn on_error,
 			    void *ctx);
 
+/* --module's default (bolt, afdo): the file name of the first --elf
+ * without BASE, if there is one and --module was not given. */
+void cli_prof_default_module(const struct cli_stream *cs, struct btr_profile_opts *po);
+
 /* The file's extension test: does @path end with @suffix? */
 int cli_ends_with(const char *path, const char *suffix);
 

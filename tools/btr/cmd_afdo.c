@@ -77,10 +77,7 @@ int cmd_afdo(int argc, char **argv)
 	struct cli_output out;
 	if ((rc = cli_output_check(&out, "afdo", outp, 0)) != EXIT_OK)
 		return rc;
-	if (!po.module && cs.n_elfs && !cs.elfs[0].has_base) {
-		const char *b = strrchr(cs.elfs[0].path, '/');
-		po.module = b ? b + 1 : cs.elfs[0].path;
-	}
+	cli_prof_default_module(&cs, &po);
 	struct btr_analysis *list[2] = { NULL, NULL };
 	if (btr_blocks_new(&list[0]) || btr_afdo_new(list[0], &po, &list[1])) {
 		btr_analysis_free(list[0]);

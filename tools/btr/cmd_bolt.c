@@ -74,11 +74,7 @@ int cmd_bolt(int argc, char **argv)
 	struct cli_output out;
 	if ((rc = cli_output_check(&out, "bolt", outp, 0)) != EXIT_OK)
 		return rc;
-	if (!po.module && cs.n_elfs && !cs.elfs[0].has_base) {
-		/* --elf PROGRAM names the module to profile */
-		const char *b = strrchr(cs.elfs[0].path, '/');
-		po.module = b ? b + 1 : cs.elfs[0].path;
-	}
+	cli_prof_default_module(&cs, &po);
 	struct btr_analysis *a;
 	if (btr_bolt_new(&po, &a)) {
 		cli_error("out of memory");
