@@ -664,7 +664,7 @@ static int read_header(struct btr_trace_reader *r)
 			return -BTR_ERR_TRUNCATED;
 		return -BTR_ERR_BAD_MAGIC;
 	}
-	if (memcmp(h, FILE_MAGIC, 8))
+	if (btr_file_kind(h, (size_t)n) != BTR_FILE_BTR)
 		return -BTR_ERR_BAD_MAGIC;
 	if (n < 12)
 		return -BTR_ERR_TRUNCATED;
@@ -737,10 +737,19 @@ void btr_trace_reader_free(struct btr_trace_reader *r)
 	free(r);
 }
 
+enum btr_file_kind btr_file_kind(const void *buf, size_t size)
+{
+	if (!buf || size < 8)
+		return BTR_FILE_OTHER;
+	if (!memcmp(buf, FILE_MAGIC, 8))
+		return BTR_FILE_BTR;
+	return btr_perf_probe(buf, size) ? BTR_FILE_PERF : BTR_FILE_OTHER;
+}
+
 static int is_perf(struct btr_trace_reader *r)
 {
 	uint8_t m[8];
-	return read_at(r, 0, m, 8) == 8 && btr_perf_probe(m, 8);
+	return read_at(r, 0, m, 8) == 8 && btr_file_kind(m, 8) == BTR_FILE_PERF;
 }
 
 /* Common tail of the two constructors: a perf.data input goes to the

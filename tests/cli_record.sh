@@ -36,6 +36,14 @@ assert d["qemu"]["usable"] is True
 # ---- record: usage ----
 "$btr" record --help >help.txt; check "record --help exit 0" [ $? -eq 0 ]
 check "record --help mentions --ground-truth" grep -q -- --ground-truth help.txt
+# -p attaches: --attach is its name (every other command's --pid selects a
+# process of a trace); --pid is the old spelling and still works
+check "record --help names -p --attach" grep -q -- '-p, --attach PID' help.txt
+for o in --attach --pid; do
+  "$btr" record $o x >out 2>err; rc=$?
+  check "record $o x exit 2 (got $rc)" [ $rc -eq 2 ]
+  check "record $o x: bad process id" grep -q "bad process id 'x'" err
+done
 "$btr" record -o x.btr 2>/dev/null; check "record without command exit 2" [ $? -eq 2 ]
 "$btr" record -b nosuch -- /bin/true 2>/dev/null; check "record bad backend exit 2" [ $? -eq 2 ]
 

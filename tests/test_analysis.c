@@ -4,6 +4,7 @@
  * btr_analysis_run works on a real .btr file. */
 #include "btr/analysis.h"
 #include "btr/error.h"
+#include "btr/report.h"
 #include "btr/trace.h"
 #include "check.h"
 
@@ -220,6 +221,36 @@ int main(void)
 	/* Bad arguments. */
 	CHECK_EQ(btr_analysis_new(NULL, NULL, &a[0]), -BTR_ERR_INVAL);
 	CHECK_EQ(btr_analysis_write(NULL, stdout, NULL), -BTR_ERR_INVAL);
+
+	/* The report is an analysis like the others, run by the one driver,
+	 * and its output formats are the registry's list. */
+	struct btr_analysis *rep;
+	CHECK_EQ(btr_report_analysis_new(NULL, &rep), 0);
+	CHECK_EQ(btr_report_analysis_set_name(rep, "t.btr"), 0);
+	CHECK_EQ(btr_analysis_run(path, NULL, &rep, 1, NULL), 0);
+	CHECK(btr_report_analysis_get(rep) != NULL);
+	const char *const *rf = btr_analysis_formats("report");
+	CHECK(rf && rf == btr_analysis_ops(rep)->formats);
+	CHECK_STR(rf[0], "text");
+	CHECK_STR(rf[1], "json");
+	CHECK(rf[2] == NULL);
+	for (size_t k = 0; k < 2; k++) {
+		buf = NULL;
+		blen = 0;
+		FILE *m = open_memstream(&buf, &blen);
+		CHECK_EQ(btr_analysis_write(rep, m, rf[k]), 0);
+		fclose(m);
+		CHECK(strstr(buf, k ? "\"file\": \"t.btr\"" : "trace:        t.btr\n") != NULL);
+		CHECK(strstr(buf, k ? "\"branches\": 1503" : "branches:     1503 ") != NULL);
+		free(buf);
+	}
+	CHECK_EQ(btr_analysis_write(rep, stdout, "html"), -BTR_ERR_INVAL);
+	btr_analysis_free(rep);
+	CHECK_STR(btr_analysis_formats("cov")[2], "cobertura");
+	CHECK_STR(btr_analysis_formats("flame")[0], "folded");
+	CHECK(btr_analysis_formats("blocks") == NULL);
+	CHECK(btr_analysis_formats("nosuch") == NULL);
+	CHECK(btr_analysis_formats(NULL) == NULL);
 
 	unlink(path);
 	return check_done();

@@ -969,6 +969,17 @@ static void test_malformed(void)
 	free(b);
 }
 
+/* btr_file_kind: the one place that knows the magics. */
+static void test_file_kind(void)
+{
+	CHECK_EQ(btr_file_kind("BTRTRACE\x01\x00", 10), BTR_FILE_BTR);
+	CHECK_EQ(btr_file_kind("PERFILE2", 8), BTR_FILE_PERF);
+	CHECK_EQ(btr_file_kind("2ELIFREP", 8), BTR_FILE_PERF);   /* the other byte order */
+	CHECK_EQ(btr_file_kind("BTRTRAC", 7), BTR_FILE_OTHER);    /* too short to say */
+	CHECK_EQ(btr_file_kind("\x02\x82\x02\x82\x02\x82\x02\x82", 8), BTR_FILE_OTHER);   /* raw PT */
+	CHECK_EQ(btr_file_kind(NULL, 0), BTR_FILE_OTHER);
+}
+
 static void test_magic_version(void)
 {
 	char p[600];
@@ -1189,6 +1200,7 @@ int main(void)
 	test_truncation();
 	test_corruption();
 	test_malformed();
+	test_file_kind();
 	test_magic_version();
 	test_writer_errors();
 	test_abort_flush();

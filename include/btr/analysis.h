@@ -65,6 +65,10 @@ struct btr_analysis_ops {
 	int (*write)(void *state, FILE *out, const char *format);
 	/* Frees @state (called by btr_analysis_free). */
 	void (*destroy)(void *state);
+	/* The names @write knows, NULL-terminated, the default first (NULL:
+	 * none listed).  The CLI's --format checks, the fuzz targets and the
+	 * docs take the list from here. */
+	const char *const *formats;
 };
 
 struct btr_analysis;
@@ -80,6 +84,12 @@ void btr_analysis_free(struct btr_analysis *a);
 /* The state given to btr_analysis_new (for the module's typed accessors). */
 void *btr_analysis_state(const struct btr_analysis *a);
 const struct btr_analysis_ops *btr_analysis_ops(const struct btr_analysis *a);
+
+/* The output formats of the library's analysis named @name (its ops'
+ * name: "report", "cov", "callgraph", ...): NULL-terminated, the default
+ * first, static; NULL for an unknown name or one that writes nothing
+ * ("blocks").  What `btr CMD --format` accepts comes from here. */
+const char *const *btr_analysis_formats(const char *name);
 
 /* Writes @a's result (ops->write); -BTR_ERR_UNSUPPORTED if it has none. */
 int btr_analysis_write(struct btr_analysis *a, FILE *out, const char *format);

@@ -177,21 +177,29 @@ int btr_report_finish(struct btr_report *r, struct btr_image *img, const char *b
 /* The result, valid after btr_report_finish until btr_report_free. */
 const struct btr_report_result *btr_report_get(const struct btr_report *r);
 
-/* Convenience: opens trace @path with @sopts (its callbacks and ctx are
- * replaced by the report's), runs the stream into a new report and
- * finishes it.  On success or on a read error after which a report was
- * still produced (-BTR_ERR_TRUNCATED, ...), *@out holds the report and
- * *@lost (may be NULL) says whether trace data was lost.  Returns 0 or a
- * negative error; *@out is NULL if nothing could be read. */
+/* Convenience: runs a report analysis (btr_report_analysis_new) over
+ * trace @path with @sopts through btr_analysis_run and hands its report
+ * to the caller.  On success or on a read error after which a report was
+ * still produced (-BTR_ERR_TRUNCATED, ...), *@out holds the report (free
+ * it with btr_report_free) and *@lost (may be NULL) says whether trace
+ * data was lost.  Returns 0 or a negative error; *@out is NULL if nothing
+ * could be read. */
 int btr_report_trace(const char *path, const struct btr_stream_opts *sopts,
 		     const struct btr_report_opts *ropts, struct btr_report **out, int *lost);
 
-/* The report as an analysis (btr/analysis.h), to run with other analyses
- * in one pass: btr_analysis_run(path, sopts, list, n, info).  Its end
- * finishes the report with the stream's image and backend.  Returns 0,
- * -BTR_ERR_INVAL, -BTR_ERR_NOMEM (lib/analysis/report_counts.c). */
+/* The report as an analysis (btr/analysis.h), to run alone or with other
+ * analyses in one pass: btr_analysis_run(path, sopts, list, n, info).  Its
+ * end finishes the report with the stream's image and backend; it writes
+ * (btr_analysis_write) the formats "text" (the default) and "json" of
+ * `btr report` (docs/report.md).  Returns 0, -BTR_ERR_INVAL,
+ * -BTR_ERR_NOMEM.  (lib/analysis/report.c, like everything declared here.) */
 struct btr_analysis;
 int btr_report_analysis_new(const struct btr_report_opts *opts, struct btr_analysis **out);
+
+/* The trace's name as the output says it (text "trace:", JSON "file";
+ * copied).  Returns 0, -BTR_ERR_INVAL (@a is not a report analysis, NULL
+ * @name) or -BTR_ERR_NOMEM. */
+int btr_report_analysis_set_name(struct btr_analysis *a, const char *name);
 
 /* The finished report of analysis @a (owned by @a), or NULL before its
  * end or if @a is not a report analysis. */

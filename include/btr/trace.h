@@ -344,6 +344,17 @@ int btr_trace_writer_error(const struct btr_trace_writer *w);
  * report it cut.  Frees @w.  Returns 1 if kept, 0 if nothing was. */
 int btr_trace_writer_abort_keep(struct btr_trace_writer *w, char *kept, size_t kept_size);
 
+/* What a file is, by its first bytes: the one place that knows the magics
+ * (the trace reader, btr pt dump and btr pt decode ask here). */
+enum btr_file_kind {
+	BTR_FILE_OTHER = 0,   /* neither: raw PT bytes, or any other file */
+	BTR_FILE_BTR,         /* a .btr trace ("BTRTRACE") */
+	BTR_FILE_PERF,        /* a perf.data file ("PERFILE2", either byte order) */
+};
+/* The kind of the file that starts with @buf (@size bytes; 8 decide;
+ * fewer: BTR_FILE_OTHER).  Never fails. */
+enum btr_file_kind btr_file_kind(const void *buf, size_t size);
+
 /* Opens @path.  Returns 0, -BTR_ERR_NOENT, -BTR_ERR_PERM, -BTR_ERR_ISDIR, -BTR_ERR_IO,
  * -BTR_ERR_BAD_MAGIC, -BTR_ERR_BAD_VERSION, -BTR_ERR_TRUNCATED (the file
  * is empty or ends inside the file header), -BTR_ERR_CHECKSUM (file header

@@ -37,6 +37,7 @@
 
 #include "btr/blocks.h"
 #include "btr/error.h"
+#include "registry.h"
 #include "btr/image.h"
 #include "btr/profile.h"
 #include "internal.h"
@@ -412,11 +413,14 @@ static void afdo_destroy(void *state)
 	free(a);
 }
 
-static const struct btr_analysis_ops afdo_ops = {
+static const char *const afdo_formats[] = { "text", NULL };
+
+const struct btr_analysis_ops btr__afdo_ops = {
 	.name = "afdo",
 	.event = afdo_event,
 	.write = a_write,
 	.destroy = afdo_destroy,
+	.formats = afdo_formats,
 };
 
 int btr_afdo_new(struct btr_analysis *blocks, const struct btr_profile_opts *opts, struct btr_analysis **out)
@@ -431,5 +435,5 @@ int btr_afdo_new(struct btr_analysis *blocks, const struct btr_profile_opts *opt
 		free(a);
 		return -BTR_ERR_NOMEM;
 	}
-	return btr_analysis_new(&afdo_ops, a, out);
+	return btr_analysis_new(&btr__afdo_ops, a, out);
 }

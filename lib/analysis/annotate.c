@@ -4,6 +4,7 @@
 #include "btr/annotate.h"
 #include "btr/blocks.h"
 #include "btr/error.h"
+#include "registry.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -160,10 +161,13 @@ static void ann_destroy(void *state)
 	free(state);
 }
 
-static const struct btr_analysis_ops ann_ops = {
+static const char *const annotate_formats[] = { "asm", "source", NULL };
+
+const struct btr_analysis_ops btr__annotate_ops = {
 	.name = "annotate",
 	.write = ann_write,
 	.destroy = ann_destroy,
+	.formats = annotate_formats,
 };
 
 int btr_annotate_new(struct btr_analysis *blocks, const char *function, struct btr_analysis **out)
@@ -175,5 +179,5 @@ int btr_annotate_new(struct btr_analysis *blocks, const char *function, struct b
 		return -BTR_ERR_NOMEM;
 	a->blocks = blocks;
 	a->function = function;
-	return btr_analysis_new(&ann_ops, a, out);
+	return btr_analysis_new(&btr__annotate_ops, a, out);
 }

@@ -10,6 +10,7 @@
  */
 #include "btr/blocks.h"
 #include "btr/error.h"
+#include "registry.h"
 #include "btr/insn.h"
 #include "image_code.h"
 #include "internal.h"
@@ -530,7 +531,7 @@ static void on_destroy(void *state)
 	free(b);
 }
 
-static const struct btr_analysis_ops blocks_ops = {
+const struct btr_analysis_ops btr__blocks_ops = {
 	.name = "blocks",
 	.begin = on_begin,
 	.branches = on_branches,
@@ -546,12 +547,12 @@ int btr_blocks_new(struct btr_analysis **out)
 	struct blocks *b = calloc(1, sizeof(*b));
 	if (!b)
 		return -BTR_ERR_NOMEM;
-	return btr_analysis_new(&blocks_ops, b, out);
+	return btr_analysis_new(&btr__blocks_ops, b, out);
 }
 
 static struct blocks *blocks_of(const struct btr_analysis *a)
 {
-	return btr_analysis_ops(a) == &blocks_ops ? btr_analysis_state(a) : NULL;
+	return btr_analysis_ops(a) == &btr__blocks_ops ? btr_analysis_state(a) : NULL;
 }
 
 const struct btr_blocks_result *btr_blocks_get(const struct btr_analysis *a)

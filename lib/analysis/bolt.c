@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "btr/error.h"
+#include "registry.h"
 #include "btr/image.h"
 #include "btr/profile.h"
 #include "elf_priv.h"
@@ -470,9 +471,12 @@ static void b_destroy(void *p)
 	free(bo);
 }
 
-static const struct btr_analysis_ops bolt_ops = {
+static const char *const bolt_formats[] = { "fdata", NULL };
+
+const struct btr_analysis_ops btr__bolt_ops = {
 	.name = "bolt", .begin = b_begin, .branches = b_branches, .event = b_event,
 	.end = b_end, .write = b_write, .destroy = b_destroy,
+	.formats = bolt_formats,
 };
 
 int btr_bolt_new(const struct btr_profile_opts *opts, struct btr_analysis **out)
@@ -484,5 +488,5 @@ int btr_bolt_new(const struct btr_profile_opts *opts, struct btr_analysis **out)
 		return -BTR_ERR_NOMEM;
 	if (opts)
 		bo->o = *opts;
-	return btr_analysis_new(&bolt_ops, bo, out);
+	return btr_analysis_new(&btr__bolt_ops, bo, out);
 }

@@ -15,6 +15,7 @@
 
 #include "btr/callstack.h"
 #include "btr/error.h"
+#include "registry.h"
 #include "btr/profile.h"
 #include "internal.h"
 #include "profutil.h"
@@ -317,9 +318,12 @@ static void c_destroy(void *p)
 	free(g);
 }
 
-static const struct btr_analysis_ops cg_ops = {
+static const char *const callgraph_formats[] = { "text", "json", "dot", NULL };
+
+const struct btr_analysis_ops btr__callgraph_ops = {
 	.name = "callgraph", .begin = c_begin, .branches = c_branches, .event = c_event,
 	.end = c_end, .write = c_write, .destroy = c_destroy,
+	.formats = callgraph_formats,
 };
 
 int btr_callgraph_new(const struct btr_profile_opts *opts, struct btr_analysis **out)
@@ -337,5 +341,5 @@ int btr_callgraph_new(const struct btr_profile_opts *opts, struct btr_analysis *
 		free(g);
 		return rc;
 	}
-	return btr_analysis_new(&cg_ops, g, out);
+	return btr_analysis_new(&btr__callgraph_ops, g, out);
 }

@@ -3,6 +3,7 @@
 #include "btr/cfg.h"
 #include "btr/blocks.h"
 #include "btr/error.h"
+#include "registry.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -230,10 +231,13 @@ static void cfg_destroy(void *state)
 	free(state);
 }
 
-static const struct btr_analysis_ops cfg_ops = {
+static const char *const cfg_formats[] = { "dot", NULL };
+
+const struct btr_analysis_ops btr__cfg_ops = {
 	.name = "cfg",
 	.write = cfg_write,
 	.destroy = cfg_destroy,
+	.formats = cfg_formats,
 };
 
 int btr_cfg_new(struct btr_analysis *blocks, const struct btr_cfg_opts *opts, struct btr_analysis **out)
@@ -246,12 +250,12 @@ int btr_cfg_new(struct btr_analysis *blocks, const struct btr_cfg_opts *opts, st
 	c->blocks = blocks;
 	c->o = *opts;
 	c->collapsed = -1;
-	return btr_analysis_new(&cfg_ops, c, out);
+	return btr_analysis_new(&btr__cfg_ops, c, out);
 }
 
 long btr_cfg_collapsed(const struct btr_analysis *a)
 {
-	if (btr_analysis_ops(a) != &cfg_ops)
+	if (btr_analysis_ops(a) != &btr__cfg_ops)
 		return -1;
 	return ((const struct cfg *)btr_analysis_state(a))->collapsed;
 }

@@ -21,6 +21,7 @@
 #include "btr/check.h"
 #include "btr/text.h"
 #include "btr/error.h"
+#include "registry.h"
 #include "btr/image.h"
 #include "btr/insn.h"
 #include "check_priv.h"
@@ -1260,7 +1261,9 @@ static void a_destroy(void *state)
 	free(c);
 }
 
-static const struct btr_analysis_ops check_ops = {
+static const char *const check_formats[] = { "text", "json", NULL };
+
+const struct btr_analysis_ops btr__check_ops = {
 	.name = "check",
 	.begin = a_begin,
 	.branches = a_branches,
@@ -1268,6 +1271,7 @@ static const struct btr_analysis_ops check_ops = {
 	.end = a_end,
 	.write = a_write,
 	.destroy = a_destroy,
+	.formats = check_formats,
 };
 
 /* ---- allow rules ---- */
@@ -1351,7 +1355,7 @@ int btr_check_new(const struct btr_check_opts *opts, struct btr_analysis **out)
 		a_destroy(c);
 		return rc;
 	}
-	return btr_analysis_new(&check_ops, c, out);
+	return btr_analysis_new(&btr__check_ops, c, out);
 }
 
 const struct btr_check_finding *btr_check_findings(const struct btr_analysis *a, size_t *n)

@@ -22,6 +22,7 @@
 #include "btr/cov.h"
 #include "btr/blocks.h"
 #include "btr/error.h"
+#include "registry.h"
 #include "btr/insn.h"
 
 #include "elf_priv.h"
@@ -679,10 +680,13 @@ static void cov_destroy(void *state)
 	free(c);
 }
 
-static const struct btr_analysis_ops cov_ops = {
+static const char *const cov_formats[] = { "drcov", "lcov", "cobertura", NULL };
+
+const struct btr_analysis_ops btr__cov_ops = {
 	.name = "cov",
 	.write = cov_write,
 	.destroy = cov_destroy,
+	.formats = cov_formats,
 };
 
 int btr_cov_new(struct btr_analysis *blocks, struct btr_analysis **out)
@@ -693,12 +697,12 @@ int btr_cov_new(struct btr_analysis *blocks, struct btr_analysis **out)
 	if (!c)
 		return -BTR_ERR_NOMEM;
 	c->blocks = blocks;
-	return btr_analysis_new(&cov_ops, c, out);
+	return btr_analysis_new(&btr__cov_ops, c, out);
 }
 
 int btr_cov_set_module(struct btr_analysis *a, const char *module)
 {
-	if (btr_analysis_ops(a) != &cov_ops)
+	if (btr_analysis_ops(a) != &btr__cov_ops)
 		return -BTR_ERR_INVAL;
 	struct cov *c = btr_analysis_state(a);
 	char *m = module ? strdup(module) : NULL;

@@ -13,6 +13,7 @@
 
 #include "btr/callstack.h"
 #include "btr/error.h"
+#include "registry.h"
 #include "btr/profile.h"
 #include "internal.h"
 #include "profutil.h"
@@ -343,9 +344,12 @@ static void f_destroy(void *p)
 	free(f);
 }
 
-static const struct btr_analysis_ops flame_ops = {
+static const char *const flame_formats[] = { "folded", "speedscope", "svg", NULL };
+
+const struct btr_analysis_ops btr__flame_ops = {
 	.name = "flame", .begin = f_begin, .branches = f_branches, .event = f_event,
 	.end = f_end, .write = f_write, .destroy = f_destroy,
+	.formats = flame_formats,
 };
 
 int btr_flame_new(const struct btr_profile_opts *opts, struct btr_analysis **out)
@@ -372,7 +376,7 @@ int btr_flame_new(const struct btr_profile_opts *opts, struct btr_analysis **out
 		f_destroy(f);
 		return rc;
 	}
-	return btr_analysis_new(&flame_ops, f, out);
+	return btr_analysis_new(&btr__flame_ops, f, out);
 }
 
 int btr_flame_set_title(struct btr_analysis *a, const char *title)

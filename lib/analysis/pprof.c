@@ -22,6 +22,7 @@
 
 #include "btr/callstack.h"
 #include "btr/error.h"
+#include "registry.h"
 #include "btr/image.h"
 #include "btr/profile.h"
 #include "internal.h"
@@ -301,9 +302,12 @@ static void p_destroy(void *p)
 	free(pp);
 }
 
-static const struct btr_analysis_ops pprof_ops = {
+static const char *const pprof_formats[] = { "pb", "pb-raw", NULL };
+
+const struct btr_analysis_ops btr__pprof_ops = {
 	.name = "pprof", .begin = p_begin, .branches = p_branches, .event = p_event,
 	.end = p_end, .write = p_write, .destroy = p_destroy,
+	.formats = pprof_formats,
 };
 
 int btr_pprof_new(const struct btr_profile_opts *opts, struct btr_analysis **out)
@@ -321,5 +325,5 @@ int btr_pprof_new(const struct btr_profile_opts *opts, struct btr_analysis **out
 		free(pp);
 		return rc;
 	}
-	return btr_analysis_new(&pprof_ops, pp, out);
+	return btr_analysis_new(&btr__pprof_ops, pp, out);
 }

@@ -19,6 +19,7 @@
 
 #include "btr/callstack.h"
 #include "btr/error.h"
+#include "registry.h"
 #include "btr/profile.h"
 #include "internal.h"
 #include "profutil.h"
@@ -267,9 +268,12 @@ static void t_destroy(void *p)
 	free(tl);
 }
 
-static const struct btr_analysis_ops timeline_ops = {
+static const char *const timeline_formats[] = { "json", "pftrace", NULL };
+
+const struct btr_analysis_ops btr__timeline_ops = {
 	.name = "timeline", .begin = t_begin, .branches = t_branches, .event = t_event,
 	.end = t_end, .write = t_write, .destroy = t_destroy,
+	.formats = timeline_formats,
 };
 
 int btr_timeline_new(const struct btr_profile_opts *opts, struct btr_analysis **out)
@@ -297,5 +301,5 @@ int btr_timeline_new(const struct btr_profile_opts *opts, struct btr_analysis **
 		t_destroy(tl);
 		return rc;
 	}
-	return btr_analysis_new(&timeline_ops, tl, out);
+	return btr_analysis_new(&btr__timeline_ops, tl, out);
 }

@@ -3,7 +3,8 @@
  * output formats each is written in afterwards.
  *
  * TO ADD AN ANALYSIS: write a constructor below (options from the input
- * bytes if it has any) and add one line to FUZZ_ANALYSES.  Both targets
+ * bytes if it has any) and add one line to FUZZ_ANALYSES; its formats
+ * come from its ops (btr_analysis_ops.formats).  Both targets
  * and their regression inputs (tests/fuzz/regress/) pick it up.
  */
 #ifndef FUZZ_ANALYSES_H
@@ -18,87 +19,15 @@
 #include "btr/error.h"
 #include "btr/report.h"
 
-/* ---- report, as an analysis (lib/report.c predates btr/analysis.h) ---- */
-
-struct fz_report {
-	struct btr_report *r;
-	struct btr_stream *s;
-};
-
-static int fz_report_begin(void *st, struct btr_stream *s)
-{
-	((struct fz_report *)st)->s = s;
-	return 0;
-}
-
-static int fz_report_branches(void *st, const struct btr_branch *b, size_t n)
-{
-	struct fz_report *f = st;
-	for (size_t i = 0; i < n; i++)
-		if (btr_report_branch(f->r, &b[i]))
-			return -BTR_ERR_NOMEM;
-	return 0;
-}
-
-static int fz_report_event(void *st, const struct btr_stream_event *ev)
-{
-	return btr_report_event(((struct fz_report *)st)->r, ev) ? -BTR_ERR_NOMEM : 0;
-}
-
-static int fz_report_end(void *st, int status)
-{
-	struct fz_report *f = st;
-	(void)status;
-	return btr_report_finish(f->r, f->s ? btr_stream_image(f->s) : NULL, f->s ? btr_stream_backend(f->s) : NULL);
-}
-
-/* Touches every string of the result, so ASan sees dangling pointers. */
-static int fz_report_write(void *st, FILE *out, const char *format)
-{
-	const struct btr_report_result *res = btr_report_get(((struct fz_report *)st)->r);
-	if (!res)
-		return -BTR_ERR_INVAL;
-	fprintf(out, "%s %llu\n", res->backend, (unsigned long long)res->insns);
-	for (size_t i = 0; i < res->n_threads; i++)
-		fprintf(out, "%u %s\n", res->threads[i].tid, res->threads[i].name ? res->threads[i].name : "");
-	for (size_t i = 0; i < res->n_modules; i++)
-		fprintf(out, "%s %s\n", res->modules[i].path, res->modules[i].loaded ? res->modules[i].loaded : "");
-	for (size_t i = 0; i < res->n_top_functions; i++)
-		fprintf(out, "%s %s %s\n", res->top_functions[i].name,
-			res->top_functions[i].module ? res->top_functions[i].module : "",
-			res->top_functions[i].file ? res->top_functions[i].file : "");
-	for (size_t i = 0; i < res->n_top_blocks; i++)
-		fprintf(out, "%s %s\n", res->top_blocks[i].sym ? res->top_blocks[i].sym : "",
-			res->top_blocks[i].file ? res->top_blocks[i].file : "");
-	if (res->exit.where)
-		fprintf(out, "%s\n", res->exit.where);
-	return format && strcmp(format, "text") ? -BTR_ERR_INVAL : 0;
-}
-
-static void fz_report_destroy(void *st)
-{
-	struct fz_report *f = st;
-	btr_report_free(f->r);
-	free(f);
-}
-
-static const struct btr_analysis_ops fz_report_ops = {
-	.name = "report", .begin = fz_report_begin, .branches = fz_report_branches,
-	.event = fz_report_event, .end = fz_report_end, .write = fz_report_write,
-	.destroy = fz_report_destroy,
-};
+/* ---- the report (lib/analysis/report.c) ---- */
 
 static int fz_new_report(const uint8_t *data, size_t size, struct btr_analysis **out)
 {
-	struct fz_report *f = calloc(1, sizeof(*f));
 	struct btr_report_opts o = { .sz = sizeof(o), .top = size ? data[0] % 5 : 0, .max_gaps = 3 };
-	if (!f)
-		return -BTR_ERR_NOMEM;
-	if (btr_report_new(&o, &f->r)) {
-		free(f);
-		return -BTR_ERR_NOMEM;
-	}
-	return btr_analysis_new(&fz_report_ops, f, out);
+	int rc = btr_report_analysis_new(&o, out);
+	if (rc == 0 && (rc = btr_report_analysis_set_name(*out, "fuzz")) < 0)
+		btr_analysis_free(*out);
+	return rc;
 }
 
 /* ---- the interface's own promises (btr/analysis.h), checked ---- */
@@ -168,12 +97,6 @@ static int fz_new_order(const uint8_t *data, size_t size, struct btr_analysis **
 #include "btr/cov.h"
 #include "btr/profile.h"
 
-static int fz_new_report_a(const uint8_t *d, size_t n, struct btr_analysis **out)
-{
-	(void)d, (void)n;
-	return btr_report_analysis_new(NULL, out);
-}
-
 /* The views read the block table of a blocks analysis earlier in the
  * same run: the table below creates blocks first and keeps it here. */
 static struct btr_analysis *fz_blocks;
@@ -228,35 +151,34 @@ FZ_PROFILE(pprof, btr_pprof_new, 0, 0)
 #undef FZ_PROFILE
 
 /* ---- the table ----
- * X(name, constructor, formats): constructor(data, size, &out) returns 0
- * or a negative error; formats is a NULL-terminated list of format names
- * given to btr_analysis_write after the run (NULL entry first: default). */
+ * X(name, constructor): constructor(data, size, &out) returns 0 or a
+ * negative error.  After the run each analysis is written in its default
+ * format (NULL) and in every format its ops list (btr_analysis_ops.formats,
+ * the list the CLI and the docs use too). */
 #define FUZZ_ANALYSES(X)                                                        \
-	X(report, fz_new_report, "text")                                        \
-	X(order, fz_new_order, "text")                                          \
-	X(report_a, fz_new_report_a, "text")                                    \
-	X(blocks, fz_new_blocks, "text")                                        \
-	X(cov, fz_new_cov, "drcov", "lcov", "cobertura")                        \
-	X(cfg, fz_new_cfg, "dot")                                               \
-	X(annotate, fz_new_annotate, "asm", "source")                           \
-	X(check, fz_new_check, "text", "json")                                  \
-	X(callgraph, fz_new_callgraph, "text", "json", "dot")                   \
-	X(flame, fz_new_flame, "folded", "speedscope", "svg")                   \
-	X(timeline, fz_new_timeline, "json", "pftrace")                         \
-	X(bolt, fz_new_bolt, "fdata")                                           \
-	X(bolt_pa, fz_new_bolt_pa, "fdata")                                     \
-	X(pprof, fz_new_pprof, "pb", "pb-raw")
+	X(report, fz_new_report)                                                \
+	X(order, fz_new_order)                                                  \
+	X(blocks, fz_new_blocks)                                                \
+	X(cov, fz_new_cov)                                                      \
+	X(cfg, fz_new_cfg)                                                      \
+	X(annotate, fz_new_annotate)                                            \
+	X(check, fz_new_check)                                                  \
+	X(callgraph, fz_new_callgraph)                                          \
+	X(flame, fz_new_flame)                                                  \
+	X(timeline, fz_new_timeline)                                            \
+	X(bolt, fz_new_bolt)                                                    \
+	X(bolt_pa, fz_new_bolt_pa)                                              \
+	X(pprof, fz_new_pprof)
 	/* new analyses: one X line each, in dependency order (blocks before
 	 * the views that read it) */
 
 struct fuzz_analysis {
 	const char *name;
 	int (*make)(const uint8_t *data, size_t size, struct btr_analysis **out);
-	const char *formats[8];
 };
 
 static const struct fuzz_analysis fuzz_analyses[] = {
-#define FZ_ENTRY(n, ctor, ...) { #n, ctor, { NULL, __VA_ARGS__, NULL } },
+#define FZ_ENTRY(n, ctor) { #n, ctor },
 	FUZZ_ANALYSES(FZ_ENTRY)
 #undef FZ_ENTRY
 };
@@ -281,12 +203,14 @@ static size_t fuzz_analyses_new(const uint8_t *data, size_t size, struct btr_ana
 static void fuzz_analyses_write_free(struct btr_analysis **a, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		for (const char *const *f = fuzz_analyses[i].formats; f == fuzz_analyses[i].formats || *f; f++) {
+		const char *const *list = btr_analysis_ops(a[i])->formats;
+		for (size_t k = 0; k == 0 || (list && list[k - 1]); k++) {
+			/* k 0: the default (NULL), then list[0], list[1], ... */
 			char *buf = NULL;
 			size_t len = 0;
 			FILE *m = open_memstream(&buf, &len);
 			if (m) {
-				btr_analysis_write(a[i], m, *f);
+				btr_analysis_write(a[i], m, k ? list[k - 1] : NULL);
 				fclose(m);
 				free(buf);
 			}

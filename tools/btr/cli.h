@@ -2,7 +2,6 @@
 #ifndef BTR_CLI_H
 #define BTR_CLI_H
 
-#include <getopt.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,18 +31,10 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 int cli_parse_u64(const char *s, uint64_t *out);
 
 /* Options every command that reads a trace shares: --filter, --elf,
- * --root, --debug-dir, --pid, --tid (cli_stream.c).  Use:
- *
- *     static const struct option lopts[] = { CLI_STREAM_LONGOPTS, {"format",...}, ... };
- *     struct cli_stream cs; cli_stream_init(&cs);
- *     while ((c = getopt_long(...)) != -1) {
- *             int r = cli_stream_opt(&cs, "cmd", c, optarg);
- *             if (r < 0) return EXIT_USAGE;   (message printed)
- *             if (r > 0) continue;            (was one of ours)
- *             switch (c) { ...own options... }
- *     }
- *     if ((rc = cli_stream_ready(&cs, "cmd")) != EXIT_OK) return rc;
- *     ... btr_stream_open(file, &cs.so, &s) or btr_analysis_run(file, &cs.so, ...)
+ * --root, --debug-dir, --pid, --tid, --progress (cli_stream.c).  A
+ * command lists them in its option table with CLI_STREAM_OPTS
+ * (cli_cmd.h); cli_cmd_parse hands them to cli_stream_opt and ends with
+ * cli_stream_ready, after which cs.so is ready for btr_analysis_run.
  *
  * The option values are the short codes below (>= 0x1000, so they never
  * clash with a command's own letters); CLI_STREAM_HELP is their --help text. */
@@ -51,15 +42,6 @@ int cli_parse_u64(const char *s, uint64_t *out);
 #define CLI_STREAM_MAX_DIRS 16
 enum { CLI_OPT_FILTER = 0x1000, CLI_OPT_ELF, CLI_OPT_ROOT, CLI_OPT_DEBUG_DIR, CLI_OPT_PID, CLI_OPT_TID,
        CLI_OPT_PROGRESS, CLI_OPT_NO_PROGRESS };
-#define CLI_STREAM_LONGOPTS                                                    \
-	{ "filter", required_argument, NULL, CLI_OPT_FILTER },                 \
-	{ "elf", required_argument, NULL, CLI_OPT_ELF },                       \
-	{ "root", required_argument, NULL, CLI_OPT_ROOT },                     \
-	{ "debug-dir", required_argument, NULL, CLI_OPT_DEBUG_DIR },           \
-	{ "pid", required_argument, NULL, CLI_OPT_PID },                       \
-	{ "tid", required_argument, NULL, CLI_OPT_TID },                       \
-	{ "progress", no_argument, NULL, CLI_OPT_PROGRESS },                   \
-	{ "no-progress", no_argument, NULL, CLI_OPT_NO_PROGRESS }
 #define CLI_STREAM_HELP                                                        \
 	"  --filter EXPR          only branches matching EXPR (LBR_SELECT classes and\n" \
 	"                         kinds: jcc,near_ret,user,...; see docs/branch-kinds.md)\n" \
@@ -87,7 +69,7 @@ struct cli_stream {
 	int live_stdout;
 };
 void cli_stream_init(struct cli_stream *cs);
-/* Handles option @c if it is one of CLI_STREAM_LONGOPTS: returns 1, or -1
+/* Handles option @c if it is one of CLI_STREAM_OPTS: returns 1, or -1
  * after printing a usage error; 0 if @c is not ours. */
 int cli_stream_opt(struct cli_stream *cs, const char *cmd, int c, char *arg);
 /* Parses the filter, checks the --elf files (one line naming a bad one)

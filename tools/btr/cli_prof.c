@@ -75,3 +75,23 @@ int cli_ends_with(const char *path, const char *suffix)
 	size_t a = strlen(path), b = strlen(suffix);
 	return a >= b && !strcmp(path + a - b, suffix);
 }
+
+int cli_prof_weight(const char *cmd, const char *arg, struct btr_profile_opts *po)
+{
+	if (!strcmp(arg, "insns"))
+		po->weight = BTR_PROFILE_INSNS;
+	else if (!strcmp(arg, "time"))
+		po->weight = BTR_PROFILE_TIME;
+	else
+		return cli_usage_error(cmd, "unknown weight '%s' (insns, time)", arg);
+	return EXIT_OK;
+}
+
+void cli_prof_default_module(const struct cli_stream *cs, struct btr_profile_opts *po)
+{
+	if (!po->module && cs->n_elfs && !cs->elfs[0].has_base) {
+		/* --elf PROGRAM names the module to profile */
+		const char *b = strrchr(cs->elfs[0].path, '/');
+		po->module = b ? b + 1 : cs->elfs[0].path;
+	}
+}

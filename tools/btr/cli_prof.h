@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include "btr/btr.h"
 #include "cli.h"
+#include "cli_cmd.h"
 
 /* Runs @list (@n analyses) over trace @file with the stream options of
  * @cs.  Returns EXIT_OK, or EXIT_RUNTIME after printing one line naming
@@ -30,12 +31,20 @@ typedef void (*cli_write_error_fn)(void *ctx, const char *file, const char *outp
 int cli_prof_run_write(const char *cmd, const char *file, struct cli_stream *cs, struct btr_analysis *a,
 		       struct cli_output *out, const char *format, cli_write_error_fn on_error, void *ctx);
 
+/* --weight W of the profile commands: insns or time into @po->weight.
+ * Returns EXIT_OK or EXIT_USAGE after one message. */
+int cli_prof_weight(const char *cmd, const char *arg, struct btr_profile_opts *po);
+
 /* The same for an analysis that needs others before it in the run (cov
  * and afdo over blocks): runs @list (@n analyses), writes the last one,
  * frees them all (last first). */
 int cli_prof_run_write_list(const char *cmd, const char *file, struct cli_stream *cs, struct btr_analysis **list,
 			    size_t n, struct cli_output *out, const char *format, cli_write_error_fn on_error,
 			    void *ctx);
+
+/* --module's default (bolt, afdo): the file name of the first --elf
+ * without BASE, if there is one and --module was not given. */
+void cli_prof_default_module(const struct cli_stream *cs, struct btr_profile_opts *po);
 
 /* The file's extension test: does @path end with @suffix? */
 int cli_ends_with(const char *path, const char *suffix);

@@ -1,68 +1,59 @@
 /* cmd_annotate.c - `btr annotate FILE --function SYM [--source]`
  * (docs/annotate.md). */
-#include <getopt.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli_cmd.h"
 
-static void usage(FILE *f)
+enum { O_FUNCTION = 256, O_SOURCE };
+
+static const struct cli_opt opts[] = {
+	{ "function", O_FUNCTION, CLI_ARG, "  --function SYM         the function: name, C++ name, or module+0xOFF\n",
+	  "missing --function SYM" },
+	{ "source", O_SOURCE, CLI_NOARG, "  --source               source lines instead of instructions\n", NULL },
+	CLI_STREAM_OPTS,
+	CLI_HELP_OPT,
+	{ 0 },
+};
+
+static const struct cli_cmd cmd = {
+	"annotate",
+	"Usage: btr annotate [OPTIONS] FILE --function SYM\n"
+	"Print a function's disassembly with the execution count of every\n"
+	"instruction, taken/not-taken counts and percentages of its branches and the\n"
+	"source line of each instruction; or, with --source, its source lines with\n"
+	"their counts ('#####': has code, never ran).\n\n"
+	"Options:\n",
+	opts,
+	"\nExit status: 0 ok; 2 usage error; 3 the trace cannot be read, the function is\n"
+	"not in it, or data was lost.\n",
+	1, 1, NULL,
+};
+
+struct args {
+	const char *function, *format;
+};
+
+static int on_opt(void *ctx, int key, char *arg)
 {
-	fprintf(f,
-		"Usage: btr annotate [OPTIONS] FILE --function SYM\n"
-		"Print a function's disassembly with the execution count of every\n"
-		"instruction, taken/not-taken counts and percentages of its branches and the\n"
-		"source line of each instruction; or, with --source, its source lines with\n"
-		"their counts ('#####': has code, never ran).\n\n"
-		"Options:\n"
-		"  --function SYM         the function: name, C++ name, or module+0xOFF\n"
-		"  --source               source lines instead of instructions\n"
-		CLI_STREAM_HELP
-		"  -h, --help             this help\n\n"
-		"Exit status: 0 ok; 2 usage error; 3 the trace cannot be read, the function is\n"
-		"not in it, or data was lost.\n");
+	struct args *x = ctx;
+	if (key == O_FUNCTION)
+		x->function = arg;
+	else if (key == O_SOURCE)
+		x->format = "source";
+	return EXIT_OK;
 }
 
 int cmd_annotate(int argc, char **argv)
 {
-	static const struct option lopts[] = { CLI_STREAM_LONGOPTS,
-					       { "function", required_argument, NULL, 'F' },
-					       { "source", no_argument, NULL, 'S' },
-					       { "help", no_argument, NULL, 'h' },
-					       { NULL, 0, NULL, 0 } };
+	struct args x = { NULL, "asm" };
 	struct cli_stream cs;
-	cli_stream_init(&cs);
-	const char *function = NULL, *format = "asm";
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
-		int r = cli_stream_opt(&cs, "annotate", c, optarg);
-		if (r < 0)
-			return EXIT_USAGE;
-		if (r > 0)
-			continue;
-		switch (c) {
-		case 'F':
-			function = optarg;
-			break;
-		case 'S':
-			format = "source";
-			break;
-		case 'h':
-			usage(stdout);
-			return EXIT_OK;
-		default:
-			return cli_usage_error("annotate", "unknown option");
-		}
-	}
-	if (optind >= argc)
-		return cli_usage_error("annotate", "missing trace FILE");
-	if (optind + 1 < argc)
-		return cli_usage_error("annotate", "one trace FILE expected, got '%s' too", argv[optind + 1]);
-	if (!function)
-		return cli_usage_error("annotate", "missing --function SYM");
-	int rc = cli_stream_ready(&cs, "annotate");
+	int first;
+	int rc = cli_cmd_parse(&cmd, argc, argv, &cs, on_opt, &x, &first);
 	if (rc != EXIT_OK)
-		return rc;
+		return rc == CLI_CMD_DONE ? EXIT_OK : rc;
+	const char *file = argv[first];
+	const char *function = x.function, *format = x.format;
+	(void)file;
 	struct btr_analysis *bl = NULL, *an = NULL;
 	if (btr_blocks_new(&bl) < 0 || btr_annotate_new(bl, function, &an) < 0) {
 		cli_error("out of memory");
@@ -70,12 +61,12 @@ int cmd_annotate(int argc, char **argv)
 		return EXIT_RUNTIME;
 	}
 	struct btr_analysis *list[2] = { bl, an };
-	rc = cli_views_run("annotation", argv[optind], &cs, list, 2);
+	rc = cli_views_run("annotation", argv[first], &cs, list, 2);
 	if (rc == EXIT_OK || rc == -EXIT_RUNTIME) {
 		int lost = rc < 0;
 		int w = btr_analysis_write(an, stdout, format);
 		if (w == -BTR_ERR_NOT_FOUND) {
-			cli_error("%s: function '%s' is in no module of the trace", argv[optind], function);
+			cli_error("%s: function '%s' is in no module of the trace", argv[first], function);
 			rc = EXIT_RUNTIME;
 		} else if (w < 0 || fflush(stdout) != 0) {
 			cli_error("annotate: %s", btr_errstr(w < 0 ? w : -BTR_ERR_IO));

@@ -1,36 +1,44 @@
 /* cmd_cfg.c - `btr cfg FILE --function SYM -o OUT.svg|.dot|.png`
  * (docs/cfg.md): a function's CFG heat map, rendered by Graphviz `dot`. */
-#include <getopt.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli_cmd.h"
 
 extern char **environ;
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: btr cfg [OPTIONS] FILE --function SYM -o OUT.svg|OUT.dot|OUT.png\n"
-		"Draw a function's control-flow graph, built from its code, as a heat map:\n"
-		"blocks coloured by executions (never run: grey, dashed), edges labelled with\n"
-		"their counts and drawn thicker when hot, labels with address, symbol+offset\n"
-		"and source line.  .svg and .png are rendered with Graphviz `dot`.\n\n"
-		"Options:\n"
-		"  --function SYM         the function: name, C++ name, or module+0xOFF\n"
-		"  -o, --output OUT       output file; its extension picks the format\n"
-		CLI_OUTPUT_HELP
-		"  --max-blocks N         collapse cold regions beyond N nodes (default 300)\n"
-		"  --diff B               colour by the difference to trace B (red: B ran a\n"
-		"                         block more, blue: less)\n"
-		CLI_STREAM_HELP
-		"  -h, --help             this help\n\n"
-		"Exit status: 0 ok; 2 usage error; 3 the trace cannot be read, the function is\n"
-		"not in it, dot is missing, or data was lost.\n");
-}
+enum { O_FUNCTION = 256, O_MAX_BLOCKS, O_DIFF };
+
+static const struct cli_opt opts[] = {
+	{ "function", O_FUNCTION, CLI_ARG, "  --function SYM         the function: name, C++ name, or module+0xOFF\n",
+	  "missing --function SYM" },
+	{ "output", 'o', CLI_ARG, "  -o, --output OUT       output file; its extension picks the format\n" CLI_OUTPUT_HELP,
+	  "missing -o OUT" },
+	{ "max-blocks", O_MAX_BLOCKS, CLI_ARG, "  --max-blocks N         collapse cold regions beyond N nodes (default 300)\n", NULL },
+	{ "diff", O_DIFF, CLI_ARG,
+	  "  --diff B               colour by the difference to trace B (red: B ran a\n"
+	  "                         block more, blue: less)\n", NULL },
+	CLI_STREAM_OPTS,
+	CLI_HELP_OPT,
+	{ 0 },
+};
+
+static const struct cli_cmd cmd = {
+	"cfg",
+	"Usage: btr cfg [OPTIONS] FILE --function SYM -o OUT.svg|OUT.dot|OUT.png\n"
+	"Draw a function's control-flow graph, built from its code, as a heat map:\n"
+	"blocks coloured by executions (never run: grey, dashed), edges labelled with\n"
+	"their counts and drawn thicker when hot, labels with address, symbol+offset\n"
+	"and source line.  .svg and .png are rendered with Graphviz `dot`.\n\n"
+	"Options:\n",
+	opts,
+	"\nExit status: 0 ok; 2 usage error; 3 the trace cannot be read, the function is\n"
+	"not in it, dot is missing, or data was lost.\n",
+	1, 1, NULL,
+};
 
 static int write_dot(void *ctx, FILE *f)
 {
@@ -69,66 +77,48 @@ static int render(const char *dotfile, const char *fmt, struct cli_output *out)
 	return cli_output_close(out, 1);
 }
 
+struct args {
+	struct btr_cfg_opts o;
+	const char *out, *diff, *fmt;
+};
+
+static int on_opt(void *ctx, int key, char *arg)
+{
+	struct args *x = ctx;
+	uint64_t v;
+	switch (key) {
+	case O_FUNCTION: x->o.function = arg; break;
+	case 'o': x->out = arg; break;
+	case O_MAX_BLOCKS:
+		if (cli_parse_u64(arg, &v) < 0 || v < 2 || v > 100000)
+			return cli_usage_error("cfg", "bad --max-blocks '%s' (2..100000)", arg);
+		x->o.max_blocks = (unsigned)v;
+		break;
+	case O_DIFF: x->diff = arg; break;
+	case CLI_OPT_END: {
+		const char *ext = strrchr(x->out, '.');
+		x->fmt = !ext ? NULL : !strcmp(ext, ".svg") ? "svg" : !strcmp(ext, ".png") ? "png"
+			: !strcmp(ext, ".dot") || !strcmp(ext, ".gv") ? "dot" : NULL;
+		if (!x->fmt)
+			return cli_usage_error("cfg", "'%s': the output must end in .svg, .png or .dot", x->out);
+		break;
+	}
+	}
+	return EXIT_OK;
+}
+
 int cmd_cfg(int argc, char **argv)
 {
-	static const struct option lopts[] = { CLI_STREAM_LONGOPTS,
-					       { "function", required_argument, NULL, 'F' },
-					       { "output", required_argument, NULL, 'o' },
-					       { "max-blocks", required_argument, NULL, 'M' },
-					       { "diff", required_argument, NULL, 'D' },
-					       { "help", no_argument, NULL, 'h' },
-					       { NULL, 0, NULL, 0 } };
+	struct args x = { .o = { .sz = sizeof(x.o) } };
 	struct cli_stream cs;
-	cli_stream_init(&cs);
-	struct btr_cfg_opts o = { .sz = sizeof(o) };
-	const char *out = NULL, *diff = NULL;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", lopts, NULL)) != -1) {
-		int r = cli_stream_opt(&cs, "cfg", c, optarg);
-		if (r < 0)
-			return EXIT_USAGE;
-		if (r > 0)
-			continue;
-		uint64_t v;
-		switch (c) {
-		case 'F':
-			o.function = optarg;
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 'M':
-			if (cli_parse_u64(optarg, &v) < 0 || v < 2 || v > 100000)
-				return cli_usage_error("cfg", "bad --max-blocks '%s' (2..100000)", optarg);
-			o.max_blocks = (unsigned)v;
-			break;
-		case 'D':
-			diff = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return EXIT_OK;
-		default:
-			return cli_usage_error("cfg", "unknown option");
-		}
-	}
-	if (optind >= argc)
-		return cli_usage_error("cfg", "missing trace FILE");
-	if (optind + 1 < argc)
-		return cli_usage_error("cfg", "one trace FILE expected, got '%s' too", argv[optind + 1]);
-	if (!o.function)
-		return cli_usage_error("cfg", "missing --function SYM");
-	if (!out)
-		return cli_usage_error("cfg", "missing -o OUT");
-	const char *ext = strrchr(out, '.');
-	const char *fmt = !ext ? NULL : !strcmp(ext, ".svg") ? "svg" : !strcmp(ext, ".png") ? "png"
-					  : !strcmp(ext, ".dot") || !strcmp(ext, ".gv") ? "dot" : NULL;
-	if (!fmt)
-		return cli_usage_error("cfg", "'%s': the output must end in .svg, .png or .dot", out);
-	int rc = cli_stream_ready(&cs, "cfg");
+	int first;
+	int rc = cli_cmd_parse(&cmd, argc, argv, &cs, on_opt, &x, &first);
 	if (rc != EXIT_OK)
-		return rc;
+		return rc == CLI_CMD_DONE ? EXIT_OK : rc;
+	const char *file = argv[first];
+	struct btr_cfg_opts o = x.o;
+	const char *out = x.out, *diff = x.diff, *fmt = x.fmt;
+	(void)file;
 	struct cli_output dst;
 	if ((rc = cli_output_check(&dst, "cfg", out, !strcmp(fmt, "png") ? CLI_OUTPUT_BINARY : 0)) != EXIT_OK)
 		return rc;
@@ -146,7 +136,7 @@ int cmd_cfg(int argc, char **argv)
 		goto out;
 	}
 	struct btr_analysis *list[2] = { bl, cfg };
-	rc = cli_views_run("graph", argv[optind], &cs, list, 2);
+	rc = cli_views_run("graph", argv[first], &cs, list, 2);
 	if (rc == -EXIT_RUNTIME)
 		lost = 1;
 	else if (rc != EXIT_OK)
@@ -162,7 +152,7 @@ int cmd_cfg(int argc, char **argv)
 	struct btr_funcgraph *g;
 	rc = btr_funcgraph_build(bl, o.function, &g);
 	if (rc < 0) {
-		cli_error("%s: function '%s' %s", argv[optind], o.function,
+		cli_error("%s: function '%s' %s", argv[first], o.function,
 			  rc == -BTR_ERR_NOT_FOUND ? "is in no module of the trace" : btr_errstr(rc));
 		rc = EXIT_RUNTIME;
 		goto out;

@@ -6,38 +6,47 @@
  * reaches --fail-on.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "btr/analysis.h"
 #include "btr/check.h"
 #include "btr/stream.h"
-#include "cli.h"
+#include "cli_cmd.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: btr check [OPTIONS] FILE\n"
-		"Compare every recorded transfer of a trace (.btr or perf.data) with the\n"
-		"transfers the loaded code allows and report control-flow hijacks and hooks:\n"
-		"hijacked returns and ROP chains (shadow stack), indirect calls and jumps to\n"
-		"non-entries, GOT overwrites and LD_PRELOAD interposition, transfers into\n"
-		"memory no file backs and no perf map or jitdump names (shellcode, unnamed\n"
-		"JIT code), code that differs from its file (inline hooks).  Sampled LBR\n"
-		"data gets kBouncer-style checks.\n\n"
-		"Options:\n"
-		"  --format text|json     output format (default text)\n"
-		"  --fail-on SEVERITY     exit 1 if a finding has SEVERITY or higher\n"
-		"                         (info, low, medium, high; default info:\n"
-		"                         any finding)\n"
-		"  --allow FILE           known-good exceptions, one 'KIND PATTERN' a line\n"
-		"                         (PATTERN: '*', 0xLO-0xHI, or text in the finding)\n"
-		CLI_STREAM_HELP
-		"  -h, --help             this help\n\n"
-		"Exit status: 0 no finding reached --fail-on; 1 one did; 2 usage error;\n"
-		"3 the trace or the allow file cannot be read.\n");
-}
+enum { OPT_FORMAT = 256, OPT_FAIL_ON, OPT_ALLOW };
+
+static const struct cli_opt opts[] = {
+	{ "format", OPT_FORMAT, CLI_ARG, "  --format text|json     output format (default text)\n", NULL },
+	{ "fail-on", OPT_FAIL_ON, CLI_ARG,
+	  "  --fail-on SEVERITY     exit 1 if a finding has SEVERITY or higher\n"
+	  "                         (info, low, medium, high; default info:\n"
+	  "                         any finding)\n", NULL },
+	{ "allow", OPT_ALLOW, CLI_ARG,
+	  "  --allow FILE           known-good exceptions, one 'KIND PATTERN' a line\n"
+	  "                         (PATTERN: '*', 0xLO-0xHI, or text in the finding)\n", NULL },
+	CLI_STREAM_OPTS,
+	CLI_HELP_OPT,
+	{ 0 },
+};
+
+static const struct cli_cmd cmd = {
+	"check",
+	"Usage: btr check [OPTIONS] FILE\n"
+	"Compare every recorded transfer of a trace (.btr or perf.data) with the\n"
+	"transfers the loaded code allows and report control-flow hijacks and hooks:\n"
+	"hijacked returns and ROP chains (shadow stack), indirect calls and jumps to\n"
+	"non-entries, GOT overwrites and LD_PRELOAD interposition, transfers into\n"
+	"memory no file backs and no perf map or jitdump names (shellcode, unnamed\n"
+	"JIT code), code that differs from its file (inline hooks).  Sampled LBR\n"
+	"data gets kBouncer-style checks.\n\n"
+	"Options:\n",
+	opts,
+	"\nExit status: 0 no finding reached --fail-on; 1 one did; 2 usage error;\n"
+	"3 the trace or the allow file cannot be read.\n",
+	1, 1, NULL, "one trace FILE expected",
+};
+
 
 static char *read_file(const char *path)
 {
@@ -70,55 +79,40 @@ static char *read_file(const char *path)
 	return buf;
 }
 
+struct args {
+	const char *format, *allow_path;
+	int fail_on;
+};
+
+static int on_opt(void *ctx, int key, char *arg)
+{
+	struct args *x = ctx;
+	switch (key) {
+	case OPT_FORMAT:
+		if (cli_format_check("check", "check", arg, 0))
+			return EXIT_USAGE;
+		x->format = arg;
+		break;
+	case OPT_FAIL_ON:
+		if ((x->fail_on = btr_check_severity_parse(arg)) < 0)
+			return cli_usage_error("check", "bad --fail-on '%s' (info, low, medium, high)", arg);
+		break;
+	case OPT_ALLOW: x->allow_path = arg; break;
+	}
+	return EXIT_OK;
+}
+
 int cmd_check(int argc, char **argv)
 {
-	enum { OPT_FORMAT = 1, OPT_FAIL_ON, OPT_ALLOW };
-	static const struct option lo[] = {
-		CLI_STREAM_LONGOPTS,
-		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "fail-on", required_argument, NULL, OPT_FAIL_ON },
-		{ "allow", required_argument, NULL, OPT_ALLOW },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+	struct args x = { "text", NULL, BTR_CHECK_INFO };   /* by default any finding fails */
 	struct cli_stream cs;
-	cli_stream_init(&cs);
-	const char *format = "text", *allow_path = NULL;
-	int fail_on = BTR_CHECK_INFO;   /* by default any finding fails */
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		int r = cli_stream_opt(&cs, "check", c, optarg);
-		if (r < 0)
-			return EXIT_USAGE;
-		if (r > 0)
-			continue;
-		switch (c) {
-		case OPT_FORMAT:
-			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
-				return cli_usage_error("check", "unknown format '%s' (text or json)", optarg);
-			format = optarg;
-			break;
-		case OPT_FAIL_ON:
-			if ((fail_on = btr_check_severity_parse(optarg)) < 0)
-				return cli_usage_error("check", "bad --fail-on '%s' (info, low, medium, high)", optarg);
-			break;
-		case OPT_ALLOW:
-			allow_path = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return EXIT_OK;
-		default:
-			return cli_usage_error("check", "unknown option");
-		}
-	}
-	if (optind + 1 != argc)
-		return cli_usage_error("check", optind >= argc ? "missing trace FILE" : "one trace FILE expected");
-	const char *file = argv[optind];
-	int rc = cli_stream_ready(&cs, "check");
+	int first;
+	int rc = cli_cmd_parse(&cmd, argc, argv, &cs, on_opt, &x, &first);
 	if (rc != EXIT_OK)
-		return rc;
+		return rc == CLI_CMD_DONE ? EXIT_OK : rc;
+	const char *file = argv[first];
+	const char *format = x.format, *allow_path = x.allow_path;
+	int fail_on = x.fail_on;
 
 	char *allow = NULL;
 	if (allow_path && !(allow = read_file(allow_path))) {

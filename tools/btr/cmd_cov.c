@@ -1,31 +1,37 @@
 /* cmd_cov.c - `btr cov FILE --format drcov|lcov|cobertura -o OUT`
  * (docs/cov.md): coverage of a trace for Lighthouse, genhtml and CI. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli_cmd.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: btr cov [OPTIONS] FILE -o OUT\n"
-		"Write the code coverage of a trace (.btr or perf.data), by module-relative\n"
-		"address so that runs of a PIE compare.\n\n"
-		"Options:\n"
-		"  --format drcov|lcov|cobertura\n"
-		"                         drcov version 2 (Lighthouse, bncov, Cartographer;\n"
-		"                         default), lcov tracefile with line and branch\n"
-		"                         coverage through DWARF (genhtml), Cobertura XML\n"
-		"  -o, --output OUT       output file ('-': stdout)\n"
-		CLI_OUTPUT_HELP
-		"  --module NAME          only module NAME (path or base name; default: all)\n"
-		CLI_STREAM_HELP
-		"  -h, --help             this help\n\n"
-		"Instructions of aborted TSX transactions are not covered; their count goes\n"
-		"to stderr (\"aborted instructions: N\").\n"
-		"Exit status: 0 ok; 2 usage error; 3 the trace cannot be read or data was lost.\n");
-}
+enum { O_FORMAT = 256, O_MODULE };
+
+static const struct cli_opt opts[] = {
+	{ "format", O_FORMAT, CLI_ARG,
+	  "  --format drcov|lcov|cobertura\n"
+	  "                         drcov version 2 (Lighthouse, bncov, Cartographer;\n"
+	  "                         default), lcov tracefile with line and branch\n"
+	  "                         coverage through DWARF (genhtml), Cobertura XML\n", NULL },
+	{ "output", 'o', CLI_ARG, "  -o, --output OUT       output file ('-': stdout)\n" CLI_OUTPUT_HELP, "missing -o OUT" },
+	{ "module", O_MODULE, CLI_ARG, "  --module NAME          only module NAME (path or base name; default: all)\n", NULL },
+	CLI_STREAM_OPTS,
+	CLI_HELP_OPT,
+	{ 0 },
+};
+
+static const struct cli_cmd cmd = {
+	"cov",
+	"Usage: btr cov [OPTIONS] FILE -o OUT\n"
+	"Write the code coverage of a trace (.btr or perf.data), by module-relative\n"
+	"address so that runs of a PIE compare.\n\n"
+	"Options:\n",
+	opts,
+	"\nInstructions of aborted TSX transactions are not covered; their count goes\n"
+	"to stderr (\"aborted instructions: N\").\n"
+	"Exit status: 0 ok; 2 usage error; 3 the trace cannot be read or data was lost.\n",
+	1, 1, NULL,
+};
 
 struct wctx {
 	struct btr_analysis *cov;
@@ -38,53 +44,36 @@ static int write_cov(void *ctx, FILE *f)
 	return btr_analysis_write(w->cov, f, w->format);
 }
 
+struct args {
+	const char *format, *out, *module;
+};
+
+static int on_opt(void *ctx, int key, char *arg)
+{
+	struct args *x = ctx;
+	switch (key) {
+	case O_FORMAT:
+		if (cli_format_check("cov", "cov", arg, 0))
+			return EXIT_USAGE;
+		x->format = arg;
+		break;
+	case 'o': x->out = arg; break;
+	case O_MODULE: x->module = arg; break;
+	}
+	return EXIT_OK;
+}
+
 int cmd_cov(int argc, char **argv)
 {
-	static const struct option lopts[] = { CLI_STREAM_LONGOPTS,
-					       { "format", required_argument, NULL, 'f' },
-					       { "output", required_argument, NULL, 'o' },
-					       { "module", required_argument, NULL, 'm' },
-					       { "help", no_argument, NULL, 'h' },
-					       { NULL, 0, NULL, 0 } };
+	struct args x = { "drcov", NULL, NULL };
 	struct cli_stream cs;
-	cli_stream_init(&cs);
-	const char *format = "drcov", *out = NULL, *module = NULL;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", lopts, NULL)) != -1) {
-		int r = cli_stream_opt(&cs, "cov", c, optarg);
-		if (r < 0)
-			return EXIT_USAGE;
-		if (r > 0)
-			continue;
-		switch (c) {
-		case 'f':
-			if (strcmp(optarg, "drcov") && strcmp(optarg, "lcov") && strcmp(optarg, "cobertura"))
-				return cli_usage_error("cov", "unknown format '%s' (drcov, lcov or cobertura)", optarg);
-			format = optarg;
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 'm':
-			module = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return EXIT_OK;
-		default:
-			return cli_usage_error("cov", "unknown option");
-		}
-	}
-	if (optind >= argc)
-		return cli_usage_error("cov", "missing trace FILE");
-	if (optind + 1 < argc)
-		return cli_usage_error("cov", "one trace FILE expected, got '%s' too", argv[optind + 1]);
-	if (!out)
-		return cli_usage_error("cov", "missing -o OUT");
-	int rc = cli_stream_ready(&cs, "cov");
+	int first;
+	int rc = cli_cmd_parse(&cmd, argc, argv, &cs, on_opt, &x, &first);
 	if (rc != EXIT_OK)
-		return rc;
+		return rc == CLI_CMD_DONE ? EXIT_OK : rc;
+	const char *file = argv[first];
+	const char *format = x.format, *out = x.out, *module = x.module;
+	(void)file;
 	struct cli_output o;
 	if ((rc = cli_output_check(&o, "cov", out, !strcmp(format, "drcov") ? CLI_OUTPUT_BINARY : 0)) != EXIT_OK)
 		return rc;
@@ -95,7 +84,7 @@ int cmd_cov(int argc, char **argv)
 		return EXIT_RUNTIME;
 	}
 	struct btr_analysis *list[2] = { bl, cov };
-	rc = cli_views_run("coverage", argv[optind], &cs, list, 2);
+	rc = cli_views_run("coverage", argv[first], &cs, list, 2);
 	if (rc == EXIT_OK || rc == -EXIT_RUNTIME) {
 		struct wctx w = { cov, format };
 		int wrc = cli_write_file(&o, write_cov, &w);

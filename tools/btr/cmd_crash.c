@@ -7,30 +7,39 @@
  * trace; a flight-recorder trace (`btr record -b step --ring N`) holds
  * exactly the last N branches per thread.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli_cmd.h"
 
 #define DEFAULT_LAST 16
 
-static void usage(FILE *f)
-{
-	fprintf(f, "Usage: btr crash [OPTIONS] FILE\n"
-		   "For each process in trace FILE that died from a signal: the crashed thread, the\n"
-		   "signal, the faulting instruction, the fault address, and the last branches of\n"
-		   "that thread before it (oldest first) with function+offset file:line of both ends.\n\n"
-		   "  -n, --last N           branches to show (default %d; a --ring trace: its size)\n"
-		   "      --format FMT       text (default) or json\n"
-		   CLI_STREAM_HELP
-		   "  -h, --help             this help\n\n"
-		   "Exit: 0 (also when nothing crashed: \"no crash\"), 2 usage, 3 unreadable trace.\n",
-		   DEFAULT_LAST);
-}
+#define STR_(x) #x
+#define STR(x) STR_(x)
+enum { OPT_FORMAT = 256 };
+
+static const struct cli_opt opts[] = {
+	{ "last", 'n', CLI_ARG, "  -n, --last N           branches to show (default " STR(DEFAULT_LAST) "; a --ring trace: its size)\n", NULL },
+	{ "format", OPT_FORMAT, CLI_ARG, "      --format FMT       text (default) or json\n", NULL },
+	CLI_STREAM_OPTS,
+	CLI_HELP_OPT,
+	{ 0 },
+};
+
+static const struct cli_cmd cmd = {
+	"crash",
+	"Usage: btr crash [OPTIONS] FILE\n"
+	"For each process in trace FILE that died from a signal: the crashed thread, the\n"
+	"signal, the faulting instruction, the fault address, and the last branches of\n"
+	"that thread before it (oldest first) with function+offset file:line of both ends.\n\n",
+	opts,
+	"\nExit: 0 (also when nothing crashed: \"no crash\"), 2 usage, 3 unreadable trace.\n",
+	1, 1, "one trace file expected", "one trace file expected",
+};
+
 
 struct tring {
 	uint32_t tid, pid;
@@ -247,51 +256,39 @@ static void print_json(const struct st *st, const char *file)
 	printf("%s]}\n", st->nc ? "\n" : "");
 }
 
+struct args {
+	struct st *st;
+	int json;
+};
+
+static int on_opt(void *ctx, int key, char *arg)
+{
+	struct args *x = ctx;
+	uint64_t v;
+	switch (key) {
+	case 'n':
+		if (cli_parse_u64(arg, &v) < 0 || !v || v > 1000000)
+			return cli_usage_error("crash", "bad count '%s'", arg);
+		x->st->cap = (size_t)v;
+		x->st->cap_from_trace = 0;
+		break;
+	case OPT_FORMAT:
+		return cli_format_text_json("crash", arg, &x->json, "unknown format '%s' (text, json)");
+	}
+	return EXIT_OK;
+}
+
 int cmd_crash(int argc, char **argv)
 {
-	enum { OPT_FORMAT = 256 };
-	static const struct option lo[] = {
-		CLI_STREAM_LONGOPTS,
-		{ "last", required_argument, NULL, 'n' },
-		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct cli_stream cs;
 	struct st st = { .cap = DEFAULT_LAST, .cap_from_trace = 1 };
-	int json = 0, c;
-	uint64_t v;
-
-	cli_stream_init(&cs);
-	while ((c = getopt_long(argc, argv, "n:h", lo, NULL)) != -1) {
-		int r = cli_stream_opt(&cs, "crash", c, optarg);
-		if (r < 0)
-			return EXIT_USAGE;
-		if (r > 0)
-			continue;
-		switch (c) {
-		case 'n':
-			if (cli_parse_u64(optarg, &v) < 0 || !v || v > 1000000)
-				return cli_usage_error("crash", "bad count '%s'", optarg);
-			st.cap = (size_t)v;
-			st.cap_from_trace = 0;
-			break;
-		case OPT_FORMAT:
-			if (!strcmp(optarg, "json"))
-				json = 1;
-			else if (strcmp(optarg, "text"))
-				return cli_usage_error("crash", "unknown format '%s' (text, json)", optarg);
-			break;
-		case 'h': usage(stdout); return EXIT_OK;
-		default: return cli_usage_error("crash", "unknown option");
-		}
-	}
-	if (optind + 1 != argc)
-		return cli_usage_error("crash", "one trace file expected");
-	int rc = cli_stream_ready(&cs, "crash");
+	struct args x = { &st, 0 };
+	struct cli_stream cs;
+	int first;
+	int rc = cli_cmd_parse(&cmd, argc, argv, &cs, on_opt, &x, &first);
 	if (rc != EXIT_OK)
-		return rc;
-	const char *file = argv[optind];
+		return rc == CLI_CMD_DONE ? EXIT_OK : rc;
+	const char *file = argv[first];
+	int json = x.json;
 	cs.so.branch = on_branch;
 	cs.so.event = on_event;
 	cs.so.ctx = &st;

@@ -1,28 +1,34 @@
 /* cmd_diff.c - `btr diff A B` (docs/diff.md): blocks and edges only in
  * one run and those whose counts changed most, by module-relative
  * address, in text or JSON. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <errno.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli_cmd.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: btr diff [OPTIONS] A B\n"
-		"Compare two traces by basic block and edge, module-relative (so two runs of\n"
-		"a PIE compare): blocks and edges only in A, only in B, and the blocks whose\n"
-		"execution counts changed most.\n\n"
-		"Options:\n"
-		"  --format text|json     output format (default text)\n"
-		"  --top N                changed blocks listed (default 20; 0: all)\n"
-		CLI_STREAM_HELP
-		"  -h, --help             this help\n\n"
-		"Exit status: 0 ok (also when the runs differ); 2 usage error; 3 a trace cannot\n"
-		"be read or data was lost.\n");
-}
+enum { O_FORMAT = 256, O_TOP };
+
+static const struct cli_opt opts[] = {
+	{ "format", O_FORMAT, CLI_ARG, "  --format text|json     output format (default text)\n", NULL },
+	{ "top", O_TOP, CLI_ARG, "  --top N                changed blocks listed (default 20; 0: all)\n", NULL },
+	CLI_STREAM_OPTS,
+	CLI_HELP_OPT,
+	{ 0 },
+};
+
+static const struct cli_cmd cmd = {
+	"diff",
+	"Usage: btr diff [OPTIONS] A B\n"
+	"Compare two traces by basic block and edge, module-relative (so two runs of\n"
+	"a PIE compare): blocks and edges only in A, only in B, and the blocks whose\n"
+	"execution counts changed most.\n\n"
+	"Options:\n",
+	opts,
+	"\nExit status: 0 ok (also when the runs differ); 2 usage error; 3 a trace cannot\n"
+	"be read or data was lost.\n",
+	2, 2, "two traces A and B expected", "two traces A and B expected",
+};
 
 static void sym(struct btr_analysis *bl, const char *module, uint64_t addr, char *buf, size_t n)
 {
@@ -74,47 +80,35 @@ static void json_items(const char *key, const struct btr_diff_item *v, size_t n,
 	printf("%s]%s\n", n ? "\n  " : "", last ? "" : ",");
 }
 
+struct args {
+	int json;
+	uint64_t top;
+};
+
+static int on_opt(void *ctx, int key, char *arg)
+{
+	struct args *x = ctx;
+	if (key == O_FORMAT) {
+		return cli_format_text_json("diff", arg, &x->json, "unknown format '%s' (text or json)");
+	} else if (key == O_TOP) {
+		if (cli_parse_u64(arg, &x->top) < 0 || x->top > 1000000)
+			return cli_usage_error("diff", "bad --top '%s'", arg);
+	}
+	return EXIT_OK;
+}
+
 int cmd_diff(int argc, char **argv)
 {
-	static const struct option lopts[] = { CLI_STREAM_LONGOPTS,
-					       { "format", required_argument, NULL, 'f' },
-					       { "top", required_argument, NULL, 't' },
-					       { "help", no_argument, NULL, 'h' },
-					       { NULL, 0, NULL, 0 } };
+	struct args x = { 0, 20 };
 	struct cli_stream cs;
-	cli_stream_init(&cs);
-	int json = 0;
-	uint64_t top = 20;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
-		int r = cli_stream_opt(&cs, "diff", c, optarg);
-		if (r < 0)
-			return EXIT_USAGE;
-		if (r > 0)
-			continue;
-		switch (c) {
-		case 'f':
-			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
-				return cli_usage_error("diff", "unknown format '%s' (text or json)", optarg);
-			json = !strcmp(optarg, "json");
-			break;
-		case 't':
-			if (cli_parse_u64(optarg, &top) < 0 || top > 1000000)
-				return cli_usage_error("diff", "bad --top '%s'", optarg);
-			break;
-		case 'h':
-			usage(stdout);
-			return EXIT_OK;
-		default:
-			return cli_usage_error("diff", "unknown option");
-		}
-	}
-	if (argc - optind != 2)
-		return cli_usage_error("diff", "two traces A and B expected");
-	int rc = cli_stream_ready(&cs, "diff");
+	int first;
+	int rc = cli_cmd_parse(&cmd, argc, argv, &cs, on_opt, &x, &first);
 	if (rc != EXIT_OK)
-		return rc;
+		return rc == CLI_CMD_DONE ? EXIT_OK : rc;
+	const char *file = argv[first];
+	int json = x.json;
+	uint64_t top = x.top;
+	(void)file;
 	struct btr_analysis *ba = NULL, *bb = NULL;
 	if (btr_blocks_new(&ba) < 0 || btr_blocks_new(&bb) < 0) {
 		cli_error("out of memory");
@@ -122,12 +116,12 @@ int cmd_diff(int argc, char **argv)
 		return EXIT_RUNTIME;
 	}
 	int lost = 0;
-	rc = cli_views_run("diff", argv[optind], &cs, &ba, 1);
+	rc = cli_views_run("diff", argv[first], &cs, &ba, 1);
 	if (rc == -EXIT_RUNTIME)
 		lost = 1;
 	else if (rc != EXIT_OK)
 		goto out;
-	rc = cli_views_run("diff", argv[optind + 1], &cs, &bb, 1);
+	rc = cli_views_run("diff", argv[first + 1], &cs, &bb, 1);
 	if (rc == -EXIT_RUNTIME)
 		lost = 1;
 	else if (rc != EXIT_OK)
@@ -141,9 +135,9 @@ int cmd_diff(int argc, char **argv)
 	}
 	if (json) {
 		printf("{\n  \"a\": ");
-		btr_json_str(stdout, argv[optind]);
+		btr_json_str(stdout, argv[first]);
 		printf(",\n  \"b\": ");
-		btr_json_str(stdout, argv[optind + 1]);
+		btr_json_str(stdout, argv[first + 1]);
 		printf(",\n  \"blocks_same\": %zu,\n", d->n_blocks_same);
 		json_items("blocks_only_a", d->blocks_only_a, d->n_blocks_only_a, 0, 0, 0);
 		json_items("blocks_only_b", d->blocks_only_b, d->n_blocks_only_b, 0, 0, 0);
@@ -153,7 +147,7 @@ int cmd_diff(int argc, char **argv)
 		json_items("edges_only_b", d->edges_only_b, d->n_edges_only_b, 0, 1, 1);
 		printf("}\n");
 	} else {
-		printf("A: %s\nB: %s\n", argv[optind], argv[optind + 1]);
+		printf("A: %s\nB: %s\n", argv[first], argv[first + 1]);
 		printf("blocks: %zu only in A, %zu only in B, %zu changed, %zu same\n", d->n_blocks_only_a,
 		       d->n_blocks_only_b, d->n_blocks_changed, d->n_blocks_same);
 		printf("edges: %zu only in A, %zu only in B\n\n", d->n_edges_only_a, d->n_edges_only_b);

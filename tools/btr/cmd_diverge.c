@@ -2,44 +2,55 @@
  * where matching threads of two runs went different ways, with both call
  * stacks, the branches before it and the instruction counts; with --all
  * every divergent region. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli_cmd.h"
 #include "btr/diverge.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: btr diverge [OPTIONS] A B\n"
-		"Where two runs went different ways: for each pair of matching threads (the\n"
-		"k-th process's j-th thread in both traces), the first branch whose outcome\n"
-		"differs - another direction of a conditional, another indirect target, a\n"
-		"signal or system call at another point, the end of one thread - with the\n"
-		"call stacks of both runs there, the branches before it, the source lines and\n"
-		"the instructions each run had executed.  Addresses compare as module + offset,\n"
-		"so two runs with ASLR on compare.\n\n"
-		"Options:\n"
-		"  --tid A:B              compare only thread A of the first trace with thread B\n"
-		"                         of the second\n"
-		"  --all                  after a divergence, meet again at the next call both\n"
-		"                         runs make (same call site, same function) and list every\n"
-		"                         divergent region with its size in instructions\n"
-		"  --context N            branches shown before the divergence (default 8)\n"
-		"  --module NAME          compare only branches from this module (path or file\n"
-		"                         name; repeatable): ASLR changes the paths libc's string\n"
-		"                         functions take by data alignment, and the loader's work\n"
-		"                         depends on the machine\n"
-		"  --format text|json     output format (default text)\n"
-		CLI_STREAM_HELP
-		"  -h, --help             this help\n\n"
-		"Exit status: 0 the runs took the same branches; 1 they diverged; 2 usage\n"
-		"error; 3 a trace cannot be read or lost data (then the comparison covers what\n"
-		"was read), or --tid names a thread a trace does not have.\n");
-}
+enum { O_TID = 1, O_ALL, O_CONTEXT, O_FORMAT, O_MODULE };
+
+/* --tid A:B comes before the stream options' --tid (selection): getopt
+ * takes the first entry of a name. */
+static const struct cli_opt opts[] = {
+	{ "tid", O_TID, CLI_ARG,
+	  "  --tid A:B              compare only thread A of the first trace with thread B\n"
+	  "                         of the second\n", NULL },
+	{ "all", O_ALL, CLI_NOARG,
+	  "  --all                  after a divergence, meet again at the next call both\n"
+	  "                         runs make (same call site, same function) and list every\n"
+	  "                         divergent region with its size in instructions\n", NULL },
+	{ "context", O_CONTEXT, CLI_ARG, "  --context N            branches shown before the divergence (default 8)\n", NULL },
+	{ "module", O_MODULE, CLI_ARG,
+	  "  --module NAME          compare only branches from this module (path or file\n"
+	  "                         name; repeatable): ASLR changes the paths libc's string\n"
+	  "                         functions take by data alignment, and the loader's work\n"
+	  "                         depends on the machine\n", NULL },
+	{ "format", O_FORMAT, CLI_ARG, "  --format text|json     output format (default text)\n", NULL },
+	CLI_STREAM_OPTS,
+	CLI_HELP_OPT,
+	{ 0 },
+};
+
+static const struct cli_cmd cmd = {
+	"diverge",
+	"Usage: btr diverge [OPTIONS] A B\n"
+	"Where two runs went different ways: for each pair of matching threads (the\n"
+	"k-th process's j-th thread in both traces), the first branch whose outcome\n"
+	"differs - another direction of a conditional, another indirect target, a\n"
+	"signal or system call at another point, the end of one thread - with the\n"
+	"call stacks of both runs there, the branches before it, the source lines and\n"
+	"the instructions each run had executed.  Addresses compare as module + offset,\n"
+	"so two runs with ASLR on compare.\n\n"
+	"Options:\n",
+	opts,
+	"\nExit status: 0 the runs took the same branches; 1 they diverged; 2 usage\n"
+	"error; 3 a trace cannot be read or lost data (then the comparison covers what\n"
+	"was read), or --tid names a thread a trace does not have.\n",
+	2, 2, "two traces A and B expected", "two traces A and B expected",
+};
 
 /* "main+0x15 (t.c:17)" or "libc.so.6+0x2a1c0" or "0x7f..." */
 static void loc_text(FILE *out, const struct btr_dv_loc *l)
@@ -245,86 +256,79 @@ static int parse_tids(const char *s, uint32_t *a, uint32_t *b)
 	return 0;
 }
 
+struct args {
+	struct btr_diverge_opts *o;
+	int as_json;
+	uint64_t ctx;
+	const char *mods[16];
+};
+
+static int on_opt(void *ctx, int key, char *arg)
+{
+	struct args *x = ctx;
+	struct btr_diverge_opts *o = x->o;
+	switch (key) {
+	case O_TID:
+		if (parse_tids(arg, &o->tid_a, &o->tid_b))
+			return cli_usage_error("diverge", "bad --tid '%s' (A:B, two thread ids)", arg);
+		break;
+	case O_ALL: o->all = 1; break;
+	case O_MODULE:
+		if (o->n_modules == sizeof(x->mods) / sizeof(x->mods[0]))
+			return cli_usage_error("diverge", "at most 16 --module options");
+		x->mods[o->n_modules++] = arg;
+		o->modules = x->mods;
+		break;
+	case O_CONTEXT:
+		if (cli_parse_u64(arg, &x->ctx) < 0 || x->ctx > 256)
+			return cli_usage_error("diverge", "bad --context '%s' (0 to 256)", arg);
+		break;
+	case O_FORMAT:
+		return cli_format_text_json("diverge", arg, &x->as_json, "unknown format '%s' (text or json)");
+	}
+	return EXIT_OK;
+}
+
 int cmd_diverge(int argc, char **argv)
 {
-	enum { O_TID = 1, O_ALL, O_CONTEXT, O_FORMAT, O_MODULE };
-	/* --tid A:B comes before the stream options' --tid (selection) */
-	static const struct option lopts[] = { { "tid", required_argument, NULL, O_TID },
-					       CLI_STREAM_LONGOPTS,
-					       { "all", no_argument, NULL, O_ALL },
-					       { "context", required_argument, NULL, O_CONTEXT },
-					       { "format", required_argument, NULL, O_FORMAT },
-					       { "module", required_argument, NULL, O_MODULE },
-					       { "help", no_argument, NULL, 'h' },
-					       { NULL, 0, NULL, 0 } };
-	struct cli_stream cs;
-	cli_stream_init(&cs);
 	struct btr_diverge_opts o = { .sz = sizeof(o) };
-	int as_json = 0;
-	uint64_t ctx = 8;
-	const char *mods[16];
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
-		int r = cli_stream_opt(&cs, "diverge", c, optarg);
-		if (r < 0)
-			return EXIT_USAGE;
-		if (r > 0)
-			continue;
-		switch (c) {
-		case O_TID:
-			if (parse_tids(optarg, &o.tid_a, &o.tid_b))
-				return cli_usage_error("diverge", "bad --tid '%s' (A:B, two thread ids)", optarg);
-			break;
-		case O_ALL: o.all = 1; break;
-		case O_MODULE:
-			if (o.n_modules == sizeof(mods) / sizeof(mods[0]))
-				return cli_usage_error("diverge", "at most 16 --module options");
-			mods[o.n_modules++] = optarg;
-			o.modules = mods;
-			break;
-		case O_CONTEXT:
-			if (cli_parse_u64(optarg, &ctx) < 0 || ctx > 256)
-				return cli_usage_error("diverge", "bad --context '%s' (0 to 256)", optarg);
-			break;
-		case O_FORMAT:
-			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
-				return cli_usage_error("diverge", "unknown format '%s' (text or json)", optarg);
-			as_json = !strcmp(optarg, "json");
-			break;
-		case 'h': usage(stdout); return EXIT_OK;
-		default: return cli_usage_error("diverge", "unknown option");
-		}
-	}
-	if (argc - optind != 2)
-		return cli_usage_error("diverge", "two traces A and B expected");
-	int rc = cli_stream_ready(&cs, "diverge");
+	static struct args x;   /* o.modules points into it */
+	memset(&x, 0, sizeof(x));
+	x.o = &o;
+	x.ctx = 8;
+	struct cli_stream cs;
+	int first;
+	int rc = cli_cmd_parse(&cmd, argc, argv, &cs, on_opt, &x, &first);
 	if (rc != EXIT_OK)
-		return rc;
+		return rc == CLI_CMD_DONE ? EXIT_OK : rc;
+	const char *file = argv[first];
+	int as_json = x.as_json;
+	uint64_t ctx = x.ctx;
+	(void)file;
 	o.context = ctx ? (unsigned)ctx : 0;
 	o.sopts = &cs.so;
 	struct btr_diverge_result *r;
-	int err = btr_diverge(argv[optind], argv[optind + 1], &o, &r);
+	int err = btr_diverge(argv[first], argv[first + 1], &o, &r);
 	if (err == -BTR_ERR_NOT_FOUND) {
-		cli_error("diverge: no thread %u in %s or no thread %u in %s", o.tid_a, argv[optind], o.tid_b,
-			  argv[optind + 1]);
+		cli_error("diverge: no thread %u in %s or no thread %u in %s", o.tid_a, argv[first], o.tid_b,
+			  argv[first + 1]);
 		return EXIT_RUNTIME;
 	}
 	if (err < 0) {
-		cli_error("%s, %s: %s", argv[optind], argv[optind + 1], btr_errstr(err));
+		cli_error("%s, %s: %s", argv[first], argv[first + 1], btr_errstr(err));
 		return EXIT_RUNTIME;
 	}
 	if (as_json)
-		json(stdout, argv[optind], argv[optind + 1], r);
+		json(stdout, argv[first], argv[first + 1], r);
 	else
 		text(stdout, r);
 	int diverged = 0;
 	for (size_t i = 0; i < r->n_threads; i++)
 		diverged |= r->threads[i].diverged;
 	if (r->lost_a)
-		cli_warn("%s: trace data was lost: the comparison covers what was read", argv[optind]);
+		cli_warn("%s: trace data was lost: the comparison covers what was read", argv[first]);
 	if (r->lost_b)
-		cli_warn("%s: trace data was lost: the comparison covers what was read", argv[optind + 1]);
+		cli_warn("%s: trace data was lost: the comparison covers what was read", argv[first + 1]);
 	int lost = r->lost_a || r->lost_b;
 	btr_diverge_free(r);
 	if (fflush(stdout) || ferror(stdout)) {

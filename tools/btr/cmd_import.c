@@ -3,62 +3,69 @@
  * (docs/import.md).  The perf.data reader does the conversion
  * (lib/perfdata.c); the writer makes the file appear complete or not at
  * all. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <string.h>
 
 #include "btr/perfdata.h"
 #include "btr/trace.h"
-#include "cli.h"
+#include "cli_cmd.h"
 
-static void usage(FILE *f)
+static const struct cli_opt opts[] = {
+	{ "output", 'o', CLI_ARG,
+	  "  -o, --output FILE      the trace to write (default: FILE with .btr appended;\n"
+	  "                         '-': stdout, not a terminal)\n" CLI_OUTPUT_HELP, NULL },
+	{ "compress", 'z', CLI_ARG, "  -z, --compress LEVEL   zstd-compress the chunks (1..19, default 0: none)\n", NULL },
+	{ "quiet", 'q', CLI_NOARG, "  -q, --quiet            no summary line on stderr\n", NULL },
+	CLI_HELP_OPT,
+	{ 0 },
+};
+
+static const struct cli_cmd cmd = {
+	"import",
+	"Usage: btr import [-o OUT.btr] [-z LEVEL] FILE\n"
+	"Convert a perf.data recording (perf record -e intel_pt//, -e intel_bts//, -b;\n"
+	"file or pipe mode, perf record -z) into a .btr trace: machine, modules,\n"
+	"threads, exec, context switches, PT/BTS data per CPU or thread, LBR samples.\n"
+	"Every command also reads perf.data directly; importing gives a checksummed,\n"
+	"optionally compressed file with btr's own records.  See docs/import.md.\n\n",
+	opts,
+	"\nExit status: 0 ok; 2 usage error; 3 the input cannot be read or is damaged\n"
+	"(nothing is written then), or the output cannot be written.\n",
+	1, 1, "missing input FILE", "one input FILE expected, got '%s' too",
+};
+
+
+struct args {
+	const char *out;
+	int level, quiet;
+};
+
+static int on_opt(void *ctx, int key, char *arg)
 {
-	fprintf(f, "Usage: btr import [-o OUT.btr] [-z LEVEL] FILE\n"
-		   "Convert a perf.data recording (perf record -e intel_pt//, -e intel_bts//, -b;\n"
-		   "file or pipe mode, perf record -z) into a .btr trace: machine, modules,\n"
-		   "threads, exec, context switches, PT/BTS data per CPU or thread, LBR samples.\n"
-		   "Every command also reads perf.data directly; importing gives a checksummed,\n"
-		   "optionally compressed file with btr's own records.  See docs/import.md.\n\n"
-		   "  -o, --output FILE      the trace to write (default: FILE with .btr appended;\n"
-		   "                         '-': stdout, not a terminal)\n"
-		   CLI_OUTPUT_HELP
-		   "  -z, --compress LEVEL   zstd-compress the chunks (1..19, default 0: none)\n"
-		   "  -q, --quiet            no summary line on stderr\n"
-		   "  -h, --help             this help\n\n"
-		   "Exit status: 0 ok; 2 usage error; 3 the input cannot be read or is damaged\n"
-		   "(nothing is written then), or the output cannot be written.\n");
+	struct args *x = ctx;
+	uint64_t v;
+	switch (key) {
+	case 'o': x->out = arg; break;
+	case 'z':
+		if (cli_parse_u64(arg, &v) < 0 || v > 19)
+			return cli_usage_error("import", "bad compression level '%s'", arg);
+		x->level = (int)v;
+		break;
+	case 'q': x->quiet = 1; break;
+	}
+	return EXIT_OK;
 }
 
 int cmd_import(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "compress", required_argument, NULL, 'z' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *out = NULL;
-	int level = 0, quiet = 0, c;
-	uint64_t v;
-	while ((c = getopt_long(argc, argv, "o:z:qh", lo, NULL)) != -1) {
-		switch (c) {
-		case 'o': out = optarg; break;
-		case 'z':
-			if (cli_parse_u64(optarg, &v) < 0 || v > 19)
-				return cli_usage_error("import", "bad compression level '%s'", optarg);
-			level = (int)v;
-			break;
-		case 'q': quiet = 1; break;
-		case 'h': usage(stdout); return EXIT_OK;
-		default: return cli_usage_error("import", "unknown option");
-		}
-	}
-	if (optind >= argc)
-		return cli_usage_error("import", "missing input FILE");
-	if (optind + 1 < argc)
-		return cli_usage_error("import", "one input FILE expected, got '%s' too", argv[optind + 1]);
-	const char *in = argv[optind];
+	struct args x = { NULL, 0, 0 };
+	int first;
+	int prc = cli_cmd_parse(&cmd, argc, argv, NULL, on_opt, &x, &first);
+	if (prc != EXIT_OK)
+		return prc == CLI_CMD_DONE ? EXIT_OK : prc;
+	const char *out = x.out;
+	int level = x.level, quiet = x.quiet;
+	const char *in = argv[first];
 	char defout[4200];
 	if (!out) {
 		snprintf(defout, sizeof(defout), "%s.btr", in);

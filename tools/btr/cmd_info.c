@@ -1,31 +1,40 @@
 /* cmd_info.c - btr info: which capture backends work here, and why; the
  * CPU's tracing facilities in detail (btr/hwinfo.h). */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli_cmd.h"
 #include "btr/capture.h"
 #include "btr/hwinfo.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f, "Usage: btr info [-v] [--format text|json] [--sysfs DIR]\n"
-		   "Probes every capture backend (pt, bts, lbr, qemu, step) and prints whether it\n"
-		   "is usable on this machine and the exact reason; with -v (and always in JSON)\n"
-		   "the details behind it:\n"
-		   "CPUID leaf 0x14 (Intel PT), CPUID.1:EDX[21] (DS, for BTS), the LBR depth and\n"
-		   "format, the intel_pt / intel_bts PMUs with their sysfs format and caps,\n"
-		   "kernel.perf_event_paranoid and whether a hypervisor is underneath.\n\n"
-		   "  -v, --verbose     text: the details after the five backend lines\n"
-		   "  -f, --format FMT  text (default), or json: an object with one member per\n"
-		   "                    backend, {\"usable\": bool, \"reason\": string, ...details};\n"
-		   "                    pt, bts and lbr also carry \"machine\"\n"
-		   "      --sysfs DIR   read the PMU descriptions from DIR instead of\n"
-		   "                    /sys/bus/event_source/devices (for tests; probes stay real)\n"
-		   "  -h, --help        this help\n");
-}
+static const struct cli_opt opts[] = {
+	{ "verbose", 'v', CLI_NOARG, "  -v, --verbose     text: the details after the five backend lines\n", NULL },
+	{ "format", 'f', CLI_ARG,
+	  "  -f, --format FMT  text (default), or json: an object with one member per\n"
+	  "                    backend, {\"usable\": bool, \"reason\": string, ...details};\n"
+	  "                    pt, bts and lbr also carry \"machine\"\n", NULL },
+	{ "sysfs", 's', CLI_ARG,
+	  "      --sysfs DIR   read the PMU descriptions from DIR instead of\n"
+	  "                    /sys/bus/event_source/devices (for tests; probes stay real)\n", NULL },
+	{ "help", 'h', CLI_NOARG, "  -h, --help        this help\n", NULL },
+	{ 0 },
+};
+
+static const struct cli_cmd cmd = {
+	"info",
+	"Usage: btr info [-v] [--format text|json] [--sysfs DIR]\n"
+	"Probes every capture backend (pt, bts, lbr, qemu, step) and prints whether it\n"
+	"is usable on this machine and the exact reason; with -v (and always in JSON)\n"
+	"the details behind it:\n"
+	"CPUID leaf 0x14 (Intel PT), CPUID.1:EDX[21] (DS, for BTS), the LBR depth and\n"
+	"format, the intel_pt / intel_bts PMUs with their sysfs format and caps,\n"
+	"kernel.perf_event_paranoid and whether a hypervisor is underneath.\n\n",
+	opts,
+	NULL,
+	0, 0, NULL, "unexpected argument '%s'",
+};
+
 
 static const char *yesno(int v)
 {
@@ -106,42 +115,32 @@ static void text_pmu(const char *name, const struct btr_pmu *p)
 	}
 }
 
+struct args {
+	int json, verbose;
+	const char *sysfs;
+};
+
+static int on_opt(void *ctx, int key, char *arg)
+{
+	struct args *x = ctx;
+	switch (key) {
+	case 'f':
+		return cli_format_text_json("info", arg, &x->json, "unknown format '%s'");
+	case 's': x->sysfs = arg; break;
+	case 'v': x->verbose = 1; break;
+	}
+	return EXIT_OK;
+}
+
 int cmd_info(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "format", required_argument, NULL, 'f' },
-		{ "sysfs", required_argument, NULL, 's' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int json = 0, verbose = 0, c;
-	const char *sysfs = NULL;
-	while ((c = getopt_long(argc, argv, "f:hv", lo, NULL)) != -1) {
-		switch (c) {
-		case 'f':
-			if (!strcmp(optarg, "json"))
-				json = 1;
-			else if (!strcmp(optarg, "text"))
-				json = 0;
-			else
-				return cli_usage_error("info", "unknown format '%s'", optarg);
-			break;
-		case 's':
-			sysfs = optarg;
-			break;
-		case 'v':
-			verbose = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return EXIT_OK;
-		default:
-			return cli_usage_error("info", "unknown option");
-		}
-	}
-	if (optind < argc)
-		return cli_usage_error("info", "unexpected argument '%s'", argv[optind]);
+	struct args x = { 0, 0, NULL };
+	int first;
+	int prc = cli_cmd_parse(&cmd, argc, argv, NULL, on_opt, &x, &first);
+	if (prc != EXIT_OK)
+		return prc == CLI_CMD_DONE ? EXIT_OK : prc;
+	int json = x.json, verbose = x.verbose;
+	const char *sysfs = x.sysfs;
 
 	struct btr_hwinfo *hw = malloc(sizeof(*hw));
 	if (!hw) {

@@ -1,31 +1,35 @@
 /* cmd_merge.c - `btr merge A B ... -o OUT`: profiles of many runs or
  * machines merged into one (docs/merge.md). */
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cli_prof.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: btr merge [OPTIONS] PROFILE... -o OUT\n"
-		"Merge profiles of many traces or machines into one: counts of the same\n"
-		"branch, stack or location add up.  All inputs must be of one kind:\n"
-		"  BOLT fdata (btr bolt, perf2bolt), BOLT pre-aggregated (btr bolt\n"
-		"  --pre-aggregated), pprof (btr pprof; modules matched by build-id), folded\n"
-		"  stacks (btr flame), LLVM sample profiles (btr afdo; text format).\n"
-		"The result does not depend on the order or grouping of the inputs, so\n"
-		"merges can run as a tree: merge(merge(A,B),C) = merge(A,B,C).\n\n"
-		"Options:\n"
-		"  -o, --output OUT       the merged profile ('-': stdout)\n"
-		CLI_OUTPUT_HELP
-		"  -h, --help             this help\n\n"
-		"Exit status: 0 ok; 2 usage error; 3 an input cannot be read or is not a\n"
-		"profile of the same kind (nothing is written then).\n");
-}
+static const struct cli_opt opts[] = {
+	{ "output", 'o', CLI_ARG, "  -o, --output OUT       the merged profile ('-': stdout)\n" CLI_OUTPUT_HELP, "missing -o OUT" },
+	CLI_HELP_OPT,
+	{ 0 },
+};
+
+static const struct cli_cmd cmd = {
+	"merge",
+	"Usage: btr merge [OPTIONS] PROFILE... -o OUT\n"
+	"Merge profiles of many traces or machines into one: counts of the same\n"
+	"branch, stack or location add up.  All inputs must be of one kind:\n"
+	"  BOLT fdata (btr bolt, perf2bolt), BOLT pre-aggregated (btr bolt\n"
+	"  --pre-aggregated), pprof (btr pprof; modules matched by build-id), folded\n"
+	"  stacks (btr flame), LLVM sample profiles (btr afdo; text format).\n"
+	"The result does not depend on the order or grouping of the inputs, so\n"
+	"merges can run as a tree: merge(merge(A,B),C) = merge(A,B,C).\n\n"
+	"Options:\n",
+	opts,
+	"\nExit status: 0 ok; 2 usage error; 3 an input cannot be read or is not a\n"
+	"profile of the same kind (nothing is written then).\n",
+	1, -1, "missing input profiles", NULL,
+};
+
 
 static int read_all(const char *path, uint8_t **data, size_t *size)
 {
@@ -72,33 +76,27 @@ static void keep_msg(void *ctx, enum btr_log_level level, const char *msg)
 		snprintf(last_msg, sizeof(last_msg), "%s", msg);
 }
 
+static int on_opt(void *ctx, int key, char *arg)
+{
+	if (key == 'o')
+		*(const char **)ctx = arg;
+	return EXIT_OK;
+}
+
 int cmd_merge(int argc, char **argv)
 {
-	static const struct option lopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *outp = NULL;
-	int c;
-	while ((c = getopt_long(argc, argv, "o:h", lopts, NULL)) != -1) {
-		switch (c) {
-		case 'o': outp = optarg; break;
-		case 'h': usage(stdout); return EXIT_OK;
-		default: return cli_usage_error("merge", "unknown option");
-		}
-	}
-	if (optind >= argc)
-		return cli_usage_error("merge", "missing input profiles");
-	if (!outp)
-		return cli_usage_error("merge", "missing -o OUT");
+	int first;
+	int prc = cli_cmd_parse(&cmd, argc, argv, NULL, on_opt, &outp, &first);
+	if (prc != EXIT_OK)
+		return prc == CLI_CMD_DONE ? EXIT_OK : prc;
 	struct cli_output out;
 	int orc = cli_output_check(&out, "merge", outp, 0);
 	if (orc != EXIT_OK)
 		return orc;
 	struct btr_merge *m = NULL;
 	enum btr_merge_kind kind = BTR_MERGE_UNKNOWN;
-	for (int i = optind; i < argc; i++) {
+	for (int i = first; i < argc; i++) {
 		uint8_t *data = NULL;
 		size_t size = 0;
 		int rc = read_all(argv[i], &data, &size);

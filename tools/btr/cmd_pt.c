@@ -10,14 +10,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli_cmd.h"
 #include "btr/pt.h"
 #include "btr/ptflow.h"
 #include "btr/trace.h"
@@ -29,36 +28,44 @@ static void pt_usage(FILE *f)
 		   "Intel PT tools.\n");
 }
 
-static void dump_usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: btr pt dump [OPTIONS] FILE\n"
-		"Print the Intel PT packets of FILE, one line per packet: the packet's\n"
-		"offset in its stream (16 hex digits), its name and its payload\n"
-		"(see docs/pt-dump.md).  FILE is a raw PT stream, a .btr trace or a\n"
-		"perf.data file.\n"
-		"\n"
-		"Options:\n"
-		"  --raw            treat FILE as raw PT bytes whatever it starts with\n"
-		"  --no-sync        decode from the first byte, not from the first PSB\n"
-		"  --cpu N          only the PT streams of CPU N\n"
-		"  --tid N          only the PT streams of thread N\n"
-		"  --errata-cpu F/M[/S]  apply the packet-level errata of that CPU family/\n"
-		"                   model (SKD007: a CYC cut by an OVF reads as the OVF;\n"
-		"                   SKZ84: a TMA with reserved bits set and the byte after\n"
-		"                   it read as one invalid packet, decoding goes on)\n"
-		"  --stats          print packet counts instead of packets\n"
-		"  --format FMT     text (default) or json (with --stats)\n"
-		"  -h, --help       this help\n"
-		"\n"
-		"A bad packet prints '[OFFSET: error: bad packet]' and decoding resumes at\n"
-		"the next PSB.  Exit status: 0 ok, 2 usage error, 3 runtime error (file\n"
-		"unreadable, or the trace had bad or truncated packets: all packets are\n"
-		"still printed, and stderr names the first error).\n");
-}
+enum { O_RAW = 256, O_NOSYNC, O_CPU, O_TID, O_STATS, O_FORMAT, O_ERRATA };
+
+static const struct cli_opt dump_opts[] = {
+	{ "raw", O_RAW, CLI_NOARG, "  --raw            treat FILE as raw PT bytes whatever it starts with\n", NULL },
+	{ "no-sync", O_NOSYNC, CLI_NOARG, "  --no-sync        decode from the first byte, not from the first PSB\n", NULL },
+	{ "cpu", O_CPU, CLI_ARG, "  --cpu N          only the PT streams of CPU N\n", NULL },
+	{ "tid", O_TID, CLI_ARG, "  --tid N          only the PT streams of thread N\n", NULL },
+	{ "errata-cpu", O_ERRATA, CLI_ARG,
+	  "  --errata-cpu F/M[/S]  apply the packet-level errata of that CPU family/\n"
+	  "                   model (SKD007: a CYC cut by an OVF reads as the OVF;\n"
+	  "                   SKZ84: a TMA with reserved bits set and the byte after\n"
+	  "                   it read as one invalid packet, decoding goes on)\n", NULL },
+	{ "stats", O_STATS, CLI_NOARG, "  --stats          print packet counts instead of packets\n", NULL },
+	{ "format", O_FORMAT, CLI_ARG, "  --format FMT     text (default) or json (with --stats)\n", NULL },
+	{ "help", 'h', CLI_NOARG, "  -h, --help       this help\n", NULL },
+	{ 0 },
+};
+
+static const struct cli_cmd dump_cmd = {
+	"pt dump",
+	"Usage: btr pt dump [OPTIONS] FILE\n"
+	"Print the Intel PT packets of FILE, one line per packet: the packet's\n"
+	"offset in its stream (16 hex digits), its name and its payload\n"
+	"(see docs/pt-dump.md).  FILE is a raw PT stream, a .btr trace or a\n"
+	"perf.data file.\n"
+	"\n"
+	"Options:\n",
+	dump_opts,
+	"\n"
+	"A bad packet prints '[OFFSET: error: bad packet]' and decoding resumes at\n"
+	"the next PSB.  Exit status: 0 ok, 2 usage error, 3 runtime error (file\n"
+	"unreadable, or the trace had bad or truncated packets: all packets are\n"
+	"still printed, and stderr names the first error).\n",
+	1, 1, "missing FILE", "too many arguments",
+};
 
 struct dump_opts {
-	int no_sync, stats, json;
+	int no_sync, stats, json, raw;
 	int64_t cpu, tid;         /* -1: all */
 	unsigned errata;          /* BTR_PT_ERRATA_* */
 };
@@ -298,85 +305,69 @@ static void print_stats(const struct dump *dp)
 			printf("  %-10s %" PRIu64 "\n", btr_pt_type_name(t), dp->count[t]);
 }
 
+static int dump_opt(void *ctx, int key, char *arg)
+{
+	struct dump_opts *o = ctx;
+	const char *cmd = "pt dump";
+	uint64_t v;
+	switch (key) {
+	case O_NOSYNC: o->no_sync = 1; break;
+	case O_STATS: o->stats = 1; break;
+	case O_CPU:
+		if (cli_parse_u64(arg, &v) || v > INT32_MAX)
+			return cli_usage_error(cmd, "bad --cpu '%s'", arg);
+		o->cpu = (int64_t)v;
+		break;
+	case O_TID:
+		if (cli_parse_u64(arg, &v) || v > UINT32_MAX)
+			return cli_usage_error(cmd, "bad --tid '%s'", arg);
+		o->tid = (int64_t)v;
+		break;
+	case O_ERRATA: {
+		/* the flow decoder's table says which errata the CPU has */
+		struct btr_ptflow_config fc = { .sz = sizeof(fc) };
+		unsigned fa = 0, mo = 0, stp = 0;
+		char names[128], tail = 0;
+		int k = sscanf(arg, "%i/%i%c", (int *)&fa, (int *)&mo, &tail);
+		if (k == 3 && tail == '/')
+			k = sscanf(arg, "%i/%i/%i", (int *)&fa, (int *)&mo, (int *)&stp) == 3 ? 2 : 0;
+		if (k != 2 || fa > 0xffff || mo > 0xff || stp > 0xff)
+			return cli_usage_error(cmd, "--errata-cpu needs FAMILY/MODEL[/STEPPING], got '%s'", arg);
+		fc.cpu_family = (uint16_t)fa;
+		fc.cpu_model = (uint16_t)mo;
+		fc.cpu_stepping = (uint16_t)stp;
+		o->errata = 0;
+		if (btr_ptflow_errata_names(&fc, names, sizeof(names)) >= 0) {
+			if (strstr(names, "skd007"))
+				o->errata |= BTR_PT_ERRATA_SKD007;
+			if (strstr(names, "skz84"))
+				o->errata |= BTR_PT_ERRATA_SKZ84;
+		}
+		break;
+	}
+	case O_FORMAT:
+		return cli_format_text_json(cmd, arg, &o->json, "unknown format '%s' (text or json)");
+	case O_RAW:
+		o->raw = 1;
+		break;
+	}
+	return EXIT_OK;
+}
+
 static int pt_dump(int argc, char **argv)
 {
-	enum { O_RAW = 256, O_NOSYNC, O_CPU, O_TID, O_STATS, O_FORMAT, O_ERRATA };
-	static const struct option opts[] = {
-		{ "raw", no_argument, NULL, O_RAW },
-		{ "no-sync", no_argument, NULL, O_NOSYNC },
-		{ "cpu", required_argument, NULL, O_CPU },
-		{ "tid", required_argument, NULL, O_TID },
-		{ "errata-cpu", required_argument, NULL, O_ERRATA },
-		{ "stats", no_argument, NULL, O_STATS },
-		{ "format", required_argument, NULL, O_FORMAT },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
 	const char *cmd = "pt dump";
 	struct dump_opts o = { .cpu = -1, .tid = -1 };
 	struct dump dp = { .o = &o };
-	int raw = 0, c, ret;
-	uint64_t v;
-
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'h':
-			dump_usage(stdout);
-			return EXIT_OK;
-		case O_RAW: raw = 1; break;
-		case O_NOSYNC: o.no_sync = 1; break;
-		case O_STATS: o.stats = 1; break;
-		case O_CPU:
-			if (cli_parse_u64(optarg, &v) || v > INT32_MAX)
-				return cli_usage_error(cmd, "bad --cpu '%s'", optarg);
-			o.cpu = (int64_t)v;
-			break;
-		case O_TID:
-			if (cli_parse_u64(optarg, &v) || v > UINT32_MAX)
-				return cli_usage_error(cmd, "bad --tid '%s'", optarg);
-			o.tid = (int64_t)v;
-			break;
-		case O_ERRATA: {
-			/* the flow decoder's table says which errata the CPU has */
-			struct btr_ptflow_config fc = { .sz = sizeof(fc) };
-			unsigned fa = 0, mo = 0, stp = 0;
-			char names[128], tail = 0;
-			int k = sscanf(optarg, "%i/%i%c", (int *)&fa, (int *)&mo, &tail);
-			if (k == 3 && tail == '/')
-				k = sscanf(optarg, "%i/%i/%i", (int *)&fa, (int *)&mo, (int *)&stp) == 3 ? 2 : 0;
-			if (k != 2 || fa > 0xffff || mo > 0xff || stp > 0xff)
-				return cli_usage_error(cmd, "--errata-cpu needs FAMILY/MODEL[/STEPPING], got '%s'", optarg);
-			fc.cpu_family = (uint16_t)fa;
-			fc.cpu_model = (uint16_t)mo;
-			fc.cpu_stepping = (uint16_t)stp;
-			o.errata = 0;
-			if (btr_ptflow_errata_names(&fc, names, sizeof(names)) >= 0) {
-				if (strstr(names, "skd007"))
-					o.errata |= BTR_PT_ERRATA_SKD007;
-				if (strstr(names, "skz84"))
-					o.errata |= BTR_PT_ERRATA_SKZ84;
-			}
-			break;
-		}
-		case O_FORMAT:
-			if (!strcmp(optarg, "json"))
-				o.json = 1;
-			else if (strcmp(optarg, "text"))
-				return cli_usage_error(cmd, "unknown format '%s' (text or json)", optarg);
-			break;
-		default:
-			return cli_usage_error(cmd, "unknown option");
-		}
-	}
-	if (optind >= argc)
-		return cli_usage_error(cmd, "missing FILE");
-	if (optind + 1 < argc)
-		return cli_usage_error(cmd, "too many arguments");
+	int ret, first;
+	int prc = cli_cmd_parse(&dump_cmd, argc, argv, NULL, dump_opt, &o, &first);
+	if (prc != EXIT_OK)
+		return prc == CLI_CMD_DONE ? EXIT_OK : prc;
+	int raw = o.raw;
 	if (o.json && !o.stats)
 		return cli_usage_error(cmd, "--format json needs --stats (packets are printed as text)");
 
-	const char *path = argv[optind];
+	const char *path = argv[first];
 	int fd = open(path, O_RDONLY);
 	if (fd < 0) {
 		cli_error("%s: %s", path, strerror(errno));
@@ -402,7 +393,7 @@ static int pt_dump(int argc, char **argv)
 	}
 	static char obuf[1 << 16];
 	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
-	if (!raw && n == 8 && (!memcmp(magic, "BTRTRACE", 8) || !memcmp(magic, "PERFILE2", 8))) {
+	if (!raw && n == 8 && btr_file_kind(magic, 8) != BTR_FILE_OTHER) {
 		close(fd);
 		ret = dump_trace(&dp, path);
 	} else {
@@ -434,10 +425,8 @@ int cmd_pt(int argc, char **argv)
 	if (!strcmp(argv[1], "dump"))
 		return pt_dump(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "decode")) {
-		if (cmd_pt_decode) {
-			optind = 1;
+		if (cmd_pt_decode)
 			return cmd_pt_decode(argc - 1, argv + 1);
-		}
 		cli_error("pt decode: not available in this build");
 		return EXIT_RUNTIME;
 	}

@@ -2,7 +2,6 @@
  * executed instructions / branches (docs/pt-decode.md). */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli_cmd.h"
 
 #define BTR_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #include "btr/image.h"
@@ -21,42 +20,61 @@
 #include "btr/stream.h"
 
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: btr pt decode RAW [OPTIONS]\n"
-		"Reconstruct the executed instructions and branches from Intel PT data.\n"
-		"RAW is a raw PT stream, a .btr trace (its module map gives the code; lines of\n"
-		"a new thread are preceded by '[thread TID]'), or a perf.data file with\n"
-		"Intel PT AUX data.\n\n"
-		"Code image:\n"
-		"  --elf FILE[:BASE]          an ELF file (BASE: load bias for PIE / shared objects)\n"
-		"  --raw FILE[:FROM[-TO]]:BASE  bytes FROM..TO of FILE (default: all) at address BASE\n"
-		"Configuration:\n"
-		"  --cpu F/M/S                CPU family/model[/stepping] (decimal or 0x): apply the\n"
-		"                             errata libipt applies to it (docs/pt-decode.md)\n"
-		"  --no-retcomp               return compression was disabled\n"
-		"  --ip-filter START-END      an IP filter range that was configured (up to 4)\n"
-		"  --mtc-freq N               IA32_RTIT_CTL.MTCFreq (default 3)\n"
-		"  --cpuid15 EAX/EBX          CPUID 0x15 TSC/crystal ratio (MTC timestamps)\n"
-		"Output (one of):\n"
-		"  --branches                 'FROM -> TO KIND' per branch (default)\n"
-		"  --insn [--disasm]          one executed instruction per line: 16 hex digits\n"
-		"                             (then \" ?\" if it ran in a TSX transaction)\n"
-		"  --stat [--format json]     only counts and decode time\n"
-		"  --filter EXPR              with --branches: print only branches matching EXPR\n"
-		"                             (jcc,near_ret,user,...: docs/branch-kinds.md)\n"
-		"  -j, --jobs N               decode in N threads, split at PSBs (not with --insn)\n"
-		"  --pid PID, --tid TID       .btr / perf.data: only process PID / thread TID\n"
-		"Event lines ([enable ...], [disable ...], [gap ...], [overflow ...]) start with '['.\n"
-		"  -h, --help                 this help\n");
-}
+enum { O_ELF = 256, O_RAW, O_CPU, O_NORET, O_FILTER, O_INSN, O_BRANCHES, O_STAT, O_DISASM,
+       O_FORMAT, O_MTC, O_CPUID15, O_BFILTER };
+
+/* --pid and --tid are the stream options' (cli_stream_opt: one parser,
+ * one meaning: select a process / thread). */
+static const struct cli_opt opts[] = {
+	{ "elf", O_ELF, CLI_ARG,
+	  "Code image:\n"
+	  "  --elf FILE[:BASE]          an ELF file (BASE: load bias for PIE / shared objects)\n", NULL },
+	{ "raw", O_RAW, CLI_ARG, "  --raw FILE[:FROM[-TO]]:BASE  bytes FROM..TO of FILE (default: all) at address BASE\n", NULL },
+	{ "cpu", O_CPU, CLI_ARG,
+	  "Configuration:\n"
+	  "  --cpu F/M/S                CPU family/model[/stepping] (decimal or 0x): apply the\n"
+	  "                             errata libipt applies to it (docs/pt-decode.md)\n", NULL },
+	{ "no-retcomp", O_NORET, CLI_NOARG, "  --no-retcomp               return compression was disabled\n", NULL },
+	{ "ip-filter", O_FILTER, CLI_ARG, "  --ip-filter START-END      an IP filter range that was configured (up to 4)\n", NULL },
+	{ "mtc-freq", O_MTC, CLI_ARG, "  --mtc-freq N               IA32_RTIT_CTL.MTCFreq (default 3)\n", NULL },
+	{ "cpuid15", O_CPUID15, CLI_ARG, "  --cpuid15 EAX/EBX          CPUID 0x15 TSC/crystal ratio (MTC timestamps)\n", NULL },
+	{ "branches", O_BRANCHES, CLI_NOARG,
+	  "Output (one of):\n"
+	  "  --branches                 'FROM -> TO KIND' per branch (default)\n", NULL },
+	{ "insn", O_INSN, CLI_NOARG, "  --insn [--disasm]          one executed instruction per line: 16 hex digits\n"
+	  "                             (then \" ?\" if it ran in a TSX transaction)\n", NULL },
+	{ "disasm", O_DISASM, CLI_NOARG, NULL, NULL },
+	{ "stat", O_STAT, CLI_NOARG, "  --stat [--format json]     only counts and decode time\n", NULL },
+	{ "format", O_FORMAT, CLI_ARG, NULL, NULL },
+	{ "filter", O_BFILTER, CLI_ARG,
+	  "  --filter EXPR              with --branches: print only branches matching EXPR\n"
+	  "                             (jcc,near_ret,user,...: docs/branch-kinds.md)\n", NULL },
+	{ "jobs", 'j', CLI_ARG, "  -j, --jobs N               decode in N threads, split at PSBs (not with --insn)\n", NULL },
+	{ "pid", CLI_OPT_PID, CLI_ARG, "  --pid PID, --tid TID       .btr / perf.data: only process PID / thread TID\n", NULL },
+	{ "tid", CLI_OPT_TID, CLI_ARG, NULL, NULL },
+	{ "help", 'h', CLI_NOARG,
+	  "Event lines ([enable ...], [disable ...], [gap ...], [overflow ...]) start with '['.\n"
+	  "  -h, --help                 this help\n", NULL },
+	{ 0 },
+};
+
+static const struct cli_cmd cmd = {
+	"pt decode",
+	"Usage: btr pt decode RAW [OPTIONS]\n"
+	"Reconstruct the executed instructions and branches from Intel PT data.\n"
+	"RAW is a raw PT stream, a .btr trace (its module map gives the code; lines of\n"
+	"a new thread are preceded by '[thread TID]'), or a perf.data file with\n"
+	"Intel PT AUX data.\n\n",
+	opts,
+	NULL,
+	1, 1, "missing RAW file", "too many arguments",
+};
 
 struct out_ctx {
 	FILE *f;
 	struct btr_image *img;
 	int disasm;
-	const struct btr_filter *filter;   /* --filter, NULL: all */
+	const struct btr_filter *filter;   /* --filter on raw PT (no stream), NULL: all */
 };
 
 static int print_branch(void *ctx, const struct btr_branch *b)
@@ -341,11 +359,14 @@ static int btr_event_cb(void *ctx, const struct btr_stream_event *ev)
 	return 0;
 }
 
+/* .btr and perf.data input through the common branch stream: the stream
+ * selects the process, thread and branches (@filter) as for every other
+ * command. */
 static int decode_btr(const char *path, const struct btr_stream_elf *elfs, unsigned n_elfs, uint32_t pid, uint32_t tid,
-		      struct out_ctx *o, int mode, struct btr_ptflow_stats *st)
+		      const struct btr_filter *filter, struct out_ctx *o, int mode, struct btr_ptflow_stats *st)
 {
 	struct btr_ctx c = { .o = o, .st = st, .mode = mode == 0 ? 0 : mode };
-	struct btr_stream_opts so = { .sz = sizeof(so), .elfs = elfs, .n_elfs = n_elfs, .pid = pid, .tid = tid,
+	struct btr_stream_opts so = { .sz = sizeof(so), .elfs = elfs, .n_elfs = n_elfs, .pid = pid, .tid = tid, .filter = filter,
 				      .branch = btr_branch_cb, .event = btr_event_cb, .ctx = &c };
 	struct btr_stream *s;
 	if (mode == 1)
@@ -377,210 +398,170 @@ static int decode_btr(const char *path, const struct btr_stream_elf *elfs, unsig
 	return EXIT_OK;
 }
 
-int cmd_pt_decode(int argc, char **argv)
-{
-	enum { O_ELF = 256, O_RAW, O_CPU, O_NORET, O_FILTER, O_INSN, O_BRANCHES, O_STAT, O_DISASM,
-	       O_FORMAT, O_MTC, O_CPUID15, O_BFILTER, O_PID, O_TID };
-	static const struct option opts[] = {
-		{ "elf", required_argument, NULL, O_ELF },
-		{ "raw", required_argument, NULL, O_RAW },
-		{ "cpu", required_argument, NULL, O_CPU },
-		{ "no-retcomp", no_argument, NULL, O_NORET },
-		{ "ip-filter", required_argument, NULL, O_FILTER },
-		{ "insn", no_argument, NULL, O_INSN },
-		{ "branches", no_argument, NULL, O_BRANCHES },
-		{ "stat", no_argument, NULL, O_STAT },
-		{ "disasm", no_argument, NULL, O_DISASM },
-		{ "format", required_argument, NULL, O_FORMAT },
-		{ "mtc-freq", required_argument, NULL, O_MTC },
-		{ "cpuid15", required_argument, NULL, O_CPUID15 },
-		{ "filter", required_argument, NULL, O_BFILTER },
-		{ "jobs", required_argument, NULL, 'j' },
-		{ "pid", required_argument, NULL, O_PID },
-		{ "tid", required_argument, NULL, O_TID },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
-	const char *cmd = "pt decode";
-	struct btr_ptflow_config cfg = { .sz = sizeof(cfg) };
-	struct btr_image *img = NULL;
-	int mode = O_BRANCHES, disasm = 0, json = 0, have_cpu = 0, have_bfilter = 0;
+/* What the options say. */
+struct dec {
+	struct btr_ptflow_config cfg;
+	struct btr_image *img;
+	int mode, disasm, json, have_cpu, have_bfilter;
 	struct btr_filter bfilter;
 	struct btr_stream_elf elfs[64];   /* --elf again, for .btr input */
 	char *elf_paths[64];
-	unsigned n_elfs = 0;
-	unsigned jobs = 1;
-	uint32_t sel_pid = 0, sel_tid = 0;
-	int ret = EXIT_OK;
+	unsigned n_elfs;
+	unsigned jobs;
+	struct cli_stream sel;            /* --pid, --tid */
+};
 
-	if (btr_image_new(&img)) {
+static int dec_opt(void *ctx, int key, char *arg)
+{
+	struct dec *d = ctx;
+	const char *cmd = "pt decode";
+	switch (key) {
+	case O_ELF: {
+		char *s = strdup(arg);
+		uint64_t base = 0;
+		if (!s)
+			goto nomem;
+		if (access(s, F_OK) != 0)
+			split_num(s, &base);
+		int e = btr_image_add_elf(d->img, s, base, 0);
+		if (e) {
+			cli_error("%s: %s", s, btr_errstr(e));
+			free(s);
+			return EXIT_RUNTIME;
+		}
+		if (d->n_elfs == BTR_ARRAY_LEN(d->elfs)) {
+			free(s);
+			return cli_usage_error(cmd, "too many --elf options (at most %zu)", BTR_ARRAY_LEN(d->elfs));
+		}
+		d->elf_paths[d->n_elfs] = s;
+		d->elfs[d->n_elfs] = (struct btr_stream_elf){ .path = s, .base = base, .has_base = strcmp(s, arg) != 0 };
+		d->n_elfs++;
+		break;
+	}
+	case O_RAW: {
+		char *s = strdup(arg);
+		uint64_t base, from = 0, to = 0;
+		if (!s)
+			goto nomem;
+		if (!split_num(s, &base)) {
+			free(s);
+			return cli_usage_error(cmd, "--raw needs FILE[:FROM[-TO]]:BASE, got '%s'", arg);
+		}
+		if (access(s, F_OK) != 0) {
+			char *r = strrchr(s, ':');
+			if (r) {
+				*r++ = 0;
+				if (strchr(r, '-') ? parse_range(r, &from, &to) : cli_parse_u64(r, &from)) {
+					free(s);
+					return cli_usage_error(cmd, "bad range in --raw '%s'", arg);
+				}
+			}
+		}
+		int e = btr_image_add_file(d->img, s, from, to > from ? to - from : 0, base);
+		if (e) {
+			cli_error("%s: %s", s, btr_errstr(e));
+			free(s);
+			return EXIT_RUNTIME;
+		}
+		free(s);
+		break;
+	}
+	case O_CPU: {
+		unsigned fa, mo, st = 0;
+		if (sscanf(arg, "%u/%u/%u", &fa, &mo, &st) < 2)
+			return cli_usage_error(cmd, "--cpu needs FAMILY/MODEL[/STEPPING], got '%s'", arg);
+		d->cfg.cpu_family = (uint16_t)fa;
+		d->cfg.cpu_model = (uint16_t)mo;
+		d->cfg.cpu_stepping = (uint16_t)st;
+		d->have_cpu = 1;
+		break;
+	}
+	case O_NORET:
+		d->cfg.no_retcomp = 1;
+		break;
+	case O_FILTER:
+		if (d->cfg.n_ip_filter == 4 ||
+		    parse_range(arg, &d->cfg.ip_filter[d->cfg.n_ip_filter][0], &d->cfg.ip_filter[d->cfg.n_ip_filter][1]))
+			return cli_usage_error(cmd, "bad --ip-filter '%s' (START-END, at most 4)", arg);
+		d->cfg.n_ip_filter++;
+		break;
+	case O_INSN: case O_BRANCHES: case O_STAT:
+		d->mode = key;
+		break;
+	case O_DISASM:
+		d->disasm = 1;
+		break;
+	case O_FORMAT:
+		return cli_format_text_json(cmd, arg, &d->json, "unknown --format '%s' (text, json)");
+	case O_MTC: {
+		uint64_t v;
+		if (cli_parse_u64(arg, &v) || v > 15)
+			return cli_usage_error(cmd, "bad --mtc-freq '%s'", arg);
+		d->cfg.mtc_freq = (uint8_t)v;
+		break;
+	}
+	case CLI_OPT_PID:
+	case CLI_OPT_TID:
+		return cli_stream_opt(&d->sel, cmd, key, arg) < 0 ? EXIT_USAGE : EXIT_OK;
+	case O_BFILTER:
+		if (btr_filter_parse(arg, &d->bfilter))
+			return cli_usage_error(cmd, "bad --filter '%s' (terms: docs/branch-kinds.md)", arg);
+		d->have_bfilter = 1;
+		break;
+	case O_CPUID15: {
+		unsigned a, b;
+		if (sscanf(arg, "%u/%u", &a, &b) != 2 || !a)
+			return cli_usage_error(cmd, "--cpuid15 needs EAX/EBX, got '%s'", arg);
+		d->cfg.cpuid15_eax = a;
+		d->cfg.cpuid15_ebx = b;
+		break;
+	}
+	case 'j': {
+		uint64_t v;
+		if (cli_parse_u64(arg, &v) || !v || v > 64)
+			return cli_usage_error(cmd, "bad -j '%s' (1..64)", arg);
+		d->jobs = (unsigned)v;
+		break;
+	}
+	case CLI_OPT_END:
+		if (d->have_bfilter && d->mode != O_BRANCHES)
+			return cli_usage_error(cmd, "--filter goes with --branches");
+		if (d->disasm && d->mode != O_INSN)
+			return cli_usage_error(cmd, "--disasm needs --insn");
+		break;
+	}
+	return EXIT_OK;
+nomem:
+	cli_error("out of memory");
+	return EXIT_RUNTIME;
+}
+
+int cmd_pt_decode(int argc, char **argv)
+{
+	static struct dec d;   /* large: its arrays */
+	memset(&d, 0, sizeof(d));
+	d.cfg.sz = sizeof(d.cfg);
+	d.mode = O_BRANCHES;
+	d.jobs = 1;
+	cli_stream_init(&d.sel);
+	int ret = EXIT_OK, first;
+
+	if (btr_image_new(&d.img)) {
 		cli_error("out of memory");
 		return EXIT_RUNTIME;
 	}
-	optind = 1;
-	int c;
-	while ((c = getopt_long(argc, argv, "hj:", opts, NULL)) != -1) {
-		switch (c) {
-		case 'h':
-			usage(stdout);
-			btr_image_free(img);
-			return EXIT_OK;
-		case O_ELF: {
-			char *s = strdup(optarg);
-			uint64_t base = 0;
-			if (!s)
-				goto nomem;
-			if (access(s, F_OK) != 0)
-				split_num(s, &base);
-			int e = btr_image_add_elf(img, s, base, 0);
-			if (e) {
-				cli_error("%s: %s", s, btr_errstr(e));
-				free(s);
-				ret = EXIT_RUNTIME;
-				goto out;
-			}
-			if (n_elfs == BTR_ARRAY_LEN(elfs)) {
-				free(s);
-				ret = cli_usage_error(cmd, "too many --elf options (at most %zu)", BTR_ARRAY_LEN(elfs));
-				goto out;
-			}
-			elf_paths[n_elfs] = s;
-			elfs[n_elfs] = (struct btr_stream_elf){ .path = s, .base = base, .has_base = strcmp(s, optarg) != 0 };
-			n_elfs++;
-			break;
-		}
-		case O_RAW: {
-			char *s = strdup(optarg);
-			uint64_t base, from = 0, to = 0;
-			if (!s)
-				goto nomem;
-			if (!split_num(s, &base)) {
-				free(s);
-				ret = cli_usage_error(cmd, "--raw needs FILE[:FROM[-TO]]:BASE, got '%s'", optarg);
-				goto out;
-			}
-			if (access(s, F_OK) != 0) {
-				char *r = strrchr(s, ':');
-				if (r) {
-					*r++ = 0;
-					if (strchr(r, '-') ? parse_range(r, &from, &to) : cli_parse_u64(r, &from)) {
-						free(s);
-						ret = cli_usage_error(cmd, "bad range in --raw '%s'", optarg);
-						goto out;
-					}
-				}
-			}
-			int e = btr_image_add_file(img, s, from, to > from ? to - from : 0, base);
-			if (e) {
-				cli_error("%s: %s", s, btr_errstr(e));
-				free(s);
-				ret = EXIT_RUNTIME;
-				goto out;
-			}
-			free(s);
-			break;
-		}
-		case O_CPU: {
-			unsigned fa, mo, st = 0;
-			if (sscanf(optarg, "%u/%u/%u", &fa, &mo, &st) < 2) {
-				ret = cli_usage_error(cmd, "--cpu needs FAMILY/MODEL[/STEPPING], got '%s'", optarg);
-				goto out;
-			}
-			cfg.cpu_family = (uint16_t)fa;
-			cfg.cpu_model = (uint16_t)mo;
-			cfg.cpu_stepping = (uint16_t)st;
-			have_cpu = 1;
-			break;
-		}
-		case O_NORET:
-			cfg.no_retcomp = 1;
-			break;
-		case O_FILTER:
-			if (cfg.n_ip_filter == 4 ||
-			    parse_range(optarg, &cfg.ip_filter[cfg.n_ip_filter][0], &cfg.ip_filter[cfg.n_ip_filter][1])) {
-				ret = cli_usage_error(cmd, "bad --ip-filter '%s' (START-END, at most 4)", optarg);
-				goto out;
-			}
-			cfg.n_ip_filter++;
-			break;
-		case O_INSN: case O_BRANCHES: case O_STAT:
-			mode = c;
-			break;
-		case O_DISASM:
-			disasm = 1;
-			break;
-		case O_FORMAT:
-			if (!strcmp(optarg, "json"))
-				json = 1;
-			else if (strcmp(optarg, "text")) {
-				ret = cli_usage_error(cmd, "unknown --format '%s' (text, json)", optarg);
-				goto out;
-			}
-			break;
-		case O_MTC: {
-			uint64_t v;
-			if (cli_parse_u64(optarg, &v) || v > 15) {
-				ret = cli_usage_error(cmd, "bad --mtc-freq '%s'", optarg);
-				goto out;
-			}
-			cfg.mtc_freq = (uint8_t)v;
-			break;
-		}
-		case O_PID:
-		case O_TID: {
-			uint64_t v;
-			if (cli_parse_u64(optarg, &v) < 0 || v == 0 || v > UINT32_MAX) {
-				ret = cli_usage_error(cmd, "bad --%s '%s' (a positive number)", c == O_PID ? "pid" : "tid",
-						      optarg);
-				goto out;
-			}
-			*(c == O_PID ? &sel_pid : &sel_tid) = (uint32_t)v;
-			break;
-		}
-		case O_BFILTER:
-			if (btr_filter_parse(optarg, &bfilter)) {
-				ret = cli_usage_error(cmd, "bad --filter '%s' (terms: docs/branch-kinds.md)", optarg);
-				goto out;
-			}
-			have_bfilter = 1;
-			break;
-		case O_CPUID15: {
-			unsigned a, b;
-			if (sscanf(optarg, "%u/%u", &a, &b) != 2 || !a) {
-				ret = cli_usage_error(cmd, "--cpuid15 needs EAX/EBX, got '%s'", optarg);
-				goto out;
-			}
-			cfg.cpuid15_eax = a;
-			cfg.cpuid15_ebx = b;
-			break;
-		}
-		case 'j': {
-			uint64_t v;
-			if (cli_parse_u64(optarg, &v) || !v || v > 64) {
-				ret = cli_usage_error(cmd, "bad -j '%s' (1..64)", optarg);
-				goto out;
-			}
-			jobs = (unsigned)v;
-			break;
-		}
-		default:
-			ret = cli_usage_error(cmd, "unknown option");
-			goto out;
-		}
-	}
-	if (optind + 1 != argc) {
-		ret = cli_usage_error(cmd, optind >= argc ? "missing RAW file" : "too many arguments");
+	int prc = cli_cmd_parse(&cmd, argc, argv, NULL, dec_opt, &d, &first);
+	struct btr_ptflow_config cfg = d.cfg;
+	struct btr_image *img = d.img;
+	int mode = d.mode, disasm = d.disasm, json = d.json, have_cpu = d.have_cpu;
+	const struct btr_filter *bfilter = d.have_bfilter ? &d.bfilter : NULL;
+	unsigned jobs = d.jobs;
+	uint32_t sel_pid = d.sel.so.pid, sel_tid = d.sel.so.tid;
+	if (prc != EXIT_OK) {
+		ret = prc == CLI_CMD_DONE ? EXIT_OK : prc;
 		goto out;
 	}
-	if (have_bfilter && mode != O_BRANCHES) {
-		ret = cli_usage_error(cmd, "--filter goes with --branches");
-		goto out;
-	}
-	if (disasm && mode != O_INSN) {
-		ret = cli_usage_error(cmd, "--disasm needs --insn");
-		goto out;
-	}
-	const char *path = argv[optind];
+	const char *path = argv[first];
 	int fd = open(path, O_RDONLY);
 	if (fd < 0) {
 		cli_error("%s: %s", path, strerror(errno));
@@ -615,7 +596,7 @@ int cmd_pt_decode(int argc, char **argv)
 
 	static char obuf[1 << 16];
 	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
-	struct out_ctx oc = { .f = stdout, .img = img, .disasm = disasm, .filter = have_bfilter ? &bfilter : NULL };
+	struct out_ctx oc = { .f = stdout, .img = img, .disasm = disasm, .filter = bfilter };
 	struct btr_ptflow_callbacks cb = { .event = print_event, .ctx = &oc };
 	if (mode == O_BRANCHES)
 		cb.branch = print_branch;
@@ -626,14 +607,17 @@ int cmd_pt_decode(int argc, char **argv)
 
 	struct btr_ptflow_stats st = { 0 };
 	double t0 = now_s();
-	int is_btr = size >= 8 && !memcmp(buf, "BTRTRACE", 8);
-	int is_perf = !is_btr && size >= 8 && btr_perf_probe(buf, size);
+	enum btr_file_kind kind = btr_file_kind(buf, size);
+	int is_btr = kind == BTR_FILE_BTR;
+	int is_perf = kind == BTR_FILE_PERF;
 	if (!is_btr && !is_perf && (sel_pid || sel_tid)) {
-		ret = cli_usage_error(cmd, "--pid/--tid need a .btr or perf.data trace");
+		ret = cli_usage_error("pt decode", "--pid/--tid need a .btr or perf.data trace");
 	} else if (is_btr || (is_perf && (sel_pid || sel_tid))) {
 		/* perf.data through the stream too when a process or thread is
 		 * selected: the stream knows which thread is whose. */
-		ret = decode_btr(path, elfs, n_elfs, sel_pid, sel_tid, &oc, mode == O_BRANCHES ? 0 : mode == O_INSN ? 1 : 2, &st);
+		oc.filter = NULL;   /* the stream applies it */
+		ret = decode_btr(path, d.elfs, d.n_elfs, sel_pid, sel_tid, bfilter, &oc,
+				 mode == O_BRANCHES ? 0 : mode == O_INSN ? 1 : 2, &st);
 	} else if (is_perf) {
 		ret = decode_perf(path, img, &cfg, &cb, &st, have_cpu);
 	} else if (!memmem(buf ? buf : (const uint8_t *)"", size, BTR_PT_PSB_PATTERN, BTR_PT_PSB_SIZE)) {
@@ -704,12 +688,8 @@ int cmd_pt_decode(int argc, char **argv)
 	}
 	fflush(stdout);
 out:
-	for (unsigned i = 0; i < n_elfs; i++)
-		free(elf_paths[i]);
+	for (unsigned i = 0; i < d.n_elfs; i++)
+		free(d.elf_paths[i]);
 	btr_image_free(img);
 	return ret;
-nomem:
-	cli_error("out of memory");
-	ret = EXIT_RUNTIME;
-	goto out;
 }

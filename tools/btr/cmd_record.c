@@ -1,81 +1,118 @@
 /* cmd_record.c - btr record: run a command and record its control flow. */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli_cmd.h"
 #include "btr/capture.h"
 
 #define DEFAULT_OUTPUT "btr.btr"
 
-static void usage(FILE *f)
-{
-	fprintf(f, "Usage: btr record [OPTIONS] -- CMD [ARGS...]\n"
-		   "       btr record -b step -p PID [--duration SECONDS] [OPTIONS]\n"
-		   "Runs CMD and records its control flow into a .btr trace.  CMD's stdin, stdout\n"
-		   "and stderr pass through; btr exits with CMD's exit status (128+N if signal N\n"
-		   "killed it), or 2 (usage) / 3 (btr's own error: no trace is left under FILE;\n"
-		   "if the disk or $TMPDIR filled up, what was recorded is kept in FILE.partial).\n\n"
-		   "  -b, --backend NAME     auto (default), qemu, pt, bts, lbr, step; auto takes\n"
-		   "                         hardware tracing when it works, else qemu, and says why\n"
-		   "  -o, --output FILE      the trace to write (default " DEFAULT_OUTPUT "; '-': stdout,\n"
-		   "                         only with -p or -a, not a terminal)\n"
-		   CLI_OUTPUT_HELP
-		   "      --no-retcomp       disable PT return compression\n"
-		   "      --ground-truth FILE  qemu: also log every executed instruction address per\n"
-		   "                         thread into FILE (debugging aid, slow; docs/record.md)\n"
-		   "  -z, --compress LEVEL   zstd-compress the trace (1..19, default 0: none)\n"
-		   "      --no-follow        trace only CMD's first program: children and exec'd\n"
-		   "                         programs run untraced (= both options below)\n"
-		   "      --no-follow-fork   children (fork, vfork, clone without CLONE_VM) run untraced\n"
-		   "      --no-follow-exec   a program started by execve runs untraced\n"
-		   "      --max-processes N  trace at most N processes (default %u); later ones run\n"
-		   "                         untraced and the trace says how many\n"
-		   "step backend (trap-flag tracing with ptrace; docs/record.md):\n"
-		   "  -p, --pid PID          attach to running process PID (all its threads); detach\n"
-		   "                         at the end of --duration or on Ctrl-C, leaving it running\n"
-		   "      --duration SECONDS with -p: trace this long (default: until it exits)\n"
-		   "      --start SYM|ADDR   trace only from function SYM (or address ADDR) ...\n"
-		   "      --stop SYM|ADDR    ... until SYM/ADDR is reached (default: until the start\n"
-		   "                         function returns); full speed elsewhere; every entry traced\n"
-		   "      --ring N           flight recorder: keep only the last N branches per thread,\n"
-		   "                         written when the thread ends or the process dies (btr crash)\n"
-		   "      --filter EXPR      with --ring: keep only branches of these LBR_SELECT classes\n"
-		   "      --inproc           in-process agent (btr-step-agent.so, preloaded): TF set in\n"
-		   "                         the program's own SIGTRAP handler (~1.7x cheaper per trap here);\n"
-		   "                         main thread only; static programs, -p and --start fall\n"
-		   "                         back to ptrace stepping, saying so\n"
-		   "Hardware backends (pt, bts, lbr; docs/record.md):\n"
-		   "      --user, --kernel   trace user / kernel code (default: user only)\n"
-		   "  -p, --pid PID          attach to running process PID instead of a command\n"
-		   "  -a, --all-cpus         every process on every CPU while CMD runs (or until\n"
-		   "                         Ctrl-C without CMD)\n"
-		   "      --per-thread       one ring for the first thread only, no inheritance\n"
-		   "                         (default: one ring per CPU for the whole process tree)\n"
-		   "      --ip-filter SPEC   pt: trace only START-END (kernel), START-END@FILE or\n"
-		   "                         SYM@FILE (repeatable, up to the CPU's range count)\n"
-		   "      --pt-config LIST   pt: cyc, cyc_thresh=N, mtc_period=N, psb_period=N,\n"
-		   "                         notsc, nomtc, ptw, pwr_evt, nobranch\n"
-		   "      --snapshot         pt, bts: keep the newest AUX data in a ring; write it on\n"
-		   "                         SIGUSR2 and at the end\n"
-		   "      --lbr-filter EXPR  lbr: any, call, any_call, any_return, ind_call, ind_jump,\n"
-		   "                         cond, call_stack, user, kernel, hw_index, save_type\n"
-		   "      --period N         lbr: sample every N cycles (default 100003)\n"
-		   "      --aux-size BYTES   pt, bts: AUX area per ring (power of two, default 4 MiB)\n"
-		   "  -q, --quiet            do not say which backend was chosen\n"
-		   "  -v, --verbose          say why that backend was chosen (every hardware\n"
-		   "                         backend's reason; btr info says the same)\n"
-		   "      --no-progress      no progress line on stderr (default: qemu shows\n"
-		   "                         processes and trace bytes while CMD runs if\n"
-		   "                         stderr is a terminal; BTR_PROGRESS=0 or 1 sets\n"
-		   "                         the default); --progress: always\n"
-		   "  -h, --help             this help\n"
-		   "qemu follows the whole process tree: every process started by CMD, including\n"
-		   "ones that outlive their parent, until all have exited (docs/record.md).\n",
-		   BTR_CAPTURE_MAX_PROCESSES);
-}
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+enum { OPT_NORETCOMP = 256, OPT_GT, OPT_DURATION, OPT_START, OPT_STOP, OPT_RING, OPT_FILTER, OPT_INPROC,
+       OPT_NOFOLLOW, OPT_NOFORK, OPT_NOEXEC, OPT_MAXPROC, OPT_USER, OPT_KERNEL, OPT_PERTHREAD, OPT_IPF,
+       OPT_PTCFG, OPT_SNAP, OPT_LBRF, OPT_PERIOD, OPT_AUX, OPT_PROGRESS, OPT_NOPROGRESS };
+
+/* -p attaches to a running process: --attach, and --pid, its old
+ * spelling (kept for scripts; every other command's --pid selects a
+ * process of a trace). */
+static const struct cli_opt opts[] = {
+	{ "backend", 'b', CLI_ARG,
+	  "  -b, --backend NAME     auto (default), qemu, pt, bts, lbr, step; auto takes\n"
+	  "                         hardware tracing when it works, else qemu, and says why\n", NULL },
+	{ "output", 'o', CLI_ARG,
+	  "  -o, --output FILE      the trace to write (default " DEFAULT_OUTPUT "; '-': stdout,\n"
+	  "                         only with -p or -a, not a terminal)\n" CLI_OUTPUT_HELP, NULL },
+	{ "no-retcomp", OPT_NORETCOMP, CLI_NOARG, "      --no-retcomp       disable PT return compression\n", NULL },
+	{ "ground-truth", OPT_GT, CLI_ARG,
+	  "      --ground-truth FILE  qemu: also log every executed instruction address per\n"
+	  "                         thread into FILE (debugging aid, slow; docs/record.md)\n", NULL },
+	{ "compress", 'z', CLI_ARG, "  -z, --compress LEVEL   zstd-compress the trace (1..19, default 0: none)\n", NULL },
+	{ "no-follow", OPT_NOFOLLOW, CLI_NOARG,
+	  "      --no-follow        trace only CMD's first program: children and exec'd\n"
+	  "                         programs run untraced (= both options below)\n", NULL },
+	{ "no-follow-fork", OPT_NOFORK, CLI_NOARG,
+	  "      --no-follow-fork   children (fork, vfork, clone without CLONE_VM) run untraced\n", NULL },
+	{ "no-follow-exec", OPT_NOEXEC, CLI_NOARG, "      --no-follow-exec   a program started by execve runs untraced\n", NULL },
+	{ "max-processes", OPT_MAXPROC, CLI_ARG,
+	  "      --max-processes N  trace at most N processes (default " STR(BTR_CAPTURE_MAX_PROCESSES) "); later ones run\n"
+	  "                         untraced and the trace says how many\n", NULL },
+	{ "attach", 'p', CLI_ARG,
+	  "step backend (trap-flag tracing with ptrace; docs/record.md):\n"
+	  "  -p, --attach PID       attach to running process PID (all its threads); detach\n"
+	  "                         at the end of --duration or on Ctrl-C, leaving it running\n"
+	  "                         (--pid PID: the same, its old spelling)\n", NULL },
+	{ "pid", 'p', CLI_ARG, NULL, NULL },
+	{ "duration", OPT_DURATION, CLI_ARG, "      --duration SECONDS with -p: trace this long (default: until it exits)\n", NULL },
+	{ "start", OPT_START, CLI_ARG, "      --start SYM|ADDR   trace only from function SYM (or address ADDR) ...\n", NULL },
+	{ "stop", OPT_STOP, CLI_ARG,
+	  "      --stop SYM|ADDR    ... until SYM/ADDR is reached (default: until the start\n"
+	  "                         function returns); full speed elsewhere; every entry traced\n", NULL },
+	{ "ring", OPT_RING, CLI_ARG,
+	  "      --ring N           flight recorder: keep only the last N branches per thread,\n"
+	  "                         written when the thread ends or the process dies (btr crash)\n", NULL },
+	{ "filter", OPT_FILTER, CLI_ARG, "      --filter EXPR      with --ring: keep only branches of these LBR_SELECT classes\n", NULL },
+	{ "inproc", OPT_INPROC, CLI_NOARG,
+	  "      --inproc           in-process agent (btr-step-agent.so, preloaded): TF set in\n"
+	  "                         the program's own SIGTRAP handler (~1.7x cheaper per trap here);\n"
+	  "                         main thread only; static programs, -p and --start fall\n"
+	  "                         back to ptrace stepping, saying so\n", NULL },
+	{ "user", OPT_USER, CLI_NOARG,
+	  "Hardware backends (pt, bts, lbr; docs/record.md):\n"
+	  "      --user, --kernel   trace user / kernel code (default: user only)\n"
+	  "  -p, --attach PID       attach to running process PID instead of a command\n", NULL },
+	{ "kernel", OPT_KERNEL, CLI_NOARG, NULL, NULL },
+	{ "all-cpus", 'a', CLI_NOARG,
+	  "  -a, --all-cpus         every process on every CPU while CMD runs (or until\n"
+	  "                         Ctrl-C without CMD)\n", NULL },
+	{ "per-thread", OPT_PERTHREAD, CLI_NOARG,
+	  "      --per-thread       one ring for the first thread only, no inheritance\n"
+	  "                         (default: one ring per CPU for the whole process tree)\n", NULL },
+	{ "ip-filter", OPT_IPF, CLI_ARG,
+	  "      --ip-filter SPEC   pt: trace only START-END (kernel), START-END@FILE or\n"
+	  "                         SYM@FILE (repeatable, up to the CPU's range count)\n", NULL },
+	{ "pt-config", OPT_PTCFG, CLI_ARG,
+	  "      --pt-config LIST   pt: cyc, cyc_thresh=N, mtc_period=N, psb_period=N,\n"
+	  "                         notsc, nomtc, ptw, pwr_evt, nobranch\n", NULL },
+	{ "snapshot", OPT_SNAP, CLI_NOARG,
+	  "      --snapshot         pt, bts: keep the newest AUX data in a ring; write it on\n"
+	  "                         SIGUSR2 and at the end\n", NULL },
+	{ "lbr-filter", OPT_LBRF, CLI_ARG,
+	  "      --lbr-filter EXPR  lbr: any, call, any_call, any_return, ind_call, ind_jump,\n"
+	  "                         cond, call_stack, user, kernel, hw_index, save_type\n", NULL },
+	{ "period", OPT_PERIOD, CLI_ARG, "      --period N         lbr: sample every N cycles (default 100003)\n", NULL },
+	{ "aux-size", OPT_AUX, CLI_ARG, "      --aux-size BYTES   pt, bts: AUX area per ring (power of two, default 4 MiB)\n", NULL },
+	{ "quiet", 'q', CLI_NOARG, "  -q, --quiet            do not say which backend was chosen\n", NULL },
+	{ "verbose", 'v', CLI_NOARG,
+	  "  -v, --verbose          say why that backend was chosen (every hardware\n"
+	  "                         backend's reason; btr info says the same)\n", NULL },
+	{ "no-progress", OPT_NOPROGRESS, CLI_NOARG,
+	  "      --no-progress      no progress line on stderr (default: qemu shows\n"
+	  "                         processes and trace bytes while CMD runs if\n"
+	  "                         stderr is a terminal; BTR_PROGRESS=0 or 1 sets\n"
+	  "                         the default); --progress: always\n", NULL },
+	{ "progress", OPT_PROGRESS, CLI_NOARG, NULL, NULL },
+	CLI_HELP_OPT,
+	{ 0 },
+};
+
+/* Options end at CMD (POSIX mode), so CMD's own options stay CMD's. */
+static const struct cli_cmd cmd = {
+	"record",
+	"Usage: btr record [OPTIONS] -- CMD [ARGS...]\n"
+	"       btr record -b step -p PID [--duration SECONDS] [OPTIONS]\n"
+	"Runs CMD and records its control flow into a .btr trace.  CMD's stdin, stdout\n"
+	"and stderr pass through; btr exits with CMD's exit status (128+N if signal N\n"
+	"killed it), or 2 (usage) / 3 (btr's own error: no trace is left under FILE;\n"
+	"if the disk or $TMPDIR filled up, what was recorded is kept in FILE.partial).\n\n",
+	opts,
+	"qemu follows the whole process tree: every process started by CMD, including\n"
+	"ones that outlive their parent, until all have exited (docs/record.md).\n",
+	0, -1, NULL, NULL, 0, NULL, CLI_CMD_POSIX,
+};
 
 /* btr_capture_opts.progress: one line on stderr (cli_progress_show). */
 static void record_progress(void *ctx, const struct btr_capture_progress *p)
@@ -93,137 +130,111 @@ static void record_progress(void *ctx, const struct btr_capture_progress *p)
 				  p->processes == 1 ? "" : "es", b);
 }
 
-int cmd_record(int argc, char **argv)
+struct args {
+	const char *backend;
+	struct btr_capture_opts *o;
+	int quiet, verbose, inproc, hw_opt;
+	const char *ipf[8];
+};
+
+static int on_opt(void *ctx, int c, char *arg)
 {
-	enum { OPT_NORETCOMP = 256, OPT_GT, OPT_DURATION, OPT_START, OPT_STOP, OPT_RING, OPT_FILTER, OPT_INPROC,
-	       OPT_NOFOLLOW, OPT_NOFORK, OPT_NOEXEC, OPT_MAXPROC, OPT_USER, OPT_KERNEL, OPT_PERTHREAD, OPT_IPF,
-	       OPT_PTCFG, OPT_SNAP, OPT_LBRF, OPT_PERIOD, OPT_AUX, OPT_PROGRESS, OPT_NOPROGRESS };
-	static const struct option lo[] = {
-		{ "backend", required_argument, NULL, 'b' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "no-retcomp", no_argument, NULL, OPT_NORETCOMP },
-		{ "ground-truth", required_argument, NULL, OPT_GT },
-		{ "compress", required_argument, NULL, 'z' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "progress", no_argument, NULL, OPT_PROGRESS },
-		{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "duration", required_argument, NULL, OPT_DURATION },
-		{ "start", required_argument, NULL, OPT_START },
-		{ "stop", required_argument, NULL, OPT_STOP },
-		{ "ring", required_argument, NULL, OPT_RING },
-		{ "filter", required_argument, NULL, OPT_FILTER },
-		{ "inproc", no_argument, NULL, OPT_INPROC },
-		{ "no-follow", no_argument, NULL, OPT_NOFOLLOW },
-		{ "no-follow-fork", no_argument, NULL, OPT_NOFORK },
-		{ "no-follow-exec", no_argument, NULL, OPT_NOEXEC },
-		{ "max-processes", required_argument, NULL, OPT_MAXPROC },
-		{ "user", no_argument, NULL, OPT_USER },
-		{ "kernel", no_argument, NULL, OPT_KERNEL },
-		{ "all-cpus", no_argument, NULL, 'a' },
-		{ "per-thread", no_argument, NULL, OPT_PERTHREAD },
-		{ "ip-filter", required_argument, NULL, OPT_IPF },
-		{ "pt-config", required_argument, NULL, OPT_PTCFG },
-		{ "snapshot", no_argument, NULL, OPT_SNAP },
-		{ "lbr-filter", required_argument, NULL, OPT_LBRF },
-		{ "period", required_argument, NULL, OPT_PERIOD },
-		{ "aux-size", required_argument, NULL, OPT_AUX },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *backend = "auto";
-	struct btr_capture_opts o = { .sz = sizeof(o), .output = DEFAULT_OUTPUT };
-	int quiet = 0, verbose = 0, inproc = 0, c, hw_opt = 0;
+	struct args *x = ctx;
+	struct btr_capture_opts *o = x->o;
 	char *end;
 	uint64_t v;
-	const char *ipf[8];
-
-	/* '+': stop at the first non-option, so CMD's own options stay CMD's. */
-	while ((c = getopt_long(argc, argv, "+b:o:z:qvhp:a", lo, NULL)) != -1) {
-		if (c == OPT_USER || c == OPT_KERNEL || c == 'a' || c == OPT_PERTHREAD || c == OPT_IPF ||
-		    c == OPT_PTCFG || c == OPT_SNAP || c == OPT_LBRF || c == OPT_PERIOD || c == OPT_AUX)
-			hw_opt = 1;
-		switch (c) {
-		case 'b': backend = optarg; break;
-		case 'o': o.output = optarg; break;
-		case OPT_NORETCOMP: o.no_retcomp = 1; break;
-		case OPT_GT: o.ground_truth = optarg; break;
-		case 'z':
-			if (cli_parse_u64(optarg, &v) < 0 || v > 19)
-				return cli_usage_error("record", "bad compression level '%s'", optarg);
-			o.compress = (int)v;
-			break;
-		case 'q': quiet = 1; break;
-		case 'v': verbose = 1; break;
-		case OPT_PROGRESS: cli_progress_force(1); break;
-		case OPT_NOPROGRESS: cli_progress_force(0); break;
-		case 'p':
-			if (cli_parse_u64(optarg, &v) < 0 || !v || v > INT32_MAX)
-				return cli_usage_error("record", "bad process id '%s'", optarg);
-			o.attach_pid = (int)v;
-			break;
-		case OPT_DURATION:
-			o.duration = strtod(optarg, &end);
-			if (end == optarg || *end || !(o.duration > 0) || o.duration > 1e6)
-				return cli_usage_error("record", "bad duration '%s' (seconds > 0)", optarg);
-			break;
-		case OPT_START: o.start = optarg; break;
-		case OPT_STOP: o.stop = optarg; break;
-		case OPT_RING:
-			if (cli_parse_u64(optarg, &v) < 0 || !v || v > (1u << 24))
-				return cli_usage_error("record", "bad ring size '%s' (1..16777216)", optarg);
-			o.ring = (uint32_t)v;
-			break;
-		case OPT_FILTER: {
-			struct btr_filter f;
-			if (btr_filter_parse(optarg, &f) < 0)
-				return cli_usage_error("record", "bad filter '%s'", optarg);
-			o.filter = optarg;
-			break;
-		}
-		case OPT_INPROC: inproc = 1; break;
-		case OPT_NOFOLLOW: o.no_follow_fork = o.no_follow_exec = 1; break;
-		case OPT_NOFORK: o.no_follow_fork = 1; break;
-		case OPT_NOEXEC: o.no_follow_exec = 1; break;
-		case OPT_MAXPROC:
-			if (cli_parse_u64(optarg, &v) < 0 || v == 0 || v > 1000000)
-				return cli_usage_error("record", "bad --max-processes '%s' (1..1000000)", optarg);
-			o.max_processes = (unsigned)v;
-			break;
-		case OPT_USER: o.user = 1; break;
-		case OPT_KERNEL: o.kernel = 1; break;
-		case OPT_PERTHREAD: o.per_thread = 1; break;
-		case OPT_SNAP: o.snapshot = 1; break;
-		case 'a': o.system_wide = 1; break;
-		case OPT_PTCFG: o.pt_config = optarg; break;
-		case OPT_LBRF: o.lbr_filter = optarg; break;
-		case OPT_IPF:
-			if (o.n_ip_filters == 8)
-				return cli_usage_error("record", "at most 8 --ip-filter options");
-			ipf[o.n_ip_filters++] = optarg;
-			o.ip_filters = ipf;
-			break;
-		case OPT_PERIOD:
-			if (cli_parse_u64(optarg, &v) < 0 || v == 0)
-				return cli_usage_error("record", "bad --period '%s'", optarg);
-			o.period = v;
-			break;
-		case OPT_AUX:
-			if (cli_parse_u64(optarg, &v) < 0 || v < 4096 || (v & (v - 1)))
-				return cli_usage_error("record", "bad --aux-size '%s' (a power of two >= 4096)", optarg);
-			o.aux_size = v;
-			break;
-		case 'h': usage(stdout); return EXIT_OK;
-		default: return cli_usage_error("record", "unknown option");
-		}
+	if (c == OPT_USER || c == OPT_KERNEL || c == 'a' || c == OPT_PERTHREAD || c == OPT_IPF ||
+	    c == OPT_PTCFG || c == OPT_SNAP || c == OPT_LBRF || c == OPT_PERIOD || c == OPT_AUX)
+		x->hw_opt = 1;
+	switch (c) {
+	case 'b': x->backend = arg; break;
+	case 'o': o->output = arg; break;
+	case OPT_NORETCOMP: o->no_retcomp = 1; break;
+	case OPT_GT: o->ground_truth = arg; break;
+	case 'z':
+		if (cli_parse_u64(arg, &v) < 0 || v > 19)
+			return cli_usage_error("record", "bad compression level '%s'", arg);
+		o->compress = (int)v;
+		break;
+	case 'q': x->quiet = 1; break;
+	case 'v': x->verbose = 1; break;
+	case OPT_PROGRESS: cli_progress_force(1); break;
+	case OPT_NOPROGRESS: cli_progress_force(0); break;
+	case 'p':
+		if (cli_parse_u64(arg, &v) < 0 || !v || v > INT32_MAX)
+			return cli_usage_error("record", "bad process id '%s'", arg);
+		o->attach_pid = (int)v;
+		break;
+	case OPT_DURATION:
+		o->duration = strtod(arg, &end);
+		if (end == arg || *end || !(o->duration > 0) || o->duration > 1e6)
+			return cli_usage_error("record", "bad duration '%s' (seconds > 0)", arg);
+		break;
+	case OPT_START: o->start = arg; break;
+	case OPT_STOP: o->stop = arg; break;
+	case OPT_RING:
+		if (cli_parse_u64(arg, &v) < 0 || !v || v > (1u << 24))
+			return cli_usage_error("record", "bad ring size '%s' (1..16777216)", arg);
+		o->ring = (uint32_t)v;
+		break;
+	case OPT_FILTER: {
+		struct btr_filter f;
+		if (btr_filter_parse(arg, &f) < 0)
+			return cli_usage_error("record", "bad filter '%s'", arg);
+		o->filter = arg;
+		break;
 	}
+	case OPT_INPROC: x->inproc = 1; break;
+	case OPT_NOFOLLOW: o->no_follow_fork = o->no_follow_exec = 1; break;
+	case OPT_NOFORK: o->no_follow_fork = 1; break;
+	case OPT_NOEXEC: o->no_follow_exec = 1; break;
+	case OPT_MAXPROC:
+		if (cli_parse_u64(arg, &v) < 0 || v == 0 || v > 1000000)
+			return cli_usage_error("record", "bad --max-processes '%s' (1..1000000)", arg);
+		o->max_processes = (unsigned)v;
+		break;
+	case OPT_USER: o->user = 1; break;
+	case OPT_KERNEL: o->kernel = 1; break;
+	case OPT_PERTHREAD: o->per_thread = 1; break;
+	case OPT_SNAP: o->snapshot = 1; break;
+	case 'a': o->system_wide = 1; break;
+	case OPT_PTCFG: o->pt_config = arg; break;
+	case OPT_LBRF: o->lbr_filter = arg; break;
+	case OPT_IPF:
+		if (o->n_ip_filters == 8)
+			return cli_usage_error("record", "at most 8 --ip-filter options");
+		x->ipf[o->n_ip_filters++] = arg;
+		o->ip_filters = x->ipf;
+		break;
+	case OPT_PERIOD:
+		if (cli_parse_u64(arg, &v) < 0 || v == 0)
+			return cli_usage_error("record", "bad --period '%s'", arg);
+		o->period = v;
+		break;
+	case OPT_AUX:
+		if (cli_parse_u64(arg, &v) < 0 || v < 4096 || (v & (v - 1)))
+			return cli_usage_error("record", "bad --aux-size '%s' (a power of two >= 4096)", arg);
+		o->aux_size = v;
+		break;
+	}
+	return EXIT_OK;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct btr_capture_opts o = { .sz = sizeof(o), .output = DEFAULT_OUTPUT };
+	struct args x = { .backend = "auto", .o = &o };
+	int first, prc = cli_cmd_parse(&cmd, argc, argv, NULL, on_opt, &x, &first);
+	if (prc != EXIT_OK)
+		return prc == CLI_CMD_DONE ? EXIT_OK : prc;
+	const char *backend = x.backend;
+	int quiet = x.quiet, verbose = x.verbose, inproc = x.inproc, hw_opt = x.hw_opt;
 	int stepopt = o.duration > 0 || o.start || o.stop || o.ring || o.filter || inproc;
-	if (o.attach_pid && optind < argc)
+	if (o.attach_pid && first < argc)
 		return cli_usage_error("record", "-p PID attaches to a running process: no command with it");
 	if (o.attach_pid && o.system_wide)
 		return cli_usage_error("record", "--pid and --all-cpus exclude each other");
-	if (optind >= argc && !o.attach_pid && !o.system_wide)
+	if (first >= argc && !o.attach_pid && !o.system_wide)
 		return cli_usage_error("record", "no command given (btr record [OPTIONS] -- CMD [ARGS])");
 	if (o.duration > 0 && !o.attach_pid)
 		return cli_usage_error("record", "--duration needs -p PID");
@@ -235,7 +246,7 @@ int cmd_record(int argc, char **argv)
 		backend = "step";
 	if (stepopt && strcmp(backend, "step"))
 		return cli_usage_error("record", "--duration, --start, --stop, --ring, --filter and --inproc need -b step");
-	o.argv = o.attach_pid || optind >= argc ? NULL : argv + optind;
+	o.argv = o.attach_pid || first >= argc ? NULL : argv + first;
 
 	/* A command that cannot run is reported before anything else. */
 	char path[4096];

@@ -13,7 +13,6 @@
  * buffer by hand (printf is a large share of the run time for a format
  * this simple), and symbols go through a small direct-mapped cache.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,31 +20,38 @@
 
 #include "btr/perfdata.h"
 #include "btr/stream.h"
-#include "cli.h"
+#include "cli_cmd.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: btr script [OPTIONS] FILE\n"
-		"Print the branches of a trace (.btr or perf.data), one per line:\n\n"
-		"  PID/TID TIME 0xFROM -> 0xTO SYM+OFF -> SYM+OFF KIND FLAGS\n\n"
-		"TIME is the TSC (or perf clock) value, '-' when unknown; a symbol is\n"
-		"'[unknown]' outside every known module; FLAGS is '-' or a comma list of\n"
-		"P (predicted), M (mispredicted), N (not taken), A (transaction abort),\n"
-		"cyc=N (LBR cycles), "
-		"insns=N (instructions since the previous branch of the thread),\n"
-		"k (kernel source).  Gaps in the data are '[gap ...]' lines.\n"
-		"See docs/script.md.\n\n"
-		"Options:\n"
-		"  -F, --fields LIST      fields and order (comma list of tid, time, addr, sym,\n"
-		"                         kind, flags, insns; default tid,time,addr,sym,kind,flags);\n"
-		"                         'brstack' or 'ip,brstack': print LBR samples exactly\n"
-		"                         as `perf script -F [ip,]brstack` of perf 6.1 does\n"
-		CLI_STREAM_HELP
-		"  -h, --help             this help\n\n"
-		"Exit status: 0 ok; 2 usage error; 3 the trace cannot be read or data was lost\n"
-		"(everything before the damage is printed).\n");
-}
+static const struct cli_opt opts[] = {
+	{ "fields", 'F', CLI_ARG,
+	  "  -F, --fields LIST      fields and order (comma list of tid, time, addr, sym,\n"
+	  "                         kind, flags, insns; default tid,time,addr,sym,kind,flags);\n"
+	  "                         'brstack' or 'ip,brstack': print LBR samples exactly\n"
+	  "                         as `perf script -F [ip,]brstack` of perf 6.1 does\n", NULL },
+	CLI_STREAM_OPTS,
+	CLI_HELP_OPT,
+	{ 0 },
+};
+
+static const struct cli_cmd cmd = {
+	"script",
+	"Usage: btr script [OPTIONS] FILE\n"
+	"Print the branches of a trace (.btr or perf.data), one per line:\n\n"
+	"  PID/TID TIME 0xFROM -> 0xTO SYM+OFF -> SYM+OFF KIND FLAGS\n\n"
+	"TIME is the TSC (or perf clock) value, '-' when unknown; a symbol is\n"
+	"'[unknown]' outside every known module; FLAGS is '-' or a comma list of\n"
+	"P (predicted), M (mispredicted), N (not taken), A (transaction abort),\n"
+	"cyc=N (LBR cycles), "
+	"insns=N (instructions since the previous branch of the thread),\n"
+	"k (kernel source).  Gaps in the data are '[gap ...]' lines.\n"
+	"See docs/script.md.\n\n"
+	"Options:\n",
+	opts,
+	"\nExit status: 0 ok; 2 usage error; 3 the trace cannot be read or data was lost\n"
+	"(everything before the damage is printed).\n",
+	1, 1, NULL, NULL,
+};
+
 
 /* ---- output buffer ---- */
 
@@ -573,50 +579,38 @@ static int parse_fields(const char *arg, enum field *fields, unsigned *n, int *b
 	return *n || *brstack ? 0 : -1;
 }
 
+struct args {
+	struct script *sc;
+	struct cli_stream *cs;
+	int brstack, with_ip;
+};
+
+static int on_opt(void *ctx, int key, char *arg)
+{
+	struct args *x = ctx;
+	if (key == 'F' && parse_fields(arg, x->sc->fields, &x->sc->nfields, &x->brstack, &x->with_ip) < 0)
+		return cli_usage_error("script", "bad --fields '%s' (tid,time,addr,sym,kind,flags,insns; or [ip,]brstack)",
+				       arg);
+	if (key == CLI_OPT_END) {
+		if (x->brstack && x->cs->filter_expr)
+			return cli_usage_error("script",
+					       "--filter does not apply to --fields brstack (raw LBR samples)");
+		x->cs->live_stdout = 1;   /* branches are printed as they are read */
+	}
+	return EXIT_OK;
+}
+
 int cmd_script(int argc, char **argv)
 {
-	static const struct option lopts[] = {
-		{ "fields", required_argument, NULL, 'F' },
-		CLI_STREAM_LONGOPTS,
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct cli_stream cs;
 	struct script sc = { .fields = { F_TID, F_TIME, F_ADDR, F_SYM, F_KIND, F_FLAGS }, .nfields = 6 };
-	int brstack = 0, with_ip = 0, c;
-
-	cli_stream_init(&cs);
-	while ((c = getopt_long(argc, argv, "F:h", lopts, NULL)) != -1) {
-		int sr = cli_stream_opt(&cs, "script", c, optarg);
-		if (sr < 0)
-			return EXIT_USAGE;
-		if (sr > 0)
-			continue;
-		switch (c) {
-		case 'F':
-			if (parse_fields(optarg, sc.fields, &sc.nfields, &brstack, &with_ip) < 0)
-				return cli_usage_error("script",
-						       "bad --fields '%s' (tid,time,addr,sym,kind,flags,insns; or [ip,]brstack)",
-						       optarg);
-			break;
-		case 'h':
-			usage(stdout);
-			return EXIT_OK;
-		default:
-			return cli_usage_error("script", "unknown option");
-		}
-	}
-	if (optind >= argc)
-		return cli_usage_error("script", "missing trace FILE");
-	if (optind + 1 < argc)
-		return cli_usage_error("script", "one trace FILE expected, got '%s' too", argv[optind + 1]);
-	const char *file = argv[optind];
-	if (brstack && cs.filter_expr)
-		return cli_usage_error("script", "--filter does not apply to --fields brstack (raw LBR samples)");
-	cs.live_stdout = 1;   /* branches are printed as they are read */
-	int rc = cli_stream_ready(&cs, "script");
+	struct args x = { &sc, &cs, 0, 0 };
+	int first;
+	int rc = cli_cmd_parse(&cmd, argc, argv, &cs, on_opt, &x, &first);
 	if (rc != EXIT_OK)
-		return rc;
+		return rc == CLI_CMD_DONE ? EXIT_OK : rc;
+	const char *file = argv[first];
+	int brstack = x.brstack, with_ip = x.with_ip;
 
 	struct out *o = malloc(sizeof(*o));
 	if (!o) {

@@ -7,33 +7,40 @@
  * is no line information (addr2line's convention, so columns stay fixed).
  * Without ADDR arguments, addresses are read from stdin, one per line.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli_cmd.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: btr symbolize --elf FILE[:BASE] [--elf FILE[:BASE]...] [OPTIONS] [ADDR...]\n"
-		"Print \"0xADDR function+0xoff file:line\" for each address.\n"
-		"\n"
-		"  -e, --elf FILE[:BASE]  an executable or shared object; BASE is its load bias\n"
-		"                         (PIE/.so: where vaddr 0 is mapped; ignored for non-PIE\n"
-		"                         executables); later files win where they overlap\n"
-		"  -d, --debug-dir DIR    look for separate debug files (DIR/.build-id/xx/rest.debug)\n"
-		"                         in DIR instead of /usr/lib/debug; repeatable\n"
-		"  -s, --basenames        print only the file name of source files\n"
-		"      --format FMT       text (default) or json (an array of objects with\n"
-		"                         addr, symbol, file, line)\n"
-		"  -h, --help             this help\n"
-		"\n"
-		"ADDR is hex (0x...) or decimal.  Without ADDR, addresses are read from stdin,\n"
-		"one per line.  Unknown addresses print as themselves and \"??:0\".\n"
-		"Exit: 0 ok, 2 usage error (bad address), 3 a file cannot be loaded.\n");
-}
+static const struct cli_opt opts[] = {
+	{ "elf", 'e', CLI_ARG,
+	  "  -e, --elf FILE[:BASE]  an executable or shared object; BASE is its load bias\n"
+	  "                         (PIE/.so: where vaddr 0 is mapped; ignored for non-PIE\n"
+	  "                         executables); later files win where they overlap\n", "no --elf FILE given" },
+	{ "debug-dir", 'd', CLI_ARG,
+	  "  -d, --debug-dir DIR    look for separate debug files (DIR/.build-id/xx/rest.debug)\n"
+	  "                         in DIR instead of /usr/lib/debug; repeatable\n", NULL },
+	{ "basenames", 's', CLI_NOARG, "  -s, --basenames        print only the file name of source files\n", NULL },
+	{ "format", 'F', CLI_ARG,
+	  "      --format FMT       text (default) or json (an array of objects with\n"
+	  "                         addr, symbol, file, line)\n", NULL },
+	CLI_HELP_OPT,
+	{ 0 },
+};
+
+static const struct cli_cmd cmd = {
+	"symbolize",
+	"Usage: btr symbolize --elf FILE[:BASE] [--elf FILE[:BASE]...] [OPTIONS] [ADDR...]\n"
+	"Print \"0xADDR function+0xoff file:line\" for each address.\n"
+	"\n",
+	opts,
+	"\n"
+	"ADDR is hex (0x...) or decimal.  Without ADDR, addresses are read from stdin,\n"
+	"one per line.  Unknown addresses print as themselves and \"??:0\".\n"
+	"Exit: 0 ok, 2 usage error (bad address), 3 a file cannot be loaded.\n",
+	0, -1, NULL, NULL,
+};
 
 
 struct out {
@@ -86,20 +93,32 @@ static int parse_elf_arg(char *arg, const char **file, uint64_t *base)
 	return 0;
 }
 
+struct args {
+	char **elfs;
+	const char **dirs;
+	int nelfs, ndirs;
+	struct out *o;
+};
+
+static int on_opt(void *ctx, int key, char *arg)
+{
+	struct args *x = ctx;
+	switch (key) {
+	case 'e': x->elfs[x->nelfs++] = arg; break;
+	case 'd': x->dirs[x->ndirs++] = arg; break;
+	case 's': x->o->basenames = 1; break;
+	case 'F':
+		return cli_format_text_json("symbolize", arg, &x->o->json, "unknown format '%s'");
+	}
+	return EXIT_OK;
+}
+
 int cmd_symbolize(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "elf", required_argument, NULL, 'e' },
-		{ "basenames", no_argument, NULL, 's' },
-		{ "debug-dir", required_argument, NULL, 'd' },
-		{ "format", required_argument, NULL, 'F' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	/* Both lists are at most argc long: one option argument each. */
 	char **elfs = calloc((size_t)argc + 1, sizeof(*elfs));
 	const char **dirs = calloc((size_t)argc + 1, sizeof(*dirs));
-	int nelfs = 0, ndirs = 0, c, rc = EXIT_OK;
+	int nelfs = 0, ndirs = 0, rc = EXIT_OK, first = argc;
 	struct out o = { 0 };
 	if (!elfs || !dirs) {
 		free(elfs);
@@ -107,40 +126,17 @@ int cmd_symbolize(int argc, char **argv)
 		cli_error("out of memory");
 		return EXIT_RUNTIME;
 	}
-	while (rc == EXIT_OK && (c = getopt_long(argc, argv, "e:d:sh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'e':
-			elfs[nelfs++] = optarg;
-			break;
-		case 'd':
-			dirs[ndirs++] = optarg;
-			break;
-		case 's':
-			o.basenames = 1;
-			break;
-		case 'F':
-			if (!strcmp(optarg, "json"))
-				o.json = 1;
-			else if (strcmp(optarg, "text"))
-				rc = cli_usage_error("symbolize", "unknown format '%s'", optarg);
-			break;
-		case 'h':
-			usage(stdout);
-			goto out;
-		default:
-			rc = cli_usage_error("symbolize", "unknown option");
-			break;
-		}
-	}
-	if (rc != EXIT_OK)
-		goto out;
-	if (!nelfs) {
-		rc = cli_usage_error("symbolize", "no --elf FILE given");
+	struct args x = { elfs, dirs, 0, 0, &o };
+	rc = cli_cmd_parse(&cmd, argc, argv, NULL, on_opt, &x, &first);
+	nelfs = x.nelfs;
+	ndirs = x.ndirs;
+	if (rc != EXIT_OK) {
+		rc = rc == CLI_CMD_DONE ? EXIT_OK : rc;
 		goto out;
 	}
 	/* Check every address before loading anything: a typo is a usage
 	 * error, not a half-printed result. */
-	for (int i = optind; i < argc; i++) {
+	for (int i = first; i < argc; i++) {
 		uint64_t a;
 		if (cli_parse_u64(argv[i], &a) != 0) {
 			rc = cli_usage_error("symbolize", "bad address '%s'", argv[i]);
@@ -169,8 +165,8 @@ int cmd_symbolize(int argc, char **argv)
 	}
 	if (o.json)
 		printf("[");
-	if (optind < argc) {
-		for (int i = optind; i < argc; i++) {
+	if (first < argc) {
+		for (int i = first; i < argc; i++) {
 			uint64_t a = 0;
 			cli_parse_u64(argv[i], &a);
 			print_one(&o, a);

@@ -1,33 +1,50 @@
 /* cmd_trace.c - `btr trace dump|info FILE`: look inside a .btr container
  * (or a perf.data file, through the same reader). */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/mman.h>
 
-#include "cli.h"
+#include "cli_cmd.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: btr trace dump [-v] [-x] [--pid PID] [--tid TID] FILE\n"
-		"       btr trace info [--format text|json] [--pid PID] [--tid TID] FILE\n"
-		"Look inside a .btr trace (or perf.data file).\n\n"
-		"  dump   one line per record: type name and fields; PT/BTS data records\n"
-		"         show tid, cpu, stream offset and size\n"
-		"    -v, --verbose   also print every LBR entry and decoded branch\n"
-		"    -x, --hex       also hex-dump PT/BTS data bytes\n"
-		"  info   summary: records per type, PT/BTS/LBR bytes, threads, modules,\n"
-		"         backend, compression, completeness\n"
-		"    --format json   print one JSON object instead of text\n"
-		"  --pid PID         only the records of process PID (and the machine record)\n"
-		"  --tid TID         only the records of thread TID and of its process's\n"
-		"                    modules and process events\n\n"
-		"Exit status: 0 ok, 2 usage error, 3 the file cannot be read or is damaged\n"
-		"(truncated, checksum mismatch: everything readable is still printed).\n");
-}
+/* One table for both subcommands: each takes the options of its bit. */
+enum { DUMP = 1, INFO = 2 };
+enum { O_PID = 256, O_TID };
+
+static const struct cli_opt opts[] = {
+	{ "verbose", 'v', CLI_NOARG, "    -v, --verbose   also print every LBR entry and decoded branch\n", NULL, DUMP },
+	{ "hex", 'x', CLI_NOARG, "    -x, --hex       also hex-dump PT/BTS data bytes\n", NULL, DUMP },
+	{ "format", 'f', CLI_ARG,
+	  "  info   summary: records per type, PT/BTS/LBR bytes, threads, modules,\n"
+	  "         backend, compression, completeness\n"
+	  "    --format json   print one JSON object instead of text\n", NULL, INFO },
+	{ "pid", O_PID, CLI_ARG, "  --pid PID         only the records of process PID (and the machine record)\n", NULL, 0 },
+	{ "tid", O_TID, CLI_ARG,
+	  "  --tid TID         only the records of thread TID and of its process's\n"
+	  "                    modules and process events\n", NULL, 0 },
+	{ "help", 'h', CLI_NOARG, NULL, NULL, 0 },
+	{ 0 },
+};
+
+#define TRACE_USAGE                                                            \
+	"Usage: btr trace dump [-v] [-x] [--pid PID] [--tid TID] FILE\n"       \
+	"       btr trace info [--format text|json] [--pid PID] [--tid TID] FILE\n" \
+	"Look inside a .btr trace (or perf.data file).\n\n"                    \
+	"  dump   one line per record: type name and fields; PT/BTS data records\n" \
+	"         show tid, cpu, stream offset and size\n"
+#define TRACE_EPILOG                                                           \
+	"\nExit status: 0 ok, 2 usage error, 3 the file cannot be read or is damaged\n" \
+	"(truncated, checksum mismatch: everything readable is still printed).\n"
+
+static const struct cli_cmd dump_cmd = {
+	"trace", TRACE_USAGE, opts, TRACE_EPILOG, 1, 1, "dump: missing FILE", "dump: one FILE only",
+	DUMP, "bad option", CLI_CMD_POSIX,
+};
+static const struct cli_cmd info_cmd = {
+	"trace", TRACE_USAGE, opts, TRACE_EPILOG, 1, 1, "info: missing FILE", "info: one FILE only",
+	INFO, "bad option", CLI_CMD_POSIX,
+};
 
 /* Prints @s as a double-quoted string with C/JSON escapes (both accept
  * \" \\ \n \t and \u00XX for other control bytes). */
@@ -553,78 +570,50 @@ static int walk(const char *file, int mode_info, int json, int verbose, int hex,
 	return EXIT_RUNTIME;
 }
 
+struct args {
+	int verbose, hex, json;
+	uint32_t sel_pid, sel_tid;
+};
+
+static int on_opt(void *ctx, int key, char *arg)
+{
+	struct args *x = ctx;
+	uint64_t v;
+	switch (key) {
+	case 'v': x->verbose = 1; break;
+	case 'x': x->hex = 1; break;
+	case O_PID:
+	case O_TID:
+		if (cli_parse_u64(arg, &v) < 0 || v == 0 || v > UINT32_MAX)
+			return cli_usage_error("trace", "bad --%s '%s' (a positive number)", key == O_PID ? "pid" : "tid",
+					       arg);
+		*(key == O_PID ? &x->sel_pid : &x->sel_tid) = (uint32_t)v;
+		break;
+	case 'f':
+		return cli_format_text_json("trace", arg, &x->json, "unknown format '%s' (text or json)");
+	}
+	return EXIT_OK;
+}
+
 int cmd_trace(int argc, char **argv)
 {
-	static const struct option dump_opts[] = {
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "hex", no_argument, NULL, 'x' },
-		{ "pid", required_argument, NULL, 'P' },
-		{ "tid", required_argument, NULL, 'T' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	static const struct option info_opts[] = {
-		{ "format", required_argument, NULL, 'f' },
-		{ "pid", required_argument, NULL, 'P' },
-		{ "tid", required_argument, NULL, 'T' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	int verbose = 0, hex = 0, json = 0, c, mode_info;
-	uint32_t sel_pid = 0, sel_tid = 0;
-
+	const struct cli_cmd *cmd;
 	if (argc < 2)
 		return cli_usage_error("trace", "missing subcommand (dump or info)");
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-		usage(stdout);
+		cli_cmd_help(&dump_cmd, stdout);
 		return EXIT_OK;
 	}
 	if (!strcmp(argv[1], "dump"))
-		mode_info = 0;
+		cmd = &dump_cmd;
 	else if (!strcmp(argv[1], "info"))
-		mode_info = 1;
+		cmd = &info_cmd;
 	else
 		return cli_usage_error("trace", "unknown subcommand '%s' (dump or info)", argv[1]);
-
-	argc--;
-	argv++;
-	optind = 0; /* glibc: full re-initialization for the shifted argv */
-	while ((c = getopt_long(argc, argv, mode_info ? "+h" : "+vxh", mode_info ? info_opts : dump_opts,
-				NULL)) != -1) {
-		switch (c) {
-		case 'v':
-			verbose = 1;
-			break;
-		case 'x':
-			hex = 1;
-			break;
-		case 'P':
-		case 'T': {
-			uint64_t v;
-			if (cli_parse_u64(optarg, &v) < 0 || v == 0 || v > UINT32_MAX)
-				return cli_usage_error("trace", "bad --%s '%s' (a positive number)", c == 'P' ? "pid" : "tid",
-						       optarg);
-			*(c == 'P' ? &sel_pid : &sel_tid) = (uint32_t)v;
-			break;
-		}
-		case 'f':
-			if (!strcmp(optarg, "json"))
-				json = 1;
-			else if (!strcmp(optarg, "text"))
-				json = 0;
-			else
-				return cli_usage_error("trace", "unknown format '%s' (text or json)", optarg);
-			break;
-		case 'h':
-			usage(stdout);
-			return EXIT_OK;
-		default:
-			return cli_usage_error("trace", "bad option");
-		}
-	}
-	if (optind >= argc)
-		return cli_usage_error("trace", "%s: missing FILE", argv[0]);
-	if (optind + 1 < argc)
-		return cli_usage_error("trace", "%s: one FILE only", argv[0]);
-	return walk(argv[optind], mode_info, json, verbose, hex, sel_pid, sel_tid);
+	struct args x = { 0 };
+	int first;
+	int rc = cli_cmd_parse(cmd, argc - 1, argv + 1, NULL, on_opt, &x, &first);
+	if (rc != EXIT_OK)
+		return rc == CLI_CMD_DONE ? EXIT_OK : rc;
+	return walk(argv[1 + first], cmd == &info_cmd, x.json, x.verbose, x.hex, x.sel_pid, x.sel_tid);
 }

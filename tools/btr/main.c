@@ -1,5 +1,4 @@
 /* main.c - the btr command: a table of subcommands. */
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,7 +157,6 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		if (commands[i].fn && !strcmp(argv[1], commands[i].name)) {
-			optind = 1;
 			int rc = commands[i].fn(argc - 1, argv + 1);
 			cli_progress_clear();
 			rc = check_stdout(rc);

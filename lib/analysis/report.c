@@ -5,9 +5,18 @@
  * an EXEC, when the old image is about to go away).  Every table grows
  * with what it has seen (threads, distinct blocks, functions), so memory
  * does not depend on the trace's length.
+ *
+ * The report is an analysis like any other (btr/analysis.h): the adapter
+ * at the end of this file routes the driver's callbacks to the counting
+ * below and writes the result as text or JSON (report_write.c), so every
+ * caller - btr report, btr_report_trace, the fuzz targets - runs it
+ * through the one driver, btr_analysis_run.
  */
 #include "btr/report.h"
+#include "btr/analysis.h"
+#include "registry.h"
 #include "internal.h"
+#include "report_priv.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -1008,6 +1017,139 @@ void btr_report_free(struct btr_report *r)
 	free(r);
 }
 
+/* ---- the report as an analysis ---- */
+
+struct rep {
+	struct btr_report *r;
+	struct btr_stream *s;
+	int finished;
+	char *name;                       /* the trace's name in the output */
+	struct btr_report_run run;        /* what the stream said, at end() */
+};
+
+static int rep_begin(void *state, struct btr_stream *s)
+{
+	((struct rep *)state)->s = s;
+	return 0;
+}
+
+static int rep_branches(void *state, const struct btr_branch *b, size_t n)
+{
+	struct rep *x = state;
+	return btr_report_branches(x->r, b, n) ? -BTR_ERR_NOMEM : 0;
+}
+
+static int rep_event(void *state, const struct btr_stream_event *ev)
+{
+	struct rep *x = state;
+	return btr_report_event(x->r, ev) ? -BTR_ERR_NOMEM : 0;
+}
+
+static int rep_end(void *state, int status)
+{
+	struct rep *x = state;
+	(void)status;
+	if (x->s) {
+		/* what the output says besides the counts: the stream's
+		 * statistics and every cause of lost data */
+		btr_stream_get_stats(x->s, &x->run.stats);
+		x->run.lost = btr_stream_data_lost(x->s);
+		size_t n = btr_stream_losses(x->s, NULL, 0);
+		free(x->run.losses);
+		x->run.losses = n ? calloc(n, sizeof(*x->run.losses)) : NULL;
+		x->run.n_losses = x->run.losses ? btr_stream_losses(x->s, x->run.losses, n) : 0;
+	}
+	int rc = btr_report_finish(x->r, x->s ? btr_stream_image(x->s) : NULL,
+				   x->s ? btr_stream_backend(x->s) : NULL);
+	x->finished = rc == 0;
+	return rc;
+}
+
+static int rep_write(void *state, FILE *out, const char *format)
+{
+	struct rep *x = state;
+	if (!x->finished)
+		return -BTR_ERR_INVAL;
+	x->run.name = x->name ? x->name : "";
+	if (!format || !strcmp(format, "text"))
+		return btr__report_write_text(out, btr_report_get(x->r), &x->run);
+	if (!strcmp(format, "json"))
+		return btr__report_write_json(out, btr_report_get(x->r), &x->run);
+	return -BTR_ERR_INVAL;
+}
+
+static void rep_destroy(void *state)
+{
+	struct rep *x = state;
+	if (x) {
+		btr_report_free(x->r);
+		free(x->run.losses);
+		free(x->name);
+	}
+	free(x);
+}
+
+static const char *const rep_formats[] = { "text", "json", NULL };
+
+const struct btr_analysis_ops btr__report_ops = {
+	.name = "report",
+	.begin = rep_begin,
+	.branches = rep_branches,
+	.event = rep_event,
+	.end = rep_end,
+	.write = rep_write,
+	.destroy = rep_destroy,
+	.formats = rep_formats,
+};
+
+int btr_report_analysis_new(const struct btr_report_opts *opts, struct btr_analysis **out)
+{
+	if (!out)
+		return -BTR_ERR_INVAL;
+	*out = NULL;
+	struct rep *x = calloc(1, sizeof(*x));
+	if (!x)
+		return -BTR_ERR_NOMEM;
+	int rc = btr_report_new(opts, &x->r);
+	if (rc < 0) {
+		free(x);
+		return rc;
+	}
+	return btr_analysis_new(&btr__report_ops, x, out);
+}
+
+int btr_report_analysis_set_name(struct btr_analysis *a, const char *name)
+{
+	if (btr_analysis_ops(a) != &btr__report_ops || !name)
+		return -BTR_ERR_INVAL;
+	struct rep *x = btr_analysis_state(a);
+	char *d = strdup(name);
+	if (!d)
+		return -BTR_ERR_NOMEM;
+	free(x->name);
+	x->name = d;
+	return 0;
+}
+
+const struct btr_report *btr_report_analysis_get(const struct btr_analysis *a)
+{
+	if (btr_analysis_ops(a) != &btr__report_ops)
+		return NULL;
+	const struct rep *x = btr_analysis_state(a);
+	return x->finished ? x->r : NULL;
+}
+
+/* The report of a finished analysis @a, handed to the caller (@a then
+ * holds none). */
+static struct btr_report *rep_detach(struct btr_analysis *a)
+{
+	struct rep *x = btr_analysis_state(a);
+	struct btr_report *r = x->finished ? x->r : NULL;
+	if (r)
+		x->r = NULL;
+	return r;
+}
+
 int btr_report_trace(const char *path, const struct btr_stream_opts *sopts,
 		     const struct btr_report_opts *ropts, struct btr_report **out, int *lost)
 {
@@ -1016,35 +1158,21 @@ int btr_report_trace(const char *path, const struct btr_stream_opts *sopts,
 	*out = NULL;
 	if (lost)
 		*lost = 0;
-	struct btr_report *r;
-	int rc = btr_report_new(ropts, &r);
-	if (rc < 0)
-		return rc;
 	struct btr_stream_opts so = { .sz = sizeof(so) };
 	if (sopts)
 		memcpy(&so, sopts, sopts->sz < sizeof(so) ? sopts->sz : sizeof(so));
 	so.sz = sizeof(so);
-	so.branch = NULL;
-	so.branches = btr_report_branches;
-	so.event = btr_report_event;
-	so.ctx = r;
-	struct btr_stream *s;
-	rc = btr_stream_open(path, &so, &s);
-	if (rc < 0) {
-		btr_report_free(r);
+	struct btr_analysis *a;
+	int rc = btr_report_analysis_new(ropts, &a);
+	if (rc < 0)
 		return rc;
-	}
-	int run = btr_stream_run(s);
-	if (lost)
-		*lost = btr_stream_data_lost(s);
-	rc = btr_report_finish(r, btr_stream_image(s), btr_stream_backend(s));
-	btr_stream_free(s);
-	if (rc < 0) {
-		btr_report_free(r);
-		return rc;
-	}
-	*out = r;
-	if (run > 0)   /* only the report stops the stream: out of memory */
-		return -BTR_ERR_NOMEM;
-	return run < 0 ? run : 0;
+	struct btr_analysis_run_info info = { .sz = sizeof(info) };
+	rc = btr_analysis_run(path, &so, &a, 1, &info);
+	*out = rep_detach(a);
+	btr_analysis_free(a);
+	if (lost && *out)
+		*lost = info.lost;
+	if (!*out)
+		return rc < 0 ? rc : -BTR_ERR_NOMEM;
+	return rc > 0 ? -BTR_ERR_NOMEM : rc;
 }

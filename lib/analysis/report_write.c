@@ -1,0 +1,529 @@
+/* report_write.c - the report analysis' output (report.c: "text", "json";
+ * docs/report.md, docs/contract.md). */
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "btr/branch.h"
+#include "btr/error.h"
+#include "btr/text.h"
+#include "report_priv.h"
+
+#define TEXT_LOSSES 32    /* causes of lost data listed in the text report */
+
+#define TEXT_MODULES 20   /* modules listed in the text report */
+#define TEXT_THREADS 32   /* threads listed in the text report */
+
+
+static const char *sig_name(int sig)
+{
+	static char buf[32];
+	const char *d = sigabbrev_np(sig);
+	if (d) {
+		snprintf(buf, sizeof(buf), "SIG%s", d);
+		return buf;
+	}
+	snprintf(buf, sizeof(buf), "signal %d", sig);
+	return buf;
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static const char *const thread_end[] = { "unknown", "exited", "killed", "running" };
+
+/* How thread @t ended, for the text report ("" to say nothing). */
+static const char *thread_end_text(const struct btr_report_thread *t, int lost, char *buf, size_t size)
+{
+	switch (t->exited ? t->end : BTR_THREAD_END_UNKNOWN) {
+	case BTR_THREAD_END_EXITED:
+		snprintf(buf, size, ", exit %" PRId32, t->exit_code);
+		return buf;
+	case BTR_THREAD_END_KILLED:
+		if (t->signo)
+			snprintf(buf, size, ", killed by %s", sig_name(t->signo));
+		else
+			snprintf(buf, size, ", killed by a signal");
+		return buf;
+	case BTR_THREAD_END_RUNNING:
+		return ", still running when the recording stopped";
+	default:
+		return t->exited ? ", ended (how is not recorded)" : lost ? ", end unknown (the trace is cut)" : "";
+	}
+}
+
+static const char *const loss_kind[] = { "?", "chunk", "end", "cut", "missing" };
+
+/* The causes of lost data: JSON array elements. */
+static void print_losses_json(FILE *f, const struct btr_stream_loss *l, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "%s\n    {\"kind\": \"%s\"", i ? "," : "", loss_kind[l[i].kind < 5 ? l[i].kind : 0]);
+		if (l[i].kind == BTR_LOSS_CUT || l[i].kind == BTR_LOSS_MISSING) {
+			fprintf(f, ", \"pid\": %" PRIu32 ", \"ppid\": %" PRIu32 ", \"comm\": ", l[i].pid, l[i].ppid);
+			btr_json_str(f, l[i].comm);
+		}
+		if (l[i].offset)
+			fprintf(f, ", \"offset\": \"0x%" PRIx64 "\"", l[i].offset);
+		fprintf(f, ", \"reason\": ");
+		btr_json_str(f, btr_errstr(l[i].reason));
+		fprintf(f, ", \"detail\": ");
+		btr_json_str(f, l[i].detail);
+		fputc('}', f);
+	}
+}
+
+int btr__report_write_json(FILE *f, const struct btr_report_result *res, const struct btr_report_run *run)
+{
+	const char *file = run->name;
+	int lost = run->lost;
+	const struct btr_stream_stats *st = &run->stats;
+	const struct btr_stream_loss *losses = run->losses;
+	size_t n_losses = run->n_losses;
+	fprintf(f, "{\n  \"file\": ");
+	btr_json_str(f, file);
+	fprintf(f, ",\n  \"backend\": ");
+	btr_json_str(f, res->backend);
+	fprintf(f, ",\n  \"instructions\": %" PRIu64 ",\n  \"has_instructions\": %s", res->insns,
+		res->has_insns ? "true" : "false");
+	fprintf(f, ",\n  \"tsx_aborts\": %" PRIu64 ",\n  \"aborted_instructions\": %" PRIu64, res->tsx_aborts,
+		res->aborted_insns);
+	fprintf(f, ",\n  \"branches\": %" PRIu64 ",\n  \"taken\": %" PRIu64 ",\n  \"mispredicted\": %" PRIu64
+		   ",\n  \"unclassified\": %" PRIu64,
+		res->branches, res->taken, res->mispredicted, res->unclassified);
+	fprintf(f, ",\n  \"branches_by_class\": {");
+	for (int c = 0; c < BTR_LBR__COUNT; c++)
+		fprintf(f, "%s\"%s\": %" PRIu64, c ? ", " : "", btr_lbr_class_name((enum btr_lbr_class)c),
+			res->by_class[c]);
+	fprintf(f, "},\n  \"branches_by_kind\": {");
+	int first = 1;
+	for (int k = 1; k < BTR_KIND__COUNT; k++) {
+		fprintf(f, "%s\"%s\": %" PRIu64, first ? "" : ", ",
+			btr_branch_kind_name((enum btr_branch_kind)k), res->by_kind[k]);
+		first = 0;
+	}
+	fprintf(f, "},\n  \"threads\": %zu,\n  \"thread_list\": [", res->n_threads);
+	for (size_t i = 0; i < res->n_threads; i++) {
+		const struct btr_report_thread *t = &res->threads[i];
+		fprintf(f, "%s\n    {\"tid\": %" PRIu32 ", \"name\": ", i ? "," : "", t->tid);
+		btr_json_str(f, t->name);
+		fprintf(f, ", \"instructions\": %" PRIu64 ", \"branches\": %" PRIu64, t->insns, t->branches);
+		uint32_t end = t->exited && t->end <= BTR_THREAD_END_RUNNING ? t->end : BTR_THREAD_END_UNKNOWN;
+		fprintf(f, ", \"end\": \"%s\"", thread_end[end]);
+		/* (an older writer's exit record: exit_code as it says) */
+		if (end == BTR_THREAD_END_EXITED || (t->exited && end == BTR_THREAD_END_UNKNOWN))
+			fprintf(f, ", \"exit_code\": %" PRId32, t->exit_code);
+		if (end == BTR_THREAD_END_KILLED && t->signo) {
+			fprintf(f, ", \"signal\": %" PRId32 ", \"signal_name\": ", t->signo);
+			btr_json_str(f, sig_name(t->signo));
+		}
+		fputc('}', f);
+	}
+	size_t loaded = 0;
+	for (size_t i = 0; i < res->n_modules; i++)
+		loaded += res->modules[i].loaded != NULL;
+	fprintf(f, "%s],\n  \"modules\": %zu,\n  \"modules_loaded\": %zu,\n  \"module_list\": [",
+		res->n_threads ? "\n  " : "", res->n_modules, loaded);
+	for (size_t i = 0; i < res->n_modules; i++) {
+		const struct btr_report_module *m = &res->modules[i];
+		fprintf(f, "%s\n    {\"pid\": %" PRIu32 ", \"path\": ", i ? "," : "", m->pid);
+		btr_json_str(f, m->path);
+		fprintf(f, ", \"start\": \"0x%" PRIx64 "\", \"size\": %" PRIu64 ", \"pgoff\": \"0x%" PRIx64
+			   "\", \"loaded\": ",
+			m->start, m->size, m->pgoff);
+		btr_json_str(f, m->loaded);
+		fputc('}', f);
+	}
+	fprintf(f, "%s],\n  \"gaps\": %" PRIu64 ",\n  \"overflows\": %" PRIu64 ",\n  \"gap_list\": [",
+		res->n_modules ? "\n  " : "", res->gaps, res->overflows);
+	for (size_t i = 0; i < res->n_gap_list; i++) {
+		const struct btr_report_gap *g = &res->gap_list[i];
+		fprintf(f, "%s\n    {\"tid\": %" PRIu32 ", \"offset\": \"0x%" PRIx64 "\", \"source\": \"%s\", \"reason\": ",
+			i ? "," : "", g->tid, g->offset, g->from_flow ? "decoder" : "trace");
+		btr_json_str(f, btr_errstr(g->reason));
+		fputc('}', f);
+	}
+	fprintf(f, "%s],\n  \"data_lost\": %s,\n  \"lost\": [", res->n_gap_list ? "\n  " : "", lost ? "true" : "false");
+	print_losses_json(f, losses, n_losses);
+	fprintf(f, "%s],\n  \"rank_by\": \"%s\",\n  \"functions\": %zu,\n  \"top_functions\": [",
+		n_losses ? "\n  " : "", res->rank_by_insns ? "instructions" : "branches", res->n_functions);
+	for (size_t i = 0; i < res->n_top_functions; i++) {
+		const struct btr_report_func *fn = &res->top_functions[i];
+		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+		btr_json_str(f, fn->name);
+		fprintf(f, ", \"module\": ");
+		btr_json_str(f, fn->module);
+		fprintf(f, ", \"addr\": \"0x%" PRIx64 "\", \"instructions\": %" PRIu64 ", \"branches\": %" PRIu64
+			   ", \"file\": ",
+			fn->addr, fn->insns, fn->branches);
+		btr_json_str(f, fn->file);
+		fprintf(f, ", \"line\": %d}", fn->line);
+	}
+	fprintf(f, "%s],\n  \"blocks\": %zu,\n  \"top_blocks\": [", res->n_top_functions ? "\n  " : "",
+		res->n_blocks);
+	for (size_t i = 0; i < res->n_top_blocks; i++) {
+		const struct btr_report_block *b = &res->top_blocks[i];
+		fprintf(f, "%s\n    {\"start\": \"0x%" PRIx64 "\", \"end\": \"0x%" PRIx64 "\", \"count\": %" PRIu64
+			   ", \"instructions\": %" PRIu64 ", \"symbol\": ",
+			i ? "," : "", b->start, b->end, b->count, b->insns);
+		btr_json_str(f, b->sym);
+		fprintf(f, ", \"file\": ");
+		btr_json_str(f, b->file);
+		fprintf(f, ", \"line\": %d}", b->line);
+	}
+	fprintf(f, "%s],\n  \"exit\": ", res->n_top_blocks ? "\n  " : "");
+	if (!res->exit.valid) {
+		fputs("null", f);
+	} else {
+		const struct btr_report_exit *x = &res->exit;
+		fprintf(f, "{\"pid\": %" PRIu32 ", \"tid\": %" PRIu32 ", \"code\": %" PRId32 ", \"signal\": %" PRId32,
+			x->pid, x->tid, x->code, x->signo);
+		if (x->signo) {
+			fprintf(f, ", \"signal_name\": ");
+			btr_json_str(f, sig_name(x->signo));
+			fprintf(f, ", \"ip\": \"0x%" PRIx64 "\", \"addr\": \"0x%" PRIx64 "\", \"where\": ", x->ip, x->addr);
+			btr_json_str(f, x->where);
+		}
+		fputc('}', f);
+	}
+	fprintf(f, ",\n  \"untraced\": %" PRIu64 ",\n  \"processes\": [", res->untraced);
+	for (size_t i = 0; i < res->n_processes; i++) {
+		const struct btr_report_process *p = &res->processes[i];
+		fprintf(f, "%s\n    {\"pid\": %" PRIu32 ", \"ppid\": %" PRIu32 ", \"path\": ", i ? "," : "", p->pid,
+			p->ppid);
+		btr_json_str(f, p->path);
+		fprintf(f, ", \"command\": ");
+		btr_json_str(f, p->command);
+		fprintf(f, ", \"instructions\": %" PRIu64 ", \"branches\": %" PRIu64 ", \"threads\": %" PRIu32
+			   ", \"execs\": %" PRIu32, p->insns, p->branches, p->threads, p->execs);
+		if (p->exited && p->signo) {
+			fprintf(f, ", \"signal\": %" PRId32 ", \"signal_name\": ", p->signo);
+			btr_json_str(f, sig_name(p->signo));
+		} else if (p->exited) {
+			fprintf(f, ", \"exit_code\": %" PRId32, p->code);
+		}
+		fprintf(f, ", \"untraced\": %s", p->untraced ? "true" : "false");
+		if (p->untraced_reason) {
+			fprintf(f, ", \"untraced_reason\": ");
+			btr_json_str(f, p->untraced_reason);
+		}
+		if (p->lost) {
+			fprintf(f, ", \"trace_lost\": \"%s\", \"lost_reason\": ", p->lost == 2 ? "missing" : "cut");
+			btr_json_str(f, p->lost_reason);
+		}
+		fputc('}', f);
+	}
+	fprintf(f, "%s]", res->n_processes ? "\n  " : "");
+	fprintf(f, ",\n  \"stats\": {\"records\": %" PRIu64 ", \"pt_bytes\": %" PRIu64 ", \"bts_bytes\": %" PRIu64
+		   ", \"lbr_snapshots\": %" PRIu64 ", \"filtered\": %" PRIu64 ", \"modules_missing\": %u"
+		   ", \"buildid_mismatch\": %u}\n}\n",
+		st->records, st->pt_bytes, st->bts_bytes, st->lbr_snapshots, st->filtered, st->modules_missing,
+		st->buildid_mismatch);
+	return 0;
+}
+
+#define TEXT_PROCESSES 64   /* processes listed in the text report */
+
+/* Prints process @i and its descendants (start order), indented by depth;
+ * @done NULL (no memory for it): @i alone, unindented. */
+static void print_proc_tree(FILE *f, const struct btr_report_result *res, size_t i, unsigned depth,
+			    unsigned char *done, size_t *shown, int has_insns)
+{
+	const struct btr_report_process *p = &res->processes[i];
+	if (done)
+		done[i] = 1;
+	if (*shown < TEXT_PROCESSES) {
+		(*shown)++;
+		fprintf(f, "  %*spid %" PRIu32, (int)(2 * (depth < 16 ? depth : 16)), "", p->pid);
+		if (p->ppid)
+			fprintf(f, " (ppid %" PRIu32 ")", p->ppid);
+		fprintf(f, " %s", p->command[0] ? p->command : p->path[0] ? p->path : "?");
+		fputs(":", f);
+		if (has_insns)
+			fprintf(f, " %" PRIu64 " instructions,", p->insns);
+		fprintf(f, " %" PRIu64 " branches", p->branches);
+		if (p->threads > 1)
+			fprintf(f, ", %" PRIu32 " threads", p->threads);
+		if (p->exited && p->signo)
+			fprintf(f, ", killed by %s", sig_name(p->signo));
+		else if (p->exited)
+			fprintf(f, ", exit %" PRId32, p->code);
+		if (p->untraced)
+			fprintf(f, ", untraced (%s)", p->untraced_reason ? p->untraced_reason : "?");
+		if (p->lost)
+			fprintf(f, ", %s (%s)", p->lost == 2 ? "no trace" : "trace cut while it ran",
+				p->lost_reason ? p->lost_reason : "?");
+		fputc('\n', f);
+	}
+	for (size_t j = i + 1; done && j < res->n_processes; j++)
+		if (!done[j] && res->processes[j].ppid == p->pid)
+			print_proc_tree(f, res, j, depth + 1, done, shown, has_insns);
+}
+
+/* @done: n_processes zeroed bytes (the caller allocates them, so that
+ * running out of memory is an error and not a missing list). */
+static void print_processes(FILE *f, const struct btr_report_result *res, unsigned char *done)
+{
+	if (!res->n_processes)
+		return;
+	fprintf(f, "processes:    %zu", res->n_processes);
+	if (res->untraced)
+		fprintf(f, " (%" PRIu64 " untraced)", res->untraced);
+	fputc('\n', f);
+	size_t shown = 0;
+	for (size_t i = 0; i < res->n_processes; i++)
+		if (!done || !done[i])
+			print_proc_tree(f, res, i, 0, done, &shown, res->has_insns);
+	if (res->n_processes > shown)
+		fprintf(f, "  ... %zu more (--format json lists all)\n", res->n_processes - shown);
+}
+
+/* The program name of process @pid ("?" if unknown). */
+static const char *proc_comm(const struct btr_report_result *res, uint32_t pid)
+{
+	for (size_t i = 0; i < res->n_processes; i++) {
+		const struct btr_report_process *p = &res->processes[i];
+		if (p->pid != pid)
+			continue;
+		const char *path = p->path[0] ? p->path : p->command;
+		const char *b = strrchr(path, '/');
+		return b && b[1] ? b + 1 : path[0] ? path : "?";
+	}
+	return "?";
+}
+
+/* Modules: one line per file (recorded path and the file used), with the
+ * processes that mapped it when the trace has several; files with code
+ * first.  No allocation: a mapping belongs to the group of the first
+ * mapping with the same files (quadratic in the mappings of one file). */
+#define TEXT_MODULE_PIDS 4   /* processes named on a module line */
+static int same_file(const struct btr_report_module *a, const struct btr_report_module *b)
+{
+	return !strcmp(a->path, b->path) && !a->loaded == !b->loaded && (!a->loaded || !strcmp(a->loaded, b->loaded));
+}
+
+static int first_of_file(const struct btr_report_result *res, size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (same_file(&res->modules[j], &res->modules[i]))
+			return 0;
+	return 1;
+}
+
+static void print_module_group(FILE *f, const struct btr_report_result *res, size_t i)
+{
+	const struct btr_report_module *m = &res->modules[i];
+	size_t n_pids = 0, n_addrs = 1;
+	uint32_t pids[TEXT_MODULE_PIDS];
+	for (size_t j = i; j < res->n_modules; j++) {
+		const struct btr_report_module *o = &res->modules[j];
+		if (!same_file(o, m))
+			continue;
+		if (j > i && (o->start != m->start || o->size != m->size))
+			n_addrs++;
+		int seen = 0;
+		for (size_t k = i; k < j && !seen; k++)   /* its process counted already */
+			seen = res->modules[k].pid == o->pid && same_file(&res->modules[k], m);
+		if (seen)
+			continue;
+		if (n_pids < TEXT_MODULE_PIDS)
+			pids[n_pids] = o->pid;
+		n_pids++;
+	}
+	fprintf(f, "  0x%" PRIx64 "-0x%" PRIx64 " %s", m->start, m->start + m->size, m->path);
+	if (m->loaded && strcmp(m->loaded, m->path))
+		fprintf(f, " -> %s", m->loaded);
+	else if (!m->loaded)
+		fprintf(f, " (no code)");
+	if (n_addrs > 1)
+		fprintf(f, " (and %zu more mappings)", n_addrs - 1);
+	if (res->n_processes > 1) {
+		if (n_pids == 1)
+			fprintf(f, "  [pid %" PRIu32 " %s]", pids[0], proc_comm(res, pids[0]));
+		else
+			fprintf(f, "  [%zu processes:", n_pids);
+		for (size_t k = 0; n_pids > 1 && k < n_pids && k < TEXT_MODULE_PIDS; k++)
+			fprintf(f, "%s %" PRIu32 " %s", k ? "," : "", pids[k], proc_comm(res, pids[k]));
+		if (n_pids > 1)
+			fprintf(f, "%s]", n_pids > TEXT_MODULE_PIDS ? ", ..." : "");
+	}
+	fputc('\n', f);
+}
+
+static void print_modules(FILE *f, const struct btr_report_result *res)
+{
+	size_t loaded = 0, files = 0;
+	for (size_t i = 0; i < res->n_modules; i++) {
+		loaded += res->modules[i].loaded != NULL;
+		int first = 1;
+		for (size_t j = 0; j < i && first; j++)
+			first = strcmp(res->modules[j].path, res->modules[i].path) != 0;
+		files += first;
+	}
+	fprintf(f, "modules:      %zu (%zu with code loaded)", res->n_modules, loaded);
+	if (res->n_processes > 1)
+		fprintf(f, ", %zu files in %zu processes", files, res->n_processes);
+	fputc('\n', f);
+	/* Modules with code first: they are what the report can name. */
+	size_t shown = 0, left = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < res->n_modules; i++) {
+			const struct btr_report_module *m = &res->modules[i];
+			if ((pass == 0) != (m->loaded != NULL) || !first_of_file(res, i))
+				continue;
+			if (pass == 1 && shown >= TEXT_MODULES) {
+				left++;
+				continue;
+			}
+			print_module_group(f, res, i);
+			shown++;
+		}
+	}
+	if (left)
+		fprintf(f, "  ... %zu more files without code (--format json lists all)\n", left);
+}
+
+int btr__report_write_text(FILE *f, const struct btr_report_result *res, const struct btr_report_run *run)
+{
+	const char *file = run->name;
+	int lost = run->lost;
+	const struct btr_stream_stats *st = &run->stats;
+	const struct btr_stream_loss *losses = run->losses;
+	size_t n_losses = run->n_losses;
+	/* processes listed (zeroed bytes, allocated first so that running out
+	 * of memory is an error and not a missing list) */
+	unsigned char *done = calloc(res->n_processes + 1, 1);
+	if (!done)
+		return -BTR_ERR_NOMEM;
+	fprintf(f, "trace:        %s\n", file);
+	fprintf(f, "backend:      %s\n", res->backend[0] ? res->backend : "(unknown)");
+	if (res->has_insns)
+		fprintf(f, "instructions: %" PRIu64 "\n", res->insns);
+	else
+		fprintf(f, "instructions: unknown (this trace has no instruction counts)\n");
+	if (res->tsx_aborts)
+		fprintf(f, "aborted instructions: %" PRIu64 " (in %" PRIu64 " aborted TSX transaction%s; counted above)\n",
+			res->aborted_insns, res->tsx_aborts, res->tsx_aborts > 1 ? "s" : "");
+	fprintf(f, "branches:     %" PRIu64 " (taken %" PRIu64, res->branches, res->taken);
+	if (res->mispredicted)
+		fprintf(f, ", mispredicted %" PRIu64, res->mispredicted);
+	if (st->filtered)
+		fprintf(f, ", %" PRIu64 " more not matching the filter", st->filtered);
+	fprintf(f, ")\n  by class:  ");
+	for (int c = BTR_LBR_JCC; c < BTR_LBR__COUNT; c++)
+		fprintf(f, " %s %" PRIu64, btr_lbr_class_name((enum btr_lbr_class)c), res->by_class[c]);
+	if (res->unclassified)
+		fprintf(f, " unclassified %" PRIu64, res->unclassified);
+	fprintf(f, "\n  privilege: cpl_neq_0 (user) %" PRIu64 ", cpl_eq_0 (kernel) %" PRIu64 "\n",
+		res->by_class[BTR_LBR_CPL_NEQ_0], res->by_class[BTR_LBR_CPL_EQ_0]);
+	fprintf(f, "  by kind:  ");
+	int any = 0;
+	for (int k = 1; k < BTR_KIND__COUNT; k++) {
+		if (res->by_kind[k]) {
+			fprintf(f, " %s %" PRIu64, btr_branch_kind_name((enum btr_branch_kind)k), res->by_kind[k]);
+			any = 1;
+		}
+	}
+	if (!any)
+		fprintf(f, " (none)");
+	fprintf(f, "\nthreads:      %zu\n", res->n_threads);
+	/* Threads with branches, by tid; idle ones (names from a system-wide
+	 * recording) only in JSON. */
+	size_t shown_thr = 0;
+	for (size_t i = 0; i < res->n_threads; i++) {
+		const struct btr_report_thread *t = &res->threads[i];
+		if (!t->branches || shown_thr == TEXT_THREADS)
+			continue;
+		shown_thr++;
+		fprintf(f, "  tid %-8" PRIu32, t->tid);
+		if (t->name)
+			fprintf(f, " %-16s", t->name);
+		if (res->has_insns)
+			fprintf(f, " %" PRIu64 " instructions,", t->insns);
+		fprintf(f, " %" PRIu64 " branches", t->branches);
+		char buf[64];
+		fputs(thread_end_text(t, lost, buf, sizeof(buf)), f);
+		fputc('\n', f);
+	}
+	if (res->n_threads > shown_thr)
+		fprintf(f, "  ... %zu more without branches or not shown (--format json lists all)\n",
+			res->n_threads - shown_thr);
+	print_modules(f, res);
+	fprintf(f, "gaps:         %" PRIu64, res->gaps);
+	if (res->overflows)
+		fprintf(f, " (%" PRIu64 " overflows)", res->overflows);
+	fputc('\n', f);
+	for (size_t i = 0; i < res->n_gap_list; i++) {
+		const struct btr_report_gap *g = &res->gap_list[i];
+		fprintf(f, "  tid %" PRIu32 " at %s offset 0x%" PRIx64 ": %s\n", g->tid,
+			g->from_flow ? "PT stream" : "trace", g->offset, btr_errstr(g->reason));
+	}
+	if (res->gaps > res->n_gap_list)
+		fprintf(f, "  ... %" PRIu64 " more\n", res->gaps - res->n_gap_list);
+	fprintf(f, "data lost:    %s\n", lost ? "yes (the report covers what was read)" : "no");
+	for (size_t i = 0; i < n_losses && i < TEXT_LOSSES; i++) {
+		const struct btr_stream_loss *l = &losses[i];
+		if (l->kind == BTR_LOSS_CHUNK)
+			fprintf(f, "  damaged chunk at offset 0x%" PRIx64 " skipped\n", l->offset);
+		else if (l->kind == BTR_LOSS_END)
+			fprintf(f, "  the trace is cut at offset 0x%" PRIx64 ": %s\n", l->offset, btr_errstr(l->reason));
+		else
+			fprintf(f, "  pid %" PRIu32 " %s: %s\n", l->pid, l->comm[0] ? l->comm : "?",
+				l->kind == BTR_LOSS_MISSING ? "no trace at all"
+				: l->offset ? "the trace ends before its exit" : "its trace stops while it ran on");
+	}
+	if (n_losses > TEXT_LOSSES)
+		fprintf(f, "  ... %zu more (--format json lists all)\n", n_losses - TEXT_LOSSES);
+	if (res->exit.valid) {
+		const struct btr_report_exit *x = &res->exit;
+		if (x->signo) {
+			fprintf(f, "exit:         killed by %s", sig_name(x->signo));
+			if (x->ip)
+				fprintf(f, " at 0x%" PRIx64 " %s", x->ip, x->where ? x->where : "");
+			if (x->addr)
+				fprintf(f, " (address 0x%" PRIx64 ")", x->addr);
+			fprintf(f, ", tid %" PRIu32 "\n", x->tid);
+		} else {
+			fprintf(f, "exit:         code %" PRId32 "\n", x->code);
+		}
+	} else {
+		fprintf(f, "exit:         (not recorded)\n");
+	}
+	print_processes(f, res, done);
+
+	const char *by = res->rank_by_insns ? "instructions" : "branches";
+	uint64_t total = res->rank_by_insns ? res->insns : res->branches;
+	fprintf(f, "\ntop functions by %s", by);
+	if (!res->rank_by_insns)
+		fprintf(f, " leaving them (no instruction counts in this trace)");
+	fprintf(f, ":\n");
+	if (!res->n_top_functions)
+		fprintf(f, "  (none)\n");
+	for (size_t i = 0; i < res->n_top_functions; i++) {
+		const struct btr_report_func *fn = &res->top_functions[i];
+		uint64_t v = res->rank_by_insns ? fn->insns : fn->branches;
+		fprintf(f, "  %12" PRIu64 " %5.1f%%  0x%-14" PRIx64 " %s", v, pct(v, total), fn->addr, fn->name);
+		if (fn->file)
+			fprintf(f, "  %s:%d", fn->file, fn->line);
+		else if (fn->module)
+			fprintf(f, "  (%s)", fn->module);
+		fputc('\n', f);
+	}
+	fprintf(f, "\ntop basic blocks by %s:\n", by);
+	if (!res->n_top_blocks)
+		fprintf(f, "  (none)\n");
+	for (size_t i = 0; i < res->n_top_blocks; i++) {
+		const struct btr_report_block *b = &res->top_blocks[i];
+		uint64_t v = res->rank_by_insns ? b->insns : b->count;
+		fprintf(f, "  %12" PRIu64 " %5.1f%%  0x%" PRIx64 "-0x%" PRIx64 " x%" PRIu64 "  %s", v, pct(v, total),
+			b->start, b->end, b->count, b->sym);
+		if (b->file)
+			fprintf(f, "  %s:%d", b->file, b->line);
+		fputc('\n', f);
+	}
+	free(done);
+	return 0;
+}
