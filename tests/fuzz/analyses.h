@@ -109,6 +109,13 @@ static int fz_new_blocks(const uint8_t *d, size_t n, struct btr_analysis **out)
 	return rc;
 }
 
+static int fz_new_afdo(const uint8_t *d, size_t n, struct btr_analysis **out)
+{
+	(void)d;
+	(void)n;
+	return btr_afdo_new(fz_blocks, NULL, out);
+}
+
 static int fz_new_cov(const uint8_t *d, size_t n, struct btr_analysis **out)
 {
 	(void)d, (void)n;
@@ -168,7 +175,8 @@ FZ_PROFILE(pprof, btr_pprof_new, 0, 0)
 	X(timeline, fz_new_timeline)                                            \
 	X(bolt, fz_new_bolt)                                                    \
 	X(bolt_pa, fz_new_bolt_pa)                                              \
-	X(pprof, fz_new_pprof)
+	X(pprof, fz_new_pprof)                                                  \
+	X(afdo, fz_new_afdo)
 	/* new analyses: one X line each, in dependency order (blocks before
 	 * the views that read it) */
 
