@@ -22,17 +22,4 @@ void btr__log(enum btr_log_level level, const char *fmt, ...) BTR_PRINTF(2, 3);
 
 #define BTR_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-struct btr_trace_writer;
-/* lib/capture/capture.c: a recorder's write to its output @output failed
- * with @rc: logs one error line naming the output, the cause and, when
- * complete chunks were written, the PATH.partial file that keeps them
- * (btr_trace_writer_abort_keep).  Frees @w.  Returns @rc. */
-int btr_capture_output_failed(struct btr_trace_writer *w, const char *output, int rc);
-struct btr_trace_writer_opts;
-struct btr_capture_opts;
-/* lib/capture/capture.c: the recorder's trace writer for @opts (output or
- * output_fd), logging one line naming the output if it cannot be made. */
-int btr_capture_writer_new(const struct btr_capture_opts *opts, const struct btr_trace_writer_opts *wo,
-			   struct btr_trace_writer **w);
-
 #endif

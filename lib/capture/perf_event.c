@@ -25,6 +25,7 @@
 #include "btr/perfdata.h"
 #include "btr/perfring.h"
 #include "internal.h"
+#include "output.h"
 
 #include <cpuid.h>
 #include <dirent.h>
