@@ -1,5 +1,4 @@
-/* profutil.c - small helpers of the profile analyses: escaping, temporary
- * files, subtree weights, a protobuf writer/reader and gzip (zlib). */
+/* profutil.c - small helpers of the profile analyses: temporary files, subtree weights, a protobuf writer/reader and gzip (zlib). */
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -7,27 +6,6 @@
 #include "btr/error.h"
 #include "btr/text.h"
 #include "profutil.h"
-
-void prof_xml_str(FILE *f, const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		switch (*p) {
-		case '<': fputs("&lt;", f); p++; continue;
-		case '>': fputs("&gt;", f); p++; continue;
-		case '&': fputs("&amp;", f); p++; continue;
-		case '"': fputs("&quot;", f); p++; continue;
-		default: break;
-		}
-		size_t n = *p < 0x20 ? 0 : btr_utf8_len((const char *)p);
-		if (!n) {
-			fputc('?', f);
-			p++;
-		} else {
-			fwrite(p, 1, n, f);
-			p += n;
-		}
-	}
-}
 
 FILE *prof_tmpfile(void)
 {

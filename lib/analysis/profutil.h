@@ -7,10 +7,7 @@
 #include <stdio.h>
 #include "btr/callstack.h"
 #include "btr/profile.h"
-#include "btr/text.h"   /* btr_json_str */
-
-/* XML-escaped text (no quotes). */
-void prof_xml_str(FILE *f, const char *s);
+#include "btr/text.h"   /* btr_json_str, btr_xml_str */
 
 /* An unlinked temporary file (tmpfile(3)); NULL on failure. */
 FILE *prof_tmpfile(void);
