@@ -350,13 +350,12 @@ static const struct btr_analysis_ops flame_ops = {
 
 int btr_flame_new(const struct btr_profile_opts *opts, struct btr_analysis **out)
 {
-	if (!out || (opts && opts->sz != sizeof(*opts)))
+	if (!out || !BTR_OPTS_VALID(opts, sizeof(*opts)))
 		return -BTR_ERR_INVAL;
 	struct flame *f = calloc(1, sizeof(*f));
 	if (!f)
 		return -BTR_ERR_NOMEM;
-	if (opts)
-		f->o = *opts;
+	BTR_OPTS_COPY(&f->o, opts);
 	struct btr_callstack_opts co = { .sz = sizeof(co), .ctx = f };
 	if (f->o.events) {
 		co.enter = on_enter;

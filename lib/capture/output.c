@@ -35,8 +35,8 @@ int btr_capture_writer_new(const struct btr_capture_opts *opts, const struct btr
 	size_t chunk = o.chunk_size ? o.chunk_size : BTR_TRACE_CHUNK_DEFAULT;
 	if (getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY && fl.rlim_cur / 16 < chunk)
 		o.chunk_size = fl.rlim_cur / 16 > BTR_TRACE_CHUNK_MIN ? (size_t)(fl.rlim_cur / 16) : BTR_TRACE_CHUNK_MIN;
-	int rc = opts->output_fd > 0 ? btr_trace_writer_new_fd(opts->output_fd, opts->output, &o, w)
-				     : btr_trace_writer_new(opts->output, &o, w);
+	int fd = BTR_OPTS_GET(opts, output_fd, 0);
+	int rc = fd > 0 ? btr_trace_writer_new_fd(fd, opts->output, &o, w) : btr_trace_writer_new(opts->output, &o, w);
 	if (rc < 0)
 		btr_err("%s: cannot %s: %s", opts->output,
 			rc == -BTR_ERR_NOSPACE || rc == -BTR_ERR_IO ? "write" : "create", btr_errstr(rc));

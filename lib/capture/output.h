@@ -3,6 +3,13 @@
 #ifndef BTR_CAPTURE_OUTPUT_H
 #define BTR_CAPTURE_OUTPUT_H
 
+#include "btr/capture.h"
+#include "internal.h"
+
+/* The fields every caller of a recorder passes (struct btr_capture_opts up
+ * to @sysfs_root; later ones are read with BTR_OPTS_GET). */
+#define BTR_CAPTURE_OPTS_V1 BTR_OFFSETOFEND(struct btr_capture_opts, sysfs_root)
+
 struct btr_trace_writer;
 struct btr_trace_writer_opts;
 struct btr_capture_opts;

@@ -788,7 +788,8 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	char cmd[PATH_MAX] = "";
 	int rc;
 
-	if (!opts || !opts->output || !res || (opts->attach_pid <= 0 && (!opts->argv || !opts->argv[0])))
+	if (!opts || !BTR_OPTS_VALID(opts, BTR_CAPTURE_OPTS_V1) || !opts->output || !res ||
+	    (opts->attach_pid <= 0 && (!opts->argv || !opts->argv[0])))
 		return -BTR_ERR_INVAL;
 	memset(res, 0, sizeof(*res));
 	if (opts->attach_pid <= 0 && (rc = btr_capture_check_command(opts->argv[0], cmd, sizeof(cmd))) < 0)
