@@ -205,6 +205,19 @@ bad:
 	return -1;
 }
 
+void pbr_fields(const uint8_t *data, size_t n, uint64_t *out, unsigned nout)
+{
+	struct pbr q = { data, data + n, 0 };
+	unsigned f, wt;
+	uint64_t v;
+	const uint8_t *d;
+	size_t dn;
+	memset(out, 0, nout * sizeof(*out));
+	while (pbr_next(&q, &f, &wt, &v, &d, &dn) > 0)
+		if (f >= 1 && f <= nout)
+			out[f - 1] = v;
+}
+
 /* ---- gzip ---- */
 int prof_gzip(const uint8_t *in, size_t n, uint8_t **out, size_t *outn)
 {

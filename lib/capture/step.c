@@ -626,15 +626,7 @@ static void detach_all(struct rec *r)
 			rec.u.thread.tid = (uint32_t)tid;
 			rec.u.thread.end = BTR_THREAD_END_RUNNING;   /* detached: it runs on */
 			step_wr(r, &rec);
-			for (struct thr **pp = &r->thrs; *pp; pp = &(*pp)->next)
-				if (*pp == t) {
-					*pp = t->next;
-					break;
-				}
-			free(t->buf);
-			free(t->cnt);
-			free(t->ring);
-			free(t);
+			step_thr_free(r, t);
 			continue;
 		}
 		if (sig == SIGTRAP) {
@@ -964,14 +956,8 @@ out:
 	sigaction(SIGALRM, &old[4], NULL);
 	if (r.w)
 		btr_trace_writer_abort(r.w);
-	while (r.thrs) {
-		struct thr *t = r.thrs;
-		r.thrs = t->next;
-		free(t->buf);
-		free(t->cnt);
-		free(t->ring);
-		free(t);
-	}
+	while (r.thrs)
+		step_thr_free(&r, r.thrs);
 	while (r.procs) {
 		struct proc *q = r.procs;
 		r.procs = q->next;

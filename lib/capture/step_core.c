@@ -394,6 +394,19 @@ void step_exe_path(pid_t pid, char *buf, size_t size)
 	buf[n > 0 ? n : 0] = 0;
 }
 
+void step_thr_free(struct rec *r, struct thr *t)
+{
+	for (struct thr **pp = &r->thrs; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	free(t->buf);
+	free(t->cnt);
+	free(t->ring);
+	free(t);
+}
+
 /* @st: the thread's wait status (exited or killed), or -1 when it ended
  * otherwise (replaced by an exec). */
 void step_thr_gone(struct rec *r, struct thr *t, int st)
@@ -410,15 +423,7 @@ void step_thr_gone(struct rec *r, struct thr *t, int st)
 		rec.u.thread.signo = WTERMSIG(st);
 	}
 	step_wr(r, &rec);
-	for (struct thr **pp = &r->thrs; *pp; pp = &(*pp)->next)
-		if (*pp == t) {
-			*pp = t->next;
-			break;
-		}
-	free(t->buf);
-	free(t->cnt);
-	free(t->ring);
-	free(t);
+	step_thr_free(r, t);
 }
 
 void step_exit_status(struct rec *r, struct thr *t, int st)

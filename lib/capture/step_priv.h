@@ -124,6 +124,8 @@ void step_flush_proc(struct rec *r, struct proc *p);
 void step_branch(struct rec *r, struct thr *t, uint64_t from, uint64_t to, unsigned kind);
 /* The path of /proc/@pid/exe in @buf ("" if unknown). */
 void step_exe_path(pid_t pid, char *buf, size_t size);
+/* Forgets thread @t (no record): unlinks and frees it. */
+void step_thr_free(struct rec *r, struct thr *t);
 /* Thread @t ended (@st: its wait status, or -1 when replaced by an exec):
  * its data and THREAD_EXIT record; frees @t. */
 void step_thr_gone(struct rec *r, struct thr *t, int st);
