@@ -9,6 +9,11 @@
 #include "btr/profile.h"
 #include "btr/text.h"   /* btr_json_str, btr_xml_str */
 
+/* Whether the module file @path can be the traced program: the first
+ * file module a process loads that is not a kernel module (perf traces
+ * list kernel modules first). */
+int prof_is_program(const char *path);
+
 /* An unlinked temporary file (tmpfile(3)); NULL on failure. */
 FILE *prof_tmpfile(void);
 /* Copies all of @src (rewound) to @dst.  Returns 0 or -BTR_ERR_IO. */
