@@ -294,20 +294,13 @@ static int resolve_addr(struct rec *r, struct proc *p, const char *what, uint64_
 	struct btr_image *img;
 	if (btr_image_new(&img) < 0)
 		return -BTR_ERR_NOMEM;
-	char path[64], line[4096 + 128];
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
-	FILE *f = fopen(path, "re");
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long long s, e, off;
-		char perm[8];
-		int pos = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &s, &e, perm, &off, &pos) < 4 || !pos)
-			continue;
-		char *file = line + pos;
-		file[strcspn(file, "\n")] = 0;
+	char line[4096 + 128];
+	FILE *f = step_maps_open(p->pid);
+	struct step_map m;
+	while (f && step_maps_next(f, line, sizeof(line), &m)) {
 		uint64_t bias;
-		if (perm[2] == 'x' && file[0] == '/' && btr_elf_load_bias(file, s, off, &bias) == 0)
-			btr_image_add_elf(img, file, bias, 0);
+		if (m.perm[2] == 'x' && m.file[0] == '/' && btr_elf_load_bias(m.file, m.start, m.off, &bias) == 0)
+			btr_image_add_elf(img, m.file, bias, 0);
 	}
 	if (f)
 		fclose(f);
