@@ -194,32 +194,6 @@ void btr_ptflow_stats(const struct btr_ptflow *f, struct btr_ptflow_stats *st)
 		memset(st, 0, sizeof(*st));
 }
 
-/* Restores the constant fields of the batch records from @from on. */
-void ptf_bbuf_fill(struct btr_ptflow *f, unsigned from)
-{
-	for (unsigned k = from; k < BTR_PTFLOW_BATCH; k++) {
-		f->bbuf[k].tsc = f->bbuf_tsc;
-		f->bbuf[k].tid = f->cfg.tid;
-		f->bbuf[k].pid = f->cfg.pid;
-		f->bbuf[k].cycles = 0;
-	}
-	if (!from)
-		f->bbuf_dirty = 0;
-}
-
-/* Delivers the batched branch records (cb->branches). */
-void ptf_flush_branches(struct btr_ptflow *f)
-{
-	unsigned n = f->bn;
-	if (!n)
-		return;
-	f->bn = 0;
-	if (!f->stopped && f->cb->branches(f->cb->ctx, f->bbuf, n))
-		f->stopped = 1;
-	if (f->bbuf_dirty)
-		ptf_bbuf_fill(f, 0);
-}
-
 void ptf_emit_event(struct btr_ptflow *f, enum btr_flow_event_type t, int reason,
 		       uint64_t ip, uint64_t payload)
 {
@@ -239,27 +213,6 @@ void ptf_emit_event(struct btr_ptflow *f, enum btr_flow_event_type t, int reason
 	};
 	if (f->cb->event(f->cb->ctx, &ev))
 		f->stopped = 1;
-}
-
-/* Reports the first @n instructions of @b. */
-void ptf_emit_insns(struct btr_ptflow *f, const struct blk *b, unsigned n)
-{
-	const uint8_t *lens = f->lens + (size_t)(b - f->blks) * BLK_MAXI;
-	uint64_t ip = b->ip;
-	ptf_flush_branches(f);
-	for (unsigned i = 0; i < n && !f->stopped; i++) {
-		struct btr_insn in = { .ip = ip, .len = lens[i] };
-		if (i + 1 == b->ninsn) {
-			in.kind = b->kind;
-			const struct blk_cold *c = &f->cold[b - f->blks];
-			in.flags = c->end_flags;
-			in.imm = c->end_imm;
-			in.target = (c->end_flags & BTR_INSN_DIRECT) ? b->to[1] : 0;
-		}
-		if (f->cb->insn(f->cb->ctx, ip, &in))
-			f->stopped = 1;
-		ip += lens[i];
-	}
 }
 
 void ptf_tnt_clear(struct btr_ptflow *f)
@@ -296,12 +249,6 @@ void ptf_apply_next_mode(struct btr_ptflow *f)
 			ptf_emit_event(f, BTR_FLOW_MODE, 0, f->ip, f->mode);
 		}
 	}
-}
-
-void ptf_set_pend(struct btr_ptflow *f, struct blk *b)
-{
-	f->pend_copy = *b;
-	f->pend = &f->pend_copy;
 }
 
 /* ---- packet handlers -------------------------------------------------- */
@@ -721,8 +668,7 @@ static void on_mtc(struct btr_ptflow *f, uint8_t v)
 
 /* ---- packet parser ---------------------------------------------------- */
 
-static const uint8_t psb_pattern[16] = { 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-					 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82 };
+static const uint8_t psb_pattern[PT_SIZE_PSB] = { PT_PSB_PAIRS };
 
 
 
@@ -732,31 +678,31 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 {
 	uint8_t b = p[0];
 
-	if (b == 0x00)
-		return 1; /* PAD */
-	if ((b & 1) == 0 && b != 0x02) {
+	if (b == PT_OPC_PAD)
+		return PT_SIZE_PAD;
+	if ((b & PT_OPM_TNT8) == PT_OPC_TNT8 && b != PT_OPC_EXT) {
 		/* short TNT: stop bit, then up to 6 bits, oldest highest */
 		unsigned hi = 31u - (unsigned)__builtin_clz(b);
 		on_tnt(f, (uint64_t)(b >> 1) & ((1u << (hi - 1)) - 1), hi - 1);
-		return 1;
+		return PT_SIZE_TNT8;
 	}
-	if ((b & 3) == 3) {
+	if ((b & PT_OPM_CYC) == PT_OPC_CYC) {
 		/* CYC: 5 bits, then 7 per extension byte while bit 0 is set */
 		uint64_t v = b >> 3;
 		size_t i = 1;
 		unsigned sh = 5;
-		if ((b & 4) && f->er.skd007) {
+		if ((b & PT_CYC_EXP) && f->er.skd007) {
 			/* SKD007 ("Intel PT Buffer Overflow May Result in
 			 * Incorrect Packets"): an OVF may replace the rest of a
 			 * multi-byte CYC.  Like libipt, CYC + OVF is one OVF. */
-			if (n < 2 || (p[1] == 0x02 && n < 3))
+			if (n < 2 || (p[1] == PT_OPC_EXT && n < 1 + PT_SIZE_OVF))
 				return 0;
-			if (p[1] == 0x02 && p[2] == 0xf3) {
+			if (p[1] == PT_OPC_EXT && p[2] == PT_EXT_OVF) {
 				on_ovf(f);
-				return 3;
+				return 1 + PT_SIZE_OVF;
 			}
 		}
-		if (b & 4) {
+		if (b & PT_CYC_EXP) {
 			for (;;) {
 				if (i >= n)
 					return 0;
@@ -764,7 +710,7 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 				if (sh < 64)
 					v |= (uint64_t)(c >> 1) << sh;
 				sh += 7;
-				if (!(c & 1))
+				if (!(c & PT_CYC_MORE))
 					break;
 				if (i > 15)
 					return -1;
@@ -774,44 +720,44 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 		f->have_cyc = 1;
 		return (int)i;
 	}
-	switch (b & 0x1f) {
-	case 0x0d: case 0x11: case 0x01: case 0x1d: {
-		unsigned ipc = b >> 5;
+	switch (b & PT_OPM_IP) {
+	case PT_OPC_TIP: case PT_OPC_TIP_PGE: case PT_OPC_TIP_PGD: case PT_OPC_FUP: {
+		unsigned ipc = b >> PT_OPS_IPC;
 		unsigned len = ipc_len[ipc];
 		if (len == 0xff)
 			return -1;
-		if (n < 1 + (size_t)len)
+		if (n < PT_SIZE_IP0 + (size_t)len)
 			return 0;
 		int supp = ipc == 0;
 		uint64_t ip = ip_reconstruct(f, ipc, p + 1);
-		switch (b & 0x1f) {
-		case 0x0d: ptf_on_tip(f, ip, supp); break;
-		case 0x11: on_pge(f, ip, supp); break;
-		case 0x01: on_pgd(f, ip, supp); break;
+		switch (b & PT_OPM_IP) {
+		case PT_OPC_TIP: ptf_on_tip(f, ip, supp); break;
+		case PT_OPC_TIP_PGE: on_pge(f, ip, supp); break;
+		case PT_OPC_TIP_PGD: on_pgd(f, ip, supp); break;
 		default: on_fup(f, ip, supp); break;
 		}
-		return 1 + (int)len;
+		return PT_SIZE_IP0 + (int)len;
 	}
 	}
 	switch (b) {
-	case 0x19: /* TSC */
-		if (n < 8)
+	case PT_OPC_TSC:
+		if (n < PT_SIZE_TSC)
 			return 0;
-		on_tsc(f, rd_le(p + 1, 7));
-		return 8;
-	case 0x59: /* MTC */
-		if (n < 2)
+		on_tsc(f, rd_le(p + 1, PT_SIZE_TSC - 1));
+		return PT_SIZE_TSC;
+	case PT_OPC_MTC:
+		if (n < PT_SIZE_MTC)
 			return 0;
 		on_mtc(f, p[1]);
-		return 2;
-	case 0x99: /* MODE */
-		if (n < 2)
+		return PT_SIZE_MTC;
+	case PT_OPC_MODE:
+		if (n < PT_SIZE_MODE)
 			return 0;
-		switch (p[1] >> 5) {
-		case 0:
+		switch (p[1] & PT_MODE_LEAF_MASK) {
+		case PT_MODE_EXEC:
 			on_mode_exec(f, p[1]);
 			break;
-		case 1:
+		case PT_MODE_TSX:
 			/* MODE.TSX in PSB+ is state only; elsewhere a FUP follows
 			 * with the IP of the XBEGIN/XEND (a status FUP) or, with
 			 * the abort bit, the source of the abort, then a TIP. */
@@ -828,59 +774,59 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 			f->fup_status = 1;
 			break;
 		}
-		return 2;
-	case 0x02:
+		return PT_SIZE_MODE;
+	case PT_OPC_EXT:
 		break;
-	case 0xd9: /* TRIG: byte 1 bit 7 IP (a FUP follows), bit 6 ICNT present */
-		if (n < 3)
+	case PT_OPC_TRIG: /* byte 1 bit 7 IP (a FUP follows), bit 6 ICNT present */
+		if (n < PT_SIZE_TRIG)
 			return 0;
-		if (p[1] & 0x1f)
+		if (p[1] & PT_TRIG_RSVD)
 			return -1;
-		if ((p[1] & 0x40) && n < 5)
+		if ((p[1] & PT_TRIG_ICNT) && n < PT_SIZE_TRIG_ICNT)
 			return 0;
-		if (p[1] & 0x80)
+		if (p[1] & PT_TRIG_IP)
 			f->fup_status = 1;
 		ptf_emit_event(f, BTR_FLOW_TRIG, 0, f->ip,
 			       p[2] | (uint64_t)((p[1] >> 5) & 1) << 8 | (uint64_t)((p[1] >> 6) & 1) << 9 |
-				       (p[1] & 0x40 ? (uint64_t)(p[3] | p[4] << 8) << 16 : 0));
-		return p[1] & 0x40 ? 5 : 3;
+				       (p[1] & PT_TRIG_ICNT ? (uint64_t)(p[3] | p[4] << 8) << 16 : 0));
+		return p[1] & PT_TRIG_ICNT ? PT_SIZE_TRIG_ICNT : PT_SIZE_TRIG;
 	default:
-		if (f->in_bbp && (b & 7) == 4) {
+		if (f->in_bbp && (b & PT_OPM_BIP) == PT_OPC_BIP) {
 			/* BIP inside a block (BBP .. BEP) */
-			int sz = 1 + (f->bbp_sz ? 4 : 8);
+			int sz = f->bbp_sz ? PT_SIZE_BIP4 : PT_SIZE_BIP8;
 			return n < (size_t)sz ? 0 : sz;
 		}
 		return -1;
 	}
-	if (n < 2)
+	if (n < PT_SIZE_EXT)
 		return 0;
 	switch (p[1]) {
-	case 0xa3: /* long TNT: 48-bit payload with stop bit */
-		if (n < 8)
+	case PT_EXT_TNT64: /* long TNT: 48-bit payload with stop bit */
+		if (n < PT_SIZE_TNT64)
 			return 0;
 		{
 			uint64_t v = rd_le(p + 2, 6);
 			if (!v)
-				return 8;
+				return PT_SIZE_TNT64;
 			unsigned hi = 63u - (unsigned)__builtin_clzll(v);
 			on_tnt(f, v & ((1ull << hi) - 1), hi);
 		}
-		return 8;
-	case 0x82: /* PSB */
-		if (n < 16)
+		return PT_SIZE_TNT64;
+	case PT_EXT_PSB:
+		if (n < PT_SIZE_PSB)
 			return 0;
-		if (memcmp(p, psb_pattern, 16))
+		if (memcmp(p, psb_pattern, PT_SIZE_PSB))
 			return -1;
 		on_psb(f);
-		return 16;
-	case 0x23: /* PSBEND */
+		return PT_SIZE_PSB;
+	case PT_EXT_PSBEND:
 		on_psbend(f);
-		return 2;
-	case 0xf3: /* OVF */
+		return PT_SIZE_PSBEND;
+	case PT_EXT_OVF:
 		on_ovf(f);
-		return 2;
-	case 0x43: /* PIP */
-		if (n < 8)
+		return PT_SIZE_OVF;
+	case PT_EXT_PIP:
+		if (n < PT_SIZE_PIP)
 			return 0;
 		{
 			uint64_t v = rd_le(p + 2, 6);
@@ -895,65 +841,66 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 			ptf_emit_event(f, BTR_FLOW_PAGING, 0, f->ip, (v >> 1) << 5);
 			ptf_take_image(f);
 		}
-		return 8;
-	case 0x83: /* TraceStop */
+		return PT_SIZE_PIP;
+	case PT_EXT_TRACESTOP:
 		ptf_emit_event(f, BTR_FLOW_STOP, 0, f->ip, 0);
 		f->en = EN_OFF;
 		f->pend = NULL;
 		ptf_tnt_clear(f);
-		return 2;
-	case 0x03: /* CBR */
-		return n < 4 ? 0 : 4;
-	case 0x73: /* TMA */
-		if (n < 7)
+		return PT_SIZE_TRACESTOP;
+	case PT_EXT_CBR:
+		return n < PT_SIZE_CBR ? 0 : PT_SIZE_CBR;
+	case PT_EXT_TMA:
+		if (n < PT_SIZE_TMA)
 			return 0;
 		on_tma(f, (uint16_t)rd_le(p + 2, 2), (uint16_t)(p[5] | ((p[6] & 1) << 8)));
-		return 7;
-	case 0xc8: /* VMCS */
-		return n < 7 ? 0 : 7;
-	case 0xc3: /* MNT */
-		return n < 11 ? 0 : 11;
-	case 0x62: case 0xe2: /* EXSTOP (IP bit: a FUP follows) */
-		if (p[1] & 0x80)
+		return PT_SIZE_TMA;
+	case PT_EXT_VMCS:
+		return n < PT_SIZE_VMCS ? 0 : PT_SIZE_VMCS;
+	case PT_EXT_EXT2: /* MNT */
+		return n < PT_SIZE_MNT ? 0 : PT_SIZE_MNT;
+	case PT_EXT_EXSTOP: case PT_EXT_EXSTOP_IP: /* IP bit: a FUP follows */
+		if (p[1] & PT_EXT_IP_BIT)
 			f->fup_status = 1;
-		return 2;
-	case 0xc2: /* MWAIT */
-		return n < 10 ? 0 : 10;
-	case 0x22: /* PWRE */
-		return n < 4 ? 0 : 4;
-	case 0xa2: /* PWRX */
-		return n < 7 ? 0 : 7;
-	case 0x63: /* BBP */
-		if (n < 3)
+		return PT_SIZE_EXSTOP;
+	case PT_EXT_MWAIT:
+		return n < PT_SIZE_MWAIT ? 0 : PT_SIZE_MWAIT;
+	case PT_EXT_PWRE:
+		return n < PT_SIZE_PWRE ? 0 : PT_SIZE_PWRE;
+	case PT_EXT_PWRX:
+		return n < PT_SIZE_PWRX ? 0 : PT_SIZE_PWRX;
+	case PT_EXT_BBP:
+		if (n < PT_SIZE_BBP)
 			return 0;
 		f->in_bbp = 1;
 		f->bbp_sz = p[2] >> 7;
-		return 3;
-	case 0x33: case 0xb3: /* BEP */
+		return PT_SIZE_BBP;
+	case PT_EXT_BEP: case PT_EXT_BEP_IP:
 		f->in_bbp = 0;
-		return 2;
-	case 0x13: /* CFE */
-		if (n < 4)
+		return PT_SIZE_BEP;
+	case PT_EXT_CFE:
+		if (n < PT_SIZE_CFE)
 			return 0;
 		on_cfe(f, p[2] & 0x1f, p[3], p[2] >> 7);
-		return 4;
-	case 0x53: /* EVD */
-		if (n < 11)
+		return PT_SIZE_CFE;
+	case PT_EXT_EVD:
+		if (n < PT_SIZE_EVD)
 			return 0;
 		ptf_emit_event(f, BTR_FLOW_EVD, p[2] & 0x3f, f->ip, rd_le(p + 3, 8));
-		return 11;
+		return PT_SIZE_EVD;
 	default:
-		if ((p[1] & 0x1f) == 0x12) {
+		if ((p[1] & PT_OPM_PTW) == PT_EXT_PTW) {
 			/* PTW: payload 4 or 8 bytes, IP bit: a FUP follows */
-			unsigned sz = ((p[1] >> 5) & 3) == 0 ? 4 : ((p[1] >> 5) & 3) == 1 ? 8 : 0;
+			unsigned plc = (p[1] >> PT_OPS_PTW_PLC) & 3;
+			unsigned sz = plc == 0 ? PT_SIZE_PTW4 : plc == 1 ? PT_SIZE_PTW8 : 0;
 			if (!sz)
 				return -1;
-			if (n < 2 + (size_t)sz)
+			if (n < (size_t)sz)
 				return 0;
-			if (p[1] & 0x80)
+			if (p[1] & PT_EXT_IP_BIT)
 				f->fup_status = 1;
-			ptf_emit_event(f, BTR_FLOW_PTWRITE, 0, f->ip, rd_le(p + 2, sz));
-			return 2 + (int)sz;
+			ptf_emit_event(f, BTR_FLOW_PTWRITE, 0, f->ip, rd_le(p + PT_SIZE_EXT, sz - PT_SIZE_EXT));
+			return (int)sz;
 		}
 		return -1;
 	}
@@ -962,12 +909,12 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 /* Finds the next PSB in @p[0..n).  Returns its index or n. */
 size_t ptf_find_psb(const uint8_t *p, size_t n)
 {
-	for (size_t i = 0; i + 16 <= n; i++) {
-		const uint8_t *q = memchr(p + i, 0x02, n - i - 15);
+	for (size_t i = 0; i + PT_SIZE_PSB <= n; i++) {
+		const uint8_t *q = memchr(p + i, PT_OPC_EXT, n - i - (PT_SIZE_PSB - 1));
 		if (!q)
 			return n;
 		i = (size_t)(q - p);
-		if (!memcmp(q, psb_pattern, 16))
+		if (!memcmp(q, psb_pattern, PT_SIZE_PSB))
 			return i;
 	}
 	return n;
@@ -992,8 +939,9 @@ static size_t run(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit
 		}
 		f->pkt_off = off + i;
 		uint8_t c = p[i];
-		if (((!(c & 1) && c > 0x02) || (c == 0x02 && i + 8 <= n && p[i + 1] == 0xa3) ||
-		     ((c & 0x1f) == 0x0d && (c >> 5) && !f->async_pending && !f->fup_status)) &&
+		if ((((c & PT_OPM_TNT8) == PT_OPC_TNT8 && c > PT_OPC_EXT) ||
+		     (c == PT_OPC_EXT && i + PT_SIZE_TNT64 <= n && p[i + 1] == PT_EXT_TNT64) ||
+		     ((c & PT_OPM_IP) == PT_OPC_TIP && (c >> PT_OPS_IPC) && !f->async_pending && !f->fup_status)) &&
 		    f->en == EN_ON && !f->pend && !f->tq_cnt && !f->cb->insn) {
 			/* TNT and TIP packets while the flow is known: walk
 			 * straight from the packet bytes. */
@@ -1021,6 +969,29 @@ static size_t run(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit
 		i++;
 	}
 	return i;
+}
+
+static int note_bad_packet(void *ctx, const struct btr_flow_event *e)
+{
+	if (e->type == BTR_FLOW_GAP && e->reason == -BTR_ERR_BAD_PACKET)
+		*(int *)ctx = 1;
+	return 0;
+}
+
+/* One packet through run() for tests/test_pt_lengths.c: handles the
+ * packet at @p (@n bytes) as the decoder does, by packet() or the fast
+ * walk, and returns its size, 0 if it is incomplete, -1 if it is bad. */
+int ptf_packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
+{
+	int bad = 0;
+	const struct btr_ptflow_callbacks cb = { .event = note_bad_packet, .ctx = &bad };
+
+	f->cb = &cb;
+	f->synced = 1;
+	f->stopped = 0;
+	size_t used = run(f, p, n, 1, f->off);
+	f->cb = NULL;
+	return bad ? -1 : (int)used;
 }
 
 int btr_ptflow_decode(struct btr_ptflow *f, const uint8_t *buf, size_t size,

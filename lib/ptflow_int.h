@@ -12,6 +12,7 @@
 #include "btr/ptflow.h"
 #include "btr/error.h"
 #include "internal.h"
+#include "pt_opcodes.h"
 
 /* ---- block cache ------------------------------------------------------ */
 
@@ -185,20 +186,29 @@ struct btr_ptflow {
 
 /* ---- across the files ------------------------------------------------- */
 
-/* ptflow.c */
+/* The files call downwards only: ptflow_par.c -> ptflow.c (packets,
+ * state, events) -> ptflow_walk.c (blocks, walks) -> ptflow_out.c
+ * (branch batches, instructions to the callbacks). */
+
+/* ptflow_out.c */
 void ptf_bbuf_fill(struct btr_ptflow *f, unsigned from);
 void ptf_flush_branches(struct btr_ptflow *f);
+void ptf_emit_insns(struct btr_ptflow *f, const struct blk *b, unsigned n);
+
+/* ptflow.c */
 void ptf_emit_event(struct btr_ptflow *f, enum btr_flow_event_type t, int reason,
 		    uint64_t ip, uint64_t payload);
-void ptf_emit_insns(struct btr_ptflow *f, const struct blk *b, unsigned n);
 void ptf_tnt_clear(struct btr_ptflow *f);
 void ptf_gap(struct btr_ptflow *f, int reason, uint64_t ip);
 void ptf_apply_next_mode(struct btr_ptflow *f);
-void ptf_set_pend(struct btr_ptflow *f, struct blk *b);
 void ptf_on_tip(struct btr_ptflow *f, uint64_t ip, int suppressed);
 size_t ptf_find_psb(const uint8_t *p, size_t n);
 void ptf_reset_for_piece(struct btr_ptflow *f, uint64_t pos);
 void ptf_take_image(struct btr_ptflow *f);
+int ptf_packet(struct btr_ptflow *f, const uint8_t *p, size_t n);
+
+/* ptflow_par.c */
+size_t ptf_psb_plus_len(const uint8_t *p, size_t n);
 
 /* ptflow_walk.c */
 struct blk *ptf_build_blk(struct btr_ptflow *f, uint64_t ip, int *err);
@@ -309,6 +319,13 @@ static inline struct blk *succ(struct btr_ptflow *f, struct blk *b, int which, u
 
 /* ---- state helpers ---------------------------------------------------- */
 
+/* Defers block @b until its TIP arrives (a copy: the cache may drop @b). */
+static inline void ptf_set_pend(struct btr_ptflow *f, struct blk *b)
+{
+	f->pend_copy = *b;
+	f->pend = &f->pend_copy;
+}
+
 static inline uint64_t rd_le(const uint8_t *p, unsigned n)
 {
 	uint64_t v = 0;
@@ -317,7 +334,11 @@ static inline uint64_t rd_le(const uint8_t *p, unsigned n)
 	return v;
 }
 
-static const uint8_t ipc_len[8] = { 0, 2, 4, 6, 6, 0xff, 8, 0xff };
+/* IP payload bytes per compression, 0xff for the reserved ones. */
+static const uint8_t ipc_len[8] = {
+	PT_IPC_LEN(0), PT_IPC_LEN(1), PT_IPC_LEN(2), PT_IPC_LEN(3),
+	PT_IPC_LEN(4), PT_IPC_LEN(5), PT_IPC_LEN(6), PT_IPC_LEN(7),
+};
 
 /* The IP of an IP packet with compression @ipc and payload @p, given
  * the last IP @last (SDM "IP Compression"). */

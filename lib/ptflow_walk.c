@@ -532,24 +532,25 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 					if (i >= limit)
 						goto out;
 					uint8_t c = p[i];
-					if (c == 0x00) {          /* PAD */
-						i++;
+					if (c == PT_OPC_PAD) {
+						i += PT_SIZE_PAD;
 						continue;
 					}
-					if (!(c & 1) && c != 0x02) {
+					if ((c & PT_OPM_TNT8) == PT_OPC_TNT8 && c != PT_OPC_EXT) {
 						/* short TNT: stop bit, up to 6 bits, oldest highest */
 						unsigned hi = 31u - (unsigned)__builtin_clz(c);
 						bits = (uint64_t)(c >> 1) & ((1u << (hi - 1)) - 1);
 						nb = hi - 1;
 						loaded += nb;
-						pkt = i++;
+						pkt = i;
+						i += PT_SIZE_TNT8;
 						break;
 					}
-					if (c == 0x02 && i + 8 <= n && p[i + 1] == 0xa3) {
+					if (c == PT_OPC_EXT && i + PT_SIZE_TNT64 <= n && p[i + 1] == PT_EXT_TNT64) {
 						/* long TNT: 48-bit payload with stop bit */
 						uint64_t v = rd_le(p + i + 2, 6);
 						pkt = i;
-						i += 8;
+						i += PT_SIZE_TNT64;
 						if (!v)
 							continue;
 						unsigned hi = 63u - (unsigned)__builtin_clzll(v);
@@ -560,14 +561,14 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 							break;
 						continue;
 					}
-					if ((c & 0x1f) == 0x0d && (c >> 5) && ipc_len[c >> 5] != 0xff &&
-					    i + 1 + ipc_len[c >> 5] <= n && !f->async_pending &&
+					if ((c & PT_OPM_IP) == PT_OPC_TIP && (c >> PT_OPS_IPC) && ipc_len[c >> PT_OPS_IPC] != 0xff &&
+					    i + PT_SIZE_IP0 + ipc_len[c >> PT_OPS_IPC] <= n && !f->async_pending &&
 					    !f->have_next_mode) {
 						/* TIP (not suppressed, not part of an
 						 * asynchronous transfer, no mode change):
 						 * walk to the indirect branch it resolves,
 						 * as ptf_on_tip() would. */
-						unsigned ipc = c >> 5;
+						unsigned ipc = c >> PT_OPS_IPC;
 						uint64_t tip = ip_of(f->last_ip, ipc, p + i + 1);
 						tipmode = 1;
 						guard = 0;   /* on_tip's walk would start afresh */
@@ -603,7 +604,7 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 							rs_push(f, b->to[0], &b->next[0]);
 						f->last_ip = tip;
 						pkt = i;
-						i += 1u + ipc_len[ipc];
+						i += PT_SIZE_IP0 + ipc_len[ipc];
 						FAST_COUNT(b->kind, 0);
 						FAST_EMIT(b->end_ip, tip, b->kind,
 							  (uint32_t)(BTR_BF_TAKEN | KFLAGS(b->end_ip, tip)) |

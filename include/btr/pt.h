@@ -83,9 +83,11 @@ enum btr_pt_ipc {
 	BTR_PT_IPC_FULL = 6,       /* 64-bit IP */
 };
 
-/* Largest encoded packet (PSB), and the byte patterns of PSB. */
+/* Largest encoded packet (PSB), the size of a PSB and its bytes (e.g. for
+ * memmem; the string's terminating NUL is not part of it). */
 #define BTR_PT_MAX_PACKET 16
 #define BTR_PT_PSB_SIZE 16
+#define BTR_PT_PSB_PATTERN "\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82"
 
 /* PWRX wake reasons (btr_pt_packet.u.pwrx.wake bits). */
 #define BTR_PT_PWRX_INT 0x1    /* external interrupt */

@@ -631,7 +631,7 @@ int cmd_pt_decode(int argc, char **argv)
 		ret = decode_btr(path, elfs, n_elfs, sel_pid, sel_tid, &oc, mode == O_BRANCHES ? 0 : mode == O_INSN ? 1 : 2, &st);
 	} else if (is_perf) {
 		ret = decode_perf(path, img, &cfg, &cb, &st, have_cpu);
-	} else if (!memmem(buf ? buf : (const uint8_t *)"", size, "\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82", 16)) {
+	} else if (!memmem(buf ? buf : (const uint8_t *)"", size, BTR_PT_PSB_PATTERN, BTR_PT_PSB_SIZE)) {
 		/* Raw PT decoding starts at a PSB; without one nothing can be
 		 * decoded, which is a wrong input, not an empty trace. */
 		cli_error("%s: %s", path, size ? "no PSB packet found: not Intel PT data" : "empty file");
