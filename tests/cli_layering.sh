@@ -16,9 +16,8 @@ build=$2; src=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# Known circles, as "A B" edges left out of the graph: ptflow.c and
-# ptflow_walk.c are being untangled separately (issue 25).
-exceptions="lib/ptflow.c lib/ptflow_walk.c lib/ptflow_walk.c lib/ptflow.c"
+# Known circles, as "A B A B ..." pairs of edges left out of the graph: none.
+exceptions=""
 
 # circles DIR [SRC]: prints every circle among the objects below DIR (only
 # those whose source is still in SRC, when given), one line per edge inside
