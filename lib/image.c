@@ -21,6 +21,8 @@
 #include "btr/image.h"
 #include "eh_frame.h"
 #include "elf_priv.h"
+#include "image_code.h"
+#include "image_priv.h"
 #include "internal.h"
 
 #include <dirent.h>
@@ -37,88 +39,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define NO_MODULE UINT32_MAX
-
-struct section {
-	uint64_t start, end;   /* [start, end) */
-	const uint8_t *data;   /* bytes of start */
-	uint32_t module;       /* index into img->mods, or NO_MODULE */
-};
-
-struct sym {
-	uint64_t addr, end;    /* end: addr+size, or the computed extent */
-	uint64_t size;         /* as reported (the extent for size-0 symbols) */
-	uint64_t maxend;       /* max(end) over syms[0..i]: bounds the backward walk */
-	const char *name;
-	char *dname;           /* demangled name (lazily, malloc'ed), or NULL */
-	uint8_t rank;          /* dedup preference among aliases, lower wins; SYM_RANK_NOTYPE: an untyped label */
-	uint8_t fde;           /* no symbol: a function delimited by an .eh_frame FDE */
-	uint8_t dname_done;    /* dname was computed (NULL: same as name) */
-};
-
-enum { LAZY_NONE = 0, LAZY_OK = 1, LAZY_FAIL = -1 };
-enum { SYM_RANK_NOTYPE = 16 };   /* below every typed symbol, above FDE functions (32) */
-
-/* An ELF file, shared by the images that map it (see the file comment).
- * Addresses in it are link addresses. */
-struct modfile {
-	struct modfile *next;  /* the cache list */
-	unsigned refs;
-	dev_t dev;             /* identity */
-	ino_t ino;
-	off_t size;
-	struct timespec mtime;
-	char *path;
-	const char *base_name; /* points into path */
-	uint64_t lo, hi;       /* link range of all PT_LOADs */
-	Elf *elf;
-	char **debug_dirs;     /* the adding image's, copied; NULL: the default */
-	size_t ndebug_dirs;
-	char *dwfl_path;       /* debug_dirs as a libdwfl debuginfo_path (key) */
-	Dwfl_Callbacks dwfl_cb;
-	Elf *dbg_elf;          /* separate debug file whose .symtab we use, or NULL */
-	int sym_state;
-	struct sym *syms;      /* link addresses */
-	size_t nsyms;
-	char *plt_names;       /* storage of the "name@plt" strings */
-	char *fde_names;       /* storage of the "module+0xoff" names of FDE functions */
-	int dw_state;
-	Dwfl *dwfl;            /* the module reported at link addresses */
-	Dwfl_Module *dwmod;
-};
-
-/* A module of one image: an ELF file (@f) at its load bias, or a raw file. */
-struct module {
-	char *path;
-	const char *base_name; /* points into path */
-	uint64_t bias;         /* added to ELF vaddrs (0 for ET_EXEC, raw files) */
-	uint64_t lo, hi;       /* address range of all PT_LOADs / the raw range */
-	struct modfile *f;     /* NULL for raw files */
-	int dead;              /* removed by btr_image_remove */
-};
-
-struct backing {
-	void *ptr;
-	size_t len;
-	int is_mmap;
-};
-
-struct btr_image {
-	struct section *secs;
-	size_t nsecs, capsecs;
-	size_t last;           /* "last hit" cache; accessed with relaxed atomics */
-	struct module *mods;
-	size_t nmods, capmods;
-	uint32_t last_mod;     /* module cache for symbol lookups */
-	struct backing *backs;
-	size_t nbacks, capbacks;
-	unsigned generation;
-	char **debug_dirs;     /* NULL: the default, /usr/lib/debug */
-	size_t ndebug_dirs;
-	char *dwfl_path;       /* debug_dirs as a libdwfl debuginfo_path */
-	Dwfl_Callbacks dwfl_cb;
-};
 
 /* ------------------------------------------------------------------ */
 
@@ -163,8 +83,11 @@ static void modfile_free(struct modfile *f)
 		elf_end(f->elf);
 	if (f->dbg_elf)
 		elf_end(f->dbg_elf);
-	for (size_t i = 0; i < f->nsyms; i++)
+	for (size_t i = 0; i < f->nsyms; i++) {
 		free(f->syms[i].dname);
+		if (f->own_names)
+			free((char *)f->syms[i].name);
+	}
 	free(f->syms);
 	free(f->plt_names);
 	free(f->fde_names);
@@ -419,7 +342,8 @@ int btr_image_read(const struct btr_image *img, uint64_t addr, void *buf, size_t
 
 /* ---- modules ----------------------------------------------------- */
 
-static int add_module(struct btr_image *img, const char *path, uint32_t *idx)
+/* image_priv.h */
+int image_add_module(struct btr_image *img, const char *path, uint32_t *idx)
 {
 	int err = grow((void **)&img->mods, &img->capmods, img->nmods + 1, sizeof(*img->mods));
 	if (err)
@@ -487,7 +411,7 @@ int btr_image_add_elf(struct btr_image *img, const char *path, uint64_t base, in
 	}
 
 	uint32_t midx;
-	if ((err = reserve_secs(img, nadd + 2)) != 0 || (err = add_module(img, path, &midx)) != 0) {
+	if ((err = reserve_secs(img, nadd + 2)) != 0 || (err = image_add_module(img, path, &midx)) != 0) {
 		modfile_put(f);
 		return err;
 	}
@@ -585,7 +509,7 @@ int btr_image_add_file(struct btr_image *img, const char *path, uint64_t offset,
 		munmap(map, mlen);
 		goto out;
 	}
-	if ((err = add_module(img, path, &midx)) != 0)
+	if ((err = image_add_module(img, path, &midx)) != 0)
 		goto out;  /* the mapping stays in the backing list, freed with the image */
 	img->mods[midx].lo = addr;
 	img->mods[midx].hi = addr + size;
@@ -598,22 +522,16 @@ out:
 	return err;
 }
 
-int btr_image_add_bytes(struct btr_image *img, const void *bytes, size_t size, uint64_t addr)
+/* lib/image_code.c: [@start, @end) -> @p, replacing what was there; @own
+ * (or NULL) is a malloc'ed block the image frees with itself. */
+int image_insert_bytes(struct btr_image *img, const uint8_t *p, uint64_t start, uint64_t end, void *own)
 {
-	if (!img || !bytes || !size || addr + size < addr)
-		return -BTR_ERR_INVAL;
-	void *copy = malloc(size);
-	if (!copy)
-		return -BTR_ERR_NOMEM;
-	memcpy(copy, bytes, size);
 	int err = reserve_secs(img, 2);
-	if (!err)
-		err = add_backing(img, copy, size, 0);
-	if (err) {
-		free(copy);
+	if (!err && own)
+		err = add_backing(img, own, end - start, 0);
+	if (err)
 		return err;
-	}
-	insert_section(img, addr, addr + size, copy, NO_MODULE);
+	insert_section(img, start, end, p, NO_MODULE);
 	img->generation++;
 	return 0;
 }
@@ -645,8 +563,12 @@ int64_t btr_image_remove(struct btr_image *img, uint64_t addr, uint64_t size)
 static struct module *module_at(struct btr_image *img, uint64_t addr)
 {
 	const struct section *s = find_section(img, addr);
-	if (s)
-		return s->module == NO_MODULE ? NULL : &img->mods[s->module];
+	if (s && s->module != NO_MODULE)
+		return &img->mods[s->module];
+	if (s) {   /* bytes without a file: named by the symbols of generated code */
+		struct module *j = img->jit ? &img->mods[img->jit - 1] : NULL;
+		return j && j->lo <= addr && addr < j->hi ? j : NULL;
+	}
 	if (img->last_mod < img->nmods) {
 		struct module *m = &img->mods[img->last_mod];
 		if (!m->dead && m->lo <= addr && addr < m->hi)
@@ -1447,7 +1369,7 @@ int btr_image_module_at(struct btr_image *img, uint64_t addr, struct btr_image_m
 	mi->bias = m->bias;
 	mi->start = m->lo;
 	mi->end = m->hi;
-	mi->is_elf = m->f != NULL;
+	mi->is_elf = m->f && m->f->elf;
 	return 0;
 }
 

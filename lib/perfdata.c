@@ -749,6 +749,7 @@ void btr_perf_reader_free(struct btr_perf_reader *r)
 	free(r->sbr);
 	free(r->scc);
 	free(r->dbuf);
+	jit_queue_free(&r->jit);
 	ZSTD_freeDCtx(r->zd);
 	free(r);
 }
@@ -793,6 +794,10 @@ static int convert(struct btr_perf_reader *r, uint32_t t, uint16_t misc, const u
 		}
 		copy_str(r->path, sizeof(r->path), p + fixed, body - fixed);
 		m->path = r->path;
+		/* A JIT runtime maps its jitdump so that its name is here: its
+		 * functions and their code follow (as `perf inject --jit`). */
+		if (jit_dump_path(r->path) && jit_queue_load(&r->jit, r->path, m->pid) < 0)
+			btr_warn("%s: cannot read this jitdump: its code cannot be decoded", r->path);
 		if (!m->build_id_len) {
 			const struct bid_ent *b = btr__perf_find_build_id(r, r->path);
 			if (b) {
@@ -999,6 +1004,8 @@ int btr_perf_read(struct btr_perf_reader *r, struct btr_record *rec)
 		r->has_pending = false;
 		return 0;
 	}
+	if (jit_queue_pop(&r->jit, rec))
+		return 0;
 	if (r->err)
 		return r->err;
 	if (!r->machine_done) {
@@ -1075,6 +1082,7 @@ int btr_perf_convert(struct btr_perf_reader *r, const void *rec, size_t size, st
 		return 0;   /* a file-only record: its payload is not in @rec */
 	r->has_pending = false;
 	int rc = convert(r, t, misc, p + 8, sz - 8u, &out[0]);
+	jit_queue_free(&r->jit);   /* live: the runtime is still writing its jitdump */
 	if (rc <= 0)
 		return rc;
 	if (r->has_pending) {

@@ -5,6 +5,7 @@
 #define BTR_PERFDATA_PRIV_H
 
 #include "btr/perfdata.h"
+#include "jitsyms.h"
 #include "internal.h"
 
 #include <stdbool.h>
@@ -110,6 +111,7 @@ struct btr_perf_reader {
 	int machine_done;
 	struct btr_record pending;
 	bool has_pending;
+	struct jit_queue jit;   /* a jitdump's records, after its marker's MMAP */
 
 	struct attr_ent *attrs;
 	uint32_t nr_attrs, cap_attrs;

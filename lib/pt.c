@@ -273,8 +273,14 @@ static int decode_ext(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t ava
 		return PT_SIZE_PSBEND;
 	case PT_EXT_TMA: /* TMA: CTC[15:0], reserved 0, FC[7:0], FC[8] (bits 7:1 reserved) */
 		NEED(PT_SIZE_TMA);
-		if (p[4] || (p[6] & 0xfe))
-			return -BTR_ERR_BAD_PACKET;
+		if (p[4] || (p[6] & 0xfe)) {
+			if (!(d->errata & BTR_PT_ERRATA_SKZ84))
+				return -BTR_ERR_BAD_PACKET;
+			NEED(PT_SIZE_TMA + 1);   /* SKZ84 (pt.h): TMA + its bogus byte */
+			pkt->type = BTR_PT_INVALID;
+			pkt->size = PT_SIZE_TMA + 1;
+			return PT_SIZE_TMA + 1;
+		}
 		pkt->type = BTR_PT_TMA;
 		pkt->size = PT_SIZE_TMA;
 		pkt->u.tma.ctc = (uint16_t)(p[2] | p[3] << 8);
@@ -537,7 +543,7 @@ int btr_pt_pkt_init(struct btr_pt_pkt_decoder *d, const uint8_t *buf, size_t siz
 
 int btr_pt_pkt_set_errata(struct btr_pt_pkt_decoder *d, unsigned flags)
 {
-	if (!d || (flags & ~(unsigned)BTR_PT_ERRATA_SKD007))
+	if (!d || (flags & ~(unsigned)(BTR_PT_ERRATA_SKD007 | BTR_PT_ERRATA_SKZ84)))
 		return -BTR_ERR_INVAL;
 	d->errata = (uint8_t)flags;
 	update_fast(d);

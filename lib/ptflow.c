@@ -65,6 +65,7 @@ static void errata_for(const struct btr_ptflow_config *c, struct errata *e)
 		/* families 18 and 19 */
 		e->bdm70 = e->skd022 = 1;
 		e->apl11 = c->cpu_family == 0x12;
+		e->skz84 = c->cpu_family == 0x13 && c->cpu_model == 1;
 		return;
 	}
 	if (c->cpu_family != 6)
@@ -76,12 +77,15 @@ static void errata_for(const struct btr_ptflow_config *c, struct errata *e)
 	case 0x4e: case 0x5e: case 0x8e: case 0x9e: case 0xa5: case 0xa6: /* Skylake .. Comet Lake */
 		e->bdm70 = e->skd007 = e->skd022 = e->skd010 = e->skl014 = e->skl168 = 1;
 		break;
-	case 0x55: case 0x66: case 0x6a: case 0x6c: case 0x7d: case 0x7e: /* SKX, CNL, ICX, ICL */
+	case 0x55: case 0x6a: case 0x6c:              /* SKX, ICX (libipt: also SKZ84) */
+		e->bdm70 = e->skl014 = e->skd022 = e->skz84 = 1;
+		break;
+	case 0x66: case 0x7d: case 0x7e:              /* CNL, ICL */
 	case 0x8c: case 0x8d: case 0xa7: case 0xa8:   /* TGL, RKL */
 		e->bdm70 = e->skl014 = e->skd022 = 1;
 		break;
 	case 0x8f: case 0xad: case 0xae: case 0xcf:   /* SPR, GNR, EMR */
-		e->bdm70 = e->skd022 = 1;
+		e->bdm70 = e->skd022 = e->skz84 = 1;
 		break;
 	case 0x97: case 0x9a: case 0xaa: case 0xac: case 0xb5: case 0xb7: /* ADL, MTL, RPL, ... */
 	case 0xba: case 0xbd: case 0xbf: case 0xc5: case 0xc6: case 0xcc: case 0xd5:
@@ -103,10 +107,10 @@ int btr_ptflow_errata_names(const struct btr_ptflow_config *cfg, char *buf, size
 	errata_for(cfg, &e);
 	if (!buf || !size)
 		return -BTR_ERR_INVAL;
-	int n = snprintf(buf, size, "%s%s%s%s%s%s%s%s%s", e.bdm70 ? "bdm70 " : "",
+	int n = snprintf(buf, size, "%s%s%s%s%s%s%s%s%s%s", e.bdm70 ? "bdm70 " : "",
 			 e.bdm64 ? "bdm64 " : "", e.skd007 ? "skd007 " : "", e.skd022 ? "skd022 " : "",
 			 e.skd010 ? "skd010 " : "", e.skl014 ? "skl014 " : "", e.skl168 ? "skl168 " : "",
-			 e.apl12 ? "apl12 " : "", e.apl11 ? "apl11 " : "");
+			 e.apl12 ? "apl12 " : "", e.apl11 ? "apl11 " : "", e.skz84 ? "skz84 " : "");
 	if (n > 0 && (size_t)n <= size && buf[n - 1] == ' ')
 		buf[--n] = 0;
 	return n;
@@ -194,9 +198,34 @@ void btr_ptflow_stats(const struct btr_ptflow *f, struct btr_ptflow_stats *st)
 		memset(st, 0, sizeof(*st));
 }
 
+/* The TSX state the events @t/@payload change (before any filtering of
+ * events by the callbacks).  For an abort, returns the instructions the
+ * transaction had executed (the event's payload, btr/ptflow.h). */
+static uint64_t tsx_state(struct btr_ptflow *f, enum btr_flow_event_type t, uint64_t payload)
+{
+	uint64_t n = 0;
+	if (t == BTR_FLOW_TSX && payload && !f->intx) {
+		f->intx = 1;
+		f->tx_insns = f->st.insns;
+	} else if (t == BTR_FLOW_TSX && !payload) {
+		f->intx = 0;
+	} else if (t == BTR_FLOW_TSX_ABORT && f->intx) {
+		n = f->st.insns - f->tx_insns;
+		f->st.tsx_aborts++;
+		f->st.tsx_aborted_insns += n;
+		f->intx = 0;
+	}
+	return n;
+}
+
 void ptf_emit_event(struct btr_ptflow *f, enum btr_flow_event_type t, int reason,
 		       uint64_t ip, uint64_t payload)
 {
+	if (btr_unlikely(t == BTR_FLOW_TSX || t == BTR_FLOW_TSX_ABORT)) {
+		uint64_t n = tsx_state(f, t, payload);
+		if (t == BTR_FLOW_TSX_ABORT)
+			payload = n;
+	}
 	if (t == BTR_FLOW_GAP)
 		f->st.gaps++;
 	if (t == BTR_FLOW_OVERFLOW)
@@ -280,7 +309,7 @@ static void on_tnt(struct btr_ptflow *f, uint64_t bits, unsigned n)
 	if (f->pend)
 		return;  /* waiting for the deferred TIP */
 	size_t used = 0;
-	int r = f->cb->insn ? ptf_walk(f, G_TNT, 0, 0, NULL) : ptf_walk_fast(f, NULL, 0, 0, 0, &used);
+	int r = f->cb->insn || f->intx ? ptf_walk(f, G_TNT, 0, 0, NULL) : ptf_walk_fast(f, NULL, 0, 0, 0, &used);
 	if (r < 0)
 		ptf_gap(f, r, f->ip);
 }
@@ -351,7 +380,7 @@ void ptf_on_tip(struct btr_ptflow *f, uint64_t ip, int suppressed)
 		/* Bits queued behind a deferred TIP. */
 		if (f->en == EN_ON && f->tnt_total) {
 			size_t used = 0;
-			int r = f->cb->insn ? ptf_walk(f, G_TNT, 0, 0, NULL)
+			int r = f->cb->insn || f->intx ? ptf_walk(f, G_TNT, 0, 0, NULL)
 					    : ptf_walk_fast(f, NULL, 0, 0, 0, &used);
 			if (r < 0)
 				ptf_gap(f, r, f->ip);
@@ -387,11 +416,6 @@ static void on_pgd(struct btr_ptflow *f, uint64_t ip, int suppressed)
 {
 	tsx_flush(f, f->ip);
 	f->fup_status = 0;
-	if (f->after_ovf && f->er.apl11) {
-		/* APL11: "Intel PT OVF Packet May Be Followed by TIP.PGD
-		 * Packet" - ignore the spurious TIP.PGD. */
-		return;
-	}
 	int ovf = f->after_ovf;
 	f->after_ovf = 0;
 	if (f->en == EN_ON) {
@@ -496,11 +520,6 @@ static void on_fup(struct btr_ptflow *f, uint64_t ip, int suppressed)
 	}
 	if (f->after_ovf) {
 		f->after_ovf = 0;
-		if (f->ovf_was_off && f->er.apl12) {
-			/* APL12: "Intel PT OVF May Be Followed By An Unexpected
-			 * FUP Packet" when tracing was off: ignore it. */
-			return;
-		}
 		do_enable(f, ip);
 		return;
 	}
@@ -550,7 +569,6 @@ static void on_fup(struct btr_ptflow *f, uint64_t ip, int suppressed)
 static void on_ovf(struct btr_ptflow *f)
 {
 	ptf_emit_event(f, BTR_FLOW_OVERFLOW, 0, f->ip, 0);
-	f->ovf_was_off = f->en == EN_OFF;
 	ptf_gap(f, -BTR_ERR_OVERFLOW, f->ip);
 	f->in_psb = 0;   /* an OVF also terminates PSB+ (SDM) */
 	/* Like libipt, forget the last IP: the IP packet after an overflow
@@ -614,6 +632,52 @@ static void on_mode_exec(struct btr_ptflow *f, uint8_t b)
 		f->have_next_mode = 1;
 		f->fup_status = 1;
 	}
+}
+
+/* MODE.TSX in PSB+ is state only; elsewhere a FUP follows with the IP of
+ * the XBEGIN/XEND (a status FUP) or, with the abort bit, the source of
+ * the abort, then a TIP. */
+static void on_mode_tsx(struct btr_ptflow *f, uint8_t b)
+{
+	if (f->in_psb) {
+		/* the state at the PSB: in a transaction or not */
+		if ((b & 1) && !f->intx)
+			f->tx_insns = f->st.insns;
+		f->intx = b & 1;
+		return;
+	}
+	if (b & 2) {
+		f->tsx_abort = 1;
+	} else {
+		/* reported where it took effect: at the FUP's IP, after the
+		 * instructions before it (as libipt) */
+		tsx_flush(f, f->ip);
+		f->tsx_pend = (uint8_t)(1 + (b & 1));
+	}
+	f->fup_status = 1;
+}
+
+/* An OVF's errata (ptflow_errata.c) decided by the @n bytes @p after it.
+ * Returns how many of them to skip. */
+static size_t ovf_errata(struct btr_ptflow *f, const uint8_t *p, size_t n)
+{
+	struct ptf_ovf_fix x;
+	ptf_ovf_errata(&f->er, p, n, &x);
+	if (x.action == PTF_OVF_NORMAL)
+		return 0;
+	f->after_ovf = 0;
+	f->last_ip = x.last_ip;
+	f->pend = NULL;
+	f->async_pending = 0;
+	ptf_tnt_clear(f);
+	if (x.action == PTF_OVF_OFF) {
+		f->en = EN_OFF;   /* tracing was off when the overflow resolved */
+	} else {
+		do_enable(f, x.ip);
+		if (x.has_tsx)
+			on_mode_tsx(f, (uint8_t)(PT_MODE_TSX | x.tsx));
+	}
+	return x.skip;
 }
 
 /* Event trace (SDM "Event Trace"): a CFE names a control-flow event;
@@ -699,7 +763,7 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 				return 0;
 			if (p[1] == PT_OPC_EXT && p[2] == PT_EXT_OVF) {
 				on_ovf(f);
-				return 1 + PT_SIZE_OVF;
+				return 1 + PT_SIZE_OVF + (int)ovf_errata(f, p + 1 + PT_SIZE_OVF, n - 1 - PT_SIZE_OVF);
 			}
 		}
 		if (b & PT_CYC_EXP) {
@@ -758,20 +822,7 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 			on_mode_exec(f, p[1]);
 			break;
 		case PT_MODE_TSX:
-			/* MODE.TSX in PSB+ is state only; elsewhere a FUP follows
-			 * with the IP of the XBEGIN/XEND (a status FUP) or, with
-			 * the abort bit, the source of the abort, then a TIP. */
-			if (f->in_psb)
-				break;
-			if (p[1] & 2) {
-				f->tsx_abort = 1;
-			} else {
-				/* reported where it took effect: at the FUP's IP,
-				 * after the instructions before it (as libipt) */
-				tsx_flush(f, f->ip);
-				f->tsx_pend = (uint8_t)(1 + (p[1] & 1));
-			}
-			f->fup_status = 1;
+			on_mode_tsx(f, p[1]);
 			break;
 		}
 		return PT_SIZE_MODE;
@@ -824,7 +875,7 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 		return PT_SIZE_PSBEND;
 	case PT_EXT_OVF:
 		on_ovf(f);
-		return PT_SIZE_OVF;
+		return PT_SIZE_OVF + (int)ovf_errata(f, p + PT_SIZE_OVF, n - PT_SIZE_OVF);
 	case PT_EXT_PIP:
 		if (n < PT_SIZE_PIP)
 			return 0;
@@ -853,6 +904,8 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 	case PT_EXT_TMA:
 		if (n < PT_SIZE_TMA)
 			return 0;
+		if ((p[4] || (p[6] & 0xfe)) && f->er.skz84)
+			return n < PT_SIZE_TMA + 1 ? 0 : PT_SIZE_TMA + 1;   /* SKZ84 (btr/pt.h): TMA + a bogus byte */
 		on_tma(f, (uint16_t)rd_le(p + 2, 2), (uint16_t)(p[5] | ((p[6] & 1) << 8)));
 		return PT_SIZE_TMA;
 	case PT_EXT_VMCS:
@@ -942,7 +995,7 @@ static size_t run(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit
 		if ((((c & PT_OPM_TNT8) == PT_OPC_TNT8 && c > PT_OPC_EXT) ||
 		     (c == PT_OPC_EXT && i + PT_SIZE_TNT64 <= n && p[i + 1] == PT_EXT_TNT64) ||
 		     ((c & PT_OPM_IP) == PT_OPC_TIP && (c >> PT_OPS_IPC) && !f->async_pending && !f->fup_status)) &&
-		    f->en == EN_ON && !f->pend && !f->tq_cnt && !f->cb->insn) {
+		    f->en == EN_ON && !f->pend && !f->tq_cnt && !f->cb->insn && !f->intx) {
 			/* TNT and TIP packets while the flow is known: walk
 			 * straight from the packet bytes. */
 			size_t used = i;

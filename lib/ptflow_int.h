@@ -88,8 +88,25 @@ enum en_state {
 
 struct errata {
 	unsigned bdm70 : 1, bdm64 : 1, skd007 : 1, skd022 : 1, skd010 : 1, skl014 : 1,
-		skl168 : 1, apl12 : 1, apl11 : 1;
+		skl168 : 1, apl12 : 1, apl11 : 1, skz84 : 1;
 };
+
+/* What the overflow errata make of an OVF (ptflow_errata.c). */
+enum { PTF_OVF_NORMAL, PTF_OVF_OFF, PTF_OVF_AT_IP };
+struct ptf_ovf_fix {
+	uint8_t action;   /* PTF_OVF_*: decode as without an erratum; resume
+			   * after @skip bytes with tracing off; or resume
+			   * after @skip bytes, enabled at @ip */
+	uint8_t has_tsx;  /* PTF_OVF_AT_IP: a MODE.TSX (bits @tsx: 1 InTX, 2
+			   * abort) binds to the FUP at @skip */
+	uint8_t tsx;
+	size_t skip;      /* bytes after the OVF to drop */
+	uint64_t ip;
+	uint64_t last_ip; /* the decoder's last IP after the skipped bytes */
+};
+/* Applies the overflow errata of @er (SKD010, APL11, APL12) to the @n
+ * bytes @p that follow an OVF.  Fills *@x (never fails). */
+void ptf_ovf_errata(const struct errata *er, const uint8_t *p, size_t n, struct ptf_ovf_fix *x);
 
 #define TNTQ 8   /* TNT packets queued at most (deferred TIPs need 2) */
 #define RETSTACK 64
@@ -135,7 +152,8 @@ struct btr_ptflow {
 	uint8_t tsx_abort;       /* MODE.TSX with abort seen: next FUP+TIP is an abort */
 	uint8_t tsx_pend;        /* MODE.TSX begin/commit seen: 1 + InTX, reported at its FUP's IP */
 	uint8_t after_ovf;       /* OVF seen: the next FUP is the resume IP */
-	uint8_t ovf_was_off;     /* tracing was off at the OVF (APL12) */
+	uint8_t intx;            /* inside a TSX transaction (BTR_BF_IN_TX) */
+	uint64_t tx_insns;       /* st.insns when the transaction began */
 	uint8_t in_psb;
 	uint8_t psb_fup;         /* FUP seen in this PSB+ */
 	uint8_t psb_on;          /* tracing was on (flow known) when this PSB+ began */
@@ -251,7 +269,7 @@ static inline void emit_branch(struct btr_ptflow *f, uint64_t from, uint64_t to,
 	b.kind = (uint8_t)kind;
 	b.reserved = 0;
 	b.pid = f->cfg.pid;
-	flags |= BTR_BF_INSNS | KFLAGS(from, to);
+	flags |= BTR_BF_INSNS | KFLAGS(from, to) | (f->intx ? BTR_BF_IN_TX : 0);
 	if (f->tsc)
 		flags |= BTR_BF_TSC;
 	if (f->have_cyc) {

@@ -45,6 +45,8 @@ void ptf_emit_insns(struct btr_ptflow *f, const struct blk *b, unsigned n)
 			in.imm = c->end_imm;
 			in.target = (c->end_flags & BTR_INSN_DIRECT) ? b->to[1] : 0;
 		}
+		if (f->intx)
+			in.flags |= BTR_INSN_IN_TX;
 		if (f->cb->insn(f->cb->ctx, ip, &in))
 			f->stopped = 1;
 		ip += lens[i];

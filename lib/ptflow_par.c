@@ -344,6 +344,8 @@ int btr_ptflow_decode_parallel(struct btr_image *img, const struct btr_ptflow_co
 			st->bytes += pc->st.bytes;
 			st->overflows += pc->st.overflows;
 			st->blocks_decoded += pc->st.blocks_decoded;
+			st->tsx_aborts += pc->st.tsx_aborts;
+			st->tsx_aborted_insns += pc->st.tsx_aborted_insns;
 			for (int k = 0; k < BTR_KIND__COUNT; k++)
 				st->by_kind[k] += pc->st.by_kind[k];
 		}

@@ -171,8 +171,20 @@ struct blk *ptf_build_blk(struct btr_ptflow *f, uint64_t ip, int *err)
 /* Does a TIP.PGD (target @x, or @suppressed) bind to the branch ending @b?
  * The rules of libipt's pt_insn_at_disabled_event: with an IP it binds to
  * any branch except a direct one going elsewhere; without an IP only to
- * far transfers, or (erratum SKL014, "Intel PT TIP.PGD May Not Have Target
- * IP Payload", when IP filtering is configured) to any branch. */
+ * far transfers and MOV CR3 - or, erratum SKL014 ("Intel PT TIP.PGD May
+ * Not Have Target IP Payload": a direct unconditional branch that clears
+ * FilterEn), to the first direct JMP/CALL whose target lies outside the
+ * IP filter ranges; one whose target is inside them did not disable
+ * tracing and the walk follows it (libipt's block decoder,
+ * pt_blk_proceed_skl014).  Without filter ranges nothing leaves them. */
+static int outside_filter(const struct btr_ptflow *f, uint64_t ip)
+{
+	for (unsigned i = 0; i < f->cfg.n_ip_filter; i++)
+		if (ip >= f->cfg.ip_filter[i][0] && ip <= f->cfg.ip_filter[i][1])
+			return 0;
+	return f->cfg.n_ip_filter > 0;
+}
+
 static inline int ends_mov_cr3(const struct btr_ptflow *f, const struct blk *b)
 {
 	return b->cls == C_NONE && b->ninsn && (f->cold[b - f->blks].end_flags & BTR_INSN_MOV_CR3);
@@ -185,7 +197,7 @@ static int pgd_binds(const struct btr_ptflow *f, const struct blk *b, uint64_t x
 	if (suppressed) {
 		if (b->cls == C_FAR)
 			return 1;
-		return f->er.skl014 && f->cfg.n_ip_filter > 0;
+		return f->er.skl014 && (b->cls == C_JMP || b->cls == C_CALL) && outside_filter(f, b->to[1]);
 	}
 	if ((b->cls == C_JMP || b->cls == C_CALL) && b->to[1] != x)
 		return 0;
@@ -204,8 +216,8 @@ int ptf_walk(struct btr_ptflow *f, enum goal goal, uint64_t x, int suppressed, s
 	const int retcomp = !f->cfg.no_retcomp;
 
 	for (;;) {
-		if (btr_unlikely(!b))
-			return err;
+		if (btr_unlikely(!b))   /* no code with no bit left: see NOMAP_LATER */
+			return err == -BTR_ERR_NOMAP && goal == G_TNT && !f->tnt_total ? 0 : err;
 		if (btr_unlikely(f->stopped))
 			return 0;
 		if (goal == G_TNT) {
@@ -478,13 +490,19 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 			s_ = lookup(f, ip, &err);                                \
 			if (!s_) {                                               \
 				b = NULL;                                        \
-				ret = tipmode ? 0 : err;                         \
+				ret = tipmode || NOMAP_LATER(err) ? 0 : err;     \
 				goto out;                                        \
 			}                                                        \
 			b->next[which] = s_;                                     \
 			b = s_;                                                  \
 		}                                                                \
 	} while (0)
+	/* No code at the next block, and no bit left to take there: stop
+	 * before it rather than fail.  Code without a file is added to the
+	 * image when it first runs (a CODE record between two data records:
+	 * docs/format.md), so the next packet's walk may find it; if not,
+	 * that walk reports the gap. */
+#define NOMAP_LATER(err_) ((err_) == -BTR_ERR_NOMAP && !nb && !qn)
 	/* The block at ip when none is at hand: the candidate (the walk's
 	 * last stop, or the last target of the indirect branch just
 	 * resolved), else a lookup. */
@@ -717,7 +735,7 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 					ip = to;
 					b = lookup(f, to, &err);
 					if (!b) {
-						ret = err;
+						ret = NOMAP_LATER(err) ? 0 : err;
 						goto out;
 					}
 					*lnk = b;
@@ -785,6 +803,7 @@ out:
 #undef FAST_ACQUIRE
 #undef FAST_GUARD
 #undef FAST_COUNT
+#undef NOMAP_LATER
 }
 
 /* walk_fast_t specialized by output (0 counts only, 1 per-branch

@@ -16,6 +16,8 @@
  */
 #include "btr/stream.h"
 #include "internal.h"
+#include "jitsyms.h"
+#include "stream_code.h"
 #include "stream_elf.h"
 #include "stream_loss.h"
 #include "stream_switch.h"
@@ -139,6 +141,7 @@ struct btr_stream {
 
 	struct stream_switches sw; /* context switches per CPU (stream_switch.c) */
 	struct stream_losses loss; /* causes of lost data (stream_loss.c) */
+	struct stream_code code;   /* code without a file, CODE records (stream_code.c) */
 };
 
 /* ---- helpers ---- */
@@ -480,8 +483,8 @@ static int find_module_file(struct btr_stream *s, const struct btr_rec_module *m
 static int load_module(struct btr_stream *s, const struct btr_rec_module *m, char *file, size_t filesz)
 {
 	const char *path = m->path;
-	if (!path || !path[0] || path[0] == '[' || !strncmp(path, "//anon", 6))
-		return 0;   /* [vdso], [kernel.kallsyms], anonymous: no file */
+	if (!path || !path[0] || path[0] == '[' || !strncmp(path, "//anon", 6) || jit_dump_path(path))
+		return 0;   /* [vdso], [kernel.kallsyms], anonymous, a jitdump marker: no code file */
 	if (m->prot && !(m->prot & PROT_EXEC_BIT))
 		return 0;   /* a data mapping; code comes with the PROT_EXEC one */
 	size_t len = strlen(path);
@@ -509,6 +512,15 @@ static int load_module(struct btr_stream *s, const struct btr_rec_module *m, cha
 	rc = retire_overlapping(s, m->pid, m->start, m->size ? m->size : 1, file, bias, &revived);
 	if (rc)
 		return rc < 0 ? rc : 0;   /* stopped: btr_stream_record sees it */
+	struct btr_image_module here;
+	if ((revived || is_loaded(s, file, bias, m->pid)) && m->size &&
+	    (btr_image_module_at(img, m->start, &here) != 0 || strcmp(here.path, file))) {
+		/* The file again where its ELF headers do not place it (node's
+		 * copy of its embedded builtins): its bytes there, raw. */
+		if ((rc = btr_image_add_file(img, file, m->pgoff, m->size, m->start)) == -BTR_ERR_NOMEM)
+			return rc;
+		return rc < 0 ? 1 : add_loaded(s, file, bias, m->start, m->size, m->pid) < 0 ? -BTR_ERR_NOMEM : 1;
+	}
 	if (revived || is_loaded(s, file, bias, m->pid))
 		return 1;   /* another mapping of the same file: said once */
 	if (mismatch) {
@@ -989,6 +1001,7 @@ static void on_machine(struct btr_stream *s, const struct btr_rec_machine *m)
 static void drop_modules(struct btr_stream *s, uint32_t pid)
 {
 	struct btr_image *img = img_of(s, pid, 0);
+	stream_code_clear(&s->code, img, pid);
 	for (size_t i = 0; i < s->n_mods;) {
 		struct loaded_module *m = &s->mods[i];
 		if (m->size && m->pid == pid) {
@@ -1032,6 +1045,7 @@ static int on_start(struct btr_stream *s, uint32_t pid, uint32_t ppid)
 static int on_exec(struct btr_stream *s, const struct btr_record *rec)
 {
 	uint32_t pid = rec->u.module.pid;
+	stream_code_clear(&s->code, img_of(s, pid, 0), pid);
 	for (size_t i = 0; i < s->n_mods;) {
 		struct loaded_module *m = &s->mods[i];
 		if (m->size && m->pid == pid) {
@@ -1177,6 +1191,7 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 		rc = emit(s, &ev);
 		break;
 	case BTR_REC_MODULE_LOAD:
+		stream_code_mapped(&s->code, rec->u.module.pid, rec->u.module.start, rec->u.module.size);
 		rc = load_module(s, &rec->u.module, file, sizeof(file));
 		if (rc < 0 || s->stopped)
 			break;
@@ -1287,6 +1302,10 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 		if (unselected(s, rec->u.branches.tid, 0))
 			break;
 		rc = on_branches(s, &rec->u.branches);
+		break;
+	case BTR_REC_CODE:
+	case BTR_REC_SYMBOL:
+		rc = stream_code_on(&s->code, img_of(s, rec->type == BTR_REC_CODE ? rec->u.code.pid : rec->u.sym.pid, 1), rec);
 		break;
 	default:
 		break;   /* a newer record type: nothing to do with it */
@@ -1469,5 +1488,6 @@ void btr_stream_free(struct btr_stream *s)
 			btr_image_free(s->procs[i].img);
 	free(s->procs);
 	btr_image_free(s->img);
+	stream_code_free(&s->code);   /* after the images, which read its pages */
 	free(s);
 }

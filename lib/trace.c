@@ -45,6 +45,8 @@ static const char *const type_names[BTR_REC__MAX] = {
 	[BTR_REC_PROCESS] = "process",
 	[BTR_REC_BTS_INSNS] = "bts_insns",
 	[BTR_REC_SWITCH] = "switch",
+	[BTR_REC_CODE] = "code",
+	[BTR_REC_SYMBOL] = "symbol",
 };
 
 const char *btr_rec_type_name(enum btr_rec_type type)
@@ -532,6 +534,31 @@ static int decode(struct btr_trace_reader *r, enum btr_rec_type type, const uint
 		x->cpu = (int32_t)c32(&c);
 		x->flags = c32(&c);
 		x->tsc = c64(&c);
+		break;
+	}
+	case BTR_REC_CODE: {   /* format 1.5 */
+		struct btr_rec_code *x = &rec->u.code;
+		x->pid = c32(&c);
+		x->flags = c32(&c);
+		x->addr = c64(&c);
+		x->hash = c64(&c);
+		x->size = c32(&c);
+		uint32_t dl = c32(&c);
+		if (dl && (dl != x->size || dl > c.left))
+			c.bad = 1;
+		x->data = dl && !c.bad ? take(&c, dl) : NULL;
+		if (x->size > BTR_TRACE_MAX_CODE || !x->size)
+			c.bad = 1;
+		break;
+	}
+	case BTR_REC_SYMBOL: {   /* format 1.5 */
+		struct btr_rec_symbol *x = &rec->u.sym;
+		x->pid = c32(&c);
+		x->source = c32(&c);
+		x->addr = c64(&c);
+		x->size = c64(&c);
+		cstr(&c, r->str, BTR_TRACE_MAX_STRING + 1);
+		x->name = r->str;
 		break;
 	}
 	case BTR_REC_PROCESS: {

@@ -34,6 +34,8 @@
 #define EXIT_FIXED 40u
 #define SWITCH_FIXED 24u     /* pid, tid, cpu, flags, tsc */
 #define PROCESS_FIXED 30u    /* + path + args + detail (u16 length each) */
+#define CODE_FIXED 32u       /* pid, flags, addr, hash, size, data_len + data (1.5) */
+#define SYMBOL_FIXED 26u     /* pid, source, addr, size + name (1.5) */
 
 static inline void put16(uint8_t *p, uint16_t v)
 {

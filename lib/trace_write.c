@@ -308,6 +308,17 @@ int btr_trace_write(struct btr_trace_writer *w, const struct btr_record *rec)
 	case BTR_REC_SWITCH:
 		body = SWITCH_FIXED;
 		break;
+	case BTR_REC_CODE:
+		if (!rec->u.code.size || rec->u.code.size > BTR_TRACE_MAX_CODE)
+			return -BTR_ERR_INVAL;
+		body = CODE_FIXED + (rec->u.code.data ? rec->u.code.size : 0);
+		break;
+	case BTR_REC_SYMBOL:
+		n1 = slen(rec->u.sym.name);
+		if (n1 > BTR_TRACE_MAX_STRING)
+			return -BTR_ERR_INVAL;
+		body = SYMBOL_FIXED + n1;
+		break;
 	case BTR_REC_PROCESS:
 		n1 = slen(rec->u.process.path);
 		n2 = slen(rec->u.process.detail);
@@ -415,6 +426,27 @@ int btr_trace_write(struct btr_trace_writer *w, const struct btr_record *rec)
 		put32(p + 8, (uint32_t)x->cpu);
 		put32(p + 12, x->flags);
 		put64(p + 16, x->tsc);
+		break;
+	}
+	case BTR_REC_CODE: {
+		const struct btr_rec_code *x = &rec->u.code;
+		put32(p, x->pid);
+		put32(p + 4, x->flags);
+		put64(p + 8, x->addr);
+		put64(p + 16, x->hash);
+		put32(p + 24, x->size);
+		put32(p + 28, x->data ? x->size : 0);
+		if (x->data)
+			memcpy(p + CODE_FIXED, x->data, x->size);
+		break;
+	}
+	case BTR_REC_SYMBOL: {
+		const struct btr_rec_symbol *x = &rec->u.sym;
+		put32(p, x->pid);
+		put32(p + 4, x->source);
+		put64(p + 8, x->addr);
+		put64(p + 16, x->size);
+		put_str(p + 24, x->name, n1);
 		break;
 	}
 	case BTR_REC_PROCESS: {

@@ -38,6 +38,7 @@ pkgs="
   lcov
   libxml2-utils
   chromium
+  nodejs
 "
 missing=""
 for p in $pkgs; do

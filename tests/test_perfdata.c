@@ -1346,8 +1346,74 @@ static void test_live(void)
 	rmdir(dir);
 }
 
+/* A JIT runtime's jitdump (tools/perf/Documentation/jitdump-specification.txt)
+ * named by the MMAP of its marker: the reader hands out, right after that
+ * MMAP, a symbol and a code record per code load (the code bytes at the
+ * load's address), as `perf inject --jit` reads it. */
+static void test_jitdump(void)
+{
+	char dump[256];
+	snprintf(dump, sizeof(dump), "%s/jit-42.dump", BTR_BINARY_DIR);
+	static const uint8_t code[] = { 0x31, 0xc0, 0xc3 };
+	struct wbuf *w = calloc(1, sizeof(*w));
+	if (!w)
+		return;
+	/* the jitdump: header, one JIT_CODE_LOAD "js_fn" of 3 bytes at 0x7f0000001000 */
+	w32(w, 0x4A695444), w32(w, 1), w32(w, 40), w32(w, 62), w32(w, 0), w32(w, 42), w64(w, 0), w64(w, 0);
+	w32(w, 0), w32(w, 56 + 6 + 3), w64(w, 5);
+	w32(w, 42), w32(w, 42), w64(w, 0x7f0000001000), w64(w, 0x7f0000001000), w64(w, 3), w64(w, 1);
+	wstr(w, "js_fn", 6);
+	for (size_t i = 0; i < sizeof(code); i++)
+		w8(w, code[i]);
+	FILE *f = fopen(dump, "wb");
+	CHECK(f != NULL);
+	if (f) {
+		fwrite(w->b, 1, w->n, f);
+		fclose(f);
+	}
+	/* the perf.data: one attr, data = the marker's MMAP (no sample_id_all) */
+	memset(w, 0, sizeof(*w));
+	w64(w, 0x32454c4946524550ULL);
+	w64(w, 104);
+	w64(w, 80 + 16);
+	size_t attrs_at = w->n;
+	w64(w, 0), w64(w, 0), w64(w, 0), w64(w, 0), w64(w, 0), w64(w, 0);
+	w64(w, 0), w64(w, 0), w64(w, 0), w64(w, 0);
+	size_t a0 = w->n;
+	w32(w, 0), w32(w, 80), w64(w, 0), w64(w, 4000), w64(w, 0x1 | 0x2), w64(w, 0), w64(w, 1ull << 5);
+	w32(w, 0), w32(w, 0), w64(w, 0), w64(w, 0), w64(w, 0), w64(w, 0), w64(w, 0);
+	set64(w, attrs_at, a0);
+	set64(w, attrs_at + 8, w->n - a0);
+	size_t data = w->n, s;
+	rec_begin(w, 1, 2, &s); /* MMAP, user */
+	w32(w, 42), w32(w, 42), w64(w, 0x7f0000000000), w64(w, 0x1000), w64(w, 0);
+	wstr(w, dump, (strlen(dump) + 8) & ~(size_t)7);
+	rec_end(w, s);
+	set64(w, attrs_at + 16, data);
+	set64(w, attrs_at + 24, w->n - data);
+	struct btr_perf_reader *r;
+	CHECK_EQ(btr_perf_reader_new_mem(w->b, w->n, &r), 0);
+	struct btr_record rec;
+	int seen = 0;
+	while (r && btr_perf_read(r, &rec) == 0) {
+		if (rec.type == BTR_REC_MODULE_LOAD)
+			CHECK(seen++ == 0 && !strcmp(rec.u.module.path, dump));
+		else if (rec.type == BTR_REC_SYMBOL)
+			CHECK(seen++ == 1 && rec.u.sym.pid == 42 && rec.u.sym.addr == 0x7f0000001000 &&
+			      rec.u.sym.size == 3 && rec.u.sym.source == BTR_SYM_JITDUMP && !strcmp(rec.u.sym.name, "js_fn"));
+		else if (rec.type == BTR_REC_CODE)
+			CHECK(seen++ == 2 && rec.u.code.addr == 0x7f0000001000 && rec.u.code.size == 3 && rec.u.code.data &&
+			      !memcmp(rec.u.code.data, code, 3));
+	}
+	CHECK_EQ(seen, 3);
+	btr_perf_reader_free(r);
+	unlink(dump);
+	free(w);
+}
+
 int main(void)
 {
+	test_jitdump();
 	test_synthetic();
 	test_bts_synthetic();
 	test_compressed_synthetic();

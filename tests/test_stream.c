@@ -833,8 +833,81 @@ static void test_losses(void)
 	unlink(path);
 }
 
+/* Code without a file (format 1.5): code records go through the container
+ * and into the process's image in the trace's order - a new version over
+ * the old, a repeat by content key, a repeat of a key never stored
+ * ignored, an exec clearing them - and symbol records name the code. */
+static void test_code_records(void)
+{
+	static const uint8_t v1[] = { 0x31, 0xc0, 0xc3 }, v2[] = { 0x90, 0x90, 0x90, 0x90, 0xc3 };
+	const char *path = "test_stream_code.btr";
+	struct btr_trace_writer *w;
+	CHECK_EQ(btr_trace_writer_new(path, NULL, &w), 0);
+	struct btr_record r = { .type = BTR_REC_CODE };
+	r.u.code = (struct btr_rec_code){ .pid = 7, .addr = 0x5000, .hash = 11, .size = 3, .data = v1 };
+	write_rec(w, &r);
+	r.u.code = (struct btr_rec_code){ .pid = 7, .addr = 0x5000, .hash = 22, .size = 5, .data = v2 };
+	write_rec(w, &r);
+	r.u.code = (struct btr_rec_code){ .pid = 7, .addr = 0x5000, .hash = 11, .size = 3 };   /* v1 again */
+	write_rec(w, &r);
+	r.u.code = (struct btr_rec_code){ .pid = 7, .addr = 0x6000, .hash = 99, .size = 3 };   /* never stored */
+	write_rec(w, &r);
+	r = (struct btr_record){ .type = BTR_REC_SYMBOL };
+	r.u.sym = (struct btr_rec_symbol){ 7, BTR_SYM_PERF_MAP, 0x5000, 5, "JS:*hot" };
+	write_rec(w, &r);
+	CHECK_EQ(btr_trace_writer_close(w), 0);
+
+	struct btr_trace_reader *rd;
+	CHECK_EQ(btr_trace_reader_new(path, &rd), 0);
+	struct btr_stream *st;
+	struct btr_stream_opts so = { .sz = sizeof(so) };
+	CHECK_EQ(btr_stream_new(&so, &st), 0);
+	uint8_t buf[8];
+	int i = 0;
+	while (rd && st && btr_trace_read(rd, &r) == 0) {
+		CHECK_EQ(btr_stream_record(st, &r), 0);
+		struct btr_image *img = btr_stream_image_pid(st, 7);
+		memset(buf, 0, sizeof(buf));
+		int n = btr_image_read(img, 0x5000, buf, sizeof(buf));
+		switch (i++) {
+		case 0:   /* the first version */
+			CHECK(n == 3 && !memcmp(buf, v1, 3));
+			break;
+		case 1:   /* rewritten in place */
+			CHECK(n == 5 && !memcmp(buf, v2, 5));
+			break;
+		case 2:   /* the first version again, by reference: its bytes over the second's */
+			CHECK(n == 5 && !memcmp(buf, v1, 3) && buf[3] == 0x90);
+			break;
+		case 3:
+			CHECK_EQ(btr_image_read(img, 0x6000, buf, 1), -BTR_ERR_NOMAP);
+			break;
+		case 4: {
+			char name[64];
+			btr_image_symbolize(img, 0x5001, name, sizeof(name));
+			CHECK_STR(name, "JS:*hot+0x1");
+			struct btr_function fn;
+			CHECK_EQ(btr_image_function(img, 0x5004, &fn), 0);
+			CHECK_STR(fn.name, "JS:*hot");
+			CHECK_STR(fn.module_name, "perf-7.map");
+			break;
+		}
+		}
+	}
+	CHECK_EQ(i, 5);
+	/* An exec empties the process's code. */
+	r = (struct btr_record){ .type = BTR_REC_EXEC };
+	r.u.module = (struct btr_rec_module){ .pid = 7, .path = "" };
+	CHECK_EQ(btr_stream_record(st, &r), 0);
+	CHECK_EQ(btr_image_read(btr_stream_image_pid(st, 7), 0x5000, buf, 1), -BTR_ERR_NOMAP);
+	btr_stream_free(st);
+	btr_trace_reader_free(rd);
+	unlink(path);
+}
+
 int main(void)
 {
+	test_code_records();
 	test_losses();
 	test_processes();
 	test_pt_bts_lbr();

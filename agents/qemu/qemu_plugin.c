@@ -115,7 +115,7 @@ static struct {
 	uint32_t pid;
 	struct thr *thr[MAX_VCPUS];
 	struct qs_hdr *qs;             /* shared state file (qemu_state.h) */
-	struct mod { uint64_t start, size, pgoff; uint32_t prot; char *path; } mods[1024];
+	struct mod { uint64_t start, size, pgoff; uint32_t prot; int backed; char *path; } mods[1024];
 	unsigned n_mods;
 	uint32_t parent[MAX_VCPUS];
 	/* processes */
@@ -145,12 +145,12 @@ static uint32_t gettid_(void) { return (uint32_t)syscall(SYS_gettid); }
 
 /* ---- records ---- */
 
-static void write_rec(const struct btr_record *r)
+/* @flush: at once (QEMU may die without calling us again, and `btr
+ * record` then salvages every complete chunk), else with the next one. */
+static void write_rec_ex(const struct btr_record *r, int flush)
 {
 	pthread_mutex_lock(&g.lock);
-	/* Flushed at once: QEMU may die without calling us again, and
-	 * `btr record` then salvages every complete chunk. */
-	if (g.w && (btr_trace_write(g.w, r) < 0 || btr_trace_flush(g.w) < 0)) {
+	if (g.w && (btr_trace_write(g.w, r) < 0 || (flush && btr_trace_flush(g.w) < 0))) {
 		/* The writer is unusable ($TMPDIR full); keep the guest
 		 * running untraced rather than aborting it.  What was written
 		 * stays as pSTEM.btr.partial, and btr record learns why from
@@ -161,6 +161,11 @@ static void write_rec(const struct btr_record *r)
 		g.w = NULL;
 	}
 	pthread_mutex_unlock(&g.lock);
+}
+
+static void write_rec(const struct btr_record *r)
+{
+	write_rec_ex(r, 1);
 }
 
 static void write_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot)
@@ -177,9 +182,16 @@ static void write_module(const char *path, uint64_t start, uint64_t size, uint64
 	write_rec(&r);
 }
 
+static void code_forget(uint64_t lo, uint64_t size);   /* qemu_code.h */
+static int code_file_backed(const char *path);
+static void code_note_jitdump(const char *path);
+
 static void add_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot)
 {
 	write_module(path, start, size, pgoff, prot);
+	code_forget(start, size);
+	code_note_jitdump(path);
+	int backed = code_file_backed(path);
 	pthread_mutex_lock(&g.lock);
 	if (g.n_mods < sizeof(g.mods) / sizeof(g.mods[0])) {
 		struct mod *m = &g.mods[g.n_mods];
@@ -187,6 +199,7 @@ static void add_module(const char *path, uint64_t start, uint64_t size, uint64_t
 		m->size = size;
 		m->pgoff = pgoff;
 		m->prot = prot;
+		m->backed = backed;
 		if ((m->path = strdup(path)))
 			g.n_mods++;
 	}
@@ -338,6 +351,11 @@ static void gt_unlog(struct thr *t, uint64_t ip)
 
 static void announce(struct thr *t);
 
+/* The vcpu whose thread runs on this host thread (linux-user runs every
+ * guest thread on its own host thread); -1 before its first TB.  Only
+ * translation (qemu_code.h) asks. */
+static __thread int code_vcpu = -1;
+
 static struct thr *thr_get(unsigned vcpu)
 {
 	struct thr *t = g.thr[vcpu];
@@ -351,6 +369,7 @@ static struct thr *thr_get(unsigned vcpu)
 	}
 	t->tid = gettid_();
 	t->parent = g.parent[vcpu];
+	code_vcpu = (int)vcpu;
 	btr_pt_enc_init(&t->enc, t->buf, sizeof(t->buf));
 	update_check(t);
 	if (g.gt_fd >= 0)
@@ -686,6 +705,7 @@ static void gt_insn(unsigned vcpu, void *ud)
 }
 
 #include "qemu_insn_scan.h"
+#include "qemu_code.h"
 
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
@@ -744,6 +764,8 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 							       (void *)(uintptr_t)(va | ((uint64_t)rep << 63)));
 	}
 	qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS, b);
+	if (g.exe_mapped)   /* the first TB: the module map comes with it */
+		code_seen(tb, n, b->pc, b->end);
 }
 
 /* ---- module map ---- */
@@ -1033,6 +1055,7 @@ static void fork_child(unsigned vcpu)
 	write_process(BTR_PROC_START, 0, NULL, NULL, NULL, 0);
 	for (unsigned i = 0; i < g.n_mods; i++)
 		write_module(g.mods[i].path, g.mods[i].start, g.mods[i].size, g.mods[i].pgoff, g.mods[i].prot);
+	code_fork_child();
 	if (!t)
 		return;
 	/* The same thread, a new stream in a new process. */

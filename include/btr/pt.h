@@ -182,6 +182,13 @@ enum {
 	 * libipt decodes it.  btr_ptflow applies it by itself (cpu config);
 	 * which CPUs have it: btr_ptflow_errata_names. */
 	BTR_PT_ERRATA_SKD007 = 1u << 0,
+	/* SKZ84 "Use of VMX TSC Scaling or TSC Offsetting Will Result in
+	 * Corrupted Intel PT Packets": a TMA with corrupted CTC/FastCounter
+	 * fields is followed by a bogus byte.  A TMA whose reserved bits are
+	 * set (the corruption that can be seen) is then, as libipt decodes
+	 * it, one BTR_PT_INVALID packet of 8 bytes (TMA + the bogus byte),
+	 * and decoding goes on after it. */
+	BTR_PT_ERRATA_SKZ84 = 1u << 1,
 };
 
 /* Starts decoding the first @size bytes of @buf (caller-owned, must stay

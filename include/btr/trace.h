@@ -34,6 +34,8 @@ enum btr_rec_type {
 	BTR_REC_BTS_INSNS = 14,    /* struct btr_rec_data: u32 instruction counts, one per BTS
 				    * record of the same (tid, cpu) stream (format 1.2) */
 	BTR_REC_SWITCH = 15,       /* struct btr_rec_switch: a thread starts / stops running on a CPU */
+	BTR_REC_CODE = 16,         /* struct btr_rec_code: code bytes no file holds (format 1.5) */
+	BTR_REC_SYMBOL = 17,       /* struct btr_rec_symbol: a function of generated code (format 1.5) */
 	BTR_REC__MAX
 };
 
@@ -202,6 +204,38 @@ struct btr_rec_switch {
 	uint64_t tsc;           /* 0 if unknown */
 };
 
+/* Code that no file holds (JIT, generated or self-modifying code, memfd,
+ * deleted files): from this record on, in the trace's order, process
+ * @pid's memory at [@addr, @addr+@size) holds these bytes, until a later
+ * CODE record over the same addresses (the code was rewritten), a module
+ * mapped there, or the process execs.  Content-addressed: @hash is the
+ * writer's key of the bytes; a record with @data NULL (no bytes in the
+ * file) repeats the bytes of the latest earlier record with the same
+ * @hash and @size, so each distinct version is stored once. */
+struct btr_rec_code {
+	uint32_t pid;
+	uint32_t flags;         /* 0; reserved */
+	uint64_t addr;
+	uint64_t hash;
+	uint32_t size;          /* bytes of code, <= BTR_TRACE_MAX_CODE */
+	const uint8_t *data;    /* @size bytes, or NULL (a repeat); reader-owned */
+};
+
+/* Where a symbol of generated code came from. */
+enum btr_sym_source {
+	BTR_SYM_PERF_MAP = 1,   /* /tmp/perf-PID.map ("START SIZE name" lines) */
+	BTR_SYM_JITDUMP = 2,    /* jit-PID.dump (JIT_CODE_LOAD / JIT_CODE_MOVE) */
+};
+
+/* A function of generated code in process @pid: [@addr, @addr+@size) is
+ * @name (a later record over the same addresses replaces it). */
+struct btr_rec_symbol {
+	uint32_t pid;
+	uint32_t source;        /* enum btr_sym_source */
+	uint64_t addr, size;
+	const char *name;       /* reader-owned, never NULL */
+};
+
 struct btr_record {
 	enum btr_rec_type type;
 	union {
@@ -214,6 +248,8 @@ struct btr_record {
 		struct btr_rec_exit exit;
 		struct btr_rec_process process;
 		struct btr_rec_switch sw;
+		struct btr_rec_code code;
+		struct btr_rec_symbol sym;
 	} u;
 };
 
@@ -223,13 +259,15 @@ struct btr_trace_reader;
 /* Format constants (docs/format.md).  A reader accepts every file whose
  * major version equals BTR_TRACE_VERSION_MAJOR, whatever its minor. */
 #define BTR_TRACE_VERSION_MAJOR 1
-#define BTR_TRACE_VERSION_MINOR 4   /* 1: BTR_REC_PROCESS; 2: BTR_REC_BTS_INSNS; 3: BTR_REC_SWITCH;
-                                     * 4: BTR_PROC_LOST, thread_exit end + signo */
+#define BTR_TRACE_VERSION_MINOR 5   /* 1: BTR_REC_PROCESS; 2: BTR_REC_BTS_INSNS; 3: BTR_REC_SWITCH;
+                                     * 4: BTR_PROC_LOST, thread_exit end + signo;
+                                     * 5: BTR_REC_CODE, BTR_REC_SYMBOL */
 #define BTR_TRACE_CHUNK_DEFAULT (1u << 20) /* writer: default chunk_size */
 #define BTR_TRACE_CHUNK_MIN 512u           /* writer: smaller chunk_size is raised to this */
 #define BTR_TRACE_CHUNK_MAX (64u << 20)    /* largest chunk payload either side accepts */
 #define BTR_TRACE_MAX_STRING 65535u        /* longest string field (module path, name) */
 #define BTR_TRACE_MAX_LBR 65535u           /* most entries in one LBR record */
+#define BTR_TRACE_MAX_CODE (1u << 20)      /* most bytes in one CODE record */
 
 struct btr_trace_writer_opts {
 	size_t sz;               /* sizeof(struct btr_trace_writer_opts) */

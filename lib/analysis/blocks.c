@@ -11,6 +11,7 @@
 #include "btr/blocks.h"
 #include "btr/error.h"
 #include "btr/insn.h"
+#include "image_code.h"
 #include "internal.h"
 
 #include <stdlib.h>
@@ -98,6 +99,9 @@ struct thr {
 	uint32_t tid, used;
 	uint64_t prev_to;
 	int prev_valid;
+	/* the branches of the open TSX transaction, until it ends */
+	struct btr_branch *tx;
+	size_t ntx, cap_tx;
 };
 
 struct mod {
@@ -105,6 +109,8 @@ struct mod {
 	char *path;
 	struct btr_image *img;   /* btr_blocks_module_image, lazily */
 	int img_failed;
+	struct btr_image *jit_src;  /* during resolve: the stream's image of this
+				     * module of generated code (no file), to copy */
 };
 
 struct blocks {
@@ -169,6 +175,56 @@ static int on_begin(void *state, struct btr_stream *s)
 	return 0;
 }
 
+static int add_branch(struct blocks *b, struct thr *t, const struct btr_branch *x)
+{
+	uint64_t insns = (x->flags & BTR_BF_INSNS) ? x->insns : 0;
+	b->res.unknown_start += !t->prev_valid;
+	uint64_t c = x->pid | (uint64_t)((x->flags & BTR_BF_TAKEN) != 0) << 32 | (uint64_t)x->kind << 40;
+	if (table_add(&b->raw, t->prev_valid ? t->prev_to : 0, x->from, x->to, c, 1, insns) < 0)
+		return -BTR_ERR_NOMEM;
+	t->prev_to = x->to;
+	t->prev_valid = 1;
+	return 0;
+}
+
+/* The open transaction of @t committed (or its outcome is unknown): its
+ * branches are blocks and edges like any. */
+static int tx_commit(struct blocks *b, struct thr *t)
+{
+	for (size_t i = 0; i < t->ntx; i++)
+		if (add_branch(b, t, &t->tx[i]) < 0)
+			return -BTR_ERR_NOMEM;
+	t->ntx = 0;
+	return 0;
+}
+
+/* A branch inside a TSX transaction, or the one that ends it: held until
+ * the transaction's outcome is known (blocks.h). */
+static int tx_branch(struct blocks *b, struct thr *t, const struct btr_branch *x)
+{
+	if (x->flags & BTR_BF_IN_TX) {
+		if (t->ntx == t->cap_tx) {
+			size_t ncap = t->cap_tx ? 2 * t->cap_tx : 64;
+			struct btr_branch *nt = realloc(t->tx, ncap * sizeof(*nt));
+			if (!nt)
+				return -BTR_ERR_NOMEM;
+			t->tx = nt;
+			t->cap_tx = ncap;
+		}
+		t->tx[t->ntx++] = *x;
+		return 0;
+	}
+	if (!(x->flags & BTR_BF_TSX_ABORT))
+		return tx_commit(b, t) < 0 ? -BTR_ERR_NOMEM : add_branch(b, t, x);
+	/* Aborted: the transaction's instructions, up to the abort's source
+	 * (which did not execute), were rolled back; the flow goes on at the
+	 * abort's target. */
+	t->ntx = 0;
+	t->prev_to = x->to;
+	t->prev_valid = 1;
+	return 0;
+}
+
 static int on_branches(void *state, const struct btr_branch *br, size_t n)
 {
 	struct blocks *b = state;
@@ -177,17 +233,17 @@ static int on_branches(void *state, const struct btr_branch *br, size_t n)
 		struct thr *t = thr_get(b, x->tid);
 		if (!t)
 			return -BTR_ERR_NOMEM;
-		uint64_t insns = (x->flags & BTR_BF_INSNS) ? x->insns : 0;
 		b->res.branches++;
-		b->res.insns += insns;
+		b->res.insns += (x->flags & BTR_BF_INSNS) ? x->insns : 0;
 		b->res.has_insns |= (x->flags & BTR_BF_INSNS) != 0;
-		b->res.unknown_start += !t->prev_valid;
-		uint64_t c = x->pid | (uint64_t)((x->flags & BTR_BF_TAKEN) != 0) << 32 |
-			     (uint64_t)x->kind << 40;
-		if (table_add(&b->raw, t->prev_valid ? t->prev_to : 0, x->from, x->to, c, 1, insns) < 0)
-			return -BTR_ERR_NOMEM;
-		t->prev_to = x->to;
-		t->prev_valid = 1;
+		/* (an abort without instruction counts - LBR - ends no
+		 * transaction btr saw) */
+		int r = btr_unlikely((x->flags & BTR_BF_IN_TX) || t->ntx ||
+				     (x->flags & (BTR_BF_TSX_ABORT | BTR_BF_INSNS)) ==
+					     (BTR_BF_TSX_ABORT | BTR_BF_INSNS))
+				? tx_branch(b, t, x) : add_branch(b, t, x);
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }
@@ -246,6 +302,8 @@ static int resolve_addr(struct blocks *b, struct lookup *l, struct btr_image *im
 	uint32_t m = mod_intern(b, &mi);
 	if (m == UINT32_MAX)
 		return -BTR_ERR_NOMEM;
+	if (!mi.is_elf)
+		b->mods[m].jit_src = img;
 	*l = (struct lookup){ img, mi.start, mi.end, mi.bias, m };
 	*mod = m;
 	*off = addr - mi.bias;
@@ -288,6 +346,22 @@ static int resolve(struct blocks *b)
 			return -BTR_ERR_NOMEM;
 	}
 	table_clear(&b->raw);
+	/* Generated code has no file to read later: a copy of its code and
+	 * names as they are now (the stream's image goes with the stream). */
+	for (size_t i = 0; i < b->n_mods; i++) {
+		struct mod *m = &b->mods[i];
+		struct btr_image *copy;
+		if (!m->jit_src || btr_image_new(&copy) < 0)
+			continue;
+		if (image_code_copy(copy, m->jit_src, m->path) == 0) {
+			btr_image_free(m->img);
+			m->img = copy;
+			m->img_failed = 0;
+		} else {
+			btr_image_free(copy);
+		}
+		m->jit_src = NULL;
+	}
 	return 0;
 }
 
@@ -331,7 +405,10 @@ static int on_event(void *state, const struct btr_stream_event *ev)
 		invalidate(b, ev->tid, ev->tid == 0);
 		break;
 	case BTR_SEV_FLOW:
-		if (ev->flow->type == BTR_FLOW_ENABLE) {
+		if (ev->flow->type == BTR_FLOW_TSX_ABORT) {
+			b->res.tsx_aborts++;
+			b->res.aborted_insns += ev->flow->payload;
+		} else if (ev->flow->type == BTR_FLOW_ENABLE) {
 			struct thr *t = thr_get(b, ev->tid);
 			if (!t)
 				return -BTR_ERR_NOMEM;
@@ -381,6 +458,9 @@ static int on_end(void *state, int status)
 {
 	struct blocks *b = state;
 	(void)status;
+	for (size_t i = 0; i < b->cap_thr; i++)
+		if (b->thr[i].used && b->thr[i].ntx && tx_commit(b, &b->thr[i]) < 0)
+			return -BTR_ERR_NOMEM;
 	if (resolve(b) < 0)
 		return -BTR_ERR_NOMEM;
 	b->mods_out = calloc(b->n_mods + 1, sizeof(*b->mods_out));
@@ -438,6 +518,8 @@ static void on_destroy(void *state)
 		btr_image_free(b->mods[i].img);
 	}
 	free(b->mods);
+	for (size_t i = 0; i < b->cap_thr; i++)
+		free(b->thr[i].tx);
 	free(b->thr);
 	free(b->raw.v);
 	free(b->blk.v);

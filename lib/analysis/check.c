@@ -25,6 +25,7 @@
 #include "btr/insn.h"
 #include "check_priv.h"
 #include "internal.h"
+#include "image_code.h"
 #include "pairmap.h"
 
 #include <ctype.h>
@@ -823,23 +824,31 @@ static int on_branch(struct check *c, const struct btr_branch *b)
 	if (t->pending_mod && (rc = emit_code_mod(c, t, b->from)) < 0)
 		return rc;
 	t->last_to = b->to;
-	/* A transfer into memory no file backs: shellcode, JIT. */
+	/* A transfer into memory no file backs: shellcode, or JIT code -
+	 * which its runtime names in a perf map or jitdump (then no finding). */
 	if (taken && b->to && p->n_maps) {
 		struct mapping *m = map_of(p, b->to);
-		/* without a module record the image may still hold code there
-		 * (an --elf given by the user) */
-		int unbacked = m ? !m->backed : insn_at(c, pi, b->pid, b->to) == INSN_NOCODE;
-		if (unbacked) {
+		struct btr_image *img = btr_stream_image_pid(c->s, b->pid);
+		/* without a module record the image may still hold a file's code
+		 * there (an --elf given by the user); code bytes the recorder
+		 * kept (CODE records) are no file */
+		struct btr_image_module mi;
+		int nocode = insn_at(c, pi, b->pid, b->to) == INSN_NOCODE;
+		int unbacked = m ? !m->backed : nocode || btr_image_module_at(img, b->to, &mi) != 0 || !mi.is_elf;
+		if (unbacked && !image_code_named(img, b->to)) {
 			if ((rc = add_finding(c, K_UNBACKED, BTR_CHECK_HIGH, t, b->from, b->to, b->to & ~0xfffull,
 					      c->pos, tsc,
 					      "control enters 0x%" PRIx64 ", executable memory that no file backs "
-					      "(%s%s): shellcode or JIT code; the trace holds no bytes for it",
+					      "(%s%s) and no perf map or jitdump names: shellcode or unnamed JIT code",
 					      b->to, m ? "mapping " : "no module record",
 					      m ? (m->path && m->path[0] ? m->path : "anonymous") : "")) < 0)
 				return rc;
-			if (b->kind == BTR_KIND_CALL || b->kind == BTR_KIND_CALL_IND)
-				rc = push_frame(c, t, 0, FR_WILD);
-			return rc;
+			/* With its bytes (the qemu recorder keeps them) the code's
+			 * calls and returns are checked like any other. */
+			if (nocode && (b->kind == BTR_KIND_CALL || b->kind == BTR_KIND_CALL_IND))
+				return push_frame(c, t, 0, FR_WILD);
+			if (nocode)
+				return 0;
 		}
 	}
 	if (b->kind == BTR_KIND_ASYNC) {

@@ -14,6 +14,7 @@
 #include "btr/error.h"
 #include "btr/trace.h"
 #include "internal.h"
+#include "jitsyms.h"
 #include "output.h"
 #include "agent/qemu_exec.h"
 #include "agent/qemu_state.h"
@@ -377,6 +378,43 @@ static int copy_plugin_trace(const char *path, struct btr_trace_writer *w, struc
 	 * cut inside a chunk: every complete chunk has been copied. */
 	btr_debug("%s: plugin trace incomplete (%s); kept what was complete", path, btr_errstr(rc));
 	return 0;
+}
+
+static int write_jit_rec(void *ctx, const struct btr_record *rec)
+{
+	return btr_trace_write(ctx, rec);
+}
+
+/* The names JIT runtimes gave process @pid's generated code, as SYMBOL
+ * records before its own: its perf map /tmp/perf-PID.map and the jitdump
+ * files the plugin saw it map (DIR/jitdumps), read now that it ended
+ * (docs/record.md).  Returns 0 or the writer's error. */
+static int write_jit_symbols(struct btr_trace_writer *w, const char *dir, uint32_t pid)
+{
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", pid);
+	int rc = jit_perf_map_read(path, pid, write_jit_rec, w);
+	if (rc < 0 && rc != -BTR_ERR_NOENT && btr_trace_writer_error(w) < 0)
+		return rc;
+	snprintf(path, sizeof(path), "%s/jitdumps", dir);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	char line[PATH_MAX + 32];
+	while (fgets(line, sizeof(line), f)) {
+		unsigned p;
+		int pos = 0;
+		if (sscanf(line, "%u %n", &p, &pos) < 1 || p != pid || !pos)
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		rc = jit_dump_read(line + pos, pid, 0, write_jit_rec, w);
+		if (rc < 0 && btr_trace_writer_error(w) < 0)
+			break;
+		if (rc < 0)
+			btr_warn("%s: %s: its names are not in the trace", line + pos, btr_errstr(rc));
+	}
+	fclose(f);
+	return btr_trace_writer_error(w);
 }
 
 /* Reads the first @size bytes of the plugins' shared page DIR/count into
@@ -975,6 +1013,11 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		struct proc *pr = ptab_get(&tab, f->pid);
 		if (!pr) {
 			rc = -BTR_ERR_NOMEM;
+			goto fail;
+		}
+		if (!pr->listed && (rc = write_jit_symbols(w, dir, f->pid)) < 0) {
+			rc = btr_capture_output_failed(w, opts->output, rc);
+			w = NULL;
 			goto fail;
 		}
 		pr->listed = 1;

@@ -77,7 +77,7 @@ static void print_module(const struct btr_record *rec)
 static void print_branch_flags(uint32_t flags)
 {
 	static const char *const names[] = { "taken", "kernel", "tsc", "cycles", "mispred",
-					     "predicted", "insns", "tsx_abort", "to_kernel" };
+					     "predicted", "insns", "tsx_abort", "to_kernel", "in_tx" };
 	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (flags & (1u << i))
 			printf(" %s", names[i]);
@@ -192,6 +192,22 @@ static void dump_record(const struct btr_record *rec, int verbose, int hex)
 		}
 		break;
 	}
+	case BTR_REC_CODE: {
+		const struct btr_rec_code *x = &rec->u.code;
+		printf(" pid=%" PRIu32 " addr=0x%" PRIx64 " size=%" PRIu32 " hash=%016" PRIx64 "%s", x->pid, x->addr,
+		       x->size, x->hash, x->data ? "" : " repeat");
+		if (hex && x->data) {
+			putchar('\n');
+			hexdump(x->data, x->size);
+			return;
+		}
+		break;
+	}
+	case BTR_REC_SYMBOL:
+		printf(" pid=%" PRIu32 " addr=0x%" PRIx64 " size=0x%" PRIx64 " source=%s name=", rec->u.sym.pid,
+		       rec->u.sym.addr, rec->u.sym.size, rec->u.sym.source == BTR_SYM_JITDUMP ? "jitdump" : "perf-map");
+		print_quoted(stdout, rec->u.sym.name);
+		break;
 	case BTR_REC_SWITCH: {
 		const struct btr_rec_switch *x = &rec->u.sw;
 		printf(" %s pid=%" PRIu32 " tid=%" PRIu32 " cpu=%" PRId32 " tsc=%" PRIu64 "%s",
