@@ -202,9 +202,7 @@ static int side_start(struct side *sd, const char *path, const struct btr_stream
 	memset(sd, 0, sizeof(*sd));
 	sd->path = path;
 	sd->in = in;
-	if (base)
-		memcpy(&sd->so, base, base->sz < sizeof(sd->so) ? base->sz : sizeof(sd->so));
-	sd->so.sz = sizeof(sd->so);
+	BTR_OPTS_COPY(&sd->so, base);
 	sd->so.filter = NULL;
 	sd->so.branch = NULL;
 	sd->so.insn = NULL;
@@ -905,11 +903,10 @@ static int run_pair(struct owner *ow, const char *pa, const char *pb, const stru
 
 int btr_diverge(const char *pa, const char *pb, const struct btr_diverge_opts *opts, struct btr_diverge_result **out)
 {
-	if (!pa || !pb || !out || (opts && opts->sz < sizeof(size_t)))
+	if (!pa || !pb || !out || !BTR_OPTS_VALID(opts, sizeof(size_t)))
 		return -BTR_ERR_INVAL;
-	struct btr_diverge_opts o = { .sz = sizeof(o) };
-	if (opts)
-		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+	struct btr_diverge_opts o;
+	BTR_OPTS_COPY(&o, opts);
 	*out = NULL;
 	struct owner *ow = calloc(1, sizeof(*ow));
 	if (!ow)

@@ -9,6 +9,21 @@
 
 #define BIT(v, n) (((v) >> (n)) & 1u)
 
+void btr_cpuid_signature_decode(uint32_t eax, unsigned *family, unsigned *model, unsigned *stepping)
+{
+	unsigned fam = (eax >> 8) & 0xf, mod = (eax >> 4) & 0xf;
+	if (fam == 0xf)
+		fam += (eax >> 20) & 0xff;
+	if (fam == 6 || fam >= 0xf)
+		mod |= ((eax >> 16) & 0xf) << 4;
+	if (family)
+		*family = fam;
+	if (model)
+		*model = mod;
+	if (stepping)
+		*stepping = eax & 0xf;
+}
+
 void btr_pt_cpuid_decode(int pt_supported, const uint32_t sub0[4], const uint32_t sub1[4], struct btr_pt_cpuid *out)
 {
 	memset(out, 0, sizeof(*out));

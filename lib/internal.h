@@ -4,6 +4,9 @@
 
 #include "btr/error.h"
 
+#include <stddef.h>
+#include <string.h>
+
 #if defined(__GNUC__)
 #define BTR_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #define btr_likely(x) __builtin_expect(!!(x), 1)
@@ -21,18 +24,46 @@ void btr__log(enum btr_log_level level, const char *fmt, ...) BTR_PRINTF(2, 3);
 #define btr_debug(...) btr__log(BTR_LOG_DEBUG, __VA_ARGS__)
 
 #define BTR_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define BTR_OFFSETOFEND(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 
-struct btr_trace_writer;
-/* lib/capture/capture.c: a recorder's write to its output @output failed
- * with @rc: logs one error line naming the output, the cause and, when
- * complete chunks were written, the PATH.partial file that keeps them
- * (btr_trace_writer_abort_keep).  Frees @w.  Returns @rc. */
-int btr_capture_output_failed(struct btr_trace_writer *w, const char *output, int rc);
-struct btr_trace_writer_opts;
-struct btr_capture_opts;
-/* lib/capture/capture.c: the recorder's trace writer for @opts (output or
- * output_fd), logging one line naming the output if it cannot be made. */
-int btr_capture_writer_new(const struct btr_capture_opts *opts, const struct btr_trace_writer_opts *wo,
-			   struct btr_trace_writer **w);
+/* ---- option structs (libbpf's OPTS_VALID is the model) ----
+ * Every public option struct begins with `size_t sz`, the size of the
+ * struct its caller was compiled with, so that fields appended in later
+ * versions keep old callers working (docs/library.md).  One check and one
+ * copy for every public function that takes one:
+ *   BTR_OPTS_VALID(opts, min)  true if @opts is NULL, or if its sz is at
+ *       least @min (the size of the struct's first version: BTR_OFFSETOFEND
+ *       of its last field then; sizeof(*opts) for a struct that has had one
+ *       version) and every byte a newer caller passed beyond sizeof(*opts)
+ *       is zero (fields this library does not know must not be asked for).
+ *   BTR_OPTS_COPY(dst, opts)  *@dst = what the caller passed of *@opts
+ *       (NULL: nothing), the rest zero, and @dst->sz = sizeof(*@dst).
+ *   BTR_OPTS_GET(opts, field, fallback)  @opts->field if the caller's
+ *       struct has it and it is not zero, else @fallback. */
+static inline int btr__opts_valid(const void *opts, size_t sz, size_t known, size_t min)
+{
+	if (sz < min || sz < sizeof(size_t))
+		return 0;
+	for (size_t i = known; i < sz; i++)
+		if (((const unsigned char *)opts)[i])
+			return 0;
+	return 1;
+}
+#define BTR_OPTS_VALID(opts, min) (!(opts) || btr__opts_valid((opts), (opts)->sz, sizeof(*(opts)), (min)))
+static inline void btr__opts_copy(void *dst, size_t size, const void *opts)
+{
+	memset(dst, 0, size);
+	if (opts) {
+		size_t sz;
+		memcpy(&sz, opts, sizeof(sz));   /* every option struct begins with size_t sz */
+		memcpy(dst, opts, sz < size ? sz : size);
+	}
+	memcpy(dst, &size, sizeof(size));
+}
+/* (the sizeof of the conditional only makes the compiler check that @dst
+ * and @opts point to the same type) */
+#define BTR_OPTS_COPY(dst, opts) ((void)sizeof(0 ? (dst) : (opts)), btr__opts_copy((dst), sizeof(*(dst)), (opts)))
+#define BTR_OPTS_HAS(opts, field) ((opts)->sz >= offsetof(__typeof__(*(opts)), field) + sizeof((opts)->field))
+#define BTR_OPTS_GET(opts, field, fallback) (BTR_OPTS_HAS(opts, field) && (opts)->field ? (opts)->field : (fallback))
 
 #endif

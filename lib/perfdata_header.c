@@ -1,11 +1,79 @@
 /* perfdata_header.c - the perf.data file header and its feature sections
- * (build-ids, cmdline, CPU description, event descriptions), split from
- * perfdata.c along that seam; the layouts are those of
- * tools/perf/Documentation/perf.data-file-format.txt. */
+ * (build-ids, cmdline, CPU description, event descriptions), and the
+ * attribute and id tables they and the records fill; split from perfdata.c
+ * along that seam (perfdata.c calls this file, never the other way); the
+ * layouts are those of tools/perf/Documentation/perf.data-file-format.txt. */
 #include "perfdata_priv.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- attribute and id tables ---- */
+
+int btr__perf_add_attr(struct btr_perf_reader *r, const uint8_t *p, uint64_t avail, uint32_t *idx)
+{
+	if (avail < ATTR_SIZE_VER0)
+		return -BTR_ERR_BAD_RECORD;
+	if (r->nr_attrs == r->cap_attrs) {
+		uint32_t cap = r->cap_attrs ? r->cap_attrs * 2 : 8;
+		if (cap > 65536)
+			return -BTR_ERR_BAD_FORMAT;
+		void *n = realloc(r->attrs, cap * sizeof(*r->attrs));
+		if (!n)
+			return -BTR_ERR_NOMEM;
+		r->attrs = n;
+		r->cap_attrs = cap;
+	}
+	struct attr_ent *e = &r->attrs[r->nr_attrs];
+	memset(e, 0, sizeof(*e));
+	/* struct perf_event_attr: type@0 size@4 config@8 period@16
+	 * sample_type@24 read_format@32 bitfield@40 ... branch_sample_type@72
+	 * (present from PERF_ATTR_SIZE_VER2 = 80 bytes). */
+	e->a.type = rd32(r, p);
+	e->a.size = rd32(r, p + 4);
+	e->a.config = rd64(r, p + 8);
+	e->a.sample_period = rd64(r, p + 16);
+	e->a.sample_type = rd64(r, p + 24);
+	e->a.read_format = rd64(r, p + 32);
+	e->a.flags = rd64(r, p + 40);
+	if (avail >= 80)
+		e->a.branch_sample_type = rd64(r, p + 72);
+	e->a.name = "";
+	*idx = r->nr_attrs++;
+	return 0;
+}
+
+int btr__perf_add_id(struct btr_perf_reader *r, uint64_t id, uint32_t attr)
+{
+	if (r->nr_ids == r->cap_ids) {
+		uint32_t cap = r->cap_ids ? r->cap_ids * 2 : 64;
+		if (cap > (1u << 24))
+			return -BTR_ERR_BAD_FORMAT;
+		void *n = realloc(r->ids, cap * sizeof(*r->ids));
+		if (!n)
+			return -BTR_ERR_NOMEM;
+		r->ids = n;
+		r->cap_ids = cap;
+	}
+	r->ids[r->nr_ids].id = id;
+	r->ids[r->nr_ids].attr = attr;
+	r->nr_ids++;
+	r->ids_sorted = false;
+	return 0;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	const struct id_ent *x = a, *y = b;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+void btr__perf_sort_ids(struct btr_perf_reader *r)
+{
+	if (!r->ids_sorted && r->nr_ids > 1)
+		qsort(r->ids, r->nr_ids, sizeof(*r->ids), cmp_id);
+	r->ids_sorted = true;
+}
 
 /* ---- header sections ---- */
 

@@ -210,12 +210,11 @@ static inline uint64_t perf_to_tsc(const struct btr_perf_reader *r, uint64_t ns)
 	return (quot << r->time_shift) + (uint64_t)(((unsigned __int128)rem << r->time_shift) / r->time_mult);
 }
 
-/* lib/perfdata.c: the attribute and id tables */
+/* lib/perfdata_header.c (perfdata.c calls it, never the other way): the
+ * attribute and id tables, the file header and the feature sections */
 int btr__perf_add_attr(struct btr_perf_reader *r, const uint8_t *p, uint64_t avail, uint32_t *idx);
 int btr__perf_add_id(struct btr_perf_reader *r, uint64_t id, uint32_t attr);
 void btr__perf_sort_ids(struct btr_perf_reader *r);
-
-/* lib/perfdata_header.c */
 int btr__perf_parse_file_header(struct btr_perf_reader *r);
 int btr__perf_parse_feature(struct btr_perf_reader *r, unsigned feat, const uint8_t *p, uint64_t n);
 int btr__perf_parse_build_ids(struct btr_perf_reader *r, const uint8_t *p, uint64_t n);

@@ -139,18 +139,14 @@ int btr_ptflow_new(struct btr_image *img, const struct btr_ptflow_config *cfg,
 {
 	if (!img || !out)
 		return -BTR_ERR_INVAL;
-	if (cfg && cfg->sz && cfg->sz < offsetof(struct btr_ptflow_config, tid))
+	if (!BTR_OPTS_VALID(cfg, offsetof(struct btr_ptflow_config, tid)))
 		return -BTR_ERR_INVAL;
 	/* aligned: struct blk (embedded as pend_copy) is cache-line aligned */
 	struct btr_ptflow *f = aligned_alloc(64, (sizeof(*f) + 63) & ~(size_t)63);
 	if (!f)
 		return -BTR_ERR_NOMEM;
 	memset(f, 0, sizeof(*f));
-	if (cfg) {
-		size_t n = cfg->sz && cfg->sz < sizeof(f->cfg) ? cfg->sz : sizeof(f->cfg);
-		memcpy(&f->cfg, cfg, n);
-	}
-	f->cfg.sz = sizeof(f->cfg);
+	BTR_OPTS_COPY(&f->cfg, cfg);
 	if (f->cfg.n_ip_filter > 4)
 		f->cfg.n_ip_filter = 4;
 	if (!f->cfg.mtc_freq)

@@ -1093,15 +1093,12 @@ int btr_stream_new(const struct btr_stream_opts *opts, struct btr_stream **out)
 	if (!out)
 		return -BTR_ERR_INVAL;
 	*out = NULL;
-	if (opts && (opts->sz < offsetof(struct btr_stream_opts, ctx) + sizeof(void *) ||
-		     (opts->n_elfs && !opts->elfs)))
+	if (!BTR_OPTS_VALID(opts, BTR_OFFSETOFEND(struct btr_stream_opts, ctx)) || (opts && opts->n_elfs && !opts->elfs))
 		return -BTR_ERR_INVAL;
 	struct btr_stream *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -BTR_ERR_NOMEM;
-	if (opts)
-		memcpy(&s->o, opts, opts->sz < sizeof(s->o) ? opts->sz : sizeof(s->o));
-	s->o.sz = sizeof(s->o);
+	BTR_OPTS_COPY(&s->o, opts);
 	s->flowcfg.sz = sizeof(s->flowcfg);
 	int rc = btr_image_new(&s->img);
 	if (rc < 0)

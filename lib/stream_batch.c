@@ -7,6 +7,7 @@
 #include "btr/batch.h"
 #include "btr/error.h"
 #include "btr/trace.h"
+#include "internal.h"
 
 struct btr_batch {
 	struct btr_stream *s;
@@ -102,14 +103,11 @@ int btr_batch_open(const char *path, const struct btr_stream_opts *opts, unsigne
 	if (!path || !out || (flags & ~(unsigned)BTR_BATCH_NO_DATA))
 		return -BTR_ERR_INVAL;
 	*out = NULL;
-	struct btr_stream_opts o = { .sz = sizeof(o) };
-	if (opts) {
-		/* as btr_stream_new: older, shorter option structs are fine */
-		if (opts->sz < offsetof(struct btr_stream_opts, ctx) + sizeof(void *))
-			return -BTR_ERR_INVAL;
-		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
-		o.sz = sizeof(o);
-	}
+	/* as btr_stream_new: older, shorter option structs are fine */
+	if (!BTR_OPTS_VALID(opts, BTR_OFFSETOFEND(struct btr_stream_opts, ctx)))
+		return -BTR_ERR_INVAL;
+	struct btr_stream_opts o;
+	BTR_OPTS_COPY(&o, opts);
 	struct btr_batch *bb = calloc(1, sizeof(*bb));
 	if (!bb)
 		return -BTR_ERR_NOMEM;

@@ -64,3 +64,24 @@ void btr_json_str(FILE *f, const char *s)
 	}
 	fputc('"', f);
 }
+
+void btr_xml_str(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; p && *p;) {
+		switch (*p) {
+		case '<': fputs("&lt;", f); p++; continue;
+		case '>': fputs("&gt;", f); p++; continue;
+		case '&': fputs("&amp;", f); p++; continue;
+		case '"': fputs("&quot;", f); p++; continue;
+		default: break;
+		}
+		size_t n = *p < 0x20 ? 0 : btr_utf8_len((const char *)p);
+		if (!n) {
+			fputc('?', f);
+			p++;
+		} else {
+			fwrite(p, 1, n, f);
+			p += n;
+		}
+	}
+}

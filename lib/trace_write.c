@@ -534,11 +534,9 @@ static int writer_start(const char *path, int fd, const struct btr_trace_writer_
 	if (!path || !*path || !out)
 		return -BTR_ERR_INVAL;
 	*out = NULL;
-	if (opts) {
-		/* Older callers pass a smaller struct; sz 0 means "current". */
-		size_t n = opts->sz && opts->sz < sizeof(o) ? opts->sz : sizeof(o);
-		memcpy(&o, opts, n);
-	}
+	if (!BTR_OPTS_VALID(opts, BTR_OFFSETOFEND(struct btr_trace_writer_opts, compress)))
+		return -BTR_ERR_INVAL;
+	BTR_OPTS_COPY(&o, opts);
 	if (o.compress < 0 || o.compress > ZSTD_maxCLevel())
 		return -BTR_ERR_INVAL;
 	if (!o.chunk_size)

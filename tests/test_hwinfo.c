@@ -13,8 +13,29 @@
 
 #define DATA BTR_SOURCE_DIR "/tests/data"
 
+/* CPUID.1:EAX signatures: Kaby Lake 0x806ec (6/0x8e/0xc), a Pentium 4
+ * 0xf29 (0xf/2/9: extended family 0), Zen 3 0xa20f10 (0x19/0x21/0),
+ * Goldmont 0x506c9 (6/0x5c/9), a Pentium Pro, a Penryn, a K10. */
+static void signatures(void)
+{
+	static const struct { uint32_t eax; unsigned fam, model, step; } sig[] = {
+		{ 0x000806ec, 6, 0x8e, 0xc }, { 0x00000f29, 0xf, 2, 9 },
+		{ 0x00a20f10, 0x19, 0x21, 0 }, { 0x000506c9, 6, 0x5c, 9 },
+		{ 0x00000633, 6, 3, 3 }, { 0x00010676, 6, 0x17, 6 }, { 0x00100f22, 0x10, 2, 2 },
+	};
+	for (size_t i = 0; i < sizeof(sig) / sizeof(sig[0]); i++) {
+		unsigned f = 0, m = 0, s = 0;
+		btr_cpuid_signature_decode(sig[i].eax, &f, &m, &s);
+		CHECK_EQ(f, sig[i].fam);
+		CHECK_EQ(m, sig[i].model);
+		CHECK_EQ(s, sig[i].step);
+	}
+	btr_cpuid_signature_decode(0x000806ec, NULL, NULL, NULL);   /* any pointer may be NULL */
+}
+
 int main(void)
 {
+	signatures();
 	struct btr_pt_cpuid pt;
 	const uint32_t s0[4] = { 1, 0xf, 0x80000007, 0 }, s1[4] = { 0x02490002, 0x003f3fff, 0, 0 };
 	btr_pt_cpuid_decode(1, s0, s1, &pt);

@@ -1,7 +1,7 @@
 /* qemu_guest_str.h - guest strings and string vectors copied out of guest
  * memory through guest_read() (execve arguments).
- * Split from qemu_plugin.c (included inside its BTR_QEMU_PLUGIN_BUILD
- * part only, once); private to lib/capture/. */
+ * Split from qemu_plugin.c (included there once); private to
+ * agents/qemu/. */
 /* Copies a NUL-terminated guest string (NULL if unreadable). */
 static char *guest_strdup(uint64_t addr)
 {

@@ -1,7 +1,7 @@
 /* qemu_insn_scan.h - the plugin's scans of translated instruction bytes (REP
  * string instructions, instructions that may stop a block early).
- * Split from qemu_plugin.c (included inside its BTR_QEMU_PLUGIN_BUILD
- * part only, once); private to lib/capture/. */
+ * Split from qemu_plugin.c (included there once); private to
+ * agents/qemu/. */
 static int is_rep_string(const uint8_t *b, size_t len)
 {
 	int rep = 0;

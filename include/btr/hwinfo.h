@@ -43,6 +43,13 @@ struct btr_pt_cpuid {
  * CPUID.(7,0):EBX[25].  Never fails. */
 void btr_pt_cpuid_decode(int pt_supported, const uint32_t sub0[4], const uint32_t sub1[4], struct btr_pt_cpuid *out);
 
+/* Decodes the processor signature CPUID.1:EAX (SDM Vol. 2A, CPUID, "Version
+ * Information"): the family is the base family, plus the extended family
+ * when the base is 0xF; the model is the base model, with the extended
+ * model as its high nibble for families 6 and 0xF and up.  Stores them and
+ * the stepping; any pointer may be NULL.  Never fails. */
+void btr_cpuid_signature_decode(uint32_t eax, unsigned *family, unsigned *model, unsigned *stepping);
+
 /* The CPU and its tracing facilities. */
 struct btr_hwinfo {
 	char vendor[13];            /* CPUID.0 "GenuineIntel" */

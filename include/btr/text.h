@@ -1,5 +1,6 @@
 /* text.h - escaping for the text formats btr writes: the one JSON string
- * writer used by every JSON output of the library and the CLI. */
+ * writer used by every JSON output of the library and the CLI, and the one
+ * XML/HTML text escaper. */
 #ifndef BTR_TEXT_H
 #define BTR_TEXT_H
 
@@ -24,6 +25,14 @@ size_t btr_utf8_len(const char *s);
  * every byte that is not part of well-formed UTF-8 becomes \ufffd.  Write
  * errors stay in @f's error flag (ferror). */
 void btr_json_str(FILE *f, const char *s);
+
+/* Writes @s to @f as XML (or HTML) character data or attribute text,
+ * without quotes; NULL writes nothing.  `<`, `>`, `&` and `"` become
+ * entities, well-formed UTF-8 is kept as it is, and control characters
+ * (below U+0020) and every byte that is not part of well-formed UTF-8
+ * become `?`, so the output is always well-formed XML.  Write errors stay
+ * in @f's error flag (ferror). */
+void btr_xml_str(FILE *f, const char *s);
 
 #ifdef __cplusplus
 }

@@ -425,13 +425,14 @@ const struct btr_analysis_ops btr__afdo_ops = {
 
 int btr_afdo_new(struct btr_analysis *blocks, const struct btr_profile_opts *opts, struct btr_analysis **out)
 {
-	if (!blocks || !out || (opts && opts->sz < sizeof(size_t)))
+	if (!blocks || !out || !BTR_OPTS_VALID(opts, sizeof(size_t)))
 		return -BTR_ERR_INVAL;
 	struct afdo *a = calloc(1, sizeof(*a));
 	if (!a)
 		return -BTR_ERR_NOMEM;
 	a->blocks = blocks;
-	if (opts && opts->module && !(a->module = strdup(opts->module))) {
+	const char *module = opts ? BTR_OPTS_GET(opts, module, NULL) : NULL;
+	if (module && !(a->module = strdup(module))) {
 		free(a);
 		return -BTR_ERR_NOMEM;
 	}

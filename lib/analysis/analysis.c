@@ -209,22 +209,15 @@ int btr_analysis_run(const char *path, const struct btr_stream_opts *sopts,
 {
 	if (!path || (n && !list))
 		return -BTR_ERR_INVAL;
-	if (info && info->sz && info->sz != sizeof(*info))
+	if (!BTR_OPTS_VALID(info, sizeof(*info)) ||
+	    !BTR_OPTS_VALID(sopts, BTR_OFFSETOFEND(struct btr_stream_opts, ctx)))
 		return -BTR_ERR_INVAL;
 	struct btr_analysis_mux *m;
 	int rc = btr_analysis_mux_new(list, n, &m);
 	if (rc < 0)
 		return rc;
 	struct btr_stream_opts o;
-	memset(&o, 0, sizeof(o));
-	if (sopts) {
-		if (sopts->sz != sizeof(o)) {
-			btr_analysis_mux_free(m);
-			return -BTR_ERR_INVAL;
-		}
-		o = *sopts;
-	}
-	o.sz = sizeof(o);
+	BTR_OPTS_COPY(&o, sopts);
 	o.branch = NULL;
 	o.branches = btr_analysis_mux_branches;
 	o.event = btr_analysis_mux_event;

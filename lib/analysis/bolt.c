@@ -481,12 +481,11 @@ const struct btr_analysis_ops btr__bolt_ops = {
 
 int btr_bolt_new(const struct btr_profile_opts *opts, struct btr_analysis **out)
 {
-	if (!out || (opts && opts->sz != sizeof(*opts)))
+	if (!out || !BTR_OPTS_VALID(opts, sizeof(*opts)))
 		return -BTR_ERR_INVAL;
 	struct bolt *bo = calloc(1, sizeof(*bo));
 	if (!bo)
 		return -BTR_ERR_NOMEM;
-	if (opts)
-		bo->o = *opts;
+	BTR_OPTS_COPY(&bo->o, opts);
 	return btr_analysis_new(&btr__bolt_ops, bo, out);
 }

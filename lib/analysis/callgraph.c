@@ -328,13 +328,12 @@ const struct btr_analysis_ops btr__callgraph_ops = {
 
 int btr_callgraph_new(const struct btr_profile_opts *opts, struct btr_analysis **out)
 {
-	if (!out || (opts && opts->sz != sizeof(*opts)))
+	if (!out || !BTR_OPTS_VALID(opts, sizeof(*opts)))
 		return -BTR_ERR_INVAL;
 	struct cg *g = calloc(1, sizeof(*g));
 	if (!g)
 		return -BTR_ERR_NOMEM;
-	if (opts)
-		g->o = *opts;
+	BTR_OPTS_COPY(&g->o, opts);
 	struct btr_callstack_opts co = { .sz = sizeof(co) };
 	int rc = btr_callstack_new(&co, &g->cs);
 	if (rc) {

@@ -55,13 +55,12 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 
 int btr_callstack_new(const struct btr_callstack_opts *opts, struct btr_callstack **out)
 {
-	if (!out || (opts && opts->sz != sizeof(*opts)))
+	if (!out || !BTR_OPTS_VALID(opts, sizeof(*opts)))
 		return -BTR_ERR_INVAL;
 	struct btr_callstack *cs = calloc(1, sizeof(*cs));
 	if (!cs)
 		return -BTR_ERR_NOMEM;
-	if (opts)
-		cs->o = *opts;
+	BTR_OPTS_COPY(&cs->o, opts);
 	if (!cs->o.max_depth)
 		cs->o.max_depth = 65536;
 	cs->nodes = grow(NULL, &cs->capnodes, 1, sizeof(*cs->nodes));

@@ -4,6 +4,7 @@
 #include "btr/blocks.h"
 #include "btr/error.h"
 #include "registry.h"
+#include "internal.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -242,13 +243,13 @@ const struct btr_analysis_ops btr__cfg_ops = {
 
 int btr_cfg_new(struct btr_analysis *blocks, const struct btr_cfg_opts *opts, struct btr_analysis **out)
 {
-	if (!blocks || !opts || opts->sz != sizeof(*opts) || !opts->function || !out)
+	if (!blocks || !opts || !BTR_OPTS_VALID(opts, sizeof(*opts)) || !opts->function || !out)
 		return -BTR_ERR_INVAL;
 	struct cfg *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -BTR_ERR_NOMEM;
 	c->blocks = blocks;
-	c->o = *opts;
+	BTR_OPTS_COPY(&c->o, opts);
 	c->collapsed = -1;
 	return btr_analysis_new(&btr__cfg_ops, c, out);
 }

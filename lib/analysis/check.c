@@ -1345,7 +1345,7 @@ static int parse_rules(struct check *c, const char *text)
 
 int btr_check_new(const struct btr_check_opts *opts, struct btr_analysis **out)
 {
-	if (!out || (opts && opts->sz != sizeof(*opts)))
+	if (!out || !BTR_OPTS_VALID(opts, sizeof(*opts)))
 		return -BTR_ERR_INVAL;
 	struct check *c = calloc(1, sizeof(*c));
 	if (!c)

@@ -53,6 +53,23 @@ static int push(struct u64vec *vec, uint64_t x)
 	return 0;
 }
 
+/* Appends @name to the string blob *@strings (*@strbytes bytes) and its
+ * offset there to @offs. */
+static int add_name(char **strings, size_t *strbytes, const char *name, struct u64vec *offs)
+{
+	size_t len = strlen(name) + 1;
+	char *ns = realloc(*strings, *strbytes + len);
+	if (!ns)
+		return -BTR_ERR_NOMEM;
+	*strings = ns;
+	memcpy(ns + *strbytes, name, len);
+	int r = push(offs, *strbytes);
+	if (r < 0)
+		return r;
+	*strbytes += len;
+	return 0;
+}
+
 static int u64cmp(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -178,15 +195,8 @@ static int read_symbols(Elf *e, struct u64vec *ent, struct u64vec *exp, char **s
 			if (!name || !*name)
 				continue;
 			/* names are copied into one blob below; keep offsets now */
-			size_t len = strlen(name) + 1;
-			char *ns = realloc(*strings, *strbytes + len);
-			if (!ns)
-				return -BTR_ERR_NOMEM;
-			*strings = ns;
-			memcpy(ns + *strbytes, name, len);
-			if ((r = push(exp, *strbytes)) < 0)
+			if ((r = add_name(strings, strbytes, name, exp)) < 0)
 				return r;
-			*strbytes += len;
 		}
 	}
 	return 0;
@@ -515,16 +525,9 @@ static int read_got(Elf *e, struct u64vec *slots, struct u64vec *names, char **s
 			const char *name = elf_strptr(e, symsh.sh_link, s.st_name);
 			if (!name || !*name)
 				continue;
-			size_t len = strlen(name) + 1;
-			char *ns = realloc(*strings, *strbytes + len);
-			if (!ns)
-				return -BTR_ERR_NOMEM;
-			*strings = ns;
-			memcpy(ns + *strbytes, name, len);
 			int rc;
-			if ((rc = push(slots, r.r_offset)) < 0 || (rc = push(names, *strbytes)) < 0)
+			if ((rc = push(slots, r.r_offset)) < 0 || (rc = add_name(strings, strbytes, name, names)) < 0)
 				return rc;
-			*strbytes += len;
 		}
 	}
 	return 0;

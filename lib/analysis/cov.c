@@ -24,6 +24,7 @@
 #include "btr/error.h"
 #include "registry.h"
 #include "btr/insn.h"
+#include "btr/text.h"
 
 #include "elf_priv.h"
 
@@ -492,21 +493,6 @@ static int write_lcov(const struct cov *c, FILE *out)
 
 /* ---- Cobertura ---- */
 
-static void xml_str(FILE *out, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '&': fputs("&amp;", out); break;
-		case '"': fputs("&quot;", out); break;
-		default:
-			if ((unsigned char)*s >= 0x20)
-				fputc(*s, out);
-		}
-	}
-}
-
 static double rate(unsigned a, unsigned b)
 {
 	return b ? (double)a / b : 1.0;
@@ -585,7 +571,7 @@ static int write_method(FILE *out, const struct recs *rs, size_t i, size_t j, co
 			bc += br_covered(&rs->v[q]);
 		}
 	fprintf(out, "            <method name=\"");
-	xml_str(out, f->name);
+	btr_xml_str(out, f->name);
 	fprintf(out, "\" signature=\"\" line-rate=\"%.4f\" branch-rate=\"%.4f\" complexity=\"0\">\n"
 		     "              <lines>\n", rate(lcov, lv), rate(bc, bv));
 	for (size_t q = 0; q < nl; q++)
@@ -638,9 +624,9 @@ static int write_cobertura(const struct cov *c, FILE *out)
 		}
 		const char *base = strrchr(file, '/');
 		fprintf(out, "        <class name=\"");
-		xml_str(out, base ? base + 1 : file);
+		btr_xml_str(out, base ? base + 1 : file);
 		fprintf(out, "\" filename=\"");
-		xml_str(out, file[0] == '/' ? file + 1 : file);
+		btr_xml_str(out, file[0] == '/' ? file + 1 : file);
 		fprintf(out, "\" line-rate=\"%.4f\" branch-rate=\"%.4f\" complexity=\"0\">\n          <methods>\n",
 			rate(flc, flv), rate(fbc, fbv));
 		for (size_t k = i; k < j; k++)

@@ -286,7 +286,7 @@ static int write_svg(struct flame *f, FILE *out)
 		     "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%u\" fill=\"#f4f4ec\"/>\n"
 		     "<text x=\"%d\" y=\"24\" text-anchor=\"middle\" style=\"font-size:17px\">",
 		SVG_W, height, SVG_W, height, svg_script, SVG_W, height, SVG_W / 2);
-	prof_xml_str(out, f->title ? f->title : "Flame Graph");
+	btr_xml_str(out, f->title ? f->title : "Flame Graph");
 	fprintf(out, "</text>\n<text id=\"unzoom\" x=\"%d\" y=\"24\" style=\"cursor:pointer\">Reset Zoom</text>\n"
 		     "<text id=\"details\" x=\"%d\" y=\"%u\"> </text>\n",
 		SVG_PAD, SVG_PAD, height - SVG_PAD / 2);
@@ -300,9 +300,9 @@ static int write_svg(struct flame *f, FILE *out)
 		uint32_t h = name_hash(name);
 		int red = 205 + (int)(h % 50), green = (int)((h >> 8) % 230), blue = (int)((h >> 16) % 55);
 		fprintf(out, "<g class=\"f\" data-x=\"%.10f\" data-w=\"%.10f\" data-d=\"%u\" data-n=\"", fx, fw, depth[i]);
-		prof_xml_str(out, name);
+		btr_xml_str(out, name);
 		fprintf(out, "\"><title>");
-		prof_xml_str(out, name);
+		btr_xml_str(out, name);
 		fprintf(out, " (%" PRIu64 " %s, %.2f%%)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
 			     "fill=\"rgb(%d,%d,%d)\" rx=\"2\"/><text x=\"%.2f\" y=\"%.1f\"></text></g>\n",
 			sub[i], unit, 100.0 * fw, SVG_PAD + fx * inner, y, fw * inner > 0.5 ? fw * inner - 0.5 : fw * inner,
@@ -354,13 +354,12 @@ const struct btr_analysis_ops btr__flame_ops = {
 
 int btr_flame_new(const struct btr_profile_opts *opts, struct btr_analysis **out)
 {
-	if (!out || (opts && opts->sz != sizeof(*opts)))
+	if (!out || !BTR_OPTS_VALID(opts, sizeof(*opts)))
 		return -BTR_ERR_INVAL;
 	struct flame *f = calloc(1, sizeof(*f));
 	if (!f)
 		return -BTR_ERR_NOMEM;
-	if (opts)
-		f->o = *opts;
+	BTR_OPTS_COPY(&f->o, opts);
 	struct btr_callstack_opts co = { .sz = sizeof(co), .ctx = f };
 	if (f->o.events) {
 		co.enter = on_enter;

@@ -444,18 +444,9 @@ static int add_pprof(struct btr_merge *m, const uint8_t *data, size_t size)
 		if (wt != 2 && (field == 1 || field == 2 || field == 3 || field == 4 || field == 5 || field == 11))
 			goto bad;
 		if (field == 1 || field == 11) {
-			uint64_t ty = 0, un = 0;
-			struct pbr q = { d, d + dn, 0 };
-			unsigned f2, w2;
-			uint64_t v2;
-			const uint8_t *d2;
-			size_t n2;
-			while (pbr_next(&q, &f2, &w2, &v2, &d2, &n2) > 0) {
-				if (f2 == 1)
-					ty = v2;
-				else if (f2 == 2)
-					un = v2;
-			}
+			uint64_t tu[2];   /* type, unit */
+			pbr_fields(d, dn, tu, 2);
+			uint64_t ty = tu[0], un = tu[1];
 			size_t l1, l2;
 			const char *s1 = pstr(&in, ty, &l1), *s2 = pstr(&in, un, &l2);
 			klen = 0;
@@ -502,20 +493,10 @@ static int add_pprof(struct btr_merge *m, const uint8_t *data, size_t size)
 				goto out;
 			}
 		} else if (field == 3) {
-			struct inmap mp = { 0 };
-			struct pbr q = { d, d + dn, 0 };
-			unsigned f2, w2;
-			uint64_t v2;
-			const uint8_t *d2;
-			size_t n2;
-			while (pbr_next(&q, &f2, &w2, &v2, &d2, &n2) > 0) {
-				if (f2 == 1) mp.id = v2;
-				else if (f2 == 2) mp.start = v2;
-				else if (f2 == 3) mp.limit = v2;
-				else if (f2 == 4) mp.offset = v2;
-				else if (f2 == 5) mp.name = v2;
-				else if (f2 == 6) mp.buildid = v2;
-			}
+			uint64_t mf[6];
+			pbr_fields(d, dn, mf, 6);
+			struct inmap mp = { .id = mf[0], .start = mf[1], .limit = mf[2], .offset = mf[3], .name = mf[4],
+					    .buildid = mf[5] };
 			/* the key: build-id, else the file name */
 			size_t lb, lf;
 			const char *b = pstr(&in, mp.buildid, &lb), *fn = pstr(&in, mp.name, &lf);
@@ -545,18 +526,9 @@ static int add_pprof(struct btr_merge *m, const uint8_t *data, size_t size)
 			maps = nm;
 			maps[nmaps++] = mp;
 		} else if (field == 5) {
-			uint64_t id = 0, f[4] = { 0 };
-			struct pbr q = { d, d + dn, 0 };
-			unsigned f2, w2;
-			uint64_t v2;
-			const uint8_t *d2;
-			size_t n2;
-			while (pbr_next(&q, &f2, &w2, &v2, &d2, &n2) > 0) {
-				if (f2 == 1)
-					id = v2;
-				else if (f2 >= 2 && f2 <= 5)
-					f[f2 - 2] = v2;
-			}
+			uint64_t ff[5];   /* id, then four fields */
+			pbr_fields(d, dn, ff, 5);
+			uint64_t id = ff[0], *f = ff + 1;
 			klen = 0;
 			for (int k = 0; k < 3; k++) {
 				size_t l;
@@ -617,18 +589,9 @@ static int add_pprof(struct btr_merge *m, const uint8_t *data, size_t size)
 			else if (f2 == 3)
 				addr = v2;
 			else if (f2 == 4 && w2 == 2) {
-				uint64_t fid = 0, line = 0;
-				struct pbr q2 = { d2, d2 + n2, 0 };
-				unsigned f3, w3;
-				uint64_t v3;
-				const uint8_t *d3;
-				size_t n3;
-				while (pbr_next(&q2, &f3, &w3, &v3, &d3, &n3) > 0) {
-					if (f3 == 1)
-						fid = v3;
-					else if (f3 == 2)
-						line = v3;
-				}
+				uint64_t fl[2];   /* function id, line */
+				pbr_fields(d2, n2, fl, 2);
+				uint64_t fid = fl[0], line = fl[1];
 				uint64_t fo = UINT64_MAX;
 				for (size_t k = 0; k < nfns; k++)
 					if (fns[k].id == fid)

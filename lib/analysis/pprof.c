@@ -312,13 +312,12 @@ const struct btr_analysis_ops btr__pprof_ops = {
 
 int btr_pprof_new(const struct btr_profile_opts *opts, struct btr_analysis **out)
 {
-	if (!out || (opts && opts->sz != sizeof(*opts)))
+	if (!out || !BTR_OPTS_VALID(opts, sizeof(*opts)))
 		return -BTR_ERR_INVAL;
 	struct pprof *pp = calloc(1, sizeof(*pp));
 	if (!pp)
 		return -BTR_ERR_NOMEM;
-	if (opts)
-		pp->o = *opts;
+	BTR_OPTS_COPY(&pp->o, opts);
 	struct btr_callstack_opts co = { .sz = sizeof(co), .lines = 1 };
 	int rc = btr_callstack_new(&co, &pp->cs);
 	if (rc) {

@@ -1,5 +1,4 @@
-/* profutil.c - small helpers of the profile analyses: escaping, temporary
- * files, subtree weights, a protobuf writer/reader and gzip (zlib). */
+/* profutil.c - small helpers of the profile analyses: temporary files, subtree weights, a protobuf writer/reader and gzip (zlib). */
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -7,27 +6,6 @@
 #include "btr/error.h"
 #include "btr/text.h"
 #include "profutil.h"
-
-void prof_xml_str(FILE *f, const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		switch (*p) {
-		case '<': fputs("&lt;", f); p++; continue;
-		case '>': fputs("&gt;", f); p++; continue;
-		case '&': fputs("&amp;", f); p++; continue;
-		case '"': fputs("&quot;", f); p++; continue;
-		default: break;
-		}
-		size_t n = *p < 0x20 ? 0 : btr_utf8_len((const char *)p);
-		if (!n) {
-			fputc('?', f);
-			p++;
-		} else {
-			fwrite(p, 1, n, f);
-			p += n;
-		}
-	}
-}
 
 FILE *prof_tmpfile(void)
 {
@@ -225,6 +203,19 @@ int pbr_next(struct pbr *r, unsigned *field, unsigned *wt, uint64_t *v, const ui
 bad:
 	r->bad = 1;
 	return -1;
+}
+
+void pbr_fields(const uint8_t *data, size_t n, uint64_t *out, unsigned nout)
+{
+	struct pbr q = { data, data + n, 0 };
+	unsigned f, wt;
+	uint64_t v;
+	const uint8_t *d;
+	size_t dn;
+	memset(out, 0, nout * sizeof(*out));
+	while (pbr_next(&q, &f, &wt, &v, &d, &dn) > 0)
+		if (f >= 1 && f <= nout)
+			out[f - 1] = v;
 }
 
 /* ---- gzip ---- */

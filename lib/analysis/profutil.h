@@ -7,15 +7,12 @@
 #include <stdio.h>
 #include "btr/callstack.h"
 #include "btr/profile.h"
-#include "btr/text.h"   /* btr_json_str */
+#include "btr/text.h"   /* btr_json_str, btr_xml_str */
 
 /* Whether the module file @path can be the traced program: the first
  * file module a process loads that is not a kernel module (perf traces
  * list kernel modules first). */
 int prof_is_program(const char *path);
-
-/* XML-escaped text (no quotes). */
-void prof_xml_str(FILE *f, const char *s);
 
 /* An unlinked temporary file (tmpfile(3)); NULL on failure. */
 FILE *prof_tmpfile(void);
@@ -74,6 +71,9 @@ struct pbr {
 /* Reads the next field: returns 1 and sets *@field, *@wt, and *@v (varint
  * and fixed) or *@data and *@n (length-delimited); 0 at the end; -1 if bad. */
 int pbr_next(struct pbr *r, unsigned *field, unsigned *wt, uint64_t *v, const uint8_t **data, size_t *n);
+/* The numeric fields 1..@nout of the message @data (@n bytes): @out[f - 1]
+ * = the last value of field f (0 if absent or length-delimited). */
+void pbr_fields(const uint8_t *data, size_t n, uint64_t *out, unsigned nout);
 
 /* gzip @in into @out (malloc'd).  Returns 0, -BTR_ERR_NOMEM, -BTR_ERR_COMPRESS. */
 int prof_gzip(const uint8_t *in, size_t n, uint8_t **out, size_t *outn);

@@ -278,13 +278,12 @@ const struct btr_analysis_ops btr__timeline_ops = {
 
 int btr_timeline_new(const struct btr_profile_opts *opts, struct btr_analysis **out)
 {
-	if (!out || (opts && opts->sz != sizeof(*opts)))
+	if (!out || !BTR_OPTS_VALID(opts, sizeof(*opts)))
 		return -BTR_ERR_INVAL;
 	struct timeline *tl = calloc(1, sizeof(*tl));
 	if (!tl)
 		return -BTR_ERR_NOMEM;
-	if (opts)
-		tl->o = *opts;
+	BTR_OPTS_COPY(&tl->o, opts);
 	if (tl->o.to && tl->o.to <= tl->o.from) {
 		free(tl);
 		return -BTR_ERR_INVAL;

@@ -23,9 +23,11 @@
 #include "perf_event.h"
 #include "perf_ops.h"
 #include "btr/error.h"
+#include "btr/hwinfo.h"
 #include "btr/perfdata.h"
 #include "btr/perfring.h"
 #include "internal.h"
+#include "output.h"
 
 #include <cpuid.h>
 #include <dirent.h>
@@ -426,14 +428,11 @@ static void machine_record(struct rec_state *st, struct timespec *now)
 		memcpy(m->cpu_vendor + 8, &c, 4);
 	}
 	if (__get_cpuid(1, &a, &b, &c, &d)) {
-		unsigned fam = (a >> 8) & 0xf, model = (a >> 4) & 0xf;
-		if (fam == 0xf)
-			fam += (a >> 20) & 0xff;
-		if (fam == 6 || fam >= 0xf)
-			model |= ((a >> 16) & 0xf) << 4;
+		unsigned fam, model, stepping;
+		btr_cpuid_signature_decode(a, &fam, &model, &stepping);
 		m->cpu_family = (uint16_t)fam;
 		m->cpu_model = (uint16_t)model;
-		m->cpu_stepping = (uint16_t)(a & 0xf);
+		m->cpu_stepping = (uint16_t)stepping;
 	}
 	if (__get_cpuid(0x15, &a, &b, &c, &d)) {
 		m->cpuid15_eax = a;

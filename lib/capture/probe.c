@@ -281,14 +281,7 @@ void btr_hwinfo_gather(const char *sysfs_root, struct btr_hwinfo *out)
 		memcpy(out->vendor + 8, &c, 4);
 	}
 	if (__get_cpuid(1, &a, &b, &c, &d)) {
-		unsigned fam = (a >> 8) & 0xf, model = (a >> 4) & 0xf;
-		if (fam == 0xf)
-			fam += (a >> 20) & 0xff;
-		if (fam == 6 || fam >= 0xf)
-			model |= ((a >> 16) & 0xf) << 4;
-		out->family = fam;
-		out->model = model;
-		out->stepping = a & 0xf;
+		btr_cpuid_signature_decode(a, &out->family, &out->model, &out->stepping);
 		out->hypervisor = (c >> 31) & 1;
 		out->pdcm = (c >> 15) & 1;
 		out->ds = (d >> 21) & 1;

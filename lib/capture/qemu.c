@@ -15,6 +15,7 @@
 #include "btr/trace.h"
 #include "internal.h"
 #include "jitsyms.h"
+#include "output.h"
 #include "agent/qemu_exec.h"
 #include "agent/qemu_state.h"
 
@@ -743,16 +744,14 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	char **args = NULL;
 	int rc;
 
-	if (!opts || !opts->output || !opts->argv || !opts->argv[0] || !res)
+	if (!opts || !BTR_OPTS_VALID(opts, BTR_CAPTURE_OPTS_V1) || !opts->output || !opts->argv || !opts->argv[0] || !res)
 		return -BTR_ERR_INVAL;
 	memset(res, 0, sizeof(*res));
-#define OPT(f) (opts->sz >= offsetof(struct btr_capture_opts, f) + sizeof(opts->f) ? opts->f : 0)
-	unsigned max_procs = OPT(max_processes) ? OPT(max_processes) : BTR_CAPTURE_MAX_PROCESSES;
-	int follow_fork = !OPT(no_follow_fork), follow_exec = !OPT(no_follow_exec);
-	void (*progress)(void *, const struct btr_capture_progress *) = OPT(progress);
-	void *progress_ctx = OPT(progress_ctx);
-	unsigned progress_ms = OPT(progress_ms) ? OPT(progress_ms) : 250;
-#undef OPT
+	unsigned max_procs = BTR_OPTS_GET(opts, max_processes, BTR_CAPTURE_MAX_PROCESSES);
+	int follow_fork = !BTR_OPTS_GET(opts, no_follow_fork, 0), follow_exec = !BTR_OPTS_GET(opts, no_follow_exec, 0);
+	void (*progress)(void *, const struct btr_capture_progress *) = BTR_OPTS_GET(opts, progress, NULL);
+	void *progress_ctx = BTR_OPTS_GET(opts, progress_ctx, NULL);
+	unsigned progress_ms = BTR_OPTS_GET(opts, progress_ms, 250);
 	if (!(x = malloc(sizeof(*x))))
 		return -BTR_ERR_NOMEM;
 	if ((rc = resolve_cmd(opts->argv[0], opts->argv, cmd, sizeof(cmd), x)) < 0) {

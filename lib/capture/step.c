@@ -38,6 +38,10 @@
  * recorder uses block stepping only where it traps on branches alone.
  * --inproc (step_inproc.c, agents/step/step_agent.c) replaces ptrace by an agent
  * inside the program.
+ *
+ * Files: step.c (this one: ptrace, the loop, btr_step_record) and
+ * step_inproc.c (the agent's ring) both drive step_core.c (processes,
+ * code cache, threads, records); the core calls neither.
  */
 #include "btr/bts.h"
 #include "btr/capture.h"
@@ -46,6 +50,7 @@
 #include "btr/insn.h"
 #include "btr/trace.h"
 #include "internal.h"
+#include "output.h"
 
 #include <ctype.h>
 #include <elf.h>
@@ -77,13 +82,7 @@
 
 #include "step_priv.h"
 
-/* ---- small helpers ---- */
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++, v >>= 8)
-		p[i] = (uint8_t)v;
-}
+/* ---- registers ---- */
 
 static uint64_t get_ip(pid_t tid)
 {
@@ -99,124 +98,7 @@ static uint64_t get_reg(pid_t tid, size_t off)
 	return errno ? 0 : (uint64_t)v;
 }
 
-void step_wr(struct rec *r, const struct btr_record *rec)
-{
-	if (r->err)
-		return;
-	int rc = btr_trace_write(r->w, rec);
-	if (rc < 0)
-		r->err = rc;
-}
-
-/* ---- processes, code cache ---- */
-
-static struct proc *proc_find(struct rec *r, pid_t pid)
-{
-	for (struct proc *p = r->procs; p; p = p->next)
-		if (p->pid == pid)
-			return p;
-	return NULL;
-}
-
-void step_proc_reset(struct proc *p)
-{
-	/* An open /proc/PID/mem keeps the old address space: reopen it. */
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)p->pid);
-	int fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd >= 0) {
-		if (p->memfd >= 0)
-			close(p->memfd);
-		p->memfd = fd;
-	}
-	memset(p->pages, 0, NPAGES * sizeof(*p->pages));
-	memset(p->ic, 0, NICACHE * sizeof(*p->ic));
-	p->nmods = 0;
-}
-
-struct proc *step_proc_new(struct rec *r, pid_t pid)
-{
-	struct proc *p = calloc(1, sizeof(*p));
-	if (!p)
-		return NULL;
-	p->pages = calloc(NPAGES, sizeof(*p->pages));
-	p->ic = calloc(NICACHE, sizeof(*p->ic));
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	p->memfd = open(path, O_RDWR | O_CLOEXEC);
-	if (!p->pages || !p->ic || p->memfd < 0) {
-		if (p->memfd >= 0)
-			close(p->memfd);
-		free(p->pages);
-		free(p->ic);
-		free(p);
-		return NULL;
-	}
-	p->pid = pid;
-	p->next = r->procs;
-	r->procs = p;
-	return p;
-}
-
-static void proc_close(struct proc *p)
-{
-	if (p->memfd >= 0)
-		close(p->memfd);
-	p->memfd = -1;
-	p->dead = 1;
-}
-
-static const uint8_t *page_get(struct proc *p, uint64_t addr)
-{
-	uint64_t pa = addr & ~(uint64_t)(PAGE - 1);
-	struct cpage *c = &p->pages[(pa / PAGE) % NPAGES];
-	if (c->addr == pa + 1)
-		return c->b;
-	if (pread(p->memfd, c->b, PAGE, (off_t)pa) != (ssize_t)PAGE) {
-		c->addr = 0;
-		return NULL;
-	}
-	/* The cache holds the program's bytes, not our breakpoints. */
-	for (int i = 0; i < MAX_BP; i++)
-		if (p->bp[i].planted && (p->bp[i].addr & ~(uint64_t)(PAGE - 1)) == pa)
-			c->b[p->bp[i].addr - pa] = p->bp[i].orig;
-	c->addr = pa + 1;
-	return c->b;
-}
-
-/* Decodes the instruction at @ip through the caches.  Returns NULL if its
- * bytes cannot be read or decoded. */
-static const struct icache_ent *insn_at(struct proc *p, uint64_t ip)
-{
-	struct icache_ent *e = &p->ic[(ip ^ (ip >> 13)) % NICACHE];
-	if (e->ip == ip + 1)
-		return e;
-	uint8_t bytes[16];
-	size_t in_page = PAGE - (ip & (PAGE - 1)), n = in_page < 16 ? in_page : 16;
-	const uint8_t *pg = page_get(p, ip);
-	if (!pg)
-		return NULL;
-	memcpy(bytes, pg + (ip & (PAGE - 1)), n);
-	if (n < 16) {
-		const uint8_t *pg2 = page_get(p, ip + n);
-		if (pg2)
-			memcpy(bytes + n, pg2, 16 - n);
-		else
-			memset(bytes + n, 0, 16 - n);
-		pg = page_get(p, ip);   /* may share the slot: keep the cache consistent */
-		if (!pg)
-			return NULL;
-	}
-	struct btr_insn in;
-	if (btr_insn_decode(bytes, 16, ip, BTR_MODE_64, &in) <= 0)
-		return NULL;
-	e->ip = ip + 1;
-	e->len = in.len;
-	e->kind = in.kind;
-	e->flags = (uint16_t)in.flags;
-	e->target = in.target;
-	return e;
-}
+/* ---- breakpoints ---- */
 
 static int poke_byte(struct proc *p, uint64_t addr, uint8_t v)
 {
@@ -228,7 +110,7 @@ static void bp_plant(struct proc *p, int i)
 	struct bp *b = &p->bp[i];
 	if (!b->addr || b->planted || p->dead)
 		return;
-	const uint8_t *pg = page_get(p, b->addr);
+	const uint8_t *pg = step_page_get(p, b->addr);
 	if (!pg)
 		return;
 	b->orig = pg[b->addr & (PAGE - 1)];
@@ -243,194 +125,7 @@ static void bp_remove(struct proc *p, int i)
 		b->planted = 0;
 }
 
-/* ---- module map ---- */
-
-static int known_mod(const struct proc *p, uint64_t a)
-{
-	for (size_t i = 0; i < p->nmods; i++)
-		if (a >= p->mods[i].start && a < p->mods[i].end)
-			return 1;
-	return 0;
-}
-
-/* Writes a module record for every executable file mapping of @p not
- * written yet (/proc/PID/maps).  Called at the start, after exec, and
- * when a branch lands outside every known module (dlopen, mmap). */
-void step_scan_maps(struct rec *r, struct proc *p)
-{
-	char path[64], line[4096 + 128];
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long s, e, off;
-		char perm[8];
-		int pos = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &s, &e, perm, &off, &pos) < 4 || !pos)
-			continue;
-		char *file = line + pos;
-		file[strcspn(file, "\n")] = 0;
-		if (perm[2] != 'x' || known_mod(p, s))
-			continue;
-		if (p->nmods == p->capmods) {
-			size_t nc = p->capmods ? p->capmods * 2 : 16;
-			struct mod *nm = realloc(p->mods, nc * sizeof(*nm));
-			if (!nm)
-				break;
-			p->mods = nm;
-			p->capmods = nc;
-		}
-		p->mods[p->nmods++] = (struct mod){ s, e };
-		if (file[0] != '/')
-			continue;   /* [vdso], anonymous code: no file to decode with */
-		struct btr_record rec = { .type = BTR_REC_MODULE_LOAD };
-		rec.u.module.pid = (uint32_t)p->pid;
-		rec.u.module.prot = (perm[0] == 'r' ? 1 : 0) | (perm[1] == 'w' ? 2 : 0) | 4;
-		rec.u.module.start = s;
-		rec.u.module.size = e - s;
-		rec.u.module.pgoff = off;
-		rec.u.module.path = file;
-		int n = btr_elf_build_id(file, rec.u.module.build_id, sizeof(rec.u.module.build_id));
-		rec.u.module.build_id_len = n > 0 && n <= 20 ? (uint8_t)n : 0;
-		step_wr(r, &rec);
-		r->res->modules++;
-	}
-	fclose(f);
-}
-
-/* ---- threads and output ---- */
-
-static struct thr *thr_find(struct rec *r, pid_t tid)
-{
-	for (struct thr *t = r->thrs; t; t = t->next)
-		if (t->tid == tid)
-			return t;
-	return NULL;
-}
-
-struct thr *step_thr_new(struct rec *r, pid_t tid, struct proc *p, pid_t parent)
-{
-	struct thr *t = calloc(1, sizeof(*t));
-	if (!t)
-		return NULL;
-	uint32_t cap = r->o->ring ? r->o->ring : BATCH;
-	t->buf = malloc((size_t)cap * BTR_BTS_RECORD_SIZE);
-	t->cnt = malloc((size_t)cap * sizeof(uint32_t));
-	if (r->o->ring)
-		t->ring = calloc(cap, sizeof(*t->ring));
-	if (!t->buf || !t->cnt || (r->o->ring && !t->ring)) {
-		free(t->buf);
-		free(t->cnt);
-		free(t->ring);
-		free(t);
-		return NULL;
-	}
-	t->tid = tid;
-	t->p = p;
-	t->fresh = 1;
-	t->stepping = !r->region;
-	t->next = r->thrs;
-	r->thrs = t;
-	r->res->threads++;
-	struct btr_record rec = { .type = BTR_REC_THREAD_START };
-	rec.u.thread.pid = (uint32_t)p->pid;
-	rec.u.thread.tid = (uint32_t)tid;
-	rec.u.thread.parent_tid = (uint32_t)parent;
-	step_wr(r, &rec);
-	return t;
-}
-
-static void write_batch(struct rec *r, struct thr *t, const uint8_t *buf, const uint32_t *cnt, unsigned n)
-{
-	if (!n)
-		return;
-	uint8_t tmp[4 * 256];
-	/* The counts first: a reader pairs them with the BTS records that follow. */
-	for (unsigned done = 0; done < n;) {
-		unsigned k = n - done < 256 ? n - done : 256;
-		for (unsigned i = 0; i < k; i++) {
-			uint32_t v = cnt[done + i];
-			tmp[4 * i] = (uint8_t)v;
-			tmp[4 * i + 1] = (uint8_t)(v >> 8);
-			tmp[4 * i + 2] = (uint8_t)(v >> 16);
-			tmp[4 * i + 3] = (uint8_t)(v >> 24);
-		}
-		struct btr_record rec = { .type = BTR_REC_BTS_INSNS };
-		rec.u.data.tid = (uint32_t)t->tid;
-		rec.u.data.cpu = -1;
-		rec.u.data.stream_offset = t->ins_off;
-		rec.u.data.size = 4ull * k;
-		rec.u.data.data = tmp;
-		step_wr(r, &rec);
-		t->ins_off += 4ull * k;
-		done += k;
-	}
-	struct btr_record rec = { .type = BTR_REC_BTS };
-	rec.u.data.tid = (uint32_t)t->tid;
-	rec.u.data.cpu = -1;
-	rec.u.data.stream_offset = t->off;
-	rec.u.data.size = (uint64_t)n * BTR_BTS_RECORD_SIZE;
-	rec.u.data.data = buf;
-	step_wr(r, &rec);
-	t->off += rec.u.data.size;
-	r->res->pt_bytes += rec.u.data.size;
-}
-
-static void flush_thr(struct rec *r, struct thr *t)
-{
-	if (t->ring) {
-		/* Oldest first: the entries after the top of stack, then before. */
-		unsigned n = 0, cap = r->o->ring;
-		uint32_t first = t->used < cap ? 0 : t->tos;
-		for (uint32_t i = 0; i < t->used; i++) {
-			const struct ring_ent *e = &t->ring[(first + i) % cap];
-			put64(t->buf + (size_t)n * 24, e->from);
-			put64(t->buf + (size_t)n * 24 + 8, e->to);
-			put64(t->buf + (size_t)n * 24 + 16, 0);
-			t->cnt[n++] = e->insns;
-		}
-		write_batch(r, t, t->buf, t->cnt, n);
-		t->used = t->tos = 0;
-		return;
-	}
-	write_batch(r, t, t->buf, t->cnt, t->n);
-	t->n = 0;
-}
-
-static void flush_proc(struct rec *r, struct proc *p)
-{
-	for (struct thr *t = r->thrs; t; t = t->next)
-		if (t->p == p)
-			flush_thr(r, t);
-}
-
-static void branch(struct rec *r, struct thr *t, uint64_t from, uint64_t to, unsigned kind)
-{
-	r->res->branches++;
-	if (t->ring) {
-		struct btr_branch b = { .from = from, .to = to, .kind = (uint8_t)kind, .flags = BTR_BF_TAKEN };
-		if (!btr_filter_match(&r->filter, &b))
-			return;   /* its instructions count toward the next kept one */
-		struct ring_ent *e = &t->ring[t->tos];
-		e->from = from;
-		e->to = to;
-		e->insns = t->ninsn;
-		t->tos = (t->tos + 1) % r->o->ring;
-		if (t->used < r->o->ring)
-			t->used++;
-		t->ninsn = 0;
-		return;
-	}
-	uint8_t *p = t->buf + (size_t)t->n * BTR_BTS_RECORD_SIZE;
-	put64(p, from);
-	put64(p + 8, to);
-	put64(p + 16, 0);   /* flags: "predicted" (bit 4) unknown, left 0 */
-	t->cnt[t->n++] = t->ninsn;
-	t->ninsn = 0;
-	if (t->n == BATCH)
-		flush_thr(r, t);
-}
+/* ---- system calls ---- */
 
 /* @t just stepped over a system call: a munmap that removed whole modules
  * (dlclose) gets their MODULE_UNLOAD records and empties the code caches, after the data of the process's
@@ -452,7 +147,7 @@ static void after_syscall(struct rec *r, struct thr *t)
 			continue;
 		}
 		if (!flushed && !r->o->ring)
-			flush_proc(r, p);
+			step_flush_proc(r, p);
 		flushed = 1;
 		struct btr_record rec = { .type = BTR_REC_MODULE_UNLOAD };
 		rec.u.module.pid = (uint32_t)p->pid;
@@ -468,34 +163,6 @@ static void after_syscall(struct rec *r, struct thr *t)
 		memset(p->pages, 0, NPAGES * sizeof(*p->pages));
 		memset(p->ic, 0, NICACHE * sizeof(*p->ic));
 	}
-}
-
-/* The step from @t->prev_ip ended at @ip: count the instruction and write
- * the branch it took, if any. */
-void step_account(struct rec *r, struct thr *t, uint64_t ip)
-{
-	if (!t->have_prev) {
-		t->have_prev = 1;
-		t->prev_ip = ip;
-		return;
-	}
-	uint64_t from = t->prev_ip;
-	const struct icache_ent *e = insn_at(t->p, from);
-	if (ip == from && (!e || e->kind == BTR_KIND_NONE))
-		return;   /* one iteration of a rep string instruction */
-	t->ninsn++;
-	t->prev_ip = ip;
-	if (!e)
-		return;
-	if (e->kind == BTR_KIND_SYSCALL) {
-		branch(r, t, from, 0, e->kind);
-	} else if (e->kind != BTR_KIND_NONE) {
-		int cond = e->kind == BTR_KIND_JCC || e->kind == BTR_KIND_LOOP || e->kind == BTR_KIND_JRCXZ;
-		if (!cond || ip != from + e->len)
-			branch(r, t, from, ip, e->kind);
-	}
-	if (ip != from + e->len && !known_mod(t->p, ip))
-		step_scan_maps(r, t->p);
 }
 
 /* ---- resuming ---- */
@@ -627,20 +294,13 @@ static int resolve_addr(struct rec *r, struct proc *p, const char *what, uint64_
 	struct btr_image *img;
 	if (btr_image_new(&img) < 0)
 		return -BTR_ERR_NOMEM;
-	char path[64], line[4096 + 128];
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
-	FILE *f = fopen(path, "re");
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long long s, e, off;
-		char perm[8];
-		int pos = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &s, &e, perm, &off, &pos) < 4 || !pos)
-			continue;
-		char *file = line + pos;
-		file[strcspn(file, "\n")] = 0;
+	char line[4096 + 128];
+	FILE *f = step_maps_open(p->pid);
+	struct step_map m;
+	while (f && step_maps_next(f, line, sizeof(line), &m)) {
 		uint64_t bias;
-		if (perm[2] == 'x' && file[0] == '/' && btr_elf_load_bias(file, s, off, &bias) == 0)
-			btr_image_add_elf(img, file, bias, 0);
+		if (m.perm[2] == 'x' && m.file[0] == '/' && btr_elf_load_bias(m.file, m.start, m.off, &bias) == 0)
+			btr_image_add_elf(img, m.file, bias, 0);
 	}
 	if (f)
 		fclose(f);
@@ -695,7 +355,6 @@ static int region_leave(struct rec *r, struct thr *t, uint64_t ip)
 /* ---- the loop ---- */
 
 static volatile sig_atomic_t got_signal;
-volatile sig_atomic_t btr__step_child;
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
@@ -713,110 +372,6 @@ static void on_alarm(int sig)
 	got_signal = SIGALRM;
 }
 
-void step_write_process(struct rec *r, uint32_t pid, uint32_t ppid, uint32_t ev, const char *path,
-			  char *const *argv)
-{
-	char args[4096];
-	size_t len = 0;
-	for (size_t i = 0; argv && argv[i]; i++) {
-		size_t n = strlen(argv[i]) + 1;
-		if (len + n > sizeof(args))
-			break;
-		memcpy(args + len, argv[i], n);
-		len += n;
-	}
-	struct btr_record rec = { .type = BTR_REC_PROCESS };
-	rec.u.process.pid = pid;
-	rec.u.process.ppid = ppid;
-	rec.u.process.event = ev;
-	rec.u.process.path = path;
-	rec.u.process.args = args;
-	rec.u.process.args_len = (uint32_t)len;
-	rec.u.process.detail = "";
-	step_wr(r, &rec);
-}
-
-static void exe_path(pid_t pid, char *buf, size_t size)
-{
-	char link[64];
-	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
-	ssize_t n = readlink(link, buf, size - 1);
-	buf[n > 0 ? n : 0] = 0;
-}
-
-/* @st: the thread's wait status (exited or killed), or -1 when it ended
- * otherwise (replaced by an exec). */
-static void thr_gone(struct rec *r, struct thr *t, int st)
-{
-	flush_thr(r, t);
-	struct btr_record rec = { .type = BTR_REC_THREAD_EXIT };
-	rec.u.thread.pid = (uint32_t)t->p->pid;
-	rec.u.thread.tid = (uint32_t)t->tid;
-	if (st != -1 && WIFEXITED(st)) {
-		rec.u.thread.end = BTR_THREAD_END_EXITED;
-		rec.u.thread.exit_code = WEXITSTATUS(st);
-	} else if (st != -1 && WIFSIGNALED(st)) {
-		rec.u.thread.end = BTR_THREAD_END_KILLED;
-		rec.u.thread.signo = WTERMSIG(st);
-	}
-	step_wr(r, &rec);
-	for (struct thr **pp = &r->thrs; *pp; pp = &(*pp)->next)
-		if (*pp == t) {
-			*pp = t->next;
-			break;
-		}
-	free(t->buf);
-	free(t->cnt);
-	free(t->ring);
-	free(t);
-}
-
-void step_exit_status(struct rec *r, struct thr *t, int st)
-{
-	struct proc *p = t->p;
-	/* The last step of a thread that leaves by exit/exit_group is a syscall
-	 * that never returns: write it as every other syscall. */
-	if (t->have_prev && t->stepping) {
-		const struct icache_ent *e = insn_at(p, t->prev_ip);
-		if (e && e->kind == BTR_KIND_SYSCALL && WIFEXITED(st)) {
-			t->ninsn++;
-			branch(r, t, t->prev_ip, 0, e->kind);
-		}
-	}
-	int leader = t->tid == p->pid;
-	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
-	struct thr saved = *t;
-	thr_gone(r, t, st);
-	if (!leader)
-		return;
-	flush_proc(r, p);
-	struct btr_record rec = { .type = BTR_REC_PROCESS_EXIT };
-	rec.u.exit.pid = (uint32_t)p->pid;
-	rec.u.exit.tid = (uint32_t)p->pid;
-	rec.u.exit.code = code;
-	if (WIFSIGNALED(st)) {
-		rec.u.exit.signo = WTERMSIG(st);
-		/* The thread that got the fatal signal (the leader reports it). */
-		for (struct thr *o = r->thrs; o; o = o->next)
-			if (o->p == p && o->last_sig == rec.u.exit.signo)
-				saved = *o;
-		if (saved.last_sig == rec.u.exit.signo) {
-			rec.u.exit.tid = (uint32_t)saved.tid;
-			rec.u.exit.ip = saved.last_sig_ip;
-			rec.u.exit.addr = saved.last_sig_addr;
-		}
-	}
-	step_wr(r, &rec);
-	proc_close(p);
-	if (p->pid == r->root) {
-		r->exited_root = 1;
-		r->res->exited = WIFEXITED(st);
-		r->res->code = code;
-		r->res->signo = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-		r->res->crash_ip = rec.u.exit.ip;
-	}
-}
-
 /* A process created by fork/vfork: a copy of its parent's memory,
  * modules and breakpoints. */
 static struct proc *child_proc(struct rec *r, pid_t pid, const struct proc *parent)
@@ -825,7 +380,7 @@ static struct proc *child_proc(struct rec *r, pid_t pid, const struct proc *pare
 	if (!np)
 		return NULL;
 	char path[PATH_MAX];
-	exe_path(pid, path, sizeof(path));
+	step_exe_path(pid, path, sizeof(path));
 	step_write_process(r, (uint32_t)pid, parent ? (uint32_t)parent->pid : 0, BTR_PROC_START, path, NULL);
 	if (parent) {
 		np->bp[0] = parent->bp[0];
@@ -842,12 +397,12 @@ static void on_event(struct rec *r, struct thr *t, int ev)
 	if (ev == PTRACE_EVENT_CLONE || ev == PTRACE_EVENT_FORK || ev == PTRACE_EVENT_VFORK) {
 		pid_t nid = (pid_t)msg;
 		struct proc *np = t->p;
-		if (ev != PTRACE_EVENT_CLONE && (np = proc_find(r, nid)) == NULL &&
+		if (ev != PTRACE_EVENT_CLONE && (np = step_proc_find(r, nid)) == NULL &&
 		    !(np = child_proc(r, nid, t->p))) {
 			r->err = -BTR_ERR_NOMEM;
 			return;
 		}
-		struct thr *nt = thr_find(r, nid);
+		struct thr *nt = step_thr_find(r, nid);
 		if (!nt && !step_thr_new(r, nid, np, t->tid))
 			r->err = -BTR_ERR_NOMEM;
 		else if (nt)
@@ -856,25 +411,25 @@ static void on_event(struct rec *r, struct thr *t, int ev)
 		struct proc *p = t->p;
 		/* The old image's branches go out before the EXEC record. */
 		if (t->have_prev && t->stepping) {
-			const struct icache_ent *e = insn_at(p, t->prev_ip);
+			const struct icache_ent *e = step_insn_at(p, t->prev_ip);
 			if (e && e->kind == BTR_KIND_SYSCALL) {
 				t->ninsn++;
-				branch(r, t, t->prev_ip, 0, e->kind);
+				step_branch(r, t, t->prev_ip, 0, e->kind);
 			}
 		}
 		/* Every process's, in fact: readers that keep one image for
 		 * all processes decode what came before with the old one. */
 		for (struct thr *o = r->thrs; o; o = o->next)
-			flush_thr(r, o);
+			step_flush_thr(r, o);
 		if ((pid_t)msg != t->tid) {
 			/* A non-leader thread exec'd: it now has the process id. */
-			struct thr *old = thr_find(r, (pid_t)msg);
+			struct thr *old = step_thr_find(r, (pid_t)msg);
 			if (old && old != t)
-				thr_gone(r, old, -1);
+				step_thr_gone(r, old, -1);
 			t->tid = (pid_t)msg;
 		}
 		char path[PATH_MAX];
-		exe_path(p->pid, path, sizeof(path));
+		step_exe_path(p->pid, path, sizeof(path));
 		step_write_process(r, (uint32_t)p->pid, 0, BTR_PROC_EXEC, path, NULL);
 		struct btr_record rec = { .type = BTR_REC_EXEC };
 		rec.u.module.pid = (uint32_t)p->pid;
@@ -898,7 +453,7 @@ static void on_event(struct rec *r, struct thr *t, int ev)
 /* Handles one wait status.  Returns 1 while the loop goes on. */
 static void on_stop(struct rec *r, pid_t tid, int st)
 {
-	struct thr *t = thr_find(r, tid);
+	struct thr *t = step_thr_find(r, tid);
 	if (!t) {
 		/* A new thread or process whose parent's event we have not seen
 		 * yet: its process is its thread group. */
@@ -914,9 +469,9 @@ static void on_stop(struct rec *r, pid_t tid, int st)
 		}
 		if (f)
 			fclose(f);
-		struct proc *p = proc_find(r, tgid);
+		struct proc *p = step_proc_find(r, tgid);
 		if (!p) {
-			if (!(p = child_proc(r, tgid, proc_find(r, ppid)))) {
+			if (!(p = child_proc(r, tgid, step_proc_find(r, ppid)))) {
 				r->err = -BTR_ERR_NOMEM;
 				return;
 			}
@@ -962,7 +517,7 @@ static void on_stop(struct rec *r, pid_t tid, int st)
 	if (sig == SIGTRAP && t->stepping && t->have_prev && !t->sig_entry) {
 		/* After a system call the SIGTRAP may be the program's own
 		 * (raise, kill): a user-sent signal, not our trap. */
-		const struct icache_ent *e = insn_at(t->p, t->prev_ip);
+		const struct icache_ent *e = step_insn_at(t->p, t->prev_ip);
 		siginfo_t si;
 		if (e && e->kind == BTR_KIND_SYSCALL && ptrace(PTRACE_GETSIGINFO, tid, NULL, &si) == 0 && si.si_code <= 0)
 			goto deliver;
@@ -981,11 +536,11 @@ static void on_stop(struct rec *r, pid_t tid, int st)
 		if (t->sig_entry) {
 			/* The kernel stops at the handler's first instruction. */
 			t->sig_entry = 0;
-			branch(r, t, t->sig_from, ip, BTR_KIND_ASYNC);
+			step_branch(r, t, t->sig_from, ip, BTR_KIND_ASYNC);
 			t->prev_ip = ip;
 			t->have_prev = 1;
 		} else {
-			const struct icache_ent *e = t->have_prev ? insn_at(t->p, t->prev_ip) : NULL;
+			const struct icache_ent *e = t->have_prev ? step_insn_at(t->p, t->prev_ip) : NULL;
 			if (e && e->kind == BTR_KIND_INT3 &&
 			    !(r->region && t->p->bp[0].addr == t->prev_ip)) {
 				/* The program's own int3: it executed; deliver it. */
@@ -1045,7 +600,7 @@ static void detach_all(struct rec *r)
 		pid_t tid = waitpid(-1, &st, __WALL);
 		if (tid < 0)
 			break;
-		struct thr *t = thr_find(r, tid);
+		struct thr *t = step_thr_find(r, tid);
 		if (!t)
 			continue;
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
@@ -1056,7 +611,7 @@ static void detach_all(struct rec *r)
 		if (sig == SIGSTOP && !t->detached_stop) {
 			/* Our SIGSTOP: suppressed by detaching with signal 0. */
 			t->detached_stop = 1;
-			flush_thr(r, t);
+			step_flush_thr(r, t);
 			struct proc *p = t->p;
 			ptrace(PTRACE_DETACH, tid, NULL, NULL);
 			struct btr_record rec = { .type = BTR_REC_THREAD_EXIT };
@@ -1064,15 +619,7 @@ static void detach_all(struct rec *r)
 			rec.u.thread.tid = (uint32_t)tid;
 			rec.u.thread.end = BTR_THREAD_END_RUNNING;   /* detached: it runs on */
 			step_wr(r, &rec);
-			for (struct thr **pp = &r->thrs; *pp; pp = &(*pp)->next)
-				if (*pp == t) {
-					*pp = t->next;
-					break;
-				}
-			free(t->buf);
-			free(t->cnt);
-			free(t->ring);
-			free(t);
+			step_thr_free(r, t);
 			continue;
 		}
 		if (sig == SIGTRAP) {
@@ -1160,7 +707,7 @@ static int attach(struct rec *r, pid_t pid)
 		return e == ENOENT ? -BTR_ERR_NOENT : -BTR_ERR_PERM;
 	}
 	char path[PATH_MAX];
-	exe_path(pid, path, sizeof(path));
+	step_exe_path(pid, path, sizeof(path));
 	step_write_process(r, (uint32_t)pid, 0, BTR_PROC_START, path, NULL);
 	/* Attach every thread; a second pass catches threads created
 	 * meanwhile (PTRACE_O_TRACECLONE covers them from then on). */
@@ -1169,7 +716,7 @@ static int attach(struct rec *r, pid_t pid)
 		struct dirent *de;
 		while (d && (de = readdir(d))) {
 			pid_t tid = (pid_t)atoi(de->d_name);
-			if (tid <= 0 || thr_find(r, tid))
+			if (tid <= 0 || step_thr_find(r, tid))
 				continue;
 			if (ptrace(PTRACE_SEIZE, tid, NULL,
 				   (void *)(long)(PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
@@ -1226,7 +773,8 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	char cmd[PATH_MAX] = "";
 	int rc;
 
-	if (!opts || !opts->output || !res || (opts->attach_pid <= 0 && (!opts->argv || !opts->argv[0])))
+	if (!opts || !BTR_OPTS_VALID(opts, BTR_CAPTURE_OPTS_V1) || !opts->output || !res ||
+	    (opts->attach_pid <= 0 && (!opts->argv || !opts->argv[0])))
 		return -BTR_ERR_INVAL;
 	memset(res, 0, sizeof(*res));
 	if (opts->attach_pid <= 0 && (rc = btr_capture_check_command(opts->argv[0], cmd, sizeof(cmd))) < 0)
@@ -1299,7 +847,7 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		root = opts->attach_pid;
 		r.attached = 1;
 		rc = attach(&r, root);
-		p = proc_find(&r, root);
+		p = step_proc_find(&r, root);
 	} else {
 		rc = start_child(&r, cmd, opts->argv, &root);
 		if (rc == 0) {
@@ -1330,7 +878,7 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		goto out;
 	}
 	if (opts->attach_pid <= 0) {
-		struct thr *t = thr_find(&r, root);
+		struct thr *t = step_thr_find(&r, root);
 		if (t->stepping)
 			step_account(&r, t, get_ip(root));
 		resume(&r, t, 0);
@@ -1356,7 +904,7 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		}
 		if (r.attached && WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP) {
 			/* Seized thread's first stop (or a group stop): start stepping. */
-			struct thr *t = thr_find(&r, tid);
+			struct thr *t = step_thr_find(&r, tid);
 			if (t && t->fresh) {
 				t->fresh = 0;
 				if (t->stepping)
@@ -1401,14 +949,8 @@ out:
 	sigaction(SIGALRM, &old[4], NULL);
 	if (r.w)
 		btr_trace_writer_abort(r.w);
-	while (r.thrs) {
-		struct thr *t = r.thrs;
-		r.thrs = t->next;
-		free(t->buf);
-		free(t->cnt);
-		free(t->ring);
-		free(t);
-	}
+	while (r.thrs)
+		step_thr_free(&r, r.thrs);
 	while (r.procs) {
 		struct proc *q = r.procs;
 		r.procs = q->next;

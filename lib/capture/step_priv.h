@@ -1,9 +1,11 @@
 /* step_priv.h - shared by the files of the "step" backend (step.c: ptrace
- * stepping; step_inproc.c: the --inproc agent's drain).  Not public. */
+ * stepping; step_inproc.c: the --inproc agent's drain; step_core.c: what
+ * both drive).  Not public. */
 #ifndef BTR_STEP_PRIV_H
 #define BTR_STEP_PRIV_H
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "btr/branch.h"
@@ -100,8 +102,46 @@ struct rec {
 	int parked_n;
 };
 
+/* step_core.c: */
+/* One line of /proc/PID/maps: range, permissions ("r-xp"), file offset and
+ * the file ("" for anonymous memory, "[vdso]" ...), inside the caller's line. */
+struct step_map {
+	unsigned long long start, end, off;
+	char perm[8];
+	char *file;
+};
+/* /proc/@pid/maps opened for reading, or NULL. */
+FILE *step_maps_open(pid_t pid);
+/* Reads the next mapping from @f into @m (using @line, @size bytes);
+ * 1, or 0 at the end. */
+int step_maps_next(FILE *f, char *line, int size, struct step_map *m);
 /* Appends @rec to the trace (the first error sticks in r->err). */
 void step_wr(struct rec *r, const struct btr_record *rec);
+/* The traced process @pid, or NULL. */
+struct proc *step_proc_find(struct rec *r, pid_t pid);
+/* Process @p is gone: closes its memory. */
+void step_proc_close(struct proc *p);
+/* The page of @p holding @addr through the code cache (the program's
+ * bytes, without our breakpoints); NULL if unreadable. */
+const uint8_t *step_page_get(struct proc *p, uint64_t addr);
+/* The decoded instruction at @ip through the caches; NULL if its bytes
+ * cannot be read or decoded. */
+const struct icache_ent *step_insn_at(struct proc *p, uint64_t ip);
+/* The traced thread @tid, or NULL. */
+struct thr *step_thr_find(struct rec *r, pid_t tid);
+/* Writes the buffered branches of @t (not in ring mode). */
+void step_flush_thr(struct rec *r, struct thr *t);
+/* Writes the buffered branches of every thread of @p. */
+void step_flush_proc(struct rec *r, struct proc *p);
+/* A branch of @t from @from to @to of @kind (BTR_KIND_*). */
+void step_branch(struct rec *r, struct thr *t, uint64_t from, uint64_t to, unsigned kind);
+/* The path of /proc/@pid/exe in @buf ("" if unknown). */
+void step_exe_path(pid_t pid, char *buf, size_t size);
+/* Forgets thread @t (no record): unlinks and frees it. */
+void step_thr_free(struct rec *r, struct thr *t);
+/* Thread @t ended (@st: its wait status, or -1 when replaced by an exec):
+ * its data and THREAD_EXIT record; frees @t. */
+void step_thr_gone(struct rec *r, struct thr *t, int st);
 /* A traced process: opens /proc/PID/mem; NULL on failure. */
 struct proc *step_proc_new(struct rec *r, pid_t pid);
 /* After exec: reopen the memory, forget code and modules. */

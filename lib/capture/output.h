@@ -1,0 +1,27 @@
+/* output.h - a recorder's output (output.c), shared by the capture
+ * backends of lib/capture/.  Not public. */
+#ifndef BTR_CAPTURE_OUTPUT_H
+#define BTR_CAPTURE_OUTPUT_H
+
+#include "btr/capture.h"
+#include "internal.h"
+
+/* The fields every caller of a recorder passes (struct btr_capture_opts up
+ * to @sysfs_root; later ones are read with BTR_OPTS_GET). */
+#define BTR_CAPTURE_OPTS_V1 BTR_OFFSETOFEND(struct btr_capture_opts, sysfs_root)
+
+struct btr_trace_writer;
+struct btr_trace_writer_opts;
+struct btr_capture_opts;
+
+/* A recorder's write to its output @output failed with @rc: logs one
+ * error line naming the output, the cause and, when complete chunks were
+ * written, the PATH.partial file that keeps them
+ * (btr_trace_writer_abort_keep).  Frees @w.  Returns @rc. */
+int btr_capture_output_failed(struct btr_trace_writer *w, const char *output, int rc);
+/* The recorder's trace writer for @opts (output or output_fd), logging one
+ * line naming the output if it cannot be made. */
+int btr_capture_writer_new(const struct btr_capture_opts *opts, const struct btr_trace_writer_opts *wo,
+			   struct btr_trace_writer **w);
+
+#endif
