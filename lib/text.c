@@ -75,7 +75,9 @@ void btr_xml_str(FILE *f, const char *s)
 		case '"': fputs("&quot;", f); p++; continue;
 		default: break;
 		}
-		size_t n = *p < 0x20 ? 0 : btr_utf8_len((const char *)p);
+		/* XML 1.0 allows tab, newline and carriage return among the
+		 * characters below U+0020 (source lines keep their tabs) */
+		size_t n = *p < 0x20 ? (*p == '\t' || *p == '\n' || *p == '\r') : btr_utf8_len((const char *)p);
 		if (!n) {
 			fputc('?', f);
 			p++;

@@ -28,7 +28,7 @@ int main(void)
 	CHECK_STR(run(btr_xml_str, "a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c'");
 	CHECK_STR(run(btr_xml_str, "caf\xc3\xa9 \xe2\x82\xac"), "caf\xc3\xa9 \xe2\x82\xac");   /* UTF-8 kept */
 	CHECK_STR(run(btr_xml_str, "x\xff\xc3y"), "x??y");      /* not UTF-8: one ? per byte */
-	CHECK_STR(run(btr_xml_str, "t\tn\n\x01"), "t?n??");     /* control characters */
+	CHECK_STR(run(btr_xml_str, "t\tn\n\x01\x1b"), "t\tn\n??");   /* control characters but tab, newline */
 	CHECK_STR(run(btr_xml_str, ""), "");
 	CHECK_STR(run(btr_xml_str, NULL), "");
 

@@ -28,9 +28,10 @@ void btr_json_str(FILE *f, const char *s);
 
 /* Writes @s to @f as XML (or HTML) character data or attribute text,
  * without quotes; NULL writes nothing.  `<`, `>`, `&` and `"` become
- * entities, well-formed UTF-8 is kept as it is, and control characters
- * (below U+0020) and every byte that is not part of well-formed UTF-8
- * become `?`, so the output is always well-formed XML.  Write errors stay
+ * entities, well-formed UTF-8 is kept as it is (tab, newline and carriage
+ * return too), and the other control characters (below U+0020) and every
+ * byte that is not part of well-formed UTF-8 become `?`, so the output is
+ * always well-formed XML.  Write errors stay
  * in @f's error flag (ferror). */
 void btr_xml_str(FILE *f, const char *s);
 

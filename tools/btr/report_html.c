@@ -20,19 +20,6 @@ extern char **environ;
 
 #define MAX_CFGS 6
 
-static void esc(FILE *f, const char *s)
-{
-	for (; s && *s; s++) {
-		switch (*s) {
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '&': fputs("&amp;", f); break;
-		case '"': fputs("&quot;", f); break;
-		default: fputc(*s, f);
-		}
-	}
-}
-
 /* The C runtime every dynamic program runs through: the loader and the
  * base libraries.  On a short program they hold most instructions and
  * would hide the program's own code, so the page lists them after it,
@@ -167,7 +154,7 @@ static void coverage_table(FILE *f, struct page *p)
 				gone_lh += lh;
 			} else if (lh) {
 				fprintf(f, "<tr><td>");
-				esc(f, file);
+				btr_xml_str(f, file);
 				fprintf(f, "</td><td>%u</td><td>%u</td><td>%.1f%%</td><td>%u of %u</td></tr>\n", lf, lh,
 					lf ? 100.0 * lh / lf : 0.0, fnh, fnf);
 				rows++;
@@ -190,7 +177,7 @@ static void function_section(FILE *f, struct page *p, size_t i)
 {
 	const struct btr_report_func *fn = &p->res->top_functions[i];
 	fprintf(f, "<section id=\"fn-%zu\" class=\"function\"><h3>", i);
-	esc(f, fn->name);
+	btr_xml_str(f, fn->name);
 	fprintf(f, "</h3>\n");
 	struct btr_cfg_opts o = { .sz = sizeof(o), .function = fn->name, .max_blocks = 120, .diff = p->bd };
 	struct btr_analysis *cfg = NULL, *ann = NULL;
@@ -211,7 +198,7 @@ static void function_section(FILE *f, struct page *p, size_t i)
 			free(text);
 			if (fn->file && !source_here(fn->file)) {
 				fprintf(f, "<p>The source (");
-				esc(f, fn->file);
+				btr_xml_str(f, fn->file);
 				fprintf(f, ") is not on this machine: the disassembly with counts.</p>\n");
 			}
 			text = write_to_string(ann, "asm");
@@ -219,7 +206,7 @@ static void function_section(FILE *f, struct page *p, size_t i)
 	}
 	if (text) {
 		fprintf(f, "<pre class=\"annotate\">");
-		esc(f, text);
+		btr_xml_str(f, text);
 		fprintf(f, "</pre>\n");
 	}
 	fprintf(f, "<p><a href=\"#functions\">back to the hot functions</a></p></section>\n");
@@ -251,15 +238,15 @@ static void function_rows(FILE *f, const struct btr_report_result *r, int runtim
 		fprintf(f, "<tr><td>");
 		if (linked)
 			fprintf(f, "<a href=\"#fn-%zu\">", i);
-		esc(f, fn->name);
+		btr_xml_str(f, fn->name);
 		if (linked)
 			fprintf(f, "</a>");
 		fprintf(f, "</td><td>");
 		const char *m = fn->module ? strrchr(fn->module, '/') : NULL;
-		esc(f, m ? m + 1 : fn->module ? fn->module : "");
+		btr_xml_str(f, m ? m + 1 : fn->module ? fn->module : "");
 		fprintf(f, "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>", fn->insns, fn->branches);
 		if (fn->file) {
-			esc(f, fn->file);
+			btr_xml_str(f, fn->file);
 			fprintf(f, ":%d", fn->line);
 		}
 		fprintf(f, "</td></tr>\n");
@@ -276,10 +263,10 @@ static void block_rows(FILE *f, const struct btr_report_result *r, int runtime, 
 			continue;
 		shown++;
 		fprintf(f, "<tr><td>0x%" PRIx64 "-0x%" PRIx64 "</td><td>", b->start, b->end);
-		esc(f, b->sym);
+		btr_xml_str(f, b->sym);
 		fprintf(f, "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>", b->count, b->insns);
 		if (b->file) {
-			esc(f, b->file);
+			btr_xml_str(f, b->file);
 			fprintf(f, ":%d", b->line);
 		}
 		fprintf(f, "</td></tr>\n");
@@ -291,7 +278,7 @@ static int write_page(void *ctx, FILE *f)
 	struct page *p = ctx;
 	const struct btr_report_result *r = p->res;
 	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>btr report: ");
-	esc(f, p->file);
+	btr_xml_str(f, p->file);
 	fprintf(f, "</title>\n<style>\n"
 		   "body{font-family:sans-serif;margin:1.5em;color:#222;background:#fff}\n"
 		   "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;padding:2px 8px;"
@@ -299,10 +286,10 @@ static int write_page(void *ctx, FILE *f)
 		   "nav a{margin-right:1em}pre{background:#f7f7f7;padding:.5em;overflow:auto;font-size:12px}\n"
 		   ".cfg svg{max-width:100%%;height:auto}h1{color:#800026}\n</style></head><body>\n");
 	fprintf(f, "<h1>btr report</h1>\n<p>");
-	esc(f, p->file);
+	btr_xml_str(f, p->file);
 	if (p->diff) {
 		fprintf(f, " (CFGs coloured by the difference to ");
-		esc(f, p->diff);
+		btr_xml_str(f, p->diff);
 		fprintf(f, ")");
 	}
 	fprintf(f, "</p>\n<nav><a href=\"#summary\">Summary</a><a href=\"#threads\">Threads</a>"
@@ -310,7 +297,7 @@ static int write_page(void *ctx, FILE *f)
 		   "<a href=\"#coverage\">Coverage</a></nav>\n");
 	fprintf(f, "<section id=\"summary\"><h2>Summary</h2><table id=\"summary-table\">\n");
 	fprintf(f, "<tr><td>backend</td><td>");
-	esc(f, r->backend);
+	btr_xml_str(f, r->backend);
 	fprintf(f, "</td></tr>\n<tr><td>instructions</td><td>%" PRIu64 "</td></tr>\n"
 		   "<tr><td>branches</td><td>%" PRIu64 "</td></tr>\n<tr><td>taken</td><td>%" PRIu64 "</td></tr>\n",
 		r->insns, r->branches, r->taken);
@@ -325,7 +312,7 @@ static int write_page(void *ctx, FILE *f)
 	for (size_t i = 0; i < r->n_threads; i++) {
 		const struct btr_report_thread *t = &r->threads[i];
 		fprintf(f, "<tr><td>%" PRIu32 "</td><td>", t->tid);
-		esc(f, t->name ? t->name : "");
+		btr_xml_str(f, t->name ? t->name : "");
 		fprintf(f, "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>", t->insns, t->branches);
 		if (t->exited)
 			fprintf(f, "%" PRId32, t->exit_code);
