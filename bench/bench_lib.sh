@@ -53,7 +53,7 @@ bench_build_xdc() {
 
 bench_floor_plugin() {
   local inc
-  inc=$(dirname "$(find "$bench_here/lib" "$bench_here/agents" -name qemu_plugin_api.h 2>/dev/null | head -1)")
+  inc=$(dirname "$(find "$bench_here/agents" "$bench_here/lib" -name qemu_plugin_api.h 2>/dev/null | head -1)")
   ${CC:-cc} -O2 -shared -fPIC -I"$inc" -o "$1" "$bench_here/bench/floor_plugin.c"
 }
 

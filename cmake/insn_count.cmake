@@ -6,7 +6,7 @@ set_target_properties(btr-insn-count PROPERTIES PREFIX "" OUTPUT_NAME btr-insn-c
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 target_compile_definitions(btr-insn-count PRIVATE _GNU_SOURCE)
 target_compile_options(btr-insn-count PRIVATE -O2)
-target_include_directories(btr-insn-count PRIVATE lib/capture)
+target_include_directories(btr-insn-count PRIVATE agents/qemu)
 if(BTR_SANITIZE)
   # loaded into the uninstrumented qemu-x86_64
   target_compile_options(btr-insn-count PRIVATE -fno-sanitize=all)

@@ -5,7 +5,7 @@
 #   PREFIX/bin/btr                      (RPATH $ORIGIN/../lib)
 #   PREFIX/lib/libbtr.so.MAJOR, libbtr.so, libbtr.a
 #   PREFIX/lib/btr/btr-qemu.so, btr-step-agent.so   (where btr looks for them;
-#                                    installed by qemu_plugin.cmake, step_agent.cmake)
+#                                    installed by agents/qemu, agents/step)
 #   PREFIX/lib/pkgconfig/btr.pc
 #   PREFIX/include/btr/*.h
 #   PREFIX/share/doc/btr/*.md

@@ -21,6 +21,8 @@ pkgs="
   time
   bc
   bolt-16
+  clang-16
+  llvm-16
   golang-go
   libcapstone-dev
   python3-jsonschema

@@ -45,7 +45,7 @@ valid() {
     # thread is a host thread of qemu-user, and the plugin keeps its state
     # (PT buffer, pending TNT bits, previous block, return stack) in a
     # MAP_SHARED file that btr record finishes after QEMU is gone
-    # (lib/capture/qemu_state.h).  SIGKILL stops every thread at an
+    # (lib/capture/agent/qemu_state.h).  SIGKILL stops every thread at an
     # arbitrary instruction; a fatal SIGINT/TERM/HUP is taken by one vCPU
     # thread at a TB boundary, but QEMU 7.2 then aborts the whole process
     # while the other threads run on - inside the plugin's per-block

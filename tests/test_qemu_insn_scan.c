@@ -1,5 +1,5 @@
 /* test_qemu_insn_scan.c - the QEMU plugin's may_stop() fast path
- * (lib/capture/qemu_insn_scan.h): an instruction it passes as register-only
+ * (agents/qemu/qemu_insn_scan.h): an instruction it passes as register-only
  * without decoding the operands (reg_only) must have no memory operand and
  * be none that can fault, so that the counters the plugin places, and with
  * them the exactness of a faulting block's end, are those of the full
@@ -13,7 +13,7 @@
 #include <Zydis/Zydis.h>
 
 #include "check.h"
-#include "capture/qemu_insn_scan.h"
+#include "../agents/qemu/qemu_insn_scan.h"
 
 static unsigned long fast_hits, bad;
 

@@ -113,6 +113,20 @@ size_t btr_edges_lower_bound(const struct btr_blocks_result *r, uint32_t module,
  * Returns NULL if the module has no file that can be opened. */
 struct btr_image *btr_blocks_module_image(struct btr_analysis *a, uint32_t module);
 
+/* Per-instruction execution counts of module @module: every instruction
+ * of its executed blocks (decoded from @img, normally
+ * btr_blocks_module_image()), sorted by link address, one entry per
+ * address (blocks that share instructions add up).  On success *@out is
+ * a malloc'd array (the caller frees it; NULL when @n_out is 0).
+ * Returns 0, -BTR_ERR_INVAL, -BTR_ERR_NOMEM. */
+struct btr_insn_count {
+	uint64_t addr;      /* link address */
+	uint64_t count;     /* executions */
+	uint8_t len;        /* instruction length in bytes */
+};
+int btr_blocks_insn_counts(const struct btr_blocks_result *r, uint32_t module, struct btr_image *img,
+			   struct btr_insn_count **out, size_t *n_out);
+
 /* ---- one function's control-flow graph ---- */
 
 struct btr_fg_insn {

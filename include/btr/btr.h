@@ -23,6 +23,7 @@
 #include "btr/blocks.h"
 #include "btr/cov.h"
 #include "btr/diff.h"
+#include "btr/diverge.h"
 #include "btr/cfg.h"
 #include "btr/annotate.h"
 

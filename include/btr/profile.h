@@ -64,6 +64,17 @@ int btr_timeline_new(const struct btr_profile_opts *opts, struct btr_analysis **
 int btr_bolt_new(const struct btr_profile_opts *opts, struct btr_analysis **out);
 int btr_pprof_new(const struct btr_profile_opts *opts, struct btr_analysis **out);
 
+/* An LLVM sample profile (AutoFDO text format: llvm-profdata merge
+ * --sample, clang -fprofile-sample-use) of one module, from @blocks (a
+ * blocks analysis, borrowed: in the same run before this one, and
+ * outliving it).  @opts->module picks the module (path or base name;
+ * NULL: the traced program); the module needs DWARF (line tables, and
+ * inline info for inlined code).  Counts are exact executions, not
+ * samples (docs/pgo.md).  Write format: "text" (default).  write()
+ * returns -BTR_ERR_NOT_FOUND (no such module executed),
+ * -BTR_ERR_NO_DEBUGINFO, -BTR_ERR_NOMEM, -BTR_ERR_IO. */
+int btr_afdo_new(struct btr_analysis *blocks, const struct btr_profile_opts *opts, struct btr_analysis **out);
+
 /* Title written into SVG / speedscope output (e.g. the trace's file name);
  * copied.  Returns 0 or -BTR_ERR_NOMEM. */
 int btr_flame_set_title(struct btr_analysis *flame, const char *title);
@@ -75,6 +86,7 @@ enum btr_merge_kind {
 	BTR_MERGE_FDATA_PA,      /* BOLT pre-aggregated */
 	BTR_MERGE_PPROF,         /* profile.proto, gzipped or not */
 	BTR_MERGE_FOLDED,        /* folded stacks */
+	BTR_MERGE_AFDO,          /* LLVM sample profile, text (btr afdo) */
 };
 
 /* Guesses the kind of the file @data (@size bytes). */

@@ -604,3 +604,51 @@ struct btr_image *btr_blocks_module_image(struct btr_analysis *a, uint32_t modul
 	m->img = img;
 	return img;
 }
+
+static int cmp_icount(const void *x, const void *y)
+{
+	const struct btr_insn_count *a = x, *b = y;
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+int btr_blocks_insn_counts(const struct btr_blocks_result *r, uint32_t module, struct btr_image *img,
+			   struct btr_insn_count **out, size_t *n_out)
+{
+	if (!r || !img || !out || !n_out)
+		return -BTR_ERR_INVAL;
+	*out = NULL;
+	*n_out = 0;
+	size_t n = 0, cap = 0;
+	struct btr_insn_count *v = NULL;
+	for (size_t i = btr_blocks_lower_bound(r, module, 0); i < r->n_blocks && r->blocks[i].module == module; i++) {
+		const struct btr_block *b = &r->blocks[i];
+		for (uint64_t ip = b->start; ip <= b->end;) {
+			struct btr_insn in;
+			if (btr_insn_decode_image(img, ip, BTR_MODE_64, &in) <= 0)
+				break;
+			if (n == cap) {
+				cap = cap ? cap * 2 : 4096;
+				struct btr_insn_count *nv = realloc(v, cap * sizeof(*nv));
+				if (!nv) {
+					free(v);
+					return -BTR_ERR_NOMEM;
+				}
+				v = nv;
+			}
+			v[n++] = (struct btr_insn_count){ ip, b->count, in.len };
+			ip += in.len;
+		}
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_icount);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (k && v[k - 1].addr == v[i].addr)
+			v[k - 1].count += v[i].count;
+		else
+			v[k++] = v[i];
+	}
+	*out = v;
+	*n_out = k;
+	return 0;
+}

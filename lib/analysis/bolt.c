@@ -195,10 +195,7 @@ static int module_wanted(const struct bolt *bo, const char *path)
 	if (!path)
 		return 0;
 	if (!bo->o.module) {
-		/* the first file module of a process: the program (kernel
-		 * modules of perf traces come first, with pid -1) */
-		size_t l = strlen(path);
-		return !bo->m.found && path[0] == '/' && !(l > 3 && !strcmp(path + l - 3, ".ko"));
+		return !bo->m.found && prof_is_program(path);
 	}
 	if (!strcmp(path, bo->o.module))
 		return 1;

@@ -43,56 +43,7 @@ static int want_module(const struct cov *c, const struct btr_blocks_module *m)
 	return !c->module || !strcmp(c->module, m->path) || !strcmp(c->module, m->name);
 }
 
-struct acount {
-	uint64_t addr, count;
-};
-
-static int cmp_acount(const void *x, const void *y)
-{
-	const struct acount *a = x, *b = y;
-	return a->addr < b->addr ? -1 : a->addr > b->addr;
-}
-
-/* Per-instruction execution counts of module @m: sorted, merged. */
-static struct acount *insn_counts(struct btr_analysis *bl, const struct btr_blocks_result *r, uint32_t m,
-				  struct btr_image *img, size_t *n_out)
-{
-	size_t n = 0, cap = 0;
-	struct acount *v = NULL;
-	for (size_t i = btr_blocks_lower_bound(r, m, 0); i < r->n_blocks && r->blocks[i].module == m; i++) {
-		const struct btr_block *b = &r->blocks[i];
-		for (uint64_t ip = b->start; ip <= b->end;) {
-			struct btr_insn in;
-			if (btr_insn_decode_image(img, ip, BTR_MODE_64, &in) <= 0)
-				break;
-			if (n == cap) {
-				cap = cap ? cap * 2 : 4096;
-				struct acount *nv = realloc(v, cap * sizeof(*nv));
-				if (!nv) {
-					free(v);
-					return NULL;
-				}
-				v = nv;
-			}
-			v[n++] = (struct acount){ ip, b->count };
-			ip += in.len;
-		}
-	}
-	if (n)
-		qsort(v, n, sizeof(*v), cmp_acount);
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (k && v[k - 1].addr == v[i].addr)
-			v[k - 1].count += v[i].count;
-		else
-			v[k++] = v[i];
-	}
-	*n_out = k;
-	(void)bl;
-	return v;
-}
-
-static uint64_t count_at(const struct acount *v, size_t n, uint64_t addr)
+static uint64_t count_at(const struct btr_insn_count *v, size_t n, uint64_t addr)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
@@ -136,7 +87,7 @@ struct recs {
 	struct decl *decl;    /* while collecting a module: its functions' */
 	size_t n_decl, cap_decl;
 	/* while collecting */
-	const struct acount *ac;
+	const struct btr_insn_count *ac;
 	size_t n_ac;
 	struct btr_image *img;
 	uint64_t lo, hi;
@@ -336,8 +287,8 @@ static int collect(const struct cov *c, struct recs *rs)
 			continue;
 		uint64_t lo = r->modules[m].base, hi = lo + r->modules[m].size;
 		size_t n_ac = 0;
-		struct acount *ac = insn_counts(bl, r, m, img, &n_ac);
-		if (!ac && n_ac)
+		struct btr_insn_count *ac = NULL;
+		if (btr_blocks_insn_counts(r, m, img, &ac, &n_ac) < 0)
 			return -BTR_ERR_NOMEM;
 		rs->ac = ac;
 		rs->n_ac = n_ac;

@@ -20,6 +20,7 @@
 
 #include "btr/error.h"
 #include "btr/profile.h"
+#include "afdo_tree.h"
 #include "internal.h"
 #include "profutil.h"
 
@@ -146,6 +147,7 @@ struct btr_merge {
 	char *period_type;        /* "type\0unit" of the first input */
 	size_t period_type_len;
 	uint64_t period;
+	struct afdo_prof afdo;    /* sample profiles */
 };
 
 enum btr_merge_kind btr_merge_detect(const uint8_t *d, size_t n)
@@ -175,6 +177,8 @@ enum btr_merge_kind btr_merge_detect(const uint8_t *d, size_t n)
 			fields++;
 	if (fields == 8 && (p[0] >= '0' && p[0] <= '4') && p[1] == ' ')
 		return BTR_MERGE_FDATA;
+	if (afdo_looks_like(p, rest))
+		return BTR_MERGE_AFDO;
 	for (size_t k = 0; k < end; k++)
 		if ((unsigned char)p[k] < 0x20 && p[k] != '\t')
 			return BTR_MERGE_UNKNOWN;
@@ -183,7 +187,7 @@ enum btr_merge_kind btr_merge_detect(const uint8_t *d, size_t n)
 
 int btr_merge_new(enum btr_merge_kind kind, struct btr_merge **out)
 {
-	if (!out || kind <= BTR_MERGE_UNKNOWN || kind > BTR_MERGE_FOLDED)
+	if (!out || kind <= BTR_MERGE_UNKNOWN || kind > BTR_MERGE_AFDO)
 		return -BTR_ERR_INVAL;
 	struct btr_merge *m = calloc(1, sizeof(*m));
 	if (!m)
@@ -198,6 +202,7 @@ void btr_merge_free(struct btr_merge *m)
 	if (!m)
 		return;
 	kfree(&m->rec);
+	afdo_free(&m->afdo);
 	kfree(&m->types);
 	kfree(&m->maps);
 	kfree(&m->funcs);
@@ -736,8 +741,10 @@ int btr_merge_add(struct btr_merge *m, const uint8_t *data, size_t size)
 		btr_err("a different kind of profile than the first input");
 		return -BTR_ERR_BAD_FORMAT;
 	}
-	int rc = m->kind == BTR_MERGE_PPROF ? add_pprof(m, data, size) : add_text(m, data, size);
-	if (!rc && (m->rec.nomem || m->maps.nomem || m->funcs.nomem || m->locs.nomem || m->types.nomem))
+	int rc = m->kind == BTR_MERGE_PPROF ? add_pprof(m, data, size)
+		 : m->kind == BTR_MERGE_AFDO ? afdo_parse(&m->afdo, (const char *)data, size)
+					      : add_text(m, data, size);
+	if (!rc && (m->rec.nomem || m->afdo.nomem || m->maps.nomem || m->funcs.nomem || m->locs.nomem || m->types.nomem))
 		rc = -BTR_ERR_NOMEM;
 	if (!rc)
 		m->inputs++;
@@ -1006,5 +1013,7 @@ int btr_merge_write(struct btr_merge *m, FILE *out)
 {
 	if (!m || !out)
 		return -BTR_ERR_INVAL;
+	if (m->kind == BTR_MERGE_AFDO)
+		return afdo_write(&m->afdo, out);
 	return m->kind == BTR_MERGE_PPROF ? write_pprof(m, out) : write_text(m, out);
 }

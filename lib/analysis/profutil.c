@@ -305,3 +305,9 @@ int prof_gunzip(const uint8_t *in, size_t n, uint8_t **out, size_t *outn)
 	*outn = len;
 	return 0;
 }
+
+int prof_is_program(const char *path)
+{
+	size_t l = path ? strlen(path) : 0;
+	return l && path[0] == '/' && !(l > 3 && !strcmp(path + l - 3, ".ko"));
+}

@@ -9,6 +9,11 @@
 #include "btr/profile.h"
 #include "btr/text.h"   /* btr_json_str */
 
+/* Whether the module file @path can be the traced program: the first
+ * file module a process loads that is not a kernel module (perf traces
+ * list kernel modules first). */
+int prof_is_program(const char *path);
+
 /* XML-escaped text (no quotes). */
 void prof_xml_str(FILE *f, const char *s);
 

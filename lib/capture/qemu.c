@@ -1,5 +1,5 @@
 /* qemu.c - the "qemu" capture backend: runs a command under qemu-x86_64
- * with the btr TCG plugin (lib/capture/qemu_plugin.c) and assembles the
+ * with the btr TCG plugin (agents/qemu/qemu_plugin.c) and assembles the
  * final .btr trace.
  *
  * Why two files: the plugin runs inside the traced process and may die
@@ -14,8 +14,8 @@
 #include "btr/error.h"
 #include "btr/trace.h"
 #include "internal.h"
-#include "qemu_exec.h"
-#include "qemu_state.h"
+#include "agent/qemu_exec.h"
+#include "agent/qemu_state.h"
 
 #include <dirent.h>
 #include <elf.h>

@@ -36,7 +36,7 @@
  * IA32_DEBUGCTL.BTF through, so PTRACE_SINGLEBLOCK single-steps (or does
  * nothing useful); btr_step_probe_btf() (probe.c) checks it and the
  * recorder uses block stepping only where it traps on branches alone.
- * --inproc (step_inproc.c, step_agent.c) replaces ptrace by an agent
+ * --inproc (step_inproc.c, agents/step/step_agent.c) replaces ptrace by an agent
  * inside the program.
  */
 #include "btr/bts.h"

@@ -1,11 +1,11 @@
 /* step_inproc.c - `btr record -b step --inproc`: starts the program with
- * the agent btr-step-agent.so preloaded (step_agent.c, step_agent.h) and
+ * the agent btr-step-agent.so preloaded (agents/step/step_agent.c, agent/step_agent.h) and
  * turns the IPs it leaves in the shared ring into BTS records with the
  * same per-step code as the ptrace path (step.c). */
 #include "btr/capture.h"
 #include "btr/error.h"
 #include "internal.h"
-#include "step_agent.h"
+#include "agent/step_agent.h"
 #include "step_priv.h"
 
 #include <elf.h>
@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ---- --inproc: the preloaded agent (step_agent.c) ---- */
+/* ---- --inproc: the preloaded agent (agents/step/step_agent.c) ---- */
 
 int step_find_agent(char *buf, size_t size)
 {

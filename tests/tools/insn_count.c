@@ -4,7 +4,7 @@
  *
  * Independent of btr's plugin by construction: no btr code, no PT, no
  * translation-block bookkeeping; one callback per executed instruction.
- * Only QEMU's plugin ABI declarations (lib/capture/qemu_plugin_api.h) are
+ * Only QEMU's plugin ABI declarations (agents/qemu/qemu_plugin_api.h) are
  * shared.
  *
  * What counts as one instruction (docs/report.md, "How instructions are

@@ -212,6 +212,7 @@ int cli_report_html(const char *file, struct cli_stream *cs, const char *dir, co
 	X(flame, "flame graphs: folded stacks, speedscope JSON, interactive SVG") \
 	X(timeline, "function timeline per thread: Chrome trace JSON, Perfetto") \
 	X(bolt, "BOLT profile (perf2bolt fdata, or pre-aggregated)")            \
+	X(afdo, "LLVM sample profile (AutoFDO) for clang -fprofile-sample-use")  \
 	X(pprof, "pprof profile (profile.proto, gzipped) for go tool pprof")    \
 	X(merge, "merge profiles of many runs (fdata, pprof, folded)")          \
 	X(crash, "a crashed thread's signal, faulting instruction, last branches") \
@@ -219,6 +220,7 @@ int cli_report_html(const char *file, struct cli_stream *cs, const char *dir, co
 	X(annotate, "a function's disassembly or source with execution counts") \
 	X(cfg, "a function's control-flow graph as a heat map (dot, svg, png)") \
 	X(diff, "blocks and edges that differ between two traces")              \
+	X(diverge, "the first branch where two runs went different ways")       \
 	X(script, "print a trace's branches, one per line (perf script style)") \
 	X(import, "convert a perf.data recording into a .btr trace")
 

@@ -27,23 +27,36 @@ int cli_prof_run(const char *cmd, const char *file, struct cli_stream *cs, struc
 int cli_prof_run_write(const char *cmd, const char *file, struct cli_stream *cs, struct btr_analysis *a,
 		       struct cli_output *out, const char *format, cli_write_error_fn on_error, void *ctx)
 {
+	return cli_prof_run_write_list(cmd, file, cs, &a, 1, out, format, on_error, ctx);
+}
+
+static void free_list(struct btr_analysis **list, size_t n)
+{
+	for (size_t i = n; i-- > 0;)
+		btr_analysis_free(list[i]);
+}
+
+int cli_prof_run_write_list(const char *cmd, const char *file, struct cli_stream *cs, struct btr_analysis **list,
+			    size_t n, struct cli_output *out, const char *format, cli_write_error_fn on_error,
+			    void *ctx)
+{
 	int lost;
-	int rc = cli_prof_run(cmd, file, cs, &a, 1, &lost);
+	int rc = cli_prof_run(cmd, file, cs, list, n, &lost);
 	if (rc != EXIT_OK) {
-		btr_analysis_free(a);
+		free_list(list, n);
 		cli_output_discard(out);
 		return rc;
 	}
 	FILE *f = cli_output_open(out);
 	if (!f) {
-		btr_analysis_free(a);
+		free_list(list, n);
 		cli_output_discard(out);
 		return EXIT_RUNTIME;
 	}
 	errno = 0;
-	int wr = btr_analysis_write(a, f, format);
+	int wr = btr_analysis_write(list[n - 1], f, format);
 	int e = errno;
-	btr_analysis_free(a);
+	free_list(list, n);
 	const char *outp = out->kind == CLI_OUTPUT_STDOUT ? "-" : out->name;
 	if (wr && ferror(f))
 		cli_output_failed(out, wr, e);   /* the output failed, not the analysis */

@@ -30,6 +30,13 @@ typedef void (*cli_write_error_fn)(void *ctx, const char *file, const char *outp
 int cli_prof_run_write(const char *cmd, const char *file, struct cli_stream *cs, struct btr_analysis *a,
 		       struct cli_output *out, const char *format, cli_write_error_fn on_error, void *ctx);
 
+/* The same for an analysis that needs others before it in the run (cov
+ * and afdo over blocks): runs @list (@n analyses), writes the last one,
+ * frees them all (last first). */
+int cli_prof_run_write_list(const char *cmd, const char *file, struct cli_stream *cs, struct btr_analysis **list,
+			    size_t n, struct cli_output *out, const char *format, cli_write_error_fn on_error,
+			    void *ctx);
+
 /* The file's extension test: does @path end with @suffix? */
 int cli_ends_with(const char *path, const char *suffix);
 

@@ -16,7 +16,7 @@ static void usage(FILE *f)
 		"branch, stack or location add up.  All inputs must be of one kind:\n"
 		"  BOLT fdata (btr bolt, perf2bolt), BOLT pre-aggregated (btr bolt\n"
 		"  --pre-aggregated), pprof (btr pprof; modules matched by build-id), folded\n"
-		"  stacks (btr flame).\n"
+		"  stacks (btr flame), LLVM sample profiles (btr afdo; text format).\n"
 		"The result does not depend on the order or grouping of the inputs, so\n"
 		"merges can run as a tree: merge(merge(A,B),C) = merge(A,B,C).\n\n"
 		"Options:\n"
@@ -110,7 +110,7 @@ int cmd_merge(int argc, char **argv)
 		if (!m) {
 			enum btr_merge_kind k = kind = btr_merge_detect(data, size);
 			if (k == BTR_MERGE_UNKNOWN || btr_merge_new(k, &m)) {
-				cli_error("%s: not a profile btr merges (fdata, pre-aggregated, pprof, folded)", argv[i]);
+				cli_error("%s: not a profile btr merges (fdata, pre-aggregated, pprof, folded, sample profile)", argv[i]);
 				free(data);
 				return EXIT_RUNTIME;
 			}

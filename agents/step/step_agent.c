@@ -1,6 +1,7 @@
 /* step_agent.c - btr-step-agent.so, the in-process agent of
- * `btr record -b step --inproc` (see step_agent.h).  Built only by
- * cmake/step_agent.cmake (BTR_STEP_AGENT_BUILD); empty inside libbtr.
+ * `btr record -b step --inproc` (see lib/capture/agent/step_agent.h,
+ * the ring it shares with the recorder).  Built by agents/step/CMakeLists.txt;
+ * not part of libbtr.
  *
  * Why in-process: a ptrace single step costs two context switches into
  * btr and a waitpid per instruction; here the trap is a signal delivered
@@ -13,7 +14,6 @@
  * reported).  Static programs cannot preload anything: btr falls back to
  * ptrace for them.
  */
-#ifdef BTR_STEP_AGENT_BUILD
 #include "step_agent.h"
 
 #include <dlfcn.h>
@@ -134,4 +134,3 @@ __attribute__((destructor)) static void agent_stop(void)
 	for (int i = 0; i < 5000 && __atomic_load_n(&hdr->tail, __ATOMIC_ACQUIRE) != hdr->head; i++)
 		usleep(1000);
 }
-#endif /* BTR_STEP_AGENT_BUILD */

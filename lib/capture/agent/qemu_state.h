@@ -8,7 +8,8 @@
  * MAP_SHARED file; after the process is gone, `btr record`
  * (lib/capture/qemu.c) maps the same file at the same address and
  * finishes every thread exactly as the plugin's exit callback would, with
- * qs_finish_thread() below.  Used only inside lib/capture.
+ * qs_finish_thread() below.  Shared by the plugin (agents/qemu) and the
+ * recorder only (lib/capture/agent/ holds what agents and recorder share).
  */
 #ifndef BTR_QEMU_STATE_H
 #define BTR_QEMU_STATE_H
@@ -47,7 +48,7 @@ struct tbinfo {
 	uint64_t last_pc;    /* last instruction */
 	uint64_t target;     /* direct target of the last instruction */
 	uint32_t n;
-	uint16_t n_s;        /* instructions that count (see qemu_plugin.c) */
+	uint16_t n_s;        /* instructions that count (see agents/qemu/qemu_plugin.c) */
 	uint8_t kind;        /* enum btr_branch_kind of the last instruction */
 	uint8_t flags;       /* TB_* */
 	/* off[i], i < n: instruction i is at pc + off[i]; off[n + j], j <

@@ -1,13 +1,14 @@
 /* qemu_plugin.c - a QEMU TCG plugin that records a linux-user guest's
  * control flow as an Intel-PT-compatible packet stream per guest thread.
  *
- * Built only as the shared object btr-qemu.so (cmake/qemu_plugin.cmake
- * defines BTR_QEMU_PLUGIN_BUILD); inside libbtr this file is empty.
+ * Built as the shared object btr-qemu.so by agents/qemu/CMakeLists.txt; not
+ * part of libbtr (it links libbtr).  What it shares with the recorder
+ * (lib/capture/qemu.c) is in lib/capture/agent/.
  *
  * Arguments (-plugin btr-qemu.so,ARG=VAL,...):
  *   dir=DIR       where each process writes its trace, pSTEM.btr (module
  *                 map, threads, PT, process records), and its shared state
- *                 file sSTEM (qemu_state.h) that lets `btr record` finish
+ *                 file sSTEM (lib/capture/agent/qemu_state.h) that lets `btr record` finish
  *                 the trace when QEMU dies without an exit callback; STEM
  *                 is "monotonic-ns.pid", so names sort in start order
  *   gt=PATH       optional ground-truth log: every executed instruction
@@ -66,8 +67,6 @@
  * reserved hole when rt_sigreturn shows where the thread resumes
  * (qs_pend_resolve in qemu_state.h).
  */
-#ifdef BTR_QEMU_PLUGIN_BUILD
-
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -1414,5 +1413,3 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 	qemu_plugin_register_atexit_cb(id, at_exit, NULL);
 	return 0;
 }
-
-#endif /* BTR_QEMU_PLUGIN_BUILD */

@@ -1,5 +1,5 @@
 /* step_agent.h - the shared-memory ring between `btr record -b step
- * --inproc` and its in-process agent (btr-step-agent.so, step_agent.c).
+ * --inproc` and its in-process agent (btr-step-agent.so, agents/step/step_agent.c).
  *
  * The agent, preloaded into the traced program, sets TF and catches the
  * SIGTRAP after every instruction in its own handler, which only appends

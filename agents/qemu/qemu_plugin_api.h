@@ -6,7 +6,7 @@
  * header, and the API is a small C ABI exported by the qemu-x86_64 binary
  * itself (`nm -D $(which qemu-x86_64) | grep qemu_plugin`).  The prototypes
  * below follow QEMU 7.2's include/qemu/qemu-plugin.h exactly; only what
- * lib/capture/qemu_plugin.c calls is declared.
+ * agents/qemu/qemu_plugin.c calls is declared.
  */
 #ifndef BTR_QEMU_PLUGIN_API_H
 #define BTR_QEMU_PLUGIN_API_H

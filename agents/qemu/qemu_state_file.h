@@ -1,9 +1,9 @@
 /* qemu_state_file.h - the plugin's shared state file: created sparse,
  * its pages reserved before use, handed out by a bump allocator, and
  * adopted as a private copy by a forked child; and the page DIR/count
- * every process shares (qemu_state.h).
- * Split from qemu_plugin.c (included inside its BTR_QEMU_PLUGIN_BUILD
- * part only, once, after the plugin state `g`); private to lib/capture/. */
+ * every process shares (lib/capture/agent/qemu_state.h).
+ * Split from qemu_plugin.c (included there
+ * once, after the plugin state `g`); private to agents/qemu/. */
 
 /* The state file is sparse (QS_SIZE), and its pages are reserved with
  * fallocate before they are handed out: a write to a page that the file

@@ -4,10 +4,10 @@
  *
  * Why here: QEMU linux-user performs a guest execve as a host execve, so
  * the kernel would run the new program (or a script's interpreter)
- * natively and untraced.  The plugin (qemu_plugin.c) and the recorder
+ * natively and untraced.  The plugin (agents/qemu/qemu_plugin.c) and the recorder
  * (qemu.c) therefore resolve the program themselves and start
  * qemu-x86_64 on the real binary with the argv the kernel would build.
- * Used only inside lib/capture.
+ * Shared by the plugin (agents/qemu) and the recorder only.
  */
 #ifndef BTR_QEMU_EXEC_H
 #define BTR_QEMU_EXEC_H

@@ -1,8 +1,8 @@
 /* qemu_maps.h - the plugin's module map from the guest's /proc/self/maps
  * and the ELF program headers of the executable and its interpreter.
- * Split from qemu_plugin.c (included inside its BTR_QEMU_PLUGIN_BUILD
- * part only, once, after add_module): it calls only what stands above the
- * #include there; private to lib/capture/. */
+ * Split from qemu_plugin.c (included
+ * there once, after add_module): it calls only what stands above the
+ * #include there; private to agents/qemu/. */
 /* Adds the executable PT_LOAD segments of ELF @path whose first page
  * (file offset 0) is mapped at guest address @base_map. */
 static void add_elf_segments(const char *path, uint64_t base_map)
