@@ -180,7 +180,7 @@ if [[ " $parts " == *" record "* ]]; then
   nat_wall=$med_wall; nat_cpu=$med_cpu
   row native
   measure record "$btr" record -q -b qemu -o "$tmp/rec.btr" -- "$gz" -c "$tmp/rec_input"
-  rec_wall=$med_wall
+  rec_wall=$med_wall; rec_cpu=$med_cpu
   row "btr record -b qemu"
   if command -v qemu-x86_64 >/dev/null; then
     measure qemu qemu-x86_64 "$gz" -c "$tmp/rec_input"
@@ -196,10 +196,14 @@ if [[ " $parts " == *" record "* ]]; then
   fi
   tsize=$(stat -c %s "$tmp/rec.btr" 2>/dev/null || echo 0)
   insns=$("$btr" pt decode --stat "$tmp/rec.btr" 2>/dev/null | awk '$1 == "instructions" { print $2 }')
-  awk -v s="$tsize" -v i="${insns:-0}" -v w="$rec_wall" -v nw="$nat_wall" 'BEGIN {
+  # judged on CPU time too: on a loaded machine native wall time stretches
+  # (gzip waits for a core) far more than its CPU time
+  awk -v s="$tsize" -v i="${insns:-0}" -v w="$rec_wall" -v nw="$nat_wall" -v c="$rec_cpu" \
+      -v nc="$nat_cpu" 'BEGIN {
     printf "trace %d bytes, %d instructions: %.4f B/insn\n", s, i, i ? s / i : 0
-    printf "goals: record <= 4x native wall (%.2fx: %s), <= 0.2 B/insn (%s)\n", w / nw,
-           w / nw <= 4 ? "met" : "NOT met", i && s / i <= 0.2 ? "met" : "NOT met" }'
+    printf "goals: record <= 4x native (wall %.2fx: %s; cpu %.2fx: %s), <= 0.2 B/insn (%s)\n",
+           w / nw, w / nw <= 4 ? "met" : "NOT met", c / nc, c / nc <= 4 ? "met" : "NOT met",
+           i && s / i <= 0.2 ? "met" : "NOT met" }'
 fi
 echo
 echo "load at the end: $(load)"
