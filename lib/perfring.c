@@ -197,12 +197,27 @@ void btr_perf_ring_end(struct btr_perf_ring *r)
 
 int btr_perf_ring_aux_read(struct btr_perf_ring *r, struct btr_perf_aux_span spans[2], uint64_t *lost)
 {
+	return btr_perf_ring_aux_read_to(r, UINT64_MAX, spans, lost);
+}
+
+int btr_perf_ring_aux_read_to(struct btr_perf_ring *r, uint64_t end, struct btr_perf_aux_span spans[2],
+			      uint64_t *lost)
+{
 	if (lost)
 		*lost = 0;
 	if (!r || !spans || !r->aux)
 		return -BTR_ERR_INVAL;
 	uint64_t head = load_acq(r->page, BTR_PERF_PAGE_AUX_HEAD);
 	uint64_t tail = r->aux_tail;
+	/* stop at @end if it lies in (tail, head]; nothing if it is behind */
+	if (end != UINT64_MAX) {
+		if (end - tail > (uint64_t)1 << 62) {
+			r->aux_head = tail;
+			return 0;
+		}
+		if (end - tail < head - tail)
+			head = end;
+	}
 	r->aux_head = head;
 	if (head == tail)
 		return 0;

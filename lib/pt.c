@@ -24,6 +24,7 @@
  */
 #include "btr/pt.h"
 #include "internal.h"
+#include "pt_opcodes.h"
 
 #include <string.h>
 #ifdef __SSE2__
@@ -57,26 +58,25 @@ enum pt_class {
  * value into one word: cls | type << 8 | size << 16 | aux << 24. */
 #define PE(cls, type, size, aux) ((uint32_t)(cls) | (uint32_t)(type) << 8 | (uint32_t)(size) << 16 | (uint32_t)(aux) << 24)
 
-/* Payload bytes per IP compression (0 for the reserved encodings 5 and
- * 7, which IPOK rejects). */
-#define IPB(ipc) ((ipc) == 1 ? 2 : (ipc) == 2 ? 4 : (ipc) == 3 ? 6 : (ipc) == 4 ? 6 : (ipc) == 6 ? 8 : 0)
-#define IPOK(ipc) ((ipc) != 5 && (ipc) != 7)
-#define IPT(b) (((b) & 0x1f) == 0x0d ? BTR_PT_TIP : ((b) & 0x1f) == 0x11 ? BTR_PT_TIP_PGE : \
-		((b) & 0x1f) == 0x01 ? BTR_PT_TIP_PGD : ((b) & 0x1f) == 0x1d ? BTR_PT_FUP : 0)
+/* Payload bytes per IP compression, the reserved ones, the type of an IP
+ * packet (pt_opcodes.h). */
+#define IPB(ipc) PT_IPC_BYTES(ipc)
+#define IPOK(ipc) PT_IPC_OK(ipc)
+#define IPT(b) PT_IP_TYPE(b)
 /* Index of the TNT stop bit (the highest set bit) minus one: the number
  * of branches in a 1-byte TNT. */
 #define TNTN(b) ((b) & 0x80 ? 6 : (b) & 0x40 ? 5 : (b) & 0x20 ? 4 : (b) & 0x10 ? 3 : (b) & 0x08 ? 2 : 1)
 
 #define ENT(b)                                                                   \
-	((b) == 0x00 ? PE(C_PAD, BTR_PT_PAD, 1, 0) :                                \
-	 (b) == 0x02 ? PE(C_EXT, 0, 0, 0) :                                         \
-	 !((b) & 1) ? PE(C_TNT8, BTR_PT_TNT, 1, TNTN(b)) :                          \
-	 ((b) & 3) == 3 ? PE(C_CYC, BTR_PT_CYC, 0, 0) :                             \
-	 (IPT(b) && IPOK((b) >> 5)) ? PE(C_IP, IPT(b), 1 + IPB((b) >> 5), (b) >> 5) : \
-	 (b) == 0x19 ? PE(C_TSC, BTR_PT_TSC, 8, 0) :                                \
-	 (b) == 0x59 ? PE(C_MTC, BTR_PT_MTC, 2, 0) :                                \
-	 (b) == 0x99 ? PE(C_MODE, 0, 2, 0) :                                        \
-	 (b) == 0xd9 ? PE(C_TRIG, BTR_PT_TRIG, 3, 0) :                             \
+	((b) == PT_OPC_PAD ? PE(C_PAD, BTR_PT_PAD, PT_SIZE_PAD, 0) :                \
+	 (b) == PT_OPC_EXT ? PE(C_EXT, 0, 0, 0) :                                   \
+	 ((b) & PT_OPM_TNT8) == PT_OPC_TNT8 ? PE(C_TNT8, BTR_PT_TNT, PT_SIZE_TNT8, TNTN(b)) : \
+	 ((b) & PT_OPM_CYC) == PT_OPC_CYC ? PE(C_CYC, BTR_PT_CYC, 0, 0) :           \
+	 (IPT(b) && IPOK((b) >> PT_OPS_IPC)) ? PE(C_IP, IPT(b), PT_SIZE_IP0 + IPB((b) >> PT_OPS_IPC), (b) >> PT_OPS_IPC) : \
+	 (b) == PT_OPC_TSC ? PE(C_TSC, BTR_PT_TSC, PT_SIZE_TSC, 0) :                \
+	 (b) == PT_OPC_MTC ? PE(C_MTC, BTR_PT_MTC, PT_SIZE_MTC, 0) :                \
+	 (b) == PT_OPC_MODE ? PE(C_MODE, 0, PT_SIZE_MODE, 0) :                      \
+	 (b) == PT_OPC_TRIG ? PE(C_TRIG, BTR_PT_TRIG, PT_SIZE_TRIG, 0) :            \
 	 PE(C_BAD, 0, 0, 0))
 #define E4(b) ENT(b), ENT((b) + 1), ENT((b) + 2), ENT((b) + 3)
 #define E16(b) E4(b), E4((b) + 4), E4((b) + 8), E4((b) + 12)
@@ -110,25 +110,29 @@ struct fast_ent {
 	uint8_t fast, pad_[11];
 };
 
-#define F_ISTNT(b) (!((b) & 1) && (b) != 0 && (b) != 2)
-#define F_ISCYC1(b) (((b) & 7) == 3)
-#define F_ISIP(b) (IPT(b) && IPOK((b) >> 5))
-#define F_ISFAST(b) ((b) == 0 || F_ISTNT(b) || F_ISCYC1(b) || F_ISIP(b) || (b) == 0x19 || (b) == 0x59)
+#define F_ISTNT(b) (((b) & PT_OPM_TNT8) == PT_OPC_TNT8 && (b) != PT_OPC_PAD && (b) != PT_OPC_EXT)
+#define F_ISCYC1(b) (((b) & PT_OPM_CYC1) == PT_OPC_CYC1)
+#define F_ISIP(b) (IPT(b) && IPOK((b) >> PT_OPS_IPC))
+#define F_ISFAST(b) ((b) == PT_OPC_PAD || F_ISTNT(b) || F_ISCYC1(b) || F_ISIP(b) || (b) == PT_OPC_TSC || (b) == PT_OPC_MTC)
+/* The size of a fast packet by its first byte. */
+#define FSIZEB(b) (F_ISIP(b) ? PT_SIZE_IP0 + IPB((b) >> PT_OPS_IPC) : (b) == PT_OPC_TSC ? PT_SIZE_TSC : \
+		   (b) == PT_OPC_MTC ? PT_SIZE_MTC : 1)
 #define F_BYTES(n) ((((1ull << (4 * (n))) << (4 * (n)))) - 1)   /* n = 8 gives ~0 */
 #define F_KEEP(ipc) ((ipc) == 1 ? ~0xffffull : (ipc) == 2 ? ~0xffffffffull : (ipc) == 4 ? ~0xffffffffffffull : 0)
-#define FENT_TYPE(b) ((b) == 0 ? BTR_PT_PAD : F_ISTNT(b) ? BTR_PT_TNT : F_ISCYC1(b) ? BTR_PT_CYC : \
-		      F_ISIP(b) ? IPT(b) : (b) == 0x19 ? BTR_PT_TSC : (b) == 0x59 ? BTR_PT_MTC : 0)
+#define FENT_TYPE(b) ((b) == PT_OPC_PAD ? BTR_PT_PAD : F_ISTNT(b) ? BTR_PT_TNT : F_ISCYC1(b) ? BTR_PT_CYC : \
+		      F_ISIP(b) ? IPT(b) : (b) == PT_OPC_TSC ? BTR_PT_TSC : (b) == PT_OPC_MTC ? BTR_PT_MTC : 0)
 #define FENT(b) {                                                                              \
-	.mask = F_ISIP(b) ? F_BYTES(IPB((b) >> 5)) : (b) == 0x19 ? F_BYTES(7) : (b) == 0x59 ? 0xff : 0, \
-	.keep = F_ISIP(b) ? F_KEEP((b) >> 5) : 0,                                              \
+	.mask = F_ISIP(b) ? F_BYTES(IPB((b) >> PT_OPS_IPC)) : (b) == PT_OPC_TSC ? F_BYTES(PT_SIZE_TSC - 1) : \
+		(b) == PT_OPC_MTC ? F_BYTES(PT_SIZE_MTC - 1) : 0,                                \
+	.keep = F_ISIP(b) ? F_KEEP((b) >> PT_OPS_IPC) : 0,                                     \
 	.c0 = F_ISTNT(b) ? (uint64_t)(((b) >> 1) & ((1u << TNTN(b)) - 1)) : F_ISCYC1(b) ? (uint64_t)((b) >> 3) : 0, \
 	.m1 = F_ISIP(b) ? ~0ull : 0,                                                           \
 	.c1 = F_ISTNT(b) ? TNTN(b) : 0,                                                        \
-	.setip = F_ISIP(b) && ((b) >> 5) ? ~0ull : 0,                                          \
+	.setip = F_ISIP(b) && ((b) >> PT_OPS_IPC) ? ~0ull : 0,                                 \
 	.type = FENT_TYPE(b),                                                                    \
-	.size = F_ISIP(b) ? 1 + IPB((b) >> 5) : (b) == 0x19 ? 8 : (b) == 0x59 ? 2 : 1,          \
-	.ipc = F_ISIP(b) ? (b) >> 5 : 0,                                                         \
-	.sh = F_ISIP(b) && ((b) >> 5) == 3 ? 16 : 0,                                             \
+	.size = FSIZEB(b),                                                                       \
+	.ipc = F_ISIP(b) ? (b) >> PT_OPS_IPC : 0,                                                \
+	.sh = F_ISIP(b) && ((b) >> PT_OPS_IPC) == BTR_PT_IPC_SEXT48 ? 16 : 0,                  \
 	.fast = F_ISFAST(b) }
 #define F4(b) FENT(b), FENT((b) + 1), FENT((b) + 2), FENT((b) + 3)
 #define F16(b) F4(b), F4((b) + 4), F4((b) + 8), F4((b) + 12)
@@ -152,10 +156,7 @@ static const uint64_t ip_keep[8] = {
 	[1] = ~0xffffull, [2] = ~0xffffffffull, [4] = ~0xffffffffffffull,
 };
 
-static const uint8_t psb_bytes[BTR_PT_PSB_SIZE] = {
-	0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-	0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-};
+static const uint8_t psb_bytes[BTR_PT_PSB_SIZE] = { PT_PSB_PAIRS };
 
 /* Reads @n (1..8) little-endian bytes at @p, where @room bytes are
  * readable.  With 8 readable bytes one unaligned load plus a mask is
@@ -184,32 +185,32 @@ static inline uint64_t sext48(uint64_t v)
 			return -BTR_ERR_AGAIN;   \
 	} while (0)
 
-/* Extended (0x02-prefixed) packets. */
+/* Extended (PT_OPC_EXT-prefixed) packets. */
 static int decode_ext(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t avail,
 		      struct btr_pt_packet *pkt)
 {
 	uint8_t b1;
 	uint64_t v;
 
-	NEED(2);
+	NEED(PT_SIZE_EXT);
 	b1 = p[1];
-	if ((b1 & 0x1f) == 0x12) {
+	if ((b1 & PT_OPM_PTW) == PT_EXT_PTW) {
 		/* PTW: bits 6:5 PayloadBytes (0: 4, 1: 8, others reserved), bit 7 IP. */
-		unsigned plc = (b1 >> 5) & 3, n = plc == 0 ? 4 : 8;
+		unsigned plc = (b1 >> PT_OPS_PTW_PLC) & 3, n = plc == 0 ? 4 : 8;
 		if (plc > 1)
 			return -BTR_ERR_BAD_PACKET;
-		NEED(2 + n);
+		NEED(PT_SIZE_EXT + n);
 		pkt->type = BTR_PT_PTW;
-		pkt->size = (uint8_t)(2 + n);
+		pkt->size = (uint8_t)(PT_SIZE_EXT + n);
 		pkt->u.ptw.payload = rd_le(p + 2, n, avail - 2);
 		pkt->u.ptw.bytes = (uint8_t)n;
 		pkt->u.ptw.ip = b1 >> 7;
 		d->bbp_sz = 0;
-		return 2 + (int)n;
+		return PT_SIZE_EXT + (int)n;
 	}
 	switch (b1) {
-	case 0xa3: /* long TNT: 6 payload bytes, stop bit above the last branch */
-		NEED(8);
+	case PT_EXT_TNT64: /* long TNT: 6 payload bytes, stop bit above the last branch */
+		NEED(PT_SIZE_TNT64);
 		v = rd_le(p + 2, 6, avail - 2);
 		if (v < 2)   /* no stop bit, or no branch: libipt rejects both */
 			return -BTR_ERR_BAD_PACKET;
@@ -219,138 +220,144 @@ static int decode_ext(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t ava
 			pkt->u.tnt.bits = v & ~(1ull << n);
 		}
 		pkt->type = BTR_PT_TNT;
-		pkt->size = 8;
+		pkt->size = PT_SIZE_TNT64;
 		d->bbp_sz = 0;
-		return 8;
-	case 0x43: /* PIP: bit 0 NR, bits 47:1 = CR3[51:5] */
-		NEED(8);
+		return PT_SIZE_TNT64;
+	case PT_EXT_PIP: /* PIP: bit 0 NR, bits 47:1 = CR3[51:5] */
+		NEED(PT_SIZE_PIP);
 		v = rd_le(p + 2, 6, avail - 2);
 		pkt->type = BTR_PT_PIP;
-		pkt->size = 8;
+		pkt->size = PT_SIZE_PIP;
 		pkt->u.pip.nr = v & 1;
 		pkt->u.pip.cr3 = (v >> 1) << 5;
 		d->bbp_sz = 0;
-		return 8;
-	case 0x83:
+		return PT_SIZE_PIP;
+	case PT_EXT_TRACESTOP:
 		pkt->type = BTR_PT_TRACESTOP;
-		pkt->size = 2;
+		pkt->size = PT_SIZE_TRACESTOP;
 		d->bbp_sz = 0;
-		return 2;
-	case 0x03: /* CBR: ratio, reserved byte */
-		NEED(4);
+		return PT_SIZE_TRACESTOP;
+	case PT_EXT_CBR: /* CBR: ratio, reserved byte */
+		NEED(PT_SIZE_CBR);
 		pkt->type = BTR_PT_CBR;
-		pkt->size = 4;
+		pkt->size = PT_SIZE_CBR;
 		pkt->u.cbr.ratio = p[2];
-		return 4;
-	case 0xc8: /* VMCS: 5 bytes = base address bits 51:12 */
-		NEED(7);
+		return PT_SIZE_CBR;
+	case PT_EXT_VMCS: /* VMCS: 5 bytes = base address bits 51:12 */
+		NEED(PT_SIZE_VMCS);
 		pkt->type = BTR_PT_VMCS;
-		pkt->size = 7;
+		pkt->size = PT_SIZE_VMCS;
 		pkt->u.vmcs.base = rd_le(p + 2, 5, avail - 2) << 12;
 		d->bbp_sz = 0;
-		return 7;
-	case 0xf3:
+		return PT_SIZE_VMCS;
+	case PT_EXT_OVF:
 		pkt->type = BTR_PT_OVF;
-		pkt->size = 2;
+		pkt->size = PT_SIZE_OVF;
 		d->bbp_sz = 0;
-		return 2;
-	case 0x82:
-		NEED(BTR_PT_PSB_SIZE);
+		return PT_SIZE_OVF;
+	case PT_EXT_PSB:
+		NEED(PT_SIZE_PSB);
 		if (memcmp(p, psb_bytes, BTR_PT_PSB_SIZE))
 			return -BTR_ERR_BAD_PACKET;
 		pkt->type = BTR_PT_PSB;
-		pkt->size = BTR_PT_PSB_SIZE;
+		pkt->size = PT_SIZE_PSB;
 		/* The last IP is reset at PSB: the IP packets of PSB+ carry
 		 * uncompressed IPs, and decoding may have started here. */
 		d->last_ip = 0;
 		d->bbp_sz = 0;
-		return BTR_PT_PSB_SIZE;
-	case 0x23:
+		return PT_SIZE_PSB;
+	case PT_EXT_PSBEND:
 		pkt->type = BTR_PT_PSBEND;
-		pkt->size = 2;
+		pkt->size = PT_SIZE_PSBEND;
 		d->bbp_sz = 0;
-		return 2;
-	case 0x73: /* TMA: CTC[15:0], reserved 0, FC[7:0], FC[8] (bits 7:1 reserved) */
-		NEED(7);
-		if (p[4] || (p[6] & 0xfe))
-			return -BTR_ERR_BAD_PACKET;
+		return PT_SIZE_PSBEND;
+	case PT_EXT_TMA: /* TMA: CTC[15:0], reserved 0, FC[7:0], FC[8] (bits 7:1 reserved) */
+		NEED(PT_SIZE_TMA);
+		if (p[4] || (p[6] & 0xfe)) {
+			if (!(d->errata & BTR_PT_ERRATA_SKZ84))
+				return -BTR_ERR_BAD_PACKET;
+			NEED(PT_SIZE_TMA + 1);   /* SKZ84 (pt.h): TMA + its bogus byte */
+			pkt->type = BTR_PT_INVALID;
+			pkt->size = PT_SIZE_TMA + 1;
+			return PT_SIZE_TMA + 1;
+		}
 		pkt->type = BTR_PT_TMA;
-		pkt->size = 7;
+		pkt->size = PT_SIZE_TMA;
 		pkt->u.tma.ctc = (uint16_t)(p[2] | p[3] << 8);
 		pkt->u.tma.fc = (uint16_t)(p[5] | (p[6] & 1) << 8);
-		return 7;
-	case 0xc3: /* 3-byte opcodes: only MNT (0x88) is defined */
-		NEED(3);
-		if (p[2] != 0x88)
+		return PT_SIZE_TMA;
+	case PT_EXT_EXT2: /* 3-byte opcodes: only MNT is defined */
+		NEED(PT_SIZE_EXT + 1);
+		if (p[2] != PT_EXT2_MNT)
 			return -BTR_ERR_BAD_PACKET;
-		NEED(11);
+		NEED(PT_SIZE_MNT);
 		pkt->type = BTR_PT_MNT;
-		pkt->size = 11;
+		pkt->size = PT_SIZE_MNT;
 		pkt->u.mnt.payload = rd_le(p + 3, 8, avail - 3);
-		return 11;
-	case 0x62:
-	case 0xe2:
+		return PT_SIZE_MNT;
+	case PT_EXT_EXSTOP:
+	case PT_EXT_EXSTOP_IP:
 		pkt->type = BTR_PT_EXSTOP;
-		pkt->size = 2;
+		pkt->size = PT_SIZE_EXSTOP;
 		pkt->u.exstop.ip = b1 >> 7;
-		return 2;
-	case 0xc2: /* MWAIT: EAX hints, ECX extensions (4 bytes each) */
-		NEED(10);
+		return PT_SIZE_EXSTOP;
+	case PT_EXT_MWAIT: /* MWAIT: EAX hints, ECX extensions (4 bytes each) */
+		NEED(PT_SIZE_MWAIT);
 		v = rd_le(p + 2, 8, avail - 2);
 		pkt->type = BTR_PT_MWAIT;
-		pkt->size = 10;
+		pkt->size = PT_SIZE_MWAIT;
 		pkt->u.mwait.hints = (uint32_t)v;
 		pkt->u.mwait.ext = (uint32_t)(v >> 32);
 		d->bbp_sz = 0;
-		return 10;
-	case 0x22: /* PWRE: byte 2 bit 3 HW; byte 3: state 7:4, sub-state 3:0 */
-		NEED(4);
+		return PT_SIZE_MWAIT;
+	case PT_EXT_PWRE: /* PWRE: byte 2 bit 3 HW; byte 3: state 7:4, sub-state 3:0 */
+		NEED(PT_SIZE_PWRE);
 		pkt->type = BTR_PT_PWRE;
-		pkt->size = 4;
+		pkt->size = PT_SIZE_PWRE;
 		pkt->u.pwre.hw = (p[2] >> 3) & 1;
 		pkt->u.pwre.state = p[3] >> 4;
 		pkt->u.pwre.substate = p[3] & 0xf;
-		return 4;
-	case 0xa2: /* PWRX: byte 2: last 7:4, deepest 3:0; byte 3: wake reason 3:0 */
-		NEED(7);
+		return PT_SIZE_PWRE;
+	case PT_EXT_PWRX: /* PWRX: byte 2: last 7:4, deepest 3:0; byte 3: wake reason 3:0 */
+		NEED(PT_SIZE_PWRX);
 		pkt->type = BTR_PT_PWRX;
-		pkt->size = 7;
+		pkt->size = PT_SIZE_PWRX;
 		pkt->u.pwrx.last = p[2] >> 4;
 		pkt->u.pwrx.deepest = p[2] & 0xf;
 		pkt->u.pwrx.wake = p[3] & 0xf;
-		return 7;
-	case 0x63: /* BBP: byte 2 bit 7 SZ, bits 4:0 type */
-		NEED(3);
+		return PT_SIZE_PWRX;
+	case PT_EXT_BBP: /* BBP: byte 2 bit 7 SZ, bits 4:0 type */
+		NEED(PT_SIZE_BBP);
 		pkt->type = BTR_PT_BBP;
-		pkt->size = 3;
+		pkt->size = PT_SIZE_BBP;
 		pkt->u.bbp.sz = p[2] >> 7;
 		pkt->u.bbp.type = p[2] & 0x1f;
-		d->bbp_sz = pkt->u.bbp.sz ? 4 : 8;
-		return 3;
-	case 0x33:
-	case 0xb3:
+		d->bbp_sz = pkt->u.bbp.sz ? PT_SIZE_BIP4 - 1 : PT_SIZE_BIP8 - 1;
+		return PT_SIZE_BBP;
+	case PT_EXT_BEP:
+	case PT_EXT_BEP_IP:
 		pkt->type = BTR_PT_BEP;
-		pkt->size = 2;
+		pkt->size = PT_SIZE_BEP;
 		pkt->u.bep.ip = b1 >> 7;
 		d->bbp_sz = 0;
-		return 2;
-	case 0x13: /* CFE: byte 2: IP bit 7, type 4:0; byte 3 vector */
-		NEED(4);
+		return PT_SIZE_BEP;
+	case PT_EXT_CFE: /* CFE: byte 2: IP bit 7, type 4:0; byte 3 vector */
+		NEED(PT_SIZE_CFE);
 		pkt->type = BTR_PT_CFE;
-		pkt->size = 4;
+		pkt->size = PT_SIZE_CFE;
 		pkt->u.cfe.ip = p[2] >> 7;
 		pkt->u.cfe.type = p[2] & 0x1f;
 		pkt->u.cfe.vector = p[3];
 		d->bbp_sz = 0;
-		return 4;
-	case 0x53: /* EVD: byte 2 type 5:0, 8 payload bytes */
-		NEED(11);
+		return PT_SIZE_CFE;
+	case PT_EXT_EVD: /* EVD: byte 2 type 5:0, 8 payload bytes */
+		NEED(PT_SIZE_EVD);
 		pkt->type = BTR_PT_EVD;
-		pkt->size = 11;
+		pkt->size = PT_SIZE_EVD;
 		pkt->u.evd.type = p[2] & 0x3f;
 		pkt->u.evd.payload = rd_le(p + 3, 8, avail - 3);
 		d->bbp_sz = 0;
-		return 11;
+		return PT_SIZE_EVD;
 	default:
 		return -BTR_ERR_BAD_PACKET;
 	}
@@ -368,20 +375,20 @@ static inline int decode(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t 
 
 	switch (e & 0xff) {
 	case C_TNT8:
-		if (btr_unlikely(d->bbp_sz) && (b & 7) == 4)
+		if (btr_unlikely(d->bbp_sz) && (b & PT_OPM_BIP) == PT_OPC_BIP)
 			goto bip;
 		pkt->type = BTR_PT_TNT;
-		pkt->size = 1;
+		pkt->size = PT_SIZE_TNT8;
 		pkt->u.tnt.count = e_aux;
 		pkt->u.tnt.bits = (b >> 1) & ((1u << e_aux) - 1);
 		d->bbp_sz = 0;
-		return 1;
+		return PT_SIZE_TNT8;
 	case C_IP: {
 		uint64_t raw, ip;
 		unsigned ipc = e_aux;
 
 		NEED(e_size);
-		raw = e_size > 1 ? rd_le(p + 1, e_size - 1u, avail - 1) : 0;
+		raw = e_size > PT_SIZE_IP0 ? rd_le(p + 1, e_size - 1u, avail - 1) : 0;
 		ip = (d->last_ip & ip_keep[ipc]) | raw;
 		if (ipc == BTR_PT_IPC_SEXT48)
 			ip = sext48(raw);
@@ -400,14 +407,14 @@ static inline int decode(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t 
 	}
 	case C_PAD:
 		pkt->type = BTR_PT_PAD;
-		pkt->size = 1;
-		return 1;
+		pkt->size = PT_SIZE_PAD;
+		return PT_SIZE_PAD;
 	case C_MTC:
-		NEED(2);
+		NEED(PT_SIZE_MTC);
 		pkt->type = BTR_PT_MTC;
-		pkt->size = 2;
+		pkt->size = PT_SIZE_MTC;
 		pkt->u.mtc.ctc = p[1];
-		return 2;
+		return PT_SIZE_MTC;
 	case C_CYC: {
 		/* Byte 0: bit 2 Exp, bits 7:3 value[4:0]; each further byte:
 		 * bit 0 Exp, bits 7:1 the next 7 value bits.  Like libipt we
@@ -420,13 +427,13 @@ static inline int decode(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t 
 		if (btr_unlikely(d->errata & BTR_PT_ERRATA_SKD007) && (x & 1)) {
 			/* SKD007: CYC cut by an OVF (see pt.h) */
 			NEED(2);
-			if (p[1] == 0x02) {
-				NEED(3);
-				if (p[2] == 0xf3) {
+			if (p[1] == PT_OPC_EXT) {
+				NEED(1 + PT_SIZE_OVF);
+				if (p[2] == PT_EXT_OVF) {
 					pkt->type = BTR_PT_OVF;
-					pkt->size = 3;
+					pkt->size = 1 + PT_SIZE_OVF;
 					d->bbp_sz = 0;
-					return 3;
+					return 1 + PT_SIZE_OVF;
 				}
 			}
 		}
@@ -447,42 +454,42 @@ static inline int decode(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t 
 	case C_EXT:
 		return decode_ext(d, p, avail, pkt);
 	case C_TSC:
-		NEED(8);
+		NEED(PT_SIZE_TSC);
 		pkt->type = BTR_PT_TSC;
-		pkt->size = 8;
-		pkt->u.tsc.tsc = rd_le(p + 1, 7, avail - 1);
-		return 8;
+		pkt->size = PT_SIZE_TSC;
+		pkt->u.tsc.tsc = rd_le(p + 1, PT_SIZE_TSC - 1, avail - 1);
+		return PT_SIZE_TSC;
 	case C_MODE: {
 		uint8_t m;
 
-		NEED(2);
+		NEED(PT_SIZE_MODE);
 		m = p[1];
-		if ((m & 0xe0) == 0x00) {
+		if ((m & PT_MODE_LEAF_MASK) == PT_MODE_EXEC) {
 			pkt->type = BTR_PT_MODE_EXEC;
 			pkt->u.mode_exec.csl = m & 1;
 			pkt->u.mode_exec.csd = (m >> 1) & 1;
 			pkt->u.mode_exec.iflag = (m >> 2) & 1;
-		} else if ((m & 0xe0) == 0x20) {
+		} else if ((m & PT_MODE_LEAF_MASK) == PT_MODE_TSX) {
 			pkt->type = BTR_PT_MODE_TSX;
 			pkt->u.mode_tsx.intx = m & 1;
 			pkt->u.mode_tsx.abrt = (m >> 1) & 1;
 		} else {
 			return -BTR_ERR_BAD_PACKET;
 		}
-		pkt->size = 2;
+		pkt->size = PT_SIZE_MODE;
 		d->bbp_sz = 0;
-		return 2;
+		return PT_SIZE_MODE;
 	}
 	case C_TRIG: {
 		/* TRIG: byte 1 bit 7 IP, bit 6 ICNT present, bit 5 MULT (bits
 		 * 4:0 reserved); byte 2 TRBV; then ICNT[15:0] if present. */
 		uint8_t f;
 
-		NEED(3);
+		NEED(PT_SIZE_TRIG);
 		f = p[1];
-		if (f & 0x1f)
+		if (f & PT_TRIG_RSVD)
 			return -BTR_ERR_BAD_PACKET;
-		unsigned n = f & 0x40 ? 5 : 3;
+		unsigned n = f & PT_TRIG_ICNT ? PT_SIZE_TRIG_ICNT : PT_SIZE_TRIG;
 		NEED(n);
 		pkt->type = BTR_PT_TRIG;
 		pkt->size = (uint8_t)n;
@@ -490,7 +497,7 @@ static inline int decode(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t 
 		pkt->u.trig.ip = f >> 7;
 		pkt->u.trig.mult = (f >> 5) & 1;
 		pkt->u.trig.icnt_valid = (f >> 6) & 1;
-		pkt->u.trig.icnt = n == 5 ? (uint16_t)(p[3] | p[4] << 8) : 0;
+		pkt->u.trig.icnt = n == PT_SIZE_TRIG_ICNT ? (uint16_t)(p[3] | p[4] << 8) : 0;
 		return (int)n;
 	}
 	default:
@@ -503,7 +510,7 @@ bip: {
 	NEED(1 + n);
 	pkt->type = BTR_PT_BIP;
 	pkt->size = (uint8_t)(1 + n);
-	pkt->u.bip.id = b >> 3;
+	pkt->u.bip.id = b >> PT_OPS_BIP;
 	pkt->u.bip.value = rd_le(p + 1, n, avail - 1);
 	return 1 + (int)n;
 }
@@ -536,7 +543,7 @@ int btr_pt_pkt_init(struct btr_pt_pkt_decoder *d, const uint8_t *buf, size_t siz
 
 int btr_pt_pkt_set_errata(struct btr_pt_pkt_decoder *d, unsigned flags)
 {
-	if (!d || (flags & ~(unsigned)BTR_PT_ERRATA_SKD007))
+	if (!d || (flags & ~(unsigned)(BTR_PT_ERRATA_SKD007 | BTR_PT_ERRATA_SKZ84)))
 		return -BTR_ERR_INVAL;
 	d->errata = (uint8_t)flags;
 	update_fast(d);
@@ -598,13 +605,13 @@ static int seq_psb_at(const struct btr_pt_pkt_decoder *d, size_t k)
 }
 
 /* First complete PSB in @p[0..n), or NULL.  (memmem is a GNU extension;
- * memchr for the 0x82 byte is as fast, 0x02 being common in PT.) */
+ * memchr for the PT_EXT_PSB byte is as fast, PT_OPC_EXT being common in PT.) */
 static const uint8_t *find_psb(const uint8_t *p, size_t n)
 {
 	const uint8_t *q = p + 1, *end = p + n;
 
 	while (n >= BTR_PT_PSB_SIZE && q < end) {
-		q = memchr(q, 0x82, (size_t)(end - q));
+		q = memchr(q, PT_EXT_PSB, (size_t)(end - q));
 		if (!q)
 			return NULL;
 		if ((size_t)(end - q) < BTR_PT_PSB_SIZE - 1)
@@ -668,9 +675,10 @@ static int sync_forward_impl(struct btr_pt_pkt_decoder *d)
 		i = cl + (size_t)(hit - d->pos);
 	}
 	/* Navigate to the end of the run of 02 82 pairs. */
-	for (j = i + BTR_PT_PSB_SIZE; j + 1 < total && seq_at(d, j) == 0x02 && seq_at(d, j + 1) == 0x82; j += 2)
+	for (j = i + BTR_PT_PSB_SIZE; j + 1 < total && seq_at(d, j) == PT_OPC_EXT && seq_at(d, j + 1) == PT_EXT_PSB;
+	     j += 2)
 		;
-	if (j == total || (j + 1 == total && seq_at(d, j) == 0x02))
+	if (j == total || (j + 1 == total && seq_at(d, j) == PT_OPC_EXT))
 		return keep_tail(d, j - BTR_PT_PSB_SIZE, total);  /* the run may go on */
 	i = j - BTR_PT_PSB_SIZE;
 	if (i < cl) {
@@ -701,8 +709,8 @@ static int sync_backward_impl(struct btr_pt_pkt_decoder *d)
 	for (;; i--) {
 		const uint8_t *p = d->begin + i;
 		/* a PSB at the end of its run of 02 82 pairs (see sync_forward) */
-		if (p[0] == 0x02 && p[1] == 0x82 && !memcmp(p, psb_bytes, BTR_PT_PSB_SIZE) &&
-		    !(i + BTR_PT_PSB_SIZE + 1 < len && p[16] == 0x02 && p[17] == 0x82)) {
+		if (p[0] == PT_OPC_EXT && p[1] == PT_EXT_PSB && !memcmp(p, psb_bytes, BTR_PT_PSB_SIZE) &&
+		    !(i + BTR_PT_PSB_SIZE + 1 < len && p[16] == PT_OPC_EXT && p[17] == PT_EXT_PSB)) {
 			d->pos = p;
 			d->carry_len = 0;
 			reset_state(d);
@@ -907,7 +915,7 @@ int btr_pt_pkt_next(struct btr_pt_pkt_decoder *d, struct btr_pt_packet *pkt)
  * The packets written are byte for byte those btr_pt_pkt_next writes
  * (fuzz_pt checks this for btr_pt_pkt_next_batch; bench_pt checks the
  * compact form against btr_pt_pkt_next on its streams).  Anything else
- * (0x02 extended packets, CYC longer than a byte, MODE, bad bytes, BBP
+ * (extended packets, CYC longer than a byte, MODE, bad bytes, BBP
  * blocks, buffer ends) stops the block and goes through
  * btr_pt_pkt_next. */
 
@@ -959,13 +967,13 @@ static const struct cpkt_tmpl cone_tab[256] __attribute__((aligned(64))) = {
 static inline uint64_t one_mask(const uint8_t *p)
 {
 #ifdef __SSE2__
-	const __m128i k1 = _mm_set1_epi8(1), k2 = _mm_set1_epi8(2), k3 = _mm_set1_epi8(3),
-		      k7 = _mm_set1_epi8(7), k0 = _mm_setzero_si128();
+	const __m128i k1 = _mm_set1_epi8(PT_OPM_TNT8), k2 = _mm_set1_epi8(PT_OPC_EXT), k3 = _mm_set1_epi8(PT_OPC_CYC1),
+		      k7 = _mm_set1_epi8(PT_OPM_CYC1), k0 = _mm_setzero_si128();
 	uint64_t m = 0;
 
 	for (int k = 0; k < 4; k++) {
 		__m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * k));
-		__m128i even = _mm_cmpeq_epi8(_mm_and_si128(v, k1), k0);   /* PAD, TNT, 0x02 */
+		__m128i even = _mm_cmpeq_epi8(_mm_and_si128(v, k1), k0);   /* PAD, TNT, EXT */
 		__m128i ext = _mm_cmpeq_epi8(v, k2);
 		__m128i cyc = _mm_cmpeq_epi8(_mm_and_si128(v, k7), k3);    /* 1-byte CYC */
 		__m128i x = _mm_or_si128(_mm_andnot_si128(ext, even), cyc);
@@ -1006,14 +1014,13 @@ static inline PT_AVX512_TARGET __m512i lut256(const uint8_t *tab, __m512i v)
 }
 
 /* The size of a packet by its first byte (as fast_tab[b].size), 0 for
- * the bytes the block paths do not decode (0x02 extended packets, MODE,
+ * the bytes the block paths do not decode (extended packets, MODE,
  * CYC longer than a byte, bad bytes). */
-#define FSIZEB(b) (F_ISIP(b) ? 1 + IPB((b) >> 5) : (b) == 0x19 ? 8 : (b) == 0x59 ? 2 : 1)
 #define FSIZE2B(b) ((uint8_t)(F_ISFAST(b) ? FSIZEB(b) : 0))
 static const uint8_t fast_size2_b[256] __attribute__((aligned(64))) = { BT256(FSIZE2B) };
 
 /* Word 0 of a compact packet of the fast types, without the offset. */
-#define CW0(b) ((uint64_t)FENT_TYPE(b) << 32 | (uint64_t)FSIZEB(b) << 40 | (uint64_t)(F_ISIP(b) ? (b) >> 5 : 0) << 48)
+#define CW0(b) ((uint64_t)FENT_TYPE(b) << 32 | (uint64_t)FSIZEB(b) << 40 | (uint64_t)(F_ISIP(b) ? (b) >> PT_OPS_IPC : 0) << 48)
 #define CW4(b) CW0(b), CW0((b) + 1), CW0((b) + 2), CW0((b) + 3)
 #define CW16(b) CW4(b), CW4((b) + 4), CW4((b) + 8), CW4((b) + 12)
 #define CW64(b) CW16(b), CW16((b) + 16), CW16((b) + 32), CW16((b) + 48)

@@ -5,20 +5,18 @@
 
 #include "btr/pt.h"
 #include "internal.h"
+#include "pt_opcodes.h"
 
 /* Bits of the last IP that an IP packet with compression ipc keeps. */
 static const uint64_t ip_keep[8] = {
 	[1] = ~0xffffull, [2] = ~0xffffffffull, [4] = ~0xffffffffffffull,
 };
 
-static const uint8_t psb_bytes[BTR_PT_PSB_SIZE] = {
-	0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-	0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-};
+static const uint8_t psb_bytes[BTR_PT_PSB_SIZE] = { PT_PSB_PAIRS };
 
 /* Payload bytes of IP compression ipc (5 and 7 are reserved). */
-#define IPB(ipc) ((ipc) == 1 ? 2 : (ipc) == 2 ? 4 : (ipc) == 3 ? 6 : (ipc) == 4 ? 6 : (ipc) == 6 ? 8 : 0)
-#define IPOK(ipc) ((ipc) != 5 && (ipc) != 7)
+#define IPB(ipc) PT_IPC_BYTES(ipc)
+#define IPOK(ipc) PT_IPC_OK(ipc)
 
 static inline uint64_t sext48(uint64_t v)
 {
@@ -37,10 +35,10 @@ void btr_pt_enc_init(struct btr_pt_encoder *e, uint8_t *buf, size_t size)
 static uint8_t ip_opcode(unsigned type)
 {
 	switch (type) {
-	case BTR_PT_TIP: return 0x0d;
-	case BTR_PT_TIP_PGE: return 0x11;
-	case BTR_PT_TIP_PGD: return 0x01;
-	case BTR_PT_FUP: return 0x1d;
+	case BTR_PT_TIP: return PT_OPC_TIP;
+	case BTR_PT_TIP_PGE: return PT_OPC_TIP_PGE;
+	case BTR_PT_TIP_PGD: return PT_OPC_TIP_PGD;
+	case BTR_PT_FUP: return PT_OPC_FUP;
 	default: return 0;
 	}
 }
@@ -59,7 +57,7 @@ int btr_pt_enc_ip(struct btr_pt_encoder *e, enum btr_pt_type type, uint64_t ip)
 
 	if (!opc)
 		return -BTR_ERR_INVAL;
-	if (btr_unlikely(e->end - e->pos < 9))
+	if (btr_unlikely(e->end - e->pos < PT_SIZE_IP0 + 8))
 		return -BTR_ERR_NOMEM;
 	/* last_ip == 0 means "none since PSB": decoders such as libipt then
 	 * need an uncompressed IP. */
@@ -73,16 +71,16 @@ int btr_pt_enc_ip(struct btr_pt_encoder *e, enum btr_pt_type type, uint64_t ip)
 		ipc = BTR_PT_IPC_UPDATE48, n = 6;
 	else
 		ipc = BTR_PT_IPC_FULL, n = 8;
-	e->pos[0] = (uint8_t)(ipc << 5 | opc);
+	e->pos[0] = (uint8_t)(ipc << PT_OPS_IPC | opc);
 	memcpy(e->pos + 1, &ip, 8);   /* little-endian; room checked above */
-	e->pos += 1 + n;
+	e->pos += PT_SIZE_IP0 + n;
 	e->last_ip = ip;
-	return (int)(1 + n);
+	return (int)(PT_SIZE_IP0 + n);
 }
 
 int btr_pt_enc_psb(struct btr_pt_encoder *e, uint64_t ip)
 {
-	size_t need = BTR_PT_PSB_SIZE + 2 + (ip ? 9 : 0);
+	size_t need = PT_SIZE_PSB + PT_SIZE_PSBEND + (ip ? PT_SIZE_IP0 + 8 : 0);
 	uint8_t *start = e->pos;
 
 	if ((size_t)(e->end - e->pos) < need)
@@ -92,9 +90,9 @@ int btr_pt_enc_psb(struct btr_pt_encoder *e, uint64_t ip)
 	e->last_ip = 0;
 	if (ip)
 		btr_pt_enc_ip(e, BTR_PT_FUP, ip);
-	e->pos[0] = 0x02;
-	e->pos[1] = 0x23;
-	e->pos += 2;
+	e->pos[0] = PT_OPC_EXT;
+	e->pos[1] = PT_EXT_PSBEND;
+	e->pos += PT_SIZE_PSBEND;
 	return (int)(e->pos - start);
 }
 
@@ -106,7 +104,7 @@ int btr_pt_enc_packet(struct btr_pt_encoder *e, const struct btr_pt_packet *pkt)
 
 	switch (pkt->type) {
 	case BTR_PT_PAD:
-		b[n++] = 0x00;
+		b[n++] = PT_OPC_PAD;
 		break;
 	case BTR_PT_PSB:
 		memcpy(b, psb_bytes, BTR_PT_PSB_SIZE);
@@ -114,7 +112,7 @@ int btr_pt_enc_packet(struct btr_pt_encoder *e, const struct btr_pt_packet *pkt)
 		new_ip = 0;
 		break;
 	case BTR_PT_PSBEND:
-		b[n++] = 0x02, b[n++] = 0x23;
+		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_PSBEND;
 		break;
 	case BTR_PT_TNT: {
 		unsigned c = pkt->u.tnt.count;
@@ -122,10 +120,10 @@ int btr_pt_enc_packet(struct btr_pt_encoder *e, const struct btr_pt_packet *pkt)
 		if (!c || c > 47 || (c > 6 && pkt->size == 1))
 			return -BTR_ERR_INVAL;
 		pl = (1ull << c) | (pkt->u.tnt.bits & ((1ull << c) - 1));
-		if (c <= 6 && pkt->size != 8) {
+		if (c <= 6 && pkt->size != PT_SIZE_TNT64) {
 			b[n++] = (uint8_t)(pl << 1);
 		} else {
-			b[n++] = 0x02, b[n++] = 0xa3;
+			b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_TNT64;
 			put_le(b + n, pl, 6);
 			n += 6;
 		}
@@ -140,7 +138,7 @@ int btr_pt_enc_packet(struct btr_pt_encoder *e, const struct btr_pt_packet *pkt)
 		if (ipc > 7 || !IPOK(ipc))
 			return -BTR_ERR_INVAL;
 		nb = IPB(ipc);
-		b[n++] = (uint8_t)(ipc << 5 | ip_opcode(pkt->type));
+		b[n++] = (uint8_t)(ipc << PT_OPS_IPC | ip_opcode(pkt->type));
 		put_le(b + n, ip, nb);
 		n += nb;
 		if (ipc) {
@@ -150,35 +148,35 @@ int btr_pt_enc_packet(struct btr_pt_encoder *e, const struct btr_pt_packet *pkt)
 		break;
 	}
 	case BTR_PT_PIP:
-		b[n++] = 0x02, b[n++] = 0x43;
+		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_PIP;
 		put_le(b + n, (pkt->u.pip.cr3 >> 5) << 1 | (pkt->u.pip.nr & 1), 6);
 		n += 6;
 		break;
 	case BTR_PT_MODE_EXEC:
-		b[n++] = 0x99;
-		b[n++] = (uint8_t)((pkt->u.mode_exec.csl & 1) | (pkt->u.mode_exec.csd & 1) << 1 |
+		b[n++] = PT_OPC_MODE;
+		b[n++] = (uint8_t)(PT_MODE_EXEC | (pkt->u.mode_exec.csl & 1) | (pkt->u.mode_exec.csd & 1) << 1 |
 				   (pkt->u.mode_exec.iflag & 1) << 2);
 		break;
 	case BTR_PT_MODE_TSX:
-		b[n++] = 0x99;
-		b[n++] = (uint8_t)(0x20 | (pkt->u.mode_tsx.intx & 1) | (pkt->u.mode_tsx.abrt & 1) << 1);
+		b[n++] = PT_OPC_MODE;
+		b[n++] = (uint8_t)(PT_MODE_TSX | (pkt->u.mode_tsx.intx & 1) | (pkt->u.mode_tsx.abrt & 1) << 1);
 		break;
 	case BTR_PT_TRACESTOP:
-		b[n++] = 0x02, b[n++] = 0x83;
+		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_TRACESTOP;
 		break;
 	case BTR_PT_CBR:
-		b[n++] = 0x02, b[n++] = 0x03, b[n++] = pkt->u.cbr.ratio, b[n++] = 0;
+		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_CBR, b[n++] = pkt->u.cbr.ratio, b[n++] = 0;
 		break;
 	case BTR_PT_TSC:
-		b[n++] = 0x19;
-		put_le(b + n, pkt->u.tsc.tsc, 7);
-		n += 7;
+		b[n++] = PT_OPC_TSC;
+		put_le(b + n, pkt->u.tsc.tsc, PT_SIZE_TSC - 1);
+		n += PT_SIZE_TSC - 1;
 		break;
 	case BTR_PT_MTC:
-		b[n++] = 0x59, b[n++] = pkt->u.mtc.ctc;
+		b[n++] = PT_OPC_MTC, b[n++] = pkt->u.mtc.ctc;
 		break;
 	case BTR_PT_TMA:
-		b[n++] = 0x02, b[n++] = 0x73;
+		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_TMA;
 		b[n++] = (uint8_t)pkt->u.tma.ctc, b[n++] = (uint8_t)(pkt->u.tma.ctc >> 8);
 		b[n++] = 0;
 		b[n++] = (uint8_t)pkt->u.tma.fc, b[n++] = (pkt->u.tma.fc >> 8) & 1;
@@ -187,87 +185,88 @@ int btr_pt_enc_packet(struct btr_pt_encoder *e, const struct btr_pt_packet *pkt)
 		uint64_t v = pkt->u.cyc.value;
 		if (v >> 61)   /* 5 + 8 * 7 bits is the most libipt accepts */
 			return -BTR_ERR_INVAL;
-		b[n++] = (uint8_t)(0x03 | (v & 0x1f) << 3 | (v >> 5 ? 4 : 0));
+		b[n++] = (uint8_t)(PT_OPC_CYC | (v & 0x1f) << 3 | (v >> 5 ? PT_CYC_EXP : 0));
 		v >>= 5;
 		while (v) {
-			b[n++] = (uint8_t)((v & 0x7f) << 1 | (v >> 7 ? 1 : 0));
+			b[n++] = (uint8_t)((v & 0x7f) << 1 | (v >> 7 ? PT_CYC_MORE : 0));
 			v >>= 7;
 		}
 		break;
 	}
 	case BTR_PT_VMCS:
-		b[n++] = 0x02, b[n++] = 0xc8;
+		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_VMCS;
 		put_le(b + n, pkt->u.vmcs.base >> 12, 5);
 		n += 5;
 		break;
 	case BTR_PT_OVF:
-		b[n++] = 0x02, b[n++] = 0xf3;
+		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_OVF;
 		break;
 	case BTR_PT_MNT:
-		b[n++] = 0x02, b[n++] = 0xc3, b[n++] = 0x88;
+		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_EXT2, b[n++] = PT_EXT2_MNT;
 		put_le(b + n, pkt->u.mnt.payload, 8);
 		n += 8;
 		break;
 	case BTR_PT_PTW:
 		if (pkt->u.ptw.bytes != 4 && pkt->u.ptw.bytes != 8)
 			return -BTR_ERR_INVAL;
-		b[n++] = 0x02;
-		b[n++] = (uint8_t)(0x12 | (pkt->u.ptw.bytes == 8 ? 0x20 : 0) | (pkt->u.ptw.ip ? 0x80 : 0));
+		b[n++] = PT_OPC_EXT;
+		b[n++] = (uint8_t)(PT_EXT_PTW | (pkt->u.ptw.bytes == 8 ? 1 << PT_OPS_PTW_PLC : 0) |
+				   (pkt->u.ptw.ip ? PT_EXT_IP_BIT : 0));
 		put_le(b + n, pkt->u.ptw.payload, pkt->u.ptw.bytes);
 		n += pkt->u.ptw.bytes;
 		break;
 	case BTR_PT_EXSTOP:
-		b[n++] = 0x02, b[n++] = pkt->u.exstop.ip ? 0xe2 : 0x62;
+		b[n++] = PT_OPC_EXT, b[n++] = pkt->u.exstop.ip ? PT_EXT_EXSTOP_IP : PT_EXT_EXSTOP;
 		break;
 	case BTR_PT_MWAIT:
-		b[n++] = 0x02, b[n++] = 0xc2;
+		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_MWAIT;
 		put_le(b + n, pkt->u.mwait.hints, 4);
 		put_le(b + n + 4, pkt->u.mwait.ext, 4);
 		n += 8;
 		break;
 	case BTR_PT_PWRE:
-		b[n++] = 0x02, b[n++] = 0x22;
+		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_PWRE;
 		b[n++] = (uint8_t)((pkt->u.pwre.hw & 1) << 3);
 		b[n++] = (uint8_t)((pkt->u.pwre.state & 0xf) << 4 | (pkt->u.pwre.substate & 0xf));
 		break;
 	case BTR_PT_PWRX:
-		b[n++] = 0x02, b[n++] = 0xa2;
+		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_PWRX;
 		b[n++] = (uint8_t)((pkt->u.pwrx.last & 0xf) << 4 | (pkt->u.pwrx.deepest & 0xf));
 		b[n++] = pkt->u.pwrx.wake & 0xf;
 		b[n++] = 0, b[n++] = 0, b[n++] = 0;
 		break;
 	case BTR_PT_BBP:
-		b[n++] = 0x02, b[n++] = 0x63;
-		b[n++] = (uint8_t)((pkt->u.bbp.sz ? 0x80 : 0) | (pkt->u.bbp.type & 0x1f));
+		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_BBP;
+		b[n++] = (uint8_t)((pkt->u.bbp.sz ? PT_BBP_SZ : 0) | (pkt->u.bbp.type & 0x1f));
 		break;
 	case BTR_PT_BIP: {
 		/* The payload size comes from the preceding BBP, which the
 		 * encoder does not track: .size says it (5 or 9). */
-		unsigned nb = pkt->size == 5 ? 4 : pkt->size == 9 ? 8 : 0;
+		unsigned nb = pkt->size == PT_SIZE_BIP4 ? 4 : pkt->size == PT_SIZE_BIP8 ? 8 : 0;
 		if (!nb)
 			return -BTR_ERR_INVAL;
-		b[n++] = (uint8_t)((pkt->u.bip.id & 0x1f) << 3 | 4);
+		b[n++] = (uint8_t)((pkt->u.bip.id & 0x1f) << PT_OPS_BIP | PT_OPC_BIP);
 		put_le(b + n, pkt->u.bip.value, nb);
 		n += nb;
 		break;
 	}
 	case BTR_PT_BEP:
-		b[n++] = 0x02, b[n++] = pkt->u.bep.ip ? 0xb3 : 0x33;
+		b[n++] = PT_OPC_EXT, b[n++] = pkt->u.bep.ip ? PT_EXT_BEP_IP : PT_EXT_BEP;
 		break;
 	case BTR_PT_CFE:
-		b[n++] = 0x02, b[n++] = 0x13;
+		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_CFE;
 		b[n++] = (uint8_t)((pkt->u.cfe.ip ? 0x80 : 0) | (pkt->u.cfe.type & 0x1f));
 		b[n++] = pkt->u.cfe.vector;
 		break;
 	case BTR_PT_EVD:
-		b[n++] = 0x02, b[n++] = 0x53, b[n++] = pkt->u.evd.type & 0x3f;
+		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_EVD, b[n++] = pkt->u.evd.type & 0x3f;
 		put_le(b + n, pkt->u.evd.payload, 8);
 		n += 8;
 		break;
 	case BTR_PT_TRIG:
-		b[n++] = 0xd9;
-		b[n++] = (uint8_t)((pkt->u.trig.ip ? 0x80 : 0) | (pkt->u.trig.icnt_valid ? 0x40 : 0) |
-				   (pkt->u.trig.mult ? 0x20 : 0));
+		b[n++] = PT_OPC_TRIG;
+		b[n++] = (uint8_t)((pkt->u.trig.ip ? PT_TRIG_IP : 0) | (pkt->u.trig.icnt_valid ? PT_TRIG_ICNT : 0) |
+				   (pkt->u.trig.mult ? PT_TRIG_MULT : 0));
 		b[n++] = pkt->u.trig.trbv;
 		if (pkt->u.trig.icnt_valid) {
 			put_le(b + n, pkt->u.trig.icnt, 2);

@@ -65,6 +65,7 @@ static void errata_for(const struct btr_ptflow_config *c, struct errata *e)
 		/* families 18 and 19 */
 		e->bdm70 = e->skd022 = 1;
 		e->apl11 = c->cpu_family == 0x12;
+		e->skz84 = c->cpu_family == 0x13 && c->cpu_model == 1;
 		return;
 	}
 	if (c->cpu_family != 6)
@@ -76,12 +77,15 @@ static void errata_for(const struct btr_ptflow_config *c, struct errata *e)
 	case 0x4e: case 0x5e: case 0x8e: case 0x9e: case 0xa5: case 0xa6: /* Skylake .. Comet Lake */
 		e->bdm70 = e->skd007 = e->skd022 = e->skd010 = e->skl014 = e->skl168 = 1;
 		break;
-	case 0x55: case 0x66: case 0x6a: case 0x6c: case 0x7d: case 0x7e: /* SKX, CNL, ICX, ICL */
+	case 0x55: case 0x6a: case 0x6c:              /* SKX, ICX (libipt: also SKZ84) */
+		e->bdm70 = e->skl014 = e->skd022 = e->skz84 = 1;
+		break;
+	case 0x66: case 0x7d: case 0x7e:              /* CNL, ICL */
 	case 0x8c: case 0x8d: case 0xa7: case 0xa8:   /* TGL, RKL */
 		e->bdm70 = e->skl014 = e->skd022 = 1;
 		break;
 	case 0x8f: case 0xad: case 0xae: case 0xcf:   /* SPR, GNR, EMR */
-		e->bdm70 = e->skd022 = 1;
+		e->bdm70 = e->skd022 = e->skz84 = 1;
 		break;
 	case 0x97: case 0x9a: case 0xaa: case 0xac: case 0xb5: case 0xb7: /* ADL, MTL, RPL, ... */
 	case 0xba: case 0xbd: case 0xbf: case 0xc5: case 0xc6: case 0xcc: case 0xd5:
@@ -103,10 +107,10 @@ int btr_ptflow_errata_names(const struct btr_ptflow_config *cfg, char *buf, size
 	errata_for(cfg, &e);
 	if (!buf || !size)
 		return -BTR_ERR_INVAL;
-	int n = snprintf(buf, size, "%s%s%s%s%s%s%s%s%s", e.bdm70 ? "bdm70 " : "",
+	int n = snprintf(buf, size, "%s%s%s%s%s%s%s%s%s%s", e.bdm70 ? "bdm70 " : "",
 			 e.bdm64 ? "bdm64 " : "", e.skd007 ? "skd007 " : "", e.skd022 ? "skd022 " : "",
 			 e.skd010 ? "skd010 " : "", e.skl014 ? "skl014 " : "", e.skl168 ? "skl168 " : "",
-			 e.apl12 ? "apl12 " : "", e.apl11 ? "apl11 " : "");
+			 e.apl12 ? "apl12 " : "", e.apl11 ? "apl11 " : "", e.skz84 ? "skz84 " : "");
 	if (n > 0 && (size_t)n <= size && buf[n - 1] == ' ')
 		buf[--n] = 0;
 	return n;
@@ -198,35 +202,34 @@ void btr_ptflow_stats(const struct btr_ptflow *f, struct btr_ptflow_stats *st)
 		memset(st, 0, sizeof(*st));
 }
 
-/* Restores the constant fields of the batch records from @from on. */
-void ptf_bbuf_fill(struct btr_ptflow *f, unsigned from)
+/* The TSX state the events @t/@payload change (before any filtering of
+ * events by the callbacks).  For an abort, returns the instructions the
+ * transaction had executed (the event's payload, btr/ptflow.h). */
+static uint64_t tsx_state(struct btr_ptflow *f, enum btr_flow_event_type t, uint64_t payload)
 {
-	for (unsigned k = from; k < BTR_PTFLOW_BATCH; k++) {
-		f->bbuf[k].tsc = f->bbuf_tsc;
-		f->bbuf[k].tid = f->cfg.tid;
-		f->bbuf[k].pid = f->cfg.pid;
-		f->bbuf[k].cycles = 0;
+	uint64_t n = 0;
+	if (t == BTR_FLOW_TSX && payload && !f->intx) {
+		f->intx = 1;
+		f->tx_insns = f->st.insns;
+	} else if (t == BTR_FLOW_TSX && !payload) {
+		f->intx = 0;
+	} else if (t == BTR_FLOW_TSX_ABORT && f->intx) {
+		n = f->st.insns - f->tx_insns;
+		f->st.tsx_aborts++;
+		f->st.tsx_aborted_insns += n;
+		f->intx = 0;
 	}
-	if (!from)
-		f->bbuf_dirty = 0;
-}
-
-/* Delivers the batched branch records (cb->branches). */
-void ptf_flush_branches(struct btr_ptflow *f)
-{
-	unsigned n = f->bn;
-	if (!n)
-		return;
-	f->bn = 0;
-	if (!f->stopped && f->cb->branches(f->cb->ctx, f->bbuf, n))
-		f->stopped = 1;
-	if (f->bbuf_dirty)
-		ptf_bbuf_fill(f, 0);
+	return n;
 }
 
 void ptf_emit_event(struct btr_ptflow *f, enum btr_flow_event_type t, int reason,
 		       uint64_t ip, uint64_t payload)
 {
+	if (btr_unlikely(t == BTR_FLOW_TSX || t == BTR_FLOW_TSX_ABORT)) {
+		uint64_t n = tsx_state(f, t, payload);
+		if (t == BTR_FLOW_TSX_ABORT)
+			payload = n;
+	}
 	if (t == BTR_FLOW_GAP)
 		f->st.gaps++;
 	if (t == BTR_FLOW_OVERFLOW)
@@ -243,27 +246,6 @@ void ptf_emit_event(struct btr_ptflow *f, enum btr_flow_event_type t, int reason
 	};
 	if (f->cb->event(f->cb->ctx, &ev))
 		f->stopped = 1;
-}
-
-/* Reports the first @n instructions of @b. */
-void ptf_emit_insns(struct btr_ptflow *f, const struct blk *b, unsigned n)
-{
-	const uint8_t *lens = f->lens + (size_t)(b - f->blks) * BLK_MAXI;
-	uint64_t ip = b->ip;
-	ptf_flush_branches(f);
-	for (unsigned i = 0; i < n && !f->stopped; i++) {
-		struct btr_insn in = { .ip = ip, .len = lens[i] };
-		if (i + 1 == b->ninsn) {
-			in.kind = b->kind;
-			const struct blk_cold *c = &f->cold[b - f->blks];
-			in.flags = c->end_flags;
-			in.imm = c->end_imm;
-			in.target = (c->end_flags & BTR_INSN_DIRECT) ? b->to[1] : 0;
-		}
-		if (f->cb->insn(f->cb->ctx, ip, &in))
-			f->stopped = 1;
-		ip += lens[i];
-	}
 }
 
 void ptf_tnt_clear(struct btr_ptflow *f)
@@ -302,12 +284,6 @@ void ptf_apply_next_mode(struct btr_ptflow *f)
 	}
 }
 
-void ptf_set_pend(struct btr_ptflow *f, struct blk *b)
-{
-	f->pend_copy = *b;
-	f->pend = &f->pend_copy;
-}
-
 /* ---- packet handlers -------------------------------------------------- */
 
 static void do_enable(struct btr_ptflow *f, uint64_t ip)
@@ -337,7 +313,7 @@ static void on_tnt(struct btr_ptflow *f, uint64_t bits, unsigned n)
 	if (f->pend)
 		return;  /* waiting for the deferred TIP */
 	size_t used = 0;
-	int r = f->cb->insn ? ptf_walk(f, G_TNT, 0, 0, NULL) : ptf_walk_fast(f, NULL, 0, 0, 0, &used);
+	int r = f->cb->insn || f->intx ? ptf_walk(f, G_TNT, 0, 0, NULL) : ptf_walk_fast(f, NULL, 0, 0, 0, &used);
 	if (r < 0)
 		ptf_gap(f, r, f->ip);
 }
@@ -408,7 +384,7 @@ void ptf_on_tip(struct btr_ptflow *f, uint64_t ip, int suppressed)
 		/* Bits queued behind a deferred TIP. */
 		if (f->en == EN_ON && f->tnt_total) {
 			size_t used = 0;
-			int r = f->cb->insn ? ptf_walk(f, G_TNT, 0, 0, NULL)
+			int r = f->cb->insn || f->intx ? ptf_walk(f, G_TNT, 0, 0, NULL)
 					    : ptf_walk_fast(f, NULL, 0, 0, 0, &used);
 			if (r < 0)
 				ptf_gap(f, r, f->ip);
@@ -444,11 +420,6 @@ static void on_pgd(struct btr_ptflow *f, uint64_t ip, int suppressed)
 {
 	tsx_flush(f, f->ip);
 	f->fup_status = 0;
-	if (f->after_ovf && f->er.apl11) {
-		/* APL11: "Intel PT OVF Packet May Be Followed by TIP.PGD
-		 * Packet" - ignore the spurious TIP.PGD. */
-		return;
-	}
 	int ovf = f->after_ovf;
 	f->after_ovf = 0;
 	if (f->en == EN_ON) {
@@ -553,11 +524,6 @@ static void on_fup(struct btr_ptflow *f, uint64_t ip, int suppressed)
 	}
 	if (f->after_ovf) {
 		f->after_ovf = 0;
-		if (f->ovf_was_off && f->er.apl12) {
-			/* APL12: "Intel PT OVF May Be Followed By An Unexpected
-			 * FUP Packet" when tracing was off: ignore it. */
-			return;
-		}
 		do_enable(f, ip);
 		return;
 	}
@@ -607,7 +573,6 @@ static void on_fup(struct btr_ptflow *f, uint64_t ip, int suppressed)
 static void on_ovf(struct btr_ptflow *f)
 {
 	ptf_emit_event(f, BTR_FLOW_OVERFLOW, 0, f->ip, 0);
-	f->ovf_was_off = f->en == EN_OFF;
 	ptf_gap(f, -BTR_ERR_OVERFLOW, f->ip);
 	f->in_psb = 0;   /* an OVF also terminates PSB+ (SDM) */
 	/* Like libipt, forget the last IP: the IP packet after an overflow
@@ -673,6 +638,52 @@ static void on_mode_exec(struct btr_ptflow *f, uint8_t b)
 	}
 }
 
+/* MODE.TSX in PSB+ is state only; elsewhere a FUP follows with the IP of
+ * the XBEGIN/XEND (a status FUP) or, with the abort bit, the source of
+ * the abort, then a TIP. */
+static void on_mode_tsx(struct btr_ptflow *f, uint8_t b)
+{
+	if (f->in_psb) {
+		/* the state at the PSB: in a transaction or not */
+		if ((b & 1) && !f->intx)
+			f->tx_insns = f->st.insns;
+		f->intx = b & 1;
+		return;
+	}
+	if (b & 2) {
+		f->tsx_abort = 1;
+	} else {
+		/* reported where it took effect: at the FUP's IP, after the
+		 * instructions before it (as libipt) */
+		tsx_flush(f, f->ip);
+		f->tsx_pend = (uint8_t)(1 + (b & 1));
+	}
+	f->fup_status = 1;
+}
+
+/* An OVF's errata (ptflow_errata.c) decided by the @n bytes @p after it.
+ * Returns how many of them to skip. */
+static size_t ovf_errata(struct btr_ptflow *f, const uint8_t *p, size_t n)
+{
+	struct ptf_ovf_fix x;
+	ptf_ovf_errata(&f->er, p, n, &x);
+	if (x.action == PTF_OVF_NORMAL)
+		return 0;
+	f->after_ovf = 0;
+	f->last_ip = x.last_ip;
+	f->pend = NULL;
+	f->async_pending = 0;
+	ptf_tnt_clear(f);
+	if (x.action == PTF_OVF_OFF) {
+		f->en = EN_OFF;   /* tracing was off when the overflow resolved */
+	} else {
+		do_enable(f, x.ip);
+		if (x.has_tsx)
+			on_mode_tsx(f, (uint8_t)(PT_MODE_TSX | x.tsx));
+	}
+	return x.skip;
+}
+
 /* Event trace (SDM "Event Trace"): a CFE names a control-flow event;
  * with its IP bit a FUP follows.  For the events that are instructions
  * completing (IRET, RSM, VM entry, UIRET; ERETU/ERETS report as IRET)
@@ -725,8 +736,7 @@ static void on_mtc(struct btr_ptflow *f, uint8_t v)
 
 /* ---- packet parser ---------------------------------------------------- */
 
-static const uint8_t psb_pattern[16] = { 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-					 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82 };
+static const uint8_t psb_pattern[PT_SIZE_PSB] = { PT_PSB_PAIRS };
 
 
 
@@ -736,31 +746,31 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 {
 	uint8_t b = p[0];
 
-	if (b == 0x00)
-		return 1; /* PAD */
-	if ((b & 1) == 0 && b != 0x02) {
+	if (b == PT_OPC_PAD)
+		return PT_SIZE_PAD;
+	if ((b & PT_OPM_TNT8) == PT_OPC_TNT8 && b != PT_OPC_EXT) {
 		/* short TNT: stop bit, then up to 6 bits, oldest highest */
 		unsigned hi = 31u - (unsigned)__builtin_clz(b);
 		on_tnt(f, (uint64_t)(b >> 1) & ((1u << (hi - 1)) - 1), hi - 1);
-		return 1;
+		return PT_SIZE_TNT8;
 	}
-	if ((b & 3) == 3) {
+	if ((b & PT_OPM_CYC) == PT_OPC_CYC) {
 		/* CYC: 5 bits, then 7 per extension byte while bit 0 is set */
 		uint64_t v = b >> 3;
 		size_t i = 1;
 		unsigned sh = 5;
-		if ((b & 4) && f->er.skd007) {
+		if ((b & PT_CYC_EXP) && f->er.skd007) {
 			/* SKD007 ("Intel PT Buffer Overflow May Result in
 			 * Incorrect Packets"): an OVF may replace the rest of a
 			 * multi-byte CYC.  Like libipt, CYC + OVF is one OVF. */
-			if (n < 2 || (p[1] == 0x02 && n < 3))
+			if (n < 2 || (p[1] == PT_OPC_EXT && n < 1 + PT_SIZE_OVF))
 				return 0;
-			if (p[1] == 0x02 && p[2] == 0xf3) {
+			if (p[1] == PT_OPC_EXT && p[2] == PT_EXT_OVF) {
 				on_ovf(f);
-				return 3;
+				return 1 + PT_SIZE_OVF + (int)ovf_errata(f, p + 1 + PT_SIZE_OVF, n - 1 - PT_SIZE_OVF);
 			}
 		}
-		if (b & 4) {
+		if (b & PT_CYC_EXP) {
 			for (;;) {
 				if (i >= n)
 					return 0;
@@ -768,7 +778,7 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 				if (sh < 64)
 					v |= (uint64_t)(c >> 1) << sh;
 				sh += 7;
-				if (!(c & 1))
+				if (!(c & PT_CYC_MORE))
 					break;
 				if (i > 15)
 					return -1;
@@ -778,113 +788,100 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 		f->have_cyc = 1;
 		return (int)i;
 	}
-	switch (b & 0x1f) {
-	case 0x0d: case 0x11: case 0x01: case 0x1d: {
-		unsigned ipc = b >> 5;
+	switch (b & PT_OPM_IP) {
+	case PT_OPC_TIP: case PT_OPC_TIP_PGE: case PT_OPC_TIP_PGD: case PT_OPC_FUP: {
+		unsigned ipc = b >> PT_OPS_IPC;
 		unsigned len = ipc_len[ipc];
 		if (len == 0xff)
 			return -1;
-		if (n < 1 + (size_t)len)
+		if (n < PT_SIZE_IP0 + (size_t)len)
 			return 0;
 		int supp = ipc == 0;
 		uint64_t ip = ip_reconstruct(f, ipc, p + 1);
-		switch (b & 0x1f) {
-		case 0x0d: ptf_on_tip(f, ip, supp); break;
-		case 0x11: on_pge(f, ip, supp); break;
-		case 0x01: on_pgd(f, ip, supp); break;
+		switch (b & PT_OPM_IP) {
+		case PT_OPC_TIP: ptf_on_tip(f, ip, supp); break;
+		case PT_OPC_TIP_PGE: on_pge(f, ip, supp); break;
+		case PT_OPC_TIP_PGD: on_pgd(f, ip, supp); break;
 		default: on_fup(f, ip, supp); break;
 		}
-		return 1 + (int)len;
+		return PT_SIZE_IP0 + (int)len;
 	}
 	}
 	switch (b) {
-	case 0x19: /* TSC */
-		if (n < 8)
+	case PT_OPC_TSC:
+		if (n < PT_SIZE_TSC)
 			return 0;
-		on_tsc(f, rd_le(p + 1, 7));
-		return 8;
-	case 0x59: /* MTC */
-		if (n < 2)
+		on_tsc(f, rd_le(p + 1, PT_SIZE_TSC - 1));
+		return PT_SIZE_TSC;
+	case PT_OPC_MTC:
+		if (n < PT_SIZE_MTC)
 			return 0;
 		on_mtc(f, p[1]);
-		return 2;
-	case 0x99: /* MODE */
-		if (n < 2)
+		return PT_SIZE_MTC;
+	case PT_OPC_MODE:
+		if (n < PT_SIZE_MODE)
 			return 0;
-		switch (p[1] >> 5) {
-		case 0:
+		switch (p[1] & PT_MODE_LEAF_MASK) {
+		case PT_MODE_EXEC:
 			on_mode_exec(f, p[1]);
 			break;
-		case 1:
-			/* MODE.TSX in PSB+ is state only; elsewhere a FUP follows
-			 * with the IP of the XBEGIN/XEND (a status FUP) or, with
-			 * the abort bit, the source of the abort, then a TIP. */
-			if (f->in_psb)
-				break;
-			if (p[1] & 2) {
-				f->tsx_abort = 1;
-			} else {
-				/* reported where it took effect: at the FUP's IP,
-				 * after the instructions before it (as libipt) */
-				tsx_flush(f, f->ip);
-				f->tsx_pend = (uint8_t)(1 + (p[1] & 1));
-			}
-			f->fup_status = 1;
+		case PT_MODE_TSX:
+			on_mode_tsx(f, p[1]);
 			break;
 		}
-		return 2;
-	case 0x02:
+		return PT_SIZE_MODE;
+	case PT_OPC_EXT:
 		break;
-	case 0xd9: /* TRIG: byte 1 bit 7 IP (a FUP follows), bit 6 ICNT present */
-		if (n < 3)
+	case PT_OPC_TRIG: /* byte 1 bit 7 IP (a FUP follows), bit 6 ICNT present */
+		if (n < PT_SIZE_TRIG)
 			return 0;
-		if (p[1] & 0x1f)
+		if (p[1] & PT_TRIG_RSVD)
 			return -1;
-		if ((p[1] & 0x40) && n < 5)
+		if ((p[1] & PT_TRIG_ICNT) && n < PT_SIZE_TRIG_ICNT)
 			return 0;
-		if (p[1] & 0x80)
+		if (p[1] & PT_TRIG_IP)
 			f->fup_status = 1;
 		ptf_emit_event(f, BTR_FLOW_TRIG, 0, f->ip,
 			       p[2] | (uint64_t)((p[1] >> 5) & 1) << 8 | (uint64_t)((p[1] >> 6) & 1) << 9 |
-				       (p[1] & 0x40 ? (uint64_t)(p[3] | p[4] << 8) << 16 : 0));
-		return p[1] & 0x40 ? 5 : 3;
+				       (p[1] & PT_TRIG_ICNT ? (uint64_t)(p[3] | p[4] << 8) << 16 : 0));
+		return p[1] & PT_TRIG_ICNT ? PT_SIZE_TRIG_ICNT : PT_SIZE_TRIG;
 	default:
-		if (f->in_bbp && (b & 7) == 4) {
+		if (f->in_bbp && (b & PT_OPM_BIP) == PT_OPC_BIP) {
 			/* BIP inside a block (BBP .. BEP) */
-			int sz = 1 + (f->bbp_sz ? 4 : 8);
+			int sz = f->bbp_sz ? PT_SIZE_BIP4 : PT_SIZE_BIP8;
 			return n < (size_t)sz ? 0 : sz;
 		}
 		return -1;
 	}
-	if (n < 2)
+	if (n < PT_SIZE_EXT)
 		return 0;
 	switch (p[1]) {
-	case 0xa3: /* long TNT: 48-bit payload with stop bit */
-		if (n < 8)
+	case PT_EXT_TNT64: /* long TNT: 48-bit payload with stop bit */
+		if (n < PT_SIZE_TNT64)
 			return 0;
 		{
 			uint64_t v = rd_le(p + 2, 6);
 			if (!v)
-				return 8;
+				return PT_SIZE_TNT64;
 			unsigned hi = 63u - (unsigned)__builtin_clzll(v);
 			on_tnt(f, v & ((1ull << hi) - 1), hi);
 		}
-		return 8;
-	case 0x82: /* PSB */
-		if (n < 16)
+		return PT_SIZE_TNT64;
+	case PT_EXT_PSB:
+		if (n < PT_SIZE_PSB)
 			return 0;
-		if (memcmp(p, psb_pattern, 16))
+		if (memcmp(p, psb_pattern, PT_SIZE_PSB))
 			return -1;
 		on_psb(f);
-		return 16;
-	case 0x23: /* PSBEND */
+		return PT_SIZE_PSB;
+	case PT_EXT_PSBEND:
 		on_psbend(f);
-		return 2;
-	case 0xf3: /* OVF */
+		return PT_SIZE_PSBEND;
+	case PT_EXT_OVF:
 		on_ovf(f);
-		return 2;
-	case 0x43: /* PIP */
-		if (n < 8)
+		return PT_SIZE_OVF + (int)ovf_errata(f, p + PT_SIZE_OVF, n - PT_SIZE_OVF);
+	case PT_EXT_PIP:
+		if (n < PT_SIZE_PIP)
 			return 0;
 		{
 			uint64_t v = rd_le(p + 2, 6);
@@ -899,65 +896,68 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 			ptf_emit_event(f, BTR_FLOW_PAGING, 0, f->ip, (v >> 1) << 5);
 			ptf_take_image(f);
 		}
-		return 8;
-	case 0x83: /* TraceStop */
+		return PT_SIZE_PIP;
+	case PT_EXT_TRACESTOP:
 		ptf_emit_event(f, BTR_FLOW_STOP, 0, f->ip, 0);
 		f->en = EN_OFF;
 		f->pend = NULL;
 		ptf_tnt_clear(f);
-		return 2;
-	case 0x03: /* CBR */
-		return n < 4 ? 0 : 4;
-	case 0x73: /* TMA */
-		if (n < 7)
+		return PT_SIZE_TRACESTOP;
+	case PT_EXT_CBR:
+		return n < PT_SIZE_CBR ? 0 : PT_SIZE_CBR;
+	case PT_EXT_TMA:
+		if (n < PT_SIZE_TMA)
 			return 0;
+		if ((p[4] || (p[6] & 0xfe)) && f->er.skz84)
+			return n < PT_SIZE_TMA + 1 ? 0 : PT_SIZE_TMA + 1;   /* SKZ84 (btr/pt.h): TMA + a bogus byte */
 		on_tma(f, (uint16_t)rd_le(p + 2, 2), (uint16_t)(p[5] | ((p[6] & 1) << 8)));
-		return 7;
-	case 0xc8: /* VMCS */
-		return n < 7 ? 0 : 7;
-	case 0xc3: /* MNT */
-		return n < 11 ? 0 : 11;
-	case 0x62: case 0xe2: /* EXSTOP (IP bit: a FUP follows) */
-		if (p[1] & 0x80)
+		return PT_SIZE_TMA;
+	case PT_EXT_VMCS:
+		return n < PT_SIZE_VMCS ? 0 : PT_SIZE_VMCS;
+	case PT_EXT_EXT2: /* MNT */
+		return n < PT_SIZE_MNT ? 0 : PT_SIZE_MNT;
+	case PT_EXT_EXSTOP: case PT_EXT_EXSTOP_IP: /* IP bit: a FUP follows */
+		if (p[1] & PT_EXT_IP_BIT)
 			f->fup_status = 1;
-		return 2;
-	case 0xc2: /* MWAIT */
-		return n < 10 ? 0 : 10;
-	case 0x22: /* PWRE */
-		return n < 4 ? 0 : 4;
-	case 0xa2: /* PWRX */
-		return n < 7 ? 0 : 7;
-	case 0x63: /* BBP */
-		if (n < 3)
+		return PT_SIZE_EXSTOP;
+	case PT_EXT_MWAIT:
+		return n < PT_SIZE_MWAIT ? 0 : PT_SIZE_MWAIT;
+	case PT_EXT_PWRE:
+		return n < PT_SIZE_PWRE ? 0 : PT_SIZE_PWRE;
+	case PT_EXT_PWRX:
+		return n < PT_SIZE_PWRX ? 0 : PT_SIZE_PWRX;
+	case PT_EXT_BBP:
+		if (n < PT_SIZE_BBP)
 			return 0;
 		f->in_bbp = 1;
 		f->bbp_sz = p[2] >> 7;
-		return 3;
-	case 0x33: case 0xb3: /* BEP */
+		return PT_SIZE_BBP;
+	case PT_EXT_BEP: case PT_EXT_BEP_IP:
 		f->in_bbp = 0;
-		return 2;
-	case 0x13: /* CFE */
-		if (n < 4)
+		return PT_SIZE_BEP;
+	case PT_EXT_CFE:
+		if (n < PT_SIZE_CFE)
 			return 0;
 		on_cfe(f, p[2] & 0x1f, p[3], p[2] >> 7);
-		return 4;
-	case 0x53: /* EVD */
-		if (n < 11)
+		return PT_SIZE_CFE;
+	case PT_EXT_EVD:
+		if (n < PT_SIZE_EVD)
 			return 0;
 		ptf_emit_event(f, BTR_FLOW_EVD, p[2] & 0x3f, f->ip, rd_le(p + 3, 8));
-		return 11;
+		return PT_SIZE_EVD;
 	default:
-		if ((p[1] & 0x1f) == 0x12) {
+		if ((p[1] & PT_OPM_PTW) == PT_EXT_PTW) {
 			/* PTW: payload 4 or 8 bytes, IP bit: a FUP follows */
-			unsigned sz = ((p[1] >> 5) & 3) == 0 ? 4 : ((p[1] >> 5) & 3) == 1 ? 8 : 0;
+			unsigned plc = (p[1] >> PT_OPS_PTW_PLC) & 3;
+			unsigned sz = plc == 0 ? PT_SIZE_PTW4 : plc == 1 ? PT_SIZE_PTW8 : 0;
 			if (!sz)
 				return -1;
-			if (n < 2 + (size_t)sz)
+			if (n < (size_t)sz)
 				return 0;
-			if (p[1] & 0x80)
+			if (p[1] & PT_EXT_IP_BIT)
 				f->fup_status = 1;
-			ptf_emit_event(f, BTR_FLOW_PTWRITE, 0, f->ip, rd_le(p + 2, sz));
-			return 2 + (int)sz;
+			ptf_emit_event(f, BTR_FLOW_PTWRITE, 0, f->ip, rd_le(p + PT_SIZE_EXT, sz - PT_SIZE_EXT));
+			return (int)sz;
 		}
 		return -1;
 	}
@@ -966,12 +966,12 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 /* Finds the next PSB in @p[0..n).  Returns its index or n. */
 size_t ptf_find_psb(const uint8_t *p, size_t n)
 {
-	for (size_t i = 0; i + 16 <= n; i++) {
-		const uint8_t *q = memchr(p + i, 0x02, n - i - 15);
+	for (size_t i = 0; i + PT_SIZE_PSB <= n; i++) {
+		const uint8_t *q = memchr(p + i, PT_OPC_EXT, n - i - (PT_SIZE_PSB - 1));
 		if (!q)
 			return n;
 		i = (size_t)(q - p);
-		if (!memcmp(q, psb_pattern, 16))
+		if (!memcmp(q, psb_pattern, PT_SIZE_PSB))
 			return i;
 	}
 	return n;
@@ -996,9 +996,10 @@ static size_t run(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit
 		}
 		f->pkt_off = off + i;
 		uint8_t c = p[i];
-		if (((!(c & 1) && c > 0x02) || (c == 0x02 && i + 8 <= n && p[i + 1] == 0xa3) ||
-		     ((c & 0x1f) == 0x0d && (c >> 5) && !f->async_pending && !f->fup_status)) &&
-		    f->en == EN_ON && !f->pend && !f->tq_cnt && !f->cb->insn) {
+		if ((((c & PT_OPM_TNT8) == PT_OPC_TNT8 && c > PT_OPC_EXT) ||
+		     (c == PT_OPC_EXT && i + PT_SIZE_TNT64 <= n && p[i + 1] == PT_EXT_TNT64) ||
+		     ((c & PT_OPM_IP) == PT_OPC_TIP && (c >> PT_OPS_IPC) && !f->async_pending && !f->fup_status)) &&
+		    f->en == EN_ON && !f->pend && !f->tq_cnt && !f->cb->insn && !f->intx) {
 			/* TNT and TIP packets while the flow is known: walk
 			 * straight from the packet bytes. */
 			size_t used = i;
@@ -1025,6 +1026,29 @@ static size_t run(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit
 		i++;
 	}
 	return i;
+}
+
+static int note_bad_packet(void *ctx, const struct btr_flow_event *e)
+{
+	if (e->type == BTR_FLOW_GAP && e->reason == -BTR_ERR_BAD_PACKET)
+		*(int *)ctx = 1;
+	return 0;
+}
+
+/* One packet through run() for tests/test_pt_lengths.c: handles the
+ * packet at @p (@n bytes) as the decoder does, by packet() or the fast
+ * walk, and returns its size, 0 if it is incomplete, -1 if it is bad. */
+int ptf_packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
+{
+	int bad = 0;
+	const struct btr_ptflow_callbacks cb = { .event = note_bad_packet, .ctx = &bad };
+
+	f->cb = &cb;
+	f->synced = 1;
+	f->stopped = 0;
+	size_t used = run(f, p, n, 1, f->off);
+	f->cb = NULL;
+	return bad ? -1 : (int)used;
 }
 
 int btr_ptflow_decode(struct btr_ptflow *f, const uint8_t *buf, size_t size,

@@ -12,6 +12,7 @@
 #include "btr/ptflow.h"
 #include "btr/error.h"
 #include "internal.h"
+#include "pt_opcodes.h"
 
 /* ---- block cache ------------------------------------------------------ */
 
@@ -87,8 +88,25 @@ enum en_state {
 
 struct errata {
 	unsigned bdm70 : 1, bdm64 : 1, skd007 : 1, skd022 : 1, skd010 : 1, skl014 : 1,
-		skl168 : 1, apl12 : 1, apl11 : 1;
+		skl168 : 1, apl12 : 1, apl11 : 1, skz84 : 1;
 };
+
+/* What the overflow errata make of an OVF (ptflow_errata.c). */
+enum { PTF_OVF_NORMAL, PTF_OVF_OFF, PTF_OVF_AT_IP };
+struct ptf_ovf_fix {
+	uint8_t action;   /* PTF_OVF_*: decode as without an erratum; resume
+			   * after @skip bytes with tracing off; or resume
+			   * after @skip bytes, enabled at @ip */
+	uint8_t has_tsx;  /* PTF_OVF_AT_IP: a MODE.TSX (bits @tsx: 1 InTX, 2
+			   * abort) binds to the FUP at @skip */
+	uint8_t tsx;
+	size_t skip;      /* bytes after the OVF to drop */
+	uint64_t ip;
+	uint64_t last_ip; /* the decoder's last IP after the skipped bytes */
+};
+/* Applies the overflow errata of @er (SKD010, APL11, APL12) to the @n
+ * bytes @p that follow an OVF.  Fills *@x (never fails). */
+void ptf_ovf_errata(const struct errata *er, const uint8_t *p, size_t n, struct ptf_ovf_fix *x);
 
 #define TNTQ 8   /* TNT packets queued at most (deferred TIPs need 2) */
 #define RETSTACK 64
@@ -134,7 +152,8 @@ struct btr_ptflow {
 	uint8_t tsx_abort;       /* MODE.TSX with abort seen: next FUP+TIP is an abort */
 	uint8_t tsx_pend;        /* MODE.TSX begin/commit seen: 1 + InTX, reported at its FUP's IP */
 	uint8_t after_ovf;       /* OVF seen: the next FUP is the resume IP */
-	uint8_t ovf_was_off;     /* tracing was off at the OVF (APL12) */
+	uint8_t intx;            /* inside a TSX transaction (BTR_BF_IN_TX) */
+	uint64_t tx_insns;       /* st.insns when the transaction began */
 	uint8_t in_psb;
 	uint8_t psb_fup;         /* FUP seen in this PSB+ */
 	uint8_t psb_on;          /* tracing was on (flow known) when this PSB+ began */
@@ -185,20 +204,29 @@ struct btr_ptflow {
 
 /* ---- across the files ------------------------------------------------- */
 
-/* ptflow.c */
+/* The files call downwards only: ptflow_par.c -> ptflow.c (packets,
+ * state, events) -> ptflow_walk.c (blocks, walks) -> ptflow_out.c
+ * (branch batches, instructions to the callbacks). */
+
+/* ptflow_out.c */
 void ptf_bbuf_fill(struct btr_ptflow *f, unsigned from);
 void ptf_flush_branches(struct btr_ptflow *f);
+void ptf_emit_insns(struct btr_ptflow *f, const struct blk *b, unsigned n);
+
+/* ptflow.c */
 void ptf_emit_event(struct btr_ptflow *f, enum btr_flow_event_type t, int reason,
 		    uint64_t ip, uint64_t payload);
-void ptf_emit_insns(struct btr_ptflow *f, const struct blk *b, unsigned n);
 void ptf_tnt_clear(struct btr_ptflow *f);
 void ptf_gap(struct btr_ptflow *f, int reason, uint64_t ip);
 void ptf_apply_next_mode(struct btr_ptflow *f);
-void ptf_set_pend(struct btr_ptflow *f, struct blk *b);
 void ptf_on_tip(struct btr_ptflow *f, uint64_t ip, int suppressed);
 size_t ptf_find_psb(const uint8_t *p, size_t n);
 void ptf_reset_for_piece(struct btr_ptflow *f, uint64_t pos);
 void ptf_take_image(struct btr_ptflow *f);
+int ptf_packet(struct btr_ptflow *f, const uint8_t *p, size_t n);
+
+/* ptflow_par.c */
+size_t ptf_psb_plus_len(const uint8_t *p, size_t n);
 
 /* ptflow_walk.c */
 struct blk *ptf_build_blk(struct btr_ptflow *f, uint64_t ip, int *err);
@@ -241,7 +269,7 @@ static inline void emit_branch(struct btr_ptflow *f, uint64_t from, uint64_t to,
 	b.kind = (uint8_t)kind;
 	b.reserved = 0;
 	b.pid = f->cfg.pid;
-	flags |= BTR_BF_INSNS | KFLAGS(from, to);
+	flags |= BTR_BF_INSNS | KFLAGS(from, to) | (f->intx ? BTR_BF_IN_TX : 0);
 	if (f->tsc)
 		flags |= BTR_BF_TSC;
 	if (f->have_cyc) {
@@ -309,6 +337,13 @@ static inline struct blk *succ(struct btr_ptflow *f, struct blk *b, int which, u
 
 /* ---- state helpers ---------------------------------------------------- */
 
+/* Defers block @b until its TIP arrives (a copy: the cache may drop @b). */
+static inline void ptf_set_pend(struct btr_ptflow *f, struct blk *b)
+{
+	f->pend_copy = *b;
+	f->pend = &f->pend_copy;
+}
+
 static inline uint64_t rd_le(const uint8_t *p, unsigned n)
 {
 	uint64_t v = 0;
@@ -317,7 +352,11 @@ static inline uint64_t rd_le(const uint8_t *p, unsigned n)
 	return v;
 }
 
-static const uint8_t ipc_len[8] = { 0, 2, 4, 6, 6, 0xff, 8, 0xff };
+/* IP payload bytes per compression, 0xff for the reserved ones. */
+static const uint8_t ipc_len[8] = {
+	PT_IPC_LEN(0), PT_IPC_LEN(1), PT_IPC_LEN(2), PT_IPC_LEN(3),
+	PT_IPC_LEN(4), PT_IPC_LEN(5), PT_IPC_LEN(6), PT_IPC_LEN(7),
+};
 
 /* The IP of an IP packet with compression @ipc and payload @p, given
  * the last IP @last (SDM "IP Compression"). */

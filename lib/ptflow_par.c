@@ -145,31 +145,38 @@ static void *par_worker(void *arg)
 	return NULL;
 }
 
-/* Length of the PSB+ starting at @p (through PSBEND), or 0. */
-static size_t psb_plus_len(const uint8_t *p, size_t n)
+/* Length of the PSB+ starting at @p (through PSBEND; up to an OVF, which
+ * ends PSB+ too), or 0 if it is cut or holds a packet PSB+ cannot.  Sizes
+ * the packets as the flow decoder's packet() does, which is more lenient
+ * than the packet decoder about reserved fields (a MODE leaf, TMA's
+ * reserved bits, a CYC's length); tests/test_pt_lengths.c checks both. */
+size_t ptf_psb_plus_len(const uint8_t *p, size_t n)
 {
 	/* Parse with a throwaway decoder state: only sizes matter. */
 	size_t i = 0;
 	while (i < n) {
-		if (i + 2 <= n && p[i] == 0x02 && p[i + 1] == 0x23)
-			return i + 2;
-		if (i + 2 <= n && p[i] == 0x02 && p[i + 1] == 0xf3)
+		if (i + 2 <= n && p[i] == PT_OPC_EXT && p[i + 1] == PT_EXT_PSBEND)
+			return i + PT_SIZE_PSBEND;
+		if (i + 2 <= n && p[i] == PT_OPC_EXT && p[i + 1] == PT_EXT_OVF)
 			return i;  /* OVF ends PSB+ too; do not walk past it */
 		/* sizes of the packets that may appear in PSB+ */
-		uint8_t b = p[i];
+		uint8_t b = p[i], e = i + 1 < n ? p[i + 1] : 0;
 		size_t sz;
-		if (b == 0x00) sz = 1;
-		else if (b == 0x02 && i + 1 < n && p[i + 1] == 0x82) sz = 16;
-		else if (b == 0x02 && i + 1 < n && (p[i + 1] == 0x43)) sz = 8;
-		else if (b == 0x02 && i + 1 < n && (p[i + 1] == 0x03)) sz = 4;
-		else if (b == 0x02 && i + 1 < n && (p[i + 1] == 0x73 || p[i + 1] == 0xc8)) sz = 7;
-		else if (b == 0x19) sz = 8;
-		else if (b == 0x59 || b == 0x99) sz = 2;
-		else if ((b & 0x1f) == 0x1d && ipc_len[b >> 5] != 0xff) sz = 1u + ipc_len[b >> 5];
-		else if ((b & 3) == 3) {
-			sz = 1;
-			if (b & 4)
-				while (i + sz < n && (p[i + sz++] & 1))
+		if (b == PT_OPC_PAD) sz = PT_SIZE_PAD;
+		else if (b == PT_OPC_EXT && i + 1 < n && e == PT_EXT_PSB) sz = PT_SIZE_PSB;
+		else if (b == PT_OPC_EXT && i + 1 < n && e == PT_EXT_PIP) sz = PT_SIZE_PIP;
+		else if (b == PT_OPC_EXT && i + 1 < n && e == PT_EXT_CBR) sz = PT_SIZE_CBR;
+		else if (b == PT_OPC_EXT && i + 1 < n && e == PT_EXT_TMA) sz = PT_SIZE_TMA;
+		else if (b == PT_OPC_EXT && i + 1 < n && e == PT_EXT_VMCS) sz = PT_SIZE_VMCS;
+		else if (b == PT_OPC_TSC) sz = PT_SIZE_TSC;
+		else if (b == PT_OPC_MTC) sz = PT_SIZE_MTC;
+		else if (b == PT_OPC_MODE) sz = PT_SIZE_MODE;
+		else if ((b & PT_OPM_IP) == PT_OPC_FUP && ipc_len[b >> PT_OPS_IPC] != 0xff)
+			sz = PT_SIZE_IP0 + ipc_len[b >> PT_OPS_IPC];
+		else if ((b & PT_OPM_CYC) == PT_OPC_CYC) {
+			sz = PT_SIZE_CYC1;
+			if (b & PT_CYC_EXP)
+				while (i + sz < n && (p[i + sz++] & PT_CYC_MORE))
 					;
 		} else
 			return 0;
@@ -234,13 +241,13 @@ static void *par_thread_main(void *arg)
 
 		pc->buf = p->buf + pos;
 		pc->size = end - pos;
-		pc->tail = end < p->size ? psb_plus_len(p->buf + end, p->size - end) : 0;
+		pc->tail = end < p->size ? ptf_psb_plus_len(p->buf + end, p->size - end) : 0;
 		pc->n = 0;
 		pc->nev = 0;
 		pc->err = 0;
 		pc->tail_phase = 0;
 		pc->start_off = pos;
-		pc->head_len = pos ? psb_plus_len(p->buf + pos, p->size - pos) : 0;
+		pc->head_len = pos ? ptf_psb_plus_len(p->buf + pos, p->size - pos) : 0;
 		pc->want_branch = p->want_branch;
 		pc->want_event = p->want_event;
 		pc->f = t->f;
@@ -337,6 +344,8 @@ int btr_ptflow_decode_parallel(struct btr_image *img, const struct btr_ptflow_co
 			st->bytes += pc->st.bytes;
 			st->overflows += pc->st.overflows;
 			st->blocks_decoded += pc->st.blocks_decoded;
+			st->tsx_aborts += pc->st.tsx_aborts;
+			st->tsx_aborted_insns += pc->st.tsx_aborted_insns;
 			for (int k = 0; k < BTR_KIND__COUNT; k++)
 				st->by_kind[k] += pc->st.by_kind[k];
 		}

@@ -171,8 +171,20 @@ struct blk *ptf_build_blk(struct btr_ptflow *f, uint64_t ip, int *err)
 /* Does a TIP.PGD (target @x, or @suppressed) bind to the branch ending @b?
  * The rules of libipt's pt_insn_at_disabled_event: with an IP it binds to
  * any branch except a direct one going elsewhere; without an IP only to
- * far transfers, or (erratum SKL014, "Intel PT TIP.PGD May Not Have Target
- * IP Payload", when IP filtering is configured) to any branch. */
+ * far transfers and MOV CR3 - or, erratum SKL014 ("Intel PT TIP.PGD May
+ * Not Have Target IP Payload": a direct unconditional branch that clears
+ * FilterEn), to the first direct JMP/CALL whose target lies outside the
+ * IP filter ranges; one whose target is inside them did not disable
+ * tracing and the walk follows it (libipt's block decoder,
+ * pt_blk_proceed_skl014).  Without filter ranges nothing leaves them. */
+static int outside_filter(const struct btr_ptflow *f, uint64_t ip)
+{
+	for (unsigned i = 0; i < f->cfg.n_ip_filter; i++)
+		if (ip >= f->cfg.ip_filter[i][0] && ip <= f->cfg.ip_filter[i][1])
+			return 0;
+	return f->cfg.n_ip_filter > 0;
+}
+
 static inline int ends_mov_cr3(const struct btr_ptflow *f, const struct blk *b)
 {
 	return b->cls == C_NONE && b->ninsn && (f->cold[b - f->blks].end_flags & BTR_INSN_MOV_CR3);
@@ -185,7 +197,7 @@ static int pgd_binds(const struct btr_ptflow *f, const struct blk *b, uint64_t x
 	if (suppressed) {
 		if (b->cls == C_FAR)
 			return 1;
-		return f->er.skl014 && f->cfg.n_ip_filter > 0;
+		return f->er.skl014 && (b->cls == C_JMP || b->cls == C_CALL) && outside_filter(f, b->to[1]);
 	}
 	if ((b->cls == C_JMP || b->cls == C_CALL) && b->to[1] != x)
 		return 0;
@@ -532,24 +544,25 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 					if (i >= limit)
 						goto out;
 					uint8_t c = p[i];
-					if (c == 0x00) {          /* PAD */
-						i++;
+					if (c == PT_OPC_PAD) {
+						i += PT_SIZE_PAD;
 						continue;
 					}
-					if (!(c & 1) && c != 0x02) {
+					if ((c & PT_OPM_TNT8) == PT_OPC_TNT8 && c != PT_OPC_EXT) {
 						/* short TNT: stop bit, up to 6 bits, oldest highest */
 						unsigned hi = 31u - (unsigned)__builtin_clz(c);
 						bits = (uint64_t)(c >> 1) & ((1u << (hi - 1)) - 1);
 						nb = hi - 1;
 						loaded += nb;
-						pkt = i++;
+						pkt = i;
+						i += PT_SIZE_TNT8;
 						break;
 					}
-					if (c == 0x02 && i + 8 <= n && p[i + 1] == 0xa3) {
+					if (c == PT_OPC_EXT && i + PT_SIZE_TNT64 <= n && p[i + 1] == PT_EXT_TNT64) {
 						/* long TNT: 48-bit payload with stop bit */
 						uint64_t v = rd_le(p + i + 2, 6);
 						pkt = i;
-						i += 8;
+						i += PT_SIZE_TNT64;
 						if (!v)
 							continue;
 						unsigned hi = 63u - (unsigned)__builtin_clzll(v);
@@ -560,14 +573,14 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 							break;
 						continue;
 					}
-					if ((c & 0x1f) == 0x0d && (c >> 5) && ipc_len[c >> 5] != 0xff &&
-					    i + 1 + ipc_len[c >> 5] <= n && !f->async_pending &&
+					if ((c & PT_OPM_IP) == PT_OPC_TIP && (c >> PT_OPS_IPC) && ipc_len[c >> PT_OPS_IPC] != 0xff &&
+					    i + PT_SIZE_IP0 + ipc_len[c >> PT_OPS_IPC] <= n && !f->async_pending &&
 					    !f->have_next_mode) {
 						/* TIP (not suppressed, not part of an
 						 * asynchronous transfer, no mode change):
 						 * walk to the indirect branch it resolves,
 						 * as ptf_on_tip() would. */
-						unsigned ipc = c >> 5;
+						unsigned ipc = c >> PT_OPS_IPC;
 						uint64_t tip = ip_of(f->last_ip, ipc, p + i + 1);
 						tipmode = 1;
 						guard = 0;   /* on_tip's walk would start afresh */
@@ -603,7 +616,7 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 							rs_push(f, b->to[0], &b->next[0]);
 						f->last_ip = tip;
 						pkt = i;
-						i += 1u + ipc_len[ipc];
+						i += PT_SIZE_IP0 + ipc_len[ipc];
 						FAST_COUNT(b->kind, 0);
 						FAST_EMIT(b->end_ip, tip, b->kind,
 							  (uint32_t)(BTR_BF_TAKEN | KFLAGS(b->end_ip, tip)) |

@@ -842,6 +842,10 @@ int btr_report_event(void *report, const struct btr_stream_event *ev)
 			add_gap(r, ev->tid, ev->flow->reason, ev->flow->offset, 1);
 			invalidate(r, ev->tid, 0);
 			break;
+		case BTR_FLOW_TSX_ABORT:
+			r->res.tsx_aborts++;
+			r->res.aborted_insns += ev->flow->payload;
+			break;
 		default:
 			break;
 		}

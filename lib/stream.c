@@ -133,6 +133,8 @@ struct btr_stream {
 	int error;                /* a failure inside a callback path (NOMEM) */
 	int data_lost;
 	int finished;
+	uint64_t progress_shown;  /* btr_stream_step: input offset of the last progress call */
+	int progress_started;     /* ... and whether there was one */
 	uint32_t last_tid, last_pid; /* btr_stream_pid_of's one-entry cache */
 
 	struct stream_switches sw; /* context switches per CPU (stream_switch.c) */
@@ -1145,6 +1147,20 @@ int btr_stream_open(const char *path, const struct btr_stream_opts *opts, struct
 	return 0;
 }
 
+/* opts.skip_unselected: per-thread data of thread @tid (of process @pid, 0:
+ * as the thread records say) is outside the selection.  Per-CPU data (tid 0
+ * or -1) is never: its threads are known only while it is decoded. */
+static int unselected(struct btr_stream *s, uint32_t tid, uint32_t pid)
+{
+	if (!s->o.skip_unselected || (!s->o.tid && !s->o.pid) || !tid || tid == UINT32_MAX)
+		return 0;
+	if (s->o.tid)
+		return tid != s->o.tid;
+	if (!pid)
+		pid = btr_stream_pid_of(s, tid);
+	return pid && pid != s->o.pid;
+}
+
 int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 {
 	if (!s || !rec)
@@ -1251,18 +1267,28 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 		rc = emit(s, &ev);
 		break;
 	case BTR_REC_PT:
+		if (unselected(s, rec->u.data.tid, 0))
+			break;
 		rc = on_pt(s, &rec->u.data);
 		break;
 	case BTR_REC_BTS:
+		if (unselected(s, rec->u.data.tid, 0))
+			break;
 		rc = on_bts(s, &rec->u.data);
 		break;
 	case BTR_REC_BTS_INSNS:
+		if (unselected(s, rec->u.data.tid, 0))
+			break;
 		rc = on_bts_insns(s, &rec->u.data);
 		break;
 	case BTR_REC_LBR:
+		if (unselected(s, rec->u.lbr.tid, rec->u.lbr.pid))
+			break;
 		rc = on_lbr(s, &rec->u.lbr);
 		break;
 	case BTR_REC_BRANCHES:
+		if (unselected(s, rec->u.branches.tid, 0))
+			break;
 		rc = on_branches(s, &rec->u.branches);
 		break;
 	default:
@@ -1303,54 +1329,64 @@ int btr_stream_finish(struct btr_stream *s)
 /* Bytes read between two progress calls. */
 #define PROGRESS_STEP (256u << 10)
 
+int btr_stream_step(struct btr_stream *s, int *end)
+{
+	if (!s || !s->reader || !end)
+		return -BTR_ERR_INVAL;
+	*end = 0;
+	if (s->finished) {
+		*end = 1;
+		return s->stopped;
+	}
+	struct btr_record rec;
+	struct btr_trace_info ti;
+	int rc = btr_trace_read(s->reader, &rec);
+	if (rc == -BTR_ERR_EOS) {
+		*end = 1;
+		if (s->o.progress) {
+			btr_trace_reader_info(s->reader, &ti);
+			uint64_t at = ti.size ? ti.size : btr_trace_reader_offset(s->reader);
+			s->o.progress(s->o.progress_ctx, at, at);
+		}
+		return btr_stream_finish(s);
+	}
+	if (s->o.progress && rc == 0) {
+		uint64_t at = btr_trace_reader_offset(s->reader);
+		if (!s->progress_started || at >= s->progress_shown + PROGRESS_STEP) {
+			btr_trace_reader_info(s->reader, &ti);
+			s->o.progress(s->o.progress_ctx, at, ti.size);
+			s->progress_shown = at;
+			s->progress_started = 1;
+		}
+	}
+	if (rc == -BTR_ERR_CHECKSUM) {
+		/* The reader skipped the chunk: note the loss, go on. */
+		s->st.lost_chunks++;
+		s->data_lost = 1;
+		if ((rc = stream_loss_chunk(&s->loss, btr_trace_reader_offset(s->reader))) < 0)
+			return rc;
+		return emit_gap(s, 0, -BTR_ERR_CHECKSUM, btr_trace_reader_offset(s->reader));
+	}
+	if (rc < 0) {
+		*end = 1;
+		s->st.read_error = rc;
+		s->data_lost = 1;
+		int lrc = stream_loss_end(&s->loss, rc, btr_trace_reader_offset(s->reader));
+		btr_stream_finish(s);
+		return lrc < 0 ? lrc : rc;
+	}
+	return btr_stream_record(s, &rec);
+}
+
 int btr_stream_run(struct btr_stream *s)
 {
 	if (!s || !s->reader)
 		return -BTR_ERR_INVAL;
-	struct btr_record rec;
-	struct btr_trace_info ti;
-	btr_trace_reader_info(s->reader, &ti);
-	uint64_t shown = 0;
-	int first = 1;
 	for (;;) {
-		int rc = btr_trace_read(s->reader, &rec);
-		if (rc == -BTR_ERR_EOS)
-			break;
-		if (s->o.progress && rc == 0) {
-			uint64_t at = btr_trace_reader_offset(s->reader);
-			if (first || at >= shown + PROGRESS_STEP) {
-				s->o.progress(s->o.progress_ctx, at, ti.size);
-				shown = at;
-				first = 0;
-			}
-		}
-		if (rc == -BTR_ERR_CHECKSUM) {
-			/* The reader skipped the chunk: note the loss, go on. */
-			s->st.lost_chunks++;
-			s->data_lost = 1;
-			if ((rc = stream_loss_chunk(&s->loss, btr_trace_reader_offset(s->reader))) < 0)
-				return rc;
-			rc = emit_gap(s, 0, -BTR_ERR_CHECKSUM, btr_trace_reader_offset(s->reader));
-			if (rc)
-				return rc;
-			continue;
-		}
-		if (rc < 0) {
-			s->st.read_error = rc;
-			s->data_lost = 1;
-			int lrc = stream_loss_end(&s->loss, rc, btr_trace_reader_offset(s->reader));
-			btr_stream_finish(s);
-			return lrc < 0 ? lrc : rc;
-		}
-		rc = btr_stream_record(s, &rec);
-		if (rc)
+		int end, rc = btr_stream_step(s, &end);
+		if (rc || end)
 			return rc;
 	}
-	if (s->o.progress) {
-		uint64_t end = ti.size ? ti.size : btr_trace_reader_offset(s->reader);
-		s->o.progress(s->o.progress_ctx, end, end);
-	}
-	return btr_stream_finish(s);
 }
 
 struct btr_image *btr_stream_image(struct btr_stream *s)

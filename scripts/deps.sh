@@ -26,6 +26,10 @@ pkgs="
   golang-go
   libcapstone-dev
   python3-jsonschema
+  python3-numpy
+  python3-pandas
+  python3-dask
+  python3-distributed
   zlib1g-dev
   gdb
   libc6-dbg

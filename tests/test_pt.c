@@ -1010,6 +1010,37 @@ static void test_errata_skd007(void)
 	CHECK_EQ(btr_pt_pkt_set_errata(&d, 0x80), -BTR_ERR_INVAL);
 }
 
+/* SKZ84: with the erratum a TMA with reserved bits set and the byte after
+ * it are one invalid packet, and decoding goes on; without, a bad packet;
+ * a TMA without reserved bits is a TMA either way. */
+static void test_errata_skz84(void)
+{
+	static const uint8_t bad[] = { 0x02, 0x73, 0x34, 0x12, 0x01, 0x56, 0x00, 0xc4, 0x00 };
+	static const uint8_t good[] = { 0x02, 0x73, 0x34, 0x12, 0x00, 0x56, 0x01, 0x00 };
+	struct btr_pt_pkt_decoder d;
+	struct btr_pt_packet p;
+
+	btr_pt_pkt_init(&d, bad, sizeof(bad), 0);
+	CHECK_EQ(btr_pt_pkt_set_errata(&d, BTR_PT_ERRATA_SKZ84), 0);
+	CHECK_EQ(btr_pt_pkt_next(&d, &p), 8);
+	CHECK_EQ(p.type, BTR_PT_INVALID);
+	CHECK_EQ(p.size, 8);
+	CHECK_EQ(btr_pt_pkt_next(&d, &p), 1);
+	CHECK_EQ(p.type, BTR_PT_PAD);
+	CHECK_EQ(p.offset, 8);
+	/* cut before the bogus byte: incomplete, not invalid */
+	btr_pt_pkt_init(&d, bad, 7, 0);
+	CHECK_EQ(btr_pt_pkt_set_errata(&d, BTR_PT_ERRATA_SKZ84), 0);
+	CHECK(btr_pt_pkt_next(&d, &p) < 0);
+	btr_pt_pkt_init(&d, bad, sizeof(bad), 0);
+	CHECK_EQ(btr_pt_pkt_next(&d, &p), -BTR_ERR_BAD_PACKET);
+	btr_pt_pkt_init(&d, good, sizeof(good), 0);
+	CHECK_EQ(btr_pt_pkt_set_errata(&d, BTR_PT_ERRATA_SKZ84 | BTR_PT_ERRATA_SKD007), 0);
+	CHECK_EQ(btr_pt_pkt_next(&d, &p), 7);
+	CHECK_EQ(p.type, BTR_PT_TMA);
+	CHECK_EQ(p.u.tma.fc, 0x156);
+}
+
 int main(void)
 {
 	test_table();
@@ -1023,5 +1054,6 @@ int main(void)
 	test_tnt_acc();
 	test_names();
 	test_errata_skd007();
+	test_errata_skz84();
 	return check_done();
 }

@@ -12,6 +12,7 @@
  */
 #include "check.h"
 #include "btr/pt.h"
+#include "pt_opcodes.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -438,12 +439,13 @@ static void test_random(void)
 	 * (BBP, BEP, CFE, EVD; the SDM added them later): make those
 	 * extended opcodes invalid for both decoders, at any alignment. */
 	for (size_t i = 0; i + 1 < n; i++)
-		if (buf[i] == 0x02 && (buf[i + 1] == 0x63 || buf[i + 1] == 0x33 || buf[i + 1] == 0xb3 ||
-				       buf[i + 1] == 0x13 || buf[i + 1] == 0x53))
+		if (buf[i] == PT_OPC_EXT && (buf[i + 1] == PT_EXT_BBP || buf[i + 1] == PT_EXT_BEP ||
+					     buf[i + 1] == PT_EXT_BEP_IP || buf[i + 1] == PT_EXT_CFE ||
+					     buf[i + 1] == PT_EXT_EVD))
 			buf[i + 1] = 0x04;
-	/* Nor TRIG (0xD9), which libipt 2.0 reads as a bad opcode. */
+	/* Nor TRIG, which libipt 2.0 reads as a bad opcode. */
 	for (size_t i = 0; i < n; i++)
-		if (buf[i] == 0xd9)
+		if (buf[i] == PT_OPC_TRIG)
 			buf[i] = 0x05;
 	a.n = b.n = 0;
 	cur_buf = buf;

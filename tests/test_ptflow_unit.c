@@ -348,7 +348,10 @@ int main(void)
 	}
 	ipvec_free(&r.ips);
 
-	/* 6. APL11: a TIP.PGD right after OVF is ignored on Goldmont */
+	/* 6. APL11: a TIP.PGD right after OVF is the erratum's on Goldmont:
+	 * dropped, tracing stays off; the FUP and TNT after it then find
+	 * tracing off, as in libipt (whose ptxed stops there with "expected
+	 * tracing enabled event") - btr no longer resumes at the FUP. */
 	s_begin();
 	s_psb(1, 0);
 	s_ip(BTR_PT_TIP_PGE, 0x1000);
@@ -364,7 +367,7 @@ int main(void)
 		gm.cpu_family = 6;
 		gm.cpu_model = 0x5c;
 		CHECK_EQ(decode(&r, &gm, 0), 0);
-		CHECK_EQ(r.ips.n, 7);      /* resumed at 0x1010 */
+		CHECK_EQ(r.ips.n, 2);      /* not resumed at 0x1010 */
 		ipvec_free(&r.ips);
 		CHECK_EQ(decode(&r, &cfg, 0), 0);
 		CHECK_EQ(r.ips.n, 2);      /* without the erratum: disabled */

@@ -13,6 +13,7 @@
 #include "btr/trace.h"
 #include "btr/perfdata.h"
 #include "check.h"
+#include "btr/blocks.h"
 
 /* Three functions of this program that the synthetic stream "executes".
  * The volatile arithmetic makes each one longer than the 0x30 bytes of
@@ -591,8 +592,73 @@ static void test_quipper_pt(void)
 	btr_report_free(r);
 }
 
+/* TSX: a thread's run of BTR_BF_IN_TX branches ended by a BTR_BF_TSX_ABORT
+ * branch was rolled back - left out of the blocks (the coverage of btr
+ * cov); one ended by another branch committed (btr/blocks.h).  The aborted
+ * instructions are counted from the decoder's BTR_FLOW_TSX_ABORT event. */
+static void test_tsx(void)
+{
+	const uint16_t T = BTR_BF_TAKEN, X = BTR_BF_TAKEN | BTR_BF_IN_TX;
+	struct btr_branch b[] = {
+		br(1, 0x1010, 0x1100, BTR_KIND_JMP, 4, T),
+		br(1, 0x1108, 0x1200, BTR_KIND_JMP, 3, X),       /* aborted: [0x1100, 0x1108] */
+		br(1, 0x1204, 0x1300, BTR_KIND_JCC, 2, X),       /* aborted: [0x1200, 0x1204] */
+		br(1, 0x1302, 0x1400, BTR_KIND_ASYNC, 1, T | BTR_BF_TSX_ABORT), /* [0x1300, 0x1302) */
+		br(1, 0x1408, 0x1500, BTR_KIND_JMP, 5, T),       /* [0x1400, 0x1408] */
+		br(1, 0x1508, 0x1600, BTR_KIND_JMP, 2, X),       /* committed: [0x1500, 0x1508] */
+		br(1, 0x1604, 0x1700, BTR_KIND_JMP, 3, T),       /* [0x1600, 0x1604] */
+		br(1, 0x1708, 0x1800, BTR_KIND_JMP, 1, X),       /* open at the end: committed */
+	};
+	const size_t n = sizeof(b) / sizeof(b[0]);
+	/* the decoder reports the abort before the abort branch */
+	struct btr_flow_event fe = { .type = BTR_FLOW_TSX_ABORT, .ip = 0x1302, .payload = 6 };
+	struct btr_stream_event ab = { .type = BTR_SEV_FLOW, .tid = 1, .flow = &fe };
+
+	struct btr_report *r;
+	struct btr_report_opts ro = { .sz = sizeof(ro), .top = 10 };
+	CHECK_EQ(btr_report_new(&ro, &r), 0);
+	for (size_t i = 0; i < n; i++) {
+		if (i == 3)
+			CHECK_EQ(btr_report_event(r, &ab), 0);
+		CHECK_EQ(btr_report_branch(r, &b[i]), 0);
+	}
+	CHECK_EQ(btr_report_finish(r, NULL, NULL), 0);
+	const struct btr_report_result *res = btr_report_get(r);
+	CHECK_EQ(res->insns, 21);
+	CHECK_EQ(res->tsx_aborts, 1);
+	CHECK_EQ(res->aborted_insns, 6);
+	btr_report_free(r);
+
+	struct btr_analysis *bl;
+	struct btr_analysis_mux *m;
+	CHECK_EQ(btr_blocks_new(&bl), 0);
+	CHECK_EQ(btr_analysis_mux_new(&bl, 1, &m), 0);
+	CHECK_EQ(btr_analysis_mux_begin(m, NULL), 0);
+	CHECK_EQ(btr_analysis_mux_branches(m, b, 3), 0);   /* the abort comes in the next batch */
+	CHECK_EQ(btr_analysis_mux_event(m, &ab), 0);
+	CHECK_EQ(btr_analysis_mux_branches(m, b + 3, n - 3), 0);
+	CHECK_EQ(btr_analysis_mux_end(m, 0), 0);
+	const struct btr_blocks_result *br_ = btr_blocks_get(bl);
+	CHECK(br_ != NULL);
+	if (br_) {
+		CHECK_EQ(br_->insns, 21);
+		CHECK_EQ(br_->tsx_aborts, 1);
+		CHECK_EQ(br_->aborted_insns, 6);
+		unsigned seen = 0;
+		for (size_t i = 0; i < br_->n_blocks; i++) {
+			uint64_t s0 = br_->blocks[i].start;
+			CHECK(s0 != 0x1100 && s0 != 0x1200 && s0 != 0x1300);
+			seen |= (s0 == 0x1400) | (s0 == 0x1500) << 1 | (s0 == 0x1600) << 2 | (s0 == 0x1700) << 3;
+		}
+		CHECK_EQ(seen, 15u);
+	}
+	btr_analysis_mux_free(m);
+	btr_analysis_free(bl);
+}
+
 int main(void)
 {
+	test_tsx();
 	test_synthetic();
 	test_exec();
 	test_memory_bounded();

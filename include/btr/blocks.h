@@ -87,6 +87,13 @@ struct btr_blocks_result {
 	uint64_t insns;          /* instructions (sum of .insns) */
 	int has_insns;           /* the source counts instructions (PT, qemu, step) */
 	uint64_t unknown_start;  /* branches whose block start was unknown */
+	/* TSX (PT): the branches of a transaction that aborted (a run of a
+	 * thread's BTR_BF_IN_TX branches ended by a BTR_BF_TSX_ABORT one, and
+	 * that one) are not blocks or edges: their effects were rolled back
+	 * (@branches and @insns include them).  A transaction still open at
+	 * the end of the trace counts as committed.  The aborts and their
+	 * instructions are counted from the BTR_FLOW_TSX_ABORT events. */
+	uint64_t tsx_aborts, aborted_insns;
 };
 
 /* Creates a blocks analysis.  Returns 0, -BTR_ERR_INVAL, -BTR_ERR_NOMEM. */

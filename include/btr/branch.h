@@ -66,6 +66,11 @@ enum {
 	BTR_BF_INSNS = 1u << 6,    /* .insns is valid */
 	BTR_BF_TSX_ABORT = 1u << 7,/* LBR/PT: transaction abort */
 	BTR_BF_TO_KERNEL = 1u << 8,/* the target is kernel code */
+	/* PT: the branch ran inside a TSX transaction (speculatively).  The
+	 * run of such branches of a thread that a BTR_BF_TSX_ABORT branch
+	 * ends was rolled back (aborted); one that a branch without this
+	 * flag ends was committed. */
+	BTR_BF_IN_TX = 1u << 9,
 };
 
 /* One branch.  For a not-taken conditional branch, @to is the fall-through

@@ -16,6 +16,7 @@
 #include "btr/bts.h"
 #include "btr/lbr.h"
 #include "btr/stream.h"
+#include "btr/batch.h"
 #include "btr/report.h"
 #include "btr/analysis.h"
 #include "btr/callstack.h"

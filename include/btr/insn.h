@@ -29,6 +29,10 @@ enum {
 	BTR_INSN_VMENTRY = 1u << 7, /* VMLAUNCH/VMRESUME/VMCALL etc. */
 	BTR_INSN_TSX = 1u << 8,     /* XBEGIN/XEND/XABORT */
 	BTR_INSN_MOV_CR3 = 1u << 9, /* MOV to CR3 (a PIP or TIP.PGD without IP binds to it) */
+	/* Set by the PT flow decoder in its instruction callback (never by
+	 * btr_insn_decode): the instruction ran inside a TSX transaction,
+	 * speculatively (libipt's pt_insn.speculative, ptxed's "? "). */
+	BTR_INSN_IN_TX = 1u << 10,
 };
 
 /* A classified instruction. Caller-owned; no allocation. */

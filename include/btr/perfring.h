@@ -188,14 +188,26 @@ struct btr_perf_aux_span {
  * btr_perf_ring_aux_done afterwards.  -BTR_ERR_INVAL if no AUX area. */
 int btr_perf_ring_aux_read(struct btr_perf_ring *r, struct btr_perf_aux_span spans[2], uint64_t *lost);
 
+/* Like btr_perf_ring_aux_read, but returns no byte at or after the
+ * free-running position @end: the end (aux_offset + aux_size) of the
+ * chunk a PERF_RECORD_AUX told of, so that the bytes of one chunk can be
+ * told from those of the next (after a TRUNCATED chunk, the next one does
+ * not continue it).  @end behind the last read position gives 0 spans;
+ * UINT64_MAX is btr_perf_ring_aux_read. */
+int btr_perf_ring_aux_read_to(struct btr_perf_ring *r, uint64_t end, struct btr_perf_aux_span spans[2],
+			      uint64_t *lost);
+
 /* Stores aux_tail = the head of the last btr_perf_ring_aux_read (release
  * ordering; not in overwrite mode), releasing the space to the kernel. */
 void btr_perf_ring_aux_done(struct btr_perf_ring *r);
 
 /* Snapshot mode (perf record --snapshot, btr record --snapshot): the AUX
  * area is a ring the hardware overwrites continuously, and @head is the
- * free-running position up to which it has been written (aux_head, or
- * aux_offset + aux_size of the PERF_RECORD_AUX the snapshot produced).
+ * free-running position up to which it has been written.  Note that the
+ * kernel's aux_head is not that in overwrite mode: intel_pt and intel_bts
+ * publish the offset within the area (pt_update_head), so a caller that
+ * knows the area has wrapped passes aux_head + aux_size (as perf's
+ * intel_pt_find_snapshot does).
  * Returns the last min(@head, aux_size) bytes ending at @head as at most
  * two spans, oldest first (the number of spans); *@wrapped (if non-NULL)
  * is 1 when older data was overwritten (@head > aux_size), so the first

@@ -83,9 +83,11 @@ enum btr_pt_ipc {
 	BTR_PT_IPC_FULL = 6,       /* 64-bit IP */
 };
 
-/* Largest encoded packet (PSB), and the byte patterns of PSB. */
+/* Largest encoded packet (PSB), the size of a PSB and its bytes (e.g. for
+ * memmem; the string's terminating NUL is not part of it). */
 #define BTR_PT_MAX_PACKET 16
 #define BTR_PT_PSB_SIZE 16
+#define BTR_PT_PSB_PATTERN "\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82"
 
 /* PWRX wake reasons (btr_pt_packet.u.pwrx.wake bits). */
 #define BTR_PT_PWRX_INT 0x1    /* external interrupt */
@@ -180,6 +182,13 @@ enum {
 	 * libipt decodes it.  btr_ptflow applies it by itself (cpu config);
 	 * which CPUs have it: btr_ptflow_errata_names. */
 	BTR_PT_ERRATA_SKD007 = 1u << 0,
+	/* SKZ84 "Use of VMX TSC Scaling or TSC Offsetting Will Result in
+	 * Corrupted Intel PT Packets": a TMA with corrupted CTC/FastCounter
+	 * fields is followed by a bogus byte.  A TMA whose reserved bits are
+	 * set (the corruption that can be seen) is then, as libipt decodes
+	 * it, one BTR_PT_INVALID packet of 8 bytes (TMA + the bogus byte),
+	 * and decoding goes on after it. */
+	BTR_PT_ERRATA_SKZ84 = 1u << 1,
 };
 
 /* Starts decoding the first @size bytes of @buf (caller-owned, must stay

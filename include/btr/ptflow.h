@@ -56,7 +56,8 @@ enum btr_flow_event_type {
 	BTR_FLOW_ASYNC,        /* interrupt/exception from .ip (to in branch event) */
 	BTR_FLOW_PAGING,       /* PIP: .cr3 */
 	BTR_FLOW_MODE,         /* execution mode change */
-	BTR_FLOW_TSX_ABORT,
+	BTR_FLOW_TSX_ABORT,    /* .payload: the instructions the transaction had
+				* executed, rolled back (0 if its start was not seen) */
 	BTR_FLOW_PTWRITE,      /* .payload */
 	BTR_FLOW_STOP,         /* TraceStop */
 	/* appended (values above are stable): */
@@ -150,6 +151,9 @@ struct btr_ptflow_stats {
 	uint64_t by_kind[BTR_KIND__COUNT];
 	uint64_t overflows;      /* OVF packets */
 	uint64_t blocks_decoded; /* block cache misses (basic blocks decoded) */
+	/* TSX: transactions that aborted (MODE.TSX abort while in one) and
+	 * the instructions they had executed (counted in @insns too). */
+	uint64_t tsx_aborts, tsx_aborted_insns;
 };
 /* Fills @st with the totals since btr_ptflow_new (all decode calls); with
  * zeros if @f is NULL. */

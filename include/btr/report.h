@@ -141,6 +141,10 @@ struct btr_report_result {
 	/* Processes in the order they started; top lists cover all of them. */
 	const struct btr_report_process *processes; size_t n_processes;
 	uint64_t untraced;              /* processes / programs that ran untraced */
+	/* TSX (PT): transactions that aborted (BTR_FLOW_TSX_ABORT events)
+	 * and the instructions they had executed (their payloads; included
+	 * in @insns). */
+	uint64_t tsx_aborts, aborted_insns;
 };
 
 struct btr_report;

@@ -162,6 +162,16 @@ struct btr_stream_opts {
 	 * only reports: it cannot stop the stream. */
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;
+	/* appended: with @pid or @tid set, 1 skips the per-thread trace data
+	 * (PT, BTS, LBR, branches records of a thread, not per-CPU data) of
+	 * threads outside the selection instead of decoding it.  What is
+	 * delivered is the same (threads are decoded independently), except
+	 * that the statistics then count only the selected threads' data and
+	 * gaps, and that the selected threads' decoders are never evicted
+	 * for others (see "at most 16 PT flow decoders" above).  0: decode
+	 * everything (the default).  For shards of one trace decoded in
+	 * parallel (docs/python.md). */
+	int skip_unselected;
 };
 
 struct btr_stream;
@@ -193,6 +203,18 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec);
  * returned after everything before the damage was delivered and the
  * stream finished.  btr_stream_data_lost() tells whether data was lost. */
 int btr_stream_run(struct btr_stream *s);
+
+/* One turn of btr_stream_run: reads the next record of the trace opened by
+ * btr_stream_open and processes it (a damaged chunk is skipped with its
+ * GAP event, as there).  At the end of the input, or at a reader error,
+ * sets *@end to 1 and finishes the stream (btr_stream_finish); later calls
+ * only set *@end again.  Otherwise sets *@end to 0.  Returns what
+ * btr_stream_run would: 0, a positive value if a callback stopped the
+ * stream, the reader's error (-BTR_ERR_TRUNCATED, ...: *@end is 1) or
+ * another negative error; -BTR_ERR_INVAL for a stream not made by
+ * btr_stream_open or a NULL @end.  For callers that pace the decoding
+ * themselves (btr/batch.h). */
+int btr_stream_step(struct btr_stream *s, int *end);
 
 /* Flushes per-thread state at the end of the input (BTS bytes left over
  * become a GAP).  Called by btr_stream_run; call it yourself after the

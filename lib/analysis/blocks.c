@@ -115,6 +115,9 @@ struct thr {
 	 * valid while the raw table's gen is @gen; its key's target is
 	 * prev_to whenever set */
 	uint32_t cur, gen;
+	/* the branches of the open TSX transaction, until it ends */
+	struct btr_branch *tx;
+	size_t ntx, cap_tx;
 };
 
 struct mod {
@@ -186,6 +189,97 @@ static int on_begin(void *state, struct btr_stream *s)
 	return 0;
 }
 
+/* Counts @x after the thread state (*@prev_to, *@prev_valid, *@cur: the
+ * index + 1 of the raw entry of the thread's last branch, or 0).  The hot
+ * path: most branches are one of the last two that followed the previous
+ * one, found without hashing. */
+static inline int add_one(struct blocks *b, const struct btr_branch *x, uint64_t *prev_to, int *prev_valid,
+			  uint32_t *cur)
+{
+	uint64_t insns = (x->flags & BTR_BF_INSNS) ? x->insns : 0;
+	uint64_t c = x->pid | (uint64_t)(x->flags & BTR_BF_TAKEN) << 32 | (uint64_t)x->kind << 40;
+	long j = -1;
+	struct ent *v = b->raw.v, *prev = NULL;
+	if (btr_likely(*cur)) {
+		/* the entries that followed the thread's last one (their
+		 * start is its target: *prev_to) */
+		prev = &v[*cur - 1];
+		uint32_t s0 = prev->succ[0], s1 = prev->succ[1];
+		if (s0 && v[s0 - 1].k[1] == x->from && v[s0 - 1].k[2] == x->to && v[s0 - 1].k[3] == c)
+			j = s0 - 1;
+		else if (s1 && v[s1 - 1].k[1] == x->from && v[s1 - 1].k[2] == x->to && v[s1 - 1].k[3] == c)
+			j = s1 - 1;
+	}
+	if (btr_likely(j >= 0)) {
+		v[j].count++;
+		v[j].insns += insns;
+	} else {
+		uint32_t gen = b->raw.gen;
+		j = table_add(&b->raw, *prev_valid ? *prev_to : 0, x->from, x->to, c, 1, insns);
+		if (j < 0) {
+			*cur = 0;
+			return -BTR_ERR_NOMEM;
+		}
+		if (prev && gen == b->raw.gen) {
+			prev->succ[1] = prev->succ[0];
+			prev->succ[0] = (uint32_t)j + 1;
+		}
+	}
+	*cur = (uint32_t)j + 1;
+	*prev_to = x->to;
+	*prev_valid = 1;
+	return 0;
+}
+
+static int add_branch(struct blocks *b, struct thr *t, const struct btr_branch *x)
+{
+	b->res.unknown_start += !t->prev_valid;
+	uint32_t cur = t->gen == b->raw.gen ? t->cur : 0;
+	int rc = add_one(b, x, &t->prev_to, &t->prev_valid, &cur);
+	t->cur = cur;
+	t->gen = b->raw.gen;
+	return rc;
+}
+
+/* The open transaction of @t committed (or its outcome is unknown): its
+ * branches are blocks and edges like any. */
+static int tx_commit(struct blocks *b, struct thr *t)
+{
+	for (size_t i = 0; i < t->ntx; i++)
+		if (add_branch(b, t, &t->tx[i]) < 0)
+			return -BTR_ERR_NOMEM;
+	t->ntx = 0;
+	return 0;
+}
+
+/* A branch inside a TSX transaction, or the one that ends it: held until
+ * the transaction's outcome is known (blocks.h). */
+static int tx_branch(struct blocks *b, struct thr *t, const struct btr_branch *x)
+{
+	if (x->flags & BTR_BF_IN_TX) {
+		if (t->ntx == t->cap_tx) {
+			size_t ncap = t->cap_tx ? 2 * t->cap_tx : 64;
+			struct btr_branch *nt = realloc(t->tx, ncap * sizeof(*nt));
+			if (!nt)
+				return -BTR_ERR_NOMEM;
+			t->tx = nt;
+			t->cap_tx = ncap;
+		}
+		t->tx[t->ntx++] = *x;
+		return 0;
+	}
+	if (!(x->flags & BTR_BF_TSX_ABORT))
+		return tx_commit(b, t) < 0 ? -BTR_ERR_NOMEM : add_branch(b, t, x);
+	/* Aborted: the transaction's instructions, up to the abort's source
+	 * (which did not execute), were rolled back; the flow goes on at the
+	 * abort's target. */
+	t->ntx = 0;
+	t->prev_to = x->to;
+	t->prev_valid = 1;
+	t->cur = 0;
+	return 0;
+}
+
 static int on_branches(void *state, const struct btr_branch *br, size_t n)
 {
 	struct blocks *b = state;
@@ -193,7 +287,7 @@ static int on_branches(void *state, const struct btr_branch *br, size_t n)
 	 * one thread's branches (stores to the table could alias them). */
 	uint64_t branches = 0, insns_sum = 0, unknown = 0, has_insns = 0;
 	int rc = 0;
-	for (size_t i = 0; i < n;) {
+	for (size_t i = 0; i < n && rc >= 0;) {
 		struct thr *t = thr_get(b, br[i].tid);
 		if (!t) {
 			rc = -BTR_ERR_NOMEM;
@@ -205,52 +299,33 @@ static int on_branches(void *state, const struct btr_branch *br, size_t n)
 		uint32_t cur = t->gen == b->raw.gen ? t->cur : 0;
 		for (; i < n && br[i].tid == tid; i++) {
 			const struct btr_branch *x = &br[i];
-			uint64_t insns = (x->flags & BTR_BF_INSNS) ? x->insns : 0;
 			branches++;
-			insns_sum += insns;
+			insns_sum += (x->flags & BTR_BF_INSNS) ? x->insns : 0;
 			has_insns |= x->flags & BTR_BF_INSNS;
-			unknown += !prev_valid;
-			uint64_t c = x->pid | (uint64_t)(x->flags & BTR_BF_TAKEN) << 32 | (uint64_t)x->kind << 40;
-			long j = -1;
-			struct ent *v = b->raw.v, *prev = NULL;
-			if (btr_likely(cur)) {
-				/* the entries that followed the thread's last one
-				 * (their start is its target: prev_to) */
-				prev = &v[cur - 1];
-				uint32_t s0 = prev->succ[0], s1 = prev->succ[1];
-				if (s0 && v[s0 - 1].k[1] == x->from && v[s0 - 1].k[2] == x->to &&
-				    v[s0 - 1].k[3] == c)
-					j = s0 - 1;
-				else if (s1 && v[s1 - 1].k[1] == x->from && v[s1 - 1].k[2] == x->to &&
-					 v[s1 - 1].k[3] == c)
-					j = s1 - 1;
-			}
-			if (btr_likely(j >= 0)) {
-				v[j].count++;
-				v[j].insns += insns;
+			/* (an abort without instruction counts - LBR - ends no
+			 * transaction btr saw) */
+			if (btr_unlikely((x->flags & BTR_BF_IN_TX) || t->ntx ||
+					 (x->flags & (BTR_BF_TSX_ABORT | BTR_BF_INSNS)) ==
+						 (BTR_BF_TSX_ABORT | BTR_BF_INSNS))) {
+				t->prev_to = prev_to;
+				t->prev_valid = prev_valid;
+				t->cur = cur;
+				t->gen = b->raw.gen;
+				rc = tx_branch(b, t, x);
+				prev_to = t->prev_to;
+				prev_valid = t->prev_valid;
+				cur = t->gen == b->raw.gen ? t->cur : 0;
 			} else {
-				uint32_t gen = b->raw.gen;
-				j = table_add(&b->raw, prev_valid ? prev_to : 0, x->from, x->to, c, 1, insns);
-				if (j < 0) {
-					rc = -BTR_ERR_NOMEM;
-					cur = 0;
-					break;
-				}
-				if (prev && gen == b->raw.gen) {
-					prev->succ[1] = prev->succ[0];
-					prev->succ[0] = (uint32_t)j + 1;
-				}
+				unknown += !prev_valid;
+				rc = add_one(b, x, &prev_to, &prev_valid, &cur);
 			}
-			cur = (uint32_t)j + 1;
-			prev_to = x->to;
-			prev_valid = 1;
+			if (rc < 0)
+				break;
 		}
 		t->prev_to = prev_to;
 		t->prev_valid = prev_valid;
 		t->cur = cur;
 		t->gen = b->raw.gen;
-		if (rc < 0)
-			break;
 	}
 	b->res.branches += branches;
 	b->res.insns += insns_sum;
@@ -398,7 +473,10 @@ static int on_event(void *state, const struct btr_stream_event *ev)
 		invalidate(b, ev->tid, ev->tid == 0);
 		break;
 	case BTR_SEV_FLOW:
-		if (ev->flow->type == BTR_FLOW_ENABLE) {
+		if (ev->flow->type == BTR_FLOW_TSX_ABORT) {
+			b->res.tsx_aborts++;
+			b->res.aborted_insns += ev->flow->payload;
+		} else if (ev->flow->type == BTR_FLOW_ENABLE) {
 			struct thr *t = thr_get(b, ev->tid);
 			if (!t)
 				return -BTR_ERR_NOMEM;
@@ -449,6 +527,9 @@ static int on_end(void *state, int status)
 {
 	struct blocks *b = state;
 	(void)status;
+	for (size_t i = 0; i < b->cap_thr; i++)
+		if (b->thr[i].used && b->thr[i].ntx && tx_commit(b, &b->thr[i]) < 0)
+			return -BTR_ERR_NOMEM;
 	if (resolve(b) < 0)
 		return -BTR_ERR_NOMEM;
 	b->mods_out = calloc(b->n_mods + 1, sizeof(*b->mods_out));
@@ -506,6 +587,8 @@ static void on_destroy(void *state)
 		btr_image_free(b->mods[i].img);
 	}
 	free(b->mods);
+	for (size_t i = 0; i < b->cap_thr; i++)
+		free(b->thr[i].tx);
 	free(b->thr);
 	free(b->raw.v);
 	free(b->blk.v);

@@ -7,6 +7,7 @@
  * AUX area, which lib/capture/perf_event.c writes as BTS records.
  */
 #include "perf_event.h"
+#include "perf_ops.h"
 #include "btr/error.h"
 #include "internal.h"
 
@@ -33,7 +34,7 @@ int btr_bts_record(const struct btr_capture_opts *opts, struct btr_capture_resul
 	int rc = -BTR_ERR_NOMEM;
 	if (!pmu || !pc)
 		goto out;
-	if ((rc = btr_pmu_load(opts->sysfs_root, "intel_bts", pmu)) < 0)
+	if ((rc = btr_pmu_load(opts->sysfs_root ? opts->sysfs_root : btr_perf_ops_get()->sysfs_root, "intel_bts", pmu)) < 0)
 		goto out;
 	int user, kernel;
 	btr_perf_privilege(opts, &user, &kernel);

@@ -21,6 +21,7 @@
  * on simulated buffers.
  */
 #include "perf_event.h"
+#include "perf_ops.h"
 #include "btr/error.h"
 #include "btr/perfdata.h"
 #include "btr/perfring.h"
@@ -40,7 +41,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,6 +60,7 @@ _Static_assert(offsetof(struct perf_event_attr, sig_data) == offsetof(struct btr
 	       "sig_data");
 
 #define DATA_PAGES 64          /* data ring: 256 KiB per event */
+#define AUX_MARKS 64           /* AUX records held per ring until the sideband of every ring is written */
 #define MAX_RINGS 1024
 
 struct ring {
@@ -71,7 +72,14 @@ struct ring {
 	void *aux;
 	size_t aux_len;
 	struct btr_perf_ring *r;
-	uint64_t aux_written;      /* AUX bytes written to the trace */
+	uint64_t aux_written;      /* stream position after the last AUX bytes written */
+	uint64_t aux_skew;         /* added to AUX positions: a jump per lost stretch */
+	uint64_t snap_off;         /* snapshot: the in-area offset the last one ended at */
+	int snap_wrapped;          /* snapshot: the hardware has gone round the area */
+	/* the AUX chunks the ring's PERF_RECORD_AUX told of, not yet
+	 * written: where each ends, and whether a hole follows it */
+	struct { uint64_t end; int hole; } marks[AUX_MARKS];
+	unsigned n_marks;
 };
 
 struct rec_state {
@@ -83,7 +91,7 @@ struct rec_state {
 	struct ring *rings;
 	unsigned n_rings;
 	long page;
-	uint64_t aux_lost, aux_truncated, aux_collisions, lost_events;
+	uint64_t aux_lost, aux_truncated, aux_collisions, lost_events, lost_samples;
 	int err;
 };
 
@@ -115,15 +123,6 @@ void btr_perf_privilege(const struct btr_capture_opts *opts, int *user, int *ker
 		*user = 1;
 }
 
-static long perf_open(const struct btr_perf_event_attr *a, pid_t pid, int cpu)
-{
-	struct perf_event_attr attr;
-	memset(&attr, 0, sizeof(attr));
-	memcpy(&attr, a, BTR_PERF_ATTR_SIZE);
-	attr.size = BTR_PERF_ATTR_SIZE;
-	return syscall(SYS_perf_event_open, &attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-}
-
 static int write_rec(struct rec_state *st, const struct btr_record *rec)
 {
 	if (st->err)
@@ -140,48 +139,103 @@ static void write_aux(struct rec_state *st, struct ring *rg, const uint8_t *p, u
 	struct btr_record rec = { .type = st->pc->aux_type };
 	rec.u.data.tid = rg->tid;
 	rec.u.data.cpu = rg->cpu;
-	rec.u.data.stream_offset = pos;
+	rec.u.data.stream_offset = pos + rg->aux_skew;
 	rec.u.data.size = len;
 	rec.u.data.data = p;
 	if (write_rec(st, &rec) == 0) {
 		st->res->pt_bytes += len;
-		rg->aux_written = pos + len;
+		rg->aux_written = pos + rg->aux_skew + len;
 	}
 }
 
-static void drain_aux(struct rec_state *st, struct ring *rg)
+/* Writes the AUX bytes up to position @end (UINT64_MAX: the head). */
+static void drain_aux(struct rec_state *st, struct ring *rg, uint64_t end)
 {
 	struct btr_perf_aux_span sp[2];
 	uint64_t lost;
-	int n = btr_perf_ring_aux_read(rg->r, sp, &lost);
+	int n = btr_perf_ring_aux_read_to(rg->r, end, sp, &lost);
 	st->aux_lost += lost;
+	if (lost)
+		rg->aux_skew += rg->aux_len;   /* the spans start after the hole: keep it a hole */
 	for (int i = 0; i < n; i++)
 		write_aux(st, rg, sp[i].ptr, sp[i].len, sp[i].pos);
 	btr_perf_ring_aux_done(rg->r);
 }
 
-/* Snapshot: the newest aux_len bytes up to the head. */
-static void snapshot_aux(struct rec_state *st, struct ring *rg)
+/* Whether the hardware has gone round the AUX area, now at offset @off:
+ * the kernel hands the area out zeroed and the hardware fills it from 0,
+ * so data after @off (in the last 4 KiB, as perf's intel_pt_first_wrap
+ * looks) means it was written up to the end before. */
+static int aux_wrapped(const struct ring *rg, uint64_t off)
 {
-	struct btr_perf_aux_span sp[2];
-	uint64_t head = __atomic_load_n((uint64_t *)((uint8_t *)rg->base + BTR_PERF_PAGE_AUX_HEAD), __ATOMIC_ACQUIRE);
-	int wrapped;
-	int n = btr_perf_ring_aux_snapshot(rg->r, head, sp, &wrapped);
-	for (int i = 0; i < n; i++) {
-		/* Skip what an earlier snapshot already wrote. */
-		uint64_t from = sp[i].pos, len = sp[i].len;
-		const uint8_t *p = sp[i].ptr;
-		if (from + len <= rg->aux_written)
-			continue;
-		if (from < rg->aux_written) {
-			p += rg->aux_written - from;
-			len -= rg->aux_written - from;
-			from = rg->aux_written;
-		}
-		write_aux(st, rg, p, len, from);
-	}
+	uint64_t from = rg->aux_len > 4096 ? rg->aux_len - 4096 : 0;
+	if (from < off)
+		from = off;
+	const uint8_t *p = rg->aux;
+	for (uint64_t i = from; i < rg->aux_len; i++)
+		if (p[i])
+			return 1;
+	return 0;
 }
 
+/* Snapshot: what the AUX area holds that an earlier snapshot did not
+ * write.  In overwrite mode the kernel's aux_head is the offset within
+ * the area where the hardware is (pt_update_head, bts_update), not a
+ * free-running count, so - as perf's intel_pt_find_snapshot - until the
+ * area has wrapped the new bytes are [last offset, offset); after that
+ * the whole area, oldest first, after a jump in the stream positions (the
+ * bytes before it may be lost or repeated: the decoder resynchronizes).
+ * The event is stopped while the area is copied (perf's
+ * intel_pt_snapshot_start/finish), so the hardware cannot overwrite what
+ * is being read; @final leaves it stopped. */
+static void snapshot_aux(struct rec_state *st, struct ring *rg, int final)
+{
+	const struct btr_perf_ops *k = btr_perf_ops_get();
+	if (!rg->aux)
+		return;
+	if (!final)
+		k->ioctl(k->ctx, rg->fd, PERF_EVENT_IOC_DISABLE, 0);
+	uint64_t head = __atomic_load_n((uint64_t *)((uint8_t *)rg->base + BTR_PERF_PAGE_AUX_HEAD), __ATOMIC_ACQUIRE);
+	uint64_t off = head & (rg->aux_len - 1);
+	if (!rg->snap_wrapped)
+		rg->snap_wrapped = aux_wrapped(rg, off);
+	struct btr_perf_aux_span sp[2];
+	int n = 0;
+	if (rg->snap_wrapped && off != rg->snap_off) {
+		n = btr_perf_ring_aux_snapshot(rg->r, off + rg->aux_len, sp, NULL);
+		uint64_t at = rg->aux_written ? rg->aux_written + rg->aux_len : 0;
+		for (int i = 0; i < n; i++) {
+			write_aux(st, rg, sp[i].ptr, sp[i].len, at - rg->aux_skew);
+			at += sp[i].len;
+		}
+	} else if (!rg->snap_wrapped && off > rg->snap_off) {
+		write_aux(st, rg, (const uint8_t *)rg->aux + rg->snap_off, off - rg->snap_off,
+			  rg->aux_written - rg->aux_skew);
+	}
+	rg->snap_off = off;
+	if (!final)
+		k->ioctl(k->ctx, rg->fd, PERF_EVENT_IOC_ENABLE, 0);
+}
+
+/* Writes the AUX chunks ring @rg's PERF_RECORD_AUX records told of, each
+ * chunk's bytes only: what follows a truncated (or partial, collided)
+ * chunk does not continue it, and a jump in the stream positions says so
+ * to the decoder (it then waits for the next PSB instead of splicing
+ * unrelated packets together). */
+static void drain_aux_marks(struct rec_state *st, struct ring *rg)
+{
+	for (unsigned i = 0; i < rg->n_marks; i++) {
+		drain_aux(st, rg, rg->marks[i].end);
+		if (rg->marks[i].hole)
+			rg->aux_skew += rg->aux_len;
+	}
+	rg->n_marks = 0;
+}
+
+/* Writes the records of ring @rg's data ring and notes its AUX records
+ * (drain_aux_marks writes their data once every ring's records are
+ * written: a module mapped on one CPU must come before the trace that
+ * runs in it on another). */
 static void drain_ring(struct rec_state *st, struct ring *rg)
 {
 	struct btr_perf_ring_rec rr;
@@ -192,18 +246,23 @@ static void drain_ring(struct rec_state *st, struct ring *rg)
 	while ((rc = btr_perf_ring_next(rg->r, &rr)) == 1) {
 		if (rr.type == BTR_PERF_RECORD_AUX) {
 			struct btr_perf_aux_rec a;
-			if (btr_perf_parse_aux(&rr, &a) == 0) {
-				if (a.flags & BTR_PERF_AUX_TRUNCATED)
-					st->aux_truncated++;
-				if (a.flags & BTR_PERF_AUX_COLLISION)
-					st->aux_collisions++;
-			}
-			if (!st->pc->snapshot && rg->aux)
-				drain_aux(st, rg);
+			if (btr_perf_parse_aux(&rr, &a) < 0)
+				continue;
+			if (a.flags & BTR_PERF_AUX_TRUNCATED)
+				st->aux_truncated++;
+			if (a.flags & BTR_PERF_AUX_COLLISION)
+				st->aux_collisions++;
+			if (st->pc->snapshot || !rg->aux)
+				continue;
+			if (rg->n_marks == AUX_MARKS)
+				drain_aux_marks(st, rg);   /* a long batch: keep the order within the ring */
+			rg->marks[rg->n_marks].end = a.offset + a.size;
+			rg->marks[rg->n_marks++].hole =
+				!!(a.flags & (BTR_PERF_AUX_TRUNCATED | BTR_PERF_AUX_PARTIAL | BTR_PERF_AUX_COLLISION));
 			continue;
 		}
-		if (rr.type == BTR_PERF_RECORD_LOST)
-			continue;   /* counted by the ring (lost_events) */
+		if (rr.type == BTR_PERF_RECORD_LOST || rr.type == BTR_PERF_RECORD_LOST_SAMPLES)
+			continue;   /* counted by the ring (lost_events, lost_samples) */
 		int n = btr_perf_convert(st->conv, rr.rec, rr.size, out);
 		for (int i = 0; i < n; i++) {
 			if (out[i].type == BTR_REC_MODULE_LOAD)
@@ -214,20 +273,19 @@ static void drain_ring(struct rec_state *st, struct ring *rg)
 		}
 	}
 	btr_perf_ring_end(rg->r);
-	if (!st->pc->snapshot && rg->aux)
-		drain_aux(st, rg);
 }
 
 static void close_rings(struct rec_state *st)
 {
+	const struct btr_perf_ops *k = btr_perf_ops_get();
 	for (unsigned i = 0; i < st->n_rings; i++) {
 		struct ring *rg = &st->rings[i];
 		if (rg->aux)
-			munmap(rg->aux, rg->aux_len);
+			k->munmap(k->ctx, rg->aux, rg->aux_len);
 		if (rg->base)
-			munmap(rg->base, rg->len);
+			k->munmap(k->ctx, rg->base, rg->len);
 		if (rg->fd >= 0)
-			close(rg->fd);
+			k->close(k->ctx, rg->fd);
 		free(rg->r);
 	}
 	free(st->rings);
@@ -252,11 +310,12 @@ static int errno_line(const char *what, int e)
  * Returns 0, 1 if @cpu is offline, or a negative error. */
 static int open_ring(struct rec_state *st, pid_t pid, int cpu, struct ring *rg)
 {
+	const struct btr_perf_ops *k = btr_perf_ops_get();
 	memset(rg, 0, sizeof(*rg));
 	rg->fd = -1;
 	rg->cpu = cpu;
 	rg->tid = cpu < 0 ? (uint32_t)pid : 0;
-	long fd = perf_open(&st->pc->attr, pid, cpu);
+	int fd = k->open(k->ctx, &st->pc->attr, (int)pid, cpu);
 	if (fd < 0) {
 		if (cpu >= 0 && (errno == ENODEV || errno == ENXIO))
 			return 1;
@@ -264,9 +323,9 @@ static int open_ring(struct rec_state *st, pid_t pid, int cpu, struct ring *rg)
 		snprintf(what, sizeof(what), "perf_event_open(%s, cpu %d)", st->pc->backend, cpu);
 		return errno_line(what, errno);
 	}
-	rg->fd = (int)fd;
+	rg->fd = fd;
 	rg->len = (size_t)(1 + DATA_PAGES) * (size_t)st->page;
-	rg->base = mmap(NULL, rg->len, PROT_READ | PROT_WRITE, MAP_SHARED, rg->fd, 0);
+	rg->base = k->mmap(k->ctx, rg->fd, rg->len, PROT_READ | PROT_WRITE, 0);
 	if (rg->base == MAP_FAILED) {
 		rg->base = NULL;
 		return errno_line("mmap of the perf ring", errno);
@@ -286,7 +345,7 @@ static int open_ring(struct rec_state *st, pid_t pid, int cpu, struct ring *rg)
 		memcpy(pg + BTR_PERF_PAGE_AUX_SIZE, &size, 8);
 		/* read-only = overwrite mode (snapshot) */
 		int prot = st->pc->snapshot ? PROT_READ : PROT_READ | PROT_WRITE;
-		rg->aux = mmap(NULL, size, prot, MAP_SHARED, rg->fd, (off_t)off);
+		rg->aux = k->mmap(k->ctx, rg->fd, size, prot, off);
 		if (rg->aux == MAP_FAILED) {
 			rg->aux = NULL;
 			return errno_line("mmap of the AUX area", errno);
@@ -294,14 +353,16 @@ static int open_ring(struct rec_state *st, pid_t pid, int cpu, struct ring *rg)
 		rg->aux_len = size;
 		btr_perf_ring_set_aux(rg->r, rg->aux, size, st->pc->snapshot);
 	}
-	if (st->pc->filter[0] && ioctl(rg->fd, PERF_EVENT_IOC_SET_FILTER, st->pc->filter) < 0)
+	if (st->pc->filter[0] &&
+	    k->ioctl(k->ctx, rg->fd, PERF_EVENT_IOC_SET_FILTER, (unsigned long)st->pc->filter) < 0)
 		return errno_line("PERF_EVENT_IOC_SET_FILTER (the IP filter)", errno);
 	return 0;
 }
 
 static int open_all(struct rec_state *st, pid_t pid)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	const struct btr_perf_ops *k = btr_perf_ops_get();
+	long ncpu = k->ncpus(k->ctx);
 	if (ncpu < 1)
 		ncpu = 1;
 	if (ncpu > MAX_RINGS)
@@ -431,6 +492,7 @@ int btr_perf_capture_run(const struct btr_capture_opts *opts, struct btr_perf_ca
 	    (!opts->attach_pid && !opts->system_wide && (!opts->argv || !opts->argv[0])))
 		return -BTR_ERR_INVAL;
 	memset(res, 0, sizeof(*res));
+	const struct btr_perf_ops *k = btr_perf_ops_get();
 	struct rec_state st = { .opts = opts, .pc = pc, .res = res, .page = sysconf(_SC_PAGESIZE) };
 	int rc;
 
@@ -523,7 +585,7 @@ int btr_perf_capture_run(const struct btr_capture_opts *opts, struct btr_perf_ca
 	}
 	if (opts->system_wide) {
 		for (unsigned i = 0; i < st.n_rings; i++)
-			ioctl(st.rings[i].fd, PERF_EVENT_IOC_ENABLE, 0);
+			k->ioctl(k->ctx, st.rings[i].fd, PERF_EVENT_IOC_ENABLE, 0);
 		DIR *d = opendir("/proc");
 		struct dirent *e;
 		while (d && (e = readdir(d)))
@@ -561,13 +623,15 @@ int btr_perf_capture_run(const struct btr_capture_opts *opts, struct btr_perf_ca
 		pfd[i] = (struct pollfd){ .fd = st.rings[i].fd, .events = POLLIN };
 	int status = 0, done = 0;
 	while (!done && !st.err) {
-		poll(pfd, st.n_rings, 100);
+		k->poll(k->ctx, pfd, st.n_rings, 100);
 		for (unsigned i = 0; i < st.n_rings; i++)
 			drain_ring(&st, &st.rings[i]);
+		for (unsigned i = 0; i < st.n_rings; i++)
+			drain_aux_marks(&st, &st.rings[i]);
 		if (snapshot_flag && pc->snapshot) {
 			snapshot_flag = 0;
 			for (unsigned i = 0; i < st.n_rings; i++)
-				snapshot_aux(&st, &st.rings[i]);
+				snapshot_aux(&st, &st.rings[i], 0);
 			btr_trace_flush(st.w);
 		}
 		if (child) {
@@ -587,11 +651,21 @@ int btr_perf_capture_run(const struct btr_capture_opts *opts, struct btr_perf_ca
 	free(pfd);
 	/* the last records and data */
 	for (unsigned i = 0; i < st.n_rings; i++) {
-		ioctl(st.rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+		k->ioctl(k->ctx, st.rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
 		drain_ring(&st, &st.rings[i]);
+	}
+	for (unsigned i = 0; i < st.n_rings; i++) {
+		drain_aux_marks(&st, &st.rings[i]);
+		/* bytes no AUX record told of (the kernel publishes aux_head
+		 * with one, so there should be none) */
+		if (!pc->snapshot && st.rings[i].aux)
+			drain_aux(&st, &st.rings[i], UINT64_MAX);
 		if (pc->snapshot)
-			snapshot_aux(&st, &st.rings[i]);
-		st.lost_events += st.rings[i].r ? st.rings[i].r->lost_events : 0;
+			snapshot_aux(&st, &st.rings[i], 1);
+		if (st.rings[i].r) {
+			st.lost_events += st.rings[i].r->lost_events;
+			st.lost_samples += st.rings[i].r->lost_samples;
+		}
 	}
 	if (child) {
 		res->exited = WIFEXITED(status);
@@ -606,10 +680,13 @@ int btr_perf_capture_run(const struct btr_capture_opts *opts, struct btr_perf_ca
 	} else {
 		res->exited = 1;
 	}
-	if (st.lost_events || st.aux_lost || st.aux_truncated || st.aux_collisions)
-		btr_warn("%s: the kernel lost %llu sideband record(s), %llu AUX byte(s) (%llu truncated, %llu collided "
-			 "AUX records); the trace has gaps there",
-			 opts->output, (unsigned long long)st.lost_events, (unsigned long long)st.aux_lost,
+	/* PERF_RECORD_LOST counts every record the ring had no room
+	 * for: samples (LBR) as well as sideband */
+	if (st.lost_events || st.lost_samples || st.aux_lost || st.aux_truncated || st.aux_collisions)
+		btr_warn("%s: the kernel lost %llu record(s) (samples or sideband) and %llu sample(s), %llu AUX "
+			 "byte(s) (%llu truncated, %llu collided AUX records); the trace has gaps there",
+			 opts->output, (unsigned long long)st.lost_events, (unsigned long long)st.lost_samples,
+			 (unsigned long long)st.aux_lost,
 			 (unsigned long long)st.aux_truncated, (unsigned long long)st.aux_collisions);
 	rc = st.err;
 out:

@@ -7,6 +7,7 @@
  * documents the value); every sample's stack becomes an LBR record.
  */
 #include "perf_event.h"
+#include "perf_ops.h"
 #include "btr/error.h"
 #include "internal.h"
 
@@ -46,7 +47,10 @@ int btr_lbr_record(const struct btr_capture_opts *opts, struct btr_capture_resul
 		return rc;
 	}
 	btr_debug("lbr: branch_sample_type 0x%llx -> MSR_LBR_SELECT 0x%x", (unsigned long long)bst, msr);
-	FILE *f = fopen("/sys/bus/event_source/devices/cpu/caps/branches", "re");
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/cpu/caps/branches",
+		 opts->sysfs_root ? opts->sysfs_root : btr_perf_ops_get()->sysfs_root);
+	FILE *f = fopen(path, "re");
 	unsigned depth = 0;
 	if (f) {
 		if (fscanf(f, "%u", &depth) != 1)

@@ -6,6 +6,7 @@
  * they are; the recorder loop is lib/capture/perf_event.c.
  */
 #include "perf_event.h"
+#include "perf_ops.h"
 #include "btr/error.h"
 #include "internal.h"
 
@@ -31,7 +32,7 @@ int btr_pt_record(const struct btr_capture_opts *opts, struct btr_capture_result
 	int rc = -BTR_ERR_NOMEM;
 	if (!pmu || !po || !pc)
 		goto out;
-	if ((rc = btr_pmu_load(opts->sysfs_root, "intel_pt", pmu)) < 0) {
+	if ((rc = btr_pmu_load(opts->sysfs_root ? opts->sysfs_root : btr_perf_ops_get()->sysfs_root, "intel_pt", pmu)) < 0) {
 		btr_err("pt: the intel_pt PMU's sysfs description does not parse");
 		goto out;
 	}

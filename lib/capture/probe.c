@@ -5,6 +5,7 @@
  * from CPUID: in VMs and containers CPUID may advertise features that the
  * hypervisor or seccomp policy does not let through.
  */
+#include "perf_ops.h"
 #include "btr/capture.h"
 #include "btr/error.h"
 #include "btr/hwinfo.h"
@@ -31,7 +32,6 @@
 #define PTRACE_SINGLEBLOCK 33
 #endif
 
-#define PMU_DIR "/sys/bus/event_source/devices/"
 
 static void say(struct btr_capture_probe *out, bool usable, const char *fmt, ...)
 	BTR_PRINTF(3, 4);
@@ -46,10 +46,18 @@ static void say(struct btr_capture_probe *out, bool usable, const char *fmt, ...
 	va_end(ap);
 }
 
-static long perf_open(struct perf_event_attr *attr)
+/* Opens @attr on this process, any CPU (what `btr record` would do for
+ * its child) and closes it again: 0, or -1 with errno set. */
+static int perf_try(struct perf_event_attr *attr)
 {
-	/* This process, any CPU: what `btr record` would do for its child. */
-	return syscall(SYS_perf_event_open, attr, 0, -1, -1, 0);
+	const struct btr_perf_ops *k = btr_perf_ops_get();
+	struct btr_perf_event_attr a;
+	memcpy(&a, attr, sizeof(a));
+	int fd = k->open(k->ctx, &a, 0, -1);
+	if (fd < 0)
+		return -1;
+	k->close(k->ctx, fd);
+	return 0;
 }
 
 static const char *paranoid_hint(int err)
@@ -71,11 +79,12 @@ static const char *paranoid_hint(int err)
 /* intel_pt / intel_bts: the PMU must exist in sysfs and open for user space. */
 static void probe_pmu(struct btr_capture_probe *out, const char *pmu)
 {
-	char path[128];
-	snprintf(path, sizeof(path), PMU_DIR "%s/type", pmu);
+	const char *root = btr_perf_ops_get()->sysfs_root;
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s/type", root, pmu);
 	FILE *f = fopen(path, "re");
 	if (!f) {
-		say(out, false, PMU_DIR "%s does not exist (CPU or hypervisor offers no %s)", pmu, pmu);
+		say(out, false, "%s/%s does not exist (CPU or hypervisor offers no %s)", root, pmu, pmu);
 		return;
 	}
 	int type = -1;
@@ -93,13 +102,11 @@ static void probe_pmu(struct btr_capture_probe *out, const char *pmu)
 	attr.exclude_kernel = 1;
 	attr.exclude_hv = 1;
 	attr.disabled = 1;
-	long fd = perf_open(&attr);
-	if (fd < 0) {
+	if (perf_try(&attr) < 0) {
 		int e = errno;
 		say(out, false, "perf_event_open(%s) failed: %s%s", pmu, strerror(e), paranoid_hint(e));
 		return;
 	}
-	close((int)fd);
 	say(out, true, "%s PMU present and perf_event_open works", pmu);
 }
 
@@ -126,8 +133,7 @@ void btr_probe_lbr(struct btr_capture_probe *out)
 	attr.exclude_kernel = 1;
 	attr.exclude_hv = 1;
 	attr.disabled = 1;
-	long fd = perf_open(&attr);
-	if (fd < 0) {
+	if (perf_try(&attr) < 0) {
 		int e = errno;
 		const char *why = e == ENOENT ? " (no hardware cycles event: no PMU, e.g. in a VM)" :
 				  e == EOPNOTSUPP ? " (the PMU has no branch stack)" : paranoid_hint(e);
@@ -135,7 +141,6 @@ void btr_probe_lbr(struct btr_capture_probe *out)
 		    strerror(e), why);
 		return;
 	}
-	close((int)fd);
 	say(out, true, "perf_event_open with PERF_SAMPLE_BRANCH_STACK works");
 }
 

@@ -1,6 +1,7 @@
 /* cmd_cov.c - `btr cov FILE --format drcov|lcov|cobertura -o OUT`
  * (docs/cov.md): coverage of a trace for Lighthouse, genhtml and CI. */
 #include <getopt.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include "cli.h"
@@ -21,6 +22,8 @@ static void usage(FILE *f)
 		"  --module NAME          only module NAME (path or base name; default: all)\n"
 		CLI_STREAM_HELP
 		"  -h, --help             this help\n\n"
+		"Instructions of aborted TSX transactions are not covered; their count goes\n"
+		"to stderr (\"aborted instructions: N\").\n"
 		"Exit status: 0 ok; 2 usage error; 3 the trace cannot be read or data was lost.\n");
 }
 
@@ -97,6 +100,11 @@ int cmd_cov(int argc, char **argv)
 		struct wctx w = { cov, format };
 		int wrc = cli_write_file(&o, write_cov, &w);
 		rc = wrc != EXIT_OK ? wrc : rc < 0 ? EXIT_RUNTIME : EXIT_OK;
+		const struct btr_blocks_result *br = btr_blocks_get(bl);
+		if (br && br->tsx_aborts)   /* docs/cov.md: not covered */
+			fprintf(stderr, "btr cov: aborted instructions: %" PRIu64 " (in %" PRIu64
+				" aborted TSX transaction%s), not counted as covered\n",
+				br->aborted_insns, br->tsx_aborts, br->tsx_aborts > 1 ? "s" : "");
 	}
 	btr_analysis_free(cov);
 	btr_analysis_free(bl);

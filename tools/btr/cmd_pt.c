@@ -44,7 +44,9 @@ static void dump_usage(FILE *f)
 		"  --cpu N          only the PT streams of CPU N\n"
 		"  --tid N          only the PT streams of thread N\n"
 		"  --errata-cpu F/M[/S]  apply the packet-level errata of that CPU family/\n"
-		"                   model (SKD007: a CYC cut by an OVF reads as the OVF)\n"
+		"                   model (SKD007: a CYC cut by an OVF reads as the OVF;\n"
+		"                   SKZ84: a TMA with reserved bits set and the byte after\n"
+		"                   it read as one invalid packet, decoding goes on)\n"
 		"  --stats          print packet counts instead of packets\n"
 		"  --format FMT     text (default) or json (with --stats)\n"
 		"  -h, --help       this help\n"
@@ -349,8 +351,12 @@ static int pt_dump(int argc, char **argv)
 			fc.cpu_model = (uint16_t)mo;
 			fc.cpu_stepping = (uint16_t)stp;
 			o.errata = 0;
-			if (btr_ptflow_errata_names(&fc, names, sizeof(names)) >= 0 && strstr(names, "skd007"))
-				o.errata |= BTR_PT_ERRATA_SKD007;
+			if (btr_ptflow_errata_names(&fc, names, sizeof(names)) >= 0) {
+				if (strstr(names, "skd007"))
+					o.errata |= BTR_PT_ERRATA_SKD007;
+				if (strstr(names, "skz84"))
+					o.errata |= BTR_PT_ERRATA_SKZ84;
+			}
 			break;
 		}
 		case O_FORMAT:

@@ -42,6 +42,7 @@ static void usage(FILE *f)
 		"Output (one of):\n"
 		"  --branches                 'FROM -> TO KIND' per branch (default)\n"
 		"  --insn [--disasm]          one executed instruction per line: 16 hex digits\n"
+		"                             (then \" ?\" if it ran in a TSX transaction)\n"
 		"  --stat [--format json]     only counts and decode time\n"
 		"  --filter EXPR              with --branches: print only branches matching EXPR\n"
 		"                             (jcc,near_ret,user,...: docs/branch-kinds.md)\n"
@@ -72,8 +73,10 @@ static int print_branch(void *ctx, const struct btr_branch *b)
 static int print_insn(void *ctx, uint64_t ip, const struct btr_insn *in)
 {
 	struct out_ctx *o = ctx;
+	/* " ?" after the address: ran inside a TSX transaction (ptxed's "? ") */
+	const char *tx = (in->flags & BTR_INSN_IN_TX) ? " ?" : "";
 	if (!o->disasm) {
-		fprintf(o->f, "%016" PRIx64 "\n", ip);
+		fprintf(o->f, "%016" PRIx64 "%s\n", ip, tx);
 		return 0;
 	}
 	uint8_t bytes[16];
@@ -81,7 +84,7 @@ static int print_insn(void *ctx, uint64_t ip, const struct btr_insn *in)
 	int n = btr_image_read(o->img, ip, bytes, in->len ? in->len : sizeof(bytes));
 	if (n > 0)
 		btr_insn_format(bytes, (size_t)n, ip, BTR_MODE_64, text, sizeof(text));
-	fprintf(o->f, "%016" PRIx64 "  %s\n", ip, text);
+	fprintf(o->f, "%016" PRIx64 "%s  %s\n", ip, tx, text);
 	return 0;
 }
 
@@ -239,6 +242,8 @@ static int decode_perf(const char *path, struct btr_image *img, struct btr_ptflo
 		tot->bytes += st.bytes;
 		tot->overflows += st.overflows;
 		tot->blocks_decoded += st.blocks_decoded;
+		tot->tsx_aborts += st.tsx_aborts;
+		tot->tsx_aborted_insns += st.tsx_aborted_insns;
 		for (int i = 0; i < BTR_KIND__COUNT; i++)
 			tot->by_kind[i] += st.by_kind[i];
 		btr_ptflow_free(ps[k].f);
@@ -631,7 +636,7 @@ int cmd_pt_decode(int argc, char **argv)
 		ret = decode_btr(path, elfs, n_elfs, sel_pid, sel_tid, &oc, mode == O_BRANCHES ? 0 : mode == O_INSN ? 1 : 2, &st);
 	} else if (is_perf) {
 		ret = decode_perf(path, img, &cfg, &cb, &st, have_cpu);
-	} else if (!memmem(buf ? buf : (const uint8_t *)"", size, "\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82", 16)) {
+	} else if (!memmem(buf ? buf : (const uint8_t *)"", size, BTR_PT_PSB_PATTERN, BTR_PT_PSB_SIZE)) {
 		/* Raw PT decoding starts at a PSB; without one nothing can be
 		 * decoded, which is a wrong input, not an empty trace. */
 		cli_error("%s: %s", path, size ? "no PSB packet found: not Intel PT data" : "empty file");
@@ -676,8 +681,10 @@ int cmd_pt_decode(int argc, char **argv)
 			}
 			printf("}, \"gaps\": %" PRIu64 ", \"overflows\": %" PRIu64 ", \"trace_bytes\": %" PRIu64
 			       ", \"blocks_decoded\": %" PRIu64 ", \"decode_seconds\": %.6f, \"mb_per_s\": %.1f"
-			       ", \"ns_per_branch\": %.2f, \"jobs\": %u, \"errata\": \"%s\"}\n",
-			       st.gaps, st.overflows, st.bytes, st.blocks_decoded, dt, mbs, nspb, jobs, errata);
+			       ", \"ns_per_branch\": %.2f, \"jobs\": %u, \"errata\": \"%s\""
+			       ", \"tsx_aborts\": %" PRIu64 ", \"aborted_instructions\": %" PRIu64 "}\n",
+			       st.gaps, st.overflows, st.bytes, st.blocks_decoded, dt, mbs, nspb, jobs, errata,
+			       st.tsx_aborts, st.tsx_aborted_insns);
 		} else {
 			printf("instructions  %" PRIu64 "\nbranches      %" PRIu64 "\n", st.insns, st.branches);
 			for (int k = 1; k < BTR_KIND__COUNT; k++)
@@ -686,6 +693,9 @@ int cmd_pt_decode(int argc, char **argv)
 			printf("gaps          %" PRIu64 "\noverflows     %" PRIu64 "\ntrace bytes   %" PRIu64 "\n",
 			       st.gaps, st.overflows, st.bytes);
 			printf("blocks        %" PRIu64 "\n", st.blocks_decoded);
+			if (st.tsx_aborts)
+				printf("aborted       %" PRIu64 " instructions (%" PRIu64 " TSX transaction%s)\n",
+				       st.tsx_aborted_insns, st.tsx_aborts, st.tsx_aborts > 1 ? "s" : "");
 			printf("decode time   %.6f s (%.1f MB/s, %.2f ns/branch, %u job%s)\n",
 			       dt, mbs, nspb, jobs, jobs > 1 ? "s" : "");
 			if (errata[0])

@@ -109,6 +109,8 @@ static void print_json(FILE *f, const char *file, const struct btr_report_result
 	btr_json_str(f, res->backend);
 	fprintf(f, ",\n  \"instructions\": %" PRIu64 ",\n  \"has_instructions\": %s", res->insns,
 		res->has_insns ? "true" : "false");
+	fprintf(f, ",\n  \"tsx_aborts\": %" PRIu64 ",\n  \"aborted_instructions\": %" PRIu64, res->tsx_aborts,
+		res->aborted_insns);
 	fprintf(f, ",\n  \"branches\": %" PRIu64 ",\n  \"taken\": %" PRIu64 ",\n  \"mispredicted\": %" PRIu64
 		   ",\n  \"unclassified\": %" PRIu64,
 		res->branches, res->taken, res->mispredicted, res->unclassified);
@@ -413,6 +415,9 @@ static void print_text(FILE *f, const char *file, const struct btr_report_result
 		fprintf(f, "instructions: %" PRIu64 "\n", res->insns);
 	else
 		fprintf(f, "instructions: unknown (this trace has no instruction counts)\n");
+	if (res->tsx_aborts)
+		fprintf(f, "aborted instructions: %" PRIu64 " (in %" PRIu64 " aborted TSX transaction%s; counted above)\n",
+			res->aborted_insns, res->tsx_aborts, res->tsx_aborts > 1 ? "s" : "");
 	fprintf(f, "branches:     %" PRIu64 " (taken %" PRIu64, res->branches, res->taken);
 	if (res->mispredicted)
 		fprintf(f, ", mispredicted %" PRIu64, res->mispredicted);

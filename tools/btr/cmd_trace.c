@@ -77,7 +77,7 @@ static void print_module(const struct btr_record *rec)
 static void print_branch_flags(uint32_t flags)
 {
 	static const char *const names[] = { "taken", "kernel", "tsc", "cycles", "mispred",
-					     "predicted", "insns", "tsx_abort", "to_kernel" };
+					     "predicted", "insns", "tsx_abort", "to_kernel", "in_tx" };
 	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (flags & (1u << i))
 			printf(" %s", names[i]);

@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# cli_python.sh - the Python package btr (python/btr, docs/python.md) from an
+# installed prefix only (`cmake --install` into a temporary prefix, what `make
+# install PREFIX=...` runs), with Debian's python3 and its numpy, pandas, dask:
+# - `import btr` comes from the prefix and loads the prefix's libbtr.so.0;
+# - the branch batches equal `btr script`'s lines on a recorded trace, and
+#   pandas.DataFrame(batch) has their columns; processes and threads as `btr
+#   report` lists them; symbolize as `btr script` names the addresses;
+# - flame (folded) and callgraph equal the CLI's output byte for byte, blocks
+#   and the branch counts by kind equal `btr report`'s figures;
+# - btr.dask: the fleet profile of three traces and the per-thread sharded
+#   decode on a distributed.LocalCluster (2 workers) equal the in-process
+#   results, which equal the whole-trace results.
+# Args: $1 btr binary, $2 build dir, $3 shared dir.  About 24 s in Debug on a
+# busy machine, 14 s of which the LocalCluster (worker processes start and stop).
+set -u
+. "$(dirname "$0")/lib.sh"
+btr=$1; build=$2; src=$(cd "$(dirname "$0")/.." && pwd)
+py=/usr/bin/python3   # Debian's: python3-numpy, -pandas, -dask, -distributed (scripts/deps.sh)
+
+need_qemu
+for m in numpy pandas dask distributed; do
+	if ! "$py" -c "import $m" 2>/dev/null; then
+		if [ "${BTR_REQUIRE_ORACLES:-0}" = 1 ] && [ "${BTR_ALLOW_MISSING_ORACLES:-0}" != 1 ]; then
+			bad "python3-$m missing (scripts/deps.sh installs it)"
+		else
+			skip "python3-$m not installed"
+		fi
+	fi
+done
+[ "$fail" -eq 0 ] || finish cli_python
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+p=$tmp/prefix
+cmake --install "$build" --prefix "$p" >"$tmp/install.log" 2>&1 || bad "cmake --install: $(tail -1 "$tmp/install.log")"
+pkg=$p/lib/python3/dist-packages
+check "installed: btr/__init__.py, _lib.py, dask.py, _install.py" \
+	test -f "$pkg/btr/__init__.py" -a -f "$pkg/btr/_lib.py" -a -f "$pkg/btr/dask.py" -a -f "$pkg/btr/_install.py"
+
+# the prefix only: no source tree, no build tree, no BTR_LIBRARY.  An
+# AddressSanitizer build (make asan) installs an instrumented library: python
+# then starts with the sanitizer runtimes preloaded (and leak checks off: the
+# interpreter keeps its own objects until exit).
+pyenv=(env -u BTR_LIBRARY PYTHONPATH="$pkg")
+if grep -q '^BTR_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+	pyenv+=(LD_PRELOAD="$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)"
+		ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0")
+fi
+run() { (cd "$tmp" && "${pyenv[@]}" "$py" -s "$@"); }
+
+where=$(run -c 'import btr, btr._lib as l, os; print(os.path.realpath(btr.__file__)); print(os.path.realpath(l.LIBRARY_PATH)); print(btr.version)')
+check "btr imported from the prefix: $(echo "$where" | head -1)" test "$(echo "$where" | sed -n 1p)" = "$(realpath "$pkg")/btr/__init__.py"
+check "libbtr loaded from the prefix: $(echo "$where" | sed -n 2p)" \
+	test "$(echo "$where" | sed -n 2p)" = "$(realpath "$p/lib/libbtr.so.0")"
+hdr=$(sed -n 's/^#define BTR_VERSION_STRING "\(.*\)"/\1/p' "$src/include/btr/version.h")
+check "btr.version '$(echo "$where" | sed -n 3p)' = '$hdr'" test "$(echo "$where" | sed -n 3p)" = "$hdr"
+
+# recorded traces: three threads; recursive calls (fib 12 and 14)
+"$btr" record -o "$tmp/thr.btr" -- "$build/prog_flow_threads" >/dev/null 2>"$tmp/rec.err" || bad "record: $(tail -1 "$tmp/rec.err")"
+# (prog_prof_fib exits 1 unless N is 10: the recording, not its exit status, counts)
+"$btr" record -o "$tmp/fib12.btr" -- "$build/prog_prof_fib" 12 >/dev/null 2>>"$tmp/rec.err"
+check "record fib 12" test -s "$tmp/fib12.btr"
+"$btr" record -o "$tmp/fib14.btr" -- "$build/prog_prof_fib" 14 >/dev/null 2>>"$tmp/rec.err"
+check "record fib 14" test -s "$tmp/fib14.btr"
+t=$tmp/thr.btr
+
+# branch batches == btr script (exact), in small batches so that records split
+"$btr" script -F tid,time,addr,kind,insns,flags,sym "$t" >"$tmp/script.txt" 2>"$tmp/script.err" || bad "btr script"
+check "btr script printed branches" test "$(grep -c ' -> ' "$tmp/script.txt")" -gt 10000
+grep -v '^\[gap' "$tmp/script.txt" >"$tmp/script.br"
+check "python batches == btr script" run - "$t" "$tmp/script.br" <<'PY'
+import sys
+import numpy as np, pandas as pd
+import btr
+t = btr.open(sys.argv[1])
+batches = list(t.branches(batch=1000))
+assert all(b.dtype == btr.BRANCH_DTYPE for b in batches) and btr.BRANCH_DTYPE.itemsize == 48
+assert max(len(b) for b in batches) == 1000 and len(batches) > 10, [len(b) for b in batches][:5]
+a = np.concatenate(batches)
+df = pd.DataFrame(a)
+assert list(df.columns) == list(btr.BRANCH_DTYPE.names) and len(df) == len(a)
+lines = open(sys.argv[2]).read().splitlines()
+assert len(lines) == len(a), (len(lines), len(a))
+want = [l.split()[:9] for l in lines]
+for i, (w, b) in enumerate(zip(want, a)):
+    tid, time, frm, arrow, to, kind, insns, flags = w[:8]
+    fl = flags.split(",")
+    got = ("%d/%d" % (b["pid"], b["tid"]), "-" if not b["flags"] & btr.TSC else str(b["tsc"]),
+           "0x%x" % b["from"], "0x%x" % b["to"], btr.kind_name(b["kind"]), str(b["insns"]),
+           not b["flags"] & btr.TAKEN, b["flags"] & btr.INSNS != 0)
+    exp = (tid, time, frm, to, kind, insns, "N" in fl, ("insns=%s" % insns) in fl)
+    assert got == exp, (i, got, exp)
+# symbolize: btr script's source symbols of the first 200 branches of one process
+pid = int(a["pid"][0])
+sel = a[a["pid"] == pid][:200]
+names = t.symbolize(sel["from"], pid=pid)
+scr = [l.split()[8] for l in lines if l.startswith("%d/" % pid)][:200]
+assert names == scr, [(x, y) for x, y in zip(names, scr) if x != y][:3]
+print("ok", len(a), "branches in", len(batches), "batches")
+PY
+
+# processes and threads (no decoding) == btr report's lists
+"$btr" report --format json "$t" >"$tmp/report.json" 2>/dev/null || bad "btr report"
+check "processes/threads == btr report" run - "$t" "$tmp/report.json" <<'PY'
+import json, sys
+import btr
+t = btr.open(sys.argv[1])
+r = json.load(open(sys.argv[2]))
+assert sorted(th["tid"] for th in t.threads()) == sorted(th["tid"] for th in r["thread_list"]), (t.threads(), r["thread_list"])
+assert len(t.processes()) == 1 and len(t.processes()[0]["threads"]) == 3, t.processes()
+assert t.processes()[0]["path"].endswith("prog_flow_threads") and t.backend() == "qemu"
+assert any(m["path"].endswith("prog_flow_threads") for m in t.modules())
+PY
+
+# analyses == the CLI
+"$btr" flame -o "$tmp/cli.folded" "$t" 2>/dev/null || bad "btr flame"
+"$btr" callgraph "$t" >"$tmp/cli.cg" 2>/dev/null || bad "btr callgraph"
+check "analyses == btr flame, callgraph, report" run - "$t" "$tmp/cli.folded" "$tmp/cli.cg" "$tmp/report.json" <<'PY'
+import json, sys
+import numpy as np
+import btr, btr.dask
+t = btr.open(sys.argv[1])
+assert t.analyze("flame") == open(sys.argv[2], "rb").read()
+assert t.analyze("callgraph", "text") == open(sys.argv[3], "rb").read()
+r = json.load(open(sys.argv[4]))
+bl = t.blocks()
+assert bl["branches"] == r["branches"] and bl["insns"] == r["instructions"], (bl["branches"], bl["insns"])
+assert bl["blocks"]["count"].sum() > 0 and len(bl["edges"]) > 100
+c = btr.dask.run_one(sys.argv[1], "counts")
+got = {btr.kind_name(k): int(n) for k, n in enumerate(c["by_kind"]) if k}
+assert got == r["branches_by_kind"], (got, r["branches_by_kind"])
+assert c["insns"] == r["instructions"]
+per = {th["tid"]: th["branches"] for th in r["thread_list"]}
+assert dict(zip(c["tids"].tolist(), c["branches_per_tid"].tolist())) == per
+PY
+
+# Dask: a LocalCluster of 2 worker processes == in-process == whole trace
+# (a file, not stdin: the worker processes start by importing the main module)
+cat >"$tmp/dask_check.py" <<'PY'
+import sys
+import numpy as np
+import btr, btr.dask
+from dask.distributed import Client, LocalCluster
+paths = sys.argv[1:]
+if __name__ == "__main__":
+    local = {k: btr.dask.profile(paths, k, fan_in=2) for k in ("folded", "pprof", "blocks", "counts")}
+    # the fleet's counts are the sum of each trace's
+    each = [btr.dask.run_one(p, "counts") for p in paths]
+    assert local["counts"]["insns"] == sum(e["insns"] for e in each)
+    assert (local["counts"]["by_kind"] == sum(e["by_kind"] for e in each)).all()
+    # folded: the merge of three is each stack's weights added
+    tot = {}
+    for p in paths:
+        for l in btr.open(p).analyze("flame").decode().splitlines():
+            s, w = l.rsplit(" ", 1)
+            tot[s] = tot.get(s, 0) + int(w)
+    got = {l.rsplit(" ", 1)[0]: int(l.rsplit(" ", 1)[1]) for l in local["folded"].decode().splitlines()}
+    assert got == tot
+    whole = {k: btr.dask.merge_results([btr.dask.run_one(paths[2], k)], k) for k in ("counts", "blocks", "folded")}
+    shard = {k: btr.dask.decode_sharded(paths[2], k) for k in ("counts", "blocks", "folded")}
+    assert len(btr.dask.shards(paths[2])) == 3
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl, Client(cl) as c:
+        for k, v in local.items():
+            d = btr.dask.profile(paths, k, client=c, fan_in=2)
+            if k in ("blocks",):
+                assert d.equals(v), k
+            elif k == "counts":
+                assert all(np.array_equal(d[x], v[x]) for x in v), k
+            else:
+                assert d == v, k
+        for k in ("counts", "blocks", "folded"):
+            d = btr.dask.decode_sharded(paths[2], k, client=c)
+            for a in (shard[k], whole[k]):
+                if k == "blocks":
+                    assert d.equals(a), k
+                elif k == "counts":
+                    assert all(np.array_equal(d[x], a[x]) for x in a), k
+                else:
+                    assert d == a, k
+    print("ok dask")
+PY
+check "btr.dask on a LocalCluster == in-process" timeout 120 "${pyenv[@]}" "$py" -s \
+	"$tmp/dask_check.py" "$tmp/fib12.btr" "$tmp/fib14.btr" "$t"
+
+# errors are exceptions naming the file, not crashes
+check "a missing file raises FileNotFoundError" run -c "
+import btr
+try:
+    btr.open('$tmp/none.btr')
+except FileNotFoundError as e:
+    assert 'none.btr' in str(e)
+else:
+    raise SystemExit('no error')"
+printf 'not a trace' >"$tmp/bad.btr"
+check "a bad file raises BtrError" run -c "
+import btr
+try:
+    list(btr.open('$tmp/bad.btr').branches())
+except btr.BtrError as e:
+    assert 'bad.btr' in str(e) and e.code < 0, e
+else:
+    raise SystemExit('no error')"
+
+finish cli_python
