@@ -192,9 +192,10 @@ static int on_begin(void *state, struct btr_stream *s)
 /* Counts @x after the thread state (*@prev_to, *@prev_valid, *@cur: the
  * index + 1 of the raw entry of the thread's last branch, or 0).  The hot
  * path: most branches are one of the last two that followed the previous
- * one, found without hashing. */
-static inline int add_one(struct blocks *b, const struct btr_branch *x, uint64_t *prev_to, int *prev_valid,
-			  uint32_t *cur)
+ * one, found without hashing.  Always inlined: its state pointers are
+ * then the caller's registers. */
+static inline __attribute__((always_inline)) int
+add_one(struct blocks *b, const struct btr_branch *x, uint64_t *prev_to, int *prev_valid, uint32_t *cur)
 {
 	uint64_t insns = (x->flags & BTR_BF_INSNS) ? x->insns : 0;
 	uint64_t c = x->pid | (uint64_t)(x->flags & BTR_BF_TAKEN) << 32 | (uint64_t)x->kind << 40;
