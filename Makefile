@@ -6,7 +6,7 @@ FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build test demo bench fuzz asan torture clean install
+.PHONY: all deps build test demo bench bench-speed fuzz asan torture clean install
 
 all: build
 
@@ -48,6 +48,13 @@ install: release
 
 bench: release
 	@scripts/bench.sh $(RELEASE)
+
+# issue 24's table from one run: btr vs libxdc (kafl-qemu hardware trace,
+# gzip, python3), every analysis against decode, record against native,
+# qemu alone and the per-TB floor; medians of BENCH_RUNS runs, peak RSS
+BENCH_RUNS ?= 3
+bench-speed: release
+	@bash bench/speed_table.sh $(RELEASE) $(BENCH_RUNS)
 
 # libFuzzer targets, each run for FUZZ_SECONDS
 fuzz: deps

@@ -22,18 +22,10 @@ gzip=$(command -v gzip) || { echo "bench_record: gzip not found" >&2; exit 2; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/btr-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/bench/bench_lib.sh"
 # Deterministic, compressible-but-not-trivial input of $mb MiB.
-python3 - "$tmp/input" "$mb" <<'PY'
-import sys, random
-r = random.Random(42)
-words = [''.join(r.choice('abcdefghijklmnopqrstuvwxyz') for _ in range(r.randint(2, 9))) for _ in range(5000)]
-n = int(sys.argv[2]) << 20
-with open(sys.argv[1], 'w') as f:
-    out = 0
-    while out < n:
-        line = ' '.join(r.choice(words) for _ in range(12)) + ' %d\n' % r.randint(0, 10**6)
-        f.write(line); out += len(line)
-PY
+bench_text "$tmp/input" "$mb"
 in=$tmp/input
 
 # run CMD...: wall seconds into $wall, user+sys CPU seconds into $cpu
@@ -70,9 +62,7 @@ else
   echo "valgrind: not installed, skipped"
 fi
 
-here=$(cd "$(dirname "$0")/.." && pwd)
-if command -v qemu-x86_64 >/dev/null &&
-   ${CC:-cc} -O2 -shared -fPIC -I"$here/agents/qemu" -o "$tmp/floor.so" "$here/bench/floor_plugin.c" 2>"$tmp/cc.err"; then
+if command -v qemu-x86_64 >/dev/null && bench_floor_plugin "$tmp/floor.so" 2>"$tmp/cc.err"; then
   run qemu-x86_64 -plugin "$tmp/floor.so" "$gzip" -c "$in"
   printf '%-34s %9.3f %9s %8.1f %12s\n' "qemu + per-TB callback (floor)" "$wall" "$cpu" \
     "$(echo "$wall / $native" | bc -l)" "-"

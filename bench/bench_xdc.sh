@@ -20,43 +20,16 @@ set -u
 build=${1:-build-release}
 reps=${2:-30}
 here=$(cd "$(dirname "$0")/.." && pwd)
-xdc_src=$here/../shared/peers/libxdc
 btr=$build/btr
 [ -x "$btr" ] || { echo "bench_xdc: $btr not built (make release)" >&2; exit 2; }
-if [ ! -f "$xdc_src/libxdc.h" ]; then
-  echo "bench_xdc: SKIP: $xdc_src not present"; exit 0
-fi
-if [ ! -f /usr/include/capstone/capstone.h ]; then
-  echo "bench_xdc: SKIP: libcapstone-dev not installed (apt-get install libcapstone-dev)"; exit 0
-fi
 out=$build/xdc
-mkdir -p "$out/obj"
-cc=${CC:-gcc}
-# libxdc as its own Makefile builds it (-Ofast, LTO), objects in our build dir.
-for f in "$xdc_src"/src/*.c; do
-  o=$out/obj/$(basename "$f" .c).o
-  [ "$o" -nt "$f" ] || $cc -c -o "$o" "$f" -Ofast -fPIC -fvisibility=hidden -flto -finline-functions \
-    -I"$xdc_src" -w || exit 2
-done
-libs="$(pkg-config --libs libzstd libdw libelf) -lZydis -lZycore -lpthread -lstdc++ -lz -lm"
-$cc -O2 -flto -o "$out/xdc_compare" "$here/bench/xdc_compare.c" -I"$here/include" -I"$xdc_src" \
-  "$out"/obj/*.o "$build/libbtr.a" $libs -l:libcapstone.so.4 -lm || exit 2
+. "$here/bench/bench_lib.sh"
+msg=$(bench_build_xdc "$build" 2>&1) || { echo "bench_xdc: ${msg##*$'\n'}"; exit 0; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/btr-xdc.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-python3 - "$tmp/input" <<'PY'
-import sys, random
-r = random.Random(7)
-words = [''.join(r.choice('abcdefghij') for _ in range(r.randint(2, 8))) for _ in range(3000)]
-with open(sys.argv[1], 'w') as f:
-    for _ in range(20000):
-        f.write(' '.join(r.choice(words) for _ in range(10)) + '\n')
-PY
-cat > "$tmp/prog.py" <<'PY'
-import json
-d = {str(i): [i, i * i, str(i)] for i in range(3000)}
-print(len(json.dumps(d, sort_keys=True)))
-PY
+bench_text "$tmp/input" 1.2
+bench_pyprog "$tmp/prog.py"
 
 record() { # name cmd...
   local name=$1; shift

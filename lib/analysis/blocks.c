@@ -22,15 +22,23 @@
 #define MOD_BITS 24
 #define MOD_NONE ((1u << MOD_BITS) - 1)
 
-/* One table entry: a 4-word key and two counters.  count 0 = empty. */
+/* One table entry: a 4-word key and two counters.  count 0 = empty.
+ * succ (raw table only): indexes + 1 of the last two entries that came
+ * right after this one in a thread (0: none), so that the next branch of
+ * a thread is found without hashing: a block's branch has one or two
+ * successors (JCC taken or not), and the walk repeats them.  One cache
+ * line per entry. */
 struct ent {
 	uint64_t k[4];
 	uint64_t count, insns;
+	uint32_t succ[2];
+	uint64_t pad;
 };
 
 struct table {
 	struct ent *v;
 	size_t n, cap;     /* cap: power of two */
+	uint32_t gen;      /* changes whenever entries move or go (grow, clear) */
 };
 
 static inline size_t hash3(const uint64_t k[4], size_t cap)
@@ -45,9 +53,10 @@ static inline size_t hash3(const uint64_t k[4], size_t cap)
 static int table_grow(struct table *t)
 {
 	size_t ncap = t->cap ? t->cap * 2 : 1024;
-	struct ent *nv = calloc(ncap, sizeof(*nv));
+	struct ent *nv = aligned_alloc(64, ncap * sizeof(*nv));
 	if (!nv)
 		return -BTR_ERR_NOMEM;
+	memset(nv, 0, ncap * sizeof(*nv));
 	for (size_t i = 0; i < t->cap; i++) {
 		if (!t->v[i].count)
 			continue;
@@ -55,16 +64,19 @@ static int table_grow(struct table *t)
 		while (nv[j].count)
 			j = (j + 1) & (ncap - 1);
 		nv[j] = t->v[i];
+		nv[j].succ[0] = nv[j].succ[1] = 0;   /* indexes changed */
 	}
 	free(t->v);
 	t->v = nv;
 	t->cap = ncap;
+	t->gen++;
 	return 0;
 }
 
-/* Adds @count and @insns to the entry of key (a, b, c, d). */
-static inline int table_add(struct table *t, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
-			    uint64_t count, uint64_t insns)
+/* Adds @count and @insns to the entry of key (a, b, c, d).  Returns its
+ * index, or -BTR_ERR_NOMEM. */
+static inline long table_add(struct table *t, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+			     uint64_t count, uint64_t insns)
 {
 	uint64_t k[4] = { a, b, c, d };
 	if (btr_likely(t->cap)) {
@@ -74,7 +86,7 @@ static inline int table_add(struct table *t, uint64_t a, uint64_t b, uint64_t c,
 			if (e->k[0] == a && e->k[1] == b && e->k[2] == c && e->k[3] == d) {
 				e->count += count;
 				e->insns += insns;
-				return 0;
+				return (long)j;
 			}
 			j = (j + 1) & (t->cap - 1);
 		}
@@ -84,9 +96,9 @@ static inline int table_add(struct table *t, uint64_t a, uint64_t b, uint64_t c,
 	size_t j = hash3(k, t->cap);
 	while (t->v[j].count)
 		j = (j + 1) & (t->cap - 1);
-	t->v[j] = (struct ent){ { a, b, c, d }, count, insns };
+	t->v[j] = (struct ent){ { a, b, c, d }, count, insns, { 0, 0 }, 0 };
 	t->n++;
-	return 0;
+	return (long)j;
 }
 
 static void table_clear(struct table *t)
@@ -94,12 +106,17 @@ static void table_clear(struct table *t)
 	if (t->v)
 		memset(t->v, 0, t->cap * sizeof(*t->v));
 	t->n = 0;
+	t->gen++;
 }
 
 struct thr {
 	uint32_t tid, used;
 	uint64_t prev_to;
 	int prev_valid;
+	/* index + 1 of the raw entry of this thread's last branch (0: none),
+	 * valid while the raw table's gen is @gen; its key's target is
+	 * prev_to whenever set */
+	uint32_t cur, gen;
 	/* the branches of the open TSX transaction, until it ends */
 	struct btr_branch *tx;
 	size_t ntx, cap_tx;
@@ -176,16 +193,57 @@ static int on_begin(void *state, struct btr_stream *s)
 	return 0;
 }
 
-static int add_branch(struct blocks *b, struct thr *t, const struct btr_branch *x)
+/* Counts @x after the thread state (*@prev_to, *@prev_valid, *@cur: the
+ * index + 1 of the raw entry of the thread's last branch, or 0).  The hot
+ * path: most branches are one of the last two that followed the previous
+ * one, found without hashing.  Always inlined: its state pointers are
+ * then the caller's registers. */
+static inline __attribute__((always_inline)) int
+add_one(struct blocks *b, const struct btr_branch *x, uint64_t *prev_to, int *prev_valid, uint32_t *cur)
 {
 	uint64_t insns = (x->flags & BTR_BF_INSNS) ? x->insns : 0;
-	b->res.unknown_start += !t->prev_valid;
-	uint64_t c = x->pid | (uint64_t)((x->flags & BTR_BF_TAKEN) != 0) << 32 | (uint64_t)x->kind << 40;
-	if (table_add(&b->raw, t->prev_valid ? t->prev_to : 0, x->from, x->to, c, 1, insns) < 0)
-		return -BTR_ERR_NOMEM;
-	t->prev_to = x->to;
-	t->prev_valid = 1;
+	uint64_t c = x->pid | (uint64_t)(x->flags & BTR_BF_TAKEN) << 32 | (uint64_t)x->kind << 40;
+	long j = -1;
+	struct ent *v = b->raw.v, *prev = NULL;
+	if (btr_likely(*cur)) {
+		/* the entries that followed the thread's last one (their
+		 * start is its target: *prev_to) */
+		prev = &v[*cur - 1];
+		uint32_t s0 = prev->succ[0], s1 = prev->succ[1];
+		if (s0 && v[s0 - 1].k[1] == x->from && v[s0 - 1].k[2] == x->to && v[s0 - 1].k[3] == c)
+			j = s0 - 1;
+		else if (s1 && v[s1 - 1].k[1] == x->from && v[s1 - 1].k[2] == x->to && v[s1 - 1].k[3] == c)
+			j = s1 - 1;
+	}
+	if (btr_likely(j >= 0)) {
+		v[j].count++;
+		v[j].insns += insns;
+	} else {
+		uint32_t gen = b->raw.gen;
+		j = table_add(&b->raw, *prev_valid ? *prev_to : 0, x->from, x->to, c, 1, insns);
+		if (j < 0) {
+			*cur = 0;
+			return -BTR_ERR_NOMEM;
+		}
+		if (prev && gen == b->raw.gen) {
+			prev->succ[1] = prev->succ[0];
+			prev->succ[0] = (uint32_t)j + 1;
+		}
+	}
+	*cur = (uint32_t)j + 1;
+	*prev_to = x->to;
+	*prev_valid = 1;
 	return 0;
+}
+
+static int add_branch(struct blocks *b, struct thr *t, const struct btr_branch *x)
+{
+	b->res.unknown_start += !t->prev_valid;
+	uint32_t cur = t->gen == b->raw.gen ? t->cur : 0;
+	int rc = add_one(b, x, &t->prev_to, &t->prev_valid, &cur);
+	t->cur = cur;
+	t->gen = b->raw.gen;
+	return rc;
 }
 
 /* The open transaction of @t committed (or its outcome is unknown): its
@@ -223,30 +281,62 @@ static int tx_branch(struct blocks *b, struct thr *t, const struct btr_branch *x
 	t->ntx = 0;
 	t->prev_to = x->to;
 	t->prev_valid = 1;
+	t->cur = 0;
 	return 0;
 }
 
 static int on_branches(void *state, const struct btr_branch *br, size_t n)
 {
 	struct blocks *b = state;
-	for (size_t i = 0; i < n; i++) {
-		const struct btr_branch *x = &br[i];
-		struct thr *t = thr_get(b, x->tid);
-		if (!t)
-			return -BTR_ERR_NOMEM;
-		b->res.branches++;
-		b->res.insns += (x->flags & BTR_BF_INSNS) ? x->insns : 0;
-		b->res.has_insns |= (x->flags & BTR_BF_INSNS) != 0;
-		/* (an abort without instruction counts - LBR - ends no
-		 * transaction btr saw) */
-		int r = btr_unlikely((x->flags & BTR_BF_IN_TX) || t->ntx ||
-				     (x->flags & (BTR_BF_TSX_ABORT | BTR_BF_INSNS)) ==
-					     (BTR_BF_TSX_ABORT | BTR_BF_INSNS))
-				? tx_branch(b, t, x) : add_branch(b, t, x);
-		if (r < 0)
-			return r;
+	/* The thread's state and the totals live in locals over each run of
+	 * one thread's branches (stores to the table could alias them). */
+	uint64_t branches = 0, insns_sum = 0, unknown = 0, has_insns = 0;
+	int rc = 0;
+	for (size_t i = 0; i < n && rc >= 0;) {
+		struct thr *t = thr_get(b, br[i].tid);
+		if (!t) {
+			rc = -BTR_ERR_NOMEM;
+			break;
+		}
+		uint32_t tid = br[i].tid;
+		uint64_t prev_to = t->prev_to;
+		int prev_valid = t->prev_valid;
+		uint32_t cur = t->gen == b->raw.gen ? t->cur : 0;
+		for (; i < n && br[i].tid == tid; i++) {
+			const struct btr_branch *x = &br[i];
+			branches++;
+			insns_sum += (x->flags & BTR_BF_INSNS) ? x->insns : 0;
+			has_insns |= x->flags & BTR_BF_INSNS;
+			/* (an abort without instruction counts - LBR - ends no
+			 * transaction btr saw) */
+			if (btr_unlikely((x->flags & BTR_BF_IN_TX) || t->ntx ||
+					 (x->flags & (BTR_BF_TSX_ABORT | BTR_BF_INSNS)) ==
+						 (BTR_BF_TSX_ABORT | BTR_BF_INSNS))) {
+				t->prev_to = prev_to;
+				t->prev_valid = prev_valid;
+				t->cur = cur;
+				t->gen = b->raw.gen;
+				rc = tx_branch(b, t, x);
+				prev_to = t->prev_to;
+				prev_valid = t->prev_valid;
+				cur = t->gen == b->raw.gen ? t->cur : 0;
+			} else {
+				unknown += !prev_valid;
+				rc = add_one(b, x, &prev_to, &prev_valid, &cur);
+			}
+			if (rc < 0)
+				break;
+		}
+		t->prev_to = prev_to;
+		t->prev_valid = prev_valid;
+		t->cur = cur;
+		t->gen = b->raw.gen;
 	}
-	return 0;
+	b->res.branches += branches;
+	b->res.insns += insns_sum;
+	b->res.has_insns |= has_insns != 0;
+	b->res.unknown_start += unknown;
+	return rc;
 }
 
 /* ---- resolution to module-relative keys ---- */
@@ -370,12 +460,12 @@ static void invalidate(struct blocks *b, uint32_t tid, int all)
 {
 	if (all) {
 		for (size_t i = 0; i < b->cap_thr; i++)
-			b->thr[i].prev_valid = 0;
+			b->thr[i].prev_valid = 0, b->thr[i].cur = 0;
 		return;
 	}
 	struct thr *t = thr_get(b, tid);
 	if (t)
-		t->prev_valid = 0;
+		t->prev_valid = 0, t->cur = 0;
 	else
 		b->nomem = 1;
 }
@@ -415,6 +505,7 @@ static int on_event(void *state, const struct btr_stream_event *ev)
 				return -BTR_ERR_NOMEM;
 			t->prev_to = ev->flow->ip;
 			t->prev_valid = ev->flow->ip != 0;
+			t->cur = 0;
 		} else if (ev->flow->type == BTR_FLOW_DISABLE || ev->flow->type == BTR_FLOW_OVERFLOW ||
 			   ev->flow->type == BTR_FLOW_GAP) {
 			invalidate(b, ev->tid, 0);

@@ -87,7 +87,7 @@ static uint64_t bhash(uint64_t a, uint64_t b, uint8_t type)
 
 static struct bent *bget(struct bolt *bo, uint64_t a, uint64_t b, uint8_t type)
 {
-	if ((bo->n + 1) * 4 > bo->cap * 3) {
+	if ((bo->n + 1) * 2 > bo->cap) {   /* at most half full: short probes */
 		size_t nc = bo->cap ? bo->cap * 2 : 1024;
 		struct bent *nt = calloc(nc, sizeof(*nt));
 		if (!nt) {

@@ -33,6 +33,10 @@ struct btr_callstack {
 	struct btr_cs_thread **threads;
 	size_t nthreads, capthreads;
 	struct pairmap addr2func;   /* (addr, pid) -> function containing addr */
+	struct {                    /* in front of addr2func (pid + 1: 0 empty) */
+		uint64_t addr, pid1;
+		uint32_t func;
+	} fc[1024];
 	struct pairmap start2func;  /* (symbol start, pid) -> function */
 	struct pairmap cct;         /* (parent << 32 | func, 0) -> node */
 	struct pairmap tid2thread;
@@ -120,8 +124,15 @@ static char *dup_or_null(const char *s)
 static uint32_t func_of(struct btr_callstack *cs, uint64_t addr, uint32_t pid)
 {
 	uint32_t v;
-	if (pairmap_get(&cs->addr2func, addr, pid, &v))
+	size_t h = (size_t)(addr ^ (addr >> 10)) & (BTR_ARRAY_SIZE(cs->fc) - 1);
+	if (btr_likely(cs->fc[h].addr == addr && cs->fc[h].pid1 == (uint64_t)pid + 1))
+		return cs->fc[h].func;
+	if (pairmap_get(&cs->addr2func, addr, pid, &v)) {
+		cs->fc[h].addr = addr;
+		cs->fc[h].pid1 = (uint64_t)pid + 1;
+		cs->fc[h].func = v;
 		return v;
+	}
 	struct btr_image *img = image_of(cs, pid);
 	struct btr_symbol sym;
 	int has = img && btr_image_symbol(img, addr, &sym) == 0 && addr >= sym.addr;
@@ -643,6 +654,7 @@ int btr_callstack_event(struct btr_callstack *cs, const struct btr_stream_event 
 		}
 		/* the process's addresses mean other functions from now on */
 		pairmap_clear(&cs->addr2func);
+		memset(cs->fc, 0, sizeof(cs->fc));
 		pairmap_clear(&cs->start2func);
 		break;
 	case BTR_SEV_MODULE_UNLOAD:
@@ -650,6 +662,7 @@ int btr_callstack_event(struct btr_callstack *cs, const struct btr_stream_event 
 		/* its addresses may hold another module from now on; a cache
 		 * keyed by process must not grow with the processes */
 		pairmap_clear(&cs->addr2func);
+		memset(cs->fc, 0, sizeof(cs->fc));
 		pairmap_clear(&cs->start2func);
 		break;
 	case BTR_SEV_FLOW:

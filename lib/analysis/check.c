@@ -116,6 +116,13 @@ struct check {
 	size_t n_thr;
 	struct pairmap insn;       /* (proc<<48|addr, 0) -> kind | len << 8 | flags << 16; ~0u: no code */
 	struct pairmap callpre;    /* (proc<<48|addr, 1) -> 0/1 */
+	struct {                   /* in front of insn: most branches repeat (key + 1, 0: empty), */
+		uint64_t key;      /* with the target a direct branch encodes */
+		uint64_t target;
+		uint32_t v;
+	} ic[2048];
+	size_t last_proc;          /* index of proc_get's last answer */
+	struct thr *last_thr;
 	struct pairmap edges;      /* (from, to) of indirect transfers already judged */
 	struct pairmap links;      /* (mod << 48 | FDE start, FDE start) -> 1: one split function */
 	struct pairmap dedup;      /* (kind id << 56 ^ from, to) -> finding index */
@@ -152,10 +159,16 @@ int btr_check_severity_parse(const char *name)
 
 static struct proc *proc_get(struct check *c, uint32_t pid, size_t *idx)
 {
+	if (btr_likely(c->last_proc < c->n_procs && c->procs[c->last_proc].pid == pid)) {
+		if (idx)
+			*idx = c->last_proc;
+		return &c->procs[c->last_proc];
+	}
 	for (size_t i = 0; i < c->n_procs; i++)
 		if (c->procs[i].pid == pid) {
 			if (idx)
 				*idx = i;
+			c->last_proc = i;
 			return &c->procs[i];
 		}
 	struct proc *np = realloc(c->procs, (c->n_procs + 1) * sizeof(*np));
@@ -184,10 +197,14 @@ static const struct check_mod *mod_of(const struct check *c, const struct mappin
 
 static struct thr *thr_get(struct check *c, uint32_t tid, uint32_t pid)
 {
+	if (btr_likely(c->last_thr && c->last_thr->tid == tid)) {
+		c->last_thr->pid = pid;
+		return c->last_thr;
+	}
 	for (size_t i = 0; i < c->n_thr; i++)
 		if (c->thr[i]->tid == tid) {
 			c->thr[i]->pid = pid;
-			return c->thr[i];
+			return c->last_thr = c->thr[i];
 		}
 	struct thr **nt = realloc(c->thr, (c->n_thr + 1) * sizeof(*nt));
 	if (!nt)
@@ -317,17 +334,47 @@ static int add_finding(struct check *c, int kind, enum btr_check_severity sev, c
 #define INSN_NOCODE UINT32_MAX
 
 /* Decodes the instruction at @a in process @pi (cached). */
-static uint32_t insn_at(struct check *c, size_t pi, uint32_t pid, uint64_t a)
+/* The same, and the target a direct branch there encodes in *@target
+ * (NULL: not wanted). */
+static uint32_t insn_target_at(struct check *c, size_t pi, uint32_t pid, uint64_t a, uint64_t *target)
 {
 	uint32_t v;
 	uint64_t key = a | ((uint64_t)pi << 48);
-	if (pairmap_get(&c->insn, key, 0, &v))
-		return v;
-	struct btr_insn in;
-	int r = btr_insn_decode_image(btr_stream_image_pid(c->s, pid), a, BTR_MODE_64, &in);
-	v = r > 0 ? (uint32_t)in.kind | (uint32_t)in.len << 8 | (in.flags & 0xff) << 16 : INSN_NOCODE;
-	pairmap_put(&c->insn, key, 0, v);
+	size_t h = (size_t)(a ^ (a >> 11)) & (BTR_ARRAY_SIZE(c->ic) - 1);
+	if (btr_likely(c->ic[h].key == key + 1)) {
+		if (target)
+			*target = c->ic[h].target;
+		return c->ic[h].v;
+	}
+	struct btr_insn in = { 0 };
+	int known = pairmap_get(&c->insn, key, 0, &v);
+	int direct = known && v != INSN_NOCODE && ((v >> 16) & BTR_INSN_DIRECT);
+	if (!known || direct) {
+		/* (a direct branch's target is not in the pairmap) */
+		int r = btr_insn_decode_image(btr_stream_image_pid(c->s, pid), a, BTR_MODE_64, &in);
+		v = r > 0 ? (uint32_t)in.kind | (uint32_t)in.len << 8 | (in.flags & 0xff) << 16 : INSN_NOCODE;
+		if (!known)
+			pairmap_put(&c->insn, key, 0, v);
+	}
+	c->ic[h].key = key + 1;
+	c->ic[h].target = in.target;
+	c->ic[h].v = v;
+	if (target)
+		*target = in.target;
 	return v;
+}
+
+static uint32_t insn_at(struct check *c, size_t pi, uint32_t pid, uint64_t a)
+{
+	return insn_target_at(c, pi, pid, a, NULL);
+}
+
+/* New code at some addresses: forget what was decoded. */
+static void forget_code(struct check *c)
+{
+	pairmap_clear(&c->insn);
+	pairmap_clear(&c->callpre);
+	memset(c->ic, 0, sizeof(c->ic));
 }
 
 /* Nonzero if an instruction that ends at @a is a call (kBouncer's
@@ -805,13 +852,9 @@ static int is_user_transfer(const struct btr_branch *b)
 	}
 }
 
-static int on_branch(struct check *c, const struct btr_branch *b)
+/* One branch @b of thread @t of process @p (index @pi). */
+static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, const struct btr_branch *b)
 {
-	size_t pi;
-	struct proc *p = proc_get(c, b->pid, &pi);
-	struct thr *t = thr_get(c, b->tid, b->pid);
-	if (!p || !t)
-		return -BTR_ERR_NOMEM;
 	c->stats.branches++;
 	t->sys_next = b->kind == BTR_KIND_SYSCALL && b->from ? b->from + 2 : 0;
 	if (!is_user_transfer(b))
@@ -873,7 +916,8 @@ static int on_branch(struct check *c, const struct btr_branch *b)
 		}
 		return push_frame(c, t, b->from, FR_SIGNAL);
 	}
-	uint32_t v = insn_at(c, pi, b->pid, b->from);
+	uint64_t dtarget;
+	uint32_t v = insn_target_at(c, pi, b->pid, b->from, &dtarget);
 	if (v == INSN_NOCODE) {
 		c->stats.unknown_code++;
 		if (b->kind == BTR_KIND_CALL || b->kind == BTR_KIND_CALL_IND)
@@ -884,8 +928,9 @@ static int on_branch(struct check *c, const struct btr_branch *b)
 	}
 	int dkind = (int)(v & 0xff), dlen = (int)((v >> 8) & 0xff);
 	uint32_t dflags = v >> 16;
-	if (b->kind != BTR_KIND_NONE && btr_branch_kind_class((enum btr_branch_kind)dkind) !=
-					       btr_branch_kind_class((enum btr_branch_kind)b->kind)) {
+	if (b->kind != BTR_KIND_NONE && dkind != b->kind &&
+	    btr_branch_kind_class((enum btr_branch_kind)dkind) !=
+		    btr_branch_kind_class((enum btr_branch_kind)b->kind)) {
 		struct mapping *m = map_of(p, b->from);
 		return add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos, tsc,
 				   "the trace records a %s branch at 0x%" PRIx64 ", but the bytes %s holds there "
@@ -895,19 +940,13 @@ static int on_branch(struct check *c, const struct btr_branch *b)
 				   dkind ? btr_branch_kind_name((enum btr_branch_kind)dkind) : "no branch");
 	}
 	int kind = b->kind != BTR_KIND_NONE ? b->kind : dkind;
-	if (taken && (dflags & BTR_INSN_DIRECT)) {
-		struct btr_insn in;
-		uint8_t buf[16];
-		int n = btr_image_read(btr_stream_image_pid(c->s, b->pid), b->from, buf, (size_t)dlen);
-		if (n == dlen && btr_insn_decode(buf, (size_t)n, b->from, BTR_MODE_64, &in) > 0 &&
-		    in.target != b->to) {
-			struct mapping *m = map_of(p, b->from);
-			return add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos, tsc,
-					   "the direct %s at 0x%" PRIx64 " in %s encodes target 0x%" PRIx64
-					   ", the trace went to 0x%" PRIx64 ": the code that ran is not the file's",
-					   btr_branch_kind_name((enum btr_branch_kind)kind), b->from,
-					   m && m->path ? m->path : "the image", in.target, b->to);
-		}
+	if (taken && (dflags & BTR_INSN_DIRECT) && dtarget != b->to) {
+		struct mapping *m = map_of(p, b->from);
+		return add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos, tsc,
+				   "the direct %s at 0x%" PRIx64 " in %s encodes target 0x%" PRIx64
+				   ", the trace went to 0x%" PRIx64 ": the code that ran is not the file's",
+				   btr_branch_kind_name((enum btr_branch_kind)kind), b->from,
+				   m && m->path ? m->path : "the image", dtarget, b->to);
 	}
 	switch (kind) {
 	case BTR_KIND_CALL:
@@ -972,10 +1011,19 @@ static int a_begin(void *state, struct btr_stream *s)
 static int a_branches(void *state, const struct btr_branch *b, size_t n)
 {
 	struct check *c = state;
-	for (size_t i = 0; i < n; i++, c->pos++) {
-		int rc = on_branch(c, &b[i]);
-		if (rc < 0)
-			return rc;
+	for (size_t i = 0; i < n;) {
+		/* a run of one thread's branches shares the lookups */
+		uint32_t tid = b[i].tid, pid = b[i].pid;
+		size_t pi;
+		struct proc *p = proc_get(c, pid, &pi);
+		struct thr *t = thr_get(c, tid, pid);
+		if (!p || !t)
+			return -BTR_ERR_NOMEM;
+		for (; i < n && b[i].tid == tid && b[i].pid == pid; i++, c->pos++) {
+			int rc = on_branch(c, p, pi, t, &b[i]);
+			if (rc < 0)
+				return rc;
+		}
 	}
 	return 0;
 }
@@ -1054,8 +1102,7 @@ static int on_module(struct check *c, const struct btr_stream_event *ev)
 		m->bias = bias;
 	}
 	/* new code at these addresses: forget what was cached */
-	pairmap_clear(&c->insn);
-	pairmap_clear(&c->callpre);
+	forget_code(c);
 	return 0;
 }
 
@@ -1101,8 +1148,7 @@ static int a_event(void *state, const struct btr_stream_event *ev)
 		for (size_t i = 0; i < c->n_thr; i++)
 			if (c->thr[i]->pid == ev->pid)
 				reset_thread(c, c->thr[i]);
-		pairmap_clear(&c->insn);
-		pairmap_clear(&c->callpre);
+		forget_code(c);
 		pairmap_clear(&c->edges);
 		return 0;
 	}
@@ -1111,6 +1157,8 @@ static int a_event(void *state, const struct btr_stream_event *ev)
 			if (c->thr[i]->tid == ev->tid) {
 				end_chain(c, c->thr[i], 1);
 				emit_cand(c, c->thr[i]);
+				if (c->last_thr == c->thr[i])
+					c->last_thr = NULL;
 				free(c->thr[i]->st);
 				free(c->thr[i]);
 				c->thr[i] = c->thr[--c->n_thr];
@@ -1246,8 +1294,7 @@ static void a_destroy(void *state)
 		free(c->thr[i]);
 	}
 	free(c->thr);
-	pairmap_clear(&c->insn);
-	pairmap_clear(&c->callpre);
+	forget_code(c);
 	pairmap_clear(&c->edges);
 	pairmap_clear(&c->links);
 	pairmap_clear(&c->dedup);

@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# speed_table.sh - issue 24's speed table from one run (make bench-speed).
+#
+#   1. btr's PT flow decoder beside libxdc (warm: decoder state kept over
+#      REPS back-to-back decodes in one process): on the real hardware
+#      trace ../shared/traces/kafl-qemu (raw PT + flat code image) and on
+#      PT that btr records from gzip and python3 (--no-retcomp: libxdc
+#      cannot decode return compression).  Edges are counted as libxdc
+#      counts them (its edge callback: conditionals taken or not, direct
+#      jumps and calls, indirect transfers); libxdc's count divides every
+#      row.  "decode" is the best in-process decode of the buffer (thread
+#      CPU time); "whole" is the process's user+sys CPU time (getrusage at
+#      its end) and wall time over REPS decodes, image loading and start-up
+#      included.
+#   2. every analysis against `btr pt decode --stat` on one trace that
+#      `btr record -b qemu -- gzip -c` writes for a MB_ANALYSIS MiB file:
+#      ratio of CPU time (user+sys) and of wall time; diff reads the trace
+#      twice, so its ratio is against two decodes.
+#   3. `btr record -b qemu -- gzip -c` of MB_RECORD MiB against native,
+#      qemu-x86_64 alone and the per-TB-callback floor plugin
+#      (bench/floor_plugin.c); trace bytes per executed instruction.
+#
+# Every figure is the median of RUNS runs; peak RSS (/usr/bin/time %M) is
+# the maximum over the runs.  The machine's
+# load average is printed before each part: other work on the machine
+# inflates wall times (CPU times less so).  Never a test: timing gates
+# nothing.
+#
+# Usage: bench/speed_table.sh [RELEASE_BUILD_DIR] [RUNS]
+# Environment: REPS (decodes per process, default 30), MB_ANALYSIS (5),
+# MB_RECORD (10), PARTS (default "xdc views record").
+set -u
+build=${1:-build-release}
+runs=${2:-3}
+reps=${REPS:-30}
+mb_an=${MB_ANALYSIS:-5}
+mb_rec=${MB_RECORD:-10}
+parts=${PARTS:-xdc views record}
+here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/bench/bench_lib.sh"
+btr=$build/btr
+[ -x "$btr" ] || { echo "speed_table: $btr not built (make release)" >&2; exit 2; }
+[ -x /usr/bin/time ] || { echo "speed_table: /usr/bin/time (Debian package time) needed" >&2; exit 2; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/btr-speed.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# measure NAME CMD...: runs CMD $runs times; sets med_wall, med_cpu, max_rss
+# (KiB) and ok (0 if any run failed; its first error line in $tmp/NAME.err)
+measure() {
+  local name=$1 i walls= cpus= rss=0 w c m st
+  shift
+  ok=1
+  for i in $(seq "$runs"); do
+    bench_time "$tmp/$name.$i" "$@"
+    read -r w c m st <"$tmp/$name.$i"
+    [ "$st" = 0 ] || { ok=0; cp "$tmp/$name.$i.err" "$tmp/$name.err"; }
+    walls="$walls $w"; cpus="$cpus $c"
+    [ "$m" -gt "$rss" ] && rss=$m
+  done
+  med_wall=$(bench_median $walls)
+  med_cpu=$(bench_median $cpus)
+  max_rss=$rss
+}
+
+printf 'speed_table: %s, %s cores, %s runs per figure (medians), btr %s\n' "$(date -u '+%F %T UTC')" \
+  "$(nproc)" "$runs" "$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')"
+
+# ---------------------------------------------------------------- part 1
+if [[ " $parts " == *" xdc "* ]]; then
+  echo
+  echo "== 1. flow decode: btr beside libxdc (warm, $reps decodes per process); load $(load)"
+  if xdc_msg=$(bench_build_xdc "$build" 2>&1); then
+    xc=$build/xdc/xdc_compare
+    kafl=$here/../shared/traces/kafl-qemu
+    declare -a traces=()
+    if [ -f "$kafl/trace.pt" ] && [ -f "$kafl/code.bin" ] && [ -f "$kafl/range" ]; then
+      read -r lo hi <"$kafl/range"
+      traces+=("kafl-qemu|--raw $kafl/trace.pt $kafl/code.bin $lo $lo $hi")
+    else
+      echo "(kafl-qemu: $kafl not present, skipped)"
+    fi
+    bench_text "$tmp/xdc_input" 1.2
+    bench_pyprog "$tmp/prog.py"
+    "$btr" record -q -b qemu --no-retcomp -o "$tmp/gzip.btr" -- gzip -c "$tmp/xdc_input" >/dev/null 2>&1 &&
+      traces+=("gzip|$tmp/gzip.btr") || echo "(recording gzip failed)"
+    "$btr" record -q -b qemu --no-retcomp -o "$tmp/python3.btr" -- /usr/bin/python3 "$tmp/prog.py" \
+      >/dev/null 2>&1 && traces+=("python3|$tmp/python3.btr") || echo "(recording python3 failed)"
+    printf '%-10s %-10s %9s %9s %9s %9s %9s %8s\n' trace decoder edges "decode" "whole" "whole" \
+      "xdc/btr" "rss"
+    printf '%-10s %-10s %9s %9s %9s %9s %9s %8s\n' "" "" "" "cpu ns/e" "cpu ns/e" "wall ns/e" \
+      "(whole)" "MiB"
+    for tr in "${traces[@]}"; do
+      tname=${tr%%|*}; targs=${tr#*|}
+      declare -A cpu_ne=()
+      div=
+      for m in xdc-cb btr-batch btr-cb xdc-bitmap; do
+        measure "xdc_${tname}_$m" "$xc" $targs "$reps" "$m"
+        if [ "$ok" = 0 ]; then
+          echo "$tname $m: failed: $(head -1 "$tmp/xdc_${tname}_$m.err")"; continue
+        fi
+        # stdout of each run: mode, PT bytes, edges, best decode seconds, RSS
+        read -r _ _ edges _ _ <"$tmp/xdc_${tname}_$m.1.out"
+        best=$(bench_median $(cat "$tmp/xdc_${tname}_$m".*.out | awk '{ print $6 }'))
+        # whole-process CPU as the process measured it (time(1) rounds to 10 ms)
+        med_cpu=$(bench_median $(cat "$tmp/xdc_${tname}_$m".*.out | awk '{ print $7 }'))
+        [ -z "$div" ] && div=$edges   # libxdc's edge count (xdc-cb runs first)
+        cpu_ne[$m]=$(awk -v c="$med_cpu" -v r="$reps" -v d="$div" 'BEGIN { printf "%.2f", c * 1e9 / r / d }')
+        ratio=-
+        [ "$m" != xdc-cb ] && [ -n "${cpu_ne[xdc-cb]:-}" ] &&
+          ratio=$(awk -v a="${cpu_ne[xdc-cb]}" -v b="${cpu_ne[$m]}" 'BEGIN { printf "%.2fx", a / b }')
+        awk -v t="$tname" -v m="$m" -v e="$edges" -v b="$best" -v d="$div" -v c="${cpu_ne[$m]}" \
+            -v w="$med_wall" -v r="$reps" -v x="$ratio" -v rss="$max_rss" 'BEGIN {
+          printf "%-10s %-10s %9d %9.2f %9.2f %9.2f %9s %8.1f\n", t, m, e, b * 1e9 / d, c,
+                 w * 1e9 / r / d, x, rss / 1024 }'
+      done
+      unset cpu_ne
+    done
+    echo "goal: btr whole process >= 1.2x faster than libxdc warm (xdc/btr of btr-batch >= 1.20x) on every real hardware trace"
+  else
+    echo "libxdc comparison skipped: $(echo "$xdc_msg" | tail -1)"
+  fi
+fi
+
+# ---------------------------------------------------------------- part 2
+if [[ " $parts " == *" views "* ]]; then
+  echo
+  bench_text "$tmp/an_input" "$mb_an"
+  "$btr" record -q -b qemu -o "$tmp/an.btr" -- gzip -c "$tmp/an_input" >/dev/null 2>&1 ||
+    { echo "speed_table: recording gzip for the analyses failed" >&2; exit 3; }
+  hot=$("$btr" report --format json --top 1 "$tmp/an.btr" 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+f = d.get("functions") or d.get("hot_functions") or []
+print(f[0].get("name") or f[0].get("symbol") if f else "")' 2>/dev/null)
+  [ -n "$hot" ] || hot=$("$btr" report --top 1 "$tmp/an.btr" | awk '/^top functions/ { getline; print $4; exit }')
+  echo "== 2. analyses against decode: btr record -b qemu -- gzip -c of $mb_an MiB" \
+    "($(stat -c %s "$tmp/an.btr") bytes; hottest function $hot); load $(load)"
+  measure decode "$btr" pt decode --stat "$tmp/an.btr"
+  dec_cpu=$med_cpu; dec_wall=$med_wall
+  br=$("$btr" pt decode --stat "$tmp/an.btr" 2>/dev/null | awk '$1 == "branches" { print $2 }')
+  printf '%-10s %8s %8s %7s %7s %8s  %s\n' view "cpu s" "wall s" "x cpu" "x wall" "rss MiB" goal
+  printf '%-10s %8.3f %8.3f %7s %7s %8.1f  (%s branches, %.2f ns/branch cpu)\n' decode "$dec_cpu" \
+    "$dec_wall" 1.00 1.00 "$(echo "$max_rss / 1024" | bc -l)" "$br" \
+    "$(echo "$dec_cpu * 1000000000 / $br" | bc -l)"
+  # view|goal|args ('T' is the trace)
+  for v in "report|1.3|report T" "cov|1.3|cov T -o $tmp/o.drcov" \
+           "cfg|1.3|cfg T --function $hot -o $tmp/o.dot" "annotate|1.3|annotate T --function $hot" \
+           "bolt|1.3|bolt T -o $tmp/o.fdata" "diff|1.3|diff T T" \
+           "flame|1.6|flame T -o $tmp/o.folded" "pprof|1.6|pprof T -o $tmp/o.pb.gz" \
+           "callgraph|1.6|callgraph T" "check|2.0|check T"; do
+    name=${v%%|*}; rest=${v#*|}; goal=${rest%%|*}; args=${rest#*|}
+    args=${args//T/$tmp/an.btr}
+    # shellcheck disable=SC2086
+    measure "v_$name" "$btr" $args
+    if [ "$ok" = 0 ]; then
+      echo "$name: failed: $(head -1 "$tmp/v_$name.err")"; continue
+    fi
+    n=1; [ "$name" = diff ] && n=2
+    awk -v v="$name" -v c="$med_cpu" -v w="$med_wall" -v dc="$dec_cpu" -v dw="$dec_wall" -v n="$n" \
+        -v rss="$max_rss" -v g="$goal" 'BEGIN {
+      xc = c / (n * dc); xw = w / (n * dw)
+      printf "%-10s %8.3f %8.3f %7.2f %7.2f %8.1f  <= %.1fx %s%s\n", v, c, w, xc, xw, rss / 1024, g,
+             xc <= g ? "met" : "NOT met", n == 2 ? " (two traces: against 2 decodes)" : "" }'
+  done
+fi
+
+# ---------------------------------------------------------------- part 3
+if [[ " $parts " == *" record "* ]]; then
+  echo
+  gz=$(command -v gzip)
+  bench_text "$tmp/rec_input" "$mb_rec"
+  echo "== 3. recording: $gz -c of $mb_rec MiB; load $(load)"
+  printf '%-32s %8s %8s %8s %8s %8s\n' method "wall s" "cpu s" "x wall" "x cpu" "rss MiB"
+  row() { # label
+    awk -v l="$1" -v w="$med_wall" -v c="$med_cpu" -v nw="$nat_wall" -v nc="$nat_cpu" -v r="$max_rss" \
+      'BEGIN { printf "%-32s %8.3f %8.3f %8.2f %8.2f %8.1f\n", l, w, c, w / nw, c / nc, r / 1024 }'
+  }
+  measure native "$gz" -c "$tmp/rec_input"
+  nat_wall=$med_wall; nat_cpu=$med_cpu
+  row native
+  measure record "$btr" record -q -b qemu -o "$tmp/rec.btr" -- "$gz" -c "$tmp/rec_input"
+  rec_wall=$med_wall; rec_cpu=$med_cpu
+  row "btr record -b qemu"
+  if command -v qemu-x86_64 >/dev/null; then
+    measure qemu qemu-x86_64 "$gz" -c "$tmp/rec_input"
+    row "qemu-x86_64 alone"
+    if bench_floor_plugin "$tmp/floor.so" 2>"$tmp/cc.err"; then
+      measure floor qemu-x86_64 -plugin "$tmp/floor.so" "$gz" -c "$tmp/rec_input"
+      row "qemu + per-TB callback (floor)"
+      measure floor2 qemu-x86_64 -plugin "$tmp/floor.so,count" "$gz" -c "$tmp/rec_input"
+      row "  + TB-completion counter"
+    else
+      echo "floor plugin: not built: $(head -1 "$tmp/cc.err")"
+    fi
+  fi
+  tsize=$(stat -c %s "$tmp/rec.btr" 2>/dev/null || echo 0)
+  insns=$("$btr" pt decode --stat "$tmp/rec.btr" 2>/dev/null | awk '$1 == "instructions" { print $2 }')
+  # judged on CPU time too: on a loaded machine native wall time stretches
+  # (gzip waits for a core) far more than its CPU time
+  awk -v s="$tsize" -v i="${insns:-0}" -v w="$rec_wall" -v nw="$nat_wall" -v c="$rec_cpu" \
+      -v nc="$nat_cpu" 'BEGIN {
+    printf "trace %d bytes, %d instructions: %.4f B/insn\n", s, i, i ? s / i : 0
+    printf "goals: record <= 4x native (wall %.2fx: %s; cpu %.2fx: %s), <= 0.2 B/insn (%s)\n",
+           w / nw, w / nw <= 4 ? "met" : "NOT met", c / nc, c / nc <= 4 ? "met" : "NOT met",
+           i && s / i <= 0.2 ? "met" : "NOT met" }'
+fi
+echo
+echo "load at the end: $(load)"
