@@ -780,8 +780,11 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	if (opts->attach_pid <= 0 && (rc = btr_capture_check_command(opts->argv[0], cmd, sizeof(cmd))) < 0)
 		return rc;
 	struct rec r = { .o = opts, .res = res };
+	const struct btr_filter *bf = BTR_OPTS_GET(opts, branch_filter, NULL);
 	btr_filter_all(&r.filter);
-	if (opts->filter && (rc = btr_filter_parse(opts->filter, &r.filter)) < 0)
+	if (bf)
+		r.filter = *bf;
+	else if (opts->filter && (rc = btr_filter_parse(opts->filter, &r.filter)) < 0)
 		return rc;
 	char why[200] = "", agent[PATH_MAX] = "";
 	const char *no_inproc = NULL;
