@@ -53,7 +53,7 @@ static void read_maps(uint64_t first_pc)
 		exe[0] = 0;
 	uint64_t sc = qemu_plugin_start_code();
 	g.exe_mapped = 1;
-	FILE *f = fopen("/proc/self/maps", "re");
+	FILE *f = btr_procmaps_open(0);
 	if (!f)
 		return;
 	char line[PATH_MAX + 128];
@@ -65,16 +65,10 @@ static void read_maps(uint64_t first_pc)
 	/* Two passes: find the loader's path, then the bases. */
 	for (int pass = 0; pass < 2; pass++) {
 		rewind(f);
-		while (fgets(line, sizeof(line), f)) {
-			unsigned long long lo, hi, off;
-			char perm[8];
-			int pos = 0;
-			if (sscanf(line, "%llx-%llx %7s %llx %*s %*s%n", &lo, &hi, perm, &off, &pos) < 4)
-				continue;
-			char *path = line + pos;
-			while (*path == ' ')
-				path++;
-			path[strcspn(path, "\n")] = 0;
+		struct btr_procmap pm;
+		while (btr_procmaps_next(f, line, sizeof(line), &pm)) {
+			unsigned long long lo = pm.start, hi = pm.end, off = pm.off;
+			const char *path = pm.file;
 			if (path[0] != '/')
 				continue;
 			m->lo = lo - g.guest_base;

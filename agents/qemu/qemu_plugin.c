@@ -96,6 +96,7 @@
 #include "qemu_exec.h"
 #include "qemu_plugin_api.h"
 #include "qemu_state.h"
+#include "procmaps.h"
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = BTR_QEMU_PLUGIN_VERSION;
 

@@ -50,6 +50,7 @@
 #include "btr/insn.h"
 #include "btr/trace.h"
 #include "internal.h"
+#include "agent/procmaps.h"
 #include "output.h"
 
 #include <ctype.h>
@@ -295,9 +296,9 @@ static int resolve_addr(struct rec *r, struct proc *p, const char *what, uint64_
 	if (btr_image_new(&img) < 0)
 		return -BTR_ERR_NOMEM;
 	char line[4096 + 128];
-	FILE *f = step_maps_open(p->pid);
-	struct step_map m;
-	while (f && step_maps_next(f, line, sizeof(line), &m)) {
+	FILE *f = btr_procmaps_open(p->pid);
+	struct btr_procmap m;
+	while (f && btr_procmaps_next(f, line, sizeof(line), &m)) {
 		uint64_t bias;
 		if (m.perm[2] == 'x' && m.file[0] == '/' && btr_elf_load_bias(m.file, m.start, m.off, &bias) == 0)
 			btr_image_add_elf(img, m.file, bias, 0);
