@@ -52,22 +52,29 @@ static const struct cli_cmd cmd = {
 	2, 2, "two traces A and B expected", "two traces A and B expected",
 };
 
-/* "main+0x15 (t.c:17)" or "libc.so.6+0x2a1c0" or "0x7f..." */
-static void loc_text(FILE *out, const struct btr_dv_loc *l)
+void cli_dv_loc_str(const struct btr_dv_loc *l, char *buf, size_t size)
 {
 	const char *base = l->module ? strrchr(l->module, '/') : NULL;
 	base = base ? base + 1 : l->module;
-	size_t bl = base ? strlen(base) : 0;
+	size_t bl = base ? strlen(base) : 0, n;
 	/* a function without a symbol is named "module+0xOFF": print the
 	 * address as module+offset then, not "module+0xOFF+0xoff" */
 	if (l->func && !(base && !strncmp(l->func, base, bl) && !strncmp(l->func + bl, "+0x", 3)))
-		fprintf(out, "%s+0x%" PRIx64, l->func, l->func_off);
+		n = (size_t)snprintf(buf, size, "%s+0x%" PRIx64, l->func, l->func_off);
 	else if (l->module)
-		fprintf(out, "%s+0x%" PRIx64, base, l->offset);
+		n = (size_t)snprintf(buf, size, "%s+0x%" PRIx64, base, l->offset);
 	else
-		fprintf(out, "0x%" PRIx64, l->addr);
-	if (l->file)
-		fprintf(out, " (%s:%d)", strrchr(l->file, '/') ? strrchr(l->file, '/') + 1 : l->file, l->line);
+		n = (size_t)snprintf(buf, size, "0x%" PRIx64, l->addr);
+	if (l->file && n < size)
+		snprintf(buf + n, size - n, " (%s:%d)", strrchr(l->file, '/') ? strrchr(l->file, '/') + 1 : l->file,
+			 l->line);
+}
+
+static void loc_text(FILE *out, const struct btr_dv_loc *l)
+{
+	char buf[1024];
+	cli_dv_loc_str(l, buf, sizeof(buf));
+	fputs(buf, out);
 }
 
 static void branch_text(FILE *out, const struct btr_dv_branch *b)
