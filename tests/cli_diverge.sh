@@ -54,6 +54,8 @@ check "loop --all: B's 4 more rounds are more than A's exit ($ra < $rb)" [ "$ra"
 
 dv i-a.btr i-b.btr >i.out; rc=$?
 check "indirect: 3 and 7 both call odd(): the same ($rc)" [ $rc -eq 0 ] && grep -q 'the same' i.out
+"$btr" diverge --module nosuch i-a.btr i-b.btr >none.out
+check "a module no branch comes from: nothing compared, and it says so" grep -q '(0 compared: those from the chosen modules)' none.out
 dv i-a.btr i-c.btr >i2.out
 read -r fa ia na < <(where A i2.out)
 check "indirect: 3 and 4 part at the call on line 65 ($fa)" [ "$fa" = main:65 ]

@@ -112,7 +112,7 @@ static void stack_text(FILE *out, const char *name, const struct btr_dv_side *s)
 	}
 }
 
-static void text(FILE *out, const struct btr_diverge_result *r)
+static void text(FILE *out, const struct btr_diverge_result *r, int modules)
 {
 	for (size_t i = 0; i < r->n_threads; i++) {
 		const struct btr_dv_thread *t = &r->threads[i];
@@ -123,8 +123,11 @@ static void text(FILE *out, const struct btr_diverge_result *r)
 			continue;
 		}
 		if (!t->diverged) {
-			fprintf(out, "the same %" PRIu64 " branches, %" PRIu64 " instructions\n", t->branches_a,
+			fprintf(out, "the same %" PRIu64 " branches, %" PRIu64 " instructions", t->branches_a,
 				t->insns_a);
+			if (modules)
+				fprintf(out, " (%" PRIu64 " compared: those from the chosen modules)", t->compared);
+			fputc('\n', out);
 			continue;
 		}
 		const struct btr_dv_region *f = &t->regions[0];
@@ -225,9 +228,9 @@ static void json(FILE *out, const char *a, const char *b, const struct btr_diver
 		const struct btr_dv_thread *t = &r->threads[i];
 		fprintf(out, "%s\n    {\"a\": {\"pid\": %u, \"tid\": %u, \"branches\": %" PRIu64 ", \"instructions\": %" PRIu64
 			"}, \"b\": {\"pid\": %u, \"tid\": %u, \"branches\": %" PRIu64 ", \"instructions\": %" PRIu64
-			"}, \"diverged\": %s, \"regions\": [",
+			"}, \"diverged\": %s, \"compared\": %" PRIu64 ", \"regions\": [",
 			i ? "," : "", t->pid_a, t->tid_a, t->branches_a, t->insns_a, t->pid_b, t->tid_b, t->branches_b,
-			t->insns_b, t->diverged ? "true" : "false");
+			t->insns_b, t->diverged ? "true" : "false", t->compared);
 		for (size_t k = 0; k < t->n_regions; k++) {
 			const struct btr_dv_region *g = &t->regions[k];
 			fprintf(out, "%s\n      {\"a\": ", k ? "," : "");
@@ -328,7 +331,7 @@ int cmd_diverge(int argc, char **argv)
 	if (as_json)
 		json(stdout, argv[first], argv[first + 1], r);
 	else
-		text(stdout, r);
+		text(stdout, r, o.n_modules > 0);
 	int diverged = 0;
 	for (size_t i = 0; i < r->n_threads; i++)
 		diverged |= r->threads[i].diverged;
