@@ -684,6 +684,8 @@ static int compare(struct side *a, struct side *b, const struct btr_diverge_opts
 		if (ea->type == E_END && eb->type == E_END)
 			break;
 		if (ea->type == E_BRANCH && same(ea, eb)) {
+			if (!t->diverged)
+				t->compared++;
 			ring_put(&ra, ea);
 			ring_put(&rb, eb);
 			stack_step(sa, ea);

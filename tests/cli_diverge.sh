@@ -5,7 +5,8 @@
 # two runs under ASLR) - the first divergence is the line the source marks
 # DIVERGE, at the same branch and instruction count in both runs; --all
 # meets again after the loop and the region holds exactly the extra
-# instructions; JSON parses; bad input gets one line.
+# instructions; JSON parses; report --html --diff shows both stacks side by
+# side; bad input gets one line.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -53,6 +54,8 @@ check "loop --all: B's 4 more rounds are more than A's exit ($ra < $rb)" [ "$ra"
 
 dv i-a.btr i-b.btr >i.out; rc=$?
 check "indirect: 3 and 7 both call odd(): the same ($rc)" [ $rc -eq 0 ] && grep -q 'the same' i.out
+"$btr" diverge --module nosuch i-a.btr i-b.btr >none.out
+check "a module no branch comes from: nothing compared, and it says so" grep -q '(0 compared: those from the chosen modules)' none.out
 dv i-a.btr i-c.btr >i2.out
 read -r fa ia na < <(where A i2.out)
 check "indirect: 3 and 4 part at the call on line 65 ($fa)" [ "$fa" = main:65 ]
@@ -95,6 +98,13 @@ if "$btr" info | grep -q '^step  yes'; then
 else
   note "step backend unusable here: ASLR case not checked"
 fi
+
+# the HTML report with --diff B shows both sides of the first divergence next to each other
+"$btr" report --html html d-a.btr --diff d-b.btr >/dev/null 2>&1
+check "report --html --diff: a section where the runs parted" grep -q 'id="divergence"' html/index.html
+check "  both sides at leaf's line 19, side by side" \
+  bash -c "grep -o '<tr><td>branch [0-9]*, [0-9]* instructions: leaf+0x[0-9a-f]* (diverge.c:19)[^<]*</td><td>branch [0-9]*, [0-9]* instructions: leaf+0x[0-9a-f]* (diverge.c:19)' html/index.html | grep -q ."
+check "  the stacks side by side (mid in both columns)" grep -q '<tr><td>mid+0x0 (diverge.c:23)</td><td>mid+0x0 (diverge.c:23)</td></tr>' html/index.html
 
 # bad input
 "$btr" diverge d-a.btr 2>err; rc=$?

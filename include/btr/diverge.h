@@ -97,6 +97,9 @@ struct btr_dv_thread {
 	struct btr_dv_region *regions;         /* the first divergence, then (--all) the others */
 	size_t n_regions;
 	int regions_cut;           /* more regions than opts.max_regions */
+	uint64_t compared;         /* branch pairs compared equal before the first divergence
+				    * (all of them without opts.modules; 0 if none was from
+				    * the chosen modules) */
 };
 
 struct btr_diverge_result {

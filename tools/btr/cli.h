@@ -210,6 +210,12 @@ int cli_report_html(const char *file, struct cli_stream *cs, const char *dir, co
 BTR_COMMANDS(X)
 #undef X
 
+/* A place of btr diverge's result as "main+0x15 (t.c:17)", "libc.so.6+0x2a1c0"
+ * or "0x7f...", into @buf (@size bytes; cmd_diverge.c: the text output and
+ * the HTML report's side-by-side view share it). */
+struct btr_dv_loc;
+void cli_dv_loc_str(const struct btr_dv_loc *l, char *buf, size_t size);
+
 /* `btr pt decode` (cmd_pt_decode.c), dispatched by cmd_pt.c; weak like the
  * commands above. */
 int cmd_pt_decode(int argc, char **argv) __attribute__((weak));

@@ -52,22 +52,29 @@ static const struct cli_cmd cmd = {
 	2, 2, "two traces A and B expected", "two traces A and B expected",
 };
 
-/* "main+0x15 (t.c:17)" or "libc.so.6+0x2a1c0" or "0x7f..." */
-static void loc_text(FILE *out, const struct btr_dv_loc *l)
+void cli_dv_loc_str(const struct btr_dv_loc *l, char *buf, size_t size)
 {
 	const char *base = l->module ? strrchr(l->module, '/') : NULL;
 	base = base ? base + 1 : l->module;
-	size_t bl = base ? strlen(base) : 0;
+	size_t bl = base ? strlen(base) : 0, n;
 	/* a function without a symbol is named "module+0xOFF": print the
 	 * address as module+offset then, not "module+0xOFF+0xoff" */
 	if (l->func && !(base && !strncmp(l->func, base, bl) && !strncmp(l->func + bl, "+0x", 3)))
-		fprintf(out, "%s+0x%" PRIx64, l->func, l->func_off);
+		n = (size_t)snprintf(buf, size, "%s+0x%" PRIx64, l->func, l->func_off);
 	else if (l->module)
-		fprintf(out, "%s+0x%" PRIx64, base, l->offset);
+		n = (size_t)snprintf(buf, size, "%s+0x%" PRIx64, base, l->offset);
 	else
-		fprintf(out, "0x%" PRIx64, l->addr);
-	if (l->file)
-		fprintf(out, " (%s:%d)", strrchr(l->file, '/') ? strrchr(l->file, '/') + 1 : l->file, l->line);
+		n = (size_t)snprintf(buf, size, "0x%" PRIx64, l->addr);
+	if (l->file && n < size)
+		snprintf(buf + n, size - n, " (%s:%d)", strrchr(l->file, '/') ? strrchr(l->file, '/') + 1 : l->file,
+			 l->line);
+}
+
+static void loc_text(FILE *out, const struct btr_dv_loc *l)
+{
+	char buf[1024];
+	cli_dv_loc_str(l, buf, sizeof(buf));
+	fputs(buf, out);
 }
 
 static void branch_text(FILE *out, const struct btr_dv_branch *b)
@@ -105,7 +112,7 @@ static void stack_text(FILE *out, const char *name, const struct btr_dv_side *s)
 	}
 }
 
-static void text(FILE *out, const struct btr_diverge_result *r)
+static void text(FILE *out, const struct btr_diverge_result *r, int modules)
 {
 	for (size_t i = 0; i < r->n_threads; i++) {
 		const struct btr_dv_thread *t = &r->threads[i];
@@ -116,8 +123,11 @@ static void text(FILE *out, const struct btr_diverge_result *r)
 			continue;
 		}
 		if (!t->diverged) {
-			fprintf(out, "the same %" PRIu64 " branches, %" PRIu64 " instructions\n", t->branches_a,
+			fprintf(out, "the same %" PRIu64 " branches, %" PRIu64 " instructions", t->branches_a,
 				t->insns_a);
+			if (modules)
+				fprintf(out, " (%" PRIu64 " compared: those from the chosen modules)", t->compared);
+			fputc('\n', out);
 			continue;
 		}
 		const struct btr_dv_region *f = &t->regions[0];
@@ -218,9 +228,9 @@ static void json(FILE *out, const char *a, const char *b, const struct btr_diver
 		const struct btr_dv_thread *t = &r->threads[i];
 		fprintf(out, "%s\n    {\"a\": {\"pid\": %u, \"tid\": %u, \"branches\": %" PRIu64 ", \"instructions\": %" PRIu64
 			"}, \"b\": {\"pid\": %u, \"tid\": %u, \"branches\": %" PRIu64 ", \"instructions\": %" PRIu64
-			"}, \"diverged\": %s, \"regions\": [",
+			"}, \"diverged\": %s, \"compared\": %" PRIu64 ", \"regions\": [",
 			i ? "," : "", t->pid_a, t->tid_a, t->branches_a, t->insns_a, t->pid_b, t->tid_b, t->branches_b,
-			t->insns_b, t->diverged ? "true" : "false");
+			t->insns_b, t->diverged ? "true" : "false", t->compared);
 		for (size_t k = 0; k < t->n_regions; k++) {
 			const struct btr_dv_region *g = &t->regions[k];
 			fprintf(out, "%s\n      {\"a\": ", k ? "," : "");
@@ -321,7 +331,7 @@ int cmd_diverge(int argc, char **argv)
 	if (as_json)
 		json(stdout, argv[first], argv[first + 1], r);
 	else
-		text(stdout, r);
+		text(stdout, r, o.n_modules > 0);
 	int diverged = 0;
 	for (size_t i = 0; i < r->n_threads; i++)
 		diverged |= r->threads[i].diverged;

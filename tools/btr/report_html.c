@@ -122,6 +122,8 @@ struct page {
 	const struct btr_report_result *res;
 	struct btr_analysis *bl, *cov, *bd;
 	unsigned top;
+	const struct btr_diverge_result *dv;   /* --diff: where the runs parted */
+	const char *dv_module;                 /* the program whose branches were compared */
 };
 
 static void coverage_table(FILE *f, struct page *p)
@@ -273,6 +275,100 @@ static void block_rows(FILE *f, const struct btr_report_result *r, int runtime, 
 	}
 }
 
+/* With --diff B: where the two runs first parted, per thread pair, both
+ * sides next to each other (btr diverge's first divergence, the program's
+ * own branches compared: docs/diverge.md), and every divergent region. */
+static void dv_cell(FILE *f, const struct btr_dv_loc *l)
+{
+	char buf[1024];
+	cli_dv_loc_str(l, buf, sizeof(buf));
+	fprintf(f, "<td>");
+	btr_xml_str(f, buf);
+	fprintf(f, "</td>");
+}
+
+static void dv_side_cell(FILE *f, const struct btr_dv_side *s)
+{
+	char a[1024], b[1024];
+	if (s->ended || s->gap) {
+		fprintf(f, "<td>%s</td>", s->ended ? "the thread ended" : "trace data lost here");
+		return;
+	}
+	cli_dv_loc_str(&s->at.from, a, sizeof(a));
+	cli_dv_loc_str(&s->at.to, b, sizeof(b));
+	fprintf(f, "<td>branch %" PRIu64 ", %" PRIu64 " instructions: ", s->at.index, s->at.insns);
+	btr_xml_str(f, a);
+	fprintf(f, " &rarr; ");
+	btr_xml_str(f, b);
+	fprintf(f, " (%s%s)</td>", btr_branch_kind_name(s->at.kind), s->at.taken ? "" : ", not taken");
+}
+
+static void divergence_section(FILE *f, const struct page *p)
+{
+	fprintf(f, "<section id=\"divergence\"><h2>Where the runs parted</h2>\n");
+	const struct btr_diverge_result *d = p->dv;
+	if (!d) {
+		fprintf(f, "<p>Not compared (the traces could not be compared branch by branch).</p></section>\n");
+		return;
+	}
+	if (p->dv_module) {
+		fprintf(f, "<p>The first branch of ");
+		btr_xml_str(f, p->dv_module);
+		fprintf(f, " whose outcome differs between ");
+		btr_xml_str(f, p->file);
+		fprintf(f, " (A) and ");
+		btr_xml_str(f, p->diff);
+		fprintf(f, " (B), for each pair of matching threads (btr diverge).</p>\n");
+	}
+	for (size_t i = 0; i < d->n_threads; i++) {
+		const struct btr_dv_thread *t = &d->threads[i];
+		fprintf(f, "<h3>Thread A %" PRIu32 " / B %" PRIu32 "</h3>\n", t->tid_a, t->tid_b);
+		if (!t->tid_a || !t->tid_b) {
+			fprintf(f, "<p>Only in %s.</p>\n", t->tid_a ? "A" : "B");
+			continue;
+		}
+		if (!t->diverged) {
+			fprintf(f, "<p>The same %" PRIu64 " branches.</p>\n", t->branches_a);
+			continue;
+		}
+		const struct btr_dv_region *g = &t->regions[0];
+		fprintf(f, "<table class=\"diverge\"><tr><th>A</th><th>B</th></tr>\n<tr>");
+		dv_side_cell(f, &g->a);
+		dv_side_cell(f, &g->b);
+		fprintf(f, "</tr>\n<tr><th>stack A</th><th>stack B</th></tr>\n");
+		size_t depth = g->a.depth > g->b.depth ? g->a.depth : g->b.depth;
+		for (size_t k = 0; k < depth; k++) {
+			fprintf(f, "<tr>");
+			if (k < g->a.depth)
+				dv_cell(f, &g->a.stack[k]);
+			else
+				fprintf(f, "<td></td>");
+			if (k < g->b.depth)
+				dv_cell(f, &g->b.stack[k]);
+			else
+				fprintf(f, "<td></td>");
+			fprintf(f, "</tr>\n");
+		}
+		fprintf(f, "</table>\n");
+		if (t->n_regions > 1 || g->resynced) {
+			fprintf(f, "<table class=\"regions\"><tr><th>region</th><th>A instructions</th>"
+				   "<th>B instructions</th><th>met again at</th></tr>\n");
+			for (size_t k = 0; k < t->n_regions; k++) {
+				const struct btr_dv_region *x = &t->regions[k];
+				fprintf(f, "<tr><td>%zu</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td>", k + 1, x->a_insns,
+					x->b_insns);
+				if (x->resynced)
+					dv_cell(f, &x->sync);
+				else
+					fprintf(f, "<td>did not meet again</td>");
+				fprintf(f, "</tr>\n");
+			}
+			fprintf(f, "</table>\n");
+		}
+	}
+	fprintf(f, "</section>\n");
+}
+
 static int write_page(void *ctx, FILE *f)
 {
 	struct page *p = ctx;
@@ -294,7 +390,8 @@ static int write_page(void *ctx, FILE *f)
 	}
 	fprintf(f, "</p>\n<nav><a href=\"#summary\">Summary</a><a href=\"#threads\">Threads</a>"
 		   "<a href=\"#functions\">Hot functions</a><a href=\"#blocks\">Hot blocks</a>"
-		   "<a href=\"#coverage\">Coverage</a></nav>\n");
+		   "<a href=\"#coverage\">Coverage</a>%s</nav>\n",
+		p->diff ? "<a href=\"#divergence\">Where the runs parted</a>" : "");
 	fprintf(f, "<section id=\"summary\"><h2>Summary</h2><table id=\"summary-table\">\n");
 	fprintf(f, "<tr><td>backend</td><td>");
 	btr_xml_str(f, r->backend);
@@ -352,6 +449,8 @@ static int write_page(void *ctx, FILE *f)
 			}
 	fprintf(f, "</section>\n");
 	coverage_table(f, p);
+	if (p->diff)
+		divergence_section(f, p);
 	fprintf(f, "</body></html>\n");
 	return ferror(f) ? -BTR_ERR_IO : 0;
 }
@@ -400,8 +499,22 @@ int cli_report_html(const char *file, struct cli_stream *cs, const char *dir, co
 		rc = EXIT_RUNTIME;
 		goto out;
 	}
-	struct page p = { file, diff, btr_report_get(r), bl, cov, bd, top };
+	struct page p = { file, diff, btr_report_get(r), bl, cov, bd, top, NULL, NULL };
+	struct btr_diverge_result *dv = NULL;
+	if (diff) {
+		/* the program's own branches: the loader and libc part ways
+		 * by machine and alignment (docs/diverge.md) */
+		const struct btr_report_result *res = p.res;
+		const char *prog = res->n_processes && res->processes[0].path[0] ? res->processes[0].path : NULL;
+		struct btr_diverge_opts dopts = { .sz = sizeof(dopts), .sopts = &cs->so, .all = 1, .max_regions = 20,
+						  .modules = prog ? &prog : NULL, .n_modules = prog ? 1 : 0 };
+		if (btr_diverge(file, diff, &dopts, &dv) == 0) {
+			p.dv = dv;
+			p.dv_module = prog;
+		}
+	}
 	rc = cli_write_file(&out, write_page, &p);
+	btr_diverge_free(dv);
 	if (rc == EXIT_OK && lost)
 		rc = EXIT_RUNTIME;
 out:
