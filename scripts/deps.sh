@@ -39,6 +39,7 @@ pkgs="
   libxml2-utils
   chromium
   nodejs
+  luajit
 "
 missing=""
 for p in $pkgs; do
