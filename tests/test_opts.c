@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "btr/callstack.h"
+#include "btr/capture.h"
 #include "btr/error.h"
+#include "btr/report.h"
 #include "btr/stream.h"
 #include "btr/trace.h"
 #include "check.h"
@@ -96,6 +98,35 @@ static void public_functions(void)
 		btr_trace_writer_abort(w);
 	close(fd);
 	unlink(path);
+
+	/* the report's options and the stream options btr_report_trace takes */
+	struct btr_report *r = NULL;
+	struct { struct btr_report_opts o; uint64_t more; } rbig = { { .sz = sizeof(rbig) }, 0 };
+	CHECK_EQ(btr_report_new(&rbig.o, &r), 0);
+	btr_report_free(r);
+	r = NULL;
+	rbig.more = 1;
+	CHECK_EQ(btr_report_new(&rbig.o, &r), -BTR_ERR_INVAL);
+	struct btr_report_opts ro = { .sz = BTR_OFFSETOFEND(struct btr_report_opts, top) };   /* first version */
+	CHECK_EQ(btr_report_new(&ro, &r), 0);
+	btr_report_free(r);
+	r = NULL;
+	so.sz = 0;
+	CHECK_EQ(btr_report_trace("/nonexistent.btr", &so, NULL, &r, NULL), -BTR_ERR_INVAL);
+
+	/* the perf recorders: an option struct of an unknown size is refused
+	 * before anything is probed or started */
+	struct btr_capture_result res;
+	char *argv[] = { "true", NULL };
+	struct btr_capture_opts cap = { .sz = 0, .output = path, .argv = argv };
+	CHECK_EQ(btr_pt_record(&cap, &res), -BTR_ERR_INVAL);
+	CHECK_EQ(btr_bts_record(&cap, &res), -BTR_ERR_INVAL);
+	CHECK_EQ(btr_lbr_record(&cap, &res), -BTR_ERR_INVAL);
+	struct { struct btr_capture_opts o; uint64_t more; } capbig = { { .sz = sizeof(capbig), .output = path, .argv = argv }, 1 };
+	CHECK_EQ(btr_pt_record(&capbig.o, &res), -BTR_ERR_INVAL);
+	CHECK_EQ(btr_bts_record(&capbig.o, &res), -BTR_ERR_INVAL);
+	CHECK_EQ(btr_lbr_record(&capbig.o, &res), -BTR_ERR_INVAL);
+	CHECK(access(path, F_OK) != 0);   /* nothing written */
 }
 
 int main(void)

@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "btr/capture.h"
+#include "btr/branch.h"
 #include "btr/error.h"
 #include "btr/stream.h"
 #include "btr/trace.h"
@@ -434,6 +435,60 @@ static void test_fork_exec(void)
 	unlink("step_fork.btr");
 }
 
+struct kinds {
+	unsigned n, rets;
+};
+
+static int count_rets(void *ctx, const struct btr_branch *b)
+{
+	struct kinds *k = ctx;
+	k->n++;
+	k->rets += !strcmp(btr_branch_kind_name(b->kind), "ret");
+	return 0;
+}
+
+/* The flight recorder through the library: a parsed filter
+ * (opts->branch_filter, what `btr record --filter` passes) is used as
+ * given and the string @filter is then not read; an older caller's string
+ * alone is parsed by the backend. */
+static void test_ring_filter(void)
+{
+	char prog[] = BTR_BINARY_DIR "/prog_nolibc_step";
+	char *argv[] = { prog, NULL };
+	char path[] = "/tmp/btr_test_ringf_XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	struct btr_filter f;
+	CHECK_EQ(btr_filter_parse("near_ret", &f), 0);
+	for (int pass = 0; pass < 3; pass++) {
+		struct btr_capture_opts o = { .sz = sizeof(o), .output = path, .argv = argv, .ring = 8 };
+		if (pass == 0) {
+			o.branch_filter = &f;
+			o.filter = "bogus";   /* not read: branch_filter wins */
+		} else {
+			o.filter = pass == 1 ? "near_ret" : "bogus";
+		}
+		struct btr_capture_result res;
+		int rc = btr_step_record(&o, &res);
+		if (pass == 2) {
+			CHECK_EQ(rc, -BTR_ERR_BAD_FILTER);
+			continue;
+		}
+		CHECK_EQ(rc, 0);
+		struct kinds k = { 0, 0 };
+		struct btr_stream *s = NULL;
+		struct btr_stream_opts so = { .sz = sizeof(so), .branch = count_rets, .ctx = &k };
+		CHECK_EQ(btr_stream_open(path, &so, &s), 0);
+		if (s)
+			CHECK_EQ(btr_stream_run(s), 0);
+		btr_stream_free(s);
+		CHECK(k.n > 0 && k.n <= 8);
+		CHECK_EQ(k.rets, k.n);
+	}
+	unlink(path);
+}
+
 int main(int argc, char **argv)
 {
 	struct btr_capture_probe pr;
@@ -455,5 +510,7 @@ int main(int argc, char **argv)
 		test_threads(1);
 	if (!only || !strcmp(only, "fork"))
 		test_fork_exec();
+	if (!only || !strcmp(only, "ring-filter"))
+		test_ring_filter();
 	return check_done();
 }

@@ -67,87 +67,21 @@
  * reserved hole when rt_sigreturn shows where the thread resumes
  * (qs_pend_resolve in qemu_state.h).
  */
-#include <dlfcn.h>
-#include <elf.h>
-#include <errno.h>
-#include <sched.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <limits.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "btr/error.h"
-#include "btr/image.h"
-#include "btr/insn.h"
-#include "btr/pt.h"
-#include "btr/trace.h"
-#include <Zydis/Zydis.h>
-
-#include "qemu_exec.h"
-#include "qemu_plugin_api.h"
-#include "qemu_state.h"
+#include "qemu_plugin.h"
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = BTR_QEMU_PLUGIN_VERSION;
 
-static struct {
-	pthread_mutex_t lock;          /* writer, gt file, module list */
-	struct btr_trace_writer *w;
-	int gt_fd;
-	int retcomp;
-	int exe_mapped;
-	uint64_t guest_base;
-	int have_base;
-	uint64_t handler[65];          /* guest signal handlers by signo */
-	uint64_t hlist[64];            /* the distinct values of handler[] */
-	unsigned n_hlist;
-	int exit_called;
-	int64_t exit_code;
-	uint32_t pid;
-	struct thr *thr[MAX_VCPUS];
-	struct qs_hdr *qs;             /* shared state file (qemu_state.h) */
-	struct mod { uint64_t start, size, pgoff; uint32_t prot; int backed; char *path; } mods[1024];
-	unsigned n_mods;
-	uint32_t parent[MAX_VCPUS];
-	/* processes */
-	const char *dir;
-	char gt_path[PATH_MAX];
-	int follow_fork, follow_exec, execd;
-	uint64_t max_procs;
-	uint64_t *count;               /* DIR/count, shared by every process: [0] processes
-					* started, [1] the first write error (-btr_error) */
-	int off;                       /* this process runs untraced (see fork_child) */
-	int announced_proc;            /* the PROCESS record is written */
-	uint32_t ppid;                 /* parent pid for the START record, 0: root */
-	char exe[PATH_MAX];            /* the guest program */
-	char *args;                    /* its argv, packed (qx_pack_args) */
-	size_t args_len;
-	char qemu[PATH_MAX];           /* for following exec: qemu=PATH, else /proc/self/exe */
-	char plugarg[4 * PATH_MAX];    /* "SO,ARGS..." for the next QEMU */
-	int fork_fd;                   /* fork_prepare's private state copy */
-	char fork_path[PATH_MAX];
-	unsigned fork_seq;
-} g = { .lock = PTHREAD_MUTEX_INITIALIZER, .gt_fd = -1, .retcomp = 1, .follow_fork = 1,
+struct plugin_state g = { .lock = PTHREAD_MUTEX_INITIALIZER, .gt_fd = -1, .retcomp = 1, .follow_fork = 1,
 	.follow_exec = 1, .fork_fd = -1 };
 
 static uint32_t gettid_(void) { return (uint32_t)syscall(SYS_gettid); }
 
-#include "qemu_state_file.h"
 
 /* ---- records ---- */
 
 /* @flush: at once (QEMU may die without calling us again, and `btr
  * record` then salvages every complete chunk), else with the next one. */
-static void write_rec_ex(const struct btr_record *r, int flush)
+void write_rec_ex(const struct btr_record *r, int flush)
 {
 	pthread_mutex_lock(&g.lock);
 	if (g.w && (btr_trace_write(g.w, r) < 0 || (flush && btr_trace_flush(g.w) < 0))) {
@@ -163,7 +97,7 @@ static void write_rec_ex(const struct btr_record *r, int flush)
 	pthread_mutex_unlock(&g.lock);
 }
 
-static void write_rec(const struct btr_record *r)
+void write_rec(const struct btr_record *r)
 {
 	write_rec_ex(r, 1);
 }
@@ -182,11 +116,8 @@ static void write_module(const char *path, uint64_t start, uint64_t size, uint64
 	write_rec(&r);
 }
 
-static void code_forget(uint64_t lo, uint64_t size);   /* qemu_code.h */
-static int code_file_backed(const char *path);
-static void code_note_jitdump(const char *path);
 
-static void add_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot)
+void add_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot)
 {
 	write_module(path, start, size, pgoff, prot);
 	code_forget(start, size);
@@ -206,8 +137,6 @@ static void add_module(const char *path, uint64_t start, uint64_t size, uint64_t
 	pthread_mutex_unlock(&g.lock);
 }
 
-static void pt_flush(struct thr *t);
-static void update_check(struct thr *t);
 
 /* munmap(@start, @size) by thread @t removed every module it covers
  * entirely.  @t's PT so far goes out first: it holds the calls into the
@@ -237,7 +166,7 @@ static void remove_modules(struct thr *t, uint64_t start, uint64_t size)
 
 /* ---- PT stream per thread ---- */
 
-static void pt_flush(struct thr *t)
+void pt_flush(struct thr *t)
 {
 	qs_pend_resolve(t, 0, 0);    /* the hole must be filled before it leaves */
 	size_t n = btr_pt_enc_size(&t->enc);
@@ -255,23 +184,12 @@ static void pt_flush(struct thr *t)
 }
 
 /* One pointer compare per TB covers both "flush soon" and "PSB due". */
-static void update_check(struct thr *t)
+void update_check(struct thr *t)
 {
 	uint8_t *full = t->enc.end - PT_SLACK;
 	uint64_t due = t->last_psb + PSB_PERIOD;
 	uint8_t *psb = due <= t->flushed ? t->enc.begin : t->enc.begin + (due - t->flushed);
 	t->check_at = psb < full ? psb : full;
-}
-
-#define LIKELY(x) __builtin_expect(!!(x), 1)
-#define UNLIKELY(x) __builtin_expect(!!(x), 0)
-
-static inline void ensure_space(struct thr *t)
-{
-	if (UNLIKELY(t->enc.end - t->enc.pos < PT_SLACK)) {
-		pt_flush(t);
-		update_check(t);
-	}
 }
 
 /* Adds one TNT bit; returns 1 when TNT_MAX are pending (to be flushed). */
@@ -353,8 +271,8 @@ static void announce(struct thr *t);
 
 /* The vcpu whose thread runs on this host thread (linux-user runs every
  * guest thread on its own host thread); -1 before its first TB.  Only
- * translation (qemu_code.h) asks. */
-static __thread int code_vcpu = -1;
+ * translation (qemu_code.c) asks. */
+__thread int code_vcpu = -1;
 
 static struct thr *thr_get(unsigned vcpu)
 {
@@ -571,7 +489,6 @@ static void resolve(struct thr *t, struct tbinfo *p, uint64_t started, uint64_t 
 	}
 }
 
-static void read_maps(uint64_t first_pc);
 
 static void announce_process(void);
 
@@ -704,8 +621,6 @@ static void gt_insn(unsigned vcpu, void *ud)
 	t->gt[t->gt_n++] = ip;
 }
 
-#include "qemu_insn_scan.h"
-#include "qemu_code.h"
 
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
@@ -770,14 +685,13 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 
 /* ---- module map ---- */
 
-#include "qemu_maps.h"
 
 /* ---- system calls ---- */
 
 /* Reads guest memory without trusting the guest's pointer: a bad one
  * makes the system call fail with EFAULT, which QEMU reports to the
  * guest, and must not crash us. */
-static int guest_read(uint64_t addr, void *buf, size_t len)
+int guest_read(uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = { buf, len };
 	struct iovec remote = { (void *)(uintptr_t)(addr + g.guest_base), len };
@@ -1076,7 +990,6 @@ static void fork_child(unsigned vcpu)
 	announce(t);
 }
 
-#include "qemu_guest_str.h"
 
 /* Guest execve(@a1, @a2, @a3) by thread @t: run the new program under
  * QEMU with this plugin again, so tracing continues; or record why it

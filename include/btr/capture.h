@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct btr_filter;   /* btr/branch.h */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -64,7 +66,8 @@ struct btr_capture_opts {
 	const char *start;        /* region start: symbol of the program or address (NULL: everything) */
 	const char *stop;         /* region end: symbol or address (NULL: the start function's return) */
 	uint32_t ring;            /* > 0: flight recorder, keep the last @ring branches per thread */
-	const char *filter;       /* flight recorder: branches kept (btr_filter_parse syntax), NULL: all */
+	const char *filter;       /* flight recorder: branches kept (btr_filter_parse syntax), NULL: all;
+				   * parsed here only when @branch_filter is NULL */
 	int inproc;               /* in-process agent (btr-step-agent.so) instead of ptrace where it
 				   * can work; falls back to ptrace (saying why in res->mode) */
 	/* qemu: processes (docs/record.md).  Children of fork, vfork and clone
@@ -104,6 +107,11 @@ struct btr_capture_opts {
 	int output_fd;            /* > 0: write the trace through this open descriptor (stdout,
 				   * a pipe; btr_trace_writer_new_fd), @output only naming it in
 				   * messages; 0: create @output (btr_trace_writer_new) */
+	/* appended: the flight recorder's branch filter already parsed (the
+	 * CLI parses --filter once, with btr_filter_parse, to report a bad
+	 * one as a usage error); borrowed for the call.  When set, @filter is
+	 * not read; NULL: @filter as above. */
+	const struct btr_filter *branch_filter;
 };
 
 #define BTR_CAPTURE_MAX_PROCESSES 1000

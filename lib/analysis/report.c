@@ -123,14 +123,12 @@ int btr_report_new(const struct btr_report_opts *opts, struct btr_report **out)
 	if (!out)
 		return -BTR_ERR_INVAL;
 	*out = NULL;
-	if (opts && opts->sz < offsetof(struct btr_report_opts, top) + sizeof(unsigned))
+	if (!BTR_OPTS_VALID(opts, BTR_OFFSETOFEND(struct btr_report_opts, top)))
 		return -BTR_ERR_INVAL;
 	struct btr_report *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -BTR_ERR_NOMEM;
-	if (opts)
-		memcpy(&r->o, opts, opts->sz < sizeof(r->o) ? opts->sz : sizeof(r->o));
-	r->o.sz = sizeof(r->o);
+	BTR_OPTS_COPY(&r->o, opts);
 	if (!r->o.top)
 		r->o.top = 10;
 	if (!r->o.max_gaps)
@@ -1158,10 +1156,10 @@ int btr_report_trace(const char *path, const struct btr_stream_opts *sopts,
 	*out = NULL;
 	if (lost)
 		*lost = 0;
-	struct btr_stream_opts so = { .sz = sizeof(so) };
-	if (sopts)
-		memcpy(&so, sopts, sopts->sz < sizeof(so) ? sopts->sz : sizeof(so));
-	so.sz = sizeof(so);
+	if (!BTR_OPTS_VALID(sopts, BTR_OFFSETOFEND(struct btr_stream_opts, ctx)))
+		return -BTR_ERR_INVAL;
+	struct btr_stream_opts so;
+	BTR_OPTS_COPY(&so, sopts);
 	struct btr_analysis *a;
 	int rc = btr_report_analysis_new(ropts, &a);
 	if (rc < 0)

@@ -27,6 +27,7 @@
 #include "btr/perfdata.h"
 #include "btr/perfring.h"
 #include "internal.h"
+#include "agent/procmaps.h"
 #include "output.h"
 
 #include <cpuid.h>
@@ -388,28 +389,21 @@ static int open_all(struct rec_state *st, pid_t pid)
  * (/proc/PID/maps): perf synthesizes MMAP2 records the same way. */
 static void synth_maps(struct rec_state *st, pid_t pid)
 {
-	char path[64], line[4096 + 128];
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	FILE *f = fopen(path, "re");
+	char line[4096 + 128];
+	FILE *f = btr_procmaps_open(pid);
 	if (!f)
 		return;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, off;
-		char perms[8];
-		int n = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &off, &n) < 4 || !n)
+	struct btr_procmap m;
+	while (btr_procmaps_next(f, line, sizeof(line), &m)) {
+		if (m.perm[2] != 'x')
 			continue;
-		if (perms[2] != 'x')
-			continue;
-		char *file = line + n;
-		file[strcspn(file, "\n")] = 0;
 		struct btr_record rec = { .type = BTR_REC_MODULE_LOAD };
 		rec.u.module.pid = (uint32_t)pid;
 		rec.u.module.prot = 5;
-		rec.u.module.start = start;
-		rec.u.module.size = end - start;
-		rec.u.module.pgoff = off;
-		rec.u.module.path = file;
+		rec.u.module.start = m.start;
+		rec.u.module.size = m.end - m.start;
+		rec.u.module.pgoff = m.off;
+		rec.u.module.path = m.file;
 		st->res->modules++;
 		write_rec(st, &rec);
 	}

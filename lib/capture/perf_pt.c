@@ -9,6 +9,7 @@
 #include "perf_ops.h"
 #include "btr/error.h"
 #include "internal.h"
+#include "output.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@
 
 int btr_pt_record(const struct btr_capture_opts *opts, struct btr_capture_result *res)
 {
-	if (!opts || !res)
+	if (!opts || !BTR_OPTS_VALID(opts, BTR_CAPTURE_OPTS_V1) || !res)
 		return -BTR_ERR_INVAL;
 	struct btr_capture_probe pr;
 	memset(&pr, 0, sizeof(pr));

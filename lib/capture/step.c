@@ -50,6 +50,7 @@
 #include "btr/insn.h"
 #include "btr/trace.h"
 #include "internal.h"
+#include "agent/procmaps.h"
 #include "output.h"
 
 #include <ctype.h>
@@ -295,9 +296,9 @@ static int resolve_addr(struct rec *r, struct proc *p, const char *what, uint64_
 	if (btr_image_new(&img) < 0)
 		return -BTR_ERR_NOMEM;
 	char line[4096 + 128];
-	FILE *f = step_maps_open(p->pid);
-	struct step_map m;
-	while (f && step_maps_next(f, line, sizeof(line), &m)) {
+	FILE *f = btr_procmaps_open(p->pid);
+	struct btr_procmap m;
+	while (f && btr_procmaps_next(f, line, sizeof(line), &m)) {
 		uint64_t bias;
 		if (m.perm[2] == 'x' && m.file[0] == '/' && btr_elf_load_bias(m.file, m.start, m.off, &bias) == 0)
 			btr_image_add_elf(img, m.file, bias, 0);
@@ -780,8 +781,11 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	if (opts->attach_pid <= 0 && (rc = btr_capture_check_command(opts->argv[0], cmd, sizeof(cmd))) < 0)
 		return rc;
 	struct rec r = { .o = opts, .res = res };
+	const struct btr_filter *bf = BTR_OPTS_GET(opts, branch_filter, NULL);
 	btr_filter_all(&r.filter);
-	if (opts->filter && (rc = btr_filter_parse(opts->filter, &r.filter)) < 0)
+	if (bf)
+		r.filter = *bf;
+	else if (opts->filter && (rc = btr_filter_parse(opts->filter, &r.filter)) < 0)
 		return rc;
 	char why[200] = "", agent[PATH_MAX] = "";
 	const char *no_inproc = NULL;

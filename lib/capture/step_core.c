@@ -12,6 +12,7 @@
 #include "btr/insn.h"
 #include "btr/trace.h"
 #include "internal.h"
+#include "agent/procmaps.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -158,37 +159,17 @@ static int known_mod(const struct proc *p, uint64_t a)
 	return 0;
 }
 
-FILE *step_maps_open(pid_t pid)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	return fopen(path, "re");
-}
-
-int step_maps_next(FILE *f, char *line, int size, struct step_map *m)
-{
-	while (fgets(line, size, f)) {
-		int pos = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &m->start, &m->end, m->perm, &m->off, &pos) < 4 || !pos)
-			continue;
-		m->file = line + pos;
-		m->file[strcspn(m->file, "\n")] = 0;
-		return 1;
-	}
-	return 0;
-}
-
 /* Writes a module record for every executable file mapping of @p not
  * written yet (/proc/PID/maps).  Called at the start, after exec, and
  * when a branch lands outside every known module (dlopen, mmap). */
 void step_scan_maps(struct rec *r, struct proc *p)
 {
 	char line[4096 + 128];
-	FILE *f = step_maps_open(p->pid);
+	FILE *f = btr_procmaps_open(p->pid);
 	if (!f)
 		return;
-	struct step_map m;
-	while (step_maps_next(f, line, sizeof(line), &m)) {
+	struct btr_procmap m;
+	while (btr_procmaps_next(f, line, sizeof(line), &m)) {
 		unsigned long long s = m.start, e = m.end, off = m.off;
 		const char *perm = m.perm;
 		char *file = m.file;

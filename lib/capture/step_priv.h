@@ -103,18 +103,6 @@ struct rec {
 };
 
 /* step_core.c: */
-/* One line of /proc/PID/maps: range, permissions ("r-xp"), file offset and
- * the file ("" for anonymous memory, "[vdso]" ...), inside the caller's line. */
-struct step_map {
-	unsigned long long start, end, off;
-	char perm[8];
-	char *file;
-};
-/* /proc/@pid/maps opened for reading, or NULL. */
-FILE *step_maps_open(pid_t pid);
-/* Reads the next mapping from @f into @m (using @line, @size bytes);
- * 1, or 0 at the end. */
-int step_maps_next(FILE *f, char *line, int size, struct step_map *m);
 /* Appends @rec to the trace (the first error sticks in r->err). */
 void step_wr(struct rec *r, const struct btr_record *rec);
 /* The traced process @pid, or NULL. */

@@ -135,6 +135,7 @@ struct args {
 	struct btr_capture_opts *o;
 	int quiet, verbose, inproc, hw_opt;
 	const char *ipf[8];
+	struct btr_filter filter;   /* --filter, parsed here once (o->branch_filter) */
 };
 
 static int on_opt(void *ctx, int c, char *arg)
@@ -177,13 +178,11 @@ static int on_opt(void *ctx, int c, char *arg)
 			return cli_usage_error("record", "bad ring size '%s' (1..16777216)", arg);
 		o->ring = (uint32_t)v;
 		break;
-	case OPT_FILTER: {
-		struct btr_filter f;
-		if (btr_filter_parse(arg, &f) < 0)
+	case OPT_FILTER:
+		if (btr_filter_parse(arg, &x->filter) < 0)
 			return cli_usage_error("record", "bad filter '%s'", arg);
-		o->filter = arg;
+		o->branch_filter = &x->filter;
 		break;
-	}
 	case OPT_INPROC: x->inproc = 1; break;
 	case OPT_NOFOLLOW: o->no_follow_fork = o->no_follow_exec = 1; break;
 	case OPT_NOFORK: o->no_follow_fork = 1; break;
@@ -229,7 +228,7 @@ int cmd_record(int argc, char **argv)
 		return prc == CLI_CMD_DONE ? EXIT_OK : prc;
 	const char *backend = x.backend;
 	int quiet = x.quiet, verbose = x.verbose, inproc = x.inproc, hw_opt = x.hw_opt;
-	int stepopt = o.duration > 0 || o.start || o.stop || o.ring || o.filter || inproc;
+	int stepopt = o.duration > 0 || o.start || o.stop || o.ring || o.branch_filter || inproc;
 	if (o.attach_pid && first < argc)
 		return cli_usage_error("record", "-p PID attaches to a running process: no command with it");
 	if (o.attach_pid && o.system_wide)
@@ -238,7 +237,7 @@ int cmd_record(int argc, char **argv)
 		return cli_usage_error("record", "no command given (btr record [OPTIONS] -- CMD [ARGS])");
 	if (o.duration > 0 && !o.attach_pid)
 		return cli_usage_error("record", "--duration needs -p PID");
-	if (o.filter && !o.ring)
+	if (o.branch_filter && !o.ring)
 		return cli_usage_error("record", "--filter needs --ring N");
 	if (o.stop && !o.start)
 		return cli_usage_error("record", "--stop needs --start");

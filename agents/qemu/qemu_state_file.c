@@ -1,9 +1,9 @@
-/* qemu_state_file.h - the plugin's shared state file: created sparse,
+/* qemu_state_file.c - the plugin's shared state file: created sparse,
  * its pages reserved before use, handed out by a bump allocator, and
  * adopted as a private copy by a forked child; and the page DIR/count
  * every process shares (lib/capture/agent/qemu_state.h).
- * Split from qemu_plugin.c (included there
- * once, after the plugin state `g`); private to agents/qemu/. */
+ * Part of the QEMU plugin (qemu_plugin.h); private to agents/qemu/. */
+#include "qemu_plugin.h"
 
 /* The state file is sparse (QS_SIZE), and its pages are reserved with
  * fallocate before they are handed out: a write to a page that the file
@@ -12,7 +12,7 @@
  * Everything below qs->used is reserved. */
 #define QS_CHUNK (1ull << 20)
 _Static_assert(sizeof(struct qs_hdr) <= QS_CHUNK, "the header is in the first reservation");
-static int qs_fd = -1;            /* the state file, for fallocate */
+int qs_fd = -1;                       /* the state file, for fallocate */
 static uint64_t qs_reserved;      /* bytes of it known to be backed */
 static int qs_full;               /* a reservation failed: heap from now on */
 static pthread_mutex_t qs_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -37,7 +37,7 @@ static int qs_reserve_locked(uint64_t end)
 
 /* Zeroed memory from the shared state file (or the heap if it is full:
  * such state is simply not salvageable after a crash). */
-static void *qs_alloc(size_t size)
+void *qs_alloc(size_t size)
 {
 	size = (size + 63) & ~(size_t)63;
 	if (g.qs) {
@@ -56,7 +56,7 @@ static void *qs_alloc(size_t size)
 	return p;
 }
 
-static int qs_create(const char *path)
+int qs_create(const char *path)
 {
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -96,7 +96,7 @@ static int qs_create(const char *path)
 /* Child: the copy @fd of the parent's state replaces the shared mapping;
  * its used part is reserved first (the copy skipped the ground-truth
  * buffers, which would be holes).  Returns 1, or 0 if it cannot be. */
-static int qs_adopt_copy(int fd)
+int qs_adopt_copy(int fd)
 {
 	pthread_mutex_init(&qs_mu, NULL);
 	uint64_t used = __atomic_load_n(&g.qs->used, __ATOMIC_RELAXED);
@@ -118,7 +118,7 @@ static int qs_adopt_copy(int fd)
 }
 
 /* Maps DIR/count into g.count (left NULL if that fails). */
-static void qc_map(void)
+void qc_map(void)
 {
 	char cpath[PATH_MAX];
 	snprintf(cpath, sizeof(cpath), "%s/count", g.dir);
@@ -132,7 +132,7 @@ static void qc_map(void)
 }
 
 /* The first write error of any process, for btr record (DIR/count). */
-static void note_write_error(int err)
+void note_write_error(int err)
 {
 	uint64_t zero = 0;
 	if (g.count && err < 0)
@@ -142,7 +142,7 @@ static void note_write_error(int err)
 
 /* Lists this process in DIR/count (qemu_state.h), where `btr record`
  * finds it even if its trace cannot be written. */
-static void note_pid(uint32_t pid, uint32_t ppid)
+void note_pid(uint32_t pid, uint32_t ppid)
 {
 	if (!g.count)
 		return;
@@ -151,7 +151,7 @@ static void note_pid(uint32_t pid, uint32_t ppid)
 		__atomic_store_n(&g.count[QC_PIDS + i], (uint64_t)pid | (uint64_t)ppid << 32, __ATOMIC_SEQ_CST);
 }
 
-static void note_process(void)
+void note_process(void)
 {
 	note_pid(g.pid, g.ppid);
 }

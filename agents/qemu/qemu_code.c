@@ -1,4 +1,4 @@
-/* qemu_code.h - the plugin's code without a file (docs/record.md, "Code
+/* qemu_code.c - the plugin's code without a file (docs/record.md, "Code
  * without a file"): JIT compilers, generated and self-modifying code,
  * memfd and deleted files.  No file the decoder can read holds these
  * bytes, but QEMU hands the plugin every TB's bytes when it translates
@@ -12,8 +12,8 @@
  * names them by content key).  Other threads' PT still buffered when the
  * code changes decodes with the new bytes (docs/record.md).
  *
- * Included inside qemu_plugin.c's BTR_QEMU_PLUGIN_BUILD part only, once,
- * after the PT and record helpers it calls; private to agents/qemu/. */
+ * Part of the QEMU plugin (qemu_plugin.h); private to agents/qemu/. */
+#include "qemu_plugin.h"
 #include "codepages.h"
 #include "jitsyms.h"
 
@@ -27,7 +27,7 @@ static struct {
 
 /* Can the decoder read the module file at @path?  Not a memfd, a deleted
  * file, or anything but a regular file. */
-static int code_file_backed(const char *path)
+int code_file_backed(const char *path)
 {
 	struct stat st;
 	size_t n = strlen(path);
@@ -60,7 +60,7 @@ static void code_write(uint64_t addr, const uint8_t *bytes, size_t n, uint64_t h
 }
 
 /* TB @tb (@n instructions from @pc to @end) was translated. */
-static void code_seen(struct qemu_plugin_tb *tb, size_t n, uint64_t pc, uint64_t end)
+void code_seen(struct qemu_plugin_tb *tb, size_t n, uint64_t pc, uint64_t end)
 {
 	if (end <= pc || end - pc > sizeof(code.buf) || code_in_file(pc, end))
 		return;
@@ -101,7 +101,7 @@ static void code_seen(struct qemu_plugin_tb *tb, size_t n, uint64_t pc, uint64_t
 }
 
 /* A file was mapped over [@lo, @lo+@size): the trace has its bytes now. */
-static void code_forget(uint64_t lo, uint64_t size)
+void code_forget(uint64_t lo, uint64_t size)
 {
 	pthread_mutex_lock(&code.lock);
 	if (code.told)
@@ -118,7 +118,7 @@ static int code_rewrite(void *ctx, uint64_t addr, const uint8_t *bytes, size_t n
 
 /* A forked child's new trace: all the code its memory holds, with the
  * bytes (the versions written so far are in the parent's trace). */
-static void code_fork_child(void)
+void code_fork_child(void)
 {
 	pthread_mutex_init(&code.lock, NULL);
 	if (!code.told)
@@ -136,7 +136,7 @@ static void code_fork_child(void)
 /* A file was mapped executable: a jitdump file (whose runtime maps it so
  * that perf sees where it is) is named in DIR/jitdumps ("PID PATH"
  * lines) for `btr record`, which reads it at the end. */
-static void code_note_jitdump(const char *path)
+void code_note_jitdump(const char *path)
 {
 	if (!g.dir || !jit_dump_path(path))
 		return;

@@ -1,8 +1,8 @@
-/* qemu_maps.h - the plugin's module map from the guest's /proc/self/maps
+/* qemu_maps.c - the plugin's module map from the guest's /proc/self/maps
  * and the ELF program headers of the executable and its interpreter.
- * Split from qemu_plugin.c (included
- * there once, after add_module): it calls only what stands above the
- * #include there; private to agents/qemu/. */
+ * Part of the QEMU plugin (qemu_plugin.h); private to agents/qemu/. */
+#include "qemu_plugin.h"
+
 /* Adds the executable PT_LOAD segments of ELF @path whose first page
  * (file offset 0) is mapped at guest address @base_map. */
 static void add_elf_segments(const char *path, uint64_t base_map)
@@ -44,7 +44,7 @@ static void add_elf_segments(const char *path, uint64_t base_map)
  * qemu_plugin_path_to_binary(); each one's load address is the nearest
  * mapping of its file offset 0 below the known guest address (the host's
  * own ld.so may be mapped too, elsewhere). */
-static void read_maps(uint64_t first_pc)
+void read_maps(uint64_t first_pc)
 {
 	char exe[PATH_MAX] = "", interp[PATH_MAX] = "";
 	uint64_t exe_base = 0, interp_base = 0;
@@ -53,7 +53,7 @@ static void read_maps(uint64_t first_pc)
 		exe[0] = 0;
 	uint64_t sc = qemu_plugin_start_code();
 	g.exe_mapped = 1;
-	FILE *f = fopen("/proc/self/maps", "re");
+	FILE *f = btr_procmaps_open(0);
 	if (!f)
 		return;
 	char line[PATH_MAX + 128];
@@ -65,16 +65,10 @@ static void read_maps(uint64_t first_pc)
 	/* Two passes: find the loader's path, then the bases. */
 	for (int pass = 0; pass < 2; pass++) {
 		rewind(f);
-		while (fgets(line, sizeof(line), f)) {
-			unsigned long long lo, hi, off;
-			char perm[8];
-			int pos = 0;
-			if (sscanf(line, "%llx-%llx %7s %llx %*s %*s%n", &lo, &hi, perm, &off, &pos) < 4)
-				continue;
-			char *path = line + pos;
-			while (*path == ' ')
-				path++;
-			path[strcspn(path, "\n")] = 0;
+		struct btr_procmap pm;
+		while (btr_procmaps_next(f, line, sizeof(line), &pm)) {
+			unsigned long long lo = pm.start, hi = pm.end, off = pm.off;
+			const char *path = pm.file;
 			if (path[0] != '/')
 				continue;
 			m->lo = lo - g.guest_base;

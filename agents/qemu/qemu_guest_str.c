@@ -1,9 +1,10 @@
-/* qemu_guest_str.h - guest strings and string vectors copied out of guest
+/* qemu_guest_str.c - guest strings and string vectors copied out of guest
  * memory through guest_read() (execve arguments).
- * Split from qemu_plugin.c (included there once); private to
- * agents/qemu/. */
+ * Part of the QEMU plugin (qemu_plugin.h); private to agents/qemu/. */
+#include "qemu_plugin.h"
+
 /* Copies a NUL-terminated guest string (NULL if unreadable). */
-static char *guest_strdup(uint64_t addr)
+char *guest_strdup(uint64_t addr)
 {
 	size_t cap = 256, n = 0;
 	char *s = malloc(cap);
@@ -32,7 +33,7 @@ static char *guest_strdup(uint64_t addr)
 	return NULL;
 }
 
-static void free_strv(char **v)
+void free_strv(char **v)
 {
 	for (size_t i = 0; v && v[i]; i++)
 		free(v[i]);
@@ -40,7 +41,7 @@ static void free_strv(char **v)
 }
 
 /* A guest NULL-terminated array of strings, copied; NULL if unreadable. */
-static char **guest_strv(uint64_t addr)
+char **guest_strv(uint64_t addr)
 {
 	size_t cap = 16, n = 0;
 	char **v = calloc(cap, sizeof(char *));

@@ -1,0 +1,142 @@
+/* qemu_plugin.h - the state and the functions the files of the QEMU
+ * plugin (btr-qemu.so, agents/qemu/CMakeLists.txt) share: qemu_plugin.c
+ * (callbacks, PT stream per thread, records, processes) and the files
+ * split from it, which call only what this header declares:
+ *   qemu_state_file.c  the shared state file and DIR/count
+ *   qemu_insn_scan.c   scans of translated instruction bytes (qemu_insn_scan.h)
+ *   qemu_code.c        code without a file (CODE records)
+ *   qemu_maps.c        the module map from the guest's /proc/self/maps
+ *   qemu_guest_str.c   guest strings and string vectors
+ * Private to agents/qemu/; the symbols are hidden (C_VISIBILITY_PRESET). */
+#ifndef BTR_QEMU_PLUGIN_H
+#define BTR_QEMU_PLUGIN_H
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <sched.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "btr/error.h"
+#include "btr/image.h"
+#include "btr/insn.h"
+#include "btr/pt.h"
+#include "btr/trace.h"
+#include <Zydis/Zydis.h>
+
+#include "qemu_exec.h"
+#include "qemu_plugin_api.h"
+#include "qemu_state.h"
+#include "procmaps.h"
+#include "qemu_insn_scan.h"
+
+/* The plugin's state (qemu_plugin.c). */
+struct plugin_state {
+	pthread_mutex_t lock;          /* writer, gt file, module list */
+	struct btr_trace_writer *w;
+	int gt_fd;
+	int retcomp;
+	int exe_mapped;
+	uint64_t guest_base;
+	int have_base;
+	uint64_t handler[65];          /* guest signal handlers by signo */
+	uint64_t hlist[64];            /* the distinct values of handler[] */
+	unsigned n_hlist;
+	int exit_called;
+	int64_t exit_code;
+	uint32_t pid;
+	struct thr *thr[MAX_VCPUS];
+	struct qs_hdr *qs;             /* shared state file (qemu_state.h) */
+	struct mod { uint64_t start, size, pgoff; uint32_t prot; int backed; char *path; } mods[1024];
+	unsigned n_mods;
+	uint32_t parent[MAX_VCPUS];
+	/* processes */
+	const char *dir;
+	char gt_path[PATH_MAX];
+	int follow_fork, follow_exec, execd;
+	uint64_t max_procs;
+	uint64_t *count;               /* DIR/count, shared by every process: [0] processes
+					* started, [1] the first write error (-btr_error) */
+	int off;                       /* this process runs untraced (see fork_child) */
+	int announced_proc;            /* the PROCESS record is written */
+	uint32_t ppid;                 /* parent pid for the START record, 0: root */
+	char exe[PATH_MAX];            /* the guest program */
+	char *args;                    /* its argv, packed (qx_pack_args) */
+	size_t args_len;
+	char qemu[PATH_MAX];           /* for following exec: qemu=PATH, else /proc/self/exe */
+	char plugarg[4 * PATH_MAX];    /* "SO,ARGS..." for the next QEMU */
+	int fork_fd;                   /* fork_prepare's private state copy */
+	char fork_path[PATH_MAX];
+	unsigned fork_seq;
+};
+extern struct plugin_state g;
+
+/* The vcpu whose thread runs on this host thread (linux-user runs every
+ * guest thread on its own host thread); -1 before its first TB.  Only
+ * translation (qemu_code.c) asks. */
+extern __thread int code_vcpu;
+
+/* ---- qemu_plugin.c ---- */
+/* @flush: at once (QEMU may die without calling us again, and `btr
+ * record` then salvages every complete chunk), else with the next one. */
+void write_rec_ex(const struct btr_record *r, int flush);
+void write_rec(const struct btr_record *r);
+/* A MODULE_LOAD record, and the module in g.mods. */
+void add_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot);
+/* Writes @t's PT so far as a record. */
+void pt_flush(struct thr *t);
+/* One pointer compare per TB covers both "flush soon" and "PSB due". */
+void update_check(struct thr *t);
+/* Reads guest memory without trusting the guest's pointer: 0, or -1. */
+int guest_read(uint64_t addr, void *buf, size_t len);
+
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+static inline void ensure_space(struct thr *t)
+{
+	if (UNLIKELY(t->enc.end - t->enc.pos < PT_SLACK)) {
+		pt_flush(t);
+		update_check(t);
+	}
+}
+
+/* ---- qemu_state_file.c ---- */
+extern int qs_fd;                 /* the state file, for fallocate */
+void *qs_alloc(size_t size);
+int qs_create(const char *path);
+int qs_adopt_copy(int fd);
+void qc_map(void);
+void note_write_error(int err);
+void note_pid(uint32_t pid, uint32_t ppid);
+void note_process(void);
+
+/* ---- qemu_code.c ---- */
+int code_file_backed(const char *path);
+void code_seen(struct qemu_plugin_tb *tb, size_t n, uint64_t pc, uint64_t end);
+void code_forget(uint64_t lo, uint64_t size);
+void code_fork_child(void);
+void code_note_jitdump(const char *path);
+
+/* ---- qemu_maps.c ---- */
+void read_maps(uint64_t first_pc);
+
+/* ---- qemu_guest_str.c ---- */
+char *guest_strdup(uint64_t addr);
+void free_strv(char **v);
+char **guest_strv(uint64_t addr);
+
+#endif
