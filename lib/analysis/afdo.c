@@ -140,7 +140,8 @@ static int cu_index(struct dw *d, int *nomem)
 		}
 		off = next;
 	}
-	qsort(d->r, d->n, sizeof(*d->r), cmp_cu_range);
+	if (d->n > 1)
+		qsort(d->r, d->n, sizeof(*d->r), cmp_cu_range);
 	return 0;
 }
 

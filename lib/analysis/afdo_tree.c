@@ -168,17 +168,20 @@ static void write_loc(FILE *out, int depth, uint32_t off, uint32_t disc)
 /* A function's lines below its header, at indentation @depth. */
 static void write_fs(FILE *out, struct afdo_fs *f, int depth)
 {
-	qsort(f->b, f->nb, sizeof(*f->b), cmp_body);
+	if (f->nb > 1)
+		qsort(f->b, f->nb, sizeof(*f->b), cmp_body);
 	for (size_t i = 0; i < f->nb; i++) {
 		struct afdo_body *b = &f->b[i];
 		write_loc(out, depth, b->off, b->disc);
 		fprintf(out, "%" PRIu64, b->count);
-		qsort(b->t, b->nt, sizeof(*b->t), cmp_target);
+		if (b->nt > 1)
+			qsort(b->t, b->nt, sizeof(*b->t), cmp_target);
 		for (size_t k = 0; k < b->nt; k++)
 			fprintf(out, " %s:%" PRIu64, b->t[k].name, b->t[k].count);
 		fputc('\n', out);
 	}
-	qsort(f->s, f->ns, sizeof(*f->s), cmp_site);
+	if (f->ns > 1)
+		qsort(f->s, f->ns, sizeof(*f->s), cmp_site);
 	for (size_t i = 0; i < f->ns; i++) {
 		struct afdo_site *s = &f->s[i];
 		write_loc(out, depth, s->off, s->disc);
@@ -189,7 +192,8 @@ static void write_fs(FILE *out, struct afdo_fs *f, int depth)
 
 int afdo_write(struct afdo_prof *p, FILE *out)
 {
-	qsort(p->top, p->ntop, sizeof(*p->top), cmp_top);
+	if (p->ntop > 1)
+		qsort(p->top, p->ntop, sizeof(*p->top), cmp_top);
 	for (size_t i = 0; i < p->ntop; i++) {
 		struct afdo_fs *f = &p->top[i];
 		if (!f->total)
