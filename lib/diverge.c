@@ -683,6 +683,8 @@ static int compare(struct side *a, struct side *b, const struct btr_diverge_opts
 		struct ent *ea = take_sel(a, &m, sa), *eb = take_sel(b, &m, sb);
 		if (ea->type == E_END && eb->type == E_END)
 			break;
+		if (ea->type == E_GAP && eb->type == E_GAP)
+			continue;   /* both lost data (or an LBR sample ended) at the same point */
 		if (ea->type == E_BRANCH && same(ea, eb)) {
 			if (!t->diverged)
 				t->compared++;
@@ -789,10 +791,34 @@ static int list_threads(const char *path, struct tlist *l)
 	while ((rc = btr_trace_read(r, &rec)) == 0 || rc == -BTR_ERR_CHECKSUM) {
 		if (rc)
 			continue;
-		if (rec.type == BTR_REC_THREAD_START && rec.u.thread.tid)
-			rc = tlist_add(l, rec.u.thread.pid, rec.u.thread.tid);
-		else if (rec.type == BTR_REC_PROCESS && rec.u.process.event == BTR_PROC_START)
-			rc = tlist_add(l, rec.u.process.pid, rec.u.process.pid);
+		/* threads in the order they first appear: .btr files say when
+		 * they start; perf.data has names, exits, context switches and
+		 * LBR samples */
+		uint32_t pid = 0, tid = 0;
+		switch (rec.type) {
+		case BTR_REC_THREAD_START:
+		case BTR_REC_THREAD_NAME:
+		case BTR_REC_THREAD_EXIT:
+			pid = rec.u.thread.pid;
+			tid = rec.u.thread.tid;
+			break;
+		case BTR_REC_PROCESS:
+			if (rec.u.process.event == BTR_PROC_START || rec.u.process.event == BTR_PROC_EXEC)
+				pid = tid = rec.u.process.pid;
+			break;
+		case BTR_REC_SWITCH:
+			pid = rec.u.sw.pid;
+			tid = rec.u.sw.tid;
+			break;
+		case BTR_REC_LBR:
+			pid = rec.u.lbr.pid;
+			tid = rec.u.lbr.tid;
+			break;
+		default:
+			break;
+		}
+		if (tid && tid != UINT32_MAX && pid != UINT32_MAX)
+			rc = tlist_add(l, pid, tid);
 		if (rc < 0)
 			break;
 	}

@@ -328,6 +328,11 @@ int cmd_diverge(int argc, char **argv)
 		cli_error("%s, %s: %s", argv[first], argv[first + 1], btr_errstr(err));
 		return EXIT_RUNTIME;
 	}
+	if (!r->n_threads) {
+		cli_error("%s, %s: no thread with trace data to compare", argv[first], argv[first + 1]);
+		btr_diverge_free(r);
+		return EXIT_RUNTIME;
+	}
 	if (as_json)
 		json(stdout, argv[first], argv[first + 1], r);
 	else
