@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "cli_prof.h"
+#include "cli_cmd.h"
 
 int cli_prof_run(const char *cmd, const char *file, struct cli_stream *cs, struct btr_analysis *const *list,
 		 size_t n, int *lost)
@@ -94,4 +95,31 @@ void cli_prof_default_module(const struct cli_stream *cs, struct btr_profile_opt
 		const char *b = strrchr(cs->elfs[0].path, '/');
 		po->module = b ? b + 1 : cs->elfs[0].path;
 	}
+}
+
+int cli_prof_module_cmd(const struct cli_cmd *cmd, int argc, char **argv,
+			int (*on_opt)(void *ctx, int key, char *arg),
+			int (*make)(const struct btr_profile_opts *po, struct btr_analysis **list, size_t *n),
+			const char *format, cli_write_error_fn on_error)
+{
+	struct cli_prof_module x = { NULL, { .sz = sizeof(x.po) } };
+	struct cli_stream cs;
+	int first;
+	int rc = cli_cmd_parse(cmd, argc, argv, &cs, on_opt, &x, &first);
+	if (rc != EXIT_OK)
+		return rc == CLI_CMD_DONE ? EXIT_OK : rc;
+	struct cli_output out;
+	if ((rc = cli_output_check(&out, cmd->name, x.outp, 0)) != EXIT_OK)
+		return rc;
+	cli_prof_default_module(&cs, &x.po);
+	struct btr_analysis *list[4] = { NULL };
+	size_t n = 0;
+	if (make(&x.po, list, &n) < 0 || !n) {
+		for (size_t i = n; i-- > 0;)
+			btr_analysis_free(list[i]);
+		cli_output_discard(&out);
+		cli_error("out of memory");
+		return EXIT_RUNTIME;
+	}
+	return cli_prof_run_write_list(cmd->name, argv[first], &cs, list, n, &out, format, on_error, &x.po);
 }

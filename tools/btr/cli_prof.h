@@ -46,6 +46,22 @@ int cli_prof_run_write_list(const char *cmd, const char *file, struct cli_stream
  * without BASE, if there is one and --module was not given. */
 void cli_prof_default_module(const struct cli_stream *cs, struct btr_profile_opts *po);
 
+/* The commands that write one module's profile (bolt, afdo): their
+ * options go to a struct cli_prof_module; cli_prof_module_cmd parses
+ * @cmd with @on_opt, checks -o before any work, takes the module from the
+ * first --elf without BASE when --module is not given, builds the
+ * analyses with @make (@list of up to 4, the one to write last, *@n of
+ * them) and runs and writes them (cli_prof_run_write_list). */
+struct cli_cmd;
+struct cli_prof_module {
+	const char *outp;
+	struct btr_profile_opts po;
+};
+int cli_prof_module_cmd(const struct cli_cmd *cmd, int argc, char **argv,
+			int (*on_opt)(void *ctx, int key, char *arg),
+			int (*make)(const struct btr_profile_opts *po, struct btr_analysis **list, size_t *n),
+			const char *format, cli_write_error_fn on_error);
+
 /* The file's extension test: does @path end with @suffix? */
 int cli_ends_with(const char *path, const char *suffix);
 

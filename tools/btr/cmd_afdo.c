@@ -48,14 +48,9 @@ static void afdo_write_error(void *ctx, const char *file, const char *outp, int 
 		cli_error("%s: %s", outp, btr_errstr(err));
 }
 
-struct args {
-	const char *outp;
-	struct btr_profile_opts po;
-};
-
 static int on_opt(void *ctx, int key, char *arg)
 {
-	struct args *x = ctx;
+	struct cli_prof_module *x = ctx;
 	if (key == 'o')
 		x->outp = arg;
 	else if (key == O_MODULE)
@@ -63,27 +58,17 @@ static int on_opt(void *ctx, int key, char *arg)
 	return EXIT_OK;
 }
 
+/* blocks first: afdo reads its per-instruction counts */
+static int make(const struct btr_profile_opts *po, struct btr_analysis **list, size_t *n)
+{
+	int rc = btr_blocks_new(&list[0]);
+	*n = rc == 0;
+	if (rc == 0 && (rc = btr_afdo_new(list[0], po, &list[1])) == 0)
+		*n = 2;
+	return rc;
+}
+
 int cmd_afdo(int argc, char **argv)
 {
-	struct args x = { NULL, { .sz = sizeof(x.po) } };
-	struct cli_stream cs;
-	int first;
-	int rc = cli_cmd_parse(&cmd, argc, argv, &cs, on_opt, &x, &first);
-	if (rc != EXIT_OK)
-		return rc == CLI_CMD_DONE ? EXIT_OK : rc;
-	const char *file = argv[first];
-	const char *outp = x.outp;
-	struct btr_profile_opts po = x.po;
-	struct cli_output out;
-	if ((rc = cli_output_check(&out, "afdo", outp, 0)) != EXIT_OK)
-		return rc;
-	cli_prof_default_module(&cs, &po);
-	struct btr_analysis *list[2] = { NULL, NULL };
-	if (btr_blocks_new(&list[0]) || btr_afdo_new(list[0], &po, &list[1])) {
-		btr_analysis_free(list[0]);
-		cli_output_discard(&out);
-		cli_error("out of memory");
-		return EXIT_RUNTIME;
-	}
-	return cli_prof_run_write_list("afdo", file, &cs, list, 2, &out, "text", afdo_write_error, &po);
+	return cli_prof_module_cmd(&cmd, argc, argv, on_opt, make, "text", afdo_write_error);
 }

@@ -44,14 +44,9 @@ static void bolt_write_error(void *ctx, const char *file, const char *outp, int 
 		cli_error("%s: %s", outp, btr_errstr(err));
 }
 
-struct args {
-	const char *outp;
-	struct btr_profile_opts po;
-};
-
 static int on_opt(void *ctx, int key, char *arg)
 {
-	struct args *x = ctx;
+	struct cli_prof_module *x = ctx;
 	switch (key) {
 	case 'o': x->outp = arg; break;
 	case O_PA: x->po.pre_aggregated = 1; break;
@@ -60,25 +55,14 @@ static int on_opt(void *ctx, int key, char *arg)
 	return EXIT_OK;
 }
 
+static int make(const struct btr_profile_opts *po, struct btr_analysis **list, size_t *n)
+{
+	int rc = btr_bolt_new(po, &list[0]);
+	*n = rc == 0;
+	return rc;
+}
+
 int cmd_bolt(int argc, char **argv)
 {
-	struct args x = { NULL, { .sz = sizeof(x.po) } };
-	struct cli_stream cs;
-	int first;
-	int rc = cli_cmd_parse(&cmd, argc, argv, &cs, on_opt, &x, &first);
-	if (rc != EXIT_OK)
-		return rc == CLI_CMD_DONE ? EXIT_OK : rc;
-	const char *file = argv[first];
-	const char *outp = x.outp;
-	struct btr_profile_opts po = x.po;
-	struct cli_output out;
-	if ((rc = cli_output_check(&out, "bolt", outp, 0)) != EXIT_OK)
-		return rc;
-	cli_prof_default_module(&cs, &po);
-	struct btr_analysis *a;
-	if (btr_bolt_new(&po, &a)) {
-		cli_error("out of memory");
-		return EXIT_RUNTIME;
-	}
-	return cli_prof_run_write("bolt", file, &cs, a, &out, "fdata", bolt_write_error, &po);
+	return cli_prof_module_cmd(&cmd, argc, argv, on_opt, make, "fdata", bolt_write_error);
 }
