@@ -1161,7 +1161,7 @@ void ptf_reset_for_piece(struct btr_ptflow *f, uint64_t pos)
 	uint8_t bbuf_dirty = f->bbuf_dirty;
 	uint8_t *lens = f->lens;
 	struct blk_cold *cold = f->cold;
-	uint64_t *cnt = f->cnt;
+	uint64_t *cnt = f->cnt, *xt = f->xt;
 	uint32_t *dirty = f->dirty, nd = f->nd;
 	struct btr_branch_count *cbuf = f->cbuf;
 	unsigned cn = f->cn;
@@ -1183,6 +1183,7 @@ void ptf_reset_for_piece(struct btr_ptflow *f, uint64_t pos)
 	f->lens = lens;
 	f->cold = cold;
 	f->cnt = cnt;
+	f->xt = xt;
 	f->dirty = dirty;
 	f->nd = nd;
 	f->cbuf = cbuf;

@@ -144,6 +144,8 @@ struct btr_ptflow {
 	 * ordered records (count 1) not yet delivered.  Allocated at the
 	 * first decode with cb->counts. */
 	uint64_t *cnt;
+	uint64_t *xt;         /* per block: the target the second counter of an
+			       * indirect branch (C_IND, C_RET) counts */
 	uint32_t *dirty;
 	uint32_t nd;
 	struct btr_branch_count *cbuf;

@@ -52,9 +52,10 @@ int ptf_counts_alloc(struct btr_ptflow *f)
 		return 0;
 	size_t n = (size_t)2 << f->cache_bits;
 	f->cnt = calloc(n, sizeof(*f->cnt));
+	f->xt = malloc(n / 2 * sizeof(*f->xt));
 	f->dirty = malloc(n * sizeof(*f->dirty));
 	f->cbuf = calloc(BTR_PTFLOW_BATCH, sizeof(*f->cbuf));
-	if (!f->cnt || !f->dirty || !f->cbuf) {
+	if (!f->cnt || !f->xt || !f->dirty || !f->cbuf) {
 		ptf_counts_free(f);
 		return -BTR_ERR_NOMEM;
 	}
@@ -66,9 +67,11 @@ int ptf_counts_alloc(struct btr_ptflow *f)
 void ptf_counts_free(struct btr_ptflow *f)
 {
 	free(f->cnt);
+	free(f->xt);
 	free(f->dirty);
 	free(f->cbuf);
 	f->cnt = NULL;
+	f->xt = NULL;
 	f->dirty = NULL;
 	f->cbuf = NULL;
 }
@@ -87,7 +90,8 @@ int ptf_count_one(struct btr_ptflow *f, uint64_t start, const struct btr_branch 
 }
 
 /* Reports the ordered records, then every nonzero block counter as one
- * record, and clears the counters. */
+ * record (the second counter of an indirect branch counts its target
+ * f->xt), and clears the counters. */
 void ptf_flush_counts(struct btr_ptflow *f)
 {
 	if (!f->cnt)
@@ -100,8 +104,14 @@ void ptf_flush_counts(struct btr_ptflow *f)
 		unsigned t = i & 1;
 		struct btr_branch_count *c = &f->cbuf[f->cn++];
 		uint32_t tail = b->tail[t];
+		uint64_t to = b->to[t];
+		if (t && (b->cls == C_IND || b->cls == C_RET)) {
+			/* the indirect branch's counted target */
+			to = f->xt[i >> 1];
+			tail = (uint32_t)(BTR_BF_TAKEN | KFLAGS(b->end_ip, to)) | (uint32_t)b->kind << 16;
+		}
 		c->b = (struct btr_branch){
-			.from = b->end_ip, .to = b->to[t], .insns = b->ninsn, .tid = f->cfg.tid,
+			.from = b->end_ip, .to = to, .insns = b->ninsn, .tid = f->cfg.tid,
 			.flags = (uint16_t)((tail & 0xffff) | BTR_BF_INSNS), .kind = (uint8_t)(tail >> 16),
 			.pid = f->cfg.pid,
 		};

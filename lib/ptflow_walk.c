@@ -439,7 +439,7 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 	/* omode 3 (cb->counts): the start of the current straight-line run,
 	 * and the blocks' counters */
 	uint64_t rstart = f->rstart;
-	uint64_t *const cnt = f->cnt;
+	uint64_t *const cnt = f->cnt, *const xt = f->xt;
 	const struct blk *const blks = f->blks;
 	if (omode == 2 && btr_unlikely(f->bbuf_tsc != tsc)) {
 		/* The records still buffered keep their time. */
@@ -523,6 +523,24 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 			mark = insns;                                            \
 		} else {                                                         \
 			FAST_EMIT(b->end_ip, (to_), (kind_), (tail_));           \
+		}                                                                \
+	} while (0)
+	/* The indirect branch (C_IND, C_RET) ending @b to @to_: with omode 3,
+	 * when the run started at @b and the block's second counter is free
+	 * or counts this target (f->xt), one more on it; otherwise a record.
+	 * (A return mostly goes back to one call site, an indirect call
+	 * mostly to one function.) */
+#define FAST_AGGX(to_, tail_)                                                    \
+	do {                                                                     \
+		uint64_t x_ = (to_);                                             \
+		size_t i_ = (size_t)(b - blks);                                  \
+		if (omode == 3 && btr_likely(rstart == b->ip && insns - mark == b->ninsn) && \
+		    (cnt[2 * i_ + 1] ? xt[i_] == x_ : (xt[i_] = x_, f->dirty[f->nd++] = (uint32_t)(2 * i_ + 1), 1))) { \
+			cnt[2 * i_ + 1]++;                                       \
+			rstart = x_;                                             \
+			mark = insns;                                            \
+		} else {                                                         \
+			FAST_EMIT(b->end_ip, x_, b->kind, (tail_));              \
 		}                                                                \
 	} while (0)
 	/* Follows link @which of @b to @to (lookup on a miss).  In TIP mode
@@ -673,9 +691,13 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 						pkt = i;
 						i += PT_SIZE_IP0 + ipc_len[ipc];
 						FAST_COUNT(b->kind, 0);
-						FAST_EMIT(b->end_ip, tip, b->kind,
-							  (uint32_t)(BTR_BF_TAKEN | KFLAGS(b->end_ip, tip)) |
-								  (uint32_t)b->kind << 16);
+						if (b->cls == C_FAR)
+							FAST_EMIT(b->end_ip, tip, b->kind,
+								  (uint32_t)(BTR_BF_TAKEN | KFLAGS(b->end_ip, tip)) |
+									  (uint32_t)b->kind << 16);
+						else
+							FAST_AGGX(tip, (uint32_t)(BTR_BF_TAKEN | KFLAGS(b->end_ip, tip)) |
+									       (uint32_t)b->kind << 16);
 						/* The target block is looked up when it
 						 * is needed (a failure belongs to that
 						 * packet); next[1] of an indirect branch
@@ -777,8 +799,7 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 				struct blk **lnk = f->rsl[f->rs_top];
 				uint64_t to = rs_pop(f);
 				FAST_COUNT(b->kind, 0);
-				FAST_EMIT(b->end_ip, to, b->kind,
-					  (uint32_t)(BTR_BF_TAKEN | KFLAGS(b->end_ip, to)) | (uint32_t)b->kind << 16);
+				FAST_AGGX(to, (uint32_t)(BTR_BF_TAKEN | KFLAGS(b->end_ip, to)) | (uint32_t)b->kind << 16);
 				b = *lnk;
 				if (btr_unlikely(b->ip != to || b->mode != m1)) {
 					ip = to;
@@ -851,6 +872,7 @@ out:
 	return ret;
 #undef FAST_EMIT
 #undef FAST_AGG
+#undef FAST_AGGX
 #undef FAST_NEXT
 #undef FAST_ACQUIRE
 #undef FAST_GUARD
