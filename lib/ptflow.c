@@ -187,6 +187,7 @@ void btr_ptflow_free(struct btr_ptflow *f)
 	big_free(f->lens, n * BLK_MAXI);
 	big_free(f->cold, n * sizeof(*f->cold));
 	free(f->bbuf);
+	ptf_counts_free(f);
 	free(f);
 }
 
@@ -198,12 +199,27 @@ void btr_ptflow_stats(const struct btr_ptflow *f, struct btr_ptflow_stats *st)
 		memset(st, 0, sizeof(*st));
 }
 
+/* cb->counts across a change of the TSX state from @was: the counted
+ * branches go out before a transaction begins, and the first branch
+ * after one ends goes out in order (btr/ptflow.h), so that a consumer
+ * sees which branches a transaction held. */
+static void tsx_counts(struct btr_ptflow *f, uint8_t was)
+{
+	if (!f->cb || !f->cb->counts || was == f->intx)
+		return;
+	if (f->intx)
+		ptf_flush_counts(f);
+	else
+		f->run_ordered = 1;
+}
+
 /* The TSX state the events @t/@payload change (before any filtering of
  * events by the callbacks).  For an abort, returns the instructions the
  * transaction had executed (the event's payload, btr/ptflow.h). */
 static uint64_t tsx_state(struct btr_ptflow *f, enum btr_flow_event_type t, uint64_t payload)
 {
 	uint64_t n = 0;
+	uint8_t was = f->intx;
 	if (t == BTR_FLOW_TSX && payload && !f->intx) {
 		f->intx = 1;
 		f->tx_insns = f->st.insns;
@@ -215,6 +231,7 @@ static uint64_t tsx_state(struct btr_ptflow *f, enum btr_flow_event_type t, uint
 		f->st.tsx_aborted_insns += n;
 		f->intx = 0;
 	}
+	tsx_counts(f, was);
 	return n;
 }
 
@@ -226,6 +243,11 @@ void ptf_emit_event(struct btr_ptflow *f, enum btr_flow_event_type t, int reason
 		if (t == BTR_FLOW_TSX_ABORT)
 			payload = n;
 	}
+	/* cb->counts: where the next straight-line run starts */
+	if (t == BTR_FLOW_ENABLE)
+		f->rstart = ip;
+	else if (t == BTR_FLOW_GAP || t == BTR_FLOW_OVERFLOW || t == BTR_FLOW_DISABLE)
+		f->rstart = 0;
 	if (t == BTR_FLOW_GAP)
 		f->st.gaps++;
 	if (t == BTR_FLOW_OVERFLOW)
@@ -309,7 +331,8 @@ static void on_tnt(struct btr_ptflow *f, uint64_t bits, unsigned n)
 	if (f->pend)
 		return;  /* waiting for the deferred TIP */
 	size_t used = 0;
-	int r = f->cb->insn || f->intx ? ptf_walk(f, G_TNT, 0, 0, NULL) : ptf_walk_fast(f, NULL, 0, 0, 0, &used);
+	int r = f->cb->insn || f->intx || f->run_ordered ? ptf_walk(f, G_TNT, 0, 0, NULL)
+							       : ptf_walk_fast(f, NULL, 0, 0, 0, &used);
 	if (r < 0)
 		ptf_gap(f, r, f->ip);
 }
@@ -380,7 +403,7 @@ void ptf_on_tip(struct btr_ptflow *f, uint64_t ip, int suppressed)
 		/* Bits queued behind a deferred TIP. */
 		if (f->en == EN_ON && f->tnt_total) {
 			size_t used = 0;
-			int r = f->cb->insn || f->intx ? ptf_walk(f, G_TNT, 0, 0, NULL)
+			int r = f->cb->insn || f->intx || f->run_ordered ? ptf_walk(f, G_TNT, 0, 0, NULL)
 					    : ptf_walk_fast(f, NULL, 0, 0, 0, &used);
 			if (r < 0)
 				ptf_gap(f, r, f->ip);
@@ -643,7 +666,9 @@ static void on_mode_tsx(struct btr_ptflow *f, uint8_t b)
 		/* the state at the PSB: in a transaction or not */
 		if ((b & 1) && !f->intx)
 			f->tx_insns = f->st.insns;
+		uint8_t was = f->intx;
 		f->intx = b & 1;
+		tsx_counts(f, was);
 		return;
 	}
 	if (b & 2) {
@@ -995,7 +1020,8 @@ static size_t run(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit
 		if ((((c & PT_OPM_TNT8) == PT_OPC_TNT8 && c > PT_OPC_EXT) ||
 		     (c == PT_OPC_EXT && i + PT_SIZE_TNT64 <= n && p[i + 1] == PT_EXT_TNT64) ||
 		     ((c & PT_OPM_IP) == PT_OPC_TIP && (c >> PT_OPS_IPC) && !f->async_pending && !f->fup_status)) &&
-		    f->en == EN_ON && !f->pend && !f->tq_cnt && !f->cb->insn && !f->intx) {
+		    f->en == EN_ON && !f->pend && !f->tq_cnt && !f->cb->insn && !f->intx &&
+		    !f->run_ordered) {
 			/* TNT and TIP packets while the flow is known: walk
 			 * straight from the packet bytes. */
 			size_t used = i;
@@ -1053,6 +1079,8 @@ int btr_ptflow_decode(struct btr_ptflow *f, const uint8_t *buf, size_t size,
 	if (!f || (!buf && size))
 		return -BTR_ERR_INVAL;
 	static const struct btr_ptflow_callbacks none;
+	if (cb && cb->counts && ptf_counts_alloc(f) < 0)
+		return -BTR_ERR_NOMEM;
 	f->cb = cb ? cb : &none;
 	f->stopped = 0;
 	ptf_take_image(f);
@@ -1088,6 +1116,8 @@ int btr_ptflow_decode(struct btr_ptflow *f, const uint8_t *buf, size_t size,
 				f->carry_len = (unsigned)rest;
 				f->off += size;
 				ptf_flush_branches(f);
+				if (f->cb->counts)
+					ptf_flush_counts(f);
 				f->in_decode = 0;
 				return f->stopped ? 1 : 0;
 			}
@@ -1110,8 +1140,10 @@ int btr_ptflow_decode(struct btr_ptflow *f, const uint8_t *buf, size_t size,
 		}
 	}
 	f->off += size;
-	/* Nothing stays buffered between calls. */
+	/* Nothing stays buffered between calls, nor counted. */
 	ptf_flush_branches(f);
+	if (f->cb->counts)
+		ptf_flush_counts(f);
 	f->in_decode = 0;
 	return f->stopped ? 1 : 0;
 }
@@ -1129,6 +1161,10 @@ void ptf_reset_for_piece(struct btr_ptflow *f, uint64_t pos)
 	uint8_t bbuf_dirty = f->bbuf_dirty;
 	uint8_t *lens = f->lens;
 	struct blk_cold *cold = f->cold;
+	uint64_t *cnt = f->cnt, *xt = f->xt;
+	uint32_t *dirty = f->dirty, nd = f->nd;
+	struct btr_branch_count *cbuf = f->cbuf;
+	unsigned cn = f->cn;
 	unsigned bits = f->cache_bits, gen = f->img_gen;
 	struct btr_ptflow_config c = f->cfg;
 	struct errata er = f->er;
@@ -1146,6 +1182,12 @@ void ptf_reset_for_piece(struct btr_ptflow *f, uint64_t pos)
 	f->bbuf_dirty = bbuf_dirty;
 	f->lens = lens;
 	f->cold = cold;
+	f->cnt = cnt;
+	f->xt = xt;
+	f->dirty = dirty;
+	f->nd = nd;
+	f->cbuf = cbuf;
+	f->cn = cn;
 	f->cache_bits = bits;
 	f->img_gen = gen;
 	f->cfg = c;

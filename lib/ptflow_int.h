@@ -138,6 +138,20 @@ struct btr_ptflow {
 	uint64_t bbuf_tsc;
 	uint8_t bbuf_dirty;
 	uint64_t fw_nonjcc;   /* walk_fast: TNT bits consumed by other than JCC */
+	/* cb->counts (btr/ptflow.h): two counters per block (executions of
+	 * its branch to to[0] / to[1] since they were last reported), the
+	 * list of counters that became nonzero (block * 2 + link), and the
+	 * ordered records (count 1) not yet delivered.  Allocated at the
+	 * first decode with cb->counts. */
+	uint64_t *cnt;
+	uint64_t *xt;         /* per block: the target the second counter of an
+			       * indirect branch (C_IND, C_RET) counts */
+	uint32_t *dirty;
+	uint32_t nd;
+	struct btr_branch_count *cbuf;
+	unsigned cn;
+	uint64_t rstart;      /* counts: start of the current straight-line run, 0 unknown */
+	uint8_t run_ordered;  /* counts: a transaction ended, its next branch goes out in order */
 
 	/* flow */
 	uint64_t ip;
@@ -211,6 +225,10 @@ struct btr_ptflow {
 /* ptflow_out.c */
 void ptf_bbuf_fill(struct btr_ptflow *f, unsigned from);
 void ptf_flush_branches(struct btr_ptflow *f);
+int ptf_counts_alloc(struct btr_ptflow *f);
+void ptf_counts_free(struct btr_ptflow *f);
+int ptf_count_one(struct btr_ptflow *f, uint64_t start, const struct btr_branch *b);
+void ptf_flush_counts(struct btr_ptflow *f);
 void ptf_emit_insns(struct btr_ptflow *f, const struct blk *b, unsigned n);
 
 /* ptflow.c */
@@ -255,7 +273,7 @@ static inline void emit_branch(struct btr_ptflow *f, uint64_t from, uint64_t to,
 {
 	f->st.branches++;
 	f->st.by_kind[kind]++;
-	if (!f->cb || (!f->cb->branch && !f->cb->branches)) {
+	if (!f->cb || (!f->cb->branch && !f->cb->branches && !f->cb->counts)) {
 		f->since = 0;
 		return;
 	}
@@ -280,6 +298,15 @@ static inline void emit_branch(struct btr_ptflow *f, uint64_t from, uint64_t to,
 	}
 	b.flags = (uint16_t)flags;
 	f->since = 0;
+	if (f->cb->counts) {
+		/* one ordered record of the counts (ptflow_out.c) */
+		uint64_t start = f->rstart;
+		f->rstart = to;
+		f->run_ordered = 0;
+		if (ptf_count_one(f, start, &b))
+			f->stopped = 1;
+		return;
+	}
 	if (f->cb->branches) {
 		f->bbuf_dirty = 1;
 		f->bbuf[f->bn++] = b;

@@ -268,7 +268,7 @@ int btr_ptflow_decode_parallel(struct btr_image *img, const struct btr_ptflow_co
 {
 	if (!img || (!buf && size) || !cb)
 		return -BTR_ERR_INVAL;
-	if (cb->insn)
+	if (cb->insn || cb->counts)
 		return -BTR_ERR_UNSUPPORTED;
 	if (nthreads < 1)
 		nthreads = 1;

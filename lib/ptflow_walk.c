@@ -17,6 +17,16 @@ const struct blk btr_ptflow_blk_nil_;
 void ptf_flush_blocks(struct btr_ptflow *f, int image_changed)
 {
 	size_t cap = (size_t)1 << f->cache_bits;
+	/* The counters of cb->counts belong to the blocks: report them now. */
+	if (f->nd) {
+		if (f->cb && f->cb->counts) {
+			ptf_flush_counts(f);
+		} else {
+			for (uint32_t k = 0; k < f->nd; k++)
+				f->cnt[f->dirty[k]] = 0;
+			f->nd = 0;
+		}
+	}
 	if (image_changed && f->nblk_hi <= cap / 16) {
 		/* A per-CPU trace changes image at every switch between
 		 * processes: clearing the whole cache (5 MiB) each time
@@ -35,9 +45,14 @@ void ptf_flush_blocks(struct btr_ptflow *f, int image_changed)
 		memset(f->idx, 0, sizeof(*f->idx) << f->cache_bits);
 		/* A changed image also invalidates the blocks themselves (all
 		 * of them: links and return-stack entries may still reach
-		 * blocks left from before an earlier flush). */
+		 * blocks left from before an earlier flush).  So do counters:
+		 * a walk through such links would count on a block whose
+		 * number a new block takes before the counters are reported. */
 		if (image_changed)
 			memset(f->blks, 0, sizeof(*f->blks) * f->nblk_hi);
+		else if (f->cnt)
+			for (uint32_t i = 0; i < f->nblk_hi; i++)
+				f->blks[i].mode = 0;
 	}
 	if (image_changed) {
 		f->nblk_hi = 0;
@@ -421,6 +436,11 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 	br.reserved = 0;
 	br.pid = f->cfg.pid;
 	br.cycles = cyc;
+	/* omode 3 (cb->counts): the start of the current straight-line run,
+	 * and the blocks' counters */
+	uint64_t rstart = f->rstart;
+	uint64_t *const cnt = f->cnt, *const xt = f->xt;
+	const struct blk *const blks = f->blks;
 	if (omode == 2 && btr_unlikely(f->bbuf_tsc != tsc)) {
 		/* The records still buffered keep their time. */
 		f->bbuf_tsc = tsc;
@@ -459,6 +479,20 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 					goto out;                                \
 				}                                                \
 			}                                                        \
+		} else if (omode == 3) {                                         \
+			uint32_t t_ = (tail_) | fl;                              \
+			br.from = (from_);                                       \
+			br.to = (to_);                                           \
+			br.insns = insns - mark;                                 \
+			memcpy(&br.flags, &t_, 4);                               \
+			fl &= ~(uint32_t)BTR_BF_CYCLES;                          \
+			int r_ = ptf_count_one(f, rstart, &br);                  \
+			br.cycles = 0;                                           \
+			rstart = (to_);                                          \
+			if (btr_unlikely(r_)) {                                  \
+				mark = insns;                                    \
+				goto out;                                        \
+			}                                                        \
 		} else if (omode == 1) {                                         \
 			uint32_t t_ = (tail_) | fl;                              \
 			br.from = (from_);                                       \
@@ -475,6 +509,39 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 			}                                                        \
 		}                                                                \
 		mark = insns;                                                    \
+	} while (0)
+	/* The branch of @b to its link @which (target @to_): with omode 3,
+	 * when the run started at @b, one more on the block's counter;
+	 * otherwise a record. */
+#define FAST_AGG(which_, to_, kind_, tail_)                                      \
+	do {                                                                     \
+		if (omode == 3 && btr_likely(rstart == b->ip && insns - mark == b->ninsn)) { \
+			size_t k_ = (size_t)(b - blks) * 2 + (which_);           \
+			if (!cnt[k_]++)                                          \
+				f->dirty[f->nd++] = (uint32_t)k_;                \
+			rstart = (to_);                                          \
+			mark = insns;                                            \
+		} else {                                                         \
+			FAST_EMIT(b->end_ip, (to_), (kind_), (tail_));           \
+		}                                                                \
+	} while (0)
+	/* The indirect branch (C_IND, C_RET) ending @b to @to_: with omode 3,
+	 * when the run started at @b and the block's second counter is free
+	 * or counts this target (f->xt), one more on it; otherwise a record.
+	 * (A return mostly goes back to one call site, an indirect call
+	 * mostly to one function.) */
+#define FAST_AGGX(to_, tail_)                                                    \
+	do {                                                                     \
+		uint64_t x_ = (to_);                                             \
+		size_t i_ = (size_t)(b - blks);                                  \
+		if (omode == 3 && btr_likely(rstart == b->ip && insns - mark == b->ninsn) && \
+		    (cnt[2 * i_ + 1] ? xt[i_] == x_ : (xt[i_] = x_, f->dirty[f->nd++] = (uint32_t)(2 * i_ + 1), 1))) { \
+			cnt[2 * i_ + 1]++;                                       \
+			rstart = x_;                                             \
+			mark = insns;                                            \
+		} else {                                                         \
+			FAST_EMIT(b->end_ip, x_, b->kind, (tail_));              \
+		}                                                                \
 	} while (0)
 	/* Follows link @which of @b to @to (lookup on a miss).  In TIP mode
 	 * (walking to the branch a TIP resolves, packet not yet consumed) a
@@ -605,7 +672,7 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 								if (cls == C_CALL && b->to[1] != b->to[0])
 									rs_push(f, b->to[0], &b->next[0]);
 								FAST_COUNT(b->kind, 0);
-								FAST_EMIT(b->end_ip, b->to[1], b->kind, b->tail[1]);
+								FAST_AGG(1, b->to[1], b->kind, b->tail[1]);
 								FAST_NEXT(1, b->to[1]);
 							} else if (cls == C_COND) {
 								goto out;   /* on_tip reports it */
@@ -624,9 +691,13 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 						pkt = i;
 						i += PT_SIZE_IP0 + ipc_len[ipc];
 						FAST_COUNT(b->kind, 0);
-						FAST_EMIT(b->end_ip, tip, b->kind,
-							  (uint32_t)(BTR_BF_TAKEN | KFLAGS(b->end_ip, tip)) |
-								  (uint32_t)b->kind << 16);
+						if (b->cls == C_FAR)
+							FAST_EMIT(b->end_ip, tip, b->kind,
+								  (uint32_t)(BTR_BF_TAKEN | KFLAGS(b->end_ip, tip)) |
+									  (uint32_t)b->kind << 16);
+						else
+							FAST_AGGX(tip, (uint32_t)(BTR_BF_TAKEN | KFLAGS(b->end_ip, tip)) |
+									       (uint32_t)b->kind << 16);
 						/* The target block is looked up when it
 						 * is needed (a failure belongs to that
 						 * packet); next[1] of an indirect branch
@@ -679,10 +750,10 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 				 * so that with a callback only the successor has
 				 * to survive the call. */
 				if (btr_likely(s->ip == to && s->mode == m1)) {
-					FAST_EMIT(b->end_ip, to, BTR_KIND_JCC, b->tail[t]);
+					FAST_AGG(t, to, BTR_KIND_JCC, b->tail[t]);
 					b = s;
 				} else {
-					FAST_EMIT(b->end_ip, to, BTR_KIND_JCC, b->tail[t]);
+					FAST_AGG(t, to, BTR_KIND_JCC, b->tail[t]);
 					FAST_NEXT(t, to);
 				}
 			} while (nb && b->jcc);
@@ -695,7 +766,7 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 			insns += b->ninsn;
 			uint64_t to = b->to[t];
 			FAST_COUNT(b->kind, 1);
-			FAST_EMIT(b->end_ip, to, b->kind, b->tail[t]);
+			FAST_AGG(t, to, b->kind, b->tail[t]);
 			FAST_NEXT(t, to);
 			continue;
 		}
@@ -713,7 +784,7 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 			if (b->cls == C_CALL && b->to[1] != b->to[0])
 				rs_push(f, b->to[0], &b->next[0]);
 			FAST_COUNT(b->kind, 0);
-			FAST_EMIT(b->end_ip, b->to[1], b->kind, b->tail[1]);
+			FAST_AGG(1, b->to[1], b->kind, b->tail[1]);
 			FAST_NEXT(1, b->to[1]);
 			continue;
 		case C_RET:
@@ -728,8 +799,7 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 				struct blk **lnk = f->rsl[f->rs_top];
 				uint64_t to = rs_pop(f);
 				FAST_COUNT(b->kind, 0);
-				FAST_EMIT(b->end_ip, to, b->kind,
-					  (uint32_t)(BTR_BF_TAKEN | KFLAGS(b->end_ip, to)) | (uint32_t)b->kind << 16);
+				FAST_AGGX(to, (uint32_t)(BTR_BF_TAKEN | KFLAGS(b->end_ip, to)) | (uint32_t)b->kind << 16);
 				b = *lnk;
 				if (btr_unlikely(b->ip != to || b->mode != m1)) {
 					ip = to;
@@ -775,6 +845,8 @@ out:
 	f->st.by_kind[BTR_KIND_JCC] += njcc;
 	if (omode == 2)
 		f->bn = on;
+	if (omode == 3)
+		f->rstart = rstart;
 	if (omode == 1 ? (fl & BTR_BF_CYCLES) : cycfl) {
 		/* no branch took the CYC count */
 		f->have_cyc = 1;
@@ -799,6 +871,8 @@ out:
 	*pos = i;
 	return ret;
 #undef FAST_EMIT
+#undef FAST_AGG
+#undef FAST_AGGX
 #undef FAST_NEXT
 #undef FAST_ACQUIRE
 #undef FAST_GUARD
@@ -811,6 +885,8 @@ out:
 int ptf_walk_fast(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint64_t off,
 		     size_t *pos)
 {
+	if (f->cb->counts)
+		return walk_fast_t(f, p, n, limit, off, pos, 3);
 	if (f->cb->branches)
 		return walk_fast_t(f, p, n, limit, off, pos, 2);
 	if (f->cb->branch)

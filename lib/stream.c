@@ -680,6 +680,43 @@ static int flow_branches(void *ctx, const struct btr_branch *b, size_t n)
 	return 0;
 }
 
+/* The counted form (btr_stream_opts.counts; only in the common case of
+ * flow_branches: no filter, no selection, a per-thread stream). */
+static int flow_counts(void *ctx, const struct btr_branch_count *c, size_t n)
+{
+	struct data_stream *d = ctx;
+	struct btr_stream *s = d->s;
+	uint32_t pid = btr_stream_pid_of(s, d->tid);
+	uint64_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += c[i].count;
+	s->st.branches += total;
+	if (btr_unlikely(pid != d->flow_pid)) {
+		/* the decoder wrote .pid = flow_pid: give the process the
+		 * stream knows now */
+		struct btr_branch_count tmp[64];
+		for (size_t i = 0; i < n;) {
+			size_t k = n - i < 64 ? n - i : 64;
+			for (size_t j = 0; j < k; j++) {
+				tmp[j] = c[i + j];
+				tmp[j].b.tid = d->tid;
+				tmp[j].b.pid = pid;
+			}
+			int rc = s->o.counts(s->o.ctx, tmp, k);
+			if (rc) {
+				s->stopped = stop_value(rc);
+				return 1;
+			}
+			i += k;
+		}
+		return 0;
+	}
+	int rc = s->o.counts(s->o.ctx, c, n);
+	if (rc)
+		s->stopped = stop_value(rc);
+	return rc != 0;
+}
+
 static int flow_insn(void *ctx, uint64_t ip, const struct btr_insn *insn)
 {
 	struct data_stream *d = ctx;
@@ -840,6 +877,8 @@ static int on_pt(struct btr_stream *s, const struct btr_rec_data *r)
 	s->st.pt_bytes += r->size;
 	struct btr_ptflow_callbacks cb = { .branches = flow_branches, .event = flow_event,
 					   .insn = s->o.insn ? flow_insn : NULL, .ctx = d };
+	if (s->o.counts && !s->o.filter && !s->o.pid && !s->o.tid && !d->percpu && !s->o.insn)
+		cb.counts = flow_counts;
 	rc = btr_ptflow_decode(d->flow, r->data, (size_t)r->size, &cb);
 	if (rc > 0)
 		return s->stopped ? s->stopped : 1;

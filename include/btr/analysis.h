@@ -69,6 +69,20 @@ struct btr_analysis_ops {
 	 * none listed).  The CLI's --format checks, the fuzz targets and the
 	 * docs take the list from here. */
 	const char *const *formats;
+	/* appended: Optional: the counted form of @branches (btr/branch.h
+	 * struct btr_branch_count; @n >= 1 records, borrowed for the call).
+	 * An analysis that only needs counts (blocks, edges, instructions)
+	 * implements it; when every analysis of a run does,
+	 * btr_analysis_run lets the PT decoder count conditional and direct
+	 * branches on its cached blocks instead of writing a record per
+	 * execution (btr/stream.h @counts), which is most of the cost of a
+	 * count view.  Such an analysis still gets @branches for data that
+	 * is not aggregated (BTS, LBR, per-CPU PT) and may get both kinds in
+	 * one run; records with counts come in order relative to events but
+	 * not to each other within one data record.  Set BTR_ORDERED=1 in
+	 * the environment to make btr_analysis_run deliver every branch in
+	 * order through @branches instead (to compare). */
+	int (*counts)(void *state, const struct btr_branch_count *c, size_t n);
 };
 
 struct btr_analysis;
@@ -138,6 +152,13 @@ int btr_analysis_mux_branch(void *mux, const struct btr_branch *b);
  * large batch goes to the analyses as it is, without a copy. */
 int btr_analysis_mux_branches(void *mux, const struct btr_branch *b, size_t n);
 int btr_analysis_mux_event(void *mux, const struct btr_stream_event *ev);
+/* The counted form (btr_stream_opts.counts): passes @c to every
+ * analysis' ops->counts (only put it into the stream options when every
+ * analysis has one: btr_analysis_mux_counts_ok). */
+int btr_analysis_mux_counts(void *mux, const struct btr_branch_count *c, size_t n);
+/* 1 if every analysis of @m that takes branches takes counts too
+ * (ops->counts; those that take neither do not matter), else 0. */
+int btr_analysis_mux_counts_ok(const struct btr_analysis_mux *m);
 int btr_analysis_mux_begin(struct btr_analysis_mux *m, struct btr_stream *s);
 /* Flushes buffered branches and calls every end with @status.  Returns 0
  * or the first analysis error. */

@@ -92,6 +92,22 @@ struct btr_branch {
 			    * .btr BRANCHES records (derived from tid). */
 };
 
+/* A branch counted @count times (the aggregated form some decoders can
+ * deliver instead of one record per execution; btr/ptflow.h "counts",
+ * btr/stream.h, btr/analysis.h).  Every one of the @count executions
+ * ran the straight line of instructions from @start (the target of the
+ * thread's previous branch, or where tracing resumed; 0 if unknown: after
+ * a gap, an overflow or a disable) up to @b.from and then took the branch
+ * @b (from, to, kind, flags, tid, pid).  @b.insns (with BTR_BF_INSNS) is
+ * the instruction count of one execution of that run, branch included.
+ * Timing is not aggregated: a record with @count > 1 has neither
+ * BTR_BF_TSC nor BTR_BF_CYCLES. */
+struct btr_branch_count {
+	struct btr_branch b;
+	uint64_t start;
+	uint64_t count;
+};
+
 /* Returns the LBR type class of @kind (BTR_LBR_JCC..BTR_LBR_FAR_BRANCH), or
  * -1 for BTR_KIND_NONE or an unknown value. */
 int btr_branch_kind_class(enum btr_branch_kind kind);

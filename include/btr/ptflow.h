@@ -103,6 +103,28 @@ struct btr_ptflow_callbacks {
 	 * batch holding the branches before it.  Return nonzero to stop
 	 * decoding (the decoder may have walked up to a batch further). */
 	int (*branches)(void *ctx, const struct btr_branch *b, size_t n);
+	/* appended: Optional, for consumers that need counts rather than
+	 * order (coverage, block and edge counts).  If set (and @insn is
+	 * NULL), @branch and @branches are not called: every branch is
+	 * reported once through @counts as a struct btr_branch_count
+	 * (btr/branch.h), in batches of 1..BTR_PTFLOW_BATCH at @c (owned by
+	 * the decoder, valid during the call).  Conditional branches, direct
+	 * jumps and direct calls that start their block are counted on the
+	 * decoder's cached blocks (two counters per block, no record per
+	 * execution) and reported, with their counts, before the
+	 * btr_ptflow_decode call that ran them returns (or before the block
+	 * cache is emptied); the others (returns, indirect and far transfers,
+	 * branches inside a TSX transaction and the first after one) come
+	 * in execution order with count 1.  Events come after the ordered
+	 * records before them; the counted records of a call may come after
+	 * its events, except that all of them are reported before a TSX
+	 * transaction begins.  The sum of the counts equals the branches
+	 * @branches would have been given; every record holds the @start of
+	 * its straight-line run (the previous branch's target, an ENABLE
+	 * event's IP, or 0 after a GAP, OVERFLOW or DISABLE), so nothing is
+	 * lost but the order and the timing.  Not supported by
+	 * btr_ptflow_decode_parallel (-BTR_ERR_UNSUPPORTED). */
+	int (*counts)(void *ctx, const struct btr_branch_count *c, size_t n);
 };
 
 /* Largest batch passed to btr_ptflow_callbacks.branches. */

@@ -172,6 +172,19 @@ struct btr_stream_opts {
 	 * everything (the default).  For shards of one trace decoded in
 	 * parallel (docs/python.md). */
 	int skip_unselected;
+	/* appended: Optional, for consumers of counts (btr/branch.h struct
+	 * btr_branch_count): if set, the branches of per-thread PT data are
+	 * delivered through @counts instead of @branch/@branches, aggregated
+	 * by the flow decoder (btr/ptflow.h "counts": returns, indirect and
+	 * far transfers in order with count 1, conditional and direct
+	 * branches counted on the decoder's blocks and reported at the end of
+	 * each data record).  All branches of a data record are delivered
+	 * before the next record's events.  Other data (BTS, LBR, branch
+	 * records, per-CPU PT), and every branch when @filter, @pid, @tid or
+	 * @insn is set, still go to @branch/@branches in order.  The
+	 * statistics count each branch @count times.  Return nonzero to stop
+	 * (as @branch). */
+	int (*counts)(void *ctx, const struct btr_branch_count *c, size_t n);
 };
 
 struct btr_stream;

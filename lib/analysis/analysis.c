@@ -170,6 +170,33 @@ int btr_analysis_mux_event(void *mux, const struct btr_stream_event *ev)
 	return 0;
 }
 
+int btr_analysis_mux_counts(void *mux, const struct btr_branch_count *c, size_t n)
+{
+	struct btr_analysis_mux *m = mux;
+	if (flush(m))
+		return 1;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct btr_analysis *a = m->list[i];
+		if (a->ops->counts && note(m, a->ops->counts(a->state, c, n)))
+			return 1;
+	}
+	return 0;
+}
+
+int btr_analysis_mux_counts_ok(const struct btr_analysis_mux *m)
+{
+	if (!m || !m->n)
+		return 0;
+	int any = 0;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct btr_analysis_ops *o = m->list[i]->ops;
+		if (o->branches && !o->counts)
+			return 0;
+		any |= o->counts != NULL;
+	}
+	return any;
+}
+
 int btr_analysis_mux_begin(struct btr_analysis_mux *m, struct btr_stream *s)
 {
 	if (!m)
@@ -223,6 +250,11 @@ int btr_analysis_run(const char *path, const struct btr_stream_opts *sopts,
 	o.event = btr_analysis_mux_event;
 	o.insn = NULL;
 	o.ctx = m;
+	/* Counts instead of one record per branch when every analysis takes
+	 * them (BTR_ORDERED=1: in order, to compare). */
+	const char *ord = getenv("BTR_ORDERED");
+	o.counts = btr_analysis_mux_counts_ok(m) && !(ord && *ord && strcmp(ord, "0"))
+			   ? btr_analysis_mux_counts : NULL;
 	struct btr_stream *s;
 	rc = btr_stream_open(path, &o, &s);
 	if (rc < 0) {

@@ -339,6 +339,50 @@ static int on_branches(void *state, const struct btr_branch *br, size_t n)
 	return rc;
 }
 
+/* The counted form (btr_analysis_ops.counts): each record's run start is
+ * given, so no thread state is needed but for TSX (its records come in
+ * order, count 1: btr/ptflow.h). */
+static int on_counts(void *state, const struct btr_branch_count *c, size_t n)
+{
+	struct blocks *b = state;
+	for (size_t i = 0; i < n; i++) {
+		const struct btr_branch *x = &c[i].b;
+		uint64_t cnt = c[i].count;
+		uint64_t insns = (x->flags & BTR_BF_INSNS) ? x->insns : 0;
+		struct thr *t = thr_get(b, x->tid);
+		if (!t)
+			return -BTR_ERR_NOMEM;
+		if (btr_unlikely((x->flags & BTR_BF_IN_TX) || t->ntx ||
+				 (x->flags & (BTR_BF_TSX_ABORT | BTR_BF_INSNS)) ==
+					 (BTR_BF_TSX_ABORT | BTR_BF_INSNS))) {
+			/* in order: the transaction logic of on_branches, the
+			 * thread's state from the record's start */
+			if (!t->ntx) {
+				t->prev_to = c[i].start;
+				t->prev_valid = c[i].start != 0;
+				t->cur = 0;
+			}
+			b->res.branches++;
+			b->res.insns += insns;
+			b->res.has_insns |= (x->flags & BTR_BF_INSNS) != 0;
+			if (tx_branch(b, t, x) < 0)
+				return -BTR_ERR_NOMEM;
+			continue;
+		}
+		b->res.branches += cnt;
+		b->res.insns += insns * cnt;
+		b->res.has_insns |= (x->flags & BTR_BF_INSNS) != 0;
+		b->res.unknown_start += c[i].start ? 0 : cnt;
+		uint64_t k = x->pid | (uint64_t)(x->flags & BTR_BF_TAKEN) << 32 | (uint64_t)x->kind << 40;
+		if (table_add(&b->raw, c[i].start, x->from, x->to, k, cnt, insns * cnt) < 0)
+			return -BTR_ERR_NOMEM;
+		t->prev_to = x->to;
+		t->prev_valid = 1;
+		t->cur = 0;
+	}
+	return 0;
+}
+
 /* ---- resolution to module-relative keys ---- */
 
 static uint32_t mod_intern(struct blocks *b, const struct btr_image_module *mi)
@@ -626,6 +670,7 @@ const struct btr_analysis_ops btr__blocks_ops = {
 	.name = "blocks",
 	.begin = on_begin,
 	.branches = on_branches,
+	.counts = on_counts,
 	.event = on_event,
 	.end = on_end,
 	.destroy = on_destroy,

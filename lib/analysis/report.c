@@ -226,14 +226,16 @@ static int blk_grow(struct btr_report *r)
 	return 0;
 }
 
-/* Counts one execution of block [start, end]: the per-branch hot path. */
-static inline int blk_add(struct btr_report *r, uint64_t start, uint64_t end, uint32_t pid, uint64_t insns)
+/* Counts @cnt executions of block [start, end] (@insns in all): the
+ * per-branch hot path. */
+static inline int blk_add(struct btr_report *r, uint64_t start, uint64_t end, uint32_t pid, uint64_t insns,
+			  uint64_t cnt)
 {
 	if (btr_likely(r->blk)) {
 		size_t j = blk_hash(start, end, pid, r->blk_shift);
 		while (r->blk[j].count) {
 			if (r->blk[j].start == start && r->blk[j].end == end && r->blk[j].pid == pid) {
-				r->blk[j].count++;
+				r->blk[j].count += cnt;
 				r->blk[j].insns += insns;
 				return 0;
 			}
@@ -246,41 +248,76 @@ static inline int blk_add(struct btr_report *r, uint64_t start, uint64_t end, ui
 	size_t j = blk_hash(start, end, pid, r->blk_shift);
 	while (r->blk[j].count)
 		j = (j + 1) & (r->cap_blk - 1);
-	r->blk[j] = (struct blk){ .start = start, .end = end, .count = 1, .insns = insns, .pid = pid };
+	r->blk[j] = (struct blk){ .start = start, .end = end, .count = cnt, .insns = insns, .pid = pid };
 	r->n_blk++;
 	return 0;
 }
 
-/* Counts @b into thread @t (the hot path of btr_report_branch[es]). */
-static inline int count_branch(struct btr_report *r, struct thr *t, const struct btr_branch *b)
+/* Counts @cnt executions of @b after the run from @start into thread @t
+ * (the hot path of btr_report_branch[es] with @cnt 1, and of counts). */
+static inline __attribute__((always_inline)) int
+count_run(struct btr_report *r, struct thr *t, const struct btr_branch *b, uint64_t start, uint64_t cnt)
 {
 	struct btr_report_result *res = &r->res;
 	/* Branch-free counting: taken/not-taken and kinds are random to the
 	 * predictor, and this runs once per branch. */
 	unsigned f = b->flags;
 	unsigned k = b->kind < BTR_KIND__COUNT ? b->kind : BTR_KIND_NONE;
-	res->branches++;
-	t->pub.branches++;
-	res->taken += (f & BTR_BF_TAKEN) != 0;
-	res->mispredicted += (f & BTR_BF_MISPRED) != 0;
-	res->by_kind[k]++;
-	r->cls_count[r->cls_slot[k]]++;
-	res->by_class[(f & BTR_BF_KERNEL) ? BTR_LBR_CPL_EQ_0 : BTR_LBR_CPL_NEQ_0]++;
+	res->branches += cnt;
+	t->pub.branches += cnt;
+	res->taken += cnt * ((f & BTR_BF_TAKEN) != 0);
+	res->mispredicted += cnt * ((f & BTR_BF_MISPRED) != 0);
+	res->by_kind[k] += cnt;
+	r->cls_count[r->cls_slot[k]] += cnt;
+	res->by_class[(f & BTR_BF_KERNEL) ? BTR_LBR_CPL_EQ_0 : BTR_LBR_CPL_NEQ_0] += cnt;
 	uint64_t n = 0;
 	if (b->flags & BTR_BF_INSNS) {
-		n = b->insns;
+		n = b->insns * cnt;
 		res->has_insns = 1;
 		res->insns += n;
 		t->pub.insns += n;
 	}
 	if (btr_unlikely(b->pid != t->pid) && b->pid)
 		t->pid = b->pid;
-	if (blk_add(r, t->prev_valid ? t->prev_to : 0, b->from, t->pid, n) < 0) {
+	if (blk_add(r, start, b->from, t->pid, n, cnt) < 0) {
 		r->nomem = 1;
 		return 1;
 	}
+	return 0;
+}
+
+/* Counts @b into thread @t (the hot path of btr_report_branch[es]). */
+static inline int count_branch(struct btr_report *r, struct thr *t, const struct btr_branch *b)
+{
+	if (count_run(r, t, b, t->prev_valid ? t->prev_to : 0, 1))
+		return 1;
 	t->prev_to = b->to;
 	t->prev_valid = 1;
+	return 0;
+}
+
+/* The counted form (btr_analysis_ops.counts): each record's run start is
+ * given. */
+static int report_counts(struct btr_report *r, const struct btr_branch_count *c, size_t n)
+{
+	struct thr *t = NULL;
+	uint32_t tid = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (r->nomem)
+			return 1;
+		if (!t || c[i].b.tid != tid) {
+			tid = c[i].b.tid;
+			if (!(t = thr_get(r, tid))) {
+				r->nomem = 1;
+				return 1;
+			}
+		}
+		if (count_run(r, t, &c[i].b, c[i].start, c[i].count))
+			return 1;
+		/* (for branches that may follow in order) */
+		t->prev_to = c[i].b.to;
+		t->prev_valid = 1;
+	}
 	return 0;
 }
 
@@ -1037,6 +1074,12 @@ static int rep_branches(void *state, const struct btr_branch *b, size_t n)
 	return btr_report_branches(x->r, b, n) ? -BTR_ERR_NOMEM : 0;
 }
 
+static int rep_counts(void *state, const struct btr_branch_count *c, size_t n)
+{
+	struct rep *x = state;
+	return report_counts(x->r, c, n) ? -BTR_ERR_NOMEM : 0;
+}
+
 static int rep_event(void *state, const struct btr_stream_event *ev)
 {
 	struct rep *x = state;
@@ -1093,6 +1136,7 @@ const struct btr_analysis_ops btr__report_ops = {
 	.name = "report",
 	.begin = rep_begin,
 	.branches = rep_branches,
+	.counts = rep_counts,
 	.event = rep_event,
 	.end = rep_end,
 	.write = rep_write,

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# cli_counts.sh - the count views (report, cov, cfg, annotate, diff, afdo)
+# let the PT decoder count branches on its blocks (btr/ptflow.h "counts")
+# instead of delivering each one in order.  Their outputs must be the
+# same, byte for byte, as with every branch in order (BTR_ORDERED=1), on
+# real recordings: gzip, python3, threads, signals, a process tree with
+# exec, a dlclose'd library, and the real hardware PT of perf.data.
+# Args: $1 btr binary, $2 build dir, $3 shared dir.
+set -u
+. "$(dirname "$0")/lib.sh"
+btr=$1; build=$2; shared=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+need_qemu
+
+head -c 150000 /dev/urandom | base64 >"$tmp/in.txt"
+py=/usr/bin/python3
+[ -x "$py" ] || py=$(command -v python3)
+declare -a traces=()
+rec() { # NAME CMD...
+	local name=$1
+	shift
+	if "$btr" record -q -b qemu -o "$tmp/$name.btr" -- "$@" >/dev/null 2>"$tmp/$name.err"; then
+		traces+=("$name")
+	else
+		bad "recording $name: $(head -1 "$tmp/$name.err")"
+	fi
+}
+rec gzip gzip -c "$tmp/in.txt"
+rec python3 "$py" -c 'import json; print(sum(len(json.dumps({"k": i})) for i in range(3000)))'
+rec threads "$build/prog_flow_threads"
+rec signals "$build/prog_flow_signals"
+rec proc_tree "$build/prog_proc_tree"
+rec dlclose "$build/prog_qemu_dlclose" "$build/libbtr_dl_loop.so" "$build/libbtr_dl_other.so"
+
+# same NAME CMD...: runs CMD with counts and in order; outputs equal
+same() {
+	local name=$1
+	shift
+	"$@" >"$tmp/c.out" 2>"$tmp/c.err"; local rc1=$?
+	BTR_ORDERED=1 "$@" >"$tmp/o.out" 2>"$tmp/o.err"; local rc2=$?
+	check "$name: same exit ($rc1, $rc2)" [ $rc1 -eq $rc2 ]
+	if cmp -s "$tmp/c.out" "$tmp/o.out" && cmp -s "$tmp/c.err" "$tmp/o.err"; then
+		ok
+	else
+		bad "$name: output differs with counts: $(diff "$tmp/o.out" "$tmp/c.out" | head -3 | tr '\n' ' ')"
+	fi
+}
+
+for t in "${traces[@]}"; do
+	f=$tmp/$t.btr
+	same "$t report" "$btr" report "$f"
+	same "$t report json" "$btr" report --format json --top 50 "$f"
+	same "$t cov lcov" "$btr" cov --format lcov -o - "$f"
+	same "$t cov drcov" "$btr" cov --format drcov -o - "$f"
+	same "$t diff" "$btr" diff "$f" "$tmp/gzip.btr"
+	hot=$("$btr" report --format json --top 1 "$f" 2>/dev/null |
+		"$py" -c 'import json,sys; f=json.load(sys.stdin).get("top_functions") or [{}]; print(f[0].get("name",""))')
+	if [ -n "$hot" ]; then
+		same "$t cfg $hot" "$btr" cfg --function "$hot" -o - "$f"
+		same "$t annotate $hot" "$btr" annotate --function "$hot" "$f"
+	else
+		bad "$t: no hottest function in the report"
+	fi
+done
+same "gzip afdo" "$btr" afdo --elf "$(command -v gzip)" -o - "$tmp/gzip.btr"
+
+# real hardware PT (perf.data, per-CPU: decoded in order either way)
+pt="$shared/traces/quipper/perf.data.intel_pt-4.14"
+if [ -f "$pt" ]; then
+	same "quipper PT report" "$btr" report --format json "$pt"
+else
+	note "$pt absent: hardware PT not compared"
+fi
+finish cli_counts "${#traces[@]} recordings"

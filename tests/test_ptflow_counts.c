@@ -1,0 +1,227 @@
+/* test_ptflow_counts.c - the flow decoder's counted output (btr/ptflow.h
+ * "counts") against its ordered output on the same streams.
+ *
+ * The ordered records are turned into counts the way a consumer would:
+ * each branch's run starts at the previous branch's target, at an ENABLE
+ * event's IP, or is unknown (0) after a GAP, OVERFLOW or DISABLE.  The
+ * counted output must hold exactly the same multiset of (start, from, to,
+ * kind, flags, insns) - timing flags aside - for streams fed whole and in
+ * small pieces, with a block cache so small that it is emptied during
+ * walks (its counters must go out first), and with corrupted bytes that
+ * make the decoder lose and find the flow again. */
+#include "check.h"
+#include "ptgen.h"
+#include "btr/ptflow.h"
+#include "btr/image.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct rec {
+	uint64_t start, from, to, insns, count;
+	uint32_t tid;
+	uint16_t flags;
+	uint8_t kind;
+};
+
+struct sink {
+	struct rec *v;
+	size_t n, cap;
+	uint64_t start;      /* ordered mode: the current run's start */
+	uint64_t total;      /* branches seen (sum of counts) */
+	int bad_timing;      /* a record with count > 1 has timing flags */
+	int order_events;    /* events seen */
+};
+
+static void add(struct sink *s, uint64_t start, const struct btr_branch *b, uint64_t count)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 4096;
+		s->v = realloc(s->v, s->cap * sizeof(*s->v));
+		if (!s->v)
+			abort();
+	}
+	s->v[s->n++] = (struct rec){ .start = start, .from = b->from, .to = b->to,
+				     .insns = (b->flags & BTR_BF_INSNS) ? b->insns : 0, .count = count,
+				     .tid = b->tid,
+				     .flags = (uint16_t)(b->flags & ~(BTR_BF_TSC | BTR_BF_CYCLES)),
+				     .kind = b->kind };
+	s->total += count;
+}
+
+static int on_branches(void *ctx, const struct btr_branch *b, size_t n)
+{
+	struct sink *s = ctx;
+	for (size_t i = 0; i < n; i++) {
+		add(s, s->start, &b[i], 1);
+		s->start = b[i].to;
+	}
+	return 0;
+}
+
+static int on_counts(void *ctx, const struct btr_branch_count *c, size_t n)
+{
+	struct sink *s = ctx;
+	for (size_t i = 0; i < n; i++) {
+		if (c[i].count > 1 && (c[i].b.flags & (BTR_BF_TSC | BTR_BF_CYCLES)))
+			s->bad_timing = 1;
+		if (!c[i].count)
+			s->bad_timing = 1;
+		add(s, c[i].start, &c[i].b, c[i].count);
+	}
+	return 0;
+}
+
+static int on_event(void *ctx, const struct btr_flow_event *ev)
+{
+	struct sink *s = ctx;
+	s->order_events++;
+	if (ev->type == BTR_FLOW_ENABLE)
+		s->start = ev->ip;
+	else if (ev->type == BTR_FLOW_GAP || ev->type == BTR_FLOW_OVERFLOW || ev->type == BTR_FLOW_DISABLE)
+		s->start = 0;
+	return 0;
+}
+
+static int cmp_rec(const void *a, const void *b)
+{
+	const struct rec *x = a, *y = b;
+#define C(f) if (x->f != y->f) return x->f < y->f ? -1 : 1
+	C(start); C(from); C(to); C(insns); C(tid); C(flags); C(kind);
+#undef C
+	return 0;
+}
+
+/* Sorts and merges equal keys (their counts add up). */
+static void merge(struct sink *s)
+{
+	if (!s->n)
+		return;
+	qsort(s->v, s->n, sizeof(*s->v), cmp_rec);
+	size_t k = 0;
+	for (size_t i = 1; i < s->n; i++) {
+		if (!cmp_rec(&s->v[k], &s->v[i]))
+			s->v[k].count += s->v[i].count;
+		else
+			s->v[++k] = s->v[i];
+	}
+	s->n = k + 1;
+}
+
+/* Decodes @pt with callbacks @cb into @s, whole (@piece 0) or in pieces
+ * of 1..@piece bytes. */
+static void decode(struct btr_image *img, uint8_t cache_bits, const uint8_t *pt, size_t size,
+		   size_t piece, int counts, struct sink *s, uint64_t *branches)
+{
+	struct btr_ptflow_config cfg = { .sz = sizeof(cfg), .cache_bits = cache_bits, .tid = 7 };
+	struct btr_ptflow *f;
+	CHECK_EQ(btr_ptflow_new(img, &cfg, &f), 0);
+	struct btr_ptflow_callbacks cb = { .event = on_event, .ctx = s };
+	if (counts)
+		cb.counts = on_counts;
+	else
+		cb.branches = on_branches;
+	uint64_t rng = 0x9e3779b97f4a7c15ull;
+	for (size_t off = 0; off < size;) {
+		size_t n = size - off;
+		if (piece) {
+			rng ^= rng << 13;
+			rng ^= rng >> 7;
+			rng ^= rng << 17;
+			size_t p = 1 + (size_t)(rng % piece);
+			if (p < n)
+				n = p;
+		}
+		CHECK(btr_ptflow_decode(f, pt + off, n, &cb) >= 0);
+		off += n;
+	}
+	struct btr_ptflow_stats st;
+	btr_ptflow_stats(f, &st);
+	*branches = st.branches;
+	btr_ptflow_free(f);
+}
+
+static void compare(const char *what, struct btr_image *img, uint8_t cache_bits, const uint8_t *pt,
+		    size_t size, size_t piece)
+{
+	struct sink a = { 0 }, b = { 0 };
+	uint64_t na, nb;
+	decode(img, cache_bits, pt, size, piece, 0, &a, &na);
+	decode(img, cache_bits, pt, size, piece, 1, &b, &nb);
+	CHECK_EQ(na, nb);
+	CHECK_EQ(a.total, na);
+	CHECK_EQ(b.total, nb);
+	CHECK(!b.bad_timing);
+	CHECK(a.total > 1000);
+	size_t records = b.n;
+	merge(&a);
+	merge(&b);
+	int same = a.n == b.n;
+	for (size_t i = 0; same && i < a.n; i++)
+		same = !cmp_rec(&a.v[i], &b.v[i]) && a.v[i].count == b.v[i].count;
+	CHECK(same);
+	if (!same && getenv("COUNTS_DEBUG")) {
+		size_t i = 0;
+		while (i < a.n && i < b.n && !cmp_rec(&a.v[i], &b.v[i]) && a.v[i].count == b.v[i].count)
+			i++;
+		for (size_t k = i; k < i + 4; k++) {
+			if (k < a.n)
+				printf("ordered %zu: start %llx from %llx to %llx insns %llu flags %x kind %u count %llu\n", k,
+				       (unsigned long long)a.v[k].start, (unsigned long long)a.v[k].from,
+				       (unsigned long long)a.v[k].to, (unsigned long long)a.v[k].insns, a.v[k].flags,
+				       a.v[k].kind, (unsigned long long)a.v[k].count);
+			if (k < b.n)
+				printf("counted %zu: start %llx from %llx to %llx insns %llu flags %x kind %u count %llu\n", k,
+				       (unsigned long long)b.v[k].start, (unsigned long long)b.v[k].from,
+				       (unsigned long long)b.v[k].to, (unsigned long long)b.v[k].insns, b.v[k].flags,
+				       b.v[k].kind, (unsigned long long)b.v[k].count);
+		}
+	}
+	/* the point of counting: far fewer records than branches */
+	CHECK(records * 4 < nb);
+	printf("%-34s %9llu branches, %7zu counted records, %6zu distinct, %s\n", what,
+	       (unsigned long long)nb, records, b.n, same ? "same" : "DIFFERENT");
+	free(a.v);
+	free(b.v);
+}
+
+int main(void)
+{
+	static const struct { unsigned nfunc; uint64_t seed; size_t psb; uint8_t cache_bits; size_t piece;
+			      int corrupt; const char *what; } cases[] = {
+		{ 64, 1, 4096, 0, 0, 0, "64 functions, whole" },
+		{ 64, 2, 512, 0, 977, 0, "64 functions, pieces" },
+		{ 4096, 3, 4096, 8, 0, 0, "4096 functions, 256-block cache" },
+		{ 4096, 4, 2048, 8, 3001, 0, "4096 functions, small cache, pieces" },
+		{ 256, 5, 1024, 0, 0, 1, "256 functions, corrupted bytes" },
+		{ 256, 6, 1024, 8, 1500, 1, "corrupted, small cache, pieces" },
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct ptgen g;
+		memset(&g, 0, sizeof(g));
+		ptgen_code(&g, 0x400000, cases[c].nfunc);
+		ptgen_walk(&g, 600000, cases[c].seed, cases[c].psb);
+		if (cases[c].corrupt) {
+			/* a wrong byte every 40 KB: gaps, then resync */
+			for (size_t i = 20000; i < g.pt_size; i += 40000)
+				g.pt[i] ^= 0x5a;
+		}
+		struct btr_image *img;
+		CHECK_EQ(btr_image_new(&img), 0);
+		CHECK_EQ(btr_image_add_bytes(img, g.code, g.code_size, g.base), 0);
+		compare(cases[c].what, img, cases[c].cache_bits, g.pt, g.pt_size, cases[c].piece);
+		btr_image_free(img);
+		ptgen_free(&g);
+	}
+	/* not in parallel */
+	{
+		struct btr_image *img;
+		CHECK_EQ(btr_image_new(&img), 0);
+		struct btr_ptflow_callbacks cb = { .counts = on_counts };
+		uint8_t buf[16] = { 0 };
+		CHECK_EQ(btr_ptflow_decode_parallel(img, NULL, buf, sizeof(buf), 2, 0, &cb, NULL),
+			 -BTR_ERR_UNSUPPORTED);
+		btr_image_free(img);
+	}
+	return check_done();
+}
