@@ -925,8 +925,10 @@ static inline __attribute__((always_inline)) int packet(struct btr_ptflow *f, co
 		f->in_bbp = 1;
 		f->bbp_sz = p[2] >> 7;
 		return PT_SIZE_BBP;
-	case PT_EXT_BEP: case PT_EXT_BEP_IP:
+	case PT_EXT_BEP: case PT_EXT_BEP_IP: /* IP bit: a FUP follows */
 		f->in_bbp = 0;
+		if (p[1] & PT_EXT_IP_BIT)
+			f->fup_status = 1;
 		return PT_SIZE_BEP;
 	case PT_EXT_CFE:
 		if (n < PT_SIZE_CFE)

@@ -746,7 +746,8 @@ int main(void)
 
 	/* BBP blocks (PEBS via PT): inside a block a byte xxxxx100b starts a
 	 * BIP, not a short TNT.  The block stays open across timing, PAD and
-	 * FUP packets and ends at BEP or at any other packet (here a TNT whose
+	 * FUP packets and ends at BEP (with its IP bit a status FUP follows) or
+	 * at any other packet (here a TNT whose
 	 * byte is no BIP; the TNT 0x04 after it is a TNT again): the rule of
 	 * the packet decoder (lib/pt.c).  libipt 2.0 knows no BBP, so the
 	 * oracle is the same stream without the block packets, whose flow
@@ -788,7 +789,13 @@ int main(void)
 				bip.u.bip.id = 3;   /* 0x1c: TNT "110" */
 				bip.u.bip.value = 0x1c1c1c1c;
 				s_pkt(bip);
-				s_simple(BTR_PT_BEP);
+				/* BEP with its IP bit: a status FUP follows (the
+				 * instruction the PEBS record is for: walked to,
+				 * not the source of an asynchronous branch) */
+				struct btr_pt_packet bep = { .type = BTR_PT_BEP };
+				bep.u.bep.ip = 1;
+				s_pkt(bep);
+				s_ip(BTR_PT_FUP, 0x1004);
 			}
 			s_tnt("1");
 			if (with_block) {
