@@ -153,6 +153,32 @@ enum pt_packet_size {
 	(((b) & PT_OPM_IP) == PT_OPC_TIP ? BTR_PT_TIP : ((b) & PT_OPM_IP) == PT_OPC_TIP_PGE ? BTR_PT_TIP_PGE \
 	 : ((b) & PT_OPM_IP) == PT_OPC_TIP_PGD ? BTR_PT_TIP_PGD : ((b) & PT_OPM_IP) == PT_OPC_FUP ? BTR_PT_FUP : 0)
 
+/* BBP blocks (PEBS via PT, SDM Vol. 3B "PEBS output to Intel Processor
+ * Trace"): after a BBP, a byte xxxxx100b (PT_OPC_BIP) starts a BIP, not
+ * a short TNT, until the block ends.  Whether the packet at @p (not a
+ * BIP; p[1] is read after PT_OPC_EXT only) leaves an open block open:
+ * timing and power packets (PAD, MTC, CYC, TSC, TMA, CBR, MNT, EXSTOP,
+ * PWRE, PWRX, TRIG) and FUP do, BBP starts a new block, BEP ends it, any
+ * other packet ends it (perf's intel_pt_upd_pkt_ctx; pt.c's decode()
+ * keeps its bbp_sz across the same packets, tests/test_pt_lengths.c
+ * checks the two agree for every packet type). */
+static inline int pt_bbp_keeps(const uint8_t *p)
+{
+	const uint8_t b = p[0];
+
+	if (b == PT_OPC_PAD || (b & PT_OPM_CYC) == PT_OPC_CYC || b == PT_OPC_MTC || b == PT_OPC_TSC ||
+	    b == PT_OPC_TRIG || (b & PT_OPM_IP) == PT_OPC_FUP)
+		return 1;
+	if (b != PT_OPC_EXT)
+		return 0;
+	switch (p[1]) {
+	case PT_EXT_TMA: case PT_EXT_CBR: case PT_EXT_EXT2: case PT_EXT_EXSTOP: case PT_EXT_EXSTOP_IP:
+	case PT_EXT_PWRE: case PT_EXT_PWRX:
+		return 1;
+	}
+	return 0;
+}
+
 /* PSB: PT_SIZE_PSB bytes of PT_OPC_EXT PT_EXT_PSB pairs. */
 #define PT_PSB_PAIRS                                                                                   \
 	PT_OPC_EXT, PT_EXT_PSB, PT_OPC_EXT, PT_EXT_PSB, PT_OPC_EXT, PT_EXT_PSB, PT_OPC_EXT, PT_EXT_PSB,  \

@@ -594,6 +594,7 @@ static void on_ovf(struct btr_ptflow *f)
 	ptf_emit_event(f, BTR_FLOW_OVERFLOW, 0, f->ip, 0);
 	ptf_gap(f, -BTR_ERR_OVERFLOW, f->ip);
 	f->in_psb = 0;   /* an OVF also terminates PSB+ (SDM) */
+	f->in_bbp = 0;   /* and a BBP block (pt.c; also an OVF cutting a CYC) */
 	/* Like libipt, forget the last IP: the IP packet after an overflow
 	 * cannot be compressed against anything the decoder saw. */
 	f->last_ip = 0;
@@ -761,9 +762,10 @@ static const uint8_t psb_pattern[PT_SIZE_PSB] = { PT_PSB_PAIRS };
 
 
 
-/* Parses and handles one packet at @p (@n bytes available).  Returns its
+/* Parses and handles one packet at @p (@n bytes available), outside a
+ * BBP block (inside one, packet_in_bbp() comes first).  Returns its
  * size, 0 if it is incomplete, or -1 for a byte that starts no packet. */
-static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
+static inline __attribute__((always_inline)) int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 {
 	uint8_t b = p[0];
 
@@ -867,11 +869,6 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 				       (p[1] & PT_TRIG_ICNT ? (uint64_t)(p[3] | p[4] << 8) << 16 : 0));
 		return p[1] & PT_TRIG_ICNT ? PT_SIZE_TRIG_ICNT : PT_SIZE_TRIG;
 	default:
-		if (f->in_bbp && (b & PT_OPM_BIP) == PT_OPC_BIP) {
-			/* BIP inside a block (BBP .. BEP) */
-			int sz = f->bbp_sz ? PT_SIZE_BIP4 : PT_SIZE_BIP8;
-			return n < (size_t)sz ? 0 : sz;
-		}
 		return -1;
 	}
 	if (n < PT_SIZE_EXT)
@@ -953,8 +950,10 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 		f->in_bbp = 1;
 		f->bbp_sz = p[2] >> 7;
 		return PT_SIZE_BBP;
-	case PT_EXT_BEP: case PT_EXT_BEP_IP:
+	case PT_EXT_BEP: case PT_EXT_BEP_IP: /* IP bit: a FUP follows */
 		f->in_bbp = 0;
+		if (p[1] & PT_EXT_IP_BIT)
+			f->fup_status = 1;
 		return PT_SIZE_BEP;
 	case PT_EXT_CFE:
 		if (n < PT_SIZE_CFE)
@@ -982,6 +981,25 @@ static int packet(struct btr_ptflow *f, const uint8_t *p, size_t n)
 		}
 		return -1;
 	}
+}
+
+/* The packet at @p inside a BBP block: a byte xxxxx100b is a BIP (whose
+ * first byte reads as a short TNT outside the block); any other packet is
+ * handled by packet() and ends the block unless pt_bbp_keeps() says it
+ * stays open (the rule of the packet decoder, pt.c).  BBP and BEP set the
+ * block state themselves, an OVF (also one that cuts a CYC) ends it in
+ * on_ovf().  Blocks are rare: the fast walk is not entered inside one
+ * (run()). */
+static __attribute__((noinline)) int packet_in_bbp(struct btr_ptflow *f, const uint8_t *p, size_t n)
+{
+	if ((p[0] & PT_OPM_BIP) == PT_OPC_BIP) {
+		int sz = f->bbp_sz ? PT_SIZE_BIP4 : PT_SIZE_BIP8;
+		return n < (size_t)sz ? 0 : sz;
+	}
+	int r = packet(f, p, n);
+	if (r > 0 && !pt_bbp_keeps(p) && !(p[0] == PT_OPC_EXT && p[1] == PT_EXT_BBP))
+		f->in_bbp = 0;
+	return r;
 }
 
 /* Finds the next PSB in @p[0..n).  Returns its index or n. */
@@ -1021,7 +1039,7 @@ static size_t run(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit
 		     (c == PT_OPC_EXT && i + PT_SIZE_TNT64 <= n && p[i + 1] == PT_EXT_TNT64) ||
 		     ((c & PT_OPM_IP) == PT_OPC_TIP && (c >> PT_OPS_IPC) && !f->async_pending && !f->fup_status)) &&
 		    f->en == EN_ON && !f->pend && !f->tq_cnt && !f->cb->insn && !f->intx &&
-		    !f->run_ordered) {
+		    !f->run_ordered && !f->in_bbp) {
 			/* TNT and TIP packets while the flow is known: walk
 			 * straight from the packet bytes. */
 			size_t used = i;
@@ -1033,7 +1051,7 @@ static size_t run(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit
 				continue;
 			}
 		}
-		int r = packet(f, p + i, n - i);
+		int r = btr_unlikely(f->in_bbp) ? packet_in_bbp(f, p + i, n - i) : packet(f, p + i, n - i);
 		if (btr_likely(r > 0)) {
 			i += (size_t)r;
 			continue;
