@@ -195,8 +195,9 @@ void update_check(struct thr *t)
 /* Adds one TNT bit; returns 1 when TNT_MAX are pending (to be flushed). */
 static inline int tnt_push(struct thr *t, unsigned taken)
 {
-	t->tnt_bits = (t->tnt_bits << 1) | taken;
-	return ++t->tnt_n == TNT_MAX;
+	uint64_t v = (t->tnt_bits << 1) | taken;
+	t->tnt_bits = v;
+	return (int)(v >> TNT_MAX);
 }
 
 static inline void tnt_add(struct thr *t, int taken)
@@ -289,6 +290,7 @@ static struct thr *thr_get(unsigned vcpu)
 	t->parent = g.parent[vcpu];
 	code_vcpu = (int)vcpu;
 	btr_pt_enc_init(&t->enc, t->buf, sizeof(t->buf));
+	tnt_reset(t);
 	update_check(t);
 	if (g.gt_fd >= 0)
 		t->gt = qs_alloc(GT_BUF * sizeof(uint64_t));
@@ -977,8 +979,7 @@ static void fork_child(unsigned vcpu)
 	t->parent = ptid;
 	t->flushed = 0;
 	t->last_psb = 0;
-	t->tnt_bits = 0;
-	t->tnt_n = 0;
+	tnt_reset(t);
 	t->rs_n = 0;
 	t->pend_at = NULL;
 	t->gt_n = 0;
