@@ -540,20 +540,24 @@ static __attribute__((noinline)) void tb_flush_done(struct thr *t, struct tbinfo
 }
 
 /* Everything but a completed TB followed by a regular successor. */
-static __attribute__((noinline)) void tb_exec_slow(unsigned vcpu, struct thr *t, struct tbinfo *cur)
+static __attribute__((noinline)) void tb_exec_slow(struct thr *t, struct tbinfo *cur)
 {
 	uint64_t pc = cur->pc;
-	if (!t) {
-		if (g.off)
-			return;
-		t = thr_first(vcpu, pc);
-	}
 	struct tbinfo *p = t->prev;
 	if (p != NULL)
 		resolve(t, p, qs_started(p, p->count - t->base), pc);
 	else if (!t->enabled)
 		tb_enable(t, pc);
 	tb_done(t, cur);
+}
+
+/* The thread's first TB (its state does not exist yet).  Apart from
+ * tb_exec_slow so that the hot path need not keep @vcpu for it. */
+static __attribute__((noinline)) void tb_exec_first(unsigned vcpu, struct tbinfo *cur)
+{
+	if (g.off)
+		return;
+	tb_exec_slow(thr_first(vcpu, cur->pc), cur);
 }
 
 /* Called at the start of every executed TB: the hot path.  The common
@@ -563,8 +567,10 @@ static void tb_exec(unsigned vcpu, void *ud)
 {
 	struct tbinfo *cur = ud;
 	struct thr *t = g.thr[vcpu];
-	if (UNLIKELY(!t))
-		goto slow;
+	if (UNLIKELY(!t)) {
+		tb_exec_first(vcpu, cur);
+		return;
+	}
 	struct tbinfo *p = t->prev;
 	if (UNLIKELY(!p) || UNLIKELY(p->count - t->base != p->n_s))
 		goto slow;
@@ -603,7 +609,7 @@ flush:
 	tb_flush_done(t, cur);
 	return;
 slow:
-	tb_exec_slow(vcpu, t, cur);
+	tb_exec_slow(t, cur);
 }
 
 static void gt_insn(unsigned vcpu, void *ud)
