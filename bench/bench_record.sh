@@ -68,7 +68,7 @@ if command -v qemu-x86_64 >/dev/null && bench_floor_plugin "$tmp/floor.so" 2>"$t
     "$(echo "$wall / $native" | bc -l)" "-"
   # the same plus the least exactness needs: a counter on each TB's last
   # instruction, checked by the callback
-  run qemu-x86_64 -plugin "$tmp/floor.so,count" "$gzip" -c "$in"
+  run qemu-x86_64 -plugin "$tmp/floor.so,count=on" "$gzip" -c "$in"
   printf '%-34s %9.3f %9s %8.1f %12s\n' "  + TB-completion counter" "$wall" "$cpu" \
     "$(echo "$wall / $native" | bc -l)" "-"
 else

@@ -3,7 +3,7 @@
  *
  * Per executed translation block it stores the block's address into a
  * per-vcpu buffer (wrapping, nothing written out): the least any
- * TB-granular recorder must do.  btr's real plugin (lib/capture/
+ * TB-granular recorder must do.  btr's real plugin (agents/qemu/
  * qemu_plugin.c) does this plus exact instruction positions and PT
  * encoding; the difference between the two is what the recorder's own
  * work costs.  Built by bench/bench_record.sh only.
@@ -35,7 +35,7 @@ static void on_exec(unsigned int vcpu, void *udata)
 	vc[v].ring[vc[v].pos++ & (RING - 1)] = (uint64_t)(uintptr_t)udata;
 }
 
-/* With the argument "count": also the least btr's exactness needs.  The
+/* With the argument "count=on": also the least btr's exactness needs.  The
  * last instruction of each TB adds 1 to the TB's counter (an inline add,
  * no call), and the callback checks that the previous TB ran to its end
  * (counter - value at entry == 1) before storing: what any recorder must
@@ -95,7 +95,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 					   char **argv)
 {
 	(void)info;
-	count_mode = argc > 0 && !strcmp(argv[0], "count");
+	/* QEMU 7.2 hands a bare "count" over as "count=on": before this
+	 * accepted both, the count row of bench_record.sh and speed_table.sh
+	 * measured the plain floor. */
+	count_mode = argc > 0 && (!strcmp(argv[0], "count") || !strcmp(argv[0], "count=on"));
 	qemu_plugin_register_vcpu_tb_trans_cb(id, on_trans);
 	qemu_plugin_register_atexit_cb(id, at_exit, NULL);
 	return 0;

@@ -190,7 +190,7 @@ if [[ " $parts " == *" record "* ]]; then
     if bench_floor_plugin "$tmp/floor.so" 2>"$tmp/cc.err"; then
       measure floor qemu-x86_64 -plugin "$tmp/floor.so" "$gz" -c "$tmp/rec_input"
       row "qemu + per-TB callback (floor)"
-      measure floor2 qemu-x86_64 -plugin "$tmp/floor.so,count" "$gz" -c "$tmp/rec_input"
+      measure floor2 qemu-x86_64 -plugin "$tmp/floor.so,count=on" "$gz" -c "$tmp/rec_input"
       row "  + TB-completion counter"
     else
       echo "floor plugin: not built: $(head -1 "$tmp/cc.err")"

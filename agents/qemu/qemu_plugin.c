@@ -195,8 +195,9 @@ void update_check(struct thr *t)
 /* Adds one TNT bit; returns 1 when TNT_MAX are pending (to be flushed). */
 static inline int tnt_push(struct thr *t, unsigned taken)
 {
-	t->tnt_bits = (t->tnt_bits << 1) | taken;
-	return ++t->tnt_n == TNT_MAX;
+	uint64_t v = (t->tnt_bits << 1) | taken;
+	t->tnt_bits = v;
+	return (int)(v >> TNT_MAX);
 }
 
 static inline void tnt_add(struct thr *t, int taken)
@@ -289,6 +290,7 @@ static struct thr *thr_get(unsigned vcpu)
 	t->parent = g.parent[vcpu];
 	code_vcpu = (int)vcpu;
 	btr_pt_enc_init(&t->enc, t->buf, sizeof(t->buf));
+	tnt_reset(t);
 	update_check(t);
 	if (g.gt_fd >= 0)
 		t->gt = qs_alloc(GT_BUF * sizeof(uint64_t));
@@ -538,20 +540,24 @@ static __attribute__((noinline)) void tb_flush_done(struct thr *t, struct tbinfo
 }
 
 /* Everything but a completed TB followed by a regular successor. */
-static __attribute__((noinline)) void tb_exec_slow(unsigned vcpu, struct thr *t, struct tbinfo *cur)
+static __attribute__((noinline)) void tb_exec_slow(struct thr *t, struct tbinfo *cur)
 {
 	uint64_t pc = cur->pc;
-	if (!t) {
-		if (g.off)
-			return;
-		t = thr_first(vcpu, pc);
-	}
 	struct tbinfo *p = t->prev;
 	if (p != NULL)
 		resolve(t, p, qs_started(p, p->count - t->base), pc);
 	else if (!t->enabled)
 		tb_enable(t, pc);
 	tb_done(t, cur);
+}
+
+/* The thread's first TB (its state does not exist yet).  Apart from
+ * tb_exec_slow so that the hot path need not keep @vcpu for it. */
+static __attribute__((noinline)) void tb_exec_first(unsigned vcpu, struct tbinfo *cur)
+{
+	if (g.off)
+		return;
+	tb_exec_slow(thr_first(vcpu, cur->pc), cur);
 }
 
 /* Called at the start of every executed TB: the hot path.  The common
@@ -561,8 +567,10 @@ static void tb_exec(unsigned vcpu, void *ud)
 {
 	struct tbinfo *cur = ud;
 	struct thr *t = g.thr[vcpu];
-	if (UNLIKELY(!t))
-		goto slow;
+	if (UNLIKELY(!t)) {
+		tb_exec_first(vcpu, cur);
+		return;
+	}
 	struct tbinfo *p = t->prev;
 	if (UNLIKELY(!p) || UNLIKELY(p->count - t->base != p->n_s))
 		goto slow;
@@ -601,7 +609,7 @@ flush:
 	tb_flush_done(t, cur);
 	return;
 slow:
-	tb_exec_slow(vcpu, t, cur);
+	tb_exec_slow(t, cur);
 }
 
 static void gt_insn(unsigned vcpu, void *ud)
@@ -977,8 +985,7 @@ static void fork_child(unsigned vcpu)
 	t->parent = ptid;
 	t->flushed = 0;
 	t->last_psb = 0;
-	t->tnt_bits = 0;
-	t->tnt_n = 0;
+	tnt_reset(t);
 	t->rs_n = 0;
 	t->pend_at = NULL;
 	t->gt_n = 0;

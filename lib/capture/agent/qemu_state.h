@@ -77,8 +77,10 @@ struct thr {
 	uint64_t flushed;    /* stream bytes already written as records */
 	uint64_t last_psb;
 	uint8_t *check_at;   /* tb_exec's single test: buffer nearly full or PSB due */
+	/* Pending TNT bits below a stop bit, the oldest highest (1: none
+	 * pending; 0 only before tnt_reset, also none): one word to shift,
+	 * and the stop bit reaching bit TNT_MAX says "full". */
 	uint64_t tnt_bits;
-	unsigned tnt_n;
 	uint64_t rs[RS_DEPTH];
 	unsigned rs_top, rs_n;
 	int64_t mm_nr;       /* pending mmap/munmap arguments */
@@ -133,12 +135,18 @@ static inline uint64_t stream_pos(const struct thr *t)
  * when a TIP cuts a run short, and some decoders (libxdc) reject them.
  * The space check callers make every TB (PT_SLACK) leaves room; the
  * bound test is a backstop. */
+static inline void tnt_reset(struct thr *t)
+{
+	t->tnt_bits = 1;
+}
+
 static inline void tnt_flush(struct thr *t)
 {
-	unsigned n = t->tnt_n;
-	if (!n)
-		return;
 	uint64_t v = t->tnt_bits;
+	if (v <= 1)
+		return;
+	unsigned n = 63u - (unsigned)__builtin_clzll(v);
+	v &= ~(1ull << n);
 	_Static_assert(TNT_MAX == 48, "the spread below writes 8 groups of 6");
 	if (n == TNT_MAX && t->enc.end - t->enc.pos >= 8) {
 		/* The common case, without a loop: spread the 48 bits into
@@ -161,8 +169,7 @@ static inline void tnt_flush(struct thr *t)
 			*o++ = (uint8_t)(((1u << n) | (v & ((1u << n) - 1))) << 1);
 		t->enc.pos = o;
 	}
-	t->tnt_bits = 0;
-	t->tnt_n = 0;
+	tnt_reset(t);
 }
 
 static inline void emit_ip(struct thr *t, enum btr_pt_type type, uint64_t ip)
