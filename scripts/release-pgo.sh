@@ -104,6 +104,7 @@ record_training() {   # NAME
       cov) args="cov $work/train.btr -o $work/train.drcov" ;;
       *) die "unknown training command '$c' (TRAIN: decode report cov)" ;;
     esac
+    rm -f "$work/train.drcov"
     log "recording '$1/btr $args'"
     # shellcheck disable=SC2086
     "$d/btr" record -q -b qemu -o "$work/$1-$c.btr" -- "$d/btr" $args >/dev/null ||
