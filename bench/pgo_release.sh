@@ -93,7 +93,7 @@ for t in "${traces[@]}"; do
 done
 : >"$tmp/times"
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
-for r in $(seq "$runs"); do
+for _ in $(seq "$runs"); do
   for t in "${traces[@]}"; do
     for c in "${cmds[@]}"; do
       for i in "${!dirs[@]}"; do
@@ -118,6 +118,7 @@ for t in "${traces[@]}"; do
     printf '%-8s %-7s %-12s' $t $c "$unit"
     base=""
     for i in "${!dirs[@]}"; do
+      # shellcheck disable=SC2046
       m=$(bench_median $(awk -v t=$t -v c=$c -v i=$i '$1 == t && $2 == c && $3 == i { print $4 }' "$tmp/times"))
       [ -z "$base" ] && base=$m
       awk -v m="$m" -v b="$base" -v u="$unit" -v n="${br[$t]}" -v first=$((i == 0)) 'BEGIN {

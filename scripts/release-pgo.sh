@@ -91,7 +91,7 @@ save() {   # NAME
   mkdir -p "$d"
   cp "$out/btr" "$out/btr-qemu.so" "$out/$so" "$d/"
   ln -sf "$so" "$d/libbtr.so.0"
-  [ "$(LD_LIBRARY_PATH= ldd "$d/btr" | awk '$1 == "libbtr.so.0" { print $3 }')" = "$d/libbtr.so.0" ] ||
+  [ "$(LD_LIBRARY_PATH='' ldd "$d/btr" | awk '$1 == "libbtr.so.0" { print $3 }')" = "$d/libbtr.so.0" ] ||
     die "$d/btr does not load $d/libbtr.so.0 (RUNPATH: $(readelf -d "$d/btr" | grep -i path))"
 }
 # btr records itself (the copy in variant NAME) running each training command
@@ -164,7 +164,7 @@ for m in lib exe; do
 done
 cp "$pgo/$prev/btr-qemu.so" "$pgo/bolt/"
 ln -sf "$so" "$pgo/bolt/libbtr.so.0"
-[ "$(LD_LIBRARY_PATH= ldd "$pgo/bolt/btr" | awk '$1 == "libbtr.so.0" { print $3 }')" = "$pgo/bolt/libbtr.so.0" ] ||
+[ "$(LD_LIBRARY_PATH='' ldd "$pgo/bolt/btr" | awk '$1 == "libbtr.so.0" { print $3 }')" = "$pgo/bolt/libbtr.so.0" ] ||
   die "$pgo/bolt/btr does not load its own libbtr.so.0"
 # the optimized btr says what the one it came from says
 for c in "pt decode --stat" "report"; do
