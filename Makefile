@@ -6,7 +6,7 @@ FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build test demo bench bench-speed fuzz asan torture clean install
+.PHONY: all deps build test demo bench bench-speed release-pgo bench-pgo fuzz asan torture clean install
 
 all: build
 
@@ -55,6 +55,22 @@ bench: release
 BENCH_RUNS ?= 3
 bench-speed: release
 	@bash bench/speed_table.sh $(RELEASE) $(BENCH_RUNS)
+
+# Profile-guided release (docs/performance.md): btr records itself decoding
+# and analysing a training trace, `btr bolt` turns that into BOLT profiles of
+# libbtr.so and btr, llvm-bolt-16 rewrites both; the result is
+# $(RELEASE_PGO)/pgo/final/btr.  PGO_AFDO=1: clang-16 with `btr afdo`'s
+# sample profile first ($(RELEASE_PGO)-afdo).  Optional, never part of test.
+RELEASE_PGO ?= build-release-pgo
+PGO_AFDO ?= 0
+PGO_OUT = $(if $(filter 1,$(PGO_AFDO)),$(RELEASE_PGO)-afdo,$(RELEASE_PGO))
+release-pgo: deps
+	@PGO_AFDO=$(PGO_AFDO) JOBS=$(JOBS) scripts/release-pgo.sh $(PGO_OUT)
+
+# the variants side by side on held-out traces (decode, report, cov)
+PGO_RUNS ?= 5
+bench-pgo: release release-pgo
+	@RUNS=$(PGO_RUNS) bash bench/pgo_release.sh
 
 # libFuzzer targets, each run for FUZZ_SECONDS
 fuzz: deps
