@@ -885,10 +885,10 @@ static int on_pt(struct btr_stream *s, const struct btr_rec_data *r)
 	if (rc < 0) {
 		/* Not a trace gap but a decoder failure: this stream's rest is
 		 * lost; report it and restart at the next chunk's PSB. */
+		if (rc == -BTR_ERR_NOMEM)
+			return rc;   /* (the decoder's counters: the run ends, one message) */
 		btr_warn("PT decoding of thread %u failed at stream offset 0x%" PRIx64 ": %s", d->tid,
 			 r->stream_offset, btr_errstr(rc));
-		if (rc == -BTR_ERR_NOMEM)
-			return rc;
 		pt_drop_decoder(s, d);
 		return emit_gap(s, d->percpu ? d->cur_tid : d->tid, rc, r->stream_offset);
 	}

@@ -1115,7 +1115,7 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t
 	t->mm_a[3] = a4; t->mm_a[4] = a5; t->mm_a[5] = a6;
 
 	switch (num) {
-	case SYS_rt_sigaction:
+	case SYS_rt_sigaction: {
 		uint64_t h;
 		if (a1 < 65 && a2 && guest_read(a2, &h, sizeof(h)) == 0) {
 			g.handler[a1] = h > 1 ? h : 0;   /* SIG_DFL 0, SIG_IGN 1 */
@@ -1130,6 +1130,7 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t
 			g.n_hlist = k;
 		}
 		break;
+	}
 	case SYS_exit:
 		thread_end(t, BTR_THREAD_END_EXITED, (int32_t)a1);
 		break;
