@@ -667,22 +667,31 @@ static void flush(struct btr_callstack *cs, struct btr_cs_thread *t)
 		apply(cs, t, &t->pending[i]);
 }
 
+/* Owes @t the clocks and its top node the cost of @cnt branches that kept
+ * the stack (@w instructions, @dt ticks; @fl_and the AND of their flags). */
+static void settle(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_t w, uint64_t dt, uint64_t cnt,
+		   unsigned fl_and)
+{
+	if (!cnt)
+		return;
+	cs->any = 1;
+	if (!(fl_and & BTR_BF_INSNS))
+		cs->no_insns = 1;
+	if (!(fl_and & BTR_BF_TSC))
+		cs->no_time = 1;
+	t->cost += w;
+	t->time += dt;
+	t->branches += cnt;
+	charge_top(cs, t, w, dt);
+}
+
 int btr_callstack_branches(struct btr_callstack *cs, const struct btr_branch *b, size_t n)
 {
 	struct btr_cs_thread *t = NULL;
-	/* what the branches that kept the stack owe t's top node: charged
-	 * before the stack changes, the thread changes and at the end */
-	uint64_t ow = 0, odt = 0;
 	cs->img_ok = 0;
-	for (size_t i = 0; i < n; i++) {
-		const struct btr_branch *x = &b[i];
-		if (!t || t->tid != x->tid) {
-			if (t && (ow | odt)) {
-				charge_top(cs, t, ow, odt);
-				ow = odt = 0;
-			}
-			t = thread_get(cs, x->tid, x->pid);
-		}
+	for (size_t i = 0; i < n;) {
+		if (!t || t->tid != b[i].tid)
+			t = thread_get(cs, b[i].tid, b[i].pid);
 		if (!t)
 			return -BTR_ERR_NOMEM;
 		if (t->restart) {
@@ -691,22 +700,42 @@ int btr_callstack_branches(struct btr_callstack *cs, const struct btr_branch *b,
 				if (!t->pending)
 					return -BTR_ERR_NOMEM;
 			}
-			t->pending[t->n_pending++] = *x;
+			t->pending[t->n_pending++] = b[i++];
 			if (t->n_pending == BTR_CALLSTACK_LOOKAHEAD)
 				flush(cs, t);
-		} else {
-			uint64_t dt;
-			ow += tick(cs, t, x, &dt);
-			odt += dt;
-			if (!keeps_stack(cs, t, x)) {
-				charge_top(cs, t, ow, odt);
-				ow = odt = 0;
-				act(cs, t, x);
+			continue;
+		}
+		/* a run of the thread's branches: those that keep the stack
+		 * are summed, and the sums settled before one that changes it */
+		uint32_t tid = t->tid;
+		uint64_t w = 0, dt = 0, cnt = 0;
+		unsigned fl_and = ~0u;
+		for (; i < n && b[i].tid == tid; i++) {
+			const struct btr_branch *x = &b[i];
+			unsigned fl = x->flags;
+			fl_and &= fl;
+			w += (fl & BTR_BF_INSNS) ? x->insns : 1;
+			cnt++;
+			if (btr_unlikely(fl & BTR_BF_TSC)) {
+				if (t->last_tsc && x->tsc >= t->last_tsc)
+					dt += x->tsc - t->last_tsc;
+				if (!t->first_tsc)
+					t->first_tsc = x->tsc;
+				t->last_tsc = x->tsc;
+			}
+			if (btr_likely(keeps_stack(cs, t, x)))
+				continue;
+			settle(cs, t, w, dt, cnt, fl_and);
+			w = dt = cnt = 0;
+			fl_and = ~0u;
+			act(cs, t, x);
+			if (t->restart) {
+				i++;
+				break;
 			}
 		}
+		settle(cs, t, w, dt, cnt, fl_and);
 	}
-	if (t && (ow | odt))
-		charge_top(cs, t, ow, odt);
 	return cs->nomem ? -BTR_ERR_NOMEM : 0;
 }
 
