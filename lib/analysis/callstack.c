@@ -38,6 +38,15 @@ struct btr_callstack {
 		uint32_t func;
 	} fc[1024];
 	struct pairmap start2func;  /* (symbol start, pid) -> function */
+	/* The image of the last process asked for (forgotten at every event
+	 * and batch: images are replaced at exec). */
+	struct btr_image *img;
+	uint32_t img_pid;
+	int img_ok;
+	struct {                    /* call instruction lengths (pid + 1: 0 empty) */
+		uint64_t addr;
+		uint32_t pid1, gen, len;
+	} lc[1024];
 	struct pairmap cct;         /* (parent << 32 | func, 0) -> node */
 	struct pairmap tid2thread;
 	int no_insns, no_time, any;
@@ -105,17 +114,28 @@ void btr_callstack_free(struct btr_callstack *cs)
 void btr_callstack_begin(struct btr_callstack *cs, struct btr_stream *s)
 {
 	cs->s = s;
+	cs->img_ok = 0;
 }
 
 /* ---- functions ---- */
 static struct btr_image *image_of(struct btr_callstack *cs, uint32_t pid)
 {
-	return cs->s ? btr_stream_image_pid(cs->s, pid) : NULL;
+	if (btr_likely(cs->img_ok && cs->img_pid == pid))
+		return cs->img;
+	cs->img = cs->s ? btr_stream_image_pid(cs->s, pid) : NULL;
+	cs->img_pid = pid;
+	cs->img_ok = 1;
+	return cs->img;
 }
 
 static char *dup_or_null(const char *s)
 {
 	return s ? strdup(s) : NULL;
+}
+
+static inline size_t fc_slot(const struct btr_callstack *cs, uint64_t addr)
+{
+	return (size_t)(addr ^ (addr >> 10)) & (BTR_ARRAY_SIZE(cs->fc) - 1);
 }
 
 /* The function containing @addr in process @pid (created at first
@@ -124,7 +144,7 @@ static char *dup_or_null(const char *s)
 static uint32_t func_of(struct btr_callstack *cs, uint64_t addr, uint32_t pid)
 {
 	uint32_t v;
-	size_t h = (size_t)(addr ^ (addr >> 10)) & (BTR_ARRAY_SIZE(cs->fc) - 1);
+	size_t h = fc_slot(cs, addr);
 	if (btr_likely(cs->fc[h].addr == addr && cs->fc[h].pid1 == (uint64_t)pid + 1))
 		return cs->fc[h].func;
 	if (pairmap_get(&cs->addr2func, addr, pid, &v)) {
@@ -359,13 +379,26 @@ static int frame_of_func(const struct btr_cs_thread *t, uint32_t fi)
 	return -1;
 }
 
+/* The length of the instruction at @ip of process @pid, 0 without code
+ * there.  Lengths found are cached for the image's generation (new code
+ * anywhere in it, a CODE record or a module, starts a new one). */
 static unsigned insn_len(struct btr_callstack *cs, uint64_t ip, uint32_t pid)
 {
 	struct btr_image *img = image_of(cs, pid);
+	if (!img)
+		return 0;
+	uint32_t gen = btr_image_generation(img);
+	size_t h = (size_t)(ip ^ (ip >> 10)) & (BTR_ARRAY_SIZE(cs->lc) - 1);
+	if (btr_likely(cs->lc[h].addr == ip && cs->lc[h].pid1 == pid + 1u && cs->lc[h].gen == gen))
+		return cs->lc[h].len;
 	struct btr_insn in;
-	if (img && btr_insn_decode_image(img, ip, BTR_MODE_64, &in) > 0)
-		return in.len;
-	return 0;
+	if (btr_insn_decode_image(img, ip, BTR_MODE_64, &in) <= 0)
+		return 0;   /* not cached: code may appear there */
+	cs->lc[h].addr = ip;
+	cs->lc[h].pid1 = pid + 1u;
+	cs->lc[h].gen = gen;
+	cs->lc[h].len = in.len;
+	return in.len;
 }
 
 static int ret_matches(const struct btr_cs_frame *f, uint64_t to)
@@ -455,16 +488,19 @@ static int sig_resume(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_
 	return 0;
 }
 
-static void charge(struct btr_callstack *cs, struct btr_cs_thread *t, const struct btr_branch *b)
+/* Advances @t's clocks by branch @b; returns its weight (instructions,
+ * or 1) and its time in *@dt.  The caller charges both to the top node. */
+static inline uint64_t tick(struct btr_callstack *cs, struct btr_cs_thread *t, const struct btr_branch *b,
+			    uint64_t *dt)
 {
-	uint64_t w = 1, dt = 0;
+	uint64_t w = 1, d = 0;
 	if (b->flags & BTR_BF_INSNS)
 		w = b->insns;
 	else
 		cs->no_insns = 1;
 	if (b->flags & BTR_BF_TSC) {
 		if (t->last_tsc && b->tsc >= t->last_tsc)
-			dt = b->tsc - t->last_tsc;
+			d = b->tsc - t->last_tsc;
 		if (!t->first_tsc)
 			t->first_tsc = b->tsc;
 		t->last_tsc = b->tsc;
@@ -473,16 +509,70 @@ static void charge(struct btr_callstack *cs, struct btr_cs_thread *t, const stru
 	}
 	cs->any = 1;
 	t->cost += w;
-	t->time += dt;
+	t->time += d;
 	t->branches++;
+	*dt = d;
+	return w;
+}
+
+static void charge_top(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_t w, uint64_t dt)
+{
 	uint32_t node = t->depth ? t->frames[t->depth - 1].node : 0;
 	cs->nodes[node].self_cost += w;
 	cs->nodes[node].self_time += dt;
 }
 
-static void apply(struct btr_callstack *cs, struct btr_cs_thread *t, const struct btr_branch *b)
+static void charge(struct btr_callstack *cs, struct btr_cs_thread *t, const struct btr_branch *b)
 {
-	charge(cs, t, b);
+	uint64_t dt, w = tick(cs, t, b, &dt);
+	charge_top(cs, t, w, dt);
+}
+
+/* Nonzero if @b leaves @t's stack as it is (apply would only charge it):
+ * not-taken conditionals, jumps inside the top function, transfers
+ * without a target.  Most branches are such. */
+static inline int keeps_stack(const struct btr_callstack *cs, const struct btr_cs_thread *t,
+			       const struct btr_branch *b)
+{
+	switch (b->kind) {
+	case BTR_KIND_JCC:
+	case BTR_KIND_LOOP:
+	case BTR_KIND_JRCXZ:
+	case BTR_KIND_JMP:
+	case BTR_KIND_JMP_IND: {
+		if (!(b->flags & BTR_BF_TAKEN) || !b->to || t->dropped)
+			return 1;
+		if (!t->depth)
+			return 0;
+		const struct btr_cs_frame *top = &t->frames[t->depth - 1];
+		if (b->to >= top->lo && b->to < top->hi)
+			return 1;
+		/* a target func_of placed before: where do_jump finds nothing
+		 * to change (the top function, a symbol without size; code
+		 * without symbols from code without symbols) */
+		size_t h = fc_slot(cs, b->to);
+		if (cs->fc[h].addr != b->to || cs->fc[h].pid1 != (uint64_t)t->pid + 1)
+			return 0;
+		uint32_t fi = cs->fc[h].func;
+		return fi == top->func || (!cs->funcs[fi].has_symbol && !cs->funcs[top->func].has_symbol);
+	}
+	case BTR_KIND_CALL:
+	case BTR_KIND_CALL_IND:
+	case BTR_KIND_ASYNC:
+	case BTR_KIND_IRET:
+	case BTR_KIND_SYSRET:
+		return !b->to;
+	case BTR_KIND_RET:
+	case BTR_KIND_FAR_RET:
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+/* What branch @b (charged already) does to @t's stack. */
+static void act(struct btr_callstack *cs, struct btr_cs_thread *t, const struct btr_branch *b)
+{
 	switch (b->kind) {
 	case BTR_KIND_CALL:
 	case BTR_KIND_CALL_IND: {
@@ -530,6 +620,12 @@ static void apply(struct btr_callstack *cs, struct btr_cs_thread *t, const struc
 	}
 }
 
+static void apply(struct btr_callstack *cs, struct btr_cs_thread *t, const struct btr_branch *b)
+{
+	charge(cs, t, b);
+	act(cs, t, b);
+}
+
 /* Replays the look-ahead buffer of @t: first the callers that its
  * unmatched returns reveal, then the branches. */
 static void flush(struct btr_callstack *cs, struct btr_cs_thread *t)
@@ -571,10 +667,29 @@ static void flush(struct btr_callstack *cs, struct btr_cs_thread *t)
 		apply(cs, t, &t->pending[i]);
 }
 
+/* Owes @t the clocks and its top node the cost of @cnt branches that kept
+ * the stack (@w instructions, @dt ticks; @fl_and the AND of their flags). */
+static void settle(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_t w, uint64_t dt, uint64_t cnt,
+		   unsigned fl_and)
+{
+	if (!cnt)
+		return;
+	cs->any = 1;
+	if (!(fl_and & BTR_BF_INSNS))
+		cs->no_insns = 1;
+	if (!(fl_and & BTR_BF_TSC))
+		cs->no_time = 1;
+	t->cost += w;
+	t->time += dt;
+	t->branches += cnt;
+	charge_top(cs, t, w, dt);
+}
+
 int btr_callstack_branches(struct btr_callstack *cs, const struct btr_branch *b, size_t n)
 {
 	struct btr_cs_thread *t = NULL;
-	for (size_t i = 0; i < n; i++) {
+	cs->img_ok = 0;
+	for (size_t i = 0; i < n;) {
 		if (!t || t->tid != b[i].tid)
 			t = thread_get(cs, b[i].tid, b[i].pid);
 		if (!t)
@@ -585,12 +700,41 @@ int btr_callstack_branches(struct btr_callstack *cs, const struct btr_branch *b,
 				if (!t->pending)
 					return -BTR_ERR_NOMEM;
 			}
-			t->pending[t->n_pending++] = b[i];
+			t->pending[t->n_pending++] = b[i++];
 			if (t->n_pending == BTR_CALLSTACK_LOOKAHEAD)
 				flush(cs, t);
-		} else {
-			apply(cs, t, &b[i]);
+			continue;
 		}
+		/* a run of the thread's branches: those that keep the stack
+		 * are summed, and the sums settled before one that changes it */
+		uint32_t tid = t->tid;
+		uint64_t w = 0, dt = 0, cnt = 0;
+		unsigned fl_and = ~0u;
+		for (; i < n && b[i].tid == tid; i++) {
+			const struct btr_branch *x = &b[i];
+			unsigned fl = x->flags;
+			fl_and &= fl;
+			w += (fl & BTR_BF_INSNS) ? x->insns : 1;
+			cnt++;
+			if (btr_unlikely(fl & BTR_BF_TSC)) {
+				if (t->last_tsc && x->tsc >= t->last_tsc)
+					dt += x->tsc - t->last_tsc;
+				if (!t->first_tsc)
+					t->first_tsc = x->tsc;
+				t->last_tsc = x->tsc;
+			}
+			if (btr_likely(keeps_stack(cs, t, x)))
+				continue;
+			settle(cs, t, w, dt, cnt, fl_and);
+			w = dt = cnt = 0;
+			fl_and = ~0u;
+			act(cs, t, x);
+			if (t->restart) {
+				i++;
+				break;
+			}
+		}
+		settle(cs, t, w, dt, cnt, fl_and);
 	}
 	return cs->nomem ? -BTR_ERR_NOMEM : 0;
 }
@@ -626,6 +770,7 @@ static void on_enable(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_
 int btr_callstack_event(struct btr_callstack *cs, const struct btr_stream_event *ev)
 {
 	struct btr_cs_thread *t = NULL;
+	cs->img_ok = 0;
 	switch (ev->type) {
 	case BTR_SEV_THREAD_START:
 	case BTR_SEV_THREAD_EXIT:
@@ -655,6 +800,7 @@ int btr_callstack_event(struct btr_callstack *cs, const struct btr_stream_event 
 		/* the process's addresses mean other functions from now on */
 		pairmap_clear(&cs->addr2func);
 		memset(cs->fc, 0, sizeof(cs->fc));
+		memset(cs->lc, 0, sizeof(cs->lc));
 		pairmap_clear(&cs->start2func);
 		break;
 	case BTR_SEV_MODULE_UNLOAD:
@@ -663,6 +809,7 @@ int btr_callstack_event(struct btr_callstack *cs, const struct btr_stream_event 
 		 * keyed by process must not grow with the processes */
 		pairmap_clear(&cs->addr2func);
 		memset(cs->fc, 0, sizeof(cs->fc));
+		memset(cs->lc, 0, sizeof(cs->lc));
 		pairmap_clear(&cs->start2func);
 		break;
 	case BTR_SEV_FLOW:

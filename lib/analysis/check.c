@@ -121,6 +121,13 @@ struct check {
 		uint64_t target;
 		uint32_t v;
 	} ic[2048];
+	struct {                   /* conditional and direct jumps judged clean: nothing
+				    * to report, no stack change (from | taken << 63, to,
+				    * process index, image generation; key + 1, 0: empty) */
+		uint64_t key, to;
+		uint32_t pi, gen;
+	} ec[1024];
+	uint32_t gen;              /* generation of the image of the run being read */
 	size_t last_proc;          /* index of proc_get's last answer */
 	struct thr *last_thr;
 	struct pairmap edges;      /* (from, to) of indirect transfers already judged */
@@ -375,6 +382,7 @@ static void forget_code(struct check *c)
 	pairmap_clear(&c->insn);
 	pairmap_clear(&c->callpre);
 	memset(c->ic, 0, sizeof(c->ic));
+	memset(c->ec, 0, sizeof(c->ec));
 }
 
 /* Nonzero if an instruction that ends at @a is a call (kBouncer's
@@ -852,6 +860,40 @@ static int is_user_transfer(const struct btr_branch *b)
 	}
 }
 
+static inline size_t ec_slot(const struct check *c, uint64_t from, uint64_t to)
+{
+	return (size_t)(from ^ (from >> 9) ^ (to << 3)) & (BTR_ARRAY_SIZE(c->ec) - 1);
+}
+
+static inline uint64_t ec_key(const struct btr_branch *b, int taken)
+{
+	return (b->from | (uint64_t)taken << 63) + 1;
+}
+
+/* Nonzero if @b is a conditional or direct jump on_branch judged clean
+ * before (with the same code and mappings): then all it does is count. */
+static inline int ec_clean(const struct check *c, size_t pi, const struct thr *t, const struct btr_branch *b)
+{
+	int taken;
+	switch (b->kind) {
+	case BTR_KIND_JCC:
+	case BTR_KIND_LOOP:
+	case BTR_KIND_JRCXZ:
+		taken = !!(b->flags & BTR_BF_TAKEN);
+		break;
+	case BTR_KIND_JMP:
+		taken = 1;
+		break;
+	default:
+		return 0;
+	}
+	if ((b->flags & (BTR_BF_KERNEL | BTR_BF_TO_KERNEL)) || t->chain || t->pending_mod)
+		return 0;
+	size_t h = ec_slot(c, b->from, b->to);
+	return c->ec[h].key == ec_key(b, taken) && c->ec[h].to == b->to && c->ec[h].pi == pi &&
+	       c->ec[h].gen == c->gen;
+}
+
 /* One branch @b of thread @t of process @p (index @pi). */
 static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, const struct btr_branch *b)
 {
@@ -868,6 +910,7 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 	if (t->pending_mod && (rc = emit_code_mod(c, t, b->from)) < 0)
 		return rc;
 	t->last_to = b->to;
+	int clean = 1;   /* nothing found on the way */
 	/* A transfer into memory no file backs: shellcode, or JIT code -
 	 * which its runtime names in a perf map or jitdump (then no finding). */
 	if (taken && b->to && p->n_maps) {
@@ -880,6 +923,7 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 		int nocode = insn_at(c, pi, b->pid, b->to) == INSN_NOCODE;
 		int unbacked = m ? !m->backed : nocode || btr_image_module_at(img, b->to, &mi) != 0 || !mi.is_elf;
 		if (unbacked && !image_code_named(img, b->to)) {
+			clean = 0;
 			if ((rc = add_finding(c, K_UNBACKED, BTR_CHECK_HIGH, t, b->from, b->to, b->to & ~0xfffull,
 					      c->pos, tsc,
 					      "control enters 0x%" PRIx64 ", executable memory that no file backs "
@@ -994,6 +1038,18 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 			unwind_to(c, p, t, b->to);
 		return 0;
 	}
+	case BTR_KIND_JCC:
+	case BTR_KIND_LOOP:
+	case BTR_KIND_JRCXZ:
+	case BTR_KIND_JMP:
+		if (clean && b->kind == kind) {
+			size_t h = ec_slot(c, b->from, b->to);
+			c->ec[h].key = ec_key(b, taken);
+			c->ec[h].to = b->to;
+			c->ec[h].pi = (uint32_t)pi;
+			c->ec[h].gen = c->gen;
+		}
+		return 0;
 	default:
 		return 0;
 	}
@@ -1019,7 +1075,14 @@ static int a_branches(void *state, const struct btr_branch *b, size_t n)
 		struct thr *t = thr_get(c, tid, pid);
 		if (!p || !t)
 			return -BTR_ERR_NOMEM;
+		c->gen = btr_image_generation(btr_stream_image_pid(c->s, pid));
 		for (; i < n && b[i].tid == tid && b[i].pid == pid; i++, c->pos++) {
+			if (btr_likely(ec_clean(c, pi, t, &b[i]))) {
+				c->stats.branches++;
+				t->sys_next = 0;
+				t->last_to = b[i].to;
+				continue;
+			}
 			int rc = on_branch(c, p, pi, t, &b[i]);
 			if (rc < 0)
 				return rc;
