@@ -147,7 +147,6 @@ print(f[0].get("name") or f[0].get("symbol") if f else "")' 2>/dev/null)
   for v in "report|1.3|report T" "cov|1.3|cov T -o $tmp/o.drcov" \
            "cfg|1.3|cfg T --function $hot -o $tmp/o.dot" "annotate|1.3|annotate T --function $hot" \
            "bolt|1.3|bolt T -o $tmp/o.fdata" "diff|1.3|diff T T" \
-           "afdo|1.3|afdo T --elf $(command -v gzip) -o $tmp/o.afdo" \
            "flame|1.6|flame T -o $tmp/o.folded" "pprof|1.6|pprof T -o $tmp/o.pb.gz" \
            "callgraph|1.6|callgraph T" "check|2.0|check T"; do
     name=${v%%|*}; rest=${v#*|}; goal=${rest%%|*}; args=${rest#*|}
