@@ -90,16 +90,6 @@ struct loaded_module {
 	struct btr_rec_module unload;   /* .path is @file */
 };
 
-struct user_elf {
-	const char *path;
-	const char *base_name;
-	uint64_t base;
-	int has_base;
-	int is_exec;              /* ET_EXEC */
-	uint8_t build_id[20];
-	int build_id_len;         /* <= 0: none */
-};
-
 /* The image of one process (see the file comment). */
 struct proc_image {
 	uint32_t pid;
@@ -410,73 +400,6 @@ static struct btr_image *img_of(struct btr_stream *s, uint32_t pid, int create)
 	return img;
 }
 
-/* Finds the file to load for module record @m into @out.  Order: a user
- * ELF (--elf) matching by build-id or file name, ROOT/path, path, the
- * debug directories by build-id, then DIR/basename.  The first candidate
- * whose build-id matches wins; if none matches, the first existing one
- * is used and *@mismatch set (its code is not what ran). */
-static int find_module_file(struct btr_stream *s, const struct btr_rec_module *m, char *out, size_t outsz,
-			    int *mismatch)
-{
-	const char *path = m->path;
-	const char *bn = stream_base_name(path);
-	char first[4096] = "";
-	char buf[4096];
-	*mismatch = 0;
-
-#define TRY(p)                                                                          \
-	do {                                                                            \
-		int r_ = stream_candidate_matches((p), m);                                     \
-		if (r_ == 1) {                                                          \
-			snprintf(out, outsz, "%s", (p));                                \
-			return 0;                                                       \
-		}                                                                       \
-		if (r_ == 0 && !first[0])                                               \
-			snprintf(first, sizeof(first), "%s", (p));                      \
-	} while (0)
-
-	/* User ELFs by build-id first: an exact match beats any name. */
-	if (m->build_id_len) {
-		for (unsigned i = 0; i < s->n_uelfs; i++) {
-			const struct user_elf *u = &s->uelfs[i];
-			if (!u->has_base && u->build_id_len == m->build_id_len &&
-			    !memcmp(u->build_id, m->build_id, m->build_id_len)) {
-				snprintf(out, outsz, "%s", u->path);
-				return 0;
-			}
-		}
-	}
-	for (unsigned i = 0; i < s->n_uelfs; i++) {
-		const struct user_elf *u = &s->uelfs[i];
-		if (!u->has_base && !strcmp(u->base_name, bn))
-			TRY(u->path);
-	}
-	if (s->o.root && path[0] == '/') {
-		snprintf(buf, sizeof(buf), "%s%s", s->o.root, path);
-		TRY(buf);
-	}
-	TRY(path);
-	if (s->o.debug_dirs) {
-		size_t nd = 0;
-		while (s->o.debug_dirs[nd])
-			nd++;
-		if (m->build_id_len && nd &&
-		    btr_elf_find_build_id(m->build_id, m->build_id_len, s->o.debug_dirs, nd, buf, sizeof(buf)) == 0)
-			TRY(buf);
-		for (size_t i = 0; i < nd; i++) {
-			snprintf(buf, sizeof(buf), "%s/%s", s->o.debug_dirs[i], bn);
-			TRY(buf);
-		}
-	}
-#undef TRY
-	if (first[0]) {
-		snprintf(out, outsz, "%s", first);
-		*mismatch = 1;
-		return 0;
-	}
-	return -BTR_ERR_NOENT;
-}
-
 /* Places the file of module record @m into the image.  Returns 1 and
  * stores the file in @file if one was loaded (or already was), 0 if not
  * (no file, not code), negative on allocation failure. */
@@ -492,7 +415,8 @@ static int load_module(struct btr_stream *s, const struct btr_rec_module *m, cha
 		return 0;   /* kernel modules are relocatable objects, not images */
 
 	int mismatch = 0;
-	if (find_module_file(s, m, file, filesz, &mismatch) < 0) {
+	if (stream_find_module_file(s->uelfs, s->n_uelfs, s->o.root, s->o.debug_dirs, m, file, filesz,
+				    &mismatch) < 0) {
 		s->st.modules_missing++;
 		btr_info("module %s: no usable file here; its code cannot be decoded or named", path);
 		return 0;

@@ -114,3 +114,71 @@ int stream_candidate_matches(const char *file, const struct btr_rec_module *m)
 		return n == -BTR_ERR_NOT_FOUND ? 1 : 0;
 	return n == m->build_id_len && !memcmp(id, m->build_id, (size_t)n);
 }
+
+/* Finds the file to load for module record @m into @out.  Order: a user
+ * ELF (--elf) matching by build-id or file name, ROOT/path, path, the
+ * debug directories by build-id, then DIR/basename.  The first candidate
+ * whose build-id matches wins; if none matches, the first existing one
+ * is used and *@mismatch set (its code is not what ran). */
+int stream_find_module_file(const struct user_elf *uelfs, unsigned n_uelfs, const char *root,
+			    const char *const *debug_dirs, const struct btr_rec_module *m, char *out, size_t outsz,
+			    int *mismatch)
+{
+	const char *path = m->path;
+	const char *bn = stream_base_name(path);
+	char first[4096] = "";
+	char buf[4096];
+	*mismatch = 0;
+
+#define TRY(p)                                                                          \
+	do {                                                                            \
+		int r_ = stream_candidate_matches((p), m);                                     \
+		if (r_ == 1) {                                                          \
+			snprintf(out, outsz, "%s", (p));                                \
+			return 0;                                                       \
+		}                                                                       \
+		if (r_ == 0 && !first[0])                                               \
+			snprintf(first, sizeof(first), "%s", (p));                      \
+	} while (0)
+
+	/* User ELFs by build-id first: an exact match beats any name. */
+	if (m->build_id_len) {
+		for (unsigned i = 0; i < n_uelfs; i++) {
+			const struct user_elf *u = &uelfs[i];
+			if (!u->has_base && u->build_id_len == m->build_id_len &&
+			    !memcmp(u->build_id, m->build_id, m->build_id_len)) {
+				snprintf(out, outsz, "%s", u->path);
+				return 0;
+			}
+		}
+	}
+	for (unsigned i = 0; i < n_uelfs; i++) {
+		const struct user_elf *u = &uelfs[i];
+		if (!u->has_base && !strcmp(u->base_name, bn))
+			TRY(u->path);
+	}
+	if (root && path[0] == '/') {
+		snprintf(buf, sizeof(buf), "%s%s", root, path);
+		TRY(buf);
+	}
+	TRY(path);
+	if (debug_dirs) {
+		size_t nd = 0;
+		while (debug_dirs[nd])
+			nd++;
+		if (m->build_id_len && nd &&
+		    btr_elf_find_build_id(m->build_id, m->build_id_len, debug_dirs, nd, buf, sizeof(buf)) == 0)
+			TRY(buf);
+		for (size_t i = 0; i < nd; i++) {
+			snprintf(buf, sizeof(buf), "%s/%s", debug_dirs[i], bn);
+			TRY(buf);
+		}
+	}
+#undef TRY
+	if (first[0]) {
+		snprintf(out, outsz, "%s", first);
+		*mismatch = 1;
+		return 0;
+	}
+	return -BTR_ERR_NOENT;
+}

@@ -31,4 +31,26 @@ uint64_t stream_elf_code_span(const char *path, uint64_t pgoff);
  * build-id differs, -1 if it does not exist or cannot be it. */
 int stream_candidate_matches(const char *file, const struct btr_rec_module *m);
 
+/* A user ELF (btr_stream_opts.elfs, --elf) as the stream keeps it. */
+struct user_elf {
+	const char *path;
+	const char *base_name;
+	uint64_t base;
+	int has_base;
+	int is_exec;              /* ET_EXEC */
+	uint8_t build_id[20];
+	int build_id_len;         /* <= 0: none */
+};
+
+/* Finds the file to load for module record @m into @out (@outsz bytes).
+ * Order: a user ELF of @uelfs (@n_uelfs) without a base, matching by
+ * build-id or file name, ROOT/path (@root may be NULL), path, the
+ * NULL-terminated @debug_dirs (may be NULL) by build-id, then
+ * DIR/basename.  The first candidate whose build-id matches wins; if
+ * none matches, the first existing one is used and *@mismatch set (its
+ * code is not what ran).  Returns 0 or -BTR_ERR_NOENT. */
+int stream_find_module_file(const struct user_elf *uelfs, unsigned n_uelfs, const char *root,
+			    const char *const *debug_dirs, const struct btr_rec_module *m, char *out, size_t outsz,
+			    int *mismatch);
+
 #endif
