@@ -262,10 +262,11 @@ static struct btr_cs_thread *thread_get(struct btr_callstack *cs, uint32_t tid, 
 	t->tid = tid;
 	t->pid = pid;
 	t->restart = 1;
-	cs->threads[cs->nthreads] = t;
-	if (pairmap_put(&cs->tid2thread, tid, 0, (uint32_t)cs->nthreads))
+	if (pairmap_put(&cs->tid2thread, tid, 0, (uint32_t)cs->nthreads)) {
+		free(t);   /* (not counted in nthreads: nothing else frees it) */
 		goto nomem;
-	cs->nthreads++;
+	}
+	cs->threads[cs->nthreads++] = t;
 	return t;
 nomem:
 	cs->nomem = 1;
