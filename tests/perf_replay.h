@@ -1064,6 +1064,7 @@ struct rp_trace {
 	 * before it in the file } */
 	uint64_t *aux_at[RP_MAX_CPU];
 	size_t n_aux_at[RP_MAX_CPU];
+	uint64_t aux_cap[RP_MAX_CPU], at_cap[RP_MAX_CPU];   /* allocated (growth doubles) */
 	uint64_t modules;
 	int read_rc;
 };
@@ -1098,10 +1099,18 @@ RP_FN int rp_trace_load(const char *path, struct rp_trace *t)
 			if (t->aux_len[c] && rec.u.data.stream_offset != t->next_off[c])
 				t->jumps[c]++;
 			t->next_off[c] = rec.u.data.stream_offset + rec.u.data.size;
-			t->aux_at[c] = realloc(t->aux_at[c], (t->n_aux_at[c] + 1) * 2 * sizeof(uint64_t));
+			if (t->n_aux_at[c] == t->at_cap[c]) {
+				t->at_cap[c] = t->at_cap[c] ? 2 * t->at_cap[c] : 64;
+				t->aux_at[c] = realloc(t->aux_at[c], t->at_cap[c] * 2 * sizeof(uint64_t));
+			}
 			t->aux_at[c][2 * t->n_aux_at[c]] = t->aux_len[c];
 			t->aux_at[c][2 * t->n_aux_at[c]++ + 1] = t->modules;
-			t->aux[c] = realloc(t->aux[c], t->aux_len[c] + rec.u.data.size + 1);
+			if (t->aux_len[c] + rec.u.data.size + 1 > t->aux_cap[c]) {
+				/* doubling: a realloc per record is quadratic
+				 * under ASan, whose realloc always copies */
+				t->aux_cap[c] = 2 * (t->aux_len[c] + rec.u.data.size + 1);
+				t->aux[c] = realloc(t->aux[c], t->aux_cap[c]);
+			}
 			memcpy(t->aux[c] + t->aux_len[c], rec.u.data.data, rec.u.data.size);
 			t->aux_len[c] += rec.u.data.size;
 			continue;
@@ -1189,6 +1198,12 @@ RP_FN int rp_record(struct rp *k, const char *backend, struct btr_capture_opts *
 		     struct rp_run *run)
 {
 	static char *const argv[] = { "sleep", "60", NULL };
+	/* `sleep` inherits the recorder's dispositions: one started with
+	 * SIGINT ignored (a background job of a non-interactive shell)
+	 * would outlive the replay's Ctrl-C, and the recording would wait
+	 * for it forever. */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	memset(run, 0, sizeof(*run));
 	opts->sz = sizeof(*opts);
 	opts->output = out;
@@ -1222,7 +1237,15 @@ RP_FN void rp_out_path(char *buf, size_t size, const char *name)
 /* Appends bytes [pos, pos+len) of @src to *@buf (*@n bytes long). */
 RP_FN void rp_take(uint8_t **buf, uint64_t *n, const uint8_t *src, uint64_t pos, uint64_t len)
 {
-	*buf = realloc(*buf, *n + len + 1);
+	/* the allocation is the power of two at or above *n + 1 (doubling:
+	 * ASan's realloc always copies) */
+	uint64_t have = 64, need = 64;
+	while (have < *n + 1)
+		have *= 2;
+	while (need < *n + len + 1)
+		need *= 2;
+	if (!*buf || need != have)
+		*buf = realloc(*buf, need);
 	memcpy(*buf + *n, src + pos, len);
 	*n += len;
 }
@@ -1244,7 +1267,7 @@ RP_FN int rp_same_bytes(const uint8_t *a, uint64_t na, const uint8_t *b, uint64_
  * bytes after them: each must be a jump in the .btr's stream positions. */
 RP_FN uint8_t *rp_want_delivered(const struct rp *k, int cpu, size_t upto, uint64_t *n, unsigned *cuts)
 {
-	uint8_t *want = malloc(1);
+	uint8_t *want = malloc(64);   /* rp_take's smallest allocation */
 	int pending = 0;
 	*n = 0;
 	*cuts = 0;
@@ -1272,7 +1295,7 @@ RP_FN uint8_t *rp_want_delivered(const struct rp *k, int cpu, size_t upto, uint6
 RP_FN uint8_t *rp_want_snapshots(const struct rp *k, int cpu, const uint8_t *stream, uint64_t aux_size, uint64_t *n,
 				  unsigned *windows)
 {
-	uint8_t *want = malloc(1);
+	uint8_t *want = malloc(64);   /* rp_take's smallest allocation */
 	uint64_t prev = 0;
 	*n = 0;
 	*windows = 0;

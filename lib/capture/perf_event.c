@@ -526,7 +526,18 @@ int btr_perf_capture_run(const struct btr_capture_opts *opts, struct btr_perf_ca
 			rc = btr_err_from_errno(errno);
 			goto out;
 		}
+		/* The signals stay blocked across fork until the child has
+		 * its own dispositions back: a Ctrl-C in between would
+		 * otherwise run on_stop in the child and be lost there. */
+		sigset_t stop_set, old_mask;
+		sigemptyset(&stop_set);
+		sigaddset(&stop_set, SIGINT);
+		sigaddset(&stop_set, SIGTERM);
+		sigaddset(&stop_set, SIGUSR2);
+		sigprocmask(SIG_BLOCK, &stop_set, &old_mask);
 		child = fork();
+		if (child != 0)
+			sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		if (child < 0) {
 			rc = btr_err_from_errno(errno);
 			goto out;
@@ -536,6 +547,7 @@ int btr_perf_capture_run(const struct btr_capture_opts *opts, struct btr_perf_ca
 			sigaction(SIGINT, &old_int, NULL);
 			sigaction(SIGTERM, &old_term, NULL);
 			sigaction(SIGUSR2, &old_usr2, NULL);
+			sigprocmask(SIG_SETMASK, &old_mask, NULL);
 			close(go[1]);
 			close(ex[0]);
 			if (read(go[0], &c, 1) != 1)
