@@ -205,7 +205,6 @@ static int decode_ext(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t ava
 		pkt->u.ptw.payload = rd_le(p + 2, n, avail - 2);
 		pkt->u.ptw.bytes = (uint8_t)n;
 		pkt->u.ptw.ip = b1 >> 7;
-		d->bbp_sz = 0;
 		return PT_SIZE_EXT + (int)n;
 	}
 	switch (b1) {
@@ -221,7 +220,6 @@ static int decode_ext(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t ava
 		}
 		pkt->type = BTR_PT_TNT;
 		pkt->size = PT_SIZE_TNT64;
-		d->bbp_sz = 0;
 		return PT_SIZE_TNT64;
 	case PT_EXT_PIP: /* PIP: bit 0 NR, bits 47:1 = CR3[51:5] */
 		NEED(PT_SIZE_PIP);
@@ -230,12 +228,10 @@ static int decode_ext(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t ava
 		pkt->size = PT_SIZE_PIP;
 		pkt->u.pip.nr = v & 1;
 		pkt->u.pip.cr3 = (v >> 1) << 5;
-		d->bbp_sz = 0;
 		return PT_SIZE_PIP;
 	case PT_EXT_TRACESTOP:
 		pkt->type = BTR_PT_TRACESTOP;
 		pkt->size = PT_SIZE_TRACESTOP;
-		d->bbp_sz = 0;
 		return PT_SIZE_TRACESTOP;
 	case PT_EXT_CBR: /* CBR: ratio, reserved byte */
 		NEED(PT_SIZE_CBR);
@@ -248,12 +244,10 @@ static int decode_ext(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t ava
 		pkt->type = BTR_PT_VMCS;
 		pkt->size = PT_SIZE_VMCS;
 		pkt->u.vmcs.base = rd_le(p + 2, 5, avail - 2) << 12;
-		d->bbp_sz = 0;
 		return PT_SIZE_VMCS;
 	case PT_EXT_OVF:
 		pkt->type = BTR_PT_OVF;
 		pkt->size = PT_SIZE_OVF;
-		d->bbp_sz = 0;
 		return PT_SIZE_OVF;
 	case PT_EXT_PSB:
 		NEED(PT_SIZE_PSB);
@@ -264,12 +258,10 @@ static int decode_ext(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t ava
 		/* The last IP is reset at PSB: the IP packets of PSB+ carry
 		 * uncompressed IPs, and decoding may have started here. */
 		d->last_ip = 0;
-		d->bbp_sz = 0;
 		return PT_SIZE_PSB;
 	case PT_EXT_PSBEND:
 		pkt->type = BTR_PT_PSBEND;
 		pkt->size = PT_SIZE_PSBEND;
-		d->bbp_sz = 0;
 		return PT_SIZE_PSBEND;
 	case PT_EXT_TMA: /* TMA: CTC[15:0], reserved 0, FC[7:0], FC[8] (bits 7:1 reserved) */
 		NEED(PT_SIZE_TMA);
@@ -308,7 +300,6 @@ static int decode_ext(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t ava
 		pkt->size = PT_SIZE_MWAIT;
 		pkt->u.mwait.hints = (uint32_t)v;
 		pkt->u.mwait.ext = (uint32_t)(v >> 32);
-		d->bbp_sz = 0;
 		return PT_SIZE_MWAIT;
 	case PT_EXT_PWRE: /* PWRE: byte 2 bit 3 HW; byte 3: state 7:4, sub-state 3:0 */
 		NEED(PT_SIZE_PWRE);
@@ -339,7 +330,6 @@ static int decode_ext(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t ava
 		pkt->type = BTR_PT_BEP;
 		pkt->size = PT_SIZE_BEP;
 		pkt->u.bep.ip = b1 >> 7;
-		d->bbp_sz = 0;
 		return PT_SIZE_BEP;
 	case PT_EXT_CFE: /* CFE: byte 2: IP bit 7, type 4:0; byte 3 vector */
 		NEED(PT_SIZE_CFE);
@@ -348,7 +338,6 @@ static int decode_ext(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t ava
 		pkt->u.cfe.ip = p[2] >> 7;
 		pkt->u.cfe.type = p[2] & 0x1f;
 		pkt->u.cfe.vector = p[3];
-		d->bbp_sz = 0;
 		return PT_SIZE_CFE;
 	case PT_EXT_EVD: /* EVD: byte 2 type 5:0, 8 payload bytes */
 		NEED(PT_SIZE_EVD);
@@ -356,7 +345,6 @@ static int decode_ext(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t ava
 		pkt->size = PT_SIZE_EVD;
 		pkt->u.evd.type = p[2] & 0x3f;
 		pkt->u.evd.payload = rd_le(p + 3, 8, avail - 3);
-		d->bbp_sz = 0;
 		return PT_SIZE_EVD;
 	default:
 		return -BTR_ERR_BAD_PACKET;
@@ -366,8 +354,8 @@ static int decode_ext(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t ava
 /* Decodes the packet at @p (@avail > 0 bytes readable).  Returns its
  * size, -BTR_ERR_AGAIN if it needs more than @avail bytes, or
  * -BTR_ERR_BAD_PACKET.  Decoder state changes only on success. */
-static inline int decode(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t avail,
-			 struct btr_pt_packet *pkt)
+static inline int decode_pkt(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t avail,
+			     struct btr_pt_packet *pkt)
 {
 	const uint8_t b = p[0];
 	const uint32_t e = pt_tab[b];
@@ -381,7 +369,6 @@ static inline int decode(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t 
 		pkt->size = PT_SIZE_TNT8;
 		pkt->u.tnt.count = e_aux;
 		pkt->u.tnt.bits = (b >> 1) & ((1u << e_aux) - 1);
-		d->bbp_sz = 0;
 		return PT_SIZE_TNT8;
 	case C_IP: {
 		uint64_t raw, ip;
@@ -401,8 +388,6 @@ static inline int decode(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t 
 		pkt->u.ip.ip = ip;
 		pkt->u.ip.raw = raw;
 		pkt->u.ip.ipc = (uint8_t)ipc;
-		if (e_type != BTR_PT_FUP)
-			d->bbp_sz = 0;
 		return e_size;
 	}
 	case C_PAD:
@@ -432,7 +417,6 @@ static inline int decode(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t 
 				if (p[2] == PT_EXT_OVF) {
 					pkt->type = BTR_PT_OVF;
 					pkt->size = 1 + PT_SIZE_OVF;
-					d->bbp_sz = 0;
 					return 1 + PT_SIZE_OVF;
 				}
 			}
@@ -477,7 +461,6 @@ static inline int decode(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t 
 			return -BTR_ERR_BAD_PACKET;
 		}
 		pkt->size = PT_SIZE_MODE;
-		d->bbp_sz = 0;
 		return PT_SIZE_MODE;
 	}
 	case C_TRIG: {
@@ -514,6 +497,21 @@ bip: {
 	pkt->u.bip.value = rd_le(p + 1, n, avail - 1);
 	return 1 + (int)n;
 }
+}
+
+/* decode_pkt, and the end of a BBP block: one rule, pt_bbp_keeps()
+ * (shared with the flow decoder), says which packets keep it open; the
+ * BBP and its BIPs do, and an OVF that SKD007 cut into a CYC's bytes
+ * does not, though its first byte is a CYC's. */
+static inline int decode(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t avail,
+			 struct btr_pt_packet *pkt)
+{
+	int r = decode_pkt(d, p, avail, pkt);
+
+	if (btr_unlikely(d->bbp_sz) && r > 0 && pkt->type != BTR_PT_BBP && pkt->type != BTR_PT_BIP &&
+	    (pkt->type == BTR_PT_OVF || !pt_bbp_keeps(p)))
+		d->bbp_sz = 0;
+	return r;
 }
 
 /* ---- decoder API ---- */

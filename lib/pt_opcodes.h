@@ -159,9 +159,8 @@ enum pt_packet_size {
  * BIP; p[1] is read after PT_OPC_EXT only) leaves an open block open:
  * timing and power packets (PAD, MTC, CYC, TSC, TMA, CBR, MNT, EXSTOP,
  * PWRE, PWRX, TRIG) and FUP do, BBP starts a new block, BEP ends it, any
- * other packet ends it (perf's intel_pt_upd_pkt_ctx; pt.c's decode()
- * keeps its bbp_sz across the same packets, tests/test_pt_lengths.c
- * checks the two agree for every packet type). */
+ * other packet ends it (perf's intel_pt_upd_pkt_ctx).  Both decoders
+ * apply it: pt.c's decode() and the flow parser (ptflow.c). */
 static inline int pt_bbp_keeps(const uint8_t *p)
 {
 	const uint8_t b = p[0];
