@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# cli_counts.sh - the count views (report, cov, cfg, annotate, diff, afdo)
+# cli_counts.sh - the count views (report, cov, cfg, annotate, diff, afdo,
+# bolt's fdata; its pre-aggregated form: tests/cli_bolt_counts.sh)
 # let the PT decoder count branches on its blocks (btr/ptflow.h "counts")
 # instead of delivering each one in order.  Their outputs must be the
 # same, byte for byte, as with every branch in order (BTR_ORDERED=1), on
@@ -69,6 +70,7 @@ for t in "${traces[@]}"; do
 	same "$t cov lcov" "$btr" cov --format lcov -o - "$f"
 	same "$t cov drcov" "$btr" cov --format drcov -o - "$f"
 	same "$t diff" "$btr" diff "$f" "$tmp/gzip.btr"
+	same "$t bolt fdata" "$btr" bolt -o OUT.fdata "$f"
 	hot=$("$btr" report --format json --top 1 "$f" 2>/dev/null |
 		"$py" -c 'import json,sys; f=json.load(sys.stdin).get("top_functions") or [{}]; print(f[0].get("name",""))')
 	if [ -n "$hot" ]; then

@@ -11,6 +11,18 @@
  * branch target to the next taken branch of the thread), addresses as hex
  * offsets from the module's load base.
  *
+ * Counted branches (btr_analysis_ops.counts, the PT decoder's aggregated
+ * runs: docs/pt-decode.md) give the same taken and not-taken counts, so the
+ * same fdata.  Their runs end at every branch, so the pre-aggregated ranges
+ * become finer: a run ending in a not-taken conditional is the range from
+ * its start to the conditional's fall-through address (the next block's
+ * start), one ending in a taken branch the range up to that branch.  BOLT
+ * turns a range into the fall-through edges between the consecutive basic
+ * blocks it covers (llvm-bolt's DataAggregator::doTrace/recordTrace), and
+ * the finer ranges of one straight-line stretch cover exactly the edges of
+ * the whole one, each once: the same profile (tests/cli_bolt_counts.sh
+ * compares BOLT's profiles of both forms).
+ *
  * Function names in fdata are BOLT's: a local (STB_LOCAL) symbol is
  * "name/N", where N numbers the local symbols of that name in the
  * module's .symtab - every type, FILE symbols and those at address 0 or
@@ -74,6 +86,7 @@ struct bolt {
 	size_t lines_len;
 	uint64_t outside;    /* branches with neither end in the module */
 	int nomem;
+	int counted;         /* counts came since the last ordered batch */
 	Elf *elf;            /* the module's file while formatting (b_end) */
 	struct local *loc;   /* its local symbols, by address */
 	size_t nloc;
@@ -150,6 +163,13 @@ static int b_branches(void *p, const struct btr_branch *b, size_t n)
 {
 	struct bolt *bo = p;
 	struct bthread *t = NULL;
+	if (bo->counted) {
+		/* ordered branches after counted ones: where each thread's
+		 * range began is not known */
+		for (size_t i = 0; i < bo->nth; i++)
+			bo->th[i].start = 0;
+		bo->counted = 0;
+	}
 	for (size_t i = 0; i < n; i++) {
 		const struct btr_branch *x = &b[i];
 		if (!t || t->tid != x->tid)
@@ -173,8 +193,8 @@ static int b_branches(void *p, const struct btr_branch *b, size_t n)
 			}
 			continue;
 		}
-		/* the range that ran straight up to this branch */
-		if (t->start && fin && t->start <= x->from) {
+		/* the range that ran straight up to this branch (fdata has no ranges) */
+		if (bo->o.pre_aggregated && t->start && fin && t->start <= x->from) {
 			struct bent *e = bget(bo, t->start, x->from, 'F');
 			if (!e)
 				return -BTR_ERR_NOMEM;
@@ -187,6 +207,50 @@ static int b_branches(void *p, const struct btr_branch *b, size_t n)
 		if (x->flags & BTR_BF_MISPRED)
 			e->mispred++;
 		t->start = tin ? x->to : 0;
+	}
+	return 0;
+}
+
+/* The counted form: the run from c->start to c->b, c->count times.  The
+ * same B and N counts as b_branches; ranges end at every branch, a
+ * not-taken one's at its fall-through address (the file comment). */
+static int b_counts(void *p, const struct btr_branch_count *c, size_t n)
+{
+	struct bolt *bo = p;
+	bo->counted = 1;
+	for (size_t i = 0; i < n; i++) {
+		const struct btr_branch *x = &c[i].b;
+		uint64_t cnt = c[i].count, start = c[i].start;
+		int taken = (x->flags & BTR_BF_TAKEN) != 0;
+		int fin = in_mod(bo, x->from), tin = in_mod(bo, x->to);
+		if (!fin && !tin) {
+			bo->outside += cnt;
+			continue;
+		}
+		struct bent *e;
+		if (!taken) {
+			if (x->kind != BTR_KIND_JCC && x->kind != BTR_KIND_LOOP && x->kind != BTR_KIND_JRCXZ)
+				continue;
+			if (!(e = bget(bo, x->from, x->to, 'N')))
+				return -BTR_ERR_NOMEM;
+			e->count += cnt;
+			if (bo->o.pre_aggregated && start && tin && in_mod(bo, start) && start <= x->from) {
+				if (!(e = bget(bo, start, x->to, 'F')))
+					return -BTR_ERR_NOMEM;
+				e->count += cnt;
+			}
+			continue;
+		}
+		if (bo->o.pre_aggregated && start && fin && in_mod(bo, start) && start <= x->from) {
+			if (!(e = bget(bo, start, x->from, 'F')))
+				return -BTR_ERR_NOMEM;
+			e->count += cnt;
+		}
+		if (!(e = bget(bo, fin ? x->from : 0, tin ? x->to : 0, 'B')))
+			return -BTR_ERR_NOMEM;
+		e->count += cnt;
+		if (x->flags & BTR_BF_MISPRED)
+			e->mispred += cnt;
 	}
 	return 0;
 }
@@ -474,7 +538,7 @@ static void b_destroy(void *p)
 static const char *const bolt_formats[] = { "fdata", NULL };
 
 const struct btr_analysis_ops btr__bolt_ops = {
-	.name = "bolt", .begin = b_begin, .branches = b_branches, .event = b_event,
+	.name = "bolt", .begin = b_begin, .branches = b_branches, .counts = b_counts, .event = b_event,
 	.end = b_end, .write = b_write, .destroy = b_destroy,
 	.formats = bolt_formats,
 };

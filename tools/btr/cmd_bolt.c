@@ -11,7 +11,8 @@ static const struct cli_opt opts[] = {
 	{ "pre-aggregated", O_PA, CLI_NOARG,
 	  "  --pre-aggregated       write the pre-aggregated format instead (llvm-bolt -pa):\n"
 	  "                         B (branch) and F (fall-through range) lines with\n"
-	  "                         offsets from the module's load base\n", NULL },
+	  "                         offsets from the module's load base (from PT: ranges\n"
+	  "                         end at every branch, docs/bolt.md)\n", NULL },
 	{ "module", O_MODULE, CLI_ARG,
 	  "  --module NAME          the module (path or file name; default: the file of\n"
 	  "                         the first --elf without BASE, else the traced program)\n", NULL },
