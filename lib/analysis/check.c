@@ -29,7 +29,6 @@
 #include "image_code.h"
 #include "pairmap.h"
 
-#include <ctype.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -99,13 +98,6 @@ struct finding {
 	char *detail;
 };
 
-struct allow_rule {
-	char kind[32];     /* "" = any */
-	int type;          /* 0 any, 1 range, 2 text */
-	uint64_t lo, hi;
-	char *text;
-};
-
 struct check {
 	struct btr_stream *s;
 	struct check_mod *mods;
@@ -136,7 +128,7 @@ struct check {
 	struct finding *f;
 	size_t n_f, cap_f;
 	struct btr_check_finding *pubs;
-	struct allow_rule *rules;
+	struct check_allow_rule *rules;
 	size_t n_rules;
 	uint64_t pos;
 	int ended;
@@ -251,24 +243,6 @@ static int push_frame(struct check *c, struct thr *t, uint64_t ret, uint8_t type
 
 /* ---- findings ---- */
 
-static int allowed(const struct check *c, const struct finding *f)
-{
-	for (size_t i = 0; i < c->n_rules; i++) {
-		const struct allow_rule *r = &c->rules[i];
-		if (r->kind[0] && strcmp(r->kind, f->pub.kind))
-			continue;
-		if (r->type == 0)
-			return 1;
-		if (r->type == 1 && ((f->pub.from >= r->lo && f->pub.from <= r->hi) ||
-				     (f->pub.to >= r->lo && f->pub.to <= r->hi)))
-			return 1;
-		if (r->type == 2 && (strstr(f->detail, r->text) || strstr(f->from_sym, r->text) ||
-				     strstr(f->to_sym, r->text)))
-			return 1;
-	}
-	return 0;
-}
-
 static void symbolize(struct check *c, uint32_t pid, uint64_t a, char *buf)
 {
 	if (!a) {
@@ -327,7 +301,8 @@ static int add_finding(struct check *c, int kind, enum btr_check_severity sev, c
 	f->pub.count = 1;
 	symbolize(c, f->pub.pid, from, f->from_sym);
 	symbolize(c, f->pub.pid, to, f->to_sym);
-	if (allowed(c, f)) {
+	if (check_allow_match(c->rules, c->n_rules, f->pub.kind, f->pub.from, f->pub.to, f->detail, f->from_sym,
+			      f->to_sym)) {
 		c->stats.allowed++;
 		free(f->detail);
 		return pairmap_put(&c->dedup, ka, key_to, UINT32_MAX);
@@ -1365,9 +1340,7 @@ static void a_destroy(void *state)
 		free(c->f[i].detail);
 	free(c->f);
 	free(c->pubs);
-	for (size_t i = 0; i < c->n_rules; i++)
-		free(c->rules[i].text);
-	free(c->rules);
+	check_allow_free(c->rules, c->n_rules);
 	free(c);
 }
 
@@ -1384,75 +1357,6 @@ const struct btr_analysis_ops btr__check_ops = {
 	.formats = check_formats,
 };
 
-/* ---- allow rules ---- */
-
-static int parse_rules(struct check *c, const char *text)
-{
-	int lineno = 0;
-	while (text && *text) {
-		const char *eol = strchr(text, '\n');
-		size_t len = eol ? (size_t)(eol - text) : strlen(text);
-		char line[512];
-		lineno++;
-		if (len >= sizeof(line)) {
-			btr_err("allow rule %d: line too long", lineno);
-			return -BTR_ERR_BAD_FILTER;
-		}
-		memcpy(line, text, len);
-		line[len] = 0;
-		text = eol ? eol + 1 : text + len;
-		char *hash = strchr(line, '#');
-		if (hash)
-			*hash = 0;
-		char *kind = strtok(line, " \t\r");
-		if (!kind)
-			continue;
-		char *pat = strtok(NULL, "\r");
-		while (pat && isspace((unsigned char)*pat))
-			pat++;
-		if (pat) {
-			size_t pl = strlen(pat);
-			while (pl && isspace((unsigned char)pat[pl - 1]))
-				pat[--pl] = 0;
-		}
-		int known = !strcmp(kind, "*");
-		for (size_t k = 0; k < BTR_ARRAY_SIZE(KINDS) && !known; k++)
-			known = !strcmp(kind, KINDS[k]);
-		if (!known || !pat || !*pat) {
-			btr_err("allow rule %d: '%s' %s", lineno, kind,
-				known ? "needs a pattern ('*', 0xLO-0xHI or text)" : "is not a finding kind");
-			return -BTR_ERR_BAD_FILTER;
-		}
-		struct allow_rule *nr = realloc(c->rules, (c->n_rules + 1) * sizeof(*nr));
-		if (!nr)
-			return -BTR_ERR_NOMEM;
-		c->rules = nr;
-		struct allow_rule *r = &nr[c->n_rules];
-		memset(r, 0, sizeof(*r));
-		if (strcmp(kind, "*"))
-			snprintf(r->kind, sizeof(r->kind), "%s", kind);
-		char *dash;
-		if (!strcmp(pat, "*")) {
-			r->type = 0;
-		} else if (!strncmp(pat, "0x", 2) && (dash = strchr(pat, '-')) != NULL) {
-			char *e1, *e2;
-			r->lo = strtoull(pat, &e1, 16);
-			r->hi = strtoull(dash + 1, &e2, 16);
-			if (e1 != dash || *e2 || r->hi < r->lo) {
-				btr_err("allow rule %d: bad address range '%s'", lineno, pat);
-				return -BTR_ERR_BAD_FILTER;
-			}
-			r->type = 1;
-		} else {
-			r->type = 2;
-			if (!(r->text = strdup(pat)))
-				return -BTR_ERR_NOMEM;
-		}
-		c->n_rules++;
-	}
-	return 0;
-}
-
 int btr_check_new(const struct btr_check_opts *opts, struct btr_analysis **out)
 {
 	if (!out || !BTR_OPTS_VALID(opts, sizeof(*opts)))
@@ -1460,7 +1364,7 @@ int btr_check_new(const struct btr_check_opts *opts, struct btr_analysis **out)
 	struct check *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -BTR_ERR_NOMEM;
-	int rc = opts ? parse_rules(c, opts->allow) : 0;
+	int rc = opts ? check_allow_parse(opts->allow, KINDS, BTR_ARRAY_SIZE(KINDS), &c->rules, &c->n_rules) : 0;
 	if (rc < 0) {
 		a_destroy(c);
 		return rc;
