@@ -55,7 +55,6 @@ struct mapping {
 
 struct proc {
 	uint32_t pid;
-	unsigned gen;     /* the image generation the code caches were filled at */
 	struct mapping *maps;
 	size_t n_maps, cap_maps;
 };
@@ -1052,12 +1051,6 @@ static int a_branches(void *state, const struct btr_branch *b, size_t n)
 		if (!p || !t)
 			return -BTR_ERR_NOMEM;
 		c->gen = btr_image_generation(btr_stream_image_pid(c->s, pid));
-		if (btr_unlikely(p->gen != c->gen)) {
-			/* the process's code changed (code records rewrite code in
-			 * place): what was decoded of it is stale */
-			forget_code(c);
-			p->gen = c->gen;
-		}
 		/* The fast path: transfers judged clean before (ec) with no
 		 * chain of returns or code-modified evidence pending (which the
 		 * next branch ends).  Positions and counts are kept here and
