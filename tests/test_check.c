@@ -6,8 +6,11 @@
  * addresses a rop-chain; a direct call recorded to a target its encoding
  * does not name is code-modified.  Split functions (prog_benign_cold_o2,
  * gcc -O2): f's switch jump into f.cold is legitimate, the same jump into
- * the middle of main stays jump-non-entry.  The qemu recordings of the
- * fixtures are tested in tests/cli_check.sh. */
+ * the middle of main stays jump-non-entry.  The fast path (transfers
+ * judged clean before are not judged again) hides nothing a site gives
+ * later: decoded branch records (full flow) repeat clean transfers, then
+ * plant a finding at the same site.  The qemu recordings of the fixtures
+ * are tested in tests/cli_check.sh. */
 #include "check.h"
 #include "analysis/check_priv.h"
 #include "btr/btr.h"
@@ -21,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 #define PROG BTR_BINARY_DIR "/prog_check_smash"
 #define BIAS 0x555555554000ull
 
@@ -164,6 +168,84 @@ static void write_lbr(struct btr_trace_writer *w, const struct btr_lbr_entry *e,
 	CHECK_EQ(btr_trace_write(w, &r), 0);
 }
 
+static void write_branches(struct btr_trace_writer *w, const struct btr_branch *b, uint32_t n)
+{
+	struct btr_record r = { .type = BTR_REC_BRANCHES };
+	r.u.branches.tid = 77;
+	r.u.branches.count = n;
+	r.u.branches.branches = b;
+	CHECK_EQ(btr_trace_write(w, &r), 0);
+}
+
+/* Each case repeats a clean transfer from one site (so the fast path has
+ * it), then records what must still be reported from that site:
+ * - the conditional jump of main recorded as a direct jmp to the same
+ *   target (code-modified: the record's kind is not the code's);
+ * - vuln's return to main after the call (clean twice), then the same
+ *   return while the top frame is another call's (return-mismatch). */
+static void fast_path(void)
+{
+	struct btr_image *img;
+	CHECK_EQ(btr_image_new(&img), 0);
+	CHECK_EQ(btr_image_add_elf(img, PROG, BIAS, 0), 0);
+	uint64_t vuln = sym_addr(PROG, "vuln"), mainf = sym_addr(PROG, "main");
+	int jl = 0, cl = 0, c2l = 0, rl = 0;
+	uint64_t jcc = find_insn(img, mainf + BIAS, BTR_KIND_JCC, 0, &jl);
+	uint64_t call = find_insn(img, mainf + BIAS, BTR_KIND_CALL, vuln + BIAS, &cl);
+	uint64_t call2 = find_insn(img, vuln + BIAS, BTR_KIND_CALL, 0, &c2l);
+	uint64_t ret = find_insn(img, vuln + BIAS, BTR_KIND_RET, 0, &rl);
+	struct btr_insn jin = { 0 }, c2in = { 0 };
+	CHECK(btr_insn_decode_image(img, jcc, BTR_MODE_64, &jin) > 0);
+	CHECK(btr_insn_decode_image(img, call2, BTR_MODE_64, &c2in) > 0);
+	btr_image_free(img);
+	CHECK(jcc && call && call2 && ret && jin.target && c2in.target);
+	uint64_t after = call + (uint64_t)cl;
+
+	char path[128];
+	snprintf(path, sizeof(path), "/tmp/btr_test_check_fast_%d.btr", (int)getpid());
+	struct btr_trace_writer *w = lbr_trace(path, PROG);
+	const uint16_t T = BTR_BF_TAKEN;
+#define BR(f, t, k) { .from = (f), .to = (t), .tid = 77, .flags = T, .kind = (k) }
+	struct btr_branch kind_case[] = {
+		BR(jcc, jin.target, BTR_KIND_JCC), BR(jcc, jin.target, BTR_KIND_JCC), BR(jcc, jin.target, BTR_KIND_JCC),
+		BR(jcc, jin.target, BTR_KIND_JMP),
+	};
+	write_branches(w, kind_case, N_OF(kind_case));
+	struct btr_branch ret_case[] = {
+		BR(call, vuln + BIAS, BTR_KIND_CALL), BR(ret, after, BTR_KIND_RET),
+		BR(call, vuln + BIAS, BTR_KIND_CALL), BR(ret, after, BTR_KIND_RET),
+		BR(call, vuln + BIAS, BTR_KIND_CALL), BR(ret, after, BTR_KIND_RET),
+		BR(call2, c2in.target, BTR_KIND_CALL), BR(ret, after, BTR_KIND_RET),
+		BR(jcc, jin.target, BTR_KIND_JCC),   /* ends the run of suspicious returns */
+	};
+	write_branches(w, ret_case, N_OF(ret_case));
+#undef BR
+	CHECK_EQ(btr_trace_writer_close(w), 0);
+
+	struct btr_analysis *a;
+	struct btr_check_opts co = { .sz = sizeof(co) };
+	CHECK_EQ(btr_check_new(&co, &a), 0);
+	CHECK_EQ(btr_analysis_run(path, NULL, &a, 1, NULL), 0);
+	size_t n;
+	const struct btr_check_finding *f = btr_check_findings(a, &n);
+	int kind_mod = 0, mismatch = 0;
+	for (size_t i = 0; i < n; i++) {
+		printf("fast path: %s %s 0x%llx -> 0x%llx %s\n", btr_check_severity_name(f[i].severity), f[i].kind,
+		       (unsigned long long)f[i].from, (unsigned long long)f[i].to, f[i].detail);
+		kind_mod += !strcmp(f[i].kind, "code-modified") && f[i].from == jcc && f[i].to == jin.target;
+		mismatch += !strcmp(f[i].kind, "return-mismatch") && f[i].from == ret && f[i].to == after;
+	}
+	CHECK_EQ(kind_mod, 1);
+	CHECK_EQ(mismatch, 1);
+	CHECK_EQ(n, 2);
+	struct btr_check_stats st;
+	btr_check_get_stats(a, &st);
+	CHECK_EQ(st.sampled, 0);
+	CHECK_EQ(st.branches, N_OF(kind_case) + N_OF(ret_case));
+	btr_analysis_free(a);
+	unlink(path);
+}
+
 int main(void)
 {
 	if (access(PROG, R_OK) != 0)
@@ -239,5 +321,6 @@ int main(void)
 	CHECK_EQ(btr_check_new(&co, &a), -BTR_ERR_BAD_FILTER);
 	unlink(path);
 	split_functions();
+	fast_path();
 	return check_done();
 }

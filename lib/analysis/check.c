@@ -29,7 +29,6 @@
 #include "image_code.h"
 #include "pairmap.h"
 
-#include <ctype.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -93,17 +92,26 @@ struct thr {
 	uint64_t last_to;
 };
 
+/* A transfer on_branch judged clean before: a conditional or direct
+ * jump, a direct call or a return that enters code a file backs (or that
+ * its runtime names) from an instruction of the recorded kind, a direct
+ * one to the target its encoding names.  Valid for one process and one
+ * image generation; forget_code() drops all when mappings change.  What
+ * a hit still has to do: nothing (jumps), push @ret (calls), the shadow
+ * stack's check (returns).  Sampled data keeps no returns (the gadget
+ * rule counts them). */
+#define EC_SIZE 1024
+struct ec_ent {
+	uint64_t key;    /* ec_key(): from, kind, flags; 0: empty */
+	uint64_t to;
+	uint64_t tag;    /* process index << 32 | image generation */
+	uint64_t ret;    /* a call's return address */
+};
+
 struct finding {
 	struct btr_check_finding pub;
 	char from_sym[SYM_LEN], to_sym[SYM_LEN];
 	char *detail;
-};
-
-struct allow_rule {
-	char kind[32];     /* "" = any */
-	int type;          /* 0 any, 1 range, 2 text */
-	uint64_t lo, hi;
-	char *text;
 };
 
 struct check {
@@ -121,12 +129,7 @@ struct check {
 		uint64_t target;
 		uint32_t v;
 	} ic[2048];
-	struct {                   /* conditional and direct jumps judged clean: nothing
-				    * to report, no stack change (from | taken << 63, to,
-				    * process index, image generation; key + 1, 0: empty) */
-		uint64_t key, to;
-		uint32_t pi, gen;
-	} ec[1024];
+	struct ec_ent ec[EC_SIZE]; /* transfers judged clean (ec_put) */
 	uint32_t gen;              /* generation of the image of the run being read */
 	size_t last_proc;          /* index of proc_get's last answer */
 	struct thr *last_thr;
@@ -136,7 +139,7 @@ struct check {
 	struct finding *f;
 	size_t n_f, cap_f;
 	struct btr_check_finding *pubs;
-	struct allow_rule *rules;
+	struct check_allow_rule *rules;
 	size_t n_rules;
 	uint64_t pos;
 	int ended;
@@ -251,24 +254,6 @@ static int push_frame(struct check *c, struct thr *t, uint64_t ret, uint8_t type
 
 /* ---- findings ---- */
 
-static int allowed(const struct check *c, const struct finding *f)
-{
-	for (size_t i = 0; i < c->n_rules; i++) {
-		const struct allow_rule *r = &c->rules[i];
-		if (r->kind[0] && strcmp(r->kind, f->pub.kind))
-			continue;
-		if (r->type == 0)
-			return 1;
-		if (r->type == 1 && ((f->pub.from >= r->lo && f->pub.from <= r->hi) ||
-				     (f->pub.to >= r->lo && f->pub.to <= r->hi)))
-			return 1;
-		if (r->type == 2 && (strstr(f->detail, r->text) || strstr(f->from_sym, r->text) ||
-				     strstr(f->to_sym, r->text)))
-			return 1;
-	}
-	return 0;
-}
-
 static void symbolize(struct check *c, uint32_t pid, uint64_t a, char *buf)
 {
 	if (!a) {
@@ -327,7 +312,8 @@ static int add_finding(struct check *c, int kind, enum btr_check_severity sev, c
 	f->pub.count = 1;
 	symbolize(c, f->pub.pid, from, f->from_sym);
 	symbolize(c, f->pub.pid, to, f->to_sym);
-	if (allowed(c, f)) {
+	if (check_allow_match(c->rules, c->n_rules, f->pub.kind, f->pub.from, f->pub.to, f->detail, f->from_sym,
+			      f->to_sym)) {
 		c->stats.allowed++;
 		free(f->detail);
 		return pairmap_put(&c->dedup, ka, key_to, UINT32_MAX);
@@ -860,38 +846,27 @@ static int is_user_transfer(const struct btr_branch *b)
 	}
 }
 
-static inline size_t ec_slot(const struct check *c, uint64_t from, uint64_t to)
+static inline size_t ec_slot(uint64_t from, uint64_t to)
 {
-	return (size_t)(from ^ (from >> 9) ^ (to << 3)) & (BTR_ARRAY_SIZE(c->ec) - 1);
+	return (size_t)(from ^ (from >> 9) ^ (to << 3)) & (EC_SIZE - 1);
 }
 
-static inline uint64_t ec_key(const struct btr_branch *b, int taken)
+/* The cache key of @b: its source, kind and the flags on_branch reads
+ * (taken, kernel source or target); 0 for a source on_branch never
+ * judges (not a user address), which no entry holds. */
+static inline uint64_t ec_key(const struct btr_branch *b)
 {
-	return (b->from | (uint64_t)taken << 63) + 1;
+	uint64_t fl = (uint64_t)(b->flags & (BTR_BF_TAKEN | BTR_BF_KERNEL)) | (b->flags & BTR_BF_TO_KERNEL ? 4u : 0u);
+	return b->from >> 47 ? 0 : b->from | (uint64_t)b->kind << 48 | fl << 56;
 }
 
-/* Nonzero if @b is a conditional or direct jump on_branch judged clean
- * before (with the same code and mappings): then all it does is count. */
-static inline int ec_clean(const struct check *c, size_t pi, const struct thr *t, const struct btr_branch *b)
+static inline void ec_put(struct check *c, size_t pi, const struct btr_branch *b, uint64_t ret)
 {
-	int taken;
-	switch (b->kind) {
-	case BTR_KIND_JCC:
-	case BTR_KIND_LOOP:
-	case BTR_KIND_JRCXZ:
-		taken = !!(b->flags & BTR_BF_TAKEN);
-		break;
-	case BTR_KIND_JMP:
-		taken = 1;
-		break;
-	default:
-		return 0;
-	}
-	if ((b->flags & (BTR_BF_KERNEL | BTR_BF_TO_KERNEL)) || t->chain || t->pending_mod)
-		return 0;
-	size_t h = ec_slot(c, b->from, b->to);
-	return c->ec[h].key == ec_key(b, taken) && c->ec[h].to == b->to && c->ec[h].pi == pi &&
-	       c->ec[h].gen == c->gen;
+	struct ec_ent *e = &c->ec[ec_slot(b->from, b->to)];
+	e->key = ec_key(b);
+	e->to = b->to;
+	e->tag = (uint64_t)pi << 32 | c->gen;
+	e->ret = ret;
 }
 
 /* One branch @b of thread @t of process @p (index @pi). */
@@ -992,8 +967,11 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 				   btr_branch_kind_name((enum btr_branch_kind)kind), b->from,
 				   m && m->path ? m->path : "the image", dtarget, b->to);
 	}
+	int cache = clean && b->kind == kind;
 	switch (kind) {
 	case BTR_KIND_CALL:
+		if (cache)
+			ec_put(c, pi, b, b->from + (uint64_t)dlen);
 		return push_frame(c, t, b->from + (uint64_t)dlen, FR_CALL);
 	case BTR_KIND_CALL_IND:
 		if ((rc = push_frame(c, t, b->from + (uint64_t)dlen, FR_CALL)) < 0)
@@ -1016,6 +994,8 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 				t->gfirst_to = b->to;
 			}
 			t->glast_to = b->to;
+		} else if (cache) {
+			ec_put(c, pi, b, 0);
 		}
 		return check_ret(c, pi, p, t, b);
 	case BTR_KIND_JMP_IND: {
@@ -1042,13 +1022,8 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 	case BTR_KIND_LOOP:
 	case BTR_KIND_JRCXZ:
 	case BTR_KIND_JMP:
-		if (clean && b->kind == kind) {
-			size_t h = ec_slot(c, b->from, b->to);
-			c->ec[h].key = ec_key(b, taken);
-			c->ec[h].to = b->to;
-			c->ec[h].pi = (uint32_t)pi;
-			c->ec[h].gen = c->gen;
-		}
+		if (cache)
+			ec_put(c, pi, b, 0);
 		return 0;
 	default:
 		return 0;
@@ -1076,16 +1051,49 @@ static int a_branches(void *state, const struct btr_branch *b, size_t n)
 		if (!p || !t)
 			return -BTR_ERR_NOMEM;
 		c->gen = btr_image_generation(btr_stream_image_pid(c->s, pid));
-		for (; i < n && b[i].tid == tid && b[i].pid == pid; i++, c->pos++) {
-			if (btr_likely(ec_clean(c, pi, t, &b[i]))) {
-				c->stats.branches++;
-				t->sys_next = 0;
-				t->last_to = b[i].to;
-				continue;
+		/* The fast path: transfers judged clean before (ec) with no
+		 * chain of returns or code-modified evidence pending (which the
+		 * next branch ends).  Positions and counts are kept here and
+		 * stored before anything that may report. */
+		uint64_t tag = (uint64_t)pi << 32 | c->gen, pos = c->pos, nb = 0;
+		int fast = !t->chain && !t->pending_mod, tail = 0;
+		for (; i < n && b[i].tid == tid && b[i].pid == pid; i++, pos++) {
+			const struct btr_branch *x = &b[i];
+			int rc;
+			if (btr_likely(fast)) {
+				const struct ec_ent *e = &c->ec[ec_slot(x->from, x->to)];
+				if (btr_likely(e->key == ec_key(x) && e->to == x->to && e->tag == tag)) {
+					nb++;
+					tail = 1;
+					if (btr_likely(x->kind != BTR_KIND_CALL && x->kind != BTR_KIND_RET))
+						continue;
+					if (x->kind == BTR_KIND_CALL) {
+						if ((rc = push_frame(c, t, e->ret, FR_CALL)) < 0)
+							return rc;
+						continue;
+					}
+					c->pos = pos;
+					if ((rc = check_ret(c, pi, p, t, x)) < 0)
+						return rc;
+					fast = !t->chain;
+					continue;
+				}
 			}
-			int rc = on_branch(c, p, pi, t, &b[i]);
-			if (rc < 0)
+			c->pos = pos;
+			c->stats.branches += nb;
+			nb = 0;
+			if (tail)
+				t->last_to = b[i - 1].to;   /* (on_branch keeps it for kernel branches) */
+			tail = 0;
+			if ((rc = on_branch(c, p, pi, t, x)) < 0)
 				return rc;
+			fast = !t->chain && !t->pending_mod;
+		}
+		c->pos = pos;
+		c->stats.branches += nb;
+		if (tail) {
+			t->sys_next = 0;
+			t->last_to = b[i - 1].to;
 		}
 	}
 	return 0;
@@ -1229,6 +1237,8 @@ static int a_event(void *state, const struct btr_stream_event *ev)
 			}
 		return 0;
 	case BTR_SEV_DISCONTINUITY:
+		if (!c->stats.sampled)
+			memset(c->ec, 0, sizeof(c->ec));   /* returns are judged apart there */
 		c->stats.sampled = 1;
 		/* fall through */
 	case BTR_SEV_GAP:
@@ -1365,9 +1375,7 @@ static void a_destroy(void *state)
 		free(c->f[i].detail);
 	free(c->f);
 	free(c->pubs);
-	for (size_t i = 0; i < c->n_rules; i++)
-		free(c->rules[i].text);
-	free(c->rules);
+	check_allow_free(c->rules, c->n_rules);
 	free(c);
 }
 
@@ -1384,75 +1392,6 @@ const struct btr_analysis_ops btr__check_ops = {
 	.formats = check_formats,
 };
 
-/* ---- allow rules ---- */
-
-static int parse_rules(struct check *c, const char *text)
-{
-	int lineno = 0;
-	while (text && *text) {
-		const char *eol = strchr(text, '\n');
-		size_t len = eol ? (size_t)(eol - text) : strlen(text);
-		char line[512];
-		lineno++;
-		if (len >= sizeof(line)) {
-			btr_err("allow rule %d: line too long", lineno);
-			return -BTR_ERR_BAD_FILTER;
-		}
-		memcpy(line, text, len);
-		line[len] = 0;
-		text = eol ? eol + 1 : text + len;
-		char *hash = strchr(line, '#');
-		if (hash)
-			*hash = 0;
-		char *kind = strtok(line, " \t\r");
-		if (!kind)
-			continue;
-		char *pat = strtok(NULL, "\r");
-		while (pat && isspace((unsigned char)*pat))
-			pat++;
-		if (pat) {
-			size_t pl = strlen(pat);
-			while (pl && isspace((unsigned char)pat[pl - 1]))
-				pat[--pl] = 0;
-		}
-		int known = !strcmp(kind, "*");
-		for (size_t k = 0; k < BTR_ARRAY_SIZE(KINDS) && !known; k++)
-			known = !strcmp(kind, KINDS[k]);
-		if (!known || !pat || !*pat) {
-			btr_err("allow rule %d: '%s' %s", lineno, kind,
-				known ? "needs a pattern ('*', 0xLO-0xHI or text)" : "is not a finding kind");
-			return -BTR_ERR_BAD_FILTER;
-		}
-		struct allow_rule *nr = realloc(c->rules, (c->n_rules + 1) * sizeof(*nr));
-		if (!nr)
-			return -BTR_ERR_NOMEM;
-		c->rules = nr;
-		struct allow_rule *r = &nr[c->n_rules];
-		memset(r, 0, sizeof(*r));
-		if (strcmp(kind, "*"))
-			snprintf(r->kind, sizeof(r->kind), "%s", kind);
-		char *dash;
-		if (!strcmp(pat, "*")) {
-			r->type = 0;
-		} else if (!strncmp(pat, "0x", 2) && (dash = strchr(pat, '-')) != NULL) {
-			char *e1, *e2;
-			r->lo = strtoull(pat, &e1, 16);
-			r->hi = strtoull(dash + 1, &e2, 16);
-			if (e1 != dash || *e2 || r->hi < r->lo) {
-				btr_err("allow rule %d: bad address range '%s'", lineno, pat);
-				return -BTR_ERR_BAD_FILTER;
-			}
-			r->type = 1;
-		} else {
-			r->type = 2;
-			if (!(r->text = strdup(pat)))
-				return -BTR_ERR_NOMEM;
-		}
-		c->n_rules++;
-	}
-	return 0;
-}
-
 int btr_check_new(const struct btr_check_opts *opts, struct btr_analysis **out)
 {
 	if (!out || !BTR_OPTS_VALID(opts, sizeof(*opts)))
@@ -1460,7 +1399,7 @@ int btr_check_new(const struct btr_check_opts *opts, struct btr_analysis **out)
 	struct check *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -BTR_ERR_NOMEM;
-	int rc = opts ? parse_rules(c, opts->allow) : 0;
+	int rc = opts ? check_allow_parse(opts->allow, KINDS, BTR_ARRAY_SIZE(KINDS), &c->rules, &c->n_rules) : 0;
 	if (rc < 0) {
 		a_destroy(c);
 		return rc;

@@ -1,5 +1,5 @@
-/* check_priv.h - internals of the `btr check` analysis (check.c,
- * check_model.c).  Not installed. */
+/* check_priv.h - internals of the `btr check` analysis (check.c uses
+ * check_model.c and check_allow.c; neither calls back).  Not installed. */
 #ifndef BTR_CHECK_PRIV_H
 #define BTR_CHECK_PRIV_H
 
@@ -79,5 +79,26 @@ const char *check_mod_got_name(const struct check_mod *m, uint64_t slot);
 int check_mod_in_plt(const struct check_mod *m, uint64_t a);
 /* Nonzero if @m exports function @name. */
 int check_mod_exports(const struct check_mod *m, const char *name);
+
+/* One `--allow` rule (check_allow.c): KIND PATTERN. */
+struct check_allow_rule {
+	char kind[32];     /* "" = any */
+	int type;          /* 0 any, 1 range [lo, hi], 2 text */
+	uint64_t lo, hi;
+	char *text;
+};
+
+/* Parses the rules of @text (one a line, '#' comments) onto *@rules
+ * (*@n_rules of them; the caller frees them with check_allow_free, also
+ * after an error).  @kinds: the @n_kinds finding kinds a rule may name.
+ * Returns 0, -BTR_ERR_BAD_FILTER (logged with the line number) or
+ * -BTR_ERR_NOMEM. */
+int check_allow_parse(const char *text, const char *const *kinds, size_t n_kinds, struct check_allow_rule **rules,
+		      size_t *n_rules);
+/* Nonzero if a rule allows the finding of @kind from @from to @to with
+ * those texts. */
+int check_allow_match(const struct check_allow_rule *rules, size_t n_rules, const char *kind, uint64_t from,
+		      uint64_t to, const char *detail, const char *from_sym, const char *to_sym);
+void check_allow_free(struct check_allow_rule *rules, size_t n_rules);
 
 #endif
