@@ -191,6 +191,17 @@ void btr_ptflow_free(struct btr_ptflow *f)
 	free(f);
 }
 
+uint64_t btr_ptflow_folded(const struct btr_ptflow *f)
+{
+	return f ? f->folded : 0;
+}
+
+/* 1 if the not-taken JCCs may be left out now (cb->fold_ok). */
+static int fold_wanted(const struct btr_ptflow_callbacks *cb)
+{
+	return cb->fold_ok && cb->branches && !cb->counts && !cb->insn && cb->fold_ok(cb->ctx);
+}
+
 void btr_ptflow_stats(const struct btr_ptflow *f, struct btr_ptflow_stats *st)
 {
 	if (f && st)
@@ -264,6 +275,8 @@ void ptf_emit_event(struct btr_ptflow *f, enum btr_flow_event_type t, int reason
 	};
 	if (f->cb->event(f->cb->ctx, &ev))
 		f->stopped = 1;
+	if (f->cb->fold_ok)   /* the event may have changed the consumer's mind */
+		f->fold = fold_wanted(f->cb);
 }
 
 void ptf_tnt_clear(struct btr_ptflow *f)
@@ -1101,6 +1114,7 @@ int btr_ptflow_decode(struct btr_ptflow *f, const uint8_t *buf, size_t size,
 		return -BTR_ERR_NOMEM;
 	f->cb = cb ? cb : &none;
 	f->stopped = 0;
+	f->fold = cb && fold_wanted(cb);
 	ptf_take_image(f);
 	if (btr_image_generation(f->img) != f->img_gen) {
 		/* The image changed since the last call: links would

@@ -167,6 +167,8 @@ struct btr_ptflow {
 	uint8_t tsx_pend;        /* MODE.TSX begin/commit seen: 1 + InTX, reported at its FUP's IP */
 	uint8_t after_ovf;       /* OVF seen: the next FUP is the resume IP */
 	uint8_t intx;            /* inside a TSX transaction (BTR_BF_IN_TX) */
+	uint8_t fold;            /* cb->fold_ok said yes (walk_fast leaves out not-taken JCCs) */
+	uint64_t folded;         /* branches left out so far (btr_ptflow_folded) */
 	uint64_t tx_insns;       /* st.insns when the transaction began */
 	uint8_t in_psb;
 	uint8_t psb_fup;         /* FUP seen in this PSB+ */

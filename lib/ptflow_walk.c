@@ -441,7 +441,15 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 	uint64_t rstart = f->rstart;
 	uint64_t *const cnt = f->cnt, *const xt = f->xt;
 	const struct blk *const blks = f->blks;
-	if (omode == 2 && btr_unlikely(f->bbuf_tsc != tsc)) {
+	/* omode 4 (batches, cb->fold_ok said yes, no timing, no TSX): a
+	 * not-taken JCC is written to the batch but the slot is not kept
+	 * (branch-free: the next record overwrites it and its instructions
+	 * go to that record); the last one left out of a walk (fpend) is
+	 * kept at its end */
+	const int batch = omode == 2 || omode == 4;
+	unsigned fpend = 0;
+	uint64_t nfold = 0;
+	if (batch && btr_unlikely(f->bbuf_tsc != tsc)) {
 		/* The records still buffered keep their time. */
 		f->bbuf_tsc = tsc;
 		ptf_bbuf_fill(f, on);
@@ -458,7 +466,7 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 	} while (0)
 #define FAST_EMIT(from_, to_, kind_, tail_)                                      \
 	do {                                                                     \
-		if (omode == 2) {                                                \
+		if (batch) {                                                     \
 			struct btr_branch *o_ = &ob[on];                         \
 			uint32_t t_ = (tail_) | tscfl | cycfl;                   \
 			o_->from = (from_);                                      \
@@ -470,6 +478,7 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 				f->bbuf_dirty = 1;                               \
 			}                                                        \
 			cyc = cycfl = 0;                                         \
+			fpend = 0;                                               \
 			if (btr_unlikely(++on == BTR_PTFLOW_BATCH)) {            \
 				f->bn = on;                                      \
 				ptf_flush_branches(f);                               \
@@ -749,7 +758,31 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 				/* The link is checked before the record goes out,
 				 * so that with a callback only the successor has
 				 * to survive the call. */
-				if (btr_likely(s->ip == to && s->mode == m1)) {
+				if (omode == 4 && btr_likely(!cycfl)) {
+					struct btr_branch *o_ = &ob[on];
+					uint32_t t_ = b->tail[t] | tscfl;
+					o_->from = b->end_ip;
+					o_->to = to;
+					o_->insns = insns - mark;
+					memcpy(&o_->flags, &t_, 4);
+					mark += (insns - mark) & (0 - (uint64_t)t);
+					on += t;
+					fpend = t ^ 1;
+					nfold += t ^ 1;
+					if (btr_unlikely(on == BTR_PTFLOW_BATCH)) {
+						f->bn = on;
+						ptf_flush_branches(f);
+						on = 0;
+						if (f->stopped) {
+							mark = insns;
+							goto out;
+						}
+					}
+					if (btr_likely(s->ip == to && s->mode == m1))
+						b = s;
+					else
+						FAST_NEXT(t, to);
+				} else if (btr_likely(s->ip == to && s->mode == m1)) {
 					FAST_AGG(t, to, BTR_KIND_JCC, b->tail[t]);
 					b = s;
 				} else {
@@ -835,6 +868,19 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 		}
 	}
 out:
+	if (omode == 4 && fpend) {
+		/* the last not-taken JCC left out goes out after all (what
+		 * follows it may be an event): it is in its slot */
+		mark += ob[on].insns;
+		nfold--;
+		if (++on == BTR_PTFLOW_BATCH) {
+			f->bn = on;
+			ptf_flush_branches(f);
+			on = 0;
+		}
+	}
+	if (omode == 4)
+		f->folded += nfold;
 	/* write the registers back */
 	f->ip = b ? b->ip : ip;
 	f->cur = b ? b : cand;
@@ -843,7 +889,7 @@ out:
 	uint64_t njcc = loaded - nb - f->fw_nonjcc;
 	f->st.branches += njcc;
 	f->st.by_kind[BTR_KIND_JCC] += njcc;
-	if (omode == 2)
+	if (batch)
 		f->bn = on;
 	if (omode == 3)
 		f->rstart = rstart;
@@ -881,12 +927,15 @@ out:
 }
 
 /* walk_fast_t specialized by output (0 counts only, 1 per-branch
- * callback, 2 batches): fewer live values in the hot loop. */
+ * callback, 2 batches, 3 counts, 4 batches leaving out not-taken JCCs):
+ * fewer live values in the hot loop. */
 int ptf_walk_fast(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint64_t off,
 		     size_t *pos)
 {
 	if (f->cb->counts)
 		return walk_fast_t(f, p, n, limit, off, pos, 3);
+	if (f->cb->branches && f->fold && !f->tsc && !f->intx)
+		return walk_fast_t(f, p, n, limit, off, pos, 4);
 	if (f->cb->branches)
 		return walk_fast_t(f, p, n, limit, off, pos, 2);
 	if (f->cb->branch)

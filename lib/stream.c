@@ -641,6 +641,14 @@ static int flow_counts(void *ctx, const struct btr_branch_count *c, size_t n)
 	return rc != 0;
 }
 
+/* btr_stream_opts.fold_ok for the thread of a per-thread stream (the
+ * same common case as flow_counts). */
+static int flow_fold_ok(void *ctx)
+{
+	struct data_stream *d = ctx;
+	return d->s->o.fold_ok(d->s->o.ctx, d->tid);
+}
+
 static int flow_insn(void *ctx, uint64_t ip, const struct btr_insn *insn)
 {
 	struct data_stream *d = ctx;
@@ -803,7 +811,12 @@ static int on_pt(struct btr_stream *s, const struct btr_rec_data *r)
 					   .insn = s->o.insn ? flow_insn : NULL, .ctx = d };
 	if (s->o.counts && !s->o.filter && !s->o.pid && !s->o.tid && !d->percpu && !s->o.insn)
 		cb.counts = flow_counts;
+	else if (s->o.fold_ok && s->o.branches && !s->o.filter && !s->o.pid && !s->o.tid && !d->percpu &&
+		 !s->o.insn)
+		cb.fold_ok = flow_fold_ok;
+	uint64_t folded = btr_ptflow_folded(d->flow);
 	rc = btr_ptflow_decode(d->flow, r->data, (size_t)r->size, &cb);
+	s->st.branches += btr_ptflow_folded(d->flow) - folded;
 	if (rc > 0)
 		return s->stopped ? s->stopped : 1;
 	if (rc < 0) {

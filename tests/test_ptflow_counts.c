@@ -8,7 +8,13 @@
  * kind, flags, insns) - timing flags aside - for streams fed whole and in
  * small pieces, with a block cache so small that it is emptied during
  * walks (its counters must go out first), and with corrupted bytes that
- * make the decoder lose and find the flow again. */
+ * make the decoder lose and find the flow again.
+ *
+ * The same streams with not-taken conditionals left out (btr/ptflow.h
+ * "fold_ok", switched on and off from call to call): with every not-taken
+ * JCC dropped and its instructions added to the next record up to the next
+ * event (a remainder stays before the event), both outputs must be the
+ * same sequence, and the records plus btr_ptflow_folded() the branches. */
 #include "check.h"
 #include "ptgen.h"
 #include "btr/ptflow.h"
@@ -31,7 +37,40 @@ struct sink {
 	uint64_t total;      /* branches seen (sum of counts) */
 	int bad_timing;      /* a record with count > 1 has timing flags */
 	int order_events;    /* events seen */
+	int fold_calls;      /* fold mode: fold_ok calls */
+	uint64_t folded;     /* fold mode: records left out (btr_ptflow_folded) */
+	struct rec *q;       /* the normalized sequence (records, events) */
+	size_t qn, qcap;
+	uint64_t carry;      /* instructions of dropped not-taken JCCs */
 };
+
+/* Appends to @s's normalized sequence: a not-taken JCC only adds its
+ * instructions to the next record; an event (@ev) keeps a remainder
+ * before it. */
+static void seq(struct sink *s, const struct btr_branch *b, int ev)
+{
+	if (!ev && b->kind == BTR_KIND_JCC && !(b->flags & BTR_BF_TAKEN)) {
+		s->carry += b->insns;
+		return;
+	}
+	if (s->qn + 2 > s->qcap) {
+		s->qcap = s->qcap ? 2 * s->qcap : 4096;
+		s->q = realloc(s->q, s->qcap * sizeof(*s->q));
+		if (!s->q)
+			abort();
+	}
+	if (ev) {
+		if (s->carry)
+			s->q[s->qn++] = (struct rec){ .insns = s->carry, .kind = 0xfe };
+		s->carry = 0;
+		s->q[s->qn++] = (struct rec){ .from = b->from, .kind = 0xff };
+		return;
+	}
+	s->q[s->qn++] = (struct rec){ .from = b->from, .to = b->to, .insns = b->insns + s->carry,
+				      .flags = (uint16_t)(b->flags & ~(BTR_BF_TSC | BTR_BF_CYCLES)),
+				      .kind = b->kind };
+	s->carry = 0;
+}
 
 static void add(struct sink *s, uint64_t start, const struct btr_branch *b, uint64_t count)
 {
@@ -55,8 +94,16 @@ static int on_branches(void *ctx, const struct btr_branch *b, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		add(s, s->start, &b[i], 1);
 		s->start = b[i].to;
+		seq(s, &b[i], 0);
 	}
 	return 0;
+}
+
+/* Yes for three calls in four. */
+static int fold_ok(void *ctx)
+{
+	struct sink *s = ctx;
+	return ++s->fold_calls % 4 != 0;
 }
 
 static int on_counts(void *ctx, const struct btr_branch_count *c, size_t n)
@@ -76,6 +123,8 @@ static int on_event(void *ctx, const struct btr_flow_event *ev)
 {
 	struct sink *s = ctx;
 	s->order_events++;
+	struct btr_branch e = { .from = (uint64_t)ev->type };
+	seq(s, &e, 1);
 	if (ev->type == BTR_FLOW_ENABLE)
 		s->start = ev->ip;
 	else if (ev->type == BTR_FLOW_GAP || ev->type == BTR_FLOW_OVERFLOW || ev->type == BTR_FLOW_DISABLE)
@@ -117,10 +166,12 @@ static void decode(struct btr_image *img, uint8_t cache_bits, const uint8_t *pt,
 	struct btr_ptflow *f;
 	CHECK_EQ(btr_ptflow_new(img, &cfg, &f), 0);
 	struct btr_ptflow_callbacks cb = { .event = on_event, .ctx = s };
-	if (counts)
+	if (counts == 1)
 		cb.counts = on_counts;
 	else
 		cb.branches = on_branches;
+	if (counts == 2)
+		cb.fold_ok = fold_ok;
 	uint64_t rng = 0x9e3779b97f4a7c15ull;
 	for (size_t off = 0; off < size;) {
 		size_t n = size - off;
@@ -138,6 +189,7 @@ static void decode(struct btr_image *img, uint8_t cache_bits, const uint8_t *pt,
 	struct btr_ptflow_stats st;
 	btr_ptflow_stats(f, &st);
 	*branches = st.branches;
+	s->folded = btr_ptflow_folded(f);
 	btr_ptflow_free(f);
 }
 
@@ -181,6 +233,25 @@ static void compare(const char *what, struct btr_image *img, uint8_t cache_bits,
 	CHECK(records * 4 < nb);
 	printf("%-34s %9llu branches, %7zu counted records, %6zu distinct, %s\n", what,
 	       (unsigned long long)nb, records, b.n, same ? "same" : "DIFFERENT");
+	/* not-taken conditionals left out */
+	struct sink c = { 0 };
+	uint64_t nc;
+	decode(img, cache_bits, pt, size, piece, 2, &c, &nc);
+	CHECK_EQ(nc, na);
+	CHECK_EQ(c.total + c.folded, nc);
+	CHECK(c.folded > 0);   /* (walks with a TSC keep them all) */
+	CHECK(c.fold_calls > 0);
+	seq(&a, &(struct btr_branch){ 0 }, 1);   /* the remainders at the end */
+	seq(&c, &(struct btr_branch){ 0 }, 1);
+	int fsame = a.qn == c.qn;
+	for (size_t i = 0; fsame && i < a.qn; i++)
+		fsame = !cmp_rec(&a.q[i], &c.q[i]);
+	CHECK(fsame);
+	printf("%-34s %9llu branches, %7llu left out, %s\n", "  not-taken JCCs left out", (unsigned long long)nc,
+	       (unsigned long long)c.folded, fsame ? "same" : "DIFFERENT");
+	free(a.q);
+	free(c.q);
+	free(c.v);
 	free(a.v);
 	free(b.v);
 }

@@ -83,6 +83,14 @@ struct btr_analysis_ops {
 	 * the environment to make btr_analysis_run deliver every branch in
 	 * order through @branches instead (to compare). */
 	int (*counts)(void *state, const struct btr_branch_count *c, size_t n);
+	/* appended: Optional: nonzero if a not-taken conditional branch of
+	 * thread @tid would now change nothing for the analysis but the
+	 * instruction count (its .insns could as well go to the thread's
+	 * next branch).  When every analysis of a run that takes branches
+	 * says so, btr_analysis_run lets the PT decoder leave such branches
+	 * out (btr/stream.h @fold_ok); asked before each data record and
+	 * after each event of the thread.  BTR_ORDERED=1: never. */
+	int (*fold_ok)(void *state, uint32_t tid);
 };
 
 struct btr_analysis;
@@ -159,6 +167,13 @@ int btr_analysis_mux_counts(void *mux, const struct btr_branch_count *c, size_t 
 /* 1 if every analysis of @m that takes branches takes counts too
  * (ops->counts; those that take neither do not matter), else 0. */
 int btr_analysis_mux_counts_ok(const struct btr_analysis_mux *m);
+/* btr_stream_opts.fold_ok over a mux: nonzero if every analysis of @mux
+ * that takes branches has ops->fold_ok and it says yes for @tid (buffered
+ * branches are delivered first). */
+int btr_analysis_mux_fold_ok(void *mux, uint32_t tid);
+/* 1 if every analysis of @m that takes branches has ops->fold_ok (and one
+ * does), else 0. */
+int btr_analysis_mux_fold_any(const struct btr_analysis_mux *m);
 int btr_analysis_mux_begin(struct btr_analysis_mux *m, struct btr_stream *s);
 /* Flushes buffered branches and calls every end with @status.  Returns 0
  * or the first analysis error. */

@@ -144,6 +144,11 @@ void btr_callstack_begin(struct btr_callstack *cs, struct btr_stream *s);
 
 /* Feeds branches / one event in stream order.  Return 0 or -BTR_ERR_NOMEM. */
 int btr_callstack_branches(struct btr_callstack *cs, const struct btr_branch *b, size_t n);
+/* Nonzero if a not-taken conditional branch of thread @tid would now
+ * change nothing but the instruction count (so it may be left out with
+ * its instructions added to the thread's next branch: btr/analysis.h
+ * fold_ok): the thread is known and not looking ahead after a restart. */
+int btr_callstack_fold_ok(const struct btr_callstack *cs, uint32_t tid);
 int btr_callstack_event(struct btr_callstack *cs, const struct btr_stream_event *ev);
 
 /* Flushes look-ahead buffers and leaves every open frame of every thread

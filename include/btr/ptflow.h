@@ -125,6 +125,19 @@ struct btr_ptflow_callbacks {
 	 * lost but the order and the timing.  Not supported by
 	 * btr_ptflow_decode_parallel (-BTR_ERR_UNSUPPORTED). */
 	int (*counts)(void *ctx, const struct btr_branch_count *c, size_t n);
+	/* appended: Optional, with @branches (and without @counts and
+	 * @insn): asked at the start of every btr_ptflow_decode call and
+	 * after every event.  While it last returned nonzero the decoder may
+	 * leave out not-taken conditional branches (JCC) of walks without
+	 * timing (no TSC, no CYC for the record, outside TSX): their
+	 * instructions are added to the .insns of the next record delivered.
+	 * The last branch before an event, a stop or the end of a decode
+	 * call is always delivered, so the instructions never move across an
+	 * event.  For consumers to which such a branch changes nothing but
+	 * the count of instructions (the call stack views); the branches
+	 * left out are counted in btr_ptflow_folded().  Not used by
+	 * btr_ptflow_decode_parallel. */
+	int (*fold_ok)(void *ctx);
 };
 
 /* Largest batch passed to btr_ptflow_callbacks.branches. */
@@ -180,6 +193,9 @@ struct btr_ptflow_stats {
 /* Fills @st with the totals since btr_ptflow_new (all decode calls); with
  * zeros if @f is NULL. */
 void btr_ptflow_stats(const struct btr_ptflow *f, struct btr_ptflow_stats *st);
+/* The branches left out since btr_ptflow_new (btr_ptflow_callbacks.fold_ok;
+ * counted in btr_ptflow_stats too); 0 if @f is NULL. */
+uint64_t btr_ptflow_folded(const struct btr_ptflow *f);
 
 /* Names of the errata workarounds enabled for @cfg's CPU (for example
  * "bdm70 skd007 skd022 skd010 skl014 skl168"), written into @buf

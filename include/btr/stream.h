@@ -185,6 +185,16 @@ struct btr_stream_opts {
 	 * statistics count each branch @count times.  Return nonzero to stop
 	 * (as @branch). */
 	int (*counts)(void *ctx, const struct btr_branch_count *c, size_t n);
+	/* appended: Optional, with @branches: asked (with the thread) before
+	 * each data record of per-thread PT is decoded and after each of its
+	 * events; while it says nonzero, the flow decoder may leave out that
+	 * thread's not-taken conditional branches and add their instructions
+	 * to the next branch delivered (btr/ptflow.h "fold_ok": never across
+	 * an event, never with timing).  For consumers that such a branch
+	 * changes nothing for but the instruction count.  The statistics
+	 * still count every branch.  Not used with @counts, @filter, @pid,
+	 * @tid, @insn, or for other data. */
+	int (*fold_ok)(void *ctx, uint32_t tid);
 };
 
 struct btr_stream;

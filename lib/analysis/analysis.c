@@ -197,6 +197,37 @@ int btr_analysis_mux_counts_ok(const struct btr_analysis_mux *m)
 	return any;
 }
 
+int btr_analysis_mux_fold_ok(void *mux, uint32_t tid)
+{
+	struct btr_analysis_mux *m = mux;
+	if (flush(m))   /* (answers about the branches given so far) */
+		return 0;
+	int any = 0;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct btr_analysis *a = m->list[i];
+		if (!a->ops->branches)
+			continue;
+		if (!a->ops->fold_ok || !a->ops->fold_ok(a->state, tid))
+			return 0;
+		any = 1;
+	}
+	return any;
+}
+
+int btr_analysis_mux_fold_any(const struct btr_analysis_mux *m)
+{
+	if (!m)
+		return 0;
+	int any = 0;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct btr_analysis_ops *o = m->list[i]->ops;
+		if (o->branches && !o->fold_ok)
+			return 0;
+		any |= o->branches != NULL;
+	}
+	return any;
+}
+
 int btr_analysis_mux_begin(struct btr_analysis_mux *m, struct btr_stream *s)
 {
 	if (!m)
@@ -255,6 +286,10 @@ int btr_analysis_run(const char *path, const struct btr_stream_opts *sopts,
 	const char *ord = getenv("BTR_ORDERED");
 	o.counts = btr_analysis_mux_counts_ok(m) && !(ord && *ord && strcmp(ord, "0"))
 			   ? btr_analysis_mux_counts : NULL;
+	/* Not-taken conditionals left out where every analysis says they
+	 * change nothing for it (the call stack views; BTR_ORDERED=1: all). */
+	o.fold_ok = !o.counts && btr_analysis_mux_fold_any(m) && !(ord && *ord && strcmp(ord, "0"))
+			    ? btr_analysis_mux_fold_ok : NULL;
 	struct btr_stream *s;
 	rc = btr_stream_open(path, &o, &s);
 	if (rc < 0) {

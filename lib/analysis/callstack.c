@@ -48,6 +48,9 @@ struct btr_callstack {
 		uint32_t pid1, gen, len;
 	} lc[1024];
 	struct pairmap cct;         /* (parent << 32 | func, 0) -> node */
+	struct {                    /* in front of cct (node 0: empty) */
+		uint32_t parent, func, node;
+	} cc[4096];
 	struct pairmap tid2thread;
 	int no_insns, no_time, any;
 	int nomem;
@@ -223,9 +226,16 @@ static int is_entry(const struct btr_callstack *cs, uint32_t fi, uint64_t addr)
 static uint32_t cct_child(struct btr_callstack *cs, uint32_t parent, uint32_t func)
 {
 	uint32_t v;
+	size_t h = (size_t)(parent * 0x9e3779b1u ^ func) & (BTR_ARRAY_SIZE(cs->cc) - 1);
+	if (btr_likely(cs->cc[h].node && cs->cc[h].parent == parent && cs->cc[h].func == func))
+		return cs->cc[h].node;
 	uint64_t key = (uint64_t)parent << 32 | func;
-	if (pairmap_get(&cs->cct, key, 0, &v))
+	if (pairmap_get(&cs->cct, key, 0, &v)) {
+		cs->cc[h].parent = parent;
+		cs->cc[h].func = func;
+		cs->cc[h].node = v;
 		return v;
+	}
 	struct btr_cs_node *nn = grow(cs->nodes, &cs->capnodes, cs->nnodes + 1, sizeof(*nn));
 	if (!nn) {
 		cs->nomem = 1;
@@ -738,6 +748,19 @@ int btr_callstack_branches(struct btr_callstack *cs, const struct btr_branch *b,
 		settle(cs, t, w, dt, cnt, fl_and);
 	}
 	return cs->nomem ? -BTR_ERR_NOMEM : 0;
+}
+
+int btr_callstack_fold_ok(const struct btr_callstack *cs, uint32_t tid)
+{
+	/* keeps_stack() is 1 for every not-taken branch, and the sums it
+	 * settles are the same when one record carries the instructions of
+	 * several; but the look-ahead after a restart counts records, so a
+	 * thread not seen yet or restarting needs every one. */
+	uint32_t v;
+	if (!pairmap_get(&cs->tid2thread, tid, 0, &v))
+		return 0;
+	const struct btr_cs_thread *t = cs->threads[v];
+	return !t->restart && !t->n_pending;
 }
 
 static void on_enable(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_t ip)

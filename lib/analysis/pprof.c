@@ -126,6 +126,11 @@ static int p_branches(void *p, const struct btr_branch *b, size_t n)
 	return btr_callstack_branches(((struct pprof *)p)->cs, b, n);
 }
 
+static int p_fold_ok(void *p, uint32_t tid)
+{
+	return btr_callstack_fold_ok(((struct pprof *)p)->cs, tid);
+}
+
 static int p_event(void *p, const struct btr_stream_event *ev)
 {
 	struct pprof *pp = p;
@@ -305,7 +310,7 @@ static void p_destroy(void *p)
 static const char *const pprof_formats[] = { "pb", "pb-raw", NULL };
 
 const struct btr_analysis_ops btr__pprof_ops = {
-	.name = "pprof", .begin = p_begin, .branches = p_branches, .event = p_event,
+	.name = "pprof", .begin = p_begin, .branches = p_branches, .fold_ok = p_fold_ok, .event = p_event,
 	.end = p_end, .write = p_write, .destroy = p_destroy,
 	.formats = pprof_formats,
 };

@@ -108,6 +108,11 @@ static int t_branches(void *p, const struct btr_branch *b, size_t n)
 	return btr_callstack_branches(((struct timeline *)p)->cs, b, n);
 }
 
+static int t_fold_ok(void *p, uint32_t tid)
+{
+	return btr_callstack_fold_ok(((struct timeline *)p)->cs, tid);
+}
+
 static int t_event(void *p, const struct btr_stream_event *ev)
 {
 	return btr_callstack_event(((struct timeline *)p)->cs, ev);
@@ -271,7 +276,7 @@ static void t_destroy(void *p)
 static const char *const timeline_formats[] = { "json", "pftrace", NULL };
 
 const struct btr_analysis_ops btr__timeline_ops = {
-	.name = "timeline", .begin = t_begin, .branches = t_branches, .event = t_event,
+	.name = "timeline", .begin = t_begin, .branches = t_branches, .fold_ok = t_fold_ok, .event = t_event,
 	.end = t_end, .write = t_write, .destroy = t_destroy,
 	.formats = timeline_formats,
 };
