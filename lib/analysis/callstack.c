@@ -36,6 +36,7 @@ struct btr_callstack {
 	struct {                    /* in front of addr2func (pid + 1: 0 empty) */
 		uint64_t addr, pid1;
 		uint32_t func;
+		uint32_t has_symbol;    /* funcs[func]'s, read here without a second miss */
 	} fc[1024];
 	struct pairmap start2func;  /* (symbol start, pid) -> function */
 	/* The image of the last process asked for (forgotten at every event
@@ -154,6 +155,7 @@ static uint32_t func_of(struct btr_callstack *cs, uint64_t addr, uint32_t pid)
 		cs->fc[h].addr = addr;
 		cs->fc[h].pid1 = (uint64_t)pid + 1;
 		cs->fc[h].func = v;
+		cs->fc[h].has_symbol = cs->funcs[v].has_symbol;
 		return v;
 	}
 	struct btr_image *img = image_of(cs, pid);
@@ -564,8 +566,8 @@ static inline int keeps_stack(const struct btr_callstack *cs, const struct btr_c
 		size_t h = fc_slot(cs, b->to);
 		if (cs->fc[h].addr != b->to || cs->fc[h].pid1 != (uint64_t)t->pid + 1)
 			return 0;
-		uint32_t fi = cs->fc[h].func;
-		return fi == top->func || (!cs->funcs[fi].has_symbol && !cs->funcs[top->func].has_symbol);
+		return cs->fc[h].func == top->func ||
+		       (!cs->fc[h].has_symbol && !cs->funcs[top->func].has_symbol);
 	}
 	case BTR_KIND_CALL:
 	case BTR_KIND_CALL_IND:
