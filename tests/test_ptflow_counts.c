@@ -250,6 +250,7 @@ static void compare(const char *what, struct btr_image *img, uint8_t cache_bits,
 	printf("%-34s %9llu branches, %7llu left out, %s\n", "  not-taken JCCs left out", (unsigned long long)nc,
 	       (unsigned long long)c.folded, fsame ? "same" : "DIFFERENT");
 	free(a.q);
+	free(b.q);
 	free(c.q);
 	free(c.v);
 	free(a.v);
