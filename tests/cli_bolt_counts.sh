@@ -28,11 +28,7 @@ declare -a names=() bins=()
 rec() { # NAME BINARY ARGS...
 	local name=$1 bin=$2
 	shift 2
-	if "$btr" record -q -b qemu -o "$name.btr" -- "$bin" "$@" >/dev/null 2>"$name.err"; then
-		names+=("$name"); bins+=("$bin")
-	else
-		bad "recording $name: $(head -1 "$name.err")"
-	fi
+	record_qemu "$name.btr" "$name" "$bin" "$@" && { names+=("$name"); bins+=("$bin"); }
 }
 rec relocs "$build/prog_prof_bolt_relocs" 200
 if command -v gcc >/dev/null; then

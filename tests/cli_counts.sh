@@ -21,11 +21,7 @@ declare -a traces=()
 rec() { # NAME CMD...
 	local name=$1
 	shift
-	if "$btr" record -q -b qemu -o "$tmp/$name.btr" -- "$@" >/dev/null 2>"$tmp/$name.err"; then
-		traces+=("$name")
-	else
-		bad "recording $name: $(head -1 "$tmp/$name.err")"
-	fi
+	record_qemu "$tmp/$name.btr" "$name" "$@" && traces+=("$name")
 }
 rec gzip gzip -c "$tmp/in.txt"
 rec python3 "$py" -c 'import json; print(sum(len(json.dumps({"k": i})) for i in range(3000)))'

@@ -36,6 +36,8 @@ case_ oracle_present 0 "1 passed, 0 failed" 'oracle bash "x" && ok; finish'
 case_ oracle_missing_noted 0 "note: no-such-tool-xyz not installed" 'oracle no-such-tool-xyz "y" && exit 5; finish'
 case_ oracle_missing_required 1 "0 passed, 1 failed" 'export BTR_REQUIRE_ORACLES=1; oracle no-such-tool-xyz "y"; finish'
 case_ oracle_missing_allowed 0 "0 passed, 0 failed" 'export BTR_REQUIRE_ORACLES=1 BTR_ALLOW_MISSING_ORACLES=1; oracle no-such-tool-xyz "y"; finish'
+case_ record_qemu_failure_counts 1 "0 passed, 1 failed" 'btr=false; record_qemu o.btr x true && exit 5; finish'
+case_ record_qemu_success_returns_0 0 "0 passed, 0 failed" 'btr=true; record_qemu o.btr x true || exit 5; finish'
 case_ pycheck_failure_counts 1 "" "pycheck no_such_check /dev/null; pycheck_run; finish"
 
 finish cli_selftest

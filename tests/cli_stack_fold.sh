@@ -22,11 +22,7 @@ declare -a traces=()
 rec() { # NAME CMD...
 	local name=$1
 	shift
-	if "$btr" record -q -b qemu -o "$tmp/$name.btr" -- "$@" >/dev/null 2>"$tmp/$name.err"; then
-		traces+=("$tmp/$name.btr")
-	else
-		bad "recording $name: $(head -1 "$tmp/$name.err")"
-	fi
+	record_qemu "$tmp/$name.btr" "$name" "$@" && traces+=("$tmp/$name.btr")
 }
 rec gzip gzip -c "$tmp/in.txt"
 rec python3 "$py" -c 'print(sum(range(20000)))'

@@ -16,6 +16,8 @@
 #   note "text"                "note: text" on stdout (information, counts nothing)
 #   need_qemu                  skip unless qemu-x86_64 is installed and `$btr info`
 #                              says the qemu backend works (uses $btr)
+#   record_qemu OUT NAME CMD...  `$btr record -q -b qemu -o OUT -- CMD...`; 0 if it
+#                              worked, else a failure "recording NAME: <its error>"
 #   oracle TOOL "what"         0 if TOOL (a command) is there.  If not: with
 #                              BTR_REQUIRE_ORACLES=1 (`make test` sets it) a failure
 #                              naming TOOL and what goes unchecked, unless
@@ -48,6 +50,15 @@ skip() {
 }
 check_skip() { skip "$@"; }
 note() { echo "note: $*"; }
+# record_qemu OUT NAME CMD...: `$btr record -q -b qemu -o OUT -- CMD...`
+# (its stdout dropped, stderr in OUT.err); 0 if it worked, else a FAIL
+# naming NAME with the recorder's first error line.
+record_qemu() {
+	local out=$1 name=$2
+	shift 2
+	"$btr" record -q -b qemu -o "$out" -- "$@" >/dev/null 2>"$out.err" && return 0
+	bad "recording $name: $(head -1 "$out.err")"
+}
 need_qemu() {
 	command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
 	"$btr" info | grep -q '^qemu  yes' || skip "qemu backend unusable: $("$btr" info | grep '^qemu')"
