@@ -104,6 +104,21 @@ static struct btr_trace_writer *lbr_trace(const char *path, const char *prog)
 
 /* prog_benign_cold_o2: f's table jump into f.cold is one function's
  * jump; into main's middle it is jump-non-entry. */
+/* Runs check (with @co) over @path into *@a (the caller frees it) and
+ * prints its findings, each line after @tag; returns them (*@n). */
+static const struct btr_check_finding *run_check(const char *path, const struct btr_check_opts *co,
+						  const char *tag, struct btr_analysis **a, size_t *n)
+{
+	*n = 0;
+	CHECK_EQ(btr_check_new(co, a), 0);
+	CHECK_EQ(btr_analysis_run(path, NULL, a, 1, NULL), 0);
+	const struct btr_check_finding *f = btr_check_findings(*a, n);
+	for (size_t i = 0; i < *n; i++)
+		printf("%s%s %s 0x%llx -> 0x%llx %s\n", tag, btr_check_severity_name(f[i].severity), f[i].kind,
+		       (unsigned long long)f[i].from, (unsigned long long)f[i].to, f[i].detail);
+	return f;
+}
+
 static void split_functions(void)
 {
 	const char *prog = BTR_BINARY_DIR "/prog_benign_cold_o2";
@@ -146,13 +161,8 @@ static void split_functions(void)
 	CHECK_EQ(btr_trace_writer_close(w), 0);
 	struct btr_analysis *a;
 	struct btr_check_opts co = { .sz = sizeof(co) };
-	CHECK_EQ(btr_check_new(&co, &a), 0);
-	CHECK_EQ(btr_analysis_run(path, NULL, &a, 1, NULL), 0);
 	size_t n;
-	const struct btr_check_finding *fd = btr_check_findings(a, &n);
-	for (size_t i = 0; i < n; i++)
-		printf("%s %s 0x%llx -> 0x%llx %s\n", btr_check_severity_name(fd[i].severity), fd[i].kind,
-		       (unsigned long long)fd[i].from, (unsigned long long)fd[i].to, fd[i].detail);
+	const struct btr_check_finding *fd = run_check(path, &co, "", &a, &n);
 	CHECK_EQ(n, 1);
 	CHECK(n == 1 && !strcmp(fd[0].kind, "jump-non-entry") && fd[0].to == mid_main);
 	btr_analysis_free(a);
@@ -224,14 +234,10 @@ static void fast_path(void)
 
 	struct btr_analysis *a;
 	struct btr_check_opts co = { .sz = sizeof(co) };
-	CHECK_EQ(btr_check_new(&co, &a), 0);
-	CHECK_EQ(btr_analysis_run(path, NULL, &a, 1, NULL), 0);
 	size_t n;
-	const struct btr_check_finding *f = btr_check_findings(a, &n);
+	const struct btr_check_finding *f = run_check(path, &co, "fast path: ", &a, &n);
 	int kind_mod = 0, mismatch = 0;
 	for (size_t i = 0; i < n; i++) {
-		printf("fast path: %s %s 0x%llx -> 0x%llx %s\n", btr_check_severity_name(f[i].severity), f[i].kind,
-		       (unsigned long long)f[i].from, (unsigned long long)f[i].to, f[i].detail);
 		kind_mod += !strcmp(f[i].kind, "code-modified") && f[i].from == jcc && f[i].to == jin.target;
 		mismatch += !strcmp(f[i].kind, "return-mismatch") && f[i].from == ret && f[i].to == after;
 	}
@@ -277,14 +283,10 @@ int main(void)
 
 	struct btr_analysis *a;
 	struct btr_check_opts co = { .sz = sizeof(co) };
-	CHECK_EQ(btr_check_new(&co, &a), 0);
-	CHECK_EQ(btr_analysis_run(path, NULL, &a, 1, NULL), 0);
 	size_t n;
-	const struct btr_check_finding *f = btr_check_findings(a, &n);
+	const struct btr_check_finding *f = run_check(path, &co, "", &a, &n);
 	int hijack = 0, chain = 0, patch = 0;
 	for (size_t i = 0; i < n; i++) {
-		printf("%s %s 0x%llx -> 0x%llx %s\n", btr_check_severity_name(f[i].severity), f[i].kind,
-		       (unsigned long long)f[i].from, (unsigned long long)f[i].to, f[i].detail);
 		if (!strcmp(f[i].kind, "return-hijack") && f[i].to == win + BIAS && f[i].severity == BTR_CHECK_HIGH)
 			hijack++;
 		if (!strcmp(f[i].kind, "rop-chain") && f[i].from == ret)
@@ -307,9 +309,7 @@ int main(void)
 	snprintf(rule, sizeof(rule), "# known\nreturn-hijack 0x%llx-0x%llx\n", (unsigned long long)(win + BIAS),
 		 (unsigned long long)(win + BIAS));
 	co.allow = rule;
-	CHECK_EQ(btr_check_new(&co, &a), 0);
-	CHECK_EQ(btr_analysis_run(path, NULL, &a, 1, NULL), 0);
-	f = btr_check_findings(a, &n);
+	f = run_check(path, &co, "allowed: ", &a, &n);
 	CHECK_EQ(n, 2);
 	CHECK(n == 2 && !strcmp(f[0].kind, "rop-chain") && !strcmp(f[1].kind, "code-modified"));
 	btr_check_get_stats(a, &st);
