@@ -77,6 +77,8 @@ struct btr_edge {
 };
 
 struct btr_blocks_result {
+	/* Sorted by path (not by when they were met: the same for counted
+	 * and ordered branches). */
 	const struct btr_blocks_module *modules; size_t n_modules;
 	/* Sorted by (module, start, end); blocks that cross a module's end
 	 * or are longer than 1 MiB (starts from another context) left out. */

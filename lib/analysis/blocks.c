@@ -585,9 +585,40 @@ static int cmp_edge(const void *x, const void *y)
 	return a->taken < b->taken ? -1 : a->taken > b->taken;
 }
 
-static uint32_t mod_out(uint64_t m)
+static uint32_t mod_out(const uint32_t *map, uint64_t m)
 {
-	return m == MOD_NONE ? BTR_BLOCKS_NO_MODULE : (uint32_t)m;
+	return m == MOD_NONE ? BTR_BLOCKS_NO_MODULE : map[m];
+}
+
+static int cmp_mod_path(const void *x, const void *y)
+{
+	return strcmp(((const struct mod *)x)->path, ((const struct mod *)y)->path);
+}
+
+/* Puts the modules in path order (paths are unique: mod_intern) and
+ * returns the map from the old numbers to the new (NULL: no memory).
+ * The order they were met in depends on how the branches came (counted
+ * runs or one by one), and the result must not. */
+static uint32_t *order_modules(struct blocks *b)
+{
+	uint32_t *map = calloc(b->n_mods + 1, sizeof(*map));
+	struct mod *sorted = calloc(b->n_mods + 1, sizeof(*sorted));
+	if (!map || !sorted) {
+		free(map);
+		free(sorted);
+		return NULL;
+	}
+	memcpy(sorted, b->mods, b->n_mods * sizeof(*sorted));
+	qsort(sorted, b->n_mods, sizeof(*sorted), cmp_mod_path);
+	for (size_t i = 0; i < b->n_mods; i++)
+		for (size_t j = 0; j < b->n_mods; j++)
+			if (b->mods[j].path == sorted[i].path) {
+				map[j] = (uint32_t)i;
+				break;
+			}
+	memcpy(b->mods, sorted, b->n_mods * sizeof(*sorted));
+	free(sorted);
+	return map;
 }
 
 static int on_end(void *state, int status)
@@ -599,18 +630,23 @@ static int on_end(void *state, int status)
 			return -BTR_ERR_NOMEM;
 	if (resolve(b) < 0)
 		return -BTR_ERR_NOMEM;
+	uint32_t *map = order_modules(b);
+	if (!map)
+		return -BTR_ERR_NOMEM;
 	b->mods_out = calloc(b->n_mods + 1, sizeof(*b->mods_out));
 	b->blocks_out = calloc(b->blk.n + 1, sizeof(*b->blocks_out));
 	b->edges_out = calloc(b->edge.n + 1, sizeof(*b->edges_out));
-	if (!b->mods_out || !b->blocks_out || !b->edges_out)
+	if (!b->mods_out || !b->blocks_out || !b->edges_out) {
+		free(map);
 		return -BTR_ERR_NOMEM;
+	}
 	for (size_t i = 0; i < b->n_mods; i++)
 		b->mods_out[i] = b->mods[i].pub;
 	size_t n = 0;
 	for (size_t i = 0; i < b->blk.cap; i++) {
 		const struct ent *e = &b->blk.v[i];
 		if (e->count)
-			b->blocks_out[n++] = (struct btr_block){ mod_out(e->k[2]), e->k[0], e->k[1],
+			b->blocks_out[n++] = (struct btr_block){ mod_out(map, e->k[2]), e->k[0], e->k[1],
 								 e->count, e->insns };
 	}
 	qsort(b->blocks_out, n, sizeof(*b->blocks_out), cmp_block);
@@ -623,10 +659,11 @@ static int on_end(void *state, int status)
 			continue;
 		uint64_t c = e->k[2];
 		b->edges_out[n++] = (struct btr_edge){
-			.from_module = mod_out(c & MOD_NONE), .to_module = mod_out((c >> MOD_BITS) & MOD_NONE),
+			.from_module = mod_out(map, c & MOD_NONE), .to_module = mod_out(map, (c >> MOD_BITS) & MOD_NONE),
 			.from = e->k[0], .to = e->k[1], .count = e->count,
 			.kind = (uint8_t)(c >> 56), .taken = (uint8_t)((c >> 48) & 1) };
 	}
+	free(map);
 	qsort(b->edges_out, n, sizeof(*b->edges_out), cmp_edge);
 	b->res.edges = b->edges_out;
 	b->res.n_edges = n;
