@@ -608,15 +608,18 @@ static uint32_t *order_modules(struct blocks *b)
 		free(sorted);
 		return NULL;
 	}
-	memcpy(sorted, b->mods, b->n_mods * sizeof(*sorted));
-	qsort(sorted, b->n_mods, sizeof(*sorted), cmp_mod_path);
+	if (b->n_mods) {
+		memcpy(sorted, b->mods, b->n_mods * sizeof(*sorted));
+		qsort(sorted, b->n_mods, sizeof(*sorted), cmp_mod_path);
+	}
 	for (size_t i = 0; i < b->n_mods; i++)
 		for (size_t j = 0; j < b->n_mods; j++)
 			if (b->mods[j].path == sorted[i].path) {
 				map[j] = (uint32_t)i;
 				break;
 			}
-	memcpy(b->mods, sorted, b->n_mods * sizeof(*sorted));
+	if (b->n_mods)
+		memcpy(b->mods, sorted, b->n_mods * sizeof(*sorted));
 	free(sorted);
 	return map;
 }
