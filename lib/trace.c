@@ -56,6 +56,12 @@ const char *btr_rec_type_name(enum btr_rec_type type)
 	return type_names[type];
 }
 
+const char *btr_thread_end_name(uint32_t end)
+{
+	static const char *const names[] = { "unknown", "exited", "killed", "running" };
+	return end < BTR_ARRAY_SIZE(names) ? names[end] : names[0];
+}
+
 /* ===================================================================== */
 /* Reader                                                                */
 /* ===================================================================== */

@@ -1188,11 +1188,23 @@ static void write_cli_sample(void)
 	CHECK_EQ(write_samples("trace_sample_plain.btr", 0, 1024, 1), 0);
 }
 
+/* The names trace dump and report print for enum btr_thread_end. */
+static void test_thread_end_names(void)
+{
+	CHECK_STR(btr_thread_end_name(BTR_THREAD_END_UNKNOWN), "unknown");
+	CHECK_STR(btr_thread_end_name(BTR_THREAD_END_EXITED), "exited");
+	CHECK_STR(btr_thread_end_name(BTR_THREAD_END_KILLED), "killed");
+	CHECK_STR(btr_thread_end_name(BTR_THREAD_END_RUNNING), "running");
+	CHECK_STR(btr_thread_end_name(4), "unknown");
+	CHECK_STR(btr_thread_end_name(UINT32_MAX), "unknown");
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof(dir), "%s/test_trace.d", BTR_BINARY_DIR);
 	mkdir(dir, 0755);
 	test_crc();
+	test_thread_end_names();
 	test_roundtrip();
 	test_targets();
 	test_many_chunks();

@@ -426,6 +426,10 @@ void btr_trace_reader_free(struct btr_trace_reader *r);
 /* Returns the name of a record type ("machine", "module_load", ...). */
 const char *btr_rec_type_name(enum btr_rec_type type);
 
+/* Returns the name of a thread end: "unknown", "exited", "killed",
+ * "running" (what is not one of enum btr_thread_end: "unknown"). */
+const char *btr_thread_end_name(uint32_t end);
+
 #ifdef __cplusplus
 }
 #endif

@@ -33,8 +33,6 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-static const char *const thread_end[] = { "unknown", "exited", "killed", "running" };
-
 /* How thread @t ended, for the text report ("" to say nothing). */
 static const char *thread_end_text(const struct btr_report_thread *t, int lost, char *buf, size_t size)
 {
@@ -112,7 +110,7 @@ int btr__report_write_json(FILE *f, const struct btr_report_result *res, const s
 		btr_json_str(f, t->name);
 		fprintf(f, ", \"instructions\": %" PRIu64 ", \"branches\": %" PRIu64, t->insns, t->branches);
 		uint32_t end = t->exited && t->end <= BTR_THREAD_END_RUNNING ? t->end : BTR_THREAD_END_UNKNOWN;
-		fprintf(f, ", \"end\": \"%s\"", thread_end[end]);
+		fprintf(f, ", \"end\": \"%s\"", btr_thread_end_name(end));
 		/* (an older writer's exit record: exit_code as it says) */
 		if (end == BTR_THREAD_END_EXITED || (t->exited && end == BTR_THREAD_END_UNKNOWN))
 			fprintf(f, ", \"exit_code\": %" PRId32, t->exit_code);

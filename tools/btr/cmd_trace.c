@@ -138,8 +138,9 @@ static void dump_record(const struct btr_record *rec, int verbose, int hex)
 		       rec->u.thread.tid, rec->u.thread.parent_tid, rec->u.thread.tsc);
 		break;
 	case BTR_REC_THREAD_EXIT:
-		printf(" pid=%" PRIu32 " tid=%" PRIu32 " code=%" PRId32 " tsc=%" PRIu64, rec->u.thread.pid,
-		       rec->u.thread.tid, rec->u.thread.exit_code, rec->u.thread.tsc);
+		printf(" pid=%" PRIu32 " tid=%" PRIu32 " code=%" PRId32 " end=%s signal=%" PRId32 " tsc=%" PRIu64,
+		       rec->u.thread.pid, rec->u.thread.tid, rec->u.thread.exit_code,
+		       btr_thread_end_name(rec->u.thread.end), rec->u.thread.signo, rec->u.thread.tsc);
 		break;
 	case BTR_REC_THREAD_NAME:
 		printf(" pid=%" PRIu32 " tid=%" PRIu32 " tsc=%" PRIu64 " name=", rec->u.thread.pid,
