@@ -100,12 +100,13 @@ struct thr {
  * a hit still has to do: nothing (jumps), push @ret (calls), the shadow
  * stack's check (returns).  Sampled data keeps no returns (the gadget
  * rule counts them). */
-#define EC_SIZE 1024
+#define EC_SIZE 16384
 struct ec_ent {
 	uint64_t key;    /* ec_key(): from, kind, flags; 0: empty */
 	uint64_t to;
 	uint64_t tag;    /* process index << 32 | image generation */
 	uint64_t ret;    /* a call's return address */
+	uint32_t cg;     /* check's code generation (forget_code) */
 };
 
 struct finding {
@@ -128,8 +129,10 @@ struct check {
 		uint64_t key;      /* with the target a direct branch encodes */
 		uint64_t target;
 		uint32_t v;
-	} ic[2048];
+		uint32_t cg;       /* valid while it is code_gen */
+	} ic[32768];               /* (python3's interpreter missed 2048 often) */
 	struct ec_ent ec[EC_SIZE]; /* transfers judged clean (ec_put) */
+	uint32_t code_gen;         /* ic and ec entries of another are stale (from 1) */
 	uint32_t gen;              /* generation of the image of the run being read */
 	size_t last_proc;          /* index of proc_get's last answer */
 	struct thr *last_thr;
@@ -334,7 +337,7 @@ static uint32_t insn_target_at(struct check *c, size_t pi, uint32_t pid, uint64_
 	uint32_t v;
 	uint64_t key = a | ((uint64_t)pi << 48);
 	size_t h = (size_t)(a ^ (a >> 11)) & (BTR_ARRAY_SIZE(c->ic) - 1);
-	if (btr_likely(c->ic[h].key == key + 1)) {
+	if (btr_likely(c->ic[h].key == key + 1 && c->ic[h].cg == c->code_gen)) {
 		if (target)
 			*target = c->ic[h].target;
 		return c->ic[h].v;
@@ -352,6 +355,7 @@ static uint32_t insn_target_at(struct check *c, size_t pi, uint32_t pid, uint64_
 	c->ic[h].key = key + 1;
 	c->ic[h].target = in.target;
 	c->ic[h].v = v;
+	c->ic[h].cg = c->code_gen;
 	if (target)
 		*target = in.target;
 	return v;
@@ -367,8 +371,12 @@ static void forget_code(struct check *c)
 {
 	pairmap_clear(&c->insn);
 	pairmap_clear(&c->callpre);
-	memset(c->ic, 0, sizeof(c->ic));
-	memset(c->ec, 0, sizeof(c->ec));
+	/* (the caches are too big to clear at each module load) */
+	if (++c->code_gen == 0) {
+		memset(c->ic, 0, sizeof(c->ic));
+		memset(c->ec, 0, sizeof(c->ec));
+		c->code_gen = 1;
+	}
 }
 
 /* Nonzero if an instruction that ends at @a is a call (kBouncer's
@@ -866,6 +874,7 @@ static inline void ec_put(struct check *c, size_t pi, const struct btr_branch *b
 	e->key = ec_key(b);
 	e->to = b->to;
 	e->tag = (uint64_t)pi << 32 | c->gen;
+	e->cg = c->code_gen;
 	e->ret = ret;
 }
 
@@ -1062,7 +1071,8 @@ static int a_branches(void *state, const struct btr_branch *b, size_t n)
 			int rc;
 			if (btr_likely(fast)) {
 				const struct ec_ent *e = &c->ec[ec_slot(x->from, x->to)];
-				if (btr_likely(e->key == ec_key(x) && e->to == x->to && e->tag == tag)) {
+				if (btr_likely(e->key == ec_key(x) && e->to == x->to && e->tag == tag &&
+						e->cg == c->code_gen)) {
 					nb++;
 					tail = 1;
 					if (btr_likely(x->kind != BTR_KIND_CALL && x->kind != BTR_KIND_RET))
@@ -1399,6 +1409,7 @@ int btr_check_new(const struct btr_check_opts *opts, struct btr_analysis **out)
 	struct check *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -BTR_ERR_NOMEM;
+	c->code_gen = 1;
 	int rc = opts ? check_allow_parse(opts->allow, KINDS, BTR_ARRAY_SIZE(KINDS), &c->rules, &c->n_rules) : 0;
 	if (rc < 0) {
 		a_destroy(c);
