@@ -1343,6 +1343,8 @@ static void test_live(void)
 	}
 	unlink(file);
 	unlink(pfile);
+	snprintf(file, sizeof(file), "%s/perf.data.old", dir);   /* perf's second record moved the first */
+	unlink(file);
 	rmdir(dir);
 }
 
