@@ -19,13 +19,17 @@ check "info step mode" grep -Eq '^step +yes .*-b step uses PTRACE_SINGLE(STEP|BL
 check "info step BTF probe" grep -Eq '^step +yes .*PTRACE_SINGLEBLOCK took [0-9]+ traps' info.txt
 
 # ---- attach / detach: the process runs on with unchanged output ----
-"$build/prog_step_attach" 40 >ref.txt
-"$build/prog_step_attach" 40 >att.txt &
+# (3 s: under load the recorder may take a second to start, and the
+# process must still run when it detaches)
+"$build/prog_step_attach" 300 >ref.txt &
+refpid=$!
+"$build/prog_step_attach" 300 >att.txt &
 pid=$!
 sleep 0.2
 "$btr" record -q -b step -p $pid --duration 0.4 -o att.btr; rc=$?
 check "attach exit 0 (got $rc)" [ $rc -eq 0 ]
 wait $pid; prc=$?
+wait $refpid
 check "attached process exit 0 (got $prc)" [ $prc -eq 0 ]
 check "attached process output unchanged" [ "$(tail -1 att.txt)" = "$(tail -1 ref.txt)" ]
 check "attached process ran to its end" grep -q '^checksum ' att.txt
