@@ -24,23 +24,21 @@ cd "$tmp"
 
 head -c 200000 /dev/urandom | base64 >in.txt
 gz=$(readlink -f "$(command -v gzip)")
-declare -a names=() bins=()
-rec() { # NAME BINARY ARGS...
-	local name=$1 bin=$2
-	shift 2
-	record_qemu "$name.btr" "$name" "$bin" "$@" && { names+=("$name"); bins+=("$bin"); }
+declare -a recorded=() bins=()
+rec_bin() { # NAME BINARY ARGS...: rec, and keep the binary
+	rec "$@" && bins+=("$2")
 }
-rec relocs "$build/prog_prof_bolt_relocs" 200
+rec_bin relocs "$build/prog_prof_bolt_relocs" 200
 if command -v gcc >/dev/null; then
 	# the source's own -O2 build, without PIE (fixed addresses)
 	gcc -O2 -fno-pie -no-pie -Wl,--emit-relocs "$lib_src/tests/progs/oracle_static/a.c" \
-		"$lib_src/tests/progs/oracle_static/b.c" -o o2prog && rec o2 "$tmp/o2prog"
+		"$lib_src/tests/progs/oracle_static/b.c" -o o2prog && rec_bin o2 "$tmp/o2prog"
 else
 	note "gcc absent: no -O2 build of our own"
 fi
-rec gzip "$gz" -c in.txt
-rec except "$build/prog_flow_except"
-rec cold "$build/prog_benign_cold_o2"
+rec_bin gzip "$gz" -c in.txt
+rec_bin except "$build/prog_flow_except"
+rec_bin cold "$build/prog_benign_cold_o2"
 
 # both NAME OUT ARGS...: `btr bolt ARGS` with counts (c.OUT) and in order (o.OUT)
 both() {
@@ -55,8 +53,8 @@ both() {
 
 have_bolt=0
 oracle llvm-bolt-16 "BOLT's reading of counted and ordered pre-aggregated profiles" && have_bolt=1
-for i in "${!names[@]}"; do
-	n=${names[$i]} bin=${bins[$i]}
+for i in "${!recorded[@]}"; do
+	n=${recorded[$i]} bin=${bins[$i]}
 	both "$n fdata" "$n.fdata" "$n.btr"
 	check "$n: fdata byte-identical with counts" cmp -s "c.$n.fdata" "o.$n.fdata"
 	both "$n pre-aggregated" "$n.pa" --pre-aggregated "$n.btr"
@@ -107,4 +105,4 @@ if [ -r "$pt" ]; then
 else
 	note "$pt absent: hardware PT not compared"
 fi
-finish cli_bolt_counts "${#names[@]} recordings"
+finish cli_bolt_counts "${#recorded[@]} recordings"

@@ -17,12 +17,7 @@ need_qemu
 head -c 150000 /dev/urandom | base64 >"$tmp/in.txt"
 py=/usr/bin/python3
 [ -x "$py" ] || py=$(command -v python3)
-declare -a traces=()
-rec() { # NAME CMD...
-	local name=$1
-	shift
-	record_qemu "$tmp/$name.btr" "$name" "$@" && traces+=("$name")
-}
+declare -a recorded=()
 rec gzip gzip -c "$tmp/in.txt"
 rec python3 "$py" -c 'import json; print(sum(len(json.dumps({"k": i})) for i in range(3000)))'
 rec threads "$build/prog_flow_threads"
@@ -59,7 +54,7 @@ same() {
 	fi
 }
 
-for t in "${traces[@]}"; do
+for t in "${recorded[@]}"; do
 	f=$tmp/$t.btr
 	same "$t report" "$btr" report "$f"
 	same "$t report json" "$btr" report --format json --top 50 "$f"
@@ -95,4 +90,4 @@ if [ -f "$pt" ]; then
 else
 	note "$pt absent: hardware PT not compared"
 fi
-finish cli_counts "${#traces[@]} recordings"
+finish cli_counts "${#recorded[@]} recordings"

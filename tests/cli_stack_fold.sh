@@ -18,12 +18,7 @@ need_qemu
 head -c 100000 /dev/urandom | base64 >"$tmp/in.txt"
 py=/usr/bin/python3
 [ -x "$py" ] || py=$(command -v python3)
-declare -a traces=()
-rec() { # NAME CMD...
-	local name=$1
-	shift
-	record_qemu "$tmp/$name.btr" "$name" "$@" && traces+=("$tmp/$name.btr")
-}
+declare -a recorded=() traces=()
 rec gzip gzip -c "$tmp/in.txt"
 rec python3 "$py" -c 'print(sum(range(20000)))'
 if command -v perl >/dev/null; then
@@ -40,6 +35,7 @@ if command -v make >/dev/null && command -v cc >/dev/null; then
 	printf 'p: a.o b.o\n\tcc -o p a.o b.o\n%%.o: %%.c\n\tcc -c $<\n' >"$tmp/proj/Makefile"
 	rec make make -s -C "$tmp/proj"
 fi
+for n in "${recorded[@]}"; do traces+=("$tmp/$n.btr"); done
 for f in perf.data.branch-4.14 perf.data.intel_pt-4.14 perf.data.callgraph_and_branch-3.8; do
 	if [ -f "$shared/traces/quipper/$f" ]; then
 		traces+=("$shared/traces/quipper/$f")

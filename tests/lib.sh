@@ -59,6 +59,13 @@ record_qemu() {
 	"$btr" record -q -b qemu -o "$out" -- "$@" >/dev/null 2>"$out.err" && return 0
 	bad "recording $name: $(head -1 "$out.err")"
 }
+# rec NAME CMD...: record_qemu into $tmp/NAME.btr; NAME joins the array
+# recorded when it worked
+rec() {
+	local name=$1
+	shift
+	record_qemu "$tmp/$name.btr" "$name" "$@" && recorded+=("$name")
+}
 need_qemu() {
 	command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
 	"$btr" info | grep -q '^qemu  yes' || skip "qemu backend unusable: $("$btr" info | grep '^qemu')"
