@@ -248,6 +248,8 @@ struct build {
 	struct dwl_prog *progs;
 	size_t nprogs, capprogs;
 	int alt;               /* a name in a dwz alt file was met */
+	const char **dirs;     /* the directories of the program being run */
+	size_t capdirs;
 };
 
 static int grow_arr(void **p, size_t *cap, size_t need, size_t elem)
@@ -358,25 +360,18 @@ static int64_t run_program(struct build *b, uint64_t off, int *err)
 	if (hend < c.p)
 		return next;
 	struct cur h = { c.p, hend };
-	const char **dirs = NULL;
 	size_t ndirs = 0;
+	if (grow_arr((void **)&b->dirs, &b->capdirs, 8, sizeof(*b->dirs)))
+		goto nomem;
 	if (version < 5) {
-		size_t cap = 8;
-		dirs = malloc(cap * sizeof(*dirs));
-		if (!dirs)
-			goto nomem;
-		dirs[ndirs++] = NULL;   /* comp_dir, resolved at path building */
+		b->dirs[ndirs++] = NULL;   /* comp_dir, resolved at path building */
 		while (h.p < h.end && *h.p) {
 			const uint8_t *z = memchr(h.p, 0, (size_t)(h.end - h.p));
 			if (!z)
 				goto out;
-			if (ndirs == cap) {
-				const char **nd = realloc(dirs, (cap *= 2) * sizeof(*dirs));
-				if (!nd)
-					goto nomem;
-				dirs = nd;
-			}
-			dirs[ndirs++] = (const char *)h.p;
+			if (grow_arr((void **)&b->dirs, &b->capdirs, ndirs + 1, sizeof(*b->dirs)))
+				goto nomem;
+			b->dirs[ndirs++] = (const char *)h.p;
 			h.p = z + 1;
 		}
 		if (h.p >= h.end)
@@ -403,7 +398,7 @@ static int64_t run_program(struct build *b, uint64_t off, int *err)
 			if (h.p >= h.end)
 				goto out;
 			uleb(&h);
-			if (add_file(b, dirs[di], name, prog))
+			if (add_file(b, b->dirs[di], name, prog))
 				goto nomem;
 			if (di == 0 && name[0] != '/')
 				b->files[b->nfiles - 1].dir = NULL;
@@ -440,8 +435,7 @@ static int64_t run_program(struct build *b, uint64_t off, int *err)
 			if (nforms && n > (uint64_t)(h.end - h.p) / nforms)
 				goto out;
 			if (pass == 0) {
-				dirs = malloc((n ? n : 1) * sizeof(*dirs));
-				if (!dirs)
+				if (grow_arr((void **)&b->dirs, &b->capdirs, n, sizeof(*b->dirs)))
 					goto nomem;
 			} else if (!n && add_file(b, NULL, "???", prog)) {
 				goto nomem;
@@ -476,12 +470,12 @@ static int64_t run_program(struct build *b, uint64_t off, int *err)
 				if (!name)
 					goto out;
 				if (pass == 0) {
-					dirs[ndirs++] = name;
+					b->dirs[ndirs++] = name;
 					continue;
 				}
 				if (di == UINT64_MAX || di >= ndirs)
 					goto out;
-				if (add_file(b, dirs[di], name, prog))
+				if (add_file(b, b->dirs[di], name, prog))
 					goto nomem;
 			}
 		}
@@ -548,7 +542,7 @@ static int64_t run_program(struct build *b, uint64_t off, int *err)
 				if (c.p >= c.end)
 					goto out;
 				uleb(&c);
-				if (add_file(b, name[0] == '/' ? NULL : dirs[di], name, prog))
+				if (add_file(b, name[0] == '/' ? NULL : b->dirs[di], name, prog))
 					goto nomem;
 				break;
 			}
@@ -643,18 +637,15 @@ static int64_t run_program(struct build *b, uint64_t off, int *err)
 	if (grow_arr((void **)&b->progs, &b->capprogs, b->nprogs + 1, sizeof(*b->progs)))
 		goto nomem;
 	b->progs[b->nprogs++] = (struct dwl_prog){ .off = off, .version = (uint16_t)version };
-	free(dirs);
 	return next;
 out:
 	b->nrows = rows0;
 	b->nfiles = files0;
-	free(dirs);
 	return next;
 nomem:
 	*err = -BTR_ERR_NOMEM;
 	b->nrows = rows0;
 	b->nfiles = files0;
-	free(dirs);
 	return BAD;
 #undef NEW_ROW
 #undef STDLEN
@@ -883,6 +874,7 @@ int btr__dwline_build(const struct btr_dwline_secs *s, struct btr_dwline **out)
 			break;
 		off = (uint64_t)next;
 	}
+	free(b.dirs);
 	if (!err && b.alt)
 		err = -BTR_ERR_UNSUPPORTED;
 	if (!err && !b.nrows)
@@ -958,7 +950,7 @@ uint64_t btr__dwline_row_addr(const struct btr_dwline *t, size_t i, int *end_seq
 /* The full path of file @fi as libdw builds it: an absolute name as is,
  * else joined with its directory ("dir/name"); before DWARF 5 directory 0
  * is the CU's comp_dir, and without one the name stays relative. */
-static const char *file_path(struct btr_dwline *t, uint32_t fi)
+static const char *file_path(struct btr_dwline *t, uint32_t fi, int *nomem)
 {
 	struct dwl_file *f = &t->files[fi];
 	if (!f->name)
@@ -984,6 +976,8 @@ static const char *file_path(struct btr_dwline *t, uint32_t fi)
 	}
 	p = f->path;
 	pthread_mutex_unlock(&t->lock);
+	if (!p)
+		*nomem = 1;
 	return p;
 }
 
@@ -1011,9 +1005,10 @@ int btr__dwline_find(struct btr_dwline *t, uint64_t addr, const char **file, int
 	const struct dwl_row *r = &t->rows[i - 1];
 	if ((r->file & END_BIT) || r->line <= 0)
 		return -BTR_ERR_NOT_FOUND;
-	const char *f = file_path(t, r->file & ~END_BIT);
+	int nomem = 0;
+	const char *f = file_path(t, r->file & ~END_BIT, &nomem);
 	if (!f)
-		return -BTR_ERR_NOT_FOUND;
+		return nomem ? -BTR_ERR_NOMEM : -BTR_ERR_NOT_FOUND;
 	*file = f;
 	*line = r->line;
 	return 0;
@@ -1055,12 +1050,20 @@ int btr__dwline_foreach(struct btr_dwline *t, uint64_t lo, uint64_t hi,
 			pk[n++] = (struct pick){ i, t->files[t->rows[i].file & ~END_BIT].prog };
 		qsort(pk, n, sizeof(*pk), pick_cmp);
 	}
+	/* every path first: running out of memory is said before any row */
+	int nomem = 0;
+	for (size_t i = a; i < z && !nomem; i++)
+		file_path(t, t->rows[i].file & ~END_BIT, &nomem);
+	if (nomem) {
+		free(pk);
+		return -BTR_ERR_NOMEM;
+	}
 	int rc = 0;
 	for (size_t k = 0; k < z - a && !rc; k++) {
 		const struct dwl_row *r = &t->rows[mixed ? pk[k].row : a + k];
 		if ((r->file & END_BIT) || r->line <= 0)
 			continue;
-		const char *f = file_path(t, r->file & ~END_BIT);
+		const char *f = file_path(t, r->file & ~END_BIT, &nomem);
 		if (f)
 			rc = cb(ctx, r->addr, f, r->line);
 	}

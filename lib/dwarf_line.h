@@ -44,13 +44,14 @@ void btr__dwline_free(struct btr_dwline *t);
  * (the last of several at one address), as dwfl_module_getsrc picks it.
  * Returns 0 and *@file (full path, valid as long as the table) and
  * *@line; -BTR_ERR_NOT_FOUND in a gap, at an end of sequence, for a line
- * <= 0 or a file index out of range. */
+ * <= 0 or a file index out of range; -BTR_ERR_NOMEM (the joined path). */
 int btr__dwline_find(struct btr_dwline *t, uint64_t addr, const char **file, int *line);
 
 /* Calls @cb for every row with an address in [@lo, @hi) that is no end of
  * sequence, has a line > 0 and a file, in libdw's order: line program
  * order (CU order), then each program's rows sorted by address.  Stops at
- * the first nonzero return of @cb and returns it; -BTR_ERR_NOMEM. */
+ * the first nonzero return of @cb and returns it; -BTR_ERR_NOMEM (before
+ * any call of @cb). */
 int btr__dwline_foreach(struct btr_dwline *t, uint64_t lo, uint64_t hi,
 			int (*cb)(void *ctx, uint64_t addr, const char *file, int line), void *ctx);
 

@@ -1296,8 +1296,12 @@ int btr_image_line(struct btr_image *img, uint64_t addr, const char **file, int 
 	struct module *m = module_at(img, addr);
 	if (!m)
 		return -BTR_ERR_NOT_FOUND;
-	if (load_lines(m) == 0)
-		return btr__dwline_find(m->f->dwl, addr - m->bias, file, line);
+	/* out of memory building the table or a path: libdw, as before */
+	if (load_lines(m) == 0) {
+		int rc = btr__dwline_find(m->f->dwl, addr - m->bias, file, line);
+		if (rc != -BTR_ERR_NOMEM)
+			return rc;
+	}
 	int err = load_dwarf(m);
 	if (err)
 		return err;
@@ -1430,11 +1434,13 @@ struct line_shift {
 	int (*cb)(void *ctx, uint64_t addr, const char *file, int line);
 	void *ctx;
 	uint64_t bias;
+	int called;
 };
 
 static int line_shifted(void *ctx, uint64_t addr, const char *file, int line)
 {
 	struct line_shift *sh = ctx;
+	sh->called = 1;
 	return sh->cb(sh->ctx, addr + sh->bias, file, line);
 }
 
@@ -1449,8 +1455,10 @@ int btr_image_foreach_line(struct btr_image *img, uint64_t lo, uint64_t hi,
 	if (load_lines(m) == 0) {
 		/* hi beyond the module: its rows are all below m->hi anyway */
 		uint64_t l = lo - m->bias, h = hi - m->bias < l ? UINT64_MAX : hi - m->bias;
-		struct line_shift sh = { cb, ctx, m->bias };
-		return btr__dwline_foreach(m->f->dwl, l, h, line_shifted, &sh);
+		struct line_shift sh = { cb, ctx, m->bias, 0 };
+		int rc = btr__dwline_foreach(m->f->dwl, l, h, line_shifted, &sh);
+		if (rc != -BTR_ERR_NOMEM || sh.called)
+			return rc;   /* out of memory before the first row: libdw */
 	}
 	int err = load_dwarf(m);
 	if (err)
