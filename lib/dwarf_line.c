@@ -24,6 +24,9 @@
 #include <zstd.h>
 
 #define END_BIT 0x80000000u
+#define LAST_BIT 0x40000000u   /* the last row of its program: an end too */
+#define ENDS (END_BIT | LAST_BIT)
+#define FILE_OF(r) ((r)->file & ~ENDS)
 
 struct dwl_file {
 	const char *dir;       /* NULL: none (or DWARF 2-4 directory 0: comp_dir) */
@@ -237,7 +240,13 @@ static int read_form(struct cur *c, unsigned form, unsigned offsz, unsigned addr
 	}
 }
 
+static int key_cmp(const struct dwl_row *a, const struct dwl_row *b);
+
 /* ---- building ----------------------------------------------------------- */
+
+struct run {
+	size_t start, len;
+};
 
 struct build {
 	const struct btr_dwline_secs *s;
@@ -250,6 +259,8 @@ struct build {
 	int alt;               /* a name in a dwz alt file was met */
 	const char **dirs;     /* the directories of the program being run */
 	size_t capdirs;
+	struct run *runs;      /* sorted stretches of rows, in row order */
+	size_t nruns, capruns;
 };
 
 static int grow_arr(void **p, size_t *cap, size_t need, size_t elem)
@@ -634,6 +645,29 @@ static int64_t run_program(struct build *b, uint64_t off, int *err)
 		b->rows[i].file = (b->rows[i].file & END_BIT) |
 				  (uint32_t)(files0 + (f < nfiles ? f : nfiles));
 	}
+	if (b->nfiles >= LAST_BIT)
+		goto out;
+	/* libdw marks the last row of each CU's sorted table an end of
+	 * sequence ("some compilers forget"): find it now (the greatest by
+	 * key, then by order), mark it after sorting */
+	size_t lastrow = rows0, nruns0 = b->nruns;
+	for (size_t i = rows0; i < b->nrows;) {
+		/* a run ends with its sequence: sequences of discarded code (at
+		 * 0) must not join the real ones after them */
+		size_t j = i + 1;
+		while (j < b->nrows && !(b->rows[j - 1].file & END_BIT) &&
+		       key_cmp(&b->rows[j - 1], &b->rows[j]) <= 0)
+			j++;
+		if (key_cmp(&b->rows[j - 1], &b->rows[lastrow]) >= 0)
+			lastrow = j - 1;
+		if (grow_arr((void **)&b->runs, &b->capruns, b->nruns + 1, sizeof(*b->runs))) {
+			b->nruns = nruns0;
+			goto nomem;
+		}
+		b->runs[b->nruns++] = (struct run){ i, j - i };
+		i = j;
+	}
+	b->rows[lastrow].file |= LAST_BIT;
 	if (grow_arr((void **)&b->progs, &b->capprogs, b->nprogs + 1, sizeof(*b->progs)))
 		goto nomem;
 	b->progs[b->nprogs++] = (struct dwl_prog){ .off = off, .version = (uint16_t)version };
@@ -777,15 +811,11 @@ static int key_cmp(const struct dwl_row *a, const struct dwl_row *b)
 	return ea == eb ? 0 : ea ? -1 : 1;
 }
 
-struct run {
-	size_t start, len;
-	const struct dwl_row *first;
-};
-
-static int run_cmp(const void *x, const void *y)
+static int run_cmp_r(const void *x, const void *y, void *rows)
 {
 	const struct run *a = x, *b = y;
-	int k = key_cmp(a->first, b->first);
+	const struct dwl_row *r = rows;
+	int k = key_cmp(&r[a->start], &r[b->start]);
 	return k ? k : a->start < b->start ? -1 : 1;
 }
 
@@ -801,62 +831,63 @@ static int grow_cmp(const void *x, const void *y)
 	return k ? k : a->gen < b->gen ? -1 : 1;
 }
 
-/* Sorts @rows by (key, index): sequences are sorted runs, so the runs are
- * ordered by their first rows and the result checked; overlapping runs
- * (rare: code at address 0 of discarded sections) fall back to qsort. */
-static int sort_rows(struct dwl_row **rowsp, size_t n)
+static int gen_cmp(const struct dwl_row *a, size_t ga, const struct dwl_row *b, size_t gb)
+{
+	int k = key_cmp(a, b);
+	return k ? k : ga < gb ? -1 : ga > gb;
+}
+
+/* Sorts @rows by (key, index).  Sequences are sorted runs, mostly apart
+ * from each other: the runs are ordered by their first rows and copied;
+ * only where runs overlap (rows of discarded sections, all at address 0)
+ * is that group of runs sorted row by row. */
+static int sort_rows(struct dwl_row **rowsp, size_t n, struct run *runs, size_t nruns)
 {
 	struct dwl_row *rows = *rowsp;
-	size_t nruns = 0, cap = 0;
-	struct run *runs = NULL;
-	for (size_t i = 0; i < n;) {
-		size_t j = i + 1;
-		while (j < n && key_cmp(&rows[j - 1], &rows[j]) <= 0)
-			j++;
-		if (grow_arr((void **)&runs, &cap, nruns + 1, sizeof(*runs))) {
-			free(runs);
-			return -BTR_ERR_NOMEM;
-		}
-		runs[nruns++] = (struct run){ i, j - i, &rows[i] };
-		i = j;
-	}
-	if (nruns <= 1) {
-		free(runs);
+	if (nruns <= 1)
 		return 0;
-	}
-	qsort(runs, nruns, sizeof(*runs), run_cmp);
-	int ok = 1;
-	for (size_t k = 1; k < nruns && ok; k++) {
-		const struct run *a = &runs[k - 1], *b = &runs[k];
-		int c = key_cmp(&rows[a->start + a->len - 1], &rows[b->start]);
-		ok = c < 0 || (c == 0 && a->start < b->start);
-	}
-	if (ok) {
-		struct dwl_row *out = malloc(n * sizeof(*out));
-		if (!out) {
-			free(runs);
-			return -BTR_ERR_NOMEM;
+	qsort_r(runs, nruns, sizeof(*runs), run_cmp_r, rows);
+	struct dwl_row *out = malloc(n * sizeof(*out));
+	struct grow *g = NULL;
+	size_t capg = 0;
+	if (!out)
+		return -BTR_ERR_NOMEM;
+	size_t o = 0;
+	for (size_t k = 0; k < nruns;) {
+		/* the group of runs from k that overlap: each starts before the
+		 * greatest last row of those before it */
+		size_t e = k + 1, cnt = runs[k].len;
+		size_t mx = runs[k].start + runs[k].len - 1;   /* generation index */
+		while (e < nruns && gen_cmp(&rows[runs[e].start], runs[e].start, &rows[mx], mx) < 0) {
+			size_t last = runs[e].start + runs[e].len - 1;
+			if (gen_cmp(&rows[last], last, &rows[mx], mx) > 0)
+				mx = last;
+			cnt += runs[e].len;
+			e++;
 		}
-		size_t o = 0;
-		for (size_t k = 0; k < nruns; k++) {
+		if (e == k + 1) {
 			memcpy(out + o, rows + runs[k].start, runs[k].len * sizeof(*out));
 			o += runs[k].len;
+			k++;
+			continue;
 		}
-		free(runs);
-		free(rows);
-		*rowsp = out;
-		return 0;
+		if (grow_arr((void **)&g, &capg, cnt, sizeof(*g))) {
+			free(g);
+			free(out);
+			return -BTR_ERR_NOMEM;
+		}
+		size_t m = 0;
+		for (size_t r = k; r < e; r++)
+			for (size_t j = 0; j < runs[r].len; j++)
+				g[m++] = (struct grow){ rows[runs[r].start + j], runs[r].start + j };
+		qsort(g, m, sizeof(*g), grow_cmp);
+		for (size_t j = 0; j < m; j++)
+			out[o++] = g[j].r;
+		k = e;
 	}
-	free(runs);
-	struct grow *g = malloc(n * sizeof(*g));
-	if (!g)
-		return -BTR_ERR_NOMEM;
-	for (size_t i = 0; i < n; i++)
-		g[i] = (struct grow){ rows[i], i };
-	qsort(g, n, sizeof(*g), grow_cmp);
-	for (size_t i = 0; i < n; i++)
-		rows[i] = g[i].r;
 	free(g);
+	free(rows);
+	*rowsp = out;
 	return 0;
 }
 
@@ -880,7 +911,8 @@ int btr__dwline_build(const struct btr_dwline_secs *s, struct btr_dwline **out)
 	if (!err && !b.nrows)
 		err = -BTR_ERR_NO_DEBUGINFO;
 	if (!err)
-		err = sort_rows(&b.rows, b.nrows);
+		err = sort_rows(&b.rows, b.nrows, b.runs, b.nruns);
+	free(b.runs);
 	struct btr_dwline *t = NULL;
 	if (!err && !(t = calloc(1, sizeof(*t))))
 		err = -BTR_ERR_NOMEM;
@@ -891,22 +923,6 @@ int btr__dwline_build(const struct btr_dwline_secs *s, struct btr_dwline **out)
 		return err;
 	}
 	read_comp_dirs(&b);
-	/* libdw marks the last row of each CU's sorted table an end of
-	 * sequence ("some compilers forget"); the sort order stays. */
-	size_t *last = malloc(b.nprogs * sizeof(*last));
-	if (last) {
-		for (size_t i = 0; i < b.nrows; i++)
-			last[b.files[b.rows[i].file & ~END_BIT].prog] = i;
-		for (size_t p = 0; p < b.nprogs; p++)
-			b.rows[last[p]].file |= END_BIT;
-		free(last);
-	} else {
-		free(t);
-		free(b.rows);
-		free(b.files);
-		free(b.progs);
-		return -BTR_ERR_NOMEM;
-	}
 	t->rows = b.rows;
 	t->nrows = b.nrows;
 	t->files = b.files;
@@ -943,7 +959,7 @@ size_t btr__dwline_rows(const struct btr_dwline *t)
 uint64_t btr__dwline_row_addr(const struct btr_dwline *t, size_t i, int *end_seq)
 {
 	if (end_seq)
-		*end_seq = !!(t->rows[i].file & END_BIT);
+		*end_seq = !!(t->rows[i].file & ENDS);
 	return t->rows[i].addr;
 }
 
@@ -1003,10 +1019,10 @@ int btr__dwline_find(struct btr_dwline *t, uint64_t addr, const char **file, int
 	if (!i)
 		return -BTR_ERR_NOT_FOUND;
 	const struct dwl_row *r = &t->rows[i - 1];
-	if ((r->file & END_BIT) || r->line <= 0)
+	if ((r->file & ENDS) || r->line <= 0)
 		return -BTR_ERR_NOT_FOUND;
 	int nomem = 0;
-	const char *f = file_path(t, r->file & ~END_BIT, &nomem);
+	const char *f = file_path(t, FILE_OF(r), &nomem);
 	if (!f)
 		return nomem ? -BTR_ERR_NOMEM : -BTR_ERR_NOT_FOUND;
 	*file = f;
@@ -1037,23 +1053,23 @@ int btr__dwline_foreach(struct btr_dwline *t, uint64_t lo, uint64_t hi,
 		return 0;
 	/* one program covers the range (the usual case): its rows in order;
 	 * else program by program, as libdw walks CU after CU */
-	uint32_t p0 = t->files[t->rows[a].file & ~END_BIT].prog;
+	uint32_t p0 = t->files[FILE_OF(&t->rows[a])].prog;
 	int mixed = 0;
 	for (size_t i = a + 1; i < z && !mixed; i++)
-		mixed = t->files[t->rows[i].file & ~END_BIT].prog != p0;
+		mixed = t->files[FILE_OF(&t->rows[i])].prog != p0;
 	struct pick *pk = NULL;
 	size_t n = 0;
 	if (mixed) {
 		if (!(pk = malloc((z - a) * sizeof(*pk))))
 			return -BTR_ERR_NOMEM;
 		for (size_t i = a; i < z; i++)
-			pk[n++] = (struct pick){ i, t->files[t->rows[i].file & ~END_BIT].prog };
+			pk[n++] = (struct pick){ i, t->files[FILE_OF(&t->rows[i])].prog };
 		qsort(pk, n, sizeof(*pk), pick_cmp);
 	}
 	/* every path first: running out of memory is said before any row */
 	int nomem = 0;
 	for (size_t i = a; i < z && !nomem; i++)
-		file_path(t, t->rows[i].file & ~END_BIT, &nomem);
+		file_path(t, FILE_OF(&t->rows[i]), &nomem);
 	if (nomem) {
 		free(pk);
 		return -BTR_ERR_NOMEM;
@@ -1061,9 +1077,9 @@ int btr__dwline_foreach(struct btr_dwline *t, uint64_t lo, uint64_t hi,
 	int rc = 0;
 	for (size_t k = 0; k < z - a && !rc; k++) {
 		const struct dwl_row *r = &t->rows[mixed ? pk[k].row : a + k];
-		if ((r->file & END_BIT) || r->line <= 0)
+		if ((r->file & ENDS) || r->line <= 0)
 			continue;
-		const char *f = file_path(t, r->file & ~END_BIT, &nomem);
+		const char *f = file_path(t, FILE_OF(r), &nomem);
 		if (f)
 			rc = cb(ctx, r->addr, f, r->line);
 	}
