@@ -20,6 +20,7 @@
  */
 #include "btr/image.h"
 #include "eh_frame.h"
+#include "dwarf_line.h"
 #include "elf_priv.h"
 #include "image_code.h"
 #include "image_priv.h"
@@ -77,6 +78,7 @@ static int same_str(const char *a, const char *b)
 
 static void modfile_free(struct modfile *f)
 {
+	btr__dwline_free(f->dwl);
 	if (f->dwfl)
 		dwfl_end(f->dwfl);
 	if (f->elf)
@@ -1226,6 +1228,55 @@ static int load_dwarf_locked(struct modfile *m)
 	return 0;
 }
 
+/* The module's own line table (lib/dwarf_line.c), built at the first
+ * line lookup from .debug_line of the file, or of its separate debug file
+ * found by build-id under the debug directories.  Files it cannot read
+ * (none found, names in a dwz alt file, .zdebug sections, debug files
+ * found only by .gnu_debuglink) are left to libdw (load_dwarf). */
+static int load_lines_locked(struct modfile *m)
+{
+	if (m->dwl_state != LAZY_NONE)
+		return m->dwl_state == LAZY_OK ? 0 : -BTR_ERR_NO_DEBUGINFO;
+	m->dwl_state = LAZY_FAIL;
+	if (!m->elf)
+		return -BTR_ERR_NO_DEBUGINFO;
+	Elf *e;
+	int err = btr__elf_open(m->path, &e);
+	if (!err)
+		err = btr__dwline_from_elf(e, &m->dwl);
+	if (err == -BTR_ERR_NO_DEBUGINFO) {
+		uint8_t id[64];
+		char path[PATH_MAX];
+		int n = btr__elf_build_id(m->elf, id, sizeof(id));
+		if (n > 0 && n <= (int)sizeof(id) &&
+		    btr_elf_find_build_id(id, (size_t)n, (const char *const *)m->debug_dirs,
+					  m->ndebug_dirs, path, sizeof(path)) == 0 &&
+		    btr__elf_open(path, &e) == 0) {
+			err = btr__dwline_from_elf(e, &m->dwl);
+			if (!err)
+				btr_debug("%s: lines from %s", m->path, path);
+		}
+	}
+	if (err) {
+		btr_debug("%s: no own line table (%s), trying libdw", m->path, btr_errstr(err));
+		return err;
+	}
+	__atomic_store_n(&m->dwl_state, LAZY_OK, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static int load_lines(struct module *m)
+{
+	if (!m->f)
+		return -BTR_ERR_NO_DEBUGINFO;
+	if (__atomic_load_n(&m->f->dwl_state, __ATOMIC_ACQUIRE) == LAZY_OK)
+		return 0;
+	pthread_mutex_lock(&files_lock);
+	int err = load_lines_locked(m->f);
+	pthread_mutex_unlock(&files_lock);
+	return err;
+}
+
 static int load_dwarf(struct module *m)
 {
 	if (!m->f)
@@ -1245,6 +1296,12 @@ int btr_image_line(struct btr_image *img, uint64_t addr, const char **file, int 
 	struct module *m = module_at(img, addr);
 	if (!m)
 		return -BTR_ERR_NOT_FOUND;
+	/* out of memory building the table or a path: libdw, as before */
+	if (load_lines(m) == 0) {
+		int rc = btr__dwline_find(m->f->dwl, addr - m->bias, file, line);
+		if (rc != -BTR_ERR_NOMEM)
+			return rc;
+	}
 	int err = load_dwarf(m);
 	if (err)
 		return err;
@@ -1373,6 +1430,20 @@ int btr_image_module_at(struct btr_image *img, uint64_t addr, struct btr_image_m
 	return 0;
 }
 
+struct line_shift {
+	int (*cb)(void *ctx, uint64_t addr, const char *file, int line);
+	void *ctx;
+	uint64_t bias;
+	int called;
+};
+
+static int line_shifted(void *ctx, uint64_t addr, const char *file, int line)
+{
+	struct line_shift *sh = ctx;
+	sh->called = 1;
+	return sh->cb(sh->ctx, addr + sh->bias, file, line);
+}
+
 int btr_image_foreach_line(struct btr_image *img, uint64_t lo, uint64_t hi,
 			   int (*cb)(void *ctx, uint64_t addr, const char *file, int line), void *ctx)
 {
@@ -1381,6 +1452,14 @@ int btr_image_foreach_line(struct btr_image *img, uint64_t lo, uint64_t hi,
 	struct module *m = module_at(img, lo);
 	if (!m)
 		return -BTR_ERR_NOT_FOUND;
+	if (load_lines(m) == 0) {
+		/* hi beyond the module: its rows are all below m->hi anyway */
+		uint64_t l = lo - m->bias, h = hi - m->bias < l ? UINT64_MAX : hi - m->bias;
+		struct line_shift sh = { cb, ctx, m->bias, 0 };
+		int rc = btr__dwline_foreach(m->f->dwl, l, h, line_shifted, &sh);
+		if (rc != -BTR_ERR_NOMEM || sh.called)
+			return rc;   /* out of memory before the first row: libdw */
+	}
 	int err = load_dwarf(m);
 	if (err)
 		return err;

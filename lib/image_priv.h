@@ -54,6 +54,8 @@ struct modfile {
 	size_t nsyms;
 	char *plt_names;       /* storage of the "name@plt" strings */
 	char *fde_names;       /* storage of the "module+0xoff" names of FDE functions */
+	int dwl_state;
+	struct btr_dwline *dwl; /* own line table (lib/dwarf_line.c), or NULL */
 	int dw_state;
 	Dwfl *dwfl;            /* the module reported at link addresses */
 	Dwfl_Module *dwmod;

@@ -1,0 +1,1206 @@
+/* dwarf_line.c - DWARF line tables (versions 2 to 5, 32- and 64-bit
+ * DWARF) read from .debug_line alone: see dwarf_line.h.
+ *
+ * libdw is the oracle (tests/test_dwarf_line.c compares every row): each
+ * line program is run as libdw's read_srclines runs it (the same checks
+ * that fail a whole CU, the same file table: index 0 "???" before DWARF 5,
+ * a relative name joined with its directory, directory 0 being the CU's
+ * DW_AT_comp_dir before DWARF 5), and the rows of all programs are sorted
+ * by (address, end of sequence first, program, row), which is libdw's
+ * order within each CU's table.  A lookup takes the last row at or below
+ * the address, as dwfl_module_getsrc does in the CU's table. */
+#include "dwarf_line.h"
+#include "elf_priv.h"
+#include "internal.h"
+#include "btr/error.h"
+
+#include <dwarf.h>
+#include <gelf.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#define END_BIT 0x80000000u
+#define LAST_BIT 0x40000000u   /* the last row of its program: an end too */
+#define ENDS (END_BIT | LAST_BIT)
+#define FILE_OF(r) ((r)->file & ~ENDS)
+
+struct dwl_file {
+	const char *dir;       /* NULL: none (or DWARF 2-4 directory 0: comp_dir) */
+	const char *name;      /* NULL: no such file (a file index out of range) */
+	char *path;            /* the joined path, built at first use */
+	uint32_t prog;         /* index of its line program */
+};
+
+struct dwl_row {
+	uint64_t addr;
+	int32_t line;
+	uint32_t file;         /* index into files; END_BIT: ends a sequence */
+};
+
+struct dwl_prog {
+	uint64_t off;          /* offset in .debug_line (DW_AT_stmt_list) */
+	unsigned version;
+	const char *comp_dir;  /* DWARF 2-4: DW_AT_comp_dir of the CU DIE, or NULL */
+};
+
+struct btr_dwline {
+	struct dwl_row *rows;
+	size_t nrows;
+	struct dwl_file *files;
+	size_t nfiles;
+	struct dwl_prog *progs;
+	size_t nprogs;
+	Elf *elf;              /* owned (from_elf) */
+	void *bufs[5];         /* decompressed sections, owned */
+	pthread_mutex_t lock;  /* building paths */
+};
+
+/* ---- bounded reading ------------------------------------------------ */
+
+struct cur {
+	const uint8_t *p, *end;
+};
+
+static uint64_t uleb(struct cur *c)
+{
+	uint64_t v = 0;
+	unsigned s = 0;
+	while (c->p < c->end) {
+		uint8_t b = *c->p++;
+		if (s < 64)
+			v |= (uint64_t)(b & 0x7f) << s;
+		s += 7;
+		if (!(b & 0x80))
+			break;
+	}
+	return v;
+}
+
+static int64_t sleb(struct cur *c)
+{
+	uint64_t v = 0;
+	unsigned s = 0;
+	uint8_t b = 0;
+	while (c->p < c->end) {
+		b = *c->p++;
+		if (s < 64)
+			v |= (uint64_t)(b & 0x7f) << s;
+		s += 7;
+		if (!(b & 0x80))
+			break;
+	}
+	if (s < 64 && (b & 0x40))
+		v |= ~(uint64_t)0 << s;
+	return (int64_t)v;
+}
+
+static uint64_t rd(const uint8_t *p, unsigned n)
+{
+	uint64_t v = 0;
+	for (unsigned i = n; i-- > 0;)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* Reads @n (1..8) bytes little-endian; 0 when they are not there. */
+static int fixed(struct cur *c, unsigned n, uint64_t *v)
+{
+	if ((size_t)(c->end - c->p) < n)
+		return -1;
+	*v = rd(c->p, n);
+	c->p += n;
+	return 0;
+}
+
+/* A NUL-terminated string at @off of a string section, or NULL. */
+static const char *str_at(const uint8_t *sec, size_t len, uint64_t off)
+{
+	if (!sec || off >= len || !memchr(sec + off, 0, len - off))
+		return NULL;
+	return (const char *)sec + off;
+}
+
+/* ---- forms ------------------------------------------------------------ */
+
+enum { FORM_BAD = -1, FORM_ALT = -2 };
+
+/* The value of attribute form @form at @c (advanced past it): *@str for
+ * string forms (NULL when unresolvable), *@u for constants and offsets.
+ * Returns 0, FORM_BAD (unknown form, truncated), FORM_ALT (a string in a
+ * dwz alt file). */
+static int read_form(struct cur *c, unsigned form, unsigned offsz, unsigned addrsz,
+		     const struct btr_dwline_secs *s, int line_strs, const char **str, uint64_t *u,
+		     int depth)
+{
+	uint64_t v = 0, n;
+	*str = NULL;
+	*u = 0;
+	switch (form) {
+	case DW_FORM_string: {
+		const uint8_t *z = memchr(c->p, 0, (size_t)(c->end - c->p));
+		if (!z)
+			return FORM_BAD;
+		*str = (const char *)c->p;
+		c->p = z + 1;
+		return 0;
+	}
+	case DW_FORM_strp:
+	case DW_FORM_line_strp:
+		if (fixed(c, offsz, &v))
+			return FORM_BAD;
+		*u = v;
+		*str = form == DW_FORM_strp ? str_at(s->str, s->str_len, v)
+					    : str_at(s->line_str, s->line_str_len, v);
+		return *str || !line_strs ? 0 : FORM_BAD;
+	case DW_FORM_GNU_strp_alt:
+	case DW_FORM_strp_sup:
+		if (fixed(c, offsz, &v))
+			return FORM_BAD;
+		return line_strs ? FORM_ALT : 0;
+	case DW_FORM_sec_offset:
+	case DW_FORM_ref_addr:
+	case DW_FORM_GNU_ref_alt:
+		if (fixed(c, offsz, &v))
+			return FORM_BAD;
+		*u = v;
+		return 0;
+	case DW_FORM_addr:
+		if (fixed(c, addrsz, &v))
+			return FORM_BAD;
+		*u = v;
+		return 0;
+	case DW_FORM_data1: case DW_FORM_ref1: case DW_FORM_flag: case DW_FORM_strx1:
+	case DW_FORM_addrx1:
+		n = 1;
+		goto fix;
+	case DW_FORM_data2: case DW_FORM_ref2: case DW_FORM_strx2: case DW_FORM_addrx2:
+		n = 2;
+		goto fix;
+	case DW_FORM_strx3: case DW_FORM_addrx3:
+		n = 3;
+		goto fix;
+	case DW_FORM_data4: case DW_FORM_ref4: case DW_FORM_strx4: case DW_FORM_addrx4:
+	case DW_FORM_ref_sup4:
+		n = 4;
+		goto fix;
+	case DW_FORM_data8: case DW_FORM_ref8: case DW_FORM_ref_sig8: case DW_FORM_ref_sup8:
+		n = 8;
+	fix:
+		if (fixed(c, (unsigned)n, &v))
+			return FORM_BAD;
+		*u = v;
+		return 0;
+	case DW_FORM_data16:
+		if ((size_t)(c->end - c->p) < 16)
+			return FORM_BAD;
+		c->p += 16;
+		return 0;
+	case DW_FORM_udata: case DW_FORM_ref_udata: case DW_FORM_strx: case DW_FORM_addrx:
+	case DW_FORM_loclistx: case DW_FORM_rnglistx: case DW_FORM_GNU_addr_index:
+	case DW_FORM_GNU_str_index:
+		if (c->p >= c->end)
+			return FORM_BAD;
+		*u = uleb(c);
+		return 0;
+	case DW_FORM_sdata:
+		if (c->p >= c->end)
+			return FORM_BAD;
+		*u = (uint64_t)sleb(c);
+		return 0;
+	case DW_FORM_flag_present:
+	case DW_FORM_implicit_const:
+		return 0;
+	case DW_FORM_block1: n = 1; goto blk;
+	case DW_FORM_block2: n = 2; goto blk;
+	case DW_FORM_block4: n = 4;
+	blk:
+		if (fixed(c, (unsigned)n, &v))
+			return FORM_BAD;
+		goto skip;
+	case DW_FORM_block:
+	case DW_FORM_exprloc:
+		if (c->p >= c->end)
+			return FORM_BAD;
+		v = uleb(c);
+	skip:
+		if (v > (uint64_t)(c->end - c->p))
+			return FORM_BAD;
+		c->p += v;
+		return 0;
+	case DW_FORM_indirect:
+		if (c->p >= c->end || depth > 2)
+			return FORM_BAD;
+		return read_form(c, (unsigned)uleb(c), offsz, addrsz, s, line_strs, str, u, depth + 1);
+	default:
+		return FORM_BAD;
+	}
+}
+
+static int key_cmp(const struct dwl_row *a, const struct dwl_row *b);
+
+/* ---- building ----------------------------------------------------------- */
+
+struct run {
+	size_t start, len;
+};
+
+struct build {
+	const struct btr_dwline_secs *s;
+	struct dwl_row *rows;
+	size_t nrows, caprows;
+	struct dwl_file *files;
+	size_t nfiles, capfiles;
+	struct dwl_prog *progs;
+	size_t nprogs, capprogs;
+	int alt;               /* a name in a dwz alt file was met */
+	const char **dirs;     /* the directories of the program being run */
+	size_t capdirs;
+	struct run *runs;      /* sorted stretches of rows, in row order */
+	size_t nruns, capruns;
+};
+
+static int grow_arr(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap * 2 : 64;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(*p, n * elem);
+	if (!q)
+		return -BTR_ERR_NOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+static int add_file(struct build *b, const char *dir, const char *name, uint32_t prog)
+{
+	if (grow_arr((void **)&b->files, &b->capfiles, b->nfiles + 1, sizeof(*b->files)))
+		return -BTR_ERR_NOMEM;
+	b->files[b->nfiles++] = (struct dwl_file){ .dir = dir, .name = name, .prog = prog };
+	return 0;
+}
+
+/* libdw's Dwarf_Line keeps column in 16 bits, isa and op_index in 8: a
+ * value that does not fit makes the CU invalid. */
+struct lstate {
+	uint64_t addr;
+	int64_t line;
+	uint32_t file, column, isa, op_index;
+};
+
+enum { BAD = -1000 };
+
+/* Runs the line program at @off; its rows and files are appended to @b
+ * (and removed again if the program is invalid).  Returns the offset of
+ * the next program, 0 at the end of the section, or BAD when the unit
+ * length itself is unreadable (the rest of the section is skipped). */
+static int64_t run_program(struct build *b, uint64_t off, int *err)
+{
+	const struct btr_dwline_secs *s = b->s;
+	const uint8_t *sec = s->line;
+	size_t seclen = s->line_len;
+	size_t rows0 = b->nrows, files0 = b->nfiles;
+	*err = 0;
+	if (off >= seclen || seclen - off < 4)
+		return 0;
+	struct cur c = { sec + off, sec + seclen };
+	uint64_t ulen;
+	fixed(&c, 4, &ulen);
+	unsigned offsz = 4;
+	if (ulen == 0xffffffff) {
+		if (fixed(&c, 8, &ulen))
+			return BAD;
+		offsz = 8;
+	} else if (ulen >= 0xfffffff0) {
+		return BAD;
+	}
+	if (ulen > (uint64_t)(c.end - c.p))
+		return BAD;
+	const uint8_t *uend = c.p + ulen;
+	int64_t next = (int64_t)(uend - sec);
+	c.end = uend;
+	uint64_t v;
+	uint32_t prog = (uint32_t)b->nprogs;
+	if (fixed(&c, 2, &v))
+		return next;
+	unsigned version = (unsigned)v;
+	if (version < 2 || version > 5)
+		return next;
+	if (version >= 5) {
+		if (c.end - c.p < 2)
+			return next;
+		if (c.p[0] != s->addr_size || c.p[1] != 0)
+			return next;
+		c.p += 2;
+	}
+	uint64_t hlen;
+	if (fixed(&c, offsz, &hlen))
+		return next;
+	const uint8_t *hstart = c.p;
+	if (hlen > (uint64_t)(c.end - c.p))
+		return next;
+	const uint8_t *hend = hstart + hlen;
+	if (c.p >= c.end)
+		return next;
+	unsigned min_len = *c.p++, max_ops = 1;
+	if (version >= 4) {
+		if (c.p >= c.end || (max_ops = *c.p++) == 0)
+			return next;
+	}
+	if (c.end - c.p < 4)
+		return next;
+	unsigned default_stmt = *c.p++;
+	(void)default_stmt;
+	int line_base = (int8_t)*c.p++;
+	unsigned line_range = *c.p++, opcode_base = *c.p++;
+	if (opcode_base == 0 || c.end - c.p < (ptrdiff_t)opcode_base - 1)
+		return next;
+	const uint8_t *std_lens = c.p - 1;   /* [k]: operands of standard opcode k */
+	const uint8_t *std_end = c.p + opcode_base - 1;
+	c.p = std_end;
+#define STDLEN(k) ((k) > 0 && (k) < opcode_base ? (int)std_lens[k] : \
+		   (std_lens + (k) < uend ? (int)std_lens[k] : -1))
+
+	/* directories and files */
+	if (hend < c.p)
+		return next;
+	struct cur h = { c.p, hend };
+	size_t ndirs = 0;
+	if (grow_arr((void **)&b->dirs, &b->capdirs, 8, sizeof(*b->dirs)))
+		goto nomem;
+	if (version < 5) {
+		b->dirs[ndirs++] = NULL;   /* comp_dir, resolved at path building */
+		while (h.p < h.end && *h.p) {
+			const uint8_t *z = memchr(h.p, 0, (size_t)(h.end - h.p));
+			if (!z)
+				goto out;
+			if (grow_arr((void **)&b->dirs, &b->capdirs, ndirs + 1, sizeof(*b->dirs)))
+				goto nomem;
+			b->dirs[ndirs++] = (const char *)h.p;
+			h.p = z + 1;
+		}
+		if (h.p >= h.end)
+			goto out;
+		h.p++;
+		if (add_file(b, NULL, "???", prog))
+			goto nomem;
+		if (h.p >= h.end)
+			goto out;
+		while (h.p < h.end && *h.p) {
+			const uint8_t *z = memchr(h.p, 0, (size_t)(h.end - h.p));
+			if (!z)
+				goto out;
+			const char *name = (const char *)h.p;
+			h.p = z + 1;
+			if (h.p >= h.end)
+				goto out;
+			uint64_t di = uleb(&h);
+			if (di >= ndirs)
+				goto out;
+			if (h.p >= h.end)
+				goto out;
+			uleb(&h);
+			if (h.p >= h.end)
+				goto out;
+			uleb(&h);
+			if (add_file(b, b->dirs[di], name, prog))
+				goto nomem;
+			if (di == 0 && name[0] != '/')
+				b->files[b->nfiles - 1].dir = NULL;
+		}
+		if (h.p >= h.end)
+			goto out;
+		h.p++;
+	} else {
+		for (int pass = 0; pass < 2; pass++) {
+			uint16_t forms[256];
+			int form_path = -1, form_idx = -1;
+			if (h.p >= h.end)
+				goto out;
+			unsigned nforms = *h.p++;
+			for (unsigned i = 0; i < nforms; i++) {
+				if (h.p >= h.end)
+					goto out;
+				uint16_t desc = (uint16_t)uleb(&h);
+				if (h.p >= h.end)
+					goto out;
+				forms[i] = (uint16_t)uleb(&h);
+				if (desc == DW_LNCT_path)
+					form_path = (int)i;
+				else if (desc == DW_LNCT_directory_index && pass == 1)
+					form_idx = (int)i;
+			}
+			if (nforms && (form_path < 0 || (pass == 1 && form_idx < 0)))
+				goto out;
+			if (h.p >= h.end)
+				goto out;
+			uint64_t n = uleb(&h);
+			if (!nforms && n)
+				goto out;
+			if (nforms && n > (uint64_t)(h.end - h.p) / nforms)
+				goto out;
+			if (pass == 0) {
+				if (grow_arr((void **)&b->dirs, &b->capdirs, n, sizeof(*b->dirs)))
+					goto nomem;
+			} else if (!n && add_file(b, NULL, "???", prog)) {
+				goto nomem;
+			}
+			for (uint64_t k = 0; k < n; k++) {
+				const char *name = NULL;
+				uint64_t di = UINT64_MAX;
+				for (unsigned m = 0; m < nforms; m++) {
+					const char *sv;
+					uint64_t uv;
+					int rc = read_form(&h, forms[m], offsz, s->addr_size, s,
+							   (int)m == form_path, &sv, &uv, 0);
+					if (rc == FORM_ALT) {
+						b->alt = 1;
+						goto out;
+					}
+					if (rc)
+						goto out;
+					if ((int)m == form_path)
+						name = sv;
+					else if ((int)m == form_idx) {
+						switch (forms[m]) {
+						case DW_FORM_data1: case DW_FORM_data2: case DW_FORM_data4:
+						case DW_FORM_data8: case DW_FORM_udata: case DW_FORM_sdata:
+							di = uv;
+							break;
+						default:
+							goto out;
+						}
+					}
+				}
+				if (!name)
+					goto out;
+				if (pass == 0) {
+					b->dirs[ndirs++] = name;
+					continue;
+				}
+				if (di == UINT64_MAX || di >= ndirs)
+					goto out;
+				if (add_file(b, b->dirs[di], name, prog))
+					goto nomem;
+			}
+		}
+	}
+	if (h.p != hend && !(h.p == hend - 4))
+		goto out;
+
+	/* the line program: rows keep the program's file number until the
+	 * end, when files defined by DW_LNE_define_file are known too (libdw
+	 * appends them after the header's). */
+	struct lstate st = { .file = 1, .line = 1 };
+	c.p = hend;
+#define NEW_ROW(endseq)                                                                  \
+	do {                                                                             \
+		if (st.line < INT_MIN || st.line > INT_MAX || st.column > 0xffff ||     \
+		    st.isa > 0xff || st.op_index > 0xff)                                 \
+			goto out;                                                        \
+		if (grow_arr((void **)&b->rows, &b->caprows, b->nrows + 1, sizeof(*b->rows))) \
+			goto nomem;                                                      \
+		b->rows[b->nrows++] = (struct dwl_row){                                  \
+			.addr = st.addr, .line = (int32_t)st.line,                        \
+			.file = (st.file < END_BIT ? st.file : END_BIT - 1) |             \
+				((endseq) ? END_BIT : 0) };                               \
+	} while (0)
+	while (c.p < c.end) {
+		unsigned op = *c.p++;
+		if (op >= opcode_base) {
+			if (line_range == 0)
+				goto out;
+			st.line += line_base + (int)((op - opcode_base) % line_range);
+			uint32_t adv = (op - opcode_base) / line_range;
+			st.addr += (uint32_t)(min_len * ((st.op_index + adv) / max_ops));
+			st.op_index = (st.op_index + adv) % max_ops;
+			NEW_ROW(0);
+		} else if (op == 0) {
+			if (c.end - c.p < 2)
+				goto out;
+			unsigned len = *c.p++;
+			if ((size_t)(c.end - c.p) < len)
+				goto out;
+			unsigned sub = *c.p++;
+			switch (sub) {
+			case DW_LNE_end_sequence:
+				NEW_ROW(1);
+				st = (struct lstate){ .file = 1, .line = 1 };
+				break;
+			case DW_LNE_set_address:
+				st.op_index = 0;
+				if (fixed(&c, s->addr_size, &st.addr))
+					goto out;
+				break;
+			case DW_LNE_define_file: {
+				const uint8_t *z = memchr(c.p, 0, (size_t)(c.end - c.p));
+				if (!z)
+					goto out;
+				const char *name = (const char *)c.p;
+				c.p = z + 1;
+				if (c.p >= c.end)
+					goto out;
+				uint64_t di = (uint32_t)uleb(&c);
+				if (di >= ndirs || c.p >= c.end)
+					goto out;
+				uleb(&c);
+				if (c.p >= c.end)
+					goto out;
+				uleb(&c);
+				if (add_file(b, name[0] == '/' ? NULL : b->dirs[di], name, prog))
+					goto nomem;
+				break;
+			}
+			case DW_LNE_set_discriminator:
+				if (STDLEN(4) != 1 || c.p >= c.end)
+					goto out;
+				uleb(&c);
+				break;
+			default:
+				if ((size_t)(c.end - (c.p - 1)) < len)
+					goto out;
+				c.p += (ptrdiff_t)len - 1;
+				break;
+			}
+		} else if (op <= DW_LNS_set_isa) {
+			int need = (op == DW_LNS_advance_pc || op == DW_LNS_advance_line ||
+				    op == DW_LNS_set_file || op == DW_LNS_set_column ||
+				    op == DW_LNS_fixed_advance_pc || op == DW_LNS_set_isa);
+			if (STDLEN(op) != need)
+				goto out;
+			switch (op) {
+			case DW_LNS_copy:
+				NEW_ROW(0);
+				break;
+			case DW_LNS_advance_pc: {
+				if (c.p >= c.end)
+					goto out;
+				uint32_t adv = (uint32_t)uleb(&c);
+				st.addr += (uint32_t)(min_len * ((st.op_index + adv) / max_ops));
+				st.op_index = (st.op_index + adv) % max_ops;
+				break;
+			}
+			case DW_LNS_advance_line:
+				if (c.p >= c.end)
+					goto out;
+				st.line += (int32_t)sleb(&c);
+				break;
+			case DW_LNS_set_file:
+				if (c.p >= c.end)
+					goto out;
+				st.file = (uint32_t)uleb(&c);
+				break;
+			case DW_LNS_set_column:
+				if (c.p >= c.end)
+					goto out;
+				st.column = (uint32_t)uleb(&c);
+				break;
+			case DW_LNS_const_add_pc: {
+				if (line_range == 0)
+					goto out;
+				uint32_t adv = (255 - opcode_base) / line_range;
+				st.addr += (uint32_t)(min_len * ((st.op_index + adv) / max_ops));
+				st.op_index = (st.op_index + adv) % max_ops;
+				break;
+			}
+			case DW_LNS_fixed_advance_pc:
+				if (fixed(&c, 2, &v))
+					goto out;
+				st.addr += v;
+				st.op_index = 0;
+				break;
+			case DW_LNS_set_isa:
+				if (c.p >= c.end)
+					goto out;
+				st.isa = (uint32_t)uleb(&c);
+				break;
+			default:   /* negate_stmt, basic_block, prologue_end, epilogue_begin */
+				break;
+			}
+		} else {
+			int n = STDLEN(op);
+			if (n < 0)
+				goto out;
+			for (; n > 0; n--) {
+				if (c.p >= c.end)
+					goto out;
+				uleb(&c);
+			}
+		}
+	}
+	if (b->nrows == rows0)
+		goto out;
+	/* file numbers to table indices; out of range: the sentinel (no file) */
+	size_t nfiles = b->nfiles - files0;
+	if (add_file(b, NULL, NULL, prog))
+		goto nomem;
+	for (size_t i = rows0; i < b->nrows; i++) {
+		uint32_t f = b->rows[i].file & ~END_BIT;
+		b->rows[i].file = (b->rows[i].file & END_BIT) |
+				  (uint32_t)(files0 + (f < nfiles ? f : nfiles));
+	}
+	if (b->nfiles >= LAST_BIT)
+		goto out;
+	/* libdw marks the last row of each CU's sorted table an end of
+	 * sequence ("some compilers forget"): find it now (the greatest by
+	 * key, then by order), mark it after sorting */
+	size_t lastrow = rows0, nruns0 = b->nruns;
+	for (size_t i = rows0; i < b->nrows;) {
+		/* a run ends with its sequence: sequences of discarded code (at
+		 * 0) must not join the real ones after them */
+		size_t j = i + 1;
+		while (j < b->nrows && !(b->rows[j - 1].file & END_BIT) &&
+		       key_cmp(&b->rows[j - 1], &b->rows[j]) <= 0)
+			j++;
+		if (key_cmp(&b->rows[j - 1], &b->rows[lastrow]) >= 0)
+			lastrow = j - 1;
+		if (grow_arr((void **)&b->runs, &b->capruns, b->nruns + 1, sizeof(*b->runs))) {
+			b->nruns = nruns0;
+			goto nomem;
+		}
+		b->runs[b->nruns++] = (struct run){ i, j - i };
+		i = j;
+	}
+	b->rows[lastrow].file |= LAST_BIT;
+	if (grow_arr((void **)&b->progs, &b->capprogs, b->nprogs + 1, sizeof(*b->progs)))
+		goto nomem;
+	b->progs[b->nprogs++] = (struct dwl_prog){ .off = off, .version = (uint16_t)version };
+	return next;
+out:
+	b->nrows = rows0;
+	b->nfiles = files0;
+	return next;
+nomem:
+	*err = -BTR_ERR_NOMEM;
+	b->nrows = rows0;
+	b->nfiles = files0;
+	return BAD;
+#undef NEW_ROW
+#undef STDLEN
+}
+
+/* ---- DW_AT_comp_dir of DWARF 2-4 line tables ------------------------ */
+
+/* The attribute specs of abbreviation @code in the table at @off. */
+static int find_abbrev(const struct btr_dwline_secs *s, uint64_t off, uint64_t code, struct cur *out)
+{
+	if (!s->abbrev || off >= s->abbrev_len)
+		return -1;
+	struct cur c = { s->abbrev + off, s->abbrev + s->abbrev_len };
+	while (c.p < c.end) {
+		uint64_t k = uleb(&c);
+		if (!k)
+			return -1;
+		uleb(&c);              /* tag */
+		if (c.p >= c.end)
+			return -1;
+		c.p++;                 /* children */
+		if (k == code) {
+			*out = c;
+			return 0;
+		}
+		for (;;) {
+			if (c.p >= c.end)
+				return -1;
+			uint64_t at = uleb(&c), form = uleb(&c);
+			if (form == DW_FORM_implicit_const)
+				sleb(&c);
+			if (!at && !form)
+				break;
+		}
+	}
+	return -1;
+}
+
+/* Sets the comp_dir of the line programs that the CUs of .debug_info
+ * name by DW_AT_stmt_list (what libdw passes to read_srclines). */
+static void read_comp_dirs(struct build *b)
+{
+	const struct btr_dwline_secs *s = b->s;
+	if (!s->info)
+		return;
+	struct cur c = { s->info, s->info + s->info_len };
+	while (c.end - c.p >= 4) {
+		uint64_t ulen, v;
+		unsigned offsz = 4;
+		fixed(&c, 4, &ulen);
+		if (ulen == 0xffffffff) {
+			if (fixed(&c, 8, &ulen))
+				return;
+			offsz = 8;
+		} else if (ulen >= 0xfffffff0) {
+			return;
+		}
+		if (ulen > (uint64_t)(c.end - c.p))
+			return;
+		struct cur u = { c.p, c.p + ulen };
+		c.p += ulen;
+		if (fixed(&u, 2, &v))
+			continue;
+		unsigned version = (unsigned)v, utype = DW_UT_compile, asz;
+		uint64_t aoff;
+		if (version < 2 || version > 5)
+			continue;
+		if (version >= 5) {
+			if (u.end - u.p < 2)
+				continue;
+			utype = u.p[0];
+			asz = u.p[1];
+			u.p += 2;
+			if (fixed(&u, offsz, &aoff))
+				continue;
+			if (utype == DW_UT_skeleton || utype == DW_UT_split_compile)
+				u.p += u.end - u.p >= 8 ? 8 : 0;
+		} else {
+			if (fixed(&u, offsz, &aoff) || u.p >= u.end)
+				continue;
+			asz = *u.p++;
+		}
+		if ((utype != DW_UT_compile && utype != DW_UT_partial) || u.p >= u.end)
+			continue;
+		struct cur a;
+		if (find_abbrev(s, aoff, uleb(&u), &a))
+			continue;
+		const char *dir = NULL;
+		uint64_t stmt = UINT64_MAX;
+		while (a.p < a.end) {
+			uint64_t at = uleb(&a), form = uleb(&a);
+			if (form == DW_FORM_implicit_const)
+				sleb(&a);
+			if (!at && !form)
+				break;
+			const char *sv;
+			uint64_t uv;
+			if (read_form(&u, (unsigned)form, offsz, asz, s, 0, &sv, &uv, 0))
+				break;
+			if (at == DW_AT_comp_dir)
+				dir = sv;
+			else if (at == DW_AT_stmt_list)
+				stmt = uv;
+		}
+		if (stmt == UINT64_MAX || !dir)
+			continue;
+		size_t lo = 0, hi = b->nprogs;   /* programs are in section order */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (b->progs[mid].off < stmt)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < b->nprogs && b->progs[lo].off == stmt && b->progs[lo].version < 5)
+			b->progs[lo].comp_dir = dir;
+	}
+}
+
+/* ---- sorting -------------------------------------------------------- */
+
+/* (address, end of sequence first): libdw's compare_lines without its
+ * last key, the order the rows were made in. */
+static int key_cmp(const struct dwl_row *a, const struct dwl_row *b)
+{
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	int ea = !!(a->file & END_BIT), eb = !!(b->file & END_BIT);
+	return ea == eb ? 0 : ea ? -1 : 1;
+}
+
+static int run_cmp_r(const void *x, const void *y, void *rows)
+{
+	const struct run *a = x, *b = y;
+	const struct dwl_row *r = rows;
+	int k = key_cmp(&r[a->start], &r[b->start]);
+	return k ? k : a->start < b->start ? -1 : 1;
+}
+
+struct grow {
+	struct dwl_row r;
+	size_t gen;
+};
+
+static int grow_cmp(const void *x, const void *y)
+{
+	const struct grow *a = x, *b = y;
+	int k = key_cmp(&a->r, &b->r);
+	return k ? k : a->gen < b->gen ? -1 : 1;
+}
+
+static int gen_cmp(const struct dwl_row *a, size_t ga, const struct dwl_row *b, size_t gb)
+{
+	int k = key_cmp(a, b);
+	return k ? k : ga < gb ? -1 : ga > gb;
+}
+
+/* Sorts @rows by (key, index).  Sequences are sorted runs, mostly apart
+ * from each other: the runs are ordered by their first rows and copied;
+ * only where runs overlap (rows of discarded sections, all at address 0)
+ * is that group of runs sorted row by row. */
+static int sort_rows(struct dwl_row **rowsp, size_t n, struct run *runs, size_t nruns)
+{
+	struct dwl_row *rows = *rowsp;
+	if (nruns <= 1)
+		return 0;
+	qsort_r(runs, nruns, sizeof(*runs), run_cmp_r, rows);
+	struct dwl_row *out = malloc(n * sizeof(*out));
+	struct grow *g = NULL;
+	size_t capg = 0;
+	if (!out)
+		return -BTR_ERR_NOMEM;
+	size_t o = 0;
+	for (size_t k = 0; k < nruns;) {
+		/* the group of runs from k that overlap: each starts before the
+		 * greatest last row of those before it */
+		size_t e = k + 1, cnt = runs[k].len;
+		size_t mx = runs[k].start + runs[k].len - 1;   /* generation index */
+		while (e < nruns && gen_cmp(&rows[runs[e].start], runs[e].start, &rows[mx], mx) < 0) {
+			size_t last = runs[e].start + runs[e].len - 1;
+			if (gen_cmp(&rows[last], last, &rows[mx], mx) > 0)
+				mx = last;
+			cnt += runs[e].len;
+			e++;
+		}
+		if (e == k + 1) {
+			memcpy(out + o, rows + runs[k].start, runs[k].len * sizeof(*out));
+			o += runs[k].len;
+			k++;
+			continue;
+		}
+		if (grow_arr((void **)&g, &capg, cnt, sizeof(*g))) {
+			free(g);
+			free(out);
+			return -BTR_ERR_NOMEM;
+		}
+		size_t m = 0;
+		for (size_t r = k; r < e; r++)
+			for (size_t j = 0; j < runs[r].len; j++)
+				g[m++] = (struct grow){ rows[runs[r].start + j], runs[r].start + j };
+		qsort(g, m, sizeof(*g), grow_cmp);
+		for (size_t j = 0; j < m; j++)
+			out[o++] = g[j].r;
+		k = e;
+	}
+	free(g);
+	free(rows);
+	*rowsp = out;
+	return 0;
+}
+
+/* ---- the table ------------------------------------------------------ */
+
+int btr__dwline_build(const struct btr_dwline_secs *s, struct btr_dwline **out)
+{
+	if (!s || !out || !s->line || (s->addr_size != 4 && s->addr_size != 8))
+		return -BTR_ERR_INVAL;
+	struct build b = { .s = s };
+	int err = 0;
+	for (uint64_t off = 0;;) {
+		int64_t next = run_program(&b, off, &err);
+		if (err || next <= 0 || (uint64_t)next <= off)
+			break;
+		off = (uint64_t)next;
+	}
+	free(b.dirs);
+	if (!err && b.alt)
+		err = -BTR_ERR_UNSUPPORTED;
+	if (!err && !b.nrows)
+		err = -BTR_ERR_NO_DEBUGINFO;
+	if (!err)
+		err = sort_rows(&b.rows, b.nrows, b.runs, b.nruns);
+	free(b.runs);
+	struct btr_dwline *t = NULL;
+	if (!err && !(t = calloc(1, sizeof(*t))))
+		err = -BTR_ERR_NOMEM;
+	if (err) {
+		free(b.rows);
+		free(b.files);
+		free(b.progs);
+		return err;
+	}
+	read_comp_dirs(&b);
+	t->rows = b.rows;
+	t->nrows = b.nrows;
+	t->files = b.files;
+	t->nfiles = b.nfiles;
+	t->progs = b.progs;
+	t->nprogs = b.nprogs;
+	pthread_mutex_init(&t->lock, NULL);
+	*out = t;
+	return 0;
+}
+
+void btr__dwline_free(struct btr_dwline *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->nfiles; i++)
+		free(t->files[i].path);
+	free(t->rows);
+	free(t->files);
+	free(t->progs);
+	for (size_t i = 0; i < sizeof(t->bufs) / sizeof(t->bufs[0]); i++)
+		free(t->bufs[i]);
+	if (t->elf)
+		elf_end(t->elf);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
+
+size_t btr__dwline_rows(const struct btr_dwline *t)
+{
+	return t ? t->nrows : 0;
+}
+
+uint64_t btr__dwline_row_addr(const struct btr_dwline *t, size_t i, int *end_seq)
+{
+	if (end_seq)
+		*end_seq = !!(t->rows[i].file & ENDS);
+	return t->rows[i].addr;
+}
+
+/* The full path of file @fi as libdw builds it: an absolute name as is,
+ * else joined with its directory ("dir/name"); before DWARF 5 directory 0
+ * is the CU's comp_dir, and without one the name stays relative. */
+static const char *file_path(struct btr_dwline *t, uint32_t fi, int *nomem)
+{
+	struct dwl_file *f = &t->files[fi];
+	if (!f->name)
+		return NULL;
+	char *p = __atomic_load_n(&f->path, __ATOMIC_ACQUIRE);
+	if (p)
+		return p;
+	const char *dir = f->dir;
+	if (!dir && t->progs[f->prog].version < 5)
+		dir = t->progs[f->prog].comp_dir;
+	if (f->name[0] == '/' || !dir)
+		return f->name;
+	pthread_mutex_lock(&t->lock);
+	if (!f->path) {
+		size_t dl = strlen(dir), nl = strlen(f->name);
+		char *np = malloc(dl + nl + 2);
+		if (np) {
+			memcpy(np, dir, dl);
+			np[dl] = '/';
+			memcpy(np + dl + 1, f->name, nl + 1);
+			__atomic_store_n(&f->path, np, __ATOMIC_RELEASE);
+		}
+	}
+	p = f->path;
+	pthread_mutex_unlock(&t->lock);
+	if (!p)
+		*nomem = 1;
+	return p;
+}
+
+/* Index of the first row with address > @addr. */
+static size_t upper(const struct btr_dwline *t, uint64_t addr)
+{
+	size_t lo = 0, hi = t->nrows;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->rows[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int btr__dwline_find(struct btr_dwline *t, uint64_t addr, const char **file, int *line)
+{
+	if (!t || !file || !line)
+		return -BTR_ERR_INVAL;
+	size_t i = upper(t, addr);
+	if (!i)
+		return -BTR_ERR_NOT_FOUND;
+	const struct dwl_row *r = &t->rows[i - 1];
+	if ((r->file & ENDS) || r->line <= 0)
+		return -BTR_ERR_NOT_FOUND;
+	int nomem = 0;
+	const char *f = file_path(t, FILE_OF(r), &nomem);
+	if (!f)
+		return nomem ? -BTR_ERR_NOMEM : -BTR_ERR_NOT_FOUND;
+	*file = f;
+	*line = r->line;
+	return 0;
+}
+
+struct pick {
+	size_t row;
+	uint32_t prog;
+};
+
+static int pick_cmp(const void *x, const void *y)
+{
+	const struct pick *a = x, *b = y;
+	if (a->prog != b->prog)
+		return a->prog < b->prog ? -1 : 1;
+	return a->row < b->row ? -1 : a->row > b->row;
+}
+
+int btr__dwline_foreach(struct btr_dwline *t, uint64_t lo, uint64_t hi,
+			int (*cb)(void *ctx, uint64_t addr, const char *file, int line), void *ctx)
+{
+	if (!t || !cb)
+		return -BTR_ERR_INVAL;
+	size_t a = lo ? upper(t, lo - 1) : 0, z = hi ? upper(t, hi - 1) : 0;
+	if (a >= z)
+		return 0;
+	/* one program covers the range (the usual case): its rows in order;
+	 * else program by program, as libdw walks CU after CU */
+	uint32_t p0 = t->files[FILE_OF(&t->rows[a])].prog;
+	int mixed = 0;
+	for (size_t i = a + 1; i < z && !mixed; i++)
+		mixed = t->files[FILE_OF(&t->rows[i])].prog != p0;
+	struct pick *pk = NULL;
+	size_t n = 0;
+	if (mixed) {
+		if (!(pk = malloc((z - a) * sizeof(*pk))))
+			return -BTR_ERR_NOMEM;
+		for (size_t i = a; i < z; i++)
+			pk[n++] = (struct pick){ i, t->files[FILE_OF(&t->rows[i])].prog };
+		qsort(pk, n, sizeof(*pk), pick_cmp);
+	}
+	/* every path first: running out of memory is said before any row */
+	int nomem = 0;
+	for (size_t i = a; i < z && !nomem; i++)
+		file_path(t, FILE_OF(&t->rows[i]), &nomem);
+	if (nomem) {
+		free(pk);
+		return -BTR_ERR_NOMEM;
+	}
+	int rc = 0;
+	for (size_t k = 0; k < z - a && !rc; k++) {
+		const struct dwl_row *r = &t->rows[mixed ? pk[k].row : a + k];
+		if ((r->file & ENDS) || r->line <= 0)
+			continue;
+		const char *f = file_path(t, FILE_OF(r), &nomem);
+		if (f)
+			rc = cb(ctx, r->addr, f, r->line);
+	}
+	free(pk);
+	return rc;
+}
+
+/* ---- from an ELF file ----------------------------------------------- */
+
+#ifndef ELFCOMPRESS_ZSTD
+#define ELFCOMPRESS_ZSTD 2
+#endif
+
+/* The bytes of section @name of @elf (inflated into *@buf if compressed),
+ * or NULL in *@data when absent.  Returns 0 or a negative btr_error. */
+static int section_bytes(Elf *elf, const char *name, const uint8_t **data, size_t *len, void **buf)
+{
+	GElf_Shdr sh;
+	*data = NULL;
+	*len = 0;
+	*buf = NULL;
+	Elf_Scn *scn = btr__elf_find_scn(elf, name, &sh);
+	if (!scn || sh.sh_type == SHT_NOBITS || !sh.sh_size)
+		return 0;
+	Elf_Data *d = elf_rawdata(scn, NULL);
+	if (!d || !d->d_buf)
+		return -BTR_ERR_BAD_ELF;
+	if (!(sh.sh_flags & SHF_COMPRESSED)) {
+		*data = d->d_buf;
+		*len = d->d_size;
+		return 0;
+	}
+	GElf_Chdr ch;
+	size_t hsz = gelf_fsize(elf, ELF_T_CHDR, 1, EV_CURRENT);
+	if (!gelf_getchdr(scn, &ch) || !hsz || d->d_size < hsz || ch.ch_size > ((size_t)1 << 34))
+		return -BTR_ERR_BAD_ELF;
+	uint8_t *out = malloc(ch.ch_size ? ch.ch_size : 1);
+	if (!out)
+		return -BTR_ERR_NOMEM;
+	const uint8_t *src = (const uint8_t *)d->d_buf + hsz;
+	size_t srclen = d->d_size - hsz;
+	int ok = 0;
+	if (ch.ch_type == ELFCOMPRESS_ZLIB) {
+		uLongf dl = (uLongf)ch.ch_size;
+		ok = uncompress(out, &dl, src, (uLong)srclen) == Z_OK && dl == ch.ch_size;
+	} else if (ch.ch_type == ELFCOMPRESS_ZSTD) {
+		size_t r = ZSTD_decompress(out, ch.ch_size, src, srclen);
+		ok = !ZSTD_isError(r) && r == ch.ch_size;
+	} else {
+		free(out);
+		return -BTR_ERR_UNSUPPORTED;
+	}
+	if (!ok) {
+		free(out);
+		return -BTR_ERR_COMPRESS;
+	}
+	*data = out;
+	*len = ch.ch_size;
+	*buf = out;
+	return 0;
+}
+
+/* Whether a line program of @line (bytes) is of DWARF 2-4 (then the CU
+ * DIEs are read for DW_AT_comp_dir). */
+static int has_old_programs(const uint8_t *line, size_t len)
+{
+	struct cur c = { line, line + len };
+	while (c.end - c.p >= 6) {
+		uint64_t ulen, v;
+		fixed(&c, 4, &ulen);
+		if (ulen == 0xffffffff && fixed(&c, 8, &ulen))
+			return 0;
+		if (ulen > (uint64_t)(c.end - c.p) || ulen < 2)
+			return 0;
+		v = rd(c.p, 2);
+		if (v >= 2 && v < 5)
+			return 1;
+		c.p += ulen;
+	}
+	return 0;
+}
+
+int btr__dwline_from_elf(Elf *elf, struct btr_dwline **out)
+{
+	struct btr_dwline_secs s = { 0 };
+	void *bufs[5] = { 0 };
+	int err;
+	GElf_Ehdr eh;
+	if (!elf || !out || !gelf_getehdr(elf, &eh)) {
+		err = -BTR_ERR_INVAL;
+		goto fail;
+	}
+	s.addr_size = eh.e_ident[EI_CLASS] == ELFCLASS32 ? 4 : 8;
+	if ((err = section_bytes(elf, ".debug_line", &s.line, &s.line_len, &bufs[0])) != 0)
+		goto fail;
+	if (!s.line) {
+		err = -BTR_ERR_NO_DEBUGINFO;
+		goto fail;
+	}
+	if ((err = section_bytes(elf, ".debug_line_str", &s.line_str, &s.line_str_len, &bufs[1])) ||
+	    (err = section_bytes(elf, ".debug_str", &s.str, &s.str_len, &bufs[2])))
+		goto fail;
+	if (has_old_programs(s.line, s.line_len) &&
+	    ((err = section_bytes(elf, ".debug_info", &s.info, &s.info_len, &bufs[3])) ||
+	     (err = section_bytes(elf, ".debug_abbrev", &s.abbrev, &s.abbrev_len, &bufs[4]))))
+		goto fail;
+	struct btr_dwline *t;
+	if ((err = btr__dwline_build(&s, &t)) != 0)
+		goto fail;
+	/* the abbreviations were needed only while building (a comp_dir of
+	 * DW_FORM_string points into .debug_info, which stays) */
+	free(bufs[4]);
+	bufs[4] = NULL;
+	memcpy(t->bufs, bufs, sizeof(bufs));
+	t->elf = elf;
+	*out = t;
+	return 0;
+fail:
+	for (int i = 0; i < 5; i++)
+		free(bufs[i]);
+	if (elf)
+		elf_end(elf);
+	return err;
+}
