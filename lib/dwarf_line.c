@@ -340,7 +340,7 @@ static int64_t run_program(struct build *b, uint64_t off, int *err)
 	if (off >= seclen || seclen - off < 4)
 		return 0;
 	struct cur c = { sec + off, sec + seclen };
-	uint64_t ulen;
+	uint64_t ulen = 0;   /* (4 bytes are there: checked above) */
 	fixed(&c, 4, &ulen);
 	unsigned offsz = 4;
 	if (ulen == 0xffffffff) {
