@@ -295,17 +295,7 @@ struct build {
 
 static int grow_arr(void **p, size_t *cap, size_t need, size_t elem)
 {
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 64;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return -BTR_ERR_NOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
+	return btr__grow(p, cap, need, elem, 64);
 }
 
 static int add_file(struct build *b, const char *dir, const char *name, uint32_t prog)

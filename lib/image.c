@@ -45,17 +45,7 @@
 
 static int grow(void **arr, size_t *cap, size_t need, size_t elsize)
 {
-	if (need <= *cap)
-		return 0;
-	size_t ncap = *cap ? *cap * 2 : 16;
-	while (ncap < need)
-		ncap *= 2;
-	void *p = realloc(*arr, ncap * elsize);
-	if (!p)
-		return -BTR_ERR_NOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
+	return btr__grow(arr, cap, need, elsize, 16);
 }
 
 int btr_image_new(struct btr_image **out)

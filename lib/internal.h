@@ -5,6 +5,8 @@
 #include "btr/error.h"
 
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__GNUC__)
@@ -24,6 +26,29 @@ void btr__log(enum btr_log_level level, const char *fmt, ...) BTR_PRINTF(2, 3);
 #define btr_debug(...) btr__log(BTR_LOG_DEBUG, __VA_ARGS__)
 
 #define BTR_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Grows the array *@arr of *@cap elements of @elsize to hold at least
+ * @need, doubling from @first; -BTR_ERR_NOMEM (the array unchanged) when
+ * memory or size_t runs out. */
+static inline int btr__grow(void **arr, size_t *cap, size_t need, size_t elsize, size_t first)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : first;
+	while (n < need) {
+		if (n > SIZE_MAX / 2)
+			return -BTR_ERR_NOMEM;
+		n *= 2;
+	}
+	if (n > SIZE_MAX / elsize)
+		return -BTR_ERR_NOMEM;
+	void *p = realloc(*arr, n * elsize);
+	if (!p)
+		return -BTR_ERR_NOMEM;
+	*arr = p;
+	*cap = n;
+	return 0;
+}
 #define BTR_OFFSETOFEND(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 
 /* ---- option structs (libbpf's OPTS_VALID is the model) ----
