@@ -257,10 +257,12 @@ static void fuzz(const char *path)
 			struct rows r = { 0 };
 			btr__dwline_foreach(t, 0, UINT64_MAX, push, &r);
 			for (size_t i = 0; i < r.n; i += 7) {
-				const char *f;
+				const char *f = NULL;
 				int l;
-				btr__dwline_find(t, r.v[i].addr, &f, &l);
-				CHECK(strlen(f) > 0);
+				/* (a damaged table may end a sequence at a row's address:
+				 * then no line, and f is not set) */
+				if (btr__dwline_find(t, r.v[i].addr, &f, &l) == 0)
+					CHECK(f && strlen(f) > 0);
 			}
 			free(r.v);
 			btr__dwline_free(t);
