@@ -45,34 +45,63 @@ struct dwl_prog {
 	uint64_t off;          /* offset in .debug_line (DW_AT_stmt_list) */
 	unsigned version;
 	const char *comp_dir;  /* DWARF 2-4: DW_AT_comp_dir of the CU DIE, or NULL */
+	uint32_t files0;       /* lazy table: its first file in files, once read */
+	uint32_t nfiles;       /* lazy table: its files (0: not read yet) */
 };
 
+/* A sequence of a lazy table: [lo, hi) from its first row to its end of
+ * sequence, the offset of its first opcode; its rows once decoded.
+ *
+ * Rows at the address of the end (SEQ_TAIL; gcc makes them) sort after
+ * the end: they answer for the addresses up to the next sequence, unless
+ * they are the greatest rows of their program (SEQ_TOP), which libdw
+ * takes for an end (LAST_BIT). */
+struct dwl_seq {
+	uint64_t lo, hi;
+	uint64_t off;
+	uint32_t prog;
+	uint32_t nrows;        /* the end of sequence included */
+	uint32_t flags;
+	struct dwl_row *rows;  /* NULL until the first lookup in it */
+};
+#define SEQ_TAIL 1u
+#define SEQ_TOP 2u
+
 struct btr_dwline {
-	struct dwl_row *rows;
+	struct dwl_row *rows;  /* full table: every row, sorted; lazy: NULL */
 	size_t nrows;
+	struct dwl_seq *seqs;  /* lazy table: sorted by lo, disjoint */
+	size_t nseqs;
+	struct btr_dwline_secs secs;   /* lazy table: the bytes, to decode */
+	struct dwl_row *scratch;       /* lazy table: decoding space */
+	size_t capscratch;
+	const char **dirs;             /* lazy table: decoding space */
+	size_t capdirs;
 	struct dwl_file *files;
-	size_t nfiles;
+	size_t nfiles, capfiles;
 	struct dwl_prog *progs;
 	size_t nprogs;
 	Elf *elf;              /* owned (from_elf) */
 	void *bufs[5];         /* decompressed sections, owned */
-	pthread_mutex_t lock;  /* building paths */
-	struct pblock *pblocks; /* the joined paths' storage (path_alloc) */
+	pthread_mutex_t lock;  /* lookups: building paths, decoding sequences */
+	struct pblock *pblocks; /* joined paths and decoded rows (blk_alloc) */
 	char *pnext;
 	size_t pleft;
 };
 
-/* Joined paths are carved from blocks: a file table of libc has 75,000
- * files, and one allocation per path made `btr cov` of a small program
- * 3000 allocations (and the allocation torture test ran out of time). */
+/* Joined paths and decoded rows are carved from blocks: a file table of
+ * libc has 75,000 files, and one allocation per path made `btr cov` of a
+ * small program 3000 allocations (and the allocation torture test ran
+ * out of time). */
 #define PBLOCK 65536
 struct pblock {
 	struct pblock *prev;
-	char s[];
+	_Alignas(8) char s[];
 };
 
-static char *path_alloc(struct btr_dwline *t, size_t n)
+static void *blk_alloc(struct btr_dwline *t, size_t n)
 {
+	n = (n + 7) & ~(size_t)7;
 	if (n > t->pleft) {
 		size_t sz = n > PBLOCK ? n : PBLOCK;
 		struct pblock *b = malloc(sizeof(*b) + sz);
@@ -95,37 +124,18 @@ struct cur {
 	const uint8_t *p, *end;
 };
 
+/* LEB128 numbers: a truncated one is the value of its bytes, as libdw
+ * reads it (the bounds are checked where libdw checks them) */
 static uint64_t uleb(struct cur *c)
 {
-	uint64_t v = 0;
-	unsigned s = 0;
-	while (c->p < c->end) {
-		uint8_t b = *c->p++;
-		if (s < 64)
-			v |= (uint64_t)(b & 0x7f) << s;
-		s += 7;
-		if (!(b & 0x80))
-			break;
-	}
-	return v;
+	int done;
+	return btr__uleb128(&c->p, c->end, &done);
 }
 
 static int64_t sleb(struct cur *c)
 {
-	uint64_t v = 0;
-	unsigned s = 0;
-	uint8_t b = 0;
-	while (c->p < c->end) {
-		b = *c->p++;
-		if (s < 64)
-			v |= (uint64_t)(b & 0x7f) << s;
-		s += 7;
-		if (!(b & 0x80))
-			break;
-	}
-	if (s < 64 && (b & 0x40))
-		v |= ~(uint64_t)0 << s;
-	return (int64_t)v;
+	int done;
+	return btr__sleb128(&c->p, c->end, &done);
 }
 
 static uint64_t rd(const uint8_t *p, unsigned n)
@@ -276,6 +286,15 @@ static int key_cmp(const struct dwl_row *a, const struct dwl_row *b);
 
 struct run {
 	size_t start, len;
+	uint64_t addr;         /* the key of its first row (address, end) */
+	int end;
+};
+
+/* How run_program runs a line program. */
+enum mode {
+	FULL,    /* every row into rows, files into files */
+	INDEX,   /* only its sequences into seqs (files are read, then dropped) */
+	SEQ,     /* the rows of the one sequence at seq_off */
 };
 
 struct build {
@@ -291,6 +310,14 @@ struct build {
 	size_t capdirs;
 	struct run *runs;      /* sorted stretches of rows, in row order */
 	size_t nruns, capruns;
+	enum mode mode;
+	struct dwl_seq *seqs;  /* INDEX */
+	size_t nseqs, capseqs;
+	int complex;           /* INDEX: a program no index can stand for */
+	uint64_t seq_off;      /* SEQ: where the sequence's opcodes start */
+	uint32_t seq_prog;     /* SEQ: the program's index */
+	int files_known;       /* SEQ: the program's files are in the table, */
+	uint32_t files_base;   /* from this index */
 };
 
 static int grow_arr(void **p, size_t *cap, size_t need, size_t elem)
@@ -298,8 +325,48 @@ static int grow_arr(void **p, size_t *cap, size_t need, size_t elem)
 	return btr__grow(p, cap, need, elem, 64);
 }
 
+/* INDEX: the sequence being run. */
+struct seqtrack {
+	uint64_t start;        /* offset of its first opcode */
+	uint64_t lo, last, last_line;
+	size_t nrows, nlines;  /* rows, rows that are no end */
+	int mono;              /* addresses never went down */
+};
+
+/* INDEX: row (@addr, @end) of the program @prog.  A sequence whose rows
+ * go down makes the index unable to stand for the sorted table
+ * (b->complex). */
+static int index_row(struct build *b, struct seqtrack *q, uint32_t prog, uint64_t addr, int end,
+		     uint64_t next)
+{
+	if (q->nrows && addr < q->last)
+		q->mono = 0;
+	if (!q->nrows++)
+		q->lo = addr;
+	q->last = addr;
+	if (!end) {
+		q->last_line = addr;
+		q->nlines++;
+		return 0;
+	}
+	if (!q->mono || q->nrows > UINT32_MAX)
+		b->complex = 1;
+	if (grow_arr((void **)&b->seqs, &b->capseqs, b->nseqs + 1, sizeof(*b->seqs)))
+		return -1;
+	b->seqs[b->nseqs++] = (struct dwl_seq){ .lo = q->nlines ? q->lo : addr, .hi = addr,
+					      .off = q->start, .prog = prog,
+					      .nrows = (uint32_t)q->nrows,
+					      .flags = q->nlines && q->last_line == addr ? SEQ_TAIL : 0 };
+	*q = (struct seqtrack){ .start = next, .mono = 1 };
+	return 0;
+}
+
 static int add_file(struct build *b, const char *dir, const char *name, uint32_t prog)
 {
+	if (b->files_known) {   /* counted only */
+		b->nfiles++;
+		return 0;
+	}
 	if (grow_arr((void **)&b->files, &b->capfiles, b->nfiles + 1, sizeof(*b->files)))
 		return -BTR_ERR_NOMEM;
 	b->files[b->nfiles++] = (struct dwl_file){ .dir = dir, .name = name, .prog = prog };
@@ -325,7 +392,7 @@ static int64_t run_program(struct build *b, uint64_t off, int *err)
 	const struct btr_dwline_secs *s = b->s;
 	const uint8_t *sec = s->line;
 	size_t seclen = s->line_len;
-	size_t rows0 = b->nrows, files0 = b->nfiles;
+	size_t rows0 = b->nrows, files0 = b->nfiles, seqs0 = b->nseqs;
 	*err = 0;
 	if (off >= seclen || seclen - off < 4)
 		return 0;
@@ -346,7 +413,7 @@ static int64_t run_program(struct build *b, uint64_t off, int *err)
 	int64_t next = (int64_t)(uend - sec);
 	c.end = uend;
 	uint64_t v;
-	uint32_t prog = (uint32_t)b->nprogs;
+	uint32_t prog = b->mode == SEQ ? b->seq_prog : (uint32_t)b->nprogs;
 	if (fixed(&c, 2, &v))
 		return next;
 	unsigned version = (unsigned)v;
@@ -519,11 +586,22 @@ static int64_t run_program(struct build *b, uint64_t off, int *err)
 	 * appends them after the header's). */
 	struct lstate st = { .file = 1, .line = 1 };
 	c.p = hend;
+	if (b->mode == SEQ) {
+		if (b->seq_off < (uint64_t)(hend - sec) || b->seq_off >= (uint64_t)(uend - sec))
+			goto out;
+		c.p = sec + b->seq_off;
+	}
+	struct seqtrack sq = { .start = (uint64_t)(c.p - sec), .mono = 1 };
 #define NEW_ROW(endseq)                                                                  \
 	do {                                                                             \
 		if (st.line < INT_MIN || st.line > INT_MAX || st.column > 0xffff ||     \
 		    st.isa > 0xff || st.op_index > 0xff)                                 \
 			goto out;                                                        \
+		if (b->mode == INDEX) {                                                  \
+			if (index_row(b, &sq, prog, st.addr, endseq, (uint64_t)(c.p - sec))) \
+				goto nomem;                                              \
+			break;                                                           \
+		}                                                                        \
 		if (grow_arr((void **)&b->rows, &b->caprows, b->nrows + 1, sizeof(*b->rows))) \
 			goto nomem;                                                      \
 		b->rows[b->nrows++] = (struct dwl_row){                                  \
@@ -552,6 +630,8 @@ static int64_t run_program(struct build *b, uint64_t off, int *err)
 			case DW_LNE_end_sequence:
 				NEW_ROW(1);
 				st = (struct lstate){ .file = 1, .line = 1 };
+				if (b->mode == SEQ)
+					goto seq_end;
 				break;
 			case DW_LNE_set_address:
 				st.op_index = 0;
@@ -575,6 +655,7 @@ static int64_t run_program(struct build *b, uint64_t off, int *err)
 				uleb(&c);
 				if (add_file(b, name[0] == '/' ? NULL : b->dirs[di], name, prog))
 					goto nomem;
+				b->complex = 1;   /* a file table changing mid-program */
 				break;
 			}
 			case DW_LNE_set_discriminator:
@@ -654,19 +735,38 @@ static int64_t run_program(struct build *b, uint64_t off, int *err)
 			}
 		}
 	}
+	if (b->mode == SEQ)   /* no end of sequence: not the indexed one */
+		goto out;
+	if (b->mode == INDEX) {
+		if (sq.nrows)   /* rows after the last end of sequence */
+			b->complex = 1;
+		if (b->nseqs == seqs0)
+			goto out;
+		b->nfiles = files0;
+		size_t top = seqs0;   /* the greatest row: at the greatest end */
+		for (size_t i = seqs0 + 1; i < b->nseqs; i++)
+			if (b->seqs[i].hi > b->seqs[top].hi ||
+			    (b->seqs[i].hi == b->seqs[top].hi && (b->seqs[i].flags & SEQ_TAIL)))
+				top = i;
+		b->seqs[top].flags |= SEQ_TOP;
+		goto add_prog;
+	}
+seq_end:
 	if (b->nrows == rows0)
 		goto out;
 	/* file numbers to table indices; out of range: the sentinel (no file) */
-	size_t nfiles = b->nfiles - files0;
+	size_t nfiles = b->nfiles - files0, base = b->files_known ? b->files_base : files0;
 	if (add_file(b, NULL, NULL, prog))
 		goto nomem;
 	for (size_t i = rows0; i < b->nrows; i++) {
 		uint32_t f = b->rows[i].file & ~END_BIT;
 		b->rows[i].file = (b->rows[i].file & END_BIT) |
-				  (uint32_t)(files0 + (f < nfiles ? f : nfiles));
+				  (uint32_t)(base + (f < nfiles ? f : nfiles));
 	}
-	if (b->nfiles >= LAST_BIT)
+	if (b->nfiles >= LAST_BIT || base + nfiles >= LAST_BIT)
 		goto out;
+	if (b->mode == SEQ)
+		return next;
 	/* libdw marks the last row of each CU's sorted table an end of
 	 * sequence ("some compilers forget"): find it now (the greatest by
 	 * key, then by order), mark it after sorting */
@@ -684,10 +784,12 @@ static int64_t run_program(struct build *b, uint64_t off, int *err)
 			b->nruns = nruns0;
 			goto nomem;
 		}
-		b->runs[b->nruns++] = (struct run){ i, j - i };
+		b->runs[b->nruns++] = (struct run){ i, j - i, b->rows[i].addr,
+						    !!(b->rows[i].file & END_BIT) };
 		i = j;
 	}
 	b->rows[lastrow].file |= LAST_BIT;
+add_prog:
 	if (grow_arr((void **)&b->progs, &b->capprogs, b->nprogs + 1, sizeof(*b->progs)))
 		goto nomem;
 	b->progs[b->nprogs++] = (struct dwl_prog){ .off = off, .version = (uint16_t)version };
@@ -695,11 +797,13 @@ static int64_t run_program(struct build *b, uint64_t off, int *err)
 out:
 	b->nrows = rows0;
 	b->nfiles = files0;
+	b->nseqs = seqs0;
 	return next;
 nomem:
 	*err = -BTR_ERR_NOMEM;
 	b->nrows = rows0;
 	b->nfiles = files0;
+	b->nseqs = seqs0;
 	return BAD;
 #undef NEW_ROW
 #undef STDLEN
@@ -831,12 +935,14 @@ static int key_cmp(const struct dwl_row *a, const struct dwl_row *b)
 	return ea == eb ? 0 : ea ? -1 : 1;
 }
 
-static int run_cmp_r(const void *x, const void *y, void *rows)
+static int run_cmp(const void *x, const void *y)
 {
 	const struct run *a = x, *b = y;
-	const struct dwl_row *r = rows;
-	int k = key_cmp(&r[a->start], &r[b->start]);
-	return k ? k : a->start < b->start ? -1 : 1;
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	if (a->end != b->end)
+		return a->end ? -1 : 1;
+	return a->start < b->start ? -1 : 1;
 }
 
 struct grow {
@@ -866,7 +972,7 @@ static int sort_rows(struct dwl_row **rowsp, size_t n, struct run *runs, size_t 
 	struct dwl_row *rows = *rowsp;
 	if (nruns <= 1)
 		return 0;
-	qsort_r(runs, nruns, sizeof(*runs), run_cmp_r, rows);
+	qsort(runs, nruns, sizeof(*runs), run_cmp);
 	struct dwl_row *out = malloc(n * sizeof(*out));
 	struct grow *g = NULL;
 	size_t capg = 0;
@@ -913,24 +1019,60 @@ static int sort_rows(struct dwl_row **rowsp, size_t n, struct run *runs, size_t 
 
 /* ---- the table ------------------------------------------------------ */
 
-int btr__dwline_build(const struct btr_dwline_secs *s, struct btr_dwline **out)
+static int seq_cmp(const void *x, const void *y)
 {
-	if (!s || !out || !s->line || (s->addr_size != 4 && s->addr_size != 8))
-		return -BTR_ERR_INVAL;
-	struct build b = { .s = s };
+	const struct dwl_seq *a = x, *b = y;
+	if (a->lo != b->lo)
+		return a->lo < b->lo ? -1 : 1;
+	if (a->hi != b->hi)
+		return a->hi < b->hi ? -1 : 1;
+	return a->off < b->off ? -1 : a->off > b->off;
+}
+
+/* Runs every line program of @b.  INDEX: then sorts the sequences and
+ * says whether they are apart (each ends at or before the next starts;
+ * with rows at its end, where the next starts only if made before it, so
+ * that the next one's rows there sort last): only then does a lookup in
+ * one sequence's rows answer as the sorted table of all rows would. */
+static int run_all(struct build *b)
+{
 	int err = 0;
 	for (uint64_t off = 0;;) {
-		int64_t next = run_program(&b, off, &err);
+		int64_t next = run_program(b, off, &err);
 		if (err || next <= 0 || (uint64_t)next <= off)
 			break;
 		off = (uint64_t)next;
 	}
-	free(b.dirs);
+	if (err || b->mode != INDEX || b->complex)
+		return err;
+	if (b->nseqs > 1)
+		qsort(b->seqs, b->nseqs, sizeof(*b->seqs), seq_cmp);
+	for (size_t i = 1; i < b->nseqs && !b->complex; i++)
+		b->complex = b->seqs[i - 1].hi > b->seqs[i].lo ||
+			     ((b->seqs[i - 1].flags & SEQ_TAIL) && b->seqs[i - 1].hi == b->seqs[i].lo &&
+			      b->seqs[i - 1].off > b->seqs[i].off);
+	return 0;
+}
+
+int btr__dwline_build(const struct btr_dwline_secs *s, unsigned flags, struct btr_dwline **out)
+{
+	if (!s || !out || !s->line || (s->addr_size != 4 && s->addr_size != 8))
+		return -BTR_ERR_INVAL;
+	struct build b = { .s = s, .mode = (flags & BTR_DWLINE_FULL) ? FULL : INDEX };
+	int err = run_all(&b);
+	if (!err && b.mode == INDEX && b.complex && !b.alt) {
+		/* sequences overlap (or go down): every row, sorted */
+		free(b.seqs);
+		free(b.progs);
+		b = (struct build){ .s = s, .mode = FULL, .files = b.files, .capfiles = b.capfiles,
+				    .dirs = b.dirs, .capdirs = b.capdirs };
+		err = run_all(&b);
+	}
 	if (!err && b.alt)
 		err = -BTR_ERR_UNSUPPORTED;
-	if (!err && !b.nrows)
+	if (!err && !(b.mode == INDEX ? b.nseqs : b.nrows))
 		err = -BTR_ERR_NO_DEBUGINFO;
-	if (!err)
+	if (!err && b.mode == FULL)
 		err = sort_rows(&b.rows, b.nrows, b.runs, b.nruns);
 	free(b.runs);
 	struct btr_dwline *t = NULL;
@@ -940,13 +1082,21 @@ int btr__dwline_build(const struct btr_dwline_secs *s, struct btr_dwline **out)
 		free(b.rows);
 		free(b.files);
 		free(b.progs);
+		free(b.seqs);
+		free(b.dirs);
 		return err;
 	}
 	read_comp_dirs(&b);
 	t->rows = b.rows;
 	t->nrows = b.nrows;
+	t->seqs = b.seqs;
+	t->nseqs = b.nseqs;
+	t->secs = *s;
 	t->files = b.files;
 	t->nfiles = b.nfiles;
+	t->capfiles = b.capfiles;
+	t->dirs = b.dirs;
+	t->capdirs = b.capdirs;
 	t->progs = b.progs;
 	t->nprogs = b.nprogs;
 	pthread_mutex_init(&t->lock, NULL);
@@ -964,6 +1114,9 @@ void btr__dwline_free(struct btr_dwline *t)
 		free(b);
 	}
 	free(t->rows);
+	free(t->seqs);
+	free(t->scratch);
+	free(t->dirs);
 	free(t->files);
 	free(t->progs);
 	for (size_t i = 0; i < sizeof(t->bufs) / sizeof(t->bufs[0]); i++)
@@ -972,6 +1125,11 @@ void btr__dwline_free(struct btr_dwline *t)
 		elf_end(t->elf);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
+}
+
+int btr__dwline_lazy(const struct btr_dwline *t)
+{
+	return t && t->seqs;
 }
 
 size_t btr__dwline_rows(const struct btr_dwline *t)
@@ -986,47 +1144,85 @@ uint64_t btr__dwline_row_addr(const struct btr_dwline *t, size_t i, int *end_seq
 	return t->rows[i].addr;
 }
 
+/* The rows of sequence @q of a lazy table, decoded at first use (the
+ * program run again from the sequence's first opcode; its file table read
+ * at the first of its sequences).  Called with the lock held. */
+static int seq_rows(struct btr_dwline *t, struct dwl_seq *q)
+{
+	if (q->rows)
+		return 0;
+	struct dwl_prog *p = &t->progs[q->prog];
+	int known = p->nfiles != 0;
+	struct build b = { .s = &t->secs, .mode = SEQ, .seq_off = q->off, .seq_prog = q->prog,
+			   .files_known = known, .files_base = p->files0,
+			   .rows = t->scratch, .caprows = t->capscratch,
+			   .files = t->files, .nfiles = known ? 0 : t->nfiles, .capfiles = t->capfiles,
+			   .dirs = t->dirs, .capdirs = t->capdirs };
+	int err = 0;
+	run_program(&b, p->off, &err);
+	t->scratch = b.rows;
+	t->capscratch = b.caprows;
+	t->dirs = b.dirs;
+	t->capdirs = b.capdirs;
+	if (!known) {
+		t->files = b.files;
+		t->capfiles = b.capfiles;
+	}
+	if (err)
+		return err;
+	if (b.nrows != q->nrows)   /* the index ran the same opcodes */
+		return -BTR_ERR_INTERNAL;
+	if (!known) {
+		p->files0 = (uint32_t)t->nfiles;
+		p->nfiles = (uint32_t)(b.nfiles - t->nfiles);
+		t->nfiles = b.nfiles;
+	}
+	struct dwl_row *r = blk_alloc(t, b.nrows * sizeof(*r));
+	if (!r)
+		return -BTR_ERR_NOMEM;
+	memcpy(r, b.rows, b.nrows * sizeof(*r));
+	if ((q->flags & (SEQ_TAIL | SEQ_TOP)) == (SEQ_TAIL | SEQ_TOP) && b.nrows >= 2)
+		r[b.nrows - 2].file |= LAST_BIT;
+	q->rows = r;
+	return 0;
+}
+
 /* The full path of file @fi as libdw builds it: an absolute name as is,
  * else joined with its directory ("dir/name"); before DWARF 5 directory 0
- * is the CU's comp_dir, and without one the name stays relative. */
+ * is the CU's comp_dir, and without one the name stays relative.  Called
+ * with the lock held. */
 static const char *file_path(struct btr_dwline *t, uint32_t fi, int *nomem)
 {
 	struct dwl_file *f = &t->files[fi];
 	if (!f->name)
 		return NULL;
-	char *p = __atomic_load_n(&f->path, __ATOMIC_ACQUIRE);
-	if (p)
-		return p;
+	if (f->path)
+		return f->path;
 	const char *dir = f->dir;
 	if (!dir && t->progs[f->prog].version < 5)
 		dir = t->progs[f->prog].comp_dir;
 	if (f->name[0] == '/' || !dir)
 		return f->name;
-	pthread_mutex_lock(&t->lock);
-	if (!f->path) {
-		size_t dl = strlen(dir), nl = strlen(f->name);
-		char *np = path_alloc(t, dl + nl + 2);
-		if (np) {
-			memcpy(np, dir, dl);
-			np[dl] = '/';
-			memcpy(np + dl + 1, f->name, nl + 1);
-			__atomic_store_n(&f->path, np, __ATOMIC_RELEASE);
-		}
-	}
-	p = f->path;
-	pthread_mutex_unlock(&t->lock);
-	if (!p)
+	size_t dl = strlen(dir), nl = strlen(f->name);
+	char *np = blk_alloc(t, dl + nl + 2);
+	if (!np) {
 		*nomem = 1;
-	return p;
+		return NULL;
+	}
+	memcpy(np, dir, dl);
+	np[dl] = '/';
+	memcpy(np + dl + 1, f->name, nl + 1);
+	f->path = np;
+	return np;
 }
 
-/* Index of the first row with address > @addr. */
-static size_t upper(const struct btr_dwline *t, uint64_t addr)
+/* Index of the first of @n rows with address > @addr. */
+static size_t upper(const struct dwl_row *rows, size_t n, uint64_t addr)
 {
-	size_t lo = 0, hi = t->nrows;
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (t->rows[mid].addr <= addr)
+		if (rows[mid].addr <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -1034,18 +1230,53 @@ static size_t upper(const struct btr_dwline *t, uint64_t addr)
 	return lo;
 }
 
+/* Index of the first sequence with lo > @addr. */
+static size_t seq_upper(const struct btr_dwline *t, uint64_t addr)
+{
+	size_t lo = 0, hi = t->nseqs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->seqs[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The row for @addr (lock held): NULL when none, *@err set on failure. */
+static const struct dwl_row *row_at(struct btr_dwline *t, uint64_t addr, int *err)
+{
+	if (!t->seqs) {
+		size_t i = upper(t->rows, t->nrows, addr);
+		return i ? &t->rows[i - 1] : NULL;
+	}
+	size_t k = seq_upper(t, addr);
+	if (!k)
+		return NULL;   /* before every sequence */
+	struct dwl_seq *q = &t->seqs[k - 1];
+	if (addr >= q->hi && !(q->flags & SEQ_TAIL))
+		return NULL;   /* at an end, in the gap after it */
+	if ((*err = seq_rows(t, q)) != 0)
+		return NULL;
+	if (addr >= q->hi)   /* the last row at the end, after the end */
+		return &q->rows[q->nrows - 2];
+	return &q->rows[upper(q->rows, q->nrows, addr) - 1];   /* q->rows[0] is at lo */
+}
+
 int btr__dwline_find(struct btr_dwline *t, uint64_t addr, const char **file, int *line)
 {
 	if (!t || !file || !line)
 		return -BTR_ERR_INVAL;
-	size_t i = upper(t, addr);
-	if (!i)
-		return -BTR_ERR_NOT_FOUND;
-	const struct dwl_row *r = &t->rows[i - 1];
-	if ((r->file & ENDS) || r->line <= 0)
-		return -BTR_ERR_NOT_FOUND;
-	int nomem = 0;
-	const char *f = file_path(t, FILE_OF(r), &nomem);
+	int err = 0, nomem = 0;
+	pthread_mutex_lock(&t->lock);
+	const struct dwl_row *r = row_at(t, addr, &err);
+	const char *f = NULL;
+	if (r && !(r->file & ENDS) && r->line > 0)
+		f = file_path(t, FILE_OF(r), &nomem);
+	pthread_mutex_unlock(&t->lock);
+	if (err)
+		return err;
 	if (!f)
 		return nomem ? -BTR_ERR_NOMEM : -BTR_ERR_NOT_FOUND;
 	*file = f;
@@ -1054,8 +1285,10 @@ int btr__dwline_find(struct btr_dwline *t, uint64_t addr, const char **file, int
 }
 
 struct pick {
-	size_t row;
+	const struct dwl_row *row;
+	size_t order;
 	uint32_t prog;
+	const char *path;
 };
 
 static int pick_cmp(const void *x, const void *y)
@@ -1063,7 +1296,55 @@ static int pick_cmp(const void *x, const void *y)
 	const struct pick *a = x, *b = y;
 	if (a->prog != b->prog)
 		return a->prog < b->prog ? -1 : 1;
-	return a->row < b->row ? -1 : a->row > b->row;
+	return a->order < b->order ? -1 : a->order > b->order;
+}
+
+/* The rows of [@lo, @hi) in address order (lock held): of a full table, a
+ * stretch of its rows; of a lazy one, the rows of the sequences met,
+ * decoded first.  *@pk (NULL for a full table: rows from *@rows) is owned
+ * by the caller. */
+static int range_rows(struct btr_dwline *t, uint64_t lo, uint64_t hi, const struct dwl_row **rows,
+		      struct pick **pk, size_t *n)
+{
+	*pk = NULL;
+	*n = 0;
+	if (!t->seqs) {
+		size_t a = lo ? upper(t->rows, t->nrows, lo - 1) : 0;
+		size_t z = hi ? upper(t->rows, t->nrows, hi - 1) : 0;
+		*rows = t->rows + a;
+		*n = a < z ? z - a : 0;
+		return 0;
+	}
+	/* sequences are apart and sorted: their ends are sorted too (the
+	 * first one met may end at @lo, with rows there) */
+	size_t k0 = 0, k1 = t->nseqs;
+	while (k0 < k1) {
+		size_t mid = k0 + (k1 - k0) / 2;
+		if (t->seqs[mid].hi < lo)
+			k0 = mid + 1;
+		else
+			k1 = mid;
+	}
+	size_t cnt = 0, k;
+	for (k = k0; k < t->nseqs && hi && t->seqs[k].lo <= hi - 1; k++) {
+		int err = seq_rows(t, &t->seqs[k]);
+		if (err)
+			return err;
+		cnt += t->seqs[k].nrows;
+	}
+	if (!cnt)
+		return 0;
+	if (!(*pk = malloc(cnt * sizeof(**pk))))
+		return -BTR_ERR_NOMEM;
+	size_t m = 0;
+	for (size_t j = k0; j < k; j++) {
+		const struct dwl_seq *q = &t->seqs[j];
+		for (size_t i = 0; i < q->nrows; i++)
+			if (q->rows[i].addr >= lo && q->rows[i].addr <= hi - 1)
+				(*pk)[m] = (struct pick){ &q->rows[i], m, q->prog, NULL }, m++;
+	}
+	*n = m;
+	return 0;
 }
 
 int btr__dwline_foreach(struct btr_dwline *t, uint64_t lo, uint64_t hi,
@@ -1071,41 +1352,59 @@ int btr__dwline_foreach(struct btr_dwline *t, uint64_t lo, uint64_t hi,
 {
 	if (!t || !cb)
 		return -BTR_ERR_INVAL;
-	size_t a = lo ? upper(t, lo - 1) : 0, z = hi ? upper(t, hi - 1) : 0;
-	if (a >= z)
-		return 0;
+	pthread_mutex_lock(&t->lock);
+	const struct dwl_row *rows = NULL;
+	struct pick *pk;
+	size_t n;
+	int err = range_rows(t, lo, hi, &rows, &pk, &n);
+	if (err || !n) {
+		pthread_mutex_unlock(&t->lock);
+		free(pk);
+		return err;
+	}
+#define ROW(i) (pk ? pk[i].row : &rows[i])
 	/* one program covers the range (the usual case): its rows in order;
 	 * else program by program, as libdw walks CU after CU */
-	uint32_t p0 = t->files[FILE_OF(&t->rows[a])].prog;
+	uint32_t p0 = t->files[FILE_OF(ROW(0))].prog;
 	int mixed = 0;
-	for (size_t i = a + 1; i < z && !mixed; i++)
-		mixed = t->files[FILE_OF(&t->rows[i])].prog != p0;
-	struct pick *pk = NULL;
-	size_t n = 0;
-	if (mixed) {
-		if (!(pk = malloc((z - a) * sizeof(*pk))))
+	for (size_t i = 1; i < n && !mixed; i++)
+		mixed = t->files[FILE_OF(ROW(i))].prog != p0;
+	if (mixed && !pk) {
+		if (!(pk = malloc(n * sizeof(*pk)))) {
+			pthread_mutex_unlock(&t->lock);
 			return -BTR_ERR_NOMEM;
-		for (size_t i = a; i < z; i++)
-			pk[n++] = (struct pick){ i, t->files[FILE_OF(&t->rows[i])].prog };
-		qsort(pk, n, sizeof(*pk), pick_cmp);
+		}
+		for (size_t i = 0; i < n; i++)
+			pk[i] = (struct pick){ &rows[i], i, t->files[FILE_OF(&rows[i])].prog, NULL };
 	}
+	if (mixed)
+		qsort(pk, n, sizeof(*pk), pick_cmp);
 	/* every path first: running out of memory is said before any row */
 	int nomem = 0;
-	for (size_t i = a; i < z && !nomem; i++)
-		file_path(t, FILE_OF(&t->rows[i]), &nomem);
+	for (size_t i = 0; i < n && !nomem; i++) {
+		const char *f = file_path(t, FILE_OF(ROW(i)), &nomem);
+		if (pk)
+			pk[i].path = f;
+	}
+	pthread_mutex_unlock(&t->lock);
 	if (nomem) {
 		free(pk);
 		return -BTR_ERR_NOMEM;
 	}
+	/* @cb runs unlocked (it may look lines up).  Rows and paths never
+	 * move; the files of a lazy table may (another thread decoding), so
+	 * its paths were taken above; a full table's files stay, with every
+	 * path built: file_path only reads. */
 	int rc = 0;
-	for (size_t k = 0; k < z - a && !rc; k++) {
-		const struct dwl_row *r = &t->rows[mixed ? pk[k].row : a + k];
+	for (size_t i = 0; i < n && !rc; i++) {
+		const struct dwl_row *r = ROW(i);
 		if ((r->file & ENDS) || r->line <= 0)
 			continue;
-		const char *f = file_path(t, FILE_OF(r), &nomem);
+		const char *f = pk ? pk[i].path : file_path(t, FILE_OF(r), &nomem);
 		if (f)
 			rc = cb(ctx, r->addr, f, r->line);
 	}
+#undef ROW
 	free(pk);
 	return rc;
 }
@@ -1185,7 +1484,7 @@ static int has_old_programs(const uint8_t *line, size_t len)
 	return 0;
 }
 
-int btr__dwline_from_elf(Elf *elf, struct btr_dwline **out)
+int btr__dwline_from_elf(Elf *elf, unsigned flags, struct btr_dwline **out)
 {
 	struct btr_dwline_secs s = { 0 };
 	void *bufs[5] = { 0 };
@@ -1210,12 +1509,14 @@ int btr__dwline_from_elf(Elf *elf, struct btr_dwline **out)
 	     (err = section_bytes(elf, ".debug_abbrev", &s.abbrev, &s.abbrev_len, &bufs[4]))))
 		goto fail;
 	struct btr_dwline *t;
-	if ((err = btr__dwline_build(&s, &t)) != 0)
+	if ((err = btr__dwline_build(&s, flags, &t)) != 0)
 		goto fail;
 	/* the abbreviations were needed only while building (a comp_dir of
 	 * DW_FORM_string points into .debug_info, which stays) */
 	free(bufs[4]);
 	bufs[4] = NULL;
+	t->secs.abbrev = NULL;
+	t->secs.abbrev_len = 0;
 	memcpy(t->bufs, bufs, sizeof(bufs));
 	t->elf = elf;
 	*out = t;

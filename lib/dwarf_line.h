@@ -25,18 +25,26 @@ struct btr_dwline_secs {
 	unsigned addr_size;
 };
 
+/* Builds every row now (and sorts them all); without it, a table whose
+ * sequences lie apart (as compilers and linkers make them) only indexes
+ * its sequences, and decodes a sequence's rows at the first lookup in it:
+ * the answers are the same (tests/test_dwarf_line.c compares both with
+ * libdw), the cost of a table of libc drops from all of its 291,000 rows
+ * to those of the functions asked about. */
+#define BTR_DWLINE_FULL 1u
+
 /* Builds the table of @s (the bytes must outlive the table).  Returns 0
  * and *@out, -BTR_ERR_NO_DEBUGINFO (no rows at all), -BTR_ERR_UNSUPPORTED
  * (file names in a dwz alt file: DW_FORM_GNU_strp_alt, DW_FORM_strp_sup),
  * -BTR_ERR_NOMEM.  Malformed line programs are skipped (as libdw fails
  * the CU), never read out of bounds. */
-int btr__dwline_build(const struct btr_dwline_secs *s, struct btr_dwline **out);
+int btr__dwline_build(const struct btr_dwline_secs *s, unsigned flags, struct btr_dwline **out);
 
 /* Builds the table of the ELF file @elf: decompresses (SHF_COMPRESSED,
  * zlib or zstd) only the sections it reads.  Takes @elf over (elf_end
  * at btr__dwline_free, or on error).  Errors as btr__dwline_build, and
  * -BTR_ERR_NO_DEBUGINFO when @elf has no .debug_line, -BTR_ERR_COMPRESS. */
-int btr__dwline_from_elf(Elf *elf, struct btr_dwline **out);
+int btr__dwline_from_elf(Elf *elf, unsigned flags, struct btr_dwline **out);
 
 void btr__dwline_free(struct btr_dwline *t);
 
@@ -55,7 +63,11 @@ int btr__dwline_find(struct btr_dwline *t, uint64_t addr, const char **file, int
 int btr__dwline_foreach(struct btr_dwline *t, uint64_t lo, uint64_t hi,
 			int (*cb)(void *ctx, uint64_t addr, const char *file, int line), void *ctx);
 
-/* The number of rows (end-of-sequence rows included). */
+/* Whether @t indexes its sequences only (built without BTR_DWLINE_FULL,
+ * its sequences apart). */
+int btr__dwline_lazy(const struct btr_dwline *t);
+/* The number of rows (end-of-sequence rows included) of a table built with
+ * BTR_DWLINE_FULL (of a lazy one: 0). */
 size_t btr__dwline_rows(const struct btr_dwline *t);
 
 /* Row @i in address order: its address, and whether it ends a sequence. */

@@ -1233,7 +1233,7 @@ static int load_lines_locked(struct modfile *m)
 	Elf *e;
 	int err = btr__elf_open(m->path, &e);
 	if (!err)
-		err = btr__dwline_from_elf(e, &m->dwl);
+		err = btr__dwline_from_elf(e, 0, &m->dwl);
 	if (err == -BTR_ERR_NO_DEBUGINFO) {
 		uint8_t id[64];
 		char path[PATH_MAX];
@@ -1242,7 +1242,7 @@ static int load_lines_locked(struct modfile *m)
 		    btr_elf_find_build_id(id, (size_t)n, (const char *const *)m->debug_dirs,
 					  m->ndebug_dirs, path, sizeof(path)) == 0 &&
 		    btr__elf_open(path, &e) == 0) {
-			err = btr__dwline_from_elf(e, &m->dwl);
+			err = btr__dwline_from_elf(e, 0, &m->dwl);
 			if (!err)
 				btr_debug("%s: lines from %s", m->path, path);
 		}

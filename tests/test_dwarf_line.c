@@ -136,19 +136,25 @@ static void compare_range(const char *path, Dwfl_Module *mod, struct btr_dwline 
 	free(r2.v);
 }
 
-/* Compares the two on file @path (an ELF with DWARF).  Returns the number
- * of rows, 0 when the file has none. */
-static size_t compare_file(const char *path)
+/* Compares libdw with both tables of file @path (an ELF with DWARF): the
+ * full one (every row, sorted) and the lazy one btr uses (sequences
+ * indexed, decoded at first lookup; *@lazy: whether it was).  Returns the
+ * number of rows, 0 when the file has none. */
+static size_t compare_file2(const char *path, int *lazy)
 {
-	Elf *elf;
+	Elf *elf, *elf2;
 	if (btr__elf_open(path, &elf) != 0)
 		return 0;
-	struct btr_dwline *t;
-	int err = btr__dwline_from_elf(elf, &t);
+	struct btr_dwline *tf, *t;
+	int err = btr__dwline_from_elf(elf, BTR_DWLINE_FULL, &tf);
 	if (err) {
 		printf("note: %s: no line table (%s)\n", path, btr_errstr(err));
 		return 0;
 	}
+	CHECK_EQ(btr__elf_open(path, &elf2), 0);
+	CHECK_EQ(btr__dwline_from_elf(elf2, 0, &t), 0);
+	*lazy = btr__dwline_lazy(t);
+	CHECK(!btr__dwline_lazy(tf));
 	Dwfl *dwfl = dwfl_begin(&callbacks);
 	CHECK(dwfl != NULL);
 	dwfl_report_begin(dwfl);
@@ -158,34 +164,57 @@ static size_t compare_file(const char *path)
 	CHECK(mod && dwfl_module_getdwarf(mod, &bias));
 	CHECK_EQ(bias, 0);
 	int before = mismatches;
-	size_t n = btr__dwline_rows(t);
-	uint64_t prev = 1;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t a = btr__dwline_row_addr(t, i, NULL);
-		/* page 0 holds no code: only rows of discarded sections, whose
-		 * CU libdw picks by .debug_aranges (all of them start at 0) */
-		if (a < 4096 || a == prev)
-			continue;
-		prev = a;
-		compare_point(path, mod, t, a - 1);
-		compare_point(path, mod, t, a);
-		compare_point(path, mod, t, a + 1);
-	}
-	/* libdw's rows too, in case we miss some */
+	size_t n = btr__dwline_rows(tf);
+	CHECK(n > 0);
+	CHECK_EQ(btr__dwline_rows(t), *lazy ? 0 : n);
 	struct rows all = { 0 };
 	dw_rows(mod, 4096, UINT64_MAX, &all);
-	for (size_t i = 0; i < all.n; i++)
-		compare_point(path, mod, t, all.v[i].addr);
-	compare_range(path, mod, t, 4096, UINT64_MAX);
-	/* ranges between rows: the usual foreach_line of one function */
-	for (size_t i = 0; i + 1 < all.n; i += 1 + all.n / 500)
-		compare_range(path, mod, t, all.v[i].addr, all.v[i + all.n / 1000 + 1 < all.n ?
-								  i + all.n / 1000 + 1 : all.n - 1].addr + 1);
+	/* the lazy table first, before anything decoded its sequences: the
+	 * ranges (lookups would decode one sequence at a time) */
+	for (int k = 0; k < 2; k++) {
+		struct btr_dwline *tt = k ? tf : t;
+		if (!k)
+			compare_range(path, mod, tt, all.n ? all.v[all.n / 2].addr : 4096,
+				      all.n ? all.v[all.n - 1].addr + 1 : UINT64_MAX);
+		uint64_t prev = 1;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t a = btr__dwline_row_addr(tf, i, NULL);
+			/* page 0 holds no code: only rows of discarded sections, whose
+			 * CU libdw picks by .debug_aranges (all of them start at 0) */
+			if (a < 4096 || a == prev)
+				continue;
+			prev = a;
+			compare_point(path, mod, tt, a - 1);
+			compare_point(path, mod, tt, a);
+			compare_point(path, mod, tt, a + 1);
+		}
+		/* libdw's rows too, in case we miss some */
+		for (size_t i = 0; i < all.n; i++)
+			compare_point(path, mod, tt, all.v[i].addr);
+		compare_range(path, mod, tt, 4096, UINT64_MAX);
+		/* ranges between rows: the usual foreach_line of one function */
+		for (size_t i = 0; i + 1 < all.n; i += 1 + all.n / 500)
+			compare_range(path, mod, tt, all.v[i].addr,
+				      all.v[i + all.n / 1000 + 1 < all.n ? i + all.n / 1000 + 1 : all.n - 1].addr + 1);
+	}
 	free(all.v);
-	printf("%s: %zu rows, %d mismatches\n", path, n, mismatches - before);
+	printf("%s: %zu rows, %s table, %d mismatches\n", path, n, *lazy ? "lazy" : "full",
+	       mismatches - before);
 	CHECK_EQ(mismatches - before, 0);
 	dwfl_end(dwfl);
 	btr__dwline_free(t);
+	btr__dwline_free(tf);
+	return n;
+}
+
+/* compare_file2 where the lazy table must be lazy: gcc's and ld's output,
+ * whose sequences lie apart */
+static size_t compare_file(const char *path)
+{
+	int lazy = 0;
+	size_t n = compare_file2(path, &lazy);
+	if (n)
+		CHECK(lazy);
 	return n;
 }
 
@@ -239,7 +268,7 @@ static void fuzz(const char *path)
 	}
 	size_t len = d->d_size;
 	srand(1234);
-	int built = 0;
+	int built = 0, lazy = 0;
 	for (int round = 0; round < 3000; round++) {
 		size_t n = round < 300 ? (size_t)rand() % len : len;
 		uint8_t *buf = malloc(n ? n : 1);   /* exactly n bytes: ASan sees overreads */
@@ -251,26 +280,47 @@ static void fuzz(const char *path)
 			.line_str = ld ? ld->d_buf : NULL, .line_str_len = ld ? ld->d_size : 0,
 			.str = sd ? sd->d_buf : NULL, .str_len = sd ? sd->d_size : 0,
 		};
-		struct btr_dwline *t;
-		if (btr__dwline_build(&s, &t) == 0) {
+		/* both tables: the lazy one (or the full one it falls back to
+		 * when the damage makes sequences overlap) answers as the full */
+		struct btr_dwline *t = NULL, *tf = NULL;
+		int e = btr__dwline_build(&s, 0, &t), ef = btr__dwline_build(&s, BTR_DWLINE_FULL, &tf);
+		CHECK_EQ(e, ef);
+		if (e == 0 && ef == 0) {
 			built++;
-			struct rows r = { 0 };
+			lazy += btr__dwline_lazy(t);
+			struct rows r = { 0 }, rf = { 0 };
 			btr__dwline_foreach(t, 0, UINT64_MAX, push, &r);
-			for (size_t i = 0; i < r.n; i += 7) {
-				const char *f = NULL;
-				int l;
-				/* (a damaged table may end a sequence at a row's address:
-				 * then no line, and f is not set) */
-				if (btr__dwline_find(t, r.v[i].addr, &f, &l) == 0)
-					CHECK(f && strlen(f) > 0);
+			btr__dwline_foreach(tf, 0, UINT64_MAX, push, &rf);
+			CHECK_EQ(r.n, rf.n);
+			for (size_t i = 0; i < r.n && i < rf.n; i++)
+				if (r.v[i].addr != rf.v[i].addr || r.v[i].line != rf.v[i].line ||
+				    strcmp(r.v[i].file, rf.v[i].file)) {
+					CHECK(!"lazy and full tables give other rows");
+					break;
+				}
+			for (size_t i = 0; i < rf.n; i += 3) {
+				for (int d = -1; d <= 1; d++) {
+					const char *f = NULL, *ff = NULL;
+					int l = 0, lf = 0;
+					/* (a damaged table may end a sequence at a row's
+					 * address: then no line, and f is not set) */
+					int x = btr__dwline_find(t, rf.v[i].addr + (uint64_t)d, &f, &l);
+					int xf = btr__dwline_find(tf, rf.v[i].addr + (uint64_t)d, &ff, &lf);
+					CHECK_EQ(x, xf);
+					if (x == 0 && xf == 0)
+						CHECK(f && ff && strlen(f) > 0 && !strcmp(f, ff) && l == lf);
+				}
 			}
 			free(r.v);
-			btr__dwline_free(t);
+			free(rf.v);
 		}
+		btr__dwline_free(t);
+		btr__dwline_free(tf);
 		free(buf);
 	}
-	printf("fuzz %s: %d of 3000 damaged sections gave a table\n", path, built);
+	printf("fuzz %s: %d of 3000 damaged sections gave a table (%d lazy)\n", path, built, lazy);
 	CHECK(built > 0);
+	CHECK(lazy > 0);
 	elf_end(elf);
 }
 
@@ -336,8 +386,8 @@ int main(void)
 		Elf *e1, *e2;
 		CHECK_EQ(btr__elf_open("dwline_prog2", &e1), 0);
 		CHECK_EQ(btr__elf_open("dwline_noar", &e2), 0);
-		CHECK_EQ(btr__dwline_from_elf(e1, &t1), 0);
-		CHECK_EQ(btr__dwline_from_elf(e2, &t2), 0);
+		CHECK_EQ(btr__dwline_from_elf(e1, 0, &t1), 0);
+		CHECK_EQ(btr__dwline_from_elf(e2, 0, &t2), 0);
 		struct rows r1 = { 0 }, r2 = { 0 };
 		if (t1 && t2) {
 			btr__dwline_foreach(t1, 0, UINT64_MAX, push, &r1);
