@@ -9,6 +9,7 @@
  * value format.  We only need those two, so the instructions are skipped.
  */
 #include "eh_frame.h"
+#include "internal.h"
 
 #include <string.h>
 
@@ -35,38 +36,18 @@ static uint64_t rd_bytes(struct rd *r, size_t n)
 
 static uint64_t rd_uleb(struct rd *r)
 {
-	uint64_t v = 0;
-	unsigned sh = 0;
-	while (r->p < r->end) {
-		uint8_t b = *r->p++;
-		if (sh < 64)
-			v |= (uint64_t)(b & 0x7f) << sh;
-		sh += 7;
-		if (!(b & 0x80))
-			return v;
-	}
-	r->bad = 1;
-	return 0;
+	int done;
+	uint64_t v = btr__uleb128(&r->p, r->end, &done);
+	r->bad |= !done;
+	return done ? v : 0;
 }
 
 static int64_t rd_sleb(struct rd *r)
 {
-	int64_t v = 0;
-	unsigned sh = 0;
-	uint8_t b = 0;
-	while (r->p < r->end) {
-		b = *r->p++;
-		if (sh < 64)
-			v |= (int64_t)((uint64_t)(b & 0x7f) << sh);
-		sh += 7;
-		if (!(b & 0x80)) {
-			if (sh < 64 && (b & 0x40))
-				v |= -((int64_t)1 << sh);
-			return v;
-		}
-	}
-	r->bad = 1;
-	return 0;
+	int done;
+	int64_t v = btr__sleb128(&r->p, r->end, &done);
+	r->bad |= !done;
+	return done ? v : 0;
 }
 
 /* Reads a value of encoding @enc; @base is the section's link address

@@ -49,6 +49,50 @@ static inline int btr__grow(void **arr, size_t *cap, size_t need, size_t elsize,
 	*cap = n;
 	return 0;
 }
+/* The LEB128 number at *@p (ending before @end), *@p moved past it; bits
+ * beyond 64 are dropped.  *@done is 0 when @end came first: then the value
+ * is that of the bytes read (DWARF readers differ in what they do then).
+ * The one LEB128 reader of lib/ (.debug_line, .eh_frame). */
+static inline uint64_t btr__uleb128(const uint8_t **p, const uint8_t *end, int *done)
+{
+	uint64_t v = 0;
+	unsigned sh = 0;
+	*done = 0;
+	while (*p < end) {
+		uint8_t b = *(*p)++;
+		if (sh < 64)
+			v |= (uint64_t)(b & 0x7f) << sh;
+		sh += 7;
+		if (!(b & 0x80)) {
+			*done = 1;
+			break;
+		}
+	}
+	return v;
+}
+
+/* Signed LEB128, as btr__uleb128 (the sign taken from the last byte read). */
+static inline int64_t btr__sleb128(const uint8_t **p, const uint8_t *end, int *done)
+{
+	uint64_t v = 0;
+	unsigned sh = 0;
+	uint8_t b = 0;
+	*done = 0;
+	while (*p < end) {
+		b = *(*p)++;
+		if (sh < 64)
+			v |= (uint64_t)(b & 0x7f) << sh;
+		sh += 7;
+		if (!(b & 0x80)) {
+			*done = 1;
+			break;
+		}
+	}
+	if (sh < 64 && (b & 0x40))
+		v |= ~(uint64_t)0 << sh;
+	return (int64_t)v;
+}
+
 #define BTR_OFFSETOFEND(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 
 /* ---- option structs (libbpf's OPTS_VALID is the model) ----
