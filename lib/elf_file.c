@@ -1,6 +1,6 @@
 /* elf_file.c - ELF files as such: opening through libelf, build-ids,
  * load biases of mappings, finding files by build-id (btr_elf_* in
- * btr/image.h).  Split from image.c, which places files into images. */
+ * btr/image.h) or by .gnu_debuglink (btr__elf_find_debuglink).  Split from image.c, which places files into images. */
 #include "btr/image.h"
 #include "elf_priv.h"
 #include "internal.h"
@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 /* Opens @path as an ELF file read through libelf's own mapping.  The
  * descriptor is closed before returning: images may hold hundreds of
@@ -240,4 +241,231 @@ Elf_Scn *btr__elf_find_scn(Elf *elf, const char *want, GElf_Shdr *out)
 			return scn;
 	}
 	return NULL;
+}
+
+int btr__elf_has_dwarf(Elf *elf)
+{
+	size_t shstrndx;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return 1;  /* unknown: say yes, the caller then asks libdw */
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		const char *n = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+		if (!n)
+			continue;
+		if (!strncmp(n, ".gnu.debuglto_", 14))
+			n += 14;
+		if (!strncmp(n, ".zdebug_", 8))
+			n += 8;
+		else if (!strncmp(n, ".debug_", 7))
+			n += 7;
+		else
+			continue;
+		if (!strncmp(n, "info", 4) || !strncmp(n, "line", 4) || !strncmp(n, "frame", 5))
+			return 1;
+	}
+	return 0;
+}
+
+/* ---- separate debug files by .gnu_debuglink ---------------------- */
+
+/* The debuglink of @elf as dwelf_elf_gnu_debuglink reads it: a file name
+ * (NUL-terminated, padded to 4 bytes), then the file's CRC32 in the last
+ * 4 bytes, in the ELF file's byte order. */
+static const char *debuglink(Elf *elf, uint32_t *crc)
+{
+	GElf_Shdr sh;
+	GElf_Ehdr eh;
+	Elf_Scn *scn = btr__elf_find_scn(elf, ".gnu_debuglink", &sh);
+	Elf_Data *d = scn ? elf_rawdata(scn, NULL) : NULL;
+	if (!d || !d->d_buf || d->d_size <= 4 || !memchr(d->d_buf, 0, d->d_size - 4) ||
+	    !gelf_getehdr(elf, &eh))
+		return NULL;
+	const uint8_t *p = (const uint8_t *)d->d_buf + d->d_size - 4;
+	*crc = eh.e_ident[EI_DATA] == ELFDATA2MSB
+	       ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]
+	       : (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+	return d->d_buf;
+}
+
+struct dlsearch {
+	const char *link;      /* the debuglink name, NULL: none (invent one) */
+	uint32_t crc;
+	uint8_t id[64];
+	int idlen;             /* the file's build-id, or <= 0 */
+	dev_t dev;             /* the file itself, never its own debug file */
+	ino_t ino;
+	char *out;
+	size_t outsize;
+};
+
+/* libdwfl's try_open: [DIR/][SUB/]FILE unless that is the file itself.
+ * Returns an open descriptor, or -errno. */
+static int dl_open(const struct dlsearch *s, const char *dir, const char *sub, const char *file,
+		   char *name, size_t size)
+{
+	int n = !dir && !sub ? snprintf(name, size, "%s", file)
+	      : !sub ? snprintf(name, size, "%s/%s", dir, file)
+	      : !dir ? snprintf(name, size, "%s/%s", sub, file)
+	      : snprintf(name, size, "%s/%s/%s", dir, sub, file);
+	if (n < 0 || (size_t)n >= size)
+		return -ENAMETOOLONG;
+	int fd = open(name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) == 0 && st.st_ino == s->ino && st.st_dev == s->dev) {
+		close(fd);
+		return -ENOENT;
+	}
+	return fd;
+}
+
+/* CRC32 of the whole file (zlib's crc32 is the debuglink's). */
+static int crc_file(int fd, uint32_t *out)
+{
+	unsigned char buf[16384];
+	uLong crc = crc32(0, Z_NULL, 0);
+	for (off_t off = 0;;) {
+		ssize_t n = pread(fd, buf, sizeof(buf), off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		crc = crc32(crc, buf, (uInt)n);
+		off += n;
+	}
+	*out = (uint32_t)crc;
+	return 0;
+}
+
+/* libdwfl's validate: the same build-id when the file has one, else the
+ * debuglink's CRC (if @check).  Returns 1, 0, or -BTR_ERR_NOMEM (libelf
+ * failed: the answer is unknown). */
+static int dl_valid(const struct dlsearch *s, int fd, int check)
+{
+	if (s->idlen > 0) {
+		Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		if (!e)
+			return -BTR_ERR_NOMEM;
+		uint8_t got[64];
+		int n = elf_kind(e) == ELF_K_ELF ? btr__elf_build_id(e, got, sizeof(got)) : -1;
+		elf_end(e);
+		return n == s->idlen && !memcmp(got, s->id, (size_t)n);
+	}
+	uint32_t crc;
+	return !check || (crc_file(fd, &crc) == 0 && crc == s->crc);
+}
+
+/* libdwfl's find_debuginfo_in_path for the file named @file: every entry
+ * of @path in order.  An empty entry is the file's directory; an
+ * absolute one D is D/<the file's directory>/, then that directory
+ * without its first component, and so on down to D/; a relative one R is
+ * <the file's directory>/R/, then (R's components chopped the same way)
+ * the file's directory.  A leading '+' or '-' (of the path, or of an
+ * entry) turns the CRC check on or off.  Returns 0 (the name in s->out),
+ * -BTR_ERR_NOT_FOUND, or the error that ended the search. */
+static int dl_search_path(struct dlsearch *s, const char *file, const char *path)
+{
+	const char *slash = strrchr(file, '/');
+	const char *base = slash ? slash + 1 : file;
+	char fdir[PATH_MAX], invented[PATH_MAX], ent[PATH_MAX], name[PATH_MAX];
+	const char *link = s->link, *dirname = NULL;
+	int cancheck = link && s->crc != 0;
+	if (slash) {
+		if ((size_t)(slash - file) >= sizeof(fdir))
+			return -BTR_ERR_INVAL;
+		memcpy(fdir, file, (size_t)(slash - file));
+		fdir[slash - file] = 0;
+		dirname = fdir;
+	}
+	if (!link) {  /* libdwfl's invented name; the basename is tried too */
+		int n = snprintf(invented, sizeof(invented), "%s.debug", base);
+		if (n < 0 || (size_t)n >= sizeof(invented))
+			return -BTR_ERR_INVAL;
+		link = invented;
+	}
+	int defcheck = 1;
+	if (*path == '-' || *path == '+')
+		defcheck = *path++ == '+';
+	for (const char *p = path; p;) {
+		const char *colon = strchr(p, ':');
+		size_t len = colon ? (size_t)(colon - p) : strlen(p);
+		if (len >= sizeof(ent))
+			return -BTR_ERR_INVAL;
+		memcpy(ent, p, len);
+		ent[len] = 0;
+		p = colon ? colon + 1 : NULL;
+		char *e = ent;
+		int check = defcheck;
+		if (*e == '+' || *e == '-')
+			check = *e++ == '+';
+		check = check && cancheck;
+		const char *dir = dirname, *sub = e;
+		int explore = 1, try_base = !s->link;
+		if (!*e) {
+			sub = NULL;
+			explore = try_base = 0;
+		} else if (*e == '/') {
+			if (!dirname || dirname[0] != '/')
+				continue;
+			dir = e;
+			sub = dirname + 1;
+		}
+		for (;;) {
+			if (sub && !*sub)
+				break;
+			int fd = dl_open(s, dir, sub, link, name, sizeof(name));
+			if (fd < 0 && try_base)
+				fd = dl_open(s, dir, sub, base, name, sizeof(name));
+			if (fd < 0) {
+				if (fd != -ENOENT && fd != -ENOTDIR)
+					return btr_err_from_errno(-fd);
+				if (!explore || !sub)
+					break;
+				sub = strchr(sub, '/');
+				sub = sub ? sub + 1 : NULL;
+				continue;
+			}
+			int ok = dl_valid(s, fd, check);
+			close(fd);
+			if (ok < 0)
+				return ok;
+			if (!ok)
+				break;
+			if (strlen(name) >= s->outsize)
+				return -BTR_ERR_INVAL;
+			strcpy(s->out, name);
+			return 0;
+		}
+	}
+	return -BTR_ERR_NOT_FOUND;
+}
+
+int btr__elf_find_debuglink(Elf *elf, const char *path, const char *dwfl_path, char *out,
+			    size_t outsize)
+{
+	struct dlsearch s = { .out = out, .outsize = outsize };
+	if (!out || !outsize)
+		return -BTR_ERR_INVAL;
+	s.link = debuglink(elf, &s.crc);
+	s.idlen = btr__elf_build_id(elf, s.id, sizeof(s.id));
+	if (s.idlen > (int)sizeof(s.id))
+		return -BTR_ERR_UNSUPPORTED;
+	struct stat st;
+	if (stat(path, &st) == 0) {
+		s.dev = st.st_dev;
+		s.ino = st.st_ino;
+	}
+	if (!dwfl_path)
+		dwfl_path = ":.debug:/usr/lib/debug";  /* libdwfl's DEFAULT_DEBUGINFO_PATH */
+	int err = dl_search_path(&s, path, dwfl_path);
+	/* As libdwfl: a symlink's debug file may be named after its target. */
+	char canon[PATH_MAX];
+	if (err == -BTR_ERR_NOT_FOUND && realpath(path, canon) && strcmp(path, canon))
+		err = dl_search_path(&s, canon, dwfl_path);
+	return err;
 }

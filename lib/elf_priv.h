@@ -19,4 +19,24 @@ int btr__elf_build_id(Elf *elf, uint8_t *buf, size_t size);
 /* The section of @elf named @want (its header into *@out), or NULL. */
 Elf_Scn *btr__elf_find_scn(Elf *elf, const char *want, GElf_Shdr *out);
 
+/* Whether @elf has a section libdw's dwarf_begin_elf takes for DWARF
+ * (.debug_info, .debug_line, .debug_frame; also compressed as .zdebug_*,
+ * split as *.dwo or LTO's .gnu.debuglto_*), empty or not. */
+int btr__elf_has_dwarf(Elf *elf);
+
+/* The separate debug file of ELF file @path (open as @elf) named by its
+ * .gnu_debuglink, searched as elfutils' dwfl_standard_find_debuginfo
+ * searches by name (libdwfl/find-debuginfo.c): the entries of @dwfl_path,
+ * a libdwfl debuginfo_path (NULL: its default ":.debug:/usr/lib/debug"),
+ * in order; then the same for the file's realpath if that differs.  A
+ * candidate is valid if its build-id equals @elf's, or, when @elf has
+ * none, if its CRC32 is the debuglink's.  Without .gnu_debuglink the name
+ * is "<basename>.debug" (and the basename, in non-empty entries), as
+ * libdwfl invents it.  Returns 0 and the file's name in @out,
+ * -BTR_ERR_NOT_FOUND, -BTR_ERR_INVAL (@out too small), or the error that
+ * ended the search (a candidate that could not be opened for another
+ * reason than its absence, as libdwfl ends it; -BTR_ERR_NOMEM). */
+int btr__elf_find_debuglink(Elf *elf, const char *path, const char *dwfl_path, char *out,
+			    size_t outsize);
+
 #endif

@@ -1,6 +1,6 @@
 /* image.c - memory images of traced programs: code bytes by address,
- * function symbols (ELF .symtab/.dynsym + PLT stubs) and source lines
- * (DWARF through elfutils libdwfl).
+ * function symbols (ELF .symtab/.dynsym + PLT stubs); source lines are
+ * in image_lines.c, code without a file in image_code.c.
  *
  * Layout: a sorted array of non-overlapping sections, each pointing into a
  * backing store that lives as long as the image (libelf's mapping of an ELF
@@ -552,7 +552,7 @@ int64_t btr_image_remove(struct btr_image *img, uint64_t addr, uint64_t size)
  * newer additions hide older modules), else the newest live module whose
  * address range covers it (addresses in segments that were not added,
  * e.g. data when only code was loaded). */
-static struct module *module_at(struct btr_image *img, uint64_t addr)
+struct module *image_module_at(struct btr_image *img, uint64_t addr)
 {
 	const struct section *s = find_section(img, addr);
 	if (s && s->module != NO_MODULE)
@@ -1007,19 +1007,25 @@ static int load_symbols_locked(struct modfile *m)
 	return 0;
 }
 
-/* Loads the symbols of module @m's file once (images in several threads
- * may share it).  Returns 0 or -BTR_ERR_NOT_FOUND (none, or failed). */
-static int load_symbols(struct module *m)
+/* Runs @load, the loader of one lazy part of @f whose state is *@state,
+ * unless that is done (images in several threads may share @f): the
+ * loaders run under files_lock and store LAZY_OK last, with release
+ * order, so that a reader seeing it sees what they built. */
+int image_lazy_load(struct modfile *f, int *state, int (*load)(struct modfile *))
 {
-	struct modfile *f = m->f;
-	if (!f)
-		return -BTR_ERR_NOT_FOUND;
-	if (__atomic_load_n(&f->sym_state, __ATOMIC_ACQUIRE) == LAZY_OK)
+	if (__atomic_load_n(state, __ATOMIC_ACQUIRE) == LAZY_OK)
 		return 0;
 	pthread_mutex_lock(&files_lock);
-	int err = load_symbols_locked(f);
+	int err = load(f);
 	pthread_mutex_unlock(&files_lock);
 	return err;
+}
+
+/* The symbols of module @m's file.  Returns 0 or -BTR_ERR_NOT_FOUND
+ * (none, or failed). */
+static int load_symbols(struct module *m)
+{
+	return m->f ? image_lazy_load(m->f, &m->f->sym_state, load_symbols_locked) : -BTR_ERR_NOT_FOUND;
 }
 
 /* The symbol (or, @with_fde, FDE function) of @m containing run-time
@@ -1040,7 +1046,7 @@ int btr_image_symbol(struct btr_image *img, uint64_t addr, struct btr_symbol *sy
 {
 	if (!img || !sym)
 		return -BTR_ERR_INVAL;
-	struct module *m = module_at(img, addr);
+	struct module *m = image_module_at(img, addr);
 	const struct sym *s = m ? module_symbol(m, addr) : NULL;
 	if (!s)
 		return -BTR_ERR_NOT_FOUND;
@@ -1128,7 +1134,7 @@ void btr_image_symbolize(struct btr_image *img, uint64_t addr, char *buf, size_t
 {
 	if (!buf || !bufsize)
 		return;
-	struct module *m = img ? module_at(img, addr) : NULL;
+	struct module *m = img ? image_module_at(img, addr) : NULL;
 	struct sym *s = m ? (struct sym *)module_symbol(m, addr) : NULL;
 	if (s && addr - m->bias == s->addr)
 		snprintf(buf, bufsize, "%s", sym_name(s));
@@ -1140,21 +1146,7 @@ void btr_image_symbolize(struct btr_image *img, uint64_t addr, char *buf, size_t
 		snprintf(buf, bufsize, "0x%llx", (unsigned long long)addr);
 }
 
-/* ---- source lines ------------------------------------------------ */
-
-/* The Dwfl callbacks of an image: elfutils' standard search for separate
- * debug info (.gnu_debuglink next to the file, build-id under absolute
- * path entries), with the image's debug directories as the path. */
-static const Dwfl_Callbacks *dwfl_callbacks(struct modfile *f)
-{
-	f->dwfl_cb = (Dwfl_Callbacks){
-		.find_elf = dwfl_build_id_find_elf,
-		.find_debuginfo = dwfl_standard_find_debuginfo,
-		.section_address = dwfl_offline_section_address,
-		.debuginfo_path = &f->dwfl_path,  /* NULL string: the default */
-	};
-	return &f->dwfl_cb;
-}
+/* ---- debug directories ------------------------------------------- */
 
 int btr_image_set_debug_dirs(struct btr_image *img, const char *const *dirs, size_t ndirs)
 {
@@ -1192,119 +1184,6 @@ nomem:
 	return -BTR_ERR_NOMEM;
 }
 
-/* One Dwfl per module, created at the first line lookup: most modules of
- * a process (libc, ld.so) are never asked for lines, and DWARF is costly. */
-static int load_dwarf_locked(struct modfile *m)
-{
-	if (m->dw_state != LAZY_NONE)
-		return m->dw_state == LAZY_OK ? 0 : -BTR_ERR_NO_DEBUGINFO;
-	m->dw_state = LAZY_FAIL;
-	if (!m->elf)
-		return -BTR_ERR_NO_DEBUGINFO;
-	m->dwfl = dwfl_begin(dwfl_callbacks(m));
-	if (!m->dwfl)
-		return -BTR_ERR_NOMEM;
-	dwfl_report_begin(m->dwfl);
-	/* add_p_vaddr=true with base 0: the module at its link addresses
-	 * (shared by every bias; lookups subtract the module's). */
-	m->dwmod = dwfl_report_elf(m->dwfl, m->base_name, m->path, -1, 0, true);
-	dwfl_report_end(m->dwfl, NULL, NULL);
-	Dwarf_Addr b;
-	if (!m->dwmod || !dwfl_module_getdwarf(m->dwmod, &b)) {
-		btr_debug("%s: no DWARF (%s)", m->path, dwfl_errmsg(-1));
-		return -BTR_ERR_NO_DEBUGINFO;
-	}
-	__atomic_store_n(&m->dw_state, LAZY_OK, __ATOMIC_RELEASE);
-	return 0;
-}
-
-/* The module's own line table (lib/dwarf_line.c), built at the first
- * line lookup from .debug_line of the file, or of its separate debug file
- * found by build-id under the debug directories.  Files it cannot read
- * (none found, names in a dwz alt file, .zdebug sections, debug files
- * found only by .gnu_debuglink) are left to libdw (load_dwarf). */
-static int load_lines_locked(struct modfile *m)
-{
-	if (m->dwl_state != LAZY_NONE)
-		return m->dwl_state == LAZY_OK ? 0 : -BTR_ERR_NO_DEBUGINFO;
-	m->dwl_state = LAZY_FAIL;
-	if (!m->elf)
-		return -BTR_ERR_NO_DEBUGINFO;
-	Elf *e;
-	int err = btr__elf_open(m->path, &e);
-	if (!err)
-		err = btr__dwline_from_elf(e, 0, &m->dwl);
-	if (err == -BTR_ERR_NO_DEBUGINFO) {
-		uint8_t id[64];
-		char path[PATH_MAX];
-		int n = btr__elf_build_id(m->elf, id, sizeof(id));
-		if (n > 0 && n <= (int)sizeof(id) &&
-		    btr_elf_find_build_id(id, (size_t)n, (const char *const *)m->debug_dirs,
-					  m->ndebug_dirs, path, sizeof(path)) == 0 &&
-		    btr__elf_open(path, &e) == 0) {
-			err = btr__dwline_from_elf(e, 0, &m->dwl);
-			if (!err)
-				btr_debug("%s: lines from %s", m->path, path);
-		}
-	}
-	if (err) {
-		btr_debug("%s: no own line table (%s), trying libdw", m->path, btr_errstr(err));
-		return err;
-	}
-	__atomic_store_n(&m->dwl_state, LAZY_OK, __ATOMIC_RELEASE);
-	return 0;
-}
-
-static int load_lines(struct module *m)
-{
-	if (!m->f)
-		return -BTR_ERR_NO_DEBUGINFO;
-	if (__atomic_load_n(&m->f->dwl_state, __ATOMIC_ACQUIRE) == LAZY_OK)
-		return 0;
-	pthread_mutex_lock(&files_lock);
-	int err = load_lines_locked(m->f);
-	pthread_mutex_unlock(&files_lock);
-	return err;
-}
-
-static int load_dwarf(struct module *m)
-{
-	if (!m->f)
-		return -BTR_ERR_NO_DEBUGINFO;
-	if (__atomic_load_n(&m->f->dw_state, __ATOMIC_ACQUIRE) == LAZY_OK)
-		return 0;
-	pthread_mutex_lock(&files_lock);
-	int err = load_dwarf_locked(m->f);
-	pthread_mutex_unlock(&files_lock);
-	return err;
-}
-
-int btr_image_line(struct btr_image *img, uint64_t addr, const char **file, int *line)
-{
-	if (!img || !file || !line)
-		return -BTR_ERR_INVAL;
-	struct module *m = module_at(img, addr);
-	if (!m)
-		return -BTR_ERR_NOT_FOUND;
-	/* out of memory building the table or a path: libdw, as before */
-	if (load_lines(m) == 0) {
-		int rc = btr__dwline_find(m->f->dwl, addr - m->bias, file, line);
-		if (rc != -BTR_ERR_NOMEM)
-			return rc;
-	}
-	int err = load_dwarf(m);
-	if (err)
-		return err;
-	Dwfl_Line *l = dwfl_module_getsrc(m->f->dwmod, addr - m->bias);
-	int ln = 0;
-	const char *f = l ? dwfl_lineinfo(l, NULL, &ln, NULL, NULL, NULL) : NULL;
-	if (!f || ln <= 0)
-		return -BTR_ERR_NOT_FOUND;
-	*file = f;
-	*line = ln;
-	return 0;
-}
-
 /* ---- functions and modules (btr_image_function & co.) ------------ */
 
 static void fill_function(struct module *m, struct sym *s, struct btr_function *fn)
@@ -1326,7 +1205,7 @@ int btr_image_function(struct btr_image *img, uint64_t addr, struct btr_function
 {
 	if (!img || !fn)
 		return -BTR_ERR_INVAL;
-	struct module *m = module_at(img, addr);
+	struct module *m = image_module_at(img, addr);
 	struct sym *s = m ? (struct sym *)module_symbol_ex(m, addr, 1) : NULL;
 	if (!s)
 		return -BTR_ERR_NOT_FOUND;
@@ -1407,7 +1286,7 @@ int btr_image_module_at(struct btr_image *img, uint64_t addr, struct btr_image_m
 {
 	if (!img || !mi)
 		return -BTR_ERR_INVAL;
-	struct module *m = module_at(img, addr);
+	struct module *m = image_module_at(img, addr);
 	if (!m)
 		return -BTR_ERR_NOT_FOUND;
 	memset(mi, 0, sizeof(*mi));
@@ -1417,68 +1296,5 @@ int btr_image_module_at(struct btr_image *img, uint64_t addr, struct btr_image_m
 	mi->start = m->lo;
 	mi->end = m->hi;
 	mi->is_elf = m->f && m->f->elf;
-	return 0;
-}
-
-struct line_shift {
-	int (*cb)(void *ctx, uint64_t addr, const char *file, int line);
-	void *ctx;
-	uint64_t bias;
-	int called;
-};
-
-static int line_shifted(void *ctx, uint64_t addr, const char *file, int line)
-{
-	struct line_shift *sh = ctx;
-	sh->called = 1;
-	return sh->cb(sh->ctx, addr + sh->bias, file, line);
-}
-
-int btr_image_foreach_line(struct btr_image *img, uint64_t lo, uint64_t hi,
-			   int (*cb)(void *ctx, uint64_t addr, const char *file, int line), void *ctx)
-{
-	if (!img || !cb || lo >= hi)
-		return -BTR_ERR_INVAL;
-	struct module *m = module_at(img, lo);
-	if (!m)
-		return -BTR_ERR_NOT_FOUND;
-	if (load_lines(m) == 0) {
-		/* hi beyond the module: its rows are all below m->hi anyway */
-		uint64_t l = lo - m->bias, h = hi - m->bias < l ? UINT64_MAX : hi - m->bias;
-		struct line_shift sh = { cb, ctx, m->bias, 0 };
-		int rc = btr__dwline_foreach(m->f->dwl, l, h, line_shifted, &sh);
-		if (rc != -BTR_ERR_NOMEM || sh.called)
-			return rc;   /* out of memory before the first row: libdw */
-	}
-	int err = load_dwarf(m);
-	if (err)
-		return err;
-	Dwarf_Die *cu = NULL;
-	Dwarf_Addr cbias;
-	while ((cu = dwfl_module_nextcu(m->f->dwmod, cu, &cbias)) != NULL) {
-		Dwarf_Lines *lines;
-		size_t n;
-		if (dwarf_getsrclines(cu, &lines, &n) != 0)
-			continue;
-		for (size_t i = 0; i < n; i++) {
-			Dwarf_Line *l = dwarf_onesrcline(lines, i);
-			Dwarf_Addr a;
-			int ln = 0;
-			bool end_seq = false;
-			if (!l || dwarf_lineaddr(l, &a) != 0 || dwarf_lineno(l, &ln) != 0 || ln <= 0)
-				continue;
-			if (dwarf_lineendsequence(l, &end_seq) == 0 && end_seq)
-				continue;
-			a += cbias + m->bias;
-			if (a < lo || a >= hi)
-				continue;
-			const char *f = dwarf_linesrc(l, NULL, NULL);
-			if (!f)
-				continue;
-			int rc = cb(ctx, a, f, ln);
-			if (rc)
-				return rc;
-		}
-	}
 	return 0;
 }

@@ -56,6 +56,8 @@ struct modfile {
 	char *fde_names;       /* storage of the "module+0xoff" names of FDE functions */
 	int dwl_state;
 	struct btr_dwline *dwl; /* own line table (lib/dwarf_line.c), or NULL */
+	int dwl_err;           /* why it failed (LAZY_FAIL), see load_dwarf_locked */
+	int dwl_ask_libdw;     /* a file it read has DWARF, or libdwfl may find another */
 	int dw_state;
 	Dwfl *dwfl;            /* the module reported at link addresses */
 	Dwfl_Module *dwmod;
@@ -98,5 +100,14 @@ struct btr_image {
 /* lib/image.c: appends a module named @path to @img (no sections, no
  * file); stores its index in *@idx.  Returns 0 or -BTR_ERR_NOMEM. */
 int image_add_module(struct btr_image *img, const char *path, uint32_t *idx);
+
+/* lib/image.c: the module of @img that owns @addr, or NULL. */
+struct module *image_module_at(struct btr_image *img, uint64_t addr);
+
+/* lib/image.c: runs @load, the loader of one lazily built part of @f
+ * whose state is *@state, under the lock of shared files, unless *@state
+ * is LAZY_OK (the loader stores it last, with release order).  Returns 0
+ * or the loader's error. */
+int image_lazy_load(struct modfile *f, int *state, int (*load)(struct modfile *));
 
 #endif

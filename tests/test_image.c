@@ -4,7 +4,10 @@
  * itself (prog_symbols --addrs), line numbers from markers in its source,
  * build-ids and PLT stub names from binutils (readelf, objdump): never from
  * our own ELF reader, so a bug there cannot make the test agree with it.
+ * Lines of debug files found by .gnu_debuglink are compared with libdw's
+ * lines of the unsplit program.
  */
+#include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
@@ -663,6 +666,207 @@ out:
 		printf("cannot remove %s\n", tmpd);
 }
 
+/* ---- debug files found by .gnu_debuglink ---- */
+
+static char *dw_debuginfo_path;  /* NULL: libdwfl's default, as btr's */
+static const Dwfl_Callbacks dw_callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+	.debuginfo_path = &dw_debuginfo_path,
+};
+
+/* libdw on @path at its link addresses; *@dw: whether it found DWARF. */
+static Dwfl *dw_open(const char *path, Dwfl_Module **mod, int *dw)
+{
+	Dwfl *d = dwfl_begin(&dw_callbacks);
+	CHECK(d != NULL);
+	dwfl_report_begin(d);
+	*mod = dwfl_report_elf(d, "m", path, -1, 0, true);
+	dwfl_report_end(d, NULL, NULL);
+	CHECK(*mod != NULL);
+	Dwarf_Addr b;
+	*dw = *mod && dwfl_module_getdwarf(*mod, &b) != NULL;
+	return d;
+}
+
+static int maps_have(const char *what)
+{
+	char line[1024];
+	int found = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+	CHECK(f != NULL);
+	while (f && fgets(line, sizeof(line), f))
+		found |= strstr(line, what) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* btr_image_line of @split (at base 0, with debug dirs @dirs) against
+ * libdw's answer on @full (the unsplit program) at every row address and
+ * the byte after it. */
+static void same_lines(const char *split, const char *const *dirs, size_t ndirs, const char *full)
+{
+	struct btr_image *img;
+	Dwfl_Module *mod;
+	int dw, n = 0, bad = 0;
+	Dwfl *d = dw_open(full, &mod, &dw);
+	CHECK(dw);
+	CHECK_EQ(btr_image_new(&img), 0);
+	if (ndirs)
+		CHECK_EQ(btr_image_set_debug_dirs(img, dirs, ndirs), 0);
+	CHECK_EQ(btr_image_add_elf(img, split, 0, 0), 0);
+	Dwarf_Die *cu = NULL;
+	Dwarf_Addr cbias;
+	while (dw && (cu = dwfl_module_nextcu(mod, cu, &cbias)) != NULL) {
+		Dwarf_Lines *lines;
+		size_t nl;
+		if (dwarf_getsrclines(cu, &lines, &nl) != 0)
+			continue;
+		for (size_t i = 0; i < nl; i++) {
+			Dwarf_Addr row;
+			struct btr_image_module mi;
+			if (dwarf_lineaddr(dwarf_onesrcline(lines, i), &row) != 0 ||
+			    btr_image_module_at(img, row + cbias, &mi) != 0)
+				continue;
+			for (uint64_t a = row + cbias; a <= row + cbias + 1; a++) {
+				int wl = 0, gl = 0;
+				const char *gf = NULL;
+				Dwfl_Line *l = dwfl_module_getsrc(mod, a);
+				const char *wf = l ? dwfl_lineinfo(l, NULL, &wl, NULL, NULL, NULL) : NULL;
+				int rc = btr_image_line(img, a, &gf, &gl);
+				int ok = wf && wl > 0 ? rc == 0 && gl == wl && !strcmp(gf, wf)
+						      : rc == -BTR_ERR_NOT_FOUND;
+				if (!ok && bad++ < 5)
+					printf("%s 0x%" PRIx64 ": libdw %s:%d, btr %d %s:%d\n", split, a,
+					       wf ? wf : "-", wl, rc, gf ? gf : "-", gl);
+				n += wf != NULL;
+			}
+		}
+	}
+	CHECK(n > 20);
+	CHECK_EQ(bad, 0);
+	btr_image_free(img);
+	dwfl_end(d);
+}
+
+/* What btr_image_line says at @addr of @path (base 0), with debug dirs @dir. */
+static int line_rc(const char *path, const char *dir, uint64_t addr)
+{
+	struct btr_image *img;
+	const char *file;
+	int line;
+	CHECK_EQ(btr_image_new(&img), 0);
+	if (dir)
+		CHECK_EQ(btr_image_set_debug_dirs(img, &dir, 1), 0);
+	CHECK_EQ(btr_image_add_elf(img, path, 0, 0), 0);
+	int rc = btr_image_line(img, addr, &file, &line);
+	btr_image_free(img);
+	return rc;
+}
+
+static void test_debuglink(void)
+{
+	char t[] = "/tmp/btr-dlink-XXXXXX", cmd[8192];
+	if (!mkdtemp(t)) {
+		printf("no temp dir, debuglink check skipped\n");
+		return;
+	}
+	/* full: built without a build-id, so that only the debuglink finds
+	 * its debug file, and validated by its CRC.  pd.debug: prog_symbols'
+	 * debug file (with a build-id, which validates it, not its CRC). */
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; cd %s; mkdir -p a b/.debug root%s/c c d e f g h cache\n"
+		 "cc -g -O1 -fno-inline -fno-pie -no-pie -Wl,--build-id=none -o full %s\n"
+		 "objcopy --only-keep-debug full prog.debug\n"
+		 "strip --strip-debug -o linked full\n"
+		 "objcopy --add-gnu-debuglink=prog.debug linked\n"
+		 "for d in a b c d e; do cp linked $d/prog; done\n"
+		 "cp prog.debug a/; cp prog.debug b/.debug/; cp prog.debug root%s/c/\n"
+		 "cp prog.debug d/; printf x >> d/prog.debug\n"
+		 "objcopy --only-keep-debug %s pd.debug\n"
+		 "strip --strip-debug -o f/prog %s; objcopy --add-gnu-debuglink=pd.debug f/prog\n"
+		 "cp f/prog g/; cp pd.debug g/; printf x >> g/pd.debug\n"
+		 "strip --strip-debug -o h/prog %s; cp prog.debug pd.debug\n"
+		 "objcopy --add-gnu-debuglink=pd.debug h/prog; cp pd.debug h/\n",
+		 t, t, PROG_SRC, t, PROG, PROG, PROG);
+	if (system(cmd) != 0) {
+		printf("cc/objcopy/strip not runnable, debuglink check skipped\n");
+		goto out;
+	}
+	char p[16][600], root[600];
+	static const char *const names[] = { "full", "a/prog", "b/prog", "c/prog", "d/prog",
+					     "e/prog", "f/prog", "g/prog", "h/prog" };
+	for (int i = 0; i < 9; i++)
+		snprintf(p[i], sizeof(p[i]), "%s/%s", t, names[i]);
+	snprintf(root, sizeof(root), "%s/root", t);
+	const char *rootdir = root;
+	struct facts f;
+	CHECK_EQ(run_prog(PROG, &f), 0);
+	uint64_t pie_local = ra(&f, "sym_local") - 1 - f.base;  /* link address */
+
+	/* No libdw below: btr's own search must leave libdebuginfod unloaded. */
+	unsetenv("DEBUGINFOD_URLS");
+	int had_debuginfod = maps_have("libdebuginfod");
+	Dwfl_Module *mod;
+	int dw;
+	Dwfl *d = dw_open(p[0], &mod, &dw);
+	uint64_t beta = 0;  /* sym_beta of full, from libdw's symbol table */
+	for (int i = 0, n = dwfl_module_getsymtab(mod); i < n; i++) {
+		GElf_Sym sym;
+		const char *nm = dwfl_module_getsym(mod, i, &sym, NULL);
+		if (nm && !strcmp(nm, "sym_beta"))
+			beta = sym.st_value;
+	}
+	dwfl_end(d);
+	CHECK(beta != 0);
+	/* Wrong CRC (d), no debug file (e): nothing; a wrong CRC with the
+	 * right build-id (g): found; the right CRC with another build-id (h):
+	 * nothing, as libdwfl validates. */
+	CHECK_EQ(line_rc(p[4], NULL, beta), -BTR_ERR_NO_DEBUGINFO);
+	CHECK_EQ(line_rc(p[5], NULL, beta), -BTR_ERR_NO_DEBUGINFO);
+	CHECK_EQ(line_rc(p[5], NULL, 0x10), -BTR_ERR_NOT_FOUND);
+	CHECK_EQ(line_rc(p[6], NULL, pie_local), -BTR_ERR_NO_DEBUGINFO);
+	CHECK_EQ(line_rc(p[7], NULL, pie_local), 0);
+	CHECK_EQ(line_rc(p[8], NULL, pie_local), -BTR_ERR_NO_DEBUGINFO);
+	/* next to the file, in .debug/, under an absolute debug dir */
+	CHECK_EQ(line_rc(p[1], NULL, beta), 0);
+	CHECK_EQ(line_rc(p[2], NULL, beta), 0);
+	CHECK_EQ(line_rc(p[3], rootdir, beta), 0);
+	CHECK_EQ(line_rc(p[3], NULL, beta), -BTR_ERR_NO_DEBUGINFO);
+	if (had_debuginfod)
+		printf("libdebuginfod loaded before the test: its check skipped\n");
+	else
+		CHECK(!maps_have("libdebuginfod"));
+	/* With DEBUGINFOD_URLS set, libdw is asked as before (it finds
+	 * nothing: no server listens on port 1). */
+	setenv("DEBUGINFOD_URLS", "http://127.0.0.1:1", 1);
+	snprintf(cmd, sizeof(cmd), "%s/cache", t);
+	setenv("DEBUGINFOD_CACHE_PATH", cmd, 1);
+	CHECK_EQ(line_rc(p[6], NULL, pie_local), -BTR_ERR_NO_DEBUGINFO);
+	if (!had_debuginfod && !maps_have("libdebuginfod"))
+		printf("libdw loaded no libdebuginfod: DEBUGINFOD_URLS check inconclusive\n");
+	unsetenv("DEBUGINFOD_URLS");
+	unsetenv("DEBUGINFOD_CACHE_PATH");
+
+	/* The lines are libdw's of the unsplit program, row by row. */
+	same_lines(p[1], NULL, 0, p[0]);
+	same_lines(p[2], NULL, 0, p[0]);
+	same_lines(p[3], &rootdir, 1, p[0]);
+	same_lines(p[7], NULL, 0, PROG);
+	/* libdw agrees on what is not there. */
+	for (int i = 4; i <= 8; i++) {
+		d = dw_open(p[i], &mod, &dw);
+		CHECK_EQ(dw, i == 7);
+		dwfl_end(d);
+	}
+out:
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", t);
+	if (system(cmd) != 0)
+		printf("cannot remove %s\n", t);
+}
+
 /* ---- build-id against readelf -n ---- */
 
 static void test_build_id(void)
@@ -718,6 +922,7 @@ int main(void)
 {
 	if (access(PROG, X_OK) != 0 || access(PROG_NOPIE, X_OK) != 0)
 		check_skip("prog_symbols not built");
+	test_debuglink();  /* first: it checks what the process has loaded */
 	test_pie();
 	test_nopie();
 	test_plt();

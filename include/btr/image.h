@@ -125,7 +125,8 @@ int btr_elf_build_id(const char *path, uint8_t *buf, size_t size);
 int64_t btr_image_remove(struct btr_image *img, uint64_t addr, uint64_t size);
 
 /* Directories with separate debug files (DIR/.build-id/xx/rest.debug, as
- * installed by Debian's -dbg packages), copied.  They supply .symtab for
+ * installed by Debian's -dbg packages; for lines also the file named by
+ * .gnu_debuglink, as DIR/<the file's directory>/NAME), copied.  They supply .symtab for
  * stripped modules (which only have .dynsym) and DWARF for lines; @ndirs 0
  * restores the default, /usr/lib/debug.  Affects the modules added after
  * the call (set it right after btr_image_new).  Returns 0, -BTR_ERR_INVAL
