@@ -10,6 +10,7 @@
 #include <elfutils/libdwfl.h>
 #include <glob.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -324,14 +325,80 @@ static void fuzz(const char *path)
 	elf_end(elf);
 }
 
+/* Two threads asking one fresh lazy table (sequences decoded, the file
+ * table growing, while the other reads): the answers of a table asked
+ * from one thread.  ASan builds see a race that moves memory under a
+ * reader; a wrong answer fails here too. */
+struct asker {
+	struct btr_dwline *t;
+	const struct rows *want;
+	size_t first;
+	int bad;
+};
+
+static void *ask(void *arg)
+{
+	struct asker *a = arg;
+	for (size_t k = 0; k < a->want->n; k++) {
+		size_t i = (a->first + k * 7919) % a->want->n;   /* both threads, other orders */
+		const char *f = NULL;
+		int l = 0;
+		if (btr__dwline_find(a->t, a->want->v[i].addr, &f, &l) != 0 || l != a->want->v[i].line ||
+		    strcmp(f, a->want->v[i].file))
+			a->bad++;
+		if (k % 64 == 0) {   /* and ranges, which decode several sequences */
+			struct rows r = { 0 };
+			uint64_t lo = a->want->v[i].addr;
+			btr__dwline_foreach(a->t, lo, lo + 4096, push, &r);
+			a->bad += r.n == 0;
+			free(r.v);
+		}
+	}
+	return NULL;
+}
+
+static void threads(const char *path)
+{
+	Elf *e1, *e2;
+	struct btr_dwline *one, *t;
+	if (btr__elf_open(path, &e1) != 0 || btr__elf_open(path, &e2) != 0)
+		return;
+	CHECK_EQ(btr__dwline_from_elf(e1, 0, &one), 0);
+	CHECK_EQ(btr__dwline_from_elf(e2, 0, &t), 0);
+	struct rows want = { 0 };
+	btr__dwline_foreach(one, 0, UINT64_MAX, push, &want);
+	CHECK(want.n > 1000);
+	/* what a lookup of each row's address gives, asked from one thread */
+	size_t m = 0;
+	for (size_t i = 0; i < want.n; i++) {
+		const char *f;
+		int l;
+		if (btr__dwline_find(one, want.v[i].addr, &f, &l) == 0)
+			want.v[m++] = (struct row){ want.v[i].addr, f, l };
+	}
+	CHECK(m > want.n / 2);
+	want.n = m;
+	struct asker a[2] = { { t, &want, 0, 0 }, { t, &want, want.n / 2, 0 } };
+	pthread_t th;
+	CHECK_EQ(pthread_create(&th, NULL, ask, &a[1]), 0);
+	ask(&a[0]);
+	pthread_join(th, NULL);
+	printf("%s: %zu lookups in two threads, %d + %d wrong\n", path, 2 * want.n, a[0].bad, a[1].bad);
+	CHECK_EQ(a[0].bad + a[1].bad, 0);
+	free(want.v);
+	btr__dwline_free(one);
+	btr__dwline_free(t);
+}
+
 int main(void)
 {
 	elf_version(EV_CURRENT);
 	size_t total = 0;
 	char dbg[PATH_MAX];
-	if (libc_debug(dbg, sizeof(dbg)))
+	if (libc_debug(dbg, sizeof(dbg))) {
 		total += compare_file(dbg);
-	else
+		threads(dbg);
+	} else
 		check_oracle_missing("libc's separate debug file (Debian libc6-dbg)");
 
 	/* btr itself (Debug builds carry DWARF) and some test programs */
