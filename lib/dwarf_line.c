@@ -156,7 +156,8 @@ struct build {
 	uint64_t seq_off;      /* SEQ: where the sequence's opcodes start */
 	uint32_t seq_prog;     /* SEQ: the program's index */
 	int files_known;       /* SEQ: the program's files are in the table, */
-	uint32_t files_base;   /* from this index */
+	uint32_t files_base;   /* from this index, */
+	uint32_t known_nfiles; /* this many (the header's) */
 };
 
 static int grow_arr(void **p, size_t *cap, size_t need, size_t elem)
@@ -298,6 +299,10 @@ static int64_t run_program(struct build *b, uint64_t off, int *err)
 		return next;
 	struct cur h = { c.p, hend };
 	size_t ndirs = 0;
+	if (b->files_known) {   /* read at an earlier sequence: not again */
+		b->nfiles = b->known_nfiles;
+		goto program;
+	}
 	if (grow_arr((void **)&b->dirs, &b->capdirs, 8, sizeof(*b->dirs)))
 		goto nomem;
 	if (version < 5) {
@@ -420,6 +425,7 @@ static int64_t run_program(struct build *b, uint64_t off, int *err)
 	if (h.p != hend && !(h.p == hend - 4))
 		goto out;
 
+program:
 	/* the line program: rows keep the program's file number until the
 	 * end, when files defined by DW_LNE_define_file are known too (libdw
 	 * appends them after the header's). */
@@ -899,6 +905,7 @@ static int seq_rows(struct btr_dwline *t, struct dwl_seq *q)
 	int known = p->nfiles != 0;
 	struct build b = { .s = &t->secs, .mode = SEQ, .seq_off = q->off, .seq_prog = q->prog,
 			   .files_known = known, .files_base = p->files0,
+			   .known_nfiles = known ? p->nfiles - 1 : 0,
 			   .rows = t->scratch, .caprows = t->capscratch,
 			   .files = t->files, .nfiles = known ? 0 : t->nfiles, .capfiles = t->capfiles,
 			   .dirs = t->dirs, .capdirs = t->capdirs };
