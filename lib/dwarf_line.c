@@ -425,7 +425,7 @@ static int64_t run_program(struct build *b, uint64_t off, int *err)
 	if (h.p != hend && !(h.p == hend - 4))
 		goto out;
 
-program:
+program:;
 	/* the line program: rows keep the program's file number until the
 	 * end, when files defined by DW_LNE_define_file are known too (libdw
 	 * appends them after the header's). */
