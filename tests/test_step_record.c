@@ -416,6 +416,36 @@ static void test_threads(int region)
 	unlink("step_thr.btr");
 }
 
+/* Thirteen threads enter work() at once, ten runs: while one steps over the
+ * lifted start breakpoint the others are parked, and when it is back a
+ * parked thread that had hit it starts the next step over.  The threads
+ * still parked must wait for that one too (before the fix, about one run in
+ * four lost a thread's whole entry: it was resumed with the breakpoint
+ * lifted). */
+static void test_region_burst(void)
+{
+	const char *o[] = { "--start", "work", NULL };
+	int lost = 0;
+	for (int run = 0; run < 10; run++) {
+		CHECK_EQ(record("step_burst.btr", o, "prog_step_burst", NULL), 0);
+		struct count_ctx loop;
+		count("step_burst.btr", &loop, "work", "work", BTR_KIND_JCC);
+		size_t least = (size_t)-1;
+		for (int i = 0; i < loop.ntid; i++)
+			if (loop.per_tid[i] < least)
+				least = loop.per_tid[i];
+		/* work(50) in main, work(100..111) in the workers */
+		if (loop.ntid != 13 || least < 49) {
+			printf("region burst, run %d: %d threads entered work, least loop branches %zu\n", run,
+			       loop.ntid, least);
+			lost++;
+		}
+	}
+	CHECK_EQ(lost, 0);
+	printf("region burst: 10 runs of 13 threads, %d with an entry lost\n", lost);
+	unlink("step_burst.btr");
+}
+
 /* fork + exec: the child is a process of its own, traced through exec. */
 static void test_fork_exec(void)
 {
@@ -508,6 +538,8 @@ int main(int argc, char **argv)
 		test_threads(0);
 	if (!only || !strcmp(only, "region-threads"))
 		test_threads(1);
+	if (!only || !strcmp(only, "region-burst"))
+		test_region_burst();
 	if (!only || !strcmp(only, "fork"))
 		test_fork_exec();
 	if (!only || !strcmp(only, "ring-filter"))

@@ -200,13 +200,21 @@ static void park_others(struct rec *r, struct thr *t)
 
 static void on_stop(struct rec *r, pid_t tid, int st);
 
+/* Resumes the parked threads.  A replayed stop can start another step over
+ * the start breakpoint (a parked thread that had hit it): the breakpoint is
+ * lifted again, and the threads still parked must stay so until that step is
+ * done (it unparks them in turn).  A replayed stop can also free threads, so
+ * the list is searched again from its head each time. */
 static void unpark(struct rec *r)
 {
-	struct thr *next;
-	for (struct thr *o = r->thrs; o; o = next) {
-		next = o->next;
-		if (!o->parked)
-			continue;
+	for (;;) {
+		if (r->over_n)
+			return;
+		struct thr *o = r->thrs;
+		while (o && !o->parked)
+			o = o->next;
+		if (!o)
+			return;
 		o->parked = 0;
 		r->parked_n--;
 		if (o->park_st_valid) {
