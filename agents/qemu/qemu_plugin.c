@@ -830,38 +830,29 @@ static void announce_process(void)
 	}
 }
 
-/* Parent, at the fork's entry: a private copy of the state for the
- * child, taken before the parent runs on and changes it.  Other threads'
- * states and the PT and ground-truth buffers are left out (holes): the
- * child has one thread, and starts its streams afresh. */
-static void fork_prepare(unsigned vcpu, struct thr *t)
+/* The bytes of the state from @from to @to, written to @fd at the same
+ * offsets, but not the thread states nor their ground-truth buffers
+ * (holes): the child has one thread, whose state fork_prepare wrote.
+ * Returns 1, or 0 if a write failed. */
+static int state_copy(int fd, uint64_t from, uint64_t to)
 {
-	fork_fd[vcpu] = 0;
-	if (!g.qs || !g.dir)
-		return;
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/f%u.%u", g.dir, t->tid, ++fork_seq[vcpu]);
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	uint64_t used = g.qs->used < g.qs->size ? g.qs->used : g.qs->size;
-	uint32_t n = g.qs->n_thr;
+	uint32_t n = __atomic_load_n(&g.qs->n_thr, __ATOMIC_ACQUIRE);
 	if (n > sizeof(g.qs->thr) / sizeof(g.qs->thr[0]))
 		n = sizeof(g.qs->thr) / sizeof(g.qs->thr[0]);
 	struct { uint64_t lo, hi; } *skip = malloc((2 * (size_t)n + 1) * sizeof(*skip));
+	if (!skip)
+		return 0;
 	size_t ns = 0;
 	uint64_t base = (uint64_t)(uintptr_t)g.qs;
-	for (uint32_t i = 0; skip && i < n; i++) {
+	for (uint32_t i = 0; i < n; i++) {
 		struct thr *x = g.qs->thr[i];
 		if (!qs_owns(g.qs, x))
 			continue;
-		uint64_t a = (uint64_t)(uintptr_t)x;
-		if (x == t)
-			a = (uint64_t)(uintptr_t)x->buf;
-		skip[ns].lo = a - base;
+		skip[ns].lo = (uint64_t)(uintptr_t)x - base;
 		skip[ns++].hi = (uint64_t)(uintptr_t)(x + 1) - base;
-		if (x->gt && qs_owns(g.qs, x->gt)) {
-			skip[ns].lo = (uint64_t)(uintptr_t)x->gt - base;
+		uint64_t *gt = x->gt;
+		if (gt && qs_owns(g.qs, gt)) {
+			skip[ns].lo = (uint64_t)(uintptr_t)gt - base;
 			skip[ns].hi = skip[ns].lo + GT_BUF * sizeof(uint64_t);
 			ns++;
 		}
@@ -873,12 +864,12 @@ static void fork_prepare(unsigned vcpu, struct thr *t)
 			skip[j] = skip[j - 1];
 			skip[j - 1] = tmp;
 		}
-	int ok = ftruncate(fd, (off_t)g.qs->size) == 0;
-	uint64_t at = 0;
+	int ok = 1;
+	uint64_t at = from;
 	for (size_t i = 0; ok && i <= ns; i++) {
-		uint64_t end = i < ns ? skip[i].lo : used;
-		if (end > used)
-			end = used;
+		uint64_t end = i < ns ? skip[i].lo : to;
+		if (end > to)
+			end = to;
 		while (ok && at < end) {
 			ssize_t w = pwrite(fd, (uint8_t *)g.qs + at, end - at, (off_t)at);
 			ok = w > 0;
@@ -888,12 +879,50 @@ static void fork_prepare(unsigned vcpu, struct thr *t)
 			at = skip[i].hi;
 	}
 	free(skip);
+	return ok;
+}
+
+/* Parent, at the fork's entry: the start of the child's copy of the state,
+ * the header and the forking thread's state (not its PT buffer), taken
+ * before the parent runs on and changes them.  The rest (the blocks'
+ * information) is copied by the child (fork_child): other threads go on
+ * translating blocks until the fork itself, which QEMU makes while no
+ * block is being translated, and the child's blocks must find theirs. */
+static void fork_prepare(unsigned vcpu, struct thr *t)
+{
+	fork_fd[vcpu] = 0;
+	if (!g.qs || !g.dir)
+		return;
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/f%u.%u", g.dir, t->tid, ++fork_seq[vcpu]);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	uint64_t base = (uint64_t)(uintptr_t)g.qs;
+	uint64_t t_at = (uint64_t)(uintptr_t)t - base;
+	size_t t_len = (size_t)((uint8_t *)t->buf - (uint8_t *)t);
+	int ok = ftruncate(fd, (off_t)g.qs->size) == 0 &&
+		 pwrite(fd, g.qs, sizeof(struct qs_hdr), 0) == (ssize_t)sizeof(struct qs_hdr) &&
+		 (!qs_owns(g.qs, t) || pwrite(fd, t, t_len, (off_t)t_at) == (ssize_t)t_len);
 	if (!ok) {
 		close(fd);
 		unlink(path);
 		return;
 	}
 	fork_fd[vcpu] = fd + 1;
+}
+
+/* Child, before it adopts the copy @fd: the blocks' information as it was
+ * at the fork (the shared mapping is still the parent's here; what the
+ * parent adds after the fork is not used by the child's blocks). */
+static int fork_copy_rest(int fd)
+{
+	uint64_t used = __atomic_load_n(&g.qs->used, __ATOMIC_RELAXED);
+	if (used > g.qs->size)
+		used = g.qs->size;
+	if (!state_copy(fd, QS_DATA_START, used))
+		return 0;
+	return pwrite(fd, &used, sizeof(used), (off_t)offsetof(struct qs_hdr, used)) == (ssize_t)sizeof(used);
 }
 
 /* Parent, after the fork returned: the copy is the child's now. */
@@ -940,7 +969,7 @@ static void fork_child(unsigned vcpu)
 	else if (!g.off && g.max_procs && n > g.max_procs)
 		snprintf(off_detail, sizeof(off_detail), "--max-processes %llu reached",
 			 (unsigned long long)g.max_procs);
-	else if (!g.off && (fd < 0 || !g.qs || !qs_adopt_copy(fd)))
+	else if (!g.off && (fd < 0 || !g.qs || !fork_copy_rest(fd) || !qs_adopt_copy(fd)))
 		snprintf(off_detail, sizeof(off_detail), "cannot copy the plugin state");
 	else if (!g.off)
 		off_detail[0] = 0;

@@ -119,6 +119,8 @@ extern int qs_fd;                 /* the state file, for fallocate */
 void *qs_alloc(size_t size);
 int qs_create(const char *path);
 int qs_adopt_copy(int fd);
+/* Where the state's allocations start: the header's pages end. */
+#define QS_DATA_START ((sizeof(struct qs_hdr) + 4095) & ~4095ull)
 void qc_map(void);
 void note_write_error(int err);
 void note_pid(uint32_t pid, uint32_t ppid);

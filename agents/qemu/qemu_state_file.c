@@ -87,7 +87,7 @@ int qs_create(const char *path)
 	g.qs = m;
 	g.qs->base = (uint64_t)(uintptr_t)m;
 	g.qs->size = QS_SIZE;
-	g.qs->used = (sizeof(struct qs_hdr) + 4095) & ~4095ull;
+	g.qs->used = QS_DATA_START;
 	g.qs->pid = (uint32_t)getpid();
 	__atomic_store_n(&g.qs->magic, QS_MAGIC, __ATOMIC_RELEASE);
 	return 0;
