@@ -1037,17 +1037,37 @@ int btr__dwline_find(struct btr_dwline *t, uint64_t addr, const char **file, int
 
 struct pick {
 	const struct dwl_row *row;
-	size_t order;
 	uint32_t prog;
 	const char *path;
 };
 
-static int pick_cmp(const void *x, const void *y)
+/* Orders the @n picks (in address order) program by program, each
+ * program's in address order: a stable counting sort on the program (a
+ * whole module's rows are hundreds of thousands, its programs thousands).
+ * Returns 0 or -BTR_ERR_NOMEM. */
+static int by_program(struct pick *pk, size_t n)
 {
-	const struct pick *a = x, *b = y;
-	if (a->prog != b->prog)
-		return a->prog < b->prog ? -1 : 1;
-	return a->order < b->order ? -1 : a->order > b->order;
+	size_t nprogs = 0;
+	for (size_t i = 0; i < n; i++)
+		if (pk[i].prog >= nprogs)
+			nprogs = (size_t)pk[i].prog + 1;
+	size_t *at = calloc(nprogs + 1, sizeof(*at));
+	struct pick *tmp = malloc(n * sizeof(*tmp));
+	if (!at || !tmp) {
+		free(at);
+		free(tmp);
+		return -BTR_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		at[pk[i].prog + 1]++;
+	for (size_t k = 0; k < nprogs; k++)
+		at[k + 1] += at[k];
+	for (size_t i = 0; i < n; i++)
+		tmp[at[pk[i].prog]++] = pk[i];
+	memcpy(pk, tmp, n * sizeof(*pk));
+	free(tmp);
+	free(at);
+	return 0;
 }
 
 /* The rows of [@lo, @hi) in address order (lock held): of a full table, a
@@ -1092,7 +1112,7 @@ static int range_rows(struct btr_dwline *t, uint64_t lo, uint64_t hi, const stru
 		const struct dwl_seq *q = &t->seqs[j];
 		for (size_t i = 0; i < q->nrows; i++)
 			if (q->rows[i].addr >= lo && q->rows[i].addr <= hi - 1)
-				(*pk)[m] = (struct pick){ &q->rows[i], m, q->prog, NULL }, m++;
+				(*pk)[m++] = (struct pick){ &q->rows[i], q->prog, NULL };
 	}
 	*n = m;
 	return 0;
@@ -1126,10 +1146,13 @@ int btr__dwline_foreach(struct btr_dwline *t, uint64_t lo, uint64_t hi,
 			return -BTR_ERR_NOMEM;
 		}
 		for (size_t i = 0; i < n; i++)
-			pk[i] = (struct pick){ &rows[i], i, t->files[FILE_OF(&rows[i])].prog, NULL };
+			pk[i] = (struct pick){ &rows[i], t->files[FILE_OF(&rows[i])].prog, NULL };
 	}
-	if (mixed)
-		qsort(pk, n, sizeof(*pk), pick_cmp);
+	if (mixed && (err = by_program(pk, n)) < 0) {
+		pthread_mutex_unlock(&t->lock);
+		free(pk);
+		return err;
+	}
 	/* every path first: running out of memory is said before any row */
 	int nomem = 0;
 	for (size_t i = 0; i < n && !nomem; i++) {
