@@ -11,7 +11,7 @@
 # Needs root for the tmpfs mount (skipped otherwise).  Args: $1 btr, $2 build dir.
 set -u
 . "$(dirname "$0")/lib.sh"
-btr=$(realpath "$1")
+btr=$(realpath "$1"); build=$(realpath "$2")
 jget() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
 tmp=$(mktemp -d)
 mnt=""
@@ -123,4 +123,19 @@ crash crash
 pt-decode pt decode --stat
 trace-info trace info
 CMDS
+
+# The ground-truth log (a test option) on the full file system too: once a
+# write fails the log is closed and the rest dropped.  Four threads go on
+# logging; before, their buffers overflowed (and a thread started after the
+# close wrote through a null buffer): the traced program died of SIGBUS or
+# SIGSEGV inside the plugin.
+rm -rf "${mnt:?}"/*
+TMPDIR=$tmp/mid "$btr" record -q -o gt.btr --ground-truth "$mnt/gt" -- "$build/prog_qemu_mt" >/dev/null 2>gtrec.txt; rc=$?
+# (exit 0 or 3: whether the traces still fit after the log filled the disk
+# depends on the threads' timing)
+check "ground truth fills TMPDIR: the program ran to its end (record exit $rc): $(head -c 300 gtrec.txt)" \
+  [ $rc -eq 0 -o $rc -eq 3 ]
+check "ground truth fills TMPDIR: no signal in the plugin" bash -c "! grep -q 'target signal' gtrec.txt"
+check "ground truth fills TMPDIR: says the log is cut once" \
+  [ "$(grep -c "$mnt/gt: cannot write the ground truth (No space left on device): the rest is left out" gtrec.txt)" -eq 1 ]
 finish cli_lost

@@ -240,16 +240,26 @@ static void rs_push(struct thr *t, uint64_t ret)
 
 /* ---- ground truth ---- */
 
+/* Writes the thread's logged instructions and empties its buffer; once a
+ * write has failed (a full disk) the log is closed and the rest dropped
+ * (`btr record` says the ground truth is incomplete). */
 static void gt_flush(struct thr *t)
 {
-	if (!t->gt || !t->gt_n || g.gt_fd < 0)
+	if (!t->gt || !t->gt_n)
 		return;
 	/* One writev on an O_APPEND file: every process appends to the same
 	 * log, and a block must not be split by another's. */
 	struct { uint32_t magic, tid; uint64_t n; } h = { GT_MAGIC, t->tid, t->gt_n };
 	struct iovec iov[2] = { { &h, sizeof(h) }, { t->gt, t->gt_n * 8 } };
 	pthread_mutex_lock(&g.lock);
-	if (writev(g.gt_fd, iov, 2) != (ssize_t)(sizeof(h) + t->gt_n * 8)) {
+	ssize_t w = g.gt_fd >= 0 ? writev(g.gt_fd, iov, 2) : 0;
+	if (g.gt_fd >= 0 && w != (ssize_t)(sizeof(h) + t->gt_n * 8)) {
+		/* `btr record` says so (qemu_state.h); a short write to a
+		 * file sets no errno: the disk was full */
+		uint64_t zero = 0, e = w < 0 && errno ? (uint64_t)errno : ENOSPC;
+		if (g.count)
+			__atomic_compare_exchange_n(&g.count[QC_GTERR], &zero, e, 0, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST);
 		close(g.gt_fd);
 		g.gt_fd = -1;
 	}
@@ -617,6 +627,8 @@ static void gt_insn(unsigned vcpu, void *ud)
 	if (UNLIKELY(g.off))
 		return;
 	struct thr *t = thr_get(vcpu);
+	if (UNLIKELY(!t->gt))
+		return;   /* a thread started after the log was closed */
 	uint64_t ip = (uint64_t)(uintptr_t)ud;
 	int rep = (int)(ip >> 63);
 	ip &= ~(1ull << 63);

@@ -1071,6 +1071,10 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		w = NULL;
 		goto fail;
 	}
+	uint64_t cv[QC_GTERR + 1] = { 0 };
+	if (opts->ground_truth && read_count_page(dir, cv, sizeof(cv)) == sizeof(cv) && cv[QC_GTERR])
+		btr_warn("%s: cannot write the ground truth (%s): the rest is left out", opts->ground_truth,
+			 strerror((int)cv[QC_GTERR]));
 	/* A plugin whose writes failed ($TMPDIR full) left its trace cut:
 	 * the result is incomplete, so it goes to OUTPUT.partial. */
 	int werr = plugin_write_error(dir);
