@@ -120,8 +120,9 @@ int btr_elf_load_bias(const char *path, uint64_t start, uint64_t pgoff, uint64_t
 	return btr_elf_load_bias_prot(path, start, pgoff, -1, bias);
 }
 
-int btr_elf_load_bias_prot(const char *path, uint64_t start, uint64_t pgoff, int prot,
-			   uint64_t *bias)
+/* btr_elf_load_bias_prot, and with @copy, for an ET_EXEC mapped where no
+ * PT_LOAD places it, the bias of that copy (see elf_priv.h). */
+static int load_bias(const char *path, uint64_t start, uint64_t pgoff, int prot, int copy, uint64_t *bias)
 {
 	if (!path || !bias)
 		return -BTR_ERR_INVAL;
@@ -136,7 +137,13 @@ int btr_elf_load_bias_prot(const char *path, uint64_t start, uint64_t pgoff, int
 		err = -BTR_ERR_BAD_ELF;
 		goto out;
 	}
-	int best = -1;
+	int best = -1, away = copy && eh.e_type == ET_EXEC;
+	for (size_t i = 0; away && i < nph; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && start >= (ph.p_vaddr & ~(uint64_t)0xfff) &&
+		    start < ph.p_vaddr + ph.p_memsz)
+			away = 0;   /* where its headers place it */
+	}
 	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
@@ -160,12 +167,23 @@ int btr_elf_load_bias_prot(const char *path, uint64_t start, uint64_t pgoff, int
 		if (score <= best)
 			continue;
 		best = score;
-		*bias = eh.e_type == ET_EXEC ? 0 : start - (ph.p_vaddr - ph.p_offset + pgoff);
+		*bias = eh.e_type == ET_EXEC && !away ? 0 : start - (ph.p_vaddr - ph.p_offset + pgoff);
 		err = 0;
 	}
 out:
 	elf_end(elf);
 	return err;
+}
+
+int btr_elf_load_bias_prot(const char *path, uint64_t start, uint64_t pgoff, int prot,
+			   uint64_t *bias)
+{
+	return load_bias(path, start, pgoff, prot, 0, bias);
+}
+
+int btr__elf_copy_bias(const char *path, uint64_t start, uint64_t pgoff, int prot, uint64_t *bias)
+{
+	return load_bias(path, start, pgoff, prot, 1, bias);
 }
 
 static int id_matches(const char *path, const uint8_t *id, size_t len)

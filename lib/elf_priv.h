@@ -39,4 +39,11 @@ int btr__elf_has_dwarf(Elf *elf);
 int btr__elf_find_debuglink(Elf *elf, const char *path, const char *dwfl_path, char *out,
 			    size_t outsize);
 
+/* As btr_elf_load_bias_prot, but an ET_EXEC mapped where none of its
+ * PT_LOAD segments lies (node maps a copy of its embedded builtins at
+ * 0x7f...) gets the bias of that copy, start - (p_vaddr - p_offset +
+ * pgoff), instead of 0: the copy's code is the file's code at link address
+ * (addr - bias).  Returns as btr_elf_load_bias_prot. */
+int btr__elf_copy_bias(const char *path, uint64_t start, uint64_t pgoff, int prot, uint64_t *bias);
+
 #endif

@@ -79,6 +79,8 @@ rec fptr.btr "$build/prog_check_fptr";           expect_kind fptr call-non-entry
 rec got.btr "$build/prog_check_got";             expect_kind got got-overwrite getppid
 rec gotcall.btr "$build/prog_check_gotcall";     expect_kind gotcall got-overwrite getppid   # -fno-plt style call
 rec shell.btr "$build/prog_check_shellcode";     expect_kind shell unbacked-code main
+"$btr" check shell.btr >shell.txt
+check "shell: the text says how JIT runtimes name their code" grep -q "java -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit, node --perf-basic-prof" shell.txt
 rec hook.btr "$build/prog_check_hook";           expect_kind hook code-modified hook
 check "hook: evidence names target, the file's bytes and the resume point" python3 -c '
 import json, re; f = json.load(open("hook.json"))["findings"][0]

@@ -25,6 +25,7 @@
 #include "btr/image.h"
 #include "btr/insn.h"
 #include "check_priv.h"
+#include "elf_priv.h"
 #include "internal.h"
 #include "image_code.h"
 #include "pairmap.h"
@@ -654,6 +655,11 @@ static int check_ret(struct check *c, size_t pi, struct proc *p, struct thr *t, 
 	if (insn_at(c, pi, b->pid, to) == INSN_NOCODE)
 		return 0;   /* no code there to judge (unbacked code is reported apart) */
 	t->n = 0;           /* the stack cannot be trusted after this */
+	/* Into code a runtime names (perf map, jitdump): the runtime enters its
+	 * JIT code through return addresses it writes itself (V8's on-stack
+	 * replacement and deoptimization), and rebuilds the frames. */
+	if (image_code_named(btr_stream_image_pid(c->s, b->pid), to))
+		return 0;
 	return hijacked_ret(c, t, b, pre);
 }
 
@@ -1174,8 +1180,10 @@ static int on_module(struct check *c, const struct btr_stream_event *ev)
 	p->n_maps++;
 	const char *file = ev->path;
 	uint64_t bias;
-	if (m->backed && file && btr_elf_load_bias_prot(file, r->start, r->pgoff, r->prot ? (int)r->prot : -1,
-							&bias) == 0) {
+	/* (the bias of a copy too: node's builtins run from one at 0x7f...,
+	 * and calls into it are judged by the file's functions) */
+	if (m->backed && file && btr__elf_copy_bias(file, r->start, r->pgoff, r->prot ? (int)r->prot : -1,
+						    &bias) == 0) {
 		int mi = mod_index(c, file);
 		if (mi < 0)
 			return mi;
@@ -1355,6 +1363,13 @@ static int a_write(void *state, FILE *out, const char *format)
 		if (c->stats.dropped)
 			fprintf(out, ", %" PRIu64 " more not kept", c->stats.dropped);
 		fputc('\n', out);
+		size_t unbacked = 0;
+		for (size_t i = 0; i < c->n_f; i++)
+			unbacked += !strcmp(c->f[i].pub.kind, "unbacked-code");
+		if (unbacked)
+			fprintf(out, "(a JIT runtime's code is named, and not reported, when the runtime writes a perf map: "
+				     "java -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit, node --perf-basic-prof; "
+				     "see docs/check.md)\n");
 	}
 	return ferror(out) ? -BTR_ERR_IO : 0;
 }
