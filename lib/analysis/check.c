@@ -140,6 +140,7 @@ struct check {
 	struct pairmap edges;      /* (from, to) of indirect transfers already judged */
 	struct pairmap links;      /* (mod << 48 | FDE start, FDE start) -> 1: one split function */
 	struct pairmap dedup;      /* (kind id << 56 ^ from, to) -> finding index */
+	struct pairmap jit;        /* (area, process index) -> 1: a JIT engine's code (jit_code) */
 	struct finding *f;
 	size_t n_f, cap_f;
 	struct btr_check_finding *pubs;
@@ -885,6 +886,47 @@ static inline void ec_put(struct check *c, size_t pi, const struct btr_branch *b
 }
 
 /* One branch @b of thread @t of process @p (index @pi). */
+/* Libraries that compile code at run time and call into it without naming
+ * it (no perf map): their code is no attack.  Matched on the file name. */
+static const char *const JIT_ENGINES[] = {
+	"libpcre2-8.so", "libpcre2-16.so", "libpcre2-32.so", "libpcre.so", /* grep -P, PCRE2_JIT */
+	"libluajit-5.1.so", "libjvm.so", "libmozjs-", "libjavascriptcoregtk-", "libLLVM", "libgccjit.so",
+	"liborc-0.4.so", NULL
+};
+
+/* The areas JIT engines' code lies in: 2 MiB-aligned, as an engine's code
+ * cache is one reservation whose stubs other libraries call too (libjava's
+ * JNI calls reach HotSpot's generated accessors). */
+#define JIT_AREA_SHIFT 21
+
+/* 1 if the transfer @b into code no file backs enters a JIT engine's code:
+ * from a JIT_ENGINES library, or from an area of such code, into an area
+ * one entered before.  Such areas are remembered and counted as allowed
+ * (stats.allowed, one per area).  Negative on error. */
+static int jit_code(struct check *c, size_t pi, struct proc *p, const struct btr_branch *b)
+{
+	uint32_t v;
+	uint64_t area = b->to >> JIT_AREA_SHIFT;
+	if (pairmap_get(&c->jit, area, pi, &v))
+		return 1;
+	if (!pairmap_get(&c->jit, b->from >> JIT_AREA_SHIFT, pi, &v)) {
+		const struct mapping *fm = map_of(p, b->from);
+		if (!fm || !fm->backed || !fm->path)
+			return 0;
+		const char *base = base_name(fm->path);
+		size_t i = 0;
+		while (JIT_ENGINES[i] && strncmp(base, JIT_ENGINES[i], strlen(JIT_ENGINES[i])))
+			i++;
+		if (!JIT_ENGINES[i])
+			return 0;
+	}
+	int rc = pairmap_put(&c->jit, area, pi, 1);
+	if (rc < 0)
+		return rc;
+	c->stats.allowed++;
+	return 1;
+}
+
 static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, const struct btr_branch *b)
 {
 	c->stats.branches++;
@@ -912,7 +954,10 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 		struct btr_image_module mi;
 		int nocode = insn_at(c, pi, b->pid, b->to) == INSN_NOCODE;
 		int unbacked = m ? !m->backed : nocode || btr_image_module_at(img, b->to, &mi) != 0 || !mi.is_elf;
-		if (unbacked && !image_code_named(img, b->to)) {
+		int jit = unbacked && !image_code_named(img, b->to) ? jit_code(c, pi, p, b) : 0;
+		if (jit < 0)
+			return jit;
+		if (unbacked && !jit && !image_code_named(img, b->to)) {
 			clean = 0;
 			if ((rc = add_finding(c, K_UNBACKED, BTR_CHECK_HIGH, t, b->from, b->to, b->to & ~0xfffull,
 					      c->pos, tsc,
@@ -1239,6 +1284,7 @@ static int a_event(void *state, const struct btr_stream_event *ev)
 				reset_thread(c, c->thr[i]);
 		forget_code(c);
 		pairmap_clear(&c->edges);
+		pairmap_clear(&c->jit);
 		return 0;
 	}
 	case BTR_SEV_THREAD_EXIT:
@@ -1396,6 +1442,7 @@ static void a_destroy(void *state)
 	pairmap_clear(&c->edges);
 	pairmap_clear(&c->links);
 	pairmap_clear(&c->dedup);
+	pairmap_clear(&c->jit);
 	for (size_t i = 0; i < c->n_f; i++)
 		free(c->f[i].detail);
 	free(c->f);
