@@ -605,6 +605,8 @@ static int hijacked_ret(struct check *c, struct thr *t, const struct btr_branch 
 	return r;
 }
 
+static int in_jit_area(struct check *c, size_t pi, uint64_t a);
+
 static int check_ret(struct check *c, size_t pi, struct proc *p, struct thr *t, const struct btr_branch *b)
 {
 	uint64_t to = b->to;
@@ -656,10 +658,11 @@ static int check_ret(struct check *c, size_t pi, struct proc *p, struct thr *t, 
 	if (insn_at(c, pi, b->pid, to) == INSN_NOCODE)
 		return 0;   /* no code there to judge (unbacked code is reported apart) */
 	t->n = 0;           /* the stack cannot be trusted after this */
-	/* Into code a runtime names (perf map, jitdump): the runtime enters its
+	/* Into code a runtime names (perf map, jitdump) or a known JIT engine's
+	 * code (jit_code): the runtime enters its
 	 * JIT code through return addresses it writes itself (V8's on-stack
 	 * replacement and deoptimization), and rebuilds the frames. */
-	if (image_code_named(btr_stream_image_pid(c->s, b->pid), to))
+	if (image_code_named(btr_stream_image_pid(c->s, b->pid), to) || in_jit_area(c, pi, to))
 		return 0;
 	return hijacked_ret(c, t, b, pre);
 }
@@ -886,6 +889,11 @@ static inline void ec_put(struct check *c, size_t pi, const struct btr_branch *b
 }
 
 /* One branch @b of thread @t of process @p (index @pi). */
+/* The areas JIT engines' code lies in: 2 MiB-aligned, as an engine's code
+ * cache is one reservation whose stubs other libraries call too (libjava's
+ * JNI calls reach HotSpot's generated accessors). */
+#define JIT_AREA_SHIFT 21
+
 /* Libraries that compile code at run time and call into it without naming
  * it (no perf map): their code is no attack.  Matched on the file name. */
 static const char *const JIT_ENGINES[] = {
@@ -893,11 +901,27 @@ static const char *const JIT_ENGINES[] = {
 	"libluajit-5.1.so", "libjvm.so", "libmozjs-", "libjavascriptcoregtk-", "libLLVM", "libgccjit.so",
 	"liborc-0.4.so", NULL
 };
+/* Programs with their JIT engine linked in (V8 in node), by exact name. */
+static const char *const JIT_PROGRAMS[] = { "node", "nodejs", NULL };
 
-/* The areas JIT engines' code lies in: 2 MiB-aligned, as an engine's code
- * cache is one reservation whose stubs other libraries call too (libjava's
- * JNI calls reach HotSpot's generated accessors). */
-#define JIT_AREA_SHIFT 21
+static int jit_engine(const char *path)
+{
+	const char *base = base_name(path);
+	for (size_t i = 0; JIT_ENGINES[i]; i++)
+		if (!strncmp(base, JIT_ENGINES[i], strlen(JIT_ENGINES[i])))
+			return 1;
+	for (size_t i = 0; JIT_PROGRAMS[i]; i++)
+		if (!strcmp(base, JIT_PROGRAMS[i]))
+			return 1;
+	return 0;
+}
+
+/* 1 if @a lies in an area of JIT engine code (jit_code) of process @pi. */
+static int in_jit_area(struct check *c, size_t pi, uint64_t a)
+{
+	uint32_t v;
+	return pairmap_get(&c->jit, a >> JIT_AREA_SHIFT, pi, &v);
+}
 
 /* 1 if the transfer @b into code no file backs enters a JIT engine's code:
  * from a JIT_ENGINES library, or from an area of such code, into an area
@@ -911,13 +935,7 @@ static int jit_code(struct check *c, size_t pi, struct proc *p, const struct btr
 		return 1;
 	if (!pairmap_get(&c->jit, b->from >> JIT_AREA_SHIFT, pi, &v)) {
 		const struct mapping *fm = map_of(p, b->from);
-		if (!fm || !fm->backed || !fm->path)
-			return 0;
-		const char *base = base_name(fm->path);
-		size_t i = 0;
-		while (JIT_ENGINES[i] && strncmp(base, JIT_ENGINES[i], strlen(JIT_ENGINES[i])))
-			i++;
-		if (!JIT_ENGINES[i])
+		if (!fm || !fm->backed || !fm->path || !jit_engine(fm->path))
 			return 0;
 	}
 	int rc = pairmap_put(&c->jit, area, pi, 1);
