@@ -150,6 +150,12 @@ for p in benign_cold_o2 benign_eval_o2; do
     strip -o s_$p "$build/prog_$p" && rec s_$p.btr "./s_$p"; benign s_$p
   fi
 done
+# a forked child that longjmps to a setjmp made before the fork (perl's exit
+# in a child: return-mismatch before)
+rec forkjmp.btr "$build/prog_benign_forkjmp"; benign forkjmp
+if command -v perl >/dev/null; then
+  rec perlfork.btr perl -e 'my $p = fork(); if (!$p) { exit(3) } waitpid($p, 0)'; benign perlfork
+fi
 # JIT-style code: the decoder loses the flow in the stub and meets returns
 # compressed against calls it did not see (was code-modified and
 # return-mismatch in libc); only the stub's unbacked-code remains, allowed.

@@ -507,7 +507,11 @@ static const char *base_name(const char *p)
 
 /* Pops the shadow stack to the frame of the function @target lies in:
  * the most recent return site in that function and everything above it
- * (longjmp, C++ landing pads).  Nothing changes if no frame is in it. */
+ * (longjmp, C++ landing pads).  If no frame is in it, that function's
+ * frame lies below what the trace showed (a forked child's thread starts
+ * mid-stack, and its exit longjmps to perl_run's setjmp): the stack is
+ * emptied, as at a trace's start.  Nothing changes if @target is in no
+ * known function. */
 static void unwind_to(struct check *c, struct proc *p, struct thr *t, uint64_t target)
 {
 	int tm, sm;
@@ -522,6 +526,7 @@ static void unwind_to(struct check *c, struct proc *p, struct thr *t, uint64_t t
 			return;
 		}
 	}
+	t->n = 0;
 }
 
 /* ---- the checks ---- */
