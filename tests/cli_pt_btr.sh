@@ -55,6 +55,11 @@ PY
   bj=$("$btr" pt decode "$tmp/$prog.btr" --stat --format json | grep -o '"blocks_decoded": [0-9]*' | grep -o '[0-9]*$')
   check "$prog: --stat counts decoded blocks (text $b)" [ "${b:-0}" -gt 0 ]
   check "$prog: --stat json counts the same blocks (text $b, json $bj)" [ "${b:-}" = "${bj:-}" ]
+  # -j is for raw PT: a trace file says so and decodes the same
+  sj=$("$btr" pt decode "$tmp/$prog.btr" --stat -j 2 2>"$tmp/jerr" | awk '/^instructions/ {print $2}')
+  check "$prog: -j 2 on a trace file: the same count ($sj vs $s)" [ "$sj" = "$s" ]
+  check "$prog: -j 2 on a trace file: says it runs in one thread" \
+    grep -q "^btr: warning: .*$prog.btr: -j applies to a raw PT stream; a trace file is decoded in one thread$" "$tmp/jerr"
 done
 
 # --filter: only the matching branches, as many as --stat counts of that kind

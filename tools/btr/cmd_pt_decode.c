@@ -49,7 +49,7 @@ static const struct cli_opt opts[] = {
 	{ "filter", O_BFILTER, CLI_ARG,
 	  "  --filter EXPR              with --branches: print only branches matching EXPR\n"
 	  "                             (jcc,near_ret,user,...: docs/branch-kinds.md)\n", NULL },
-	{ "jobs", 'j', CLI_ARG, "  -j, --jobs N               decode in N threads, split at PSBs (not with --insn)\n", NULL },
+	{ "jobs", 'j', CLI_ARG, "  -j, --jobs N               decode a raw PT stream in N threads, split at PSBs\n                             (not with --insn; a trace file: one thread)\n", NULL },
 	{ "pid", CLI_OPT_PID, CLI_ARG, "  --pid PID, --tid TID       .btr / perf.data: only process PID / thread TID\n", NULL },
 	{ "tid", CLI_OPT_TID, CLI_ARG, NULL, NULL },
 	{ "help", 'h', CLI_NOARG,
@@ -613,12 +613,16 @@ int cmd_pt_decode(int argc, char **argv)
 	if (!is_btr && !is_perf && (sel_pid || sel_tid)) {
 		ret = cli_usage_error("pt decode", "--pid/--tid need a .btr or perf.data trace");
 	} else if (is_btr || (is_perf && (sel_pid || sel_tid))) {
+		if (jobs > 1)
+			cli_warn("%s: -j applies to a raw PT stream; a trace file is decoded in one thread", path);
 		/* perf.data through the stream too when a process or thread is
 		 * selected: the stream knows which thread is whose. */
 		oc.filter = NULL;   /* the stream applies it */
 		ret = decode_btr(path, d.elfs, d.n_elfs, sel_pid, sel_tid, bfilter, &oc,
 				 mode == O_BRANCHES ? 0 : mode == O_INSN ? 1 : 2, &st);
 	} else if (is_perf) {
+		if (jobs > 1)
+			cli_warn("%s: -j applies to a raw PT stream; a trace file is decoded in one thread", path);
 		ret = decode_perf(path, img, &cfg, &cb, &st, have_cpu);
 	} else if (!memmem(buf ? buf : (const uint8_t *)"", size, BTR_PT_PSB_PATTERN, BTR_PT_PSB_SIZE)) {
 		/* Raw PT decoding starts at a PSB; without one nothing can be
