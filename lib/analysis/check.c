@@ -37,141 +37,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define MAX_FINDINGS 4096     /* unique findings kept; more are counted as dropped */
-#define MAX_DEPTH (1u << 16)  /* shadow stack entries per thread; the oldest half goes when full */
-#define GADGET_BYTES 32       /* a "short block" between two returns of a chain */
-#define DEEP_SEARCH 4096      /* frames searched below the top for a return target */
-#define SYM_LEN 160
-#define SPLIT_SCAN (256u << 10)  /* bytes of an FDE range searched for jumps into another */
-
-
-/* ---- processes, mappings, threads ---- */
-
-struct mapping {
-	uint64_t start, end, bias;
-	int mod;          /* index into st->mods, -1: no model */
-	int backed;       /* a regular file backs it */
-	char *path;
-};
-
-struct proc {
-	uint32_t pid;
-	struct mapping *maps;
-	size_t n_maps, cap_maps;
-};
-
-enum { FR_CALL = 0, FR_SIGNAL, FR_WILD };
-
-struct frame {
-	uint64_t ret;
-	uint8_t type;
-};
-
-#define CHAIN_MAX 8
-struct thr {
-	uint32_t tid, pid;
-	struct frame *st;
-	size_t n, cap;
-	/* a run of hijacked returns (one finding when it ends) */
-	unsigned chain;
-	uint64_t chain_to[CHAIN_MAX];
-	uint64_t chain_from, chain_last_to, chain_pos, chain_tsc;
-	int cand;                   /* a held-back return-hijack (end_chain) */
-	int chain_first_mismatch;   /* the first return went to a call-preceded site */
-	/* sampled mode: consecutive short return blocks */
-	unsigned gchain;
-	uint64_t glast_to, gfirst_from, gfirst_to;
-	/* the trace stopped matching the code: finding waits for the resume ip */
-	int pending_mod;
-	uint64_t pm_from, pm_pos, pm_tsc;
-	int pm_reason;
-	uint64_t sys_next;   /* after a SYSCALL branch: where the thread resumes */
-	int desync;          /* the PT decoder lost the flow once: returns into frames of
-			      * before (compressed against a return stack the decoder no
-			      * longer has) are not evidence */
-	int code_mod_seen;
-	uint64_t last_to;
-};
-
-/* A transfer on_branch judged clean before: a conditional or direct
- * jump, a direct call or a return that enters code a file backs (or that
- * its runtime names) from an instruction of the recorded kind, a direct
- * one to the target its encoding names.  Valid for one process and one
- * image generation; forget_code() drops all when mappings change.  What
- * a hit still has to do: nothing (jumps), push @ret (calls), the shadow
- * stack's check (returns).  Sampled data keeps no returns (the gadget
- * rule counts them). */
-#define EC_SIZE 16384
-struct ec_ent {
-	uint64_t key;    /* ec_key(): from, kind, flags; 0: empty */
-	uint64_t to;
-	uint64_t tag;    /* process index << 32 | image generation */
-	uint64_t ret;    /* a call's return address */
-	uint32_t cg;     /* check's code generation (forget_code) */
-};
-
-struct finding {
-	struct btr_check_finding pub;
-	char from_sym[SYM_LEN], to_sym[SYM_LEN];
-	char *detail;
-};
-
-struct check {
-	struct btr_stream *s;
-	struct check_mod *mods;
-	size_t n_mods;
-	struct proc *procs;
-	size_t n_procs;
-	struct thr **thr;
-	size_t n_thr;
-	struct pairmap insn;       /* (proc<<48|addr, 0) -> kind | len << 8 | flags << 16; ~0u: no code */
-	struct pairmap callpre;    /* (proc<<48|addr, 1) -> 0/1 */
-	struct {                   /* in front of insn: most branches repeat (key + 1, 0: empty), */
-		uint64_t key;      /* with the target a direct branch encodes */
-		uint64_t target;
-		uint32_t v;
-		uint32_t cg;       /* valid while it is code_gen */
-	} ic[32768];               /* (python3's interpreter missed 2048 often) */
-	struct ec_ent ec[EC_SIZE]; /* transfers judged clean (ec_put) */
-	uint32_t code_gen;         /* ic and ec entries of another are stale (from 1) */
-	uint32_t gen;              /* generation of the image of the run being read */
-	size_t last_proc;          /* index of proc_get's last answer */
-	struct thr *last_thr;
-	struct pairmap edges;      /* (from, to) of indirect transfers already judged */
-	struct pairmap links;      /* (mod << 48 | FDE start, FDE start) -> 1: one split function */
-	struct pairmap dedup;      /* (kind id << 56 ^ from, to) -> finding index */
-	struct pairmap jit;        /* (area, process index) -> 1: a JIT engine's code (jit_code) */
-	struct finding *f;
-	size_t n_f, cap_f;
-	struct btr_check_finding *pubs;
-	struct check_allow_rule *rules;
-	size_t n_rules;
-	uint64_t pos;
-	int ended;
-	struct btr_check_stats stats;
-};
-
-static const char *const KINDS[] = {
-	"return-hijack", "rop-chain", "return-mismatch", "gadget-chain", "call-non-entry",
-	"jump-non-entry", "unbacked-code", "code-modified", "got-overwrite", "interposition",
-};
-enum { K_RET_HIJACK, K_ROP, K_RET_MISMATCH, K_GADGETS, K_CALL_NONENTRY, K_JMP_NONENTRY,
-       K_UNBACKED, K_CODE_MOD, K_GOT, K_INTERPOSE };
-
-const char *btr_check_severity_name(enum btr_check_severity s)
-{
-	static const char *const n[] = { "info", "low", "medium", "high" };
-	return (unsigned)s < 4 ? n[s] : "?";
-}
-
-int btr_check_severity_parse(const char *name)
-{
-	for (int i = 0; i < 4; i++)
-		if (name && !strcasecmp(name, btr_check_severity_name((enum btr_check_severity)i)))
-			return i;
-	return -1;
-}
-
 static struct proc *proc_get(struct check *c, uint32_t pid, size_t *idx)
 {
 	if (btr_likely(c->last_proc < c->n_procs && c->procs[c->last_proc].pid == pid)) {
@@ -258,74 +123,6 @@ static int push_frame(struct check *c, struct thr *t, uint64_t ret, uint8_t type
 }
 
 /* ---- findings ---- */
-
-static void symbolize(struct check *c, uint32_t pid, uint64_t a, char *buf)
-{
-	if (!a) {
-		snprintf(buf, SYM_LEN, "?");
-		return;
-	}
-	btr_image_symbolize(btr_stream_image_pid(c->s, pid), a, buf, SYM_LEN);
-}
-
-/* Records a finding (deduplicated on kind, from and @key_to). */
-static int add_finding(struct check *c, int kind, enum btr_check_severity sev, const struct thr *t,
-		       uint64_t from, uint64_t to, uint64_t key_to, uint64_t pos, uint64_t tsc,
-		       const char *fmt, ...) BTR_PRINTF(10, 11);
-static int add_finding(struct check *c, int kind, enum btr_check_severity sev, const struct thr *t,
-		       uint64_t from, uint64_t to, uint64_t key_to, uint64_t pos, uint64_t tsc,
-		       const char *fmt, ...)
-{
-	uint32_t idx;
-	uint64_t ka = from ^ ((uint64_t)kind << 56);
-	if (pairmap_get(&c->dedup, ka, key_to, &idx)) {
-		if (idx != UINT32_MAX)
-			c->f[idx].pub.count++;
-		return 0;
-	}
-	if (c->n_f >= MAX_FINDINGS) {
-		c->stats.dropped++;
-		return 0;
-	}
-	if (c->n_f == c->cap_f) {
-		size_t nc = c->cap_f ? c->cap_f * 2 : 16;
-		struct finding *nf = realloc(c->f, nc * sizeof(*nf));
-		if (!nf)
-			return -BTR_ERR_NOMEM;
-		c->f = nf;
-		c->cap_f = nc;
-	}
-	struct finding *f = &c->f[c->n_f];
-	memset(f, 0, sizeof(*f));
-	va_list ap;
-	va_start(ap, fmt);
-	int len = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (len < 0 || !(f->detail = malloc((size_t)len + 1)))
-		return -BTR_ERR_NOMEM;
-	va_start(ap, fmt);
-	vsnprintf(f->detail, (size_t)len + 1, fmt, ap);
-	va_end(ap);
-	f->pub.kind = KINDS[kind];
-	f->pub.severity = sev;
-	f->pub.pid = t ? t->pid : 0;
-	f->pub.tid = t ? t->tid : 0;
-	f->pub.from = from;
-	f->pub.to = to;
-	f->pub.position = pos;
-	f->pub.tsc = tsc;
-	f->pub.count = 1;
-	symbolize(c, f->pub.pid, from, f->from_sym);
-	symbolize(c, f->pub.pid, to, f->to_sym);
-	if (check_allow_match(c->rules, c->n_rules, f->pub.kind, f->pub.from, f->pub.to, f->detail, f->from_sym,
-			      f->to_sym)) {
-		c->stats.allowed++;
-		free(f->detail);
-		return pairmap_put(&c->dedup, ka, key_to, UINT32_MAX);
-	}
-	c->n_f++;
-	return pairmap_put(&c->dedup, ka, key_to, (uint32_t)(c->n_f - 1));
-}
 
 /* ---- code queries ---- */
 
@@ -536,7 +333,7 @@ static int emit_cand(struct check *c, struct thr *t)
 	if (!t->cand)
 		return 0;
 	t->cand = 0;
-	return add_finding(c, K_RET_HIJACK, BTR_CHECK_HIGH, t, t->chain_from, t->chain_to[0], t->chain_to[0],
+	return check_add_finding(c, K_RET_HIJACK, BTR_CHECK_HIGH, t, t->chain_from, t->chain_to[0], t->chain_to[0],
 			   t->chain_pos, t->chain_tsc,
 			   "the return reaches a function entry that no call instruction precedes and that is "
 			   "not on the shadow stack, and that function does not return into the sigreturn "
@@ -571,17 +368,17 @@ static int end_chain(struct check *c, struct thr *t, int final)
 	if (n > CHAIN_MAX)
 		snprintf(list + off, sizeof(list) - off, ", ...");
 	if (n >= 2)
-		return add_finding(c, K_ROP, BTR_CHECK_HIGH, t, t->chain_from, t->chain_to[0], t->chain_to[0],
+		return check_add_finding(c, K_ROP, BTR_CHECK_HIGH, t, t->chain_from, t->chain_to[0], t->chain_to[0],
 				   t->chain_pos, t->chain_tsc,
 				   "%u returns in a row reach addresses that no call precedes and that are not on "
 				   "the shadow stack, each after a short block (gadgets: %s)",
 				   n, list);
 	if (t->chain_first_mismatch)
-		return add_finding(c, K_RET_MISMATCH, BTR_CHECK_MEDIUM, t, t->chain_from, t->chain_to[0],
+		return check_add_finding(c, K_RET_MISMATCH, BTR_CHECK_MEDIUM, t, t->chain_from, t->chain_to[0],
 				   t->chain_to[0], t->chain_pos, t->chain_tsc,
 				   "the return reaches an instruction after a call, but not the return address "
 				   "its frame pushed (stack switch or corrupted return address)");
-	return add_finding(c, K_RET_HIJACK, BTR_CHECK_HIGH, t, t->chain_from, t->chain_to[0], t->chain_to[0],
+	return check_add_finding(c, K_RET_HIJACK, BTR_CHECK_HIGH, t, t->chain_from, t->chain_to[0], t->chain_to[0],
 			   t->chain_pos, t->chain_tsc,
 			   "the return reaches an address that no call instruction precedes%s (overwritten "
 			   "return address)",
@@ -703,8 +500,8 @@ static int check_plt(struct check *c, struct proc *p, struct thr *t, const struc
 		return 0;   /* the lazy-binding resolver */
 	if (!check_mod_exports(tm, name)) {
 		char tsym[SYM_LEN];
-		symbolize(c, b->pid, b->to, tsym);
-		return add_finding(c, K_GOT, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos,
+		check_symbolize(c, b->pid, b->to, tsym);
+		return check_add_finding(c, K_GOT, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos,
 				   (b->flags & BTR_BF_TSC) ? b->tsc : 0,
 				   "the GOT slot of %s in %s sends the %s to %s in %s, which does not "
 				   "export %s (overwritten GOT entry)",
@@ -753,7 +550,7 @@ static int check_plt(struct check *c, struct proc *p, struct thr *t, const struc
 			expect = &c->mods[order[i]];
 	if (!expect || expect == tm)
 		return 0;
-	return add_finding(c, K_INTERPOSE, BTR_CHECK_MEDIUM, t, b->from, b->to, b->to, c->pos,
+	return check_add_finding(c, K_INTERPOSE, BTR_CHECK_MEDIUM, t, b->from, b->to, b->to, c->pos,
 			   (b->flags & BTR_BF_TSC) ? b->tsc : 0,
 			   "%s called from %s resolves to %s, which no DT_NEEDED chain of the program loads "
 			   "(preloaded); without it %s would provide %s",
@@ -807,8 +604,8 @@ static int check_indirect(struct check *c, size_t pi, struct proc *p, struct thr
 		uint64_t fn = check_mod_func_of(tm, tl);
 		char fs[SYM_LEN] = "?";
 		if (fn != UINT64_MAX)
-			symbolize(c, b->pid, fn + tmap->bias, fs);
-		return add_finding(c, K_CALL_NONENTRY, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos, tsc,
+			check_symbolize(c, b->pid, fn + tmap->bias, fs);
+		return check_add_finding(c, K_CALL_NONENTRY, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos, tsc,
 				   "the indirect call reaches 0x%" PRIx64 " in %s, %" PRIu64 " bytes into the "
 				   "function that starts at %s: not a function entry (no symbol, FDE, ENDBR64 or "
 				   "PLT entry there)",
@@ -824,7 +621,7 @@ static int check_indirect(struct check *c, size_t pi, struct proc *p, struct thr
 		return 0;   /* tail call, resolver, thunk, computed goto through a label table */
 	if (call_preceded(c, pi, b->pid, b->to))
 		return 0;   /* longjmp to after setjmp (unwound in on_branch) */
-	return add_finding(c, K_JMP_NONENTRY, BTR_CHECK_MEDIUM, t, b->from, b->to, b->to, c->pos, tsc,
+	return check_add_finding(c, K_JMP_NONENTRY, BTR_CHECK_MEDIUM, t, b->from, b->to, b->to, c->pos, tsc,
 			   "the indirect jump leaves its function for 0x%" PRIx64 " in %s, which is no "
 			   "function entry and follows no call",
 			   b->to, tm->path);
@@ -844,10 +641,10 @@ static int emit_code_mod(struct check *c, struct thr *t, uint64_t resume)
 	char rs[SYM_LEN + 48] = "";
 	if (resume) {
 		char sym[SYM_LEN];
-		symbolize(c, t->pid, resume, sym);
+		check_symbolize(c, t->pid, resume, sym);
 		snprintf(rs, sizeof(rs), "; execution went on at 0x%" PRIx64 " (%s)", resume, sym);
 	}
-	return add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, t->pm_from, resume, resume, t->pm_pos, t->pm_tsc,
+	return check_add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, t->pm_from, resume, resume, t->pm_pos, t->pm_tsc,
 			   "the trace stops matching the file's code at 0x%" PRIx64 " (%s)%s: the code that "
 			   "ran is not what the file holds there [%s] - an inline hook or code patched at run "
 			   "time (the trace holds no bytes of the new code)",
@@ -982,7 +779,7 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 			return jit;
 		if (unbacked && !jit && !image_code_named(img, b->to)) {
 			clean = 0;
-			if ((rc = add_finding(c, K_UNBACKED, BTR_CHECK_HIGH, t, b->from, b->to, b->to & ~0xfffull,
+			if ((rc = check_add_finding(c, K_UNBACKED, BTR_CHECK_HIGH, t, b->from, b->to, b->to & ~0xfffull,
 					      c->pos, tsc,
 					      "control enters 0x%" PRIx64 ", executable memory that no file backs "
 					      "(%s%s) and no perf map or jitdump names: shellcode or unnamed JIT code",
@@ -1008,7 +805,7 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 			if (btr_insn_decode_image(btr_stream_image_pid(c->s, b->pid), b->from, BTR_MODE_64, &in) > 0 &&
 			    in.target != b->to) {
 				struct mapping *m = map_of(p, b->from);
-				return add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos, tsc,
+				return check_add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos, tsc,
 						   "the direct %s at 0x%" PRIx64 " in %s encodes target 0x%" PRIx64
 						   ", the branch record goes to 0x%" PRIx64 ": the code that ran is not "
 						   "the file's",
@@ -1034,7 +831,7 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 	    btr_branch_kind_class((enum btr_branch_kind)dkind) !=
 		    btr_branch_kind_class((enum btr_branch_kind)b->kind)) {
 		struct mapping *m = map_of(p, b->from);
-		return add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos, tsc,
+		return check_add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos, tsc,
 				   "the trace records a %s branch at 0x%" PRIx64 ", but the bytes %s holds there "
 				   "decode to %s: the code that ran is not the file's (patched at run time)",
 				   btr_branch_kind_name((enum btr_branch_kind)b->kind), b->from,
@@ -1044,7 +841,7 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 	int kind = b->kind != BTR_KIND_NONE ? b->kind : dkind;
 	if (taken && (dflags & BTR_INSN_DIRECT) && dtarget != b->to) {
 		struct mapping *m = map_of(p, b->from);
-		return add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos, tsc,
+		return check_add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos, tsc,
 				   "the direct %s at 0x%" PRIx64 " in %s encodes target 0x%" PRIx64
 				   ", the trace went to 0x%" PRIx64 ": the code that ran is not the file's",
 				   btr_branch_kind_name((enum btr_branch_kind)kind), b->from,
@@ -1065,7 +862,7 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 			/* kBouncer: many short blocks ending in returns */
 			if (t->gchain && b->from >= t->glast_to && b->from - t->glast_to <= GADGET_BYTES) {
 				if (++t->gchain == 8 &&
-				    (rc = add_finding(c, K_GADGETS, BTR_CHECK_MEDIUM, t, t->gfirst_from, t->gfirst_to,
+				    (rc = check_add_finding(c, K_GADGETS, BTR_CHECK_MEDIUM, t, t->gfirst_from, t->gfirst_to,
 						      t->gfirst_to, c->pos, tsc,
 						      "8 returns in a row, each after a block of at most %d bytes "
 						      "(a gadget chain; the targets follow calls)",
@@ -1387,62 +1184,6 @@ static int a_end(void *state, int status)
 	return 0;
 }
 
-static int a_write(void *state, FILE *out, const char *format)
-{
-	struct check *c = state;
-	int json = format && !strcmp(format, "json");
-	if (format && !json && strcmp(format, "text"))
-		return -BTR_ERR_INVAL;
-	if (json) {
-		fprintf(out, "{\n  \"findings\": [");
-		for (size_t i = 0; i < c->n_f; i++) {
-			const struct finding *f = &c->f[i];
-			fprintf(out, "%s\n    {\"kind\": \"%s\", \"severity\": \"%s\", \"pid\": %" PRIu32
-				     ", \"thread\": %" PRIu32 ", \"position\": %" PRIu64 ", \"tsc\": %" PRIu64
-				     ", \"from\": \"0x%" PRIx64 "\", \"to\": \"0x%" PRIx64 "\", \"from_sym\": ",
-				i ? "," : "", f->pub.kind, btr_check_severity_name(f->pub.severity), f->pub.pid,
-				f->pub.tid, f->pub.position, f->pub.tsc, f->pub.from, f->pub.to);
-			btr_json_str(out, f->from_sym);
-			fprintf(out, ", \"to_sym\": ");
-			btr_json_str(out, f->to_sym);
-			fprintf(out, ", \"count\": %" PRIu64 ", \"detail\": ", f->pub.count);
-			btr_json_str(out, f->detail);
-			fputc('}', out);
-		}
-		fprintf(out, "%s],\n  \"stats\": {\"branches\": %" PRIu64 ", \"unknown_code\": %" PRIu64
-			     ", \"allowed\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"sampled\": %s, \"max_depth\": %u}\n}\n",
-			c->n_f ? "\n  " : "", c->stats.branches, c->stats.unknown_code, c->stats.allowed,
-			c->stats.dropped, c->stats.sampled ? "true" : "false", c->stats.max_depth);
-	} else {
-		for (size_t i = 0; i < c->n_f; i++) {
-			const struct finding *f = &c->f[i];
-			fprintf(out, "%-6s %s pid %" PRIu32 " tid %" PRIu32 " #%" PRIu64 ": 0x%" PRIx64 " -> 0x%" PRIx64
-				     " %s -> %s",
-				btr_check_severity_name(f->pub.severity), f->pub.kind, f->pub.pid, f->pub.tid,
-				f->pub.position, f->pub.from, f->pub.to, f->from_sym, f->to_sym);
-			if (f->pub.count > 1)
-				fprintf(out, " (x%" PRIu64 ")", f->pub.count);
-			fprintf(out, "\n       %s\n", f->detail);
-		}
-		fprintf(out, "%zu finding%s; %" PRIu64 " branches checked (%" PRIu64 " in code the image lacks)%s",
-			c->n_f, c->n_f == 1 ? "" : "s", c->stats.branches, c->stats.unknown_code,
-			c->stats.sampled ? ", sampled LBR data: kBouncer-style checks" : "");
-		if (c->stats.allowed)
-			fprintf(out, ", %" PRIu64 " allowed", c->stats.allowed);
-		if (c->stats.dropped)
-			fprintf(out, ", %" PRIu64 " more not kept", c->stats.dropped);
-		fputc('\n', out);
-		size_t unbacked = 0;
-		for (size_t i = 0; i < c->n_f; i++)
-			unbacked += !strcmp(c->f[i].pub.kind, "unbacked-code");
-		if (unbacked)
-			fprintf(out, "(a JIT runtime's code is named, and not reported, when the runtime writes a perf map: "
-				     "java -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit, node --perf-basic-prof; "
-				     "see docs/check.md)\n");
-	}
-	return ferror(out) ? -BTR_ERR_IO : 0;
-}
-
 static void a_destroy(void *state)
 {
 	struct check *c = state;
@@ -1482,7 +1223,7 @@ const struct btr_analysis_ops btr__check_ops = {
 	.branches = a_branches,
 	.event = a_event,
 	.end = a_end,
-	.write = a_write,
+	.write = check_write,
 	.destroy = a_destroy,
 	.formats = check_formats,
 };
@@ -1495,38 +1236,10 @@ int btr_check_new(const struct btr_check_opts *opts, struct btr_analysis **out)
 	if (!c)
 		return -BTR_ERR_NOMEM;
 	c->code_gen = 1;
-	int rc = opts ? check_allow_parse(opts->allow, KINDS, BTR_ARRAY_SIZE(KINDS), &c->rules, &c->n_rules) : 0;
+	int rc = opts ? check_allow_parse(opts->allow, btr__check_kinds, btr__check_n_kinds, &c->rules, &c->n_rules) : 0;
 	if (rc < 0) {
 		a_destroy(c);
 		return rc;
 	}
 	return btr_analysis_new(&btr__check_ops, c, out);
-}
-
-const struct btr_check_finding *btr_check_findings(const struct btr_analysis *a, size_t *n)
-{
-	struct check *c = btr_analysis_state(a);
-	*n = 0;
-	if (!c || !c->n_f)
-		return NULL;
-	free(c->pubs);
-	if (!(c->pubs = malloc(c->n_f * sizeof(*c->pubs))))
-		return NULL;
-	for (size_t i = 0; i < c->n_f; i++) {
-		c->pubs[i] = c->f[i].pub;
-		c->pubs[i].from_sym = c->f[i].from_sym;
-		c->pubs[i].to_sym = c->f[i].to_sym;
-		c->pubs[i].detail = c->f[i].detail;
-	}
-	*n = c->n_f;
-	return c->pubs;
-}
-
-void btr_check_get_stats(const struct btr_analysis *a, struct btr_check_stats *st)
-{
-	const struct check *c = btr_analysis_state(a);
-	if (c)
-		*st = c->stats;
-	else
-		memset(st, 0, sizeof(*st));
 }

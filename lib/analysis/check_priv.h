@@ -1,10 +1,16 @@
 /* check_priv.h - internals of the `btr check` analysis (check.c uses
- * check_model.c and check_allow.c; neither calls back).  Not installed. */
+ * check_model.c, check_allow.c and check_findings.c; none calls back).
+ * Not installed. */
 #ifndef BTR_CHECK_PRIV_H
 #define BTR_CHECK_PRIV_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include "btr/check.h"
+#include "btr/stream.h"
+#include "pairmap.h"
 
 /* What check needs to know about one ELF file, in link-time addresses
  * (add the mapping's load bias).  Everything here grows with the file's
@@ -100,5 +106,138 @@ int check_allow_parse(const char *text, const char *const *kinds, size_t n_kinds
 int check_allow_match(const struct check_allow_rule *rules, size_t n_rules, const char *kind, uint64_t from,
 		      uint64_t to, const char *detail, const char *from_sym, const char *to_sym);
 void check_allow_free(struct check_allow_rule *rules, size_t n_rules);
+
+/* ---- the analysis' state (check.c judges the transfers; check_findings.c
+ * keeps, names and prints what it found and never calls back) ---- */
+
+#define MAX_FINDINGS 4096     /* unique findings kept; more are counted as dropped */
+#define MAX_DEPTH (1u << 16)  /* shadow stack entries per thread; the oldest half goes when full */
+#define GADGET_BYTES 32       /* a "short block" between two returns of a chain */
+#define DEEP_SEARCH 4096      /* frames searched below the top for a return target */
+#define SYM_LEN 160
+#define SPLIT_SCAN (256u << 10)  /* bytes of an FDE range searched for jumps into another */
+
+/* ---- processes, mappings, threads ---- */
+
+struct mapping {
+	uint64_t start, end, bias;
+	int mod;          /* index into st->mods, -1: no model */
+	int backed;       /* a regular file backs it */
+	char *path;
+};
+
+struct proc {
+	uint32_t pid;
+	struct mapping *maps;
+	size_t n_maps, cap_maps;
+};
+
+enum { FR_CALL = 0, FR_SIGNAL, FR_WILD };
+
+struct frame {
+	uint64_t ret;
+	uint8_t type;
+};
+
+#define CHAIN_MAX 8
+struct thr {
+	uint32_t tid, pid;
+	struct frame *st;
+	size_t n, cap;
+	/* a run of hijacked returns (one finding when it ends) */
+	unsigned chain;
+	uint64_t chain_to[CHAIN_MAX];
+	uint64_t chain_from, chain_last_to, chain_pos, chain_tsc;
+	int cand;                   /* a held-back return-hijack (end_chain) */
+	int chain_first_mismatch;   /* the first return went to a call-preceded site */
+	/* sampled mode: consecutive short return blocks */
+	unsigned gchain;
+	uint64_t glast_to, gfirst_from, gfirst_to;
+	/* the trace stopped matching the code: finding waits for the resume ip */
+	int pending_mod;
+	uint64_t pm_from, pm_pos, pm_tsc;
+	int pm_reason;
+	uint64_t sys_next;   /* after a SYSCALL branch: where the thread resumes */
+	int desync;          /* the PT decoder lost the flow once: returns into frames of
+			      * before (compressed against a return stack the decoder no
+			      * longer has) are not evidence */
+	int code_mod_seen;
+	uint64_t last_to;
+};
+
+/* A transfer on_branch judged clean before: a conditional or direct
+ * jump, a direct call or a return that enters code a file backs (or that
+ * its runtime names) from an instruction of the recorded kind, a direct
+ * one to the target its encoding names.  Valid for one process and one
+ * image generation; forget_code() drops all when mappings change.  What
+ * a hit still has to do: nothing (jumps), push @ret (calls), the shadow
+ * stack's check (returns).  Sampled data keeps no returns (the gadget
+ * rule counts them). */
+#define EC_SIZE 16384
+struct ec_ent {
+	uint64_t key;    /* ec_key(): from, kind, flags; 0: empty */
+	uint64_t to;
+	uint64_t tag;    /* process index << 32 | image generation */
+	uint64_t ret;    /* a call's return address */
+	uint32_t cg;     /* check's code generation (forget_code) */
+};
+
+struct finding {
+	struct btr_check_finding pub;
+	char from_sym[SYM_LEN], to_sym[SYM_LEN];
+	char *detail;
+};
+
+struct check {
+	struct btr_stream *s;
+	struct check_mod *mods;
+	size_t n_mods;
+	struct proc *procs;
+	size_t n_procs;
+	struct thr **thr;
+	size_t n_thr;
+	struct pairmap insn;       /* (proc<<48|addr, 0) -> kind | len << 8 | flags << 16; ~0u: no code */
+	struct pairmap callpre;    /* (proc<<48|addr, 1) -> 0/1 */
+	struct {                   /* in front of insn: most branches repeat (key + 1, 0: empty), */
+		uint64_t key;      /* with the target a direct branch encodes */
+		uint64_t target;
+		uint32_t v;
+		uint32_t cg;       /* valid while it is code_gen */
+	} ic[32768];               /* (python3's interpreter missed 2048 often) */
+	struct ec_ent ec[EC_SIZE]; /* transfers judged clean (ec_put) */
+	uint32_t code_gen;         /* ic and ec entries of another are stale (from 1) */
+	uint32_t gen;              /* generation of the image of the run being read */
+	size_t last_proc;          /* index of proc_get's last answer */
+	struct thr *last_thr;
+	struct pairmap edges;      /* (from, to) of indirect transfers already judged */
+	struct pairmap links;      /* (mod << 48 | FDE start, FDE start) -> 1: one split function */
+	struct pairmap dedup;      /* (kind id << 56 ^ from, to) -> finding index */
+	struct pairmap jit;        /* (area, process index) -> 1: a JIT engine's code (jit_code) */
+	struct finding *f;
+	size_t n_f, cap_f;
+	struct btr_check_finding *pubs;
+	struct check_allow_rule *rules;
+	size_t n_rules;
+	uint64_t pos;
+	int ended;
+	struct btr_check_stats stats;
+};
+
+/* Finding kinds: btr__check_kinds[K_*] is the name. */
+extern const char *const btr__check_kinds[];
+extern const size_t btr__check_n_kinds;
+enum { K_RET_HIJACK, K_ROP, K_RET_MISMATCH, K_GADGETS, K_CALL_NONENTRY, K_JMP_NONENTRY,
+       K_UNBACKED, K_CODE_MOD, K_GOT, K_INTERPOSE };
+
+/* The symbol of @a in process @pid, "?" for 0 (SYM_LEN bytes at @buf). */
+void check_symbolize(struct check *c, uint32_t pid, uint64_t a, char *buf);
+/* Records a finding of kind @kind (deduplicated on kind, from and
+ * @key_to; an --allow rule counts it as allowed instead).  Returns 0 or
+ * -BTR_ERR_NOMEM. */
+int check_add_finding(struct check *c, int kind, enum btr_check_severity sev, const struct thr *t, uint64_t from,
+		      uint64_t to, uint64_t key_to, uint64_t pos, uint64_t tsc, const char *fmt, ...)
+	__attribute__((format(printf, 10, 11)));
+/* The findings as text or JSON (btr_analysis_ops.write). */
+int check_write(void *state, FILE *out, const char *format);
 
 #endif
