@@ -1115,6 +1115,15 @@ int btr_ptflow_decode(struct btr_ptflow *f, const uint8_t *buf, size_t size,
 	f->cb = cb ? cb : &none;
 	f->stopped = 0;
 	f->fold = cb && fold_wanted(cb);
+	int (*ft)(void *, uint64_t, uint64_t, uint64_t) = cb && cb->fold_ok ? cb->fold_block : NULL;
+	void *ftc = ft ? cb->ctx : NULL;
+	if (btr_unlikely(ft != f->ft_fn || ftc != f->ft_ctx)) {
+		/* The cached blocks' keep answers another predicate. */
+		if (f->nblk)
+			ptf_flush_blocks(f, 1);
+		f->ft_fn = ft;
+		f->ft_ctx = ftc;
+	}
 	ptf_take_image(f);
 	if (btr_image_generation(f->img) != f->img_gen) {
 		/* The image changed since the last call: links would

@@ -49,13 +49,20 @@ struct __attribute__((aligned(64))) blk {
 	uint32_t tail[2];     /* branch record flags | kind << 16 for a branch to to[0] / to[1] */
 	uint16_t len;         /* bytes from ip to the end of the last instruction */
 	uint8_t ninsn;
-	uint8_t end_len;      /* length of the last instruction */
+	uint8_t keep;         /* KEEP_*: which records of the block walk_fast's omode 4
+			       * keeps (cb->fold_block) */
 	uint8_t cls;          /* enum blk_class */
 	uint8_t kind;         /* enum btr_branch_kind of the last instruction */
 	uint8_t mode;         /* enum btr_exec_mode + 1; 0 = not a valid block */
 	uint8_t jcc;          /* cls == C_COND and kind == BTR_KIND_JCC (the hot case) */
 };
 _Static_assert(sizeof(struct blk) == 64, "one cache line per block");
+/* blk.keep: with cb->fold_ok saying yes, the block's JCC record with TNT
+ * bit t goes out if bit t is set (KEEP_NT: not taken, KEEP_TK: taken; a
+ * JMP's if KEEP_TK).  Without cb->fold_block every block has KEEP_TK: the
+ * not-taken JCCs are left out. */
+#define KEEP_NT 1u
+#define KEEP_TK 2u
 
 /* Index entry: 4 per set, one cache line per set. */
 struct blk_ref {
@@ -169,6 +176,9 @@ struct btr_ptflow {
 	uint8_t intx;            /* inside a TSX transaction (BTR_BF_IN_TX) */
 	uint8_t fold;            /* cb->fold_ok said yes (walk_fast leaves out not-taken JCCs) */
 	uint64_t folded;         /* branches left out so far (btr_ptflow_folded) */
+	/* the cb->fold_block (and its ctx) the cached blocks' keep answers */
+	int (*ft_fn)(void *ctx, uint64_t start, uint64_t from, uint64_t to);
+	void *ft_ctx;
 	uint64_t tx_insns;       /* st.insns when the transaction began */
 	uint8_t in_psb;
 	uint8_t psb_fup;         /* FUP seen in this PSB+ */

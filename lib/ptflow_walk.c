@@ -144,19 +144,27 @@ struct blk *ptf_build_blk(struct btr_ptflow *f, uint64_t ip, int *err)
 	b->ip = ip;
 	b->ninsn = (uint8_t)n;
 	b->len = (uint16_t)(cur - ip);
-	b->end_len = lens[n - 1];
 	b->kind = cls == C_NONE ? BTR_KIND_NONE : last.kind;
 	cold->end_flags = last.flags;
 	cold->end_imm = last.imm;
 	b->to[0] = cur;
 	b->to[1] = (last.flags & BTR_INSN_DIRECT) ? last.target : 0;
-	b->end_ip = cur - b->end_len;
+	b->end_ip = cur - lens[n - 1];
 	/* The record tails of the direct branches (flags other than
 	 * INSNS/TSC/CYCLES, which depend on the walk, and the kind). */
 	b->tail[0] = (uint32_t)KFLAGS(b->end_ip, b->to[0]) | (uint32_t)b->kind << 16;
 	b->tail[1] = (uint32_t)(BTR_BF_TAKEN | KFLAGS(b->end_ip, b->to[1])) | (uint32_t)b->kind << 16;
 	b->cls = (uint8_t)cls;
 	b->jcc = cls == C_COND && b->kind == BTR_KIND_JCC;
+	/* What omode 4 may leave out: asked once here (a decode call with
+	 * another cb->fold_block empties the cache first). */
+	b->keep = KEEP_TK;
+	if (f->ft_fn) {
+		int r = f->ft_fn(f->ft_ctx, ip, b->end_ip, (b->jcc || cls == C_JMP) ? b->to[1] : 0);
+		b->keep = !(r & BTR_FOLD_NOT_TAKEN) ? KEEP_NT | KEEP_TK : (r & BTR_FOLD_TAKEN) ? 0 : KEEP_TK;
+		if (!b->jcc && cls != C_JMP)
+			b->keep |= KEEP_TK;   /* (a CALL's record always goes out) */
+	}
 	b->next[0] = b->next[1] = NIL;
 	b->mode = (uint8_t)(f->mode + 1);
 	f->nblk = nb + 1;
@@ -270,7 +278,15 @@ int ptf_walk(struct btr_ptflow *f, enum goal goal, uint64_t x, int suppressed, s
 			}
 			exec_blk(f, b);
 			f->ip = NEXT(b);
+			/* KEEP_TAINT: a block without a branch that
+			 * cb->fold_block lets nothing go of (it crosses into
+			 * another function, say) passes that on to the block
+			 * after it: no record shows the crossing, so the next
+			 * branch must go out */
+			unsigned taint = b->keep & KEEP_NT;
 			b = succ(f, b, 0, NEXT(b), &err);
+			if (taint && b)
+				b->keep = KEEP_NT | KEEP_TK;
 			continue;
 		case C_COND:
 			if (!f->tnt_total) {
@@ -552,6 +568,24 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 			FAST_EMIT(b->end_ip, x_, b->kind, (tail_));              \
 		}                                                                \
 	} while (0)
+	/* The direct JMP or CALL ending @b (to b->to[1]): with omode 4 and
+	 * no KEEP_TK (a JMP cb->fold_block lets go), written to the
+	 * batch but not kept, as a not-taken JCC; otherwise FAST_AGG. */
+#define FAST_AGGJ()                                                              \
+	do {                                                                     \
+		if (omode == 4 && !(b->keep & KEEP_TK) && btr_likely(!cycfl)) {  \
+			struct btr_branch *o_ = &ob[on];                         \
+			uint32_t t_ = b->tail[1] | tscfl;                        \
+			o_->from = b->end_ip;                                    \
+			o_->to = b->to[1];                                       \
+			o_->insns = insns - mark;                                \
+			memcpy(&o_->flags, &t_, 4);                              \
+			fpend = 1;                                               \
+			nfold++;                                                 \
+		} else {                                                         \
+			FAST_AGG(1, b->to[1], b->kind, b->tail[1]);              \
+		}                                                                \
+	} while (0)
 	/* Follows link @which of @b to @to (lookup on a miss).  In TIP mode
 	 * (walking to the branch a TIP resolves, packet not yet consumed) a
 	 * failure leaves the TIP to on_tip, which reports it. */
@@ -674,14 +708,17 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 							if (cls == C_NONE) {
 								FAST_GUARD((void)0);
 								insns += b->ninsn;
+								unsigned nt_ = b->keep & KEEP_NT;
 								FAST_NEXT(0, b->to[0]);
+								if (omode == 4 && btr_unlikely(nt_))
+									b->keep = KEEP_NT | KEEP_TK;   /* see KEEP_TAINT */
 							} else if (cls == C_JMP || cls == C_CALL) {
 								FAST_GUARD((void)0);
 								insns += b->ninsn;
 								if (cls == C_CALL && b->to[1] != b->to[0])
 									rs_push(f, b->to[0], &b->next[0]);
 								FAST_COUNT(b->kind, 0);
-								FAST_AGG(1, b->to[1], b->kind, b->tail[1]);
+								FAST_AGGJ();
 								FAST_NEXT(1, b->to[1]);
 							} else if (cls == C_COND) {
 								goto out;   /* on_tip reports it */
@@ -765,10 +802,11 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 					o_->to = to;
 					o_->insns = insns - mark;
 					memcpy(&o_->flags, &t_, 4);
-					mark += (insns - mark) & (0 - (uint64_t)t);
-					on += t;
-					fpend = t ^ 1;
-					nfold += t ^ 1;
+					unsigned k = (b->keep >> t) & 1u;   /* KEEP_* */
+					mark += (insns - mark) & (0 - (uint64_t)k);
+					on += k;
+					fpend = k ^ 1;
+					nfold += k ^ 1;
 					if (btr_unlikely(on == BTR_PTFLOW_BATCH)) {
 						f->bn = on;
 						ptf_flush_branches(f);
@@ -806,6 +844,11 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 		case C_NONE:
 			FAST_GUARD(ret = -BTR_ERR_BAD_CONTEXT);
 			insns += b->ninsn;
+			if (omode == 4 && btr_unlikely(b->keep & KEEP_NT)) {
+				FAST_NEXT(0, b->to[0]);
+				b->keep = KEEP_NT | KEEP_TK;   /* see KEEP_TAINT */
+				continue;
+			}
 			FAST_NEXT(0, b->to[0]);
 			continue;
 		case C_JMP:
@@ -817,7 +860,7 @@ walk_fast_t(struct btr_ptflow *f, const uint8_t *p, size_t n, size_t limit, uint
 			if (b->cls == C_CALL && b->to[1] != b->to[0])
 				rs_push(f, b->to[0], &b->next[0]);
 			FAST_COUNT(b->kind, 0);
-			FAST_AGG(1, b->to[1], b->kind, b->tail[1]);
+			FAST_AGGJ();
 			FAST_NEXT(1, b->to[1]);
 			continue;
 		case C_RET:
@@ -919,6 +962,7 @@ out:
 #undef FAST_EMIT
 #undef FAST_AGG
 #undef FAST_AGGX
+#undef FAST_AGGJ
 #undef FAST_NEXT
 #undef FAST_ACQUIRE
 #undef FAST_GUARD

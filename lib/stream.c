@@ -649,6 +649,14 @@ static int flow_fold_ok(void *ctx)
 	return d->s->o.fold_ok(d->s->o.ctx, d->tid);
 }
 
+/* btr_stream_opts.fold_block for the process of a per-thread stream (the
+ * .pid its branches are delivered with, flow_branches). */
+static int flow_fold_block(void *ctx, uint64_t start, uint64_t from, uint64_t to)
+{
+	struct data_stream *d = ctx;
+	return d->s->o.fold_block(d->s->o.ctx, btr_stream_pid_of(d->s, d->tid), start, from, to);
+}
+
 static int flow_insn(void *ctx, uint64_t ip, const struct btr_insn *insn)
 {
 	struct data_stream *d = ctx;
@@ -813,7 +821,11 @@ static int on_pt(struct btr_stream *s, const struct btr_rec_data *r)
 		cb.counts = flow_counts;
 	else if (s->o.fold_ok && s->o.branches && !s->o.filter && !s->o.pid && !s->o.tid && !d->percpu &&
 		 !s->o.insn)
+	{
 		cb.fold_ok = flow_fold_ok;
+		if (s->o.fold_block)
+			cb.fold_block = flow_fold_block;
+	}
 	uint64_t folded = btr_ptflow_folded(d->flow);
 	rc = btr_ptflow_decode(d->flow, r->data, (size_t)r->size, &cb);
 	s->st.branches += btr_ptflow_folded(d->flow) - folded;

@@ -4,7 +4,8 @@
 # call stack says they change nothing (btr/analysis.h fold_ok; docs/
 # pt-decode.md "Not-taken conditionals left out").  Their outputs must be
 # the same, byte for byte, as with every branch in order (BTR_ORDERED=1),
-# on real recordings: gzip, python3, perl, threads, signals, a process
+# on real recordings: gzip, python3, perl, threads, signals, prof_shapes
+# (tail calls, longjmp, code running into the next function), a process
 # tree with exec, a dlclose'd library, a make of two files, and the
 # quipper perf.data files (LBR, PT).
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
@@ -26,6 +27,7 @@ if command -v perl >/dev/null; then
 fi
 rec threads "$build/prog_flow_threads"
 rec signals "$build/prog_flow_signals"
+rec shapes "$build/prog_prof_shapes"
 rec proc_tree "$build/prog_proc_tree"
 rec dlclose "$build/prog_qemu_dlclose" "$build/libbtr_dl_loop.so" "$build/libbtr_dl_other.so"
 if command -v make >/dev/null && command -v cc >/dev/null; then

@@ -69,11 +69,13 @@ def check_fib(path):
 
 
 def check_shapes(path):
-    keep = {'main', 'tail_a', 'tail_b', 'tail_c', 'spin', 'lj_outer', 'lj_mid', 'lj_inner', 'sig_raiser', 'on_usr1'}
+    keep = {'main', 'tail_a', 'tail_b', 'tail_c', 'spin', 'lj_outer', 'lj_mid', 'lj_inner', 'sig_raiser', 'on_usr1',
+            'fall_a', 'fall_b'}
     got = project(path, keep)
     want = {
         'main',
         'main;tail_a', 'main;tail_b', 'main;tail_c', 'main;tail_c;spin',   # a jmp replaces the caller
+        'main;fall_a', 'main;fall_b',                                      # so does running into fall_b
         'main;lj_outer', 'main;lj_outer;lj_mid', 'main;lj_outer;lj_mid;lj_inner',
         'main;lj_outer;lj_mid;lj_inner;spin',
         'main;lj_outer;spin',                                              # after longjmp
@@ -81,6 +83,10 @@ def check_shapes(path):
         'main;sig_raiser;spin',                                            # after sigreturn
     }
     assert set(got) == want, (sorted(set(got) - want), sorted(want - set(got)))
+    # fall_a's add, and fall_b's first pass up to its first branch, go to
+    # fall_a (the stack learns of fall_b at that branch); the other 19
+    # passes (3 instructions) and the ret to fall_b
+    assert got['main;fall_a'] == 5 and got['main;fall_b'] == 19 * 3 + 1, (got['main;fall_a'], got['main;fall_b'])
     # spin(n) runs a fixed number of instructions plus a fixed number per
     # iteration: the five calls (n = 10, 5, 3, 7, 2) lie on one line
     n = {'main;tail_c;spin': 10, 'main;lj_outer;lj_mid;lj_inner;spin': 5, 'main;lj_outer;spin': 3,
@@ -196,8 +202,9 @@ def check_cg_shapes(path):
     # a tail call replaces the caller's frame: tail_b and tail_c run on
     # behalf of main, as the stack says
     mc = edges(fs['main'], 'callees')
-    assert all(mc.get(f) == 1 for f in ('tail_a', 'tail_b', 'tail_c', 'lj_outer', 'sig_raiser')), mc
+    assert all(mc.get(f) == 1 for f in ('tail_a', 'tail_b', 'tail_c', 'fall_a', 'fall_b', 'lj_outer', 'sig_raiser')), mc
     assert edges(fs['tail_a'], 'callees') == {} and edges(fs['tail_b'], 'callees') == {}
+    assert edges(fs['fall_a'], 'callees') == {} and edges(fs['fall_b'], 'callees') == {}
     assert edges(fs['tail_c'], 'callees') == {'spin': 1}, fs['tail_c']
     assert edges(fs['lj_inner'], 'callers') == {'lj_mid': 1}
     assert fs['spin']['calls'] == 5, fs['spin']

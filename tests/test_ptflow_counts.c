@@ -14,7 +14,10 @@
  * "fold_ok", switched on and off from call to call): with every not-taken
  * JCC dropped and its instructions added to the next record up to the next
  * event (a remainder stays before the event), both outputs must be the
- * same sequence, and the records plus btr_ptflow_folded() the branches. */
+ * same sequence, and the records plus btr_ptflow_folded() the branches.
+ * And with "fold_block" saying per block what may go (nothing, not-taken
+ * JCCs, or taken ones too, from a hash of the block's last address): with
+ * exactly those records dropped, again the same sequence. */
 #include "check.h"
 #include "ptgen.h"
 #include "btr/ptflow.h"
@@ -42,14 +45,35 @@ struct sink {
 	struct rec *q;       /* the normalized sequence (records, events) */
 	size_t qn, qcap;
 	uint64_t carry;      /* instructions of dropped not-taken JCCs */
+	int fb;              /* fold_block mode: drop what fold_bits lets go */
 };
+
+/* The fold_block answer for a block ending at @from: per hash, nothing,
+ * not-taken JCCs, or taken ones too. */
+static int fold_bits(uint64_t from)
+{
+	unsigned h = (unsigned)((from * 0x9e3779b97f4a7c15ull) >> 61);
+	return h == 0 ? 0 : h < 3 ? BTR_FOLD_NOT_TAKEN : BTR_FOLD_NOT_TAKEN | BTR_FOLD_TAKEN;
+}
+
+/* Does @s's normalized sequence leave out record @b? */
+static int dropped(const struct sink *s, const struct btr_branch *b)
+{
+	int taken = (b->flags & BTR_BF_TAKEN) != 0;
+	if (!s->fb)
+		return b->kind == BTR_KIND_JCC && !taken;
+	if (b->kind != BTR_KIND_JCC && b->kind != BTR_KIND_JMP)
+		return 0;
+	int bits = fold_bits(b->from);
+	return taken ? (bits & BTR_FOLD_TAKEN) != 0 : b->kind == BTR_KIND_JCC && (bits & BTR_FOLD_NOT_TAKEN);
+}
 
 /* Appends to @s's normalized sequence: a not-taken JCC only adds its
  * instructions to the next record; an event (@ev) keeps a remainder
  * before it. */
 static void seq(struct sink *s, const struct btr_branch *b, int ev)
 {
-	if (!ev && b->kind == BTR_KIND_JCC && !(b->flags & BTR_BF_TAKEN)) {
+	if (!ev && dropped(s, b)) {
 		s->carry += b->insns;
 		return;
 	}
@@ -104,6 +128,14 @@ static int fold_ok(void *ctx)
 {
 	struct sink *s = ctx;
 	return ++s->fold_calls % 4 != 0;
+}
+
+static int fold_block(void *ctx, uint64_t start, uint64_t from, uint64_t to)
+{
+	(void)ctx;
+	(void)start;
+	(void)to;
+	return fold_bits(from);
 }
 
 static int on_counts(void *ctx, const struct btr_branch_count *c, size_t n)
@@ -170,8 +202,10 @@ static void decode(struct btr_image *img, uint8_t cache_bits, const uint8_t *pt,
 		cb.counts = on_counts;
 	else
 		cb.branches = on_branches;
-	if (counts == 2)
+	if (counts >= 2)
 		cb.fold_ok = fold_ok;
+	if (counts == 3)
+		cb.fold_block = fold_block;
 	uint64_t rng = 0x9e3779b97f4a7c15ull;
 	for (size_t off = 0; off < size;) {
 		size_t n = size - off;
@@ -249,6 +283,48 @@ static void compare(const char *what, struct btr_image *img, uint8_t cache_bits,
 	CHECK(fsame);
 	printf("%-34s %9llu branches, %7llu left out, %s\n", "  not-taken JCCs left out", (unsigned long long)nc,
 	       (unsigned long long)c.folded, fsame ? "same" : "DIFFERENT");
+	/* what fold_block lets go left out */
+	struct sink a3 = { .fb = 1 }, c3 = { .fb = 1 };
+	uint64_t na3, nc3;
+	decode(img, cache_bits, pt, size, piece, 0, &a3, &na3);
+	decode(img, cache_bits, pt, size, piece, 3, &c3, &nc3);
+	CHECK_EQ(nc3, na);
+	CHECK_EQ(c3.total + c3.folded, nc3);
+	CHECK(c3.folded > 0);
+	seq(&a3, &(struct btr_branch){ 0 }, 1);
+	seq(&c3, &(struct btr_branch){ 0 }, 1);
+	size_t taken_out = 0;
+	for (size_t i = 0; i < a.n; i++)
+		if (a.v[i].kind == BTR_KIND_JCC && (a.v[i].flags & BTR_BF_TAKEN) &&
+		    (fold_bits(a.v[i].from) & BTR_FOLD_TAKEN))
+			taken_out++;
+	int bsame = a3.qn == c3.qn;
+	for (size_t i = 0; bsame && i < a3.qn; i++)
+		bsame = !cmp_rec(&a3.q[i], &c3.q[i]);
+	CHECK(bsame);
+	if (!bsame && getenv("COUNTS_DEBUG")) {
+		size_t i = 0;
+		while (i < a3.qn && i < c3.qn && !cmp_rec(&a3.q[i], &c3.q[i]))
+			i++;
+		printf("qn %zu %zu first diff %zu\n", a3.qn, c3.qn, i);
+		for (size_t k = i >= 2 ? i - 2 : 0; k < i + 3; k++) {
+			if (k < a3.qn)
+				printf("ordered %zu: from %llx to %llx insns %llu flags %x kind %u\n", k,
+				       (unsigned long long)a3.q[k].from, (unsigned long long)a3.q[k].to,
+				       (unsigned long long)a3.q[k].insns, a3.q[k].flags, a3.q[k].kind);
+			if (k < c3.qn)
+				printf("folded  %zu: from %llx to %llx insns %llu flags %x kind %u\n", k,
+				       (unsigned long long)c3.q[k].from, (unsigned long long)c3.q[k].to,
+				       (unsigned long long)c3.q[k].insns, c3.q[k].flags, c3.q[k].kind);
+		}
+	}
+	CHECK(taken_out > 0);   /* taken JCCs that may go are there */
+	printf("%-34s %9llu branches, %7llu left out, %s\n", "  per block (fold_block)", (unsigned long long)nc3,
+	       (unsigned long long)c3.folded, bsame ? "same" : "DIFFERENT");
+	free(a3.q);
+	free(c3.q);
+	free(a3.v);
+	free(c3.v);
 	free(a.q);
 	free(b.q);
 	free(c.q);

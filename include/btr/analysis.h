@@ -91,6 +91,17 @@ struct btr_analysis_ops {
 	 * out (btr/stream.h @fold_ok); asked before each data record and
 	 * after each event of the thread.  BTR_ORDERED=1: never. */
 	int (*fold_ok)(void *state, uint32_t tid);
+	/* appended: Optional, with @fold_ok: what of the block of code
+	 * @start..@from of process @pid (ending in a direct jump or
+	 * conditional branch to @to, else @to 0) changes nothing for the
+	 * analysis but the instruction count, as BTR_FOLD_* bits
+	 * (btr/ptflow.h fold_block): BTR_FOLD_NOT_TAKEN its JCC when not
+	 * taken, BTR_FOLD_TAKEN also when taken (a jump inside one function,
+	 * for a call stack).  It must depend on nothing but its arguments and
+	 * the process's code: the decoder keeps the answer.  A run leaves out
+	 * what every analysis that takes branches lets go (without
+	 * @fold_block: not-taken JCCs). */
+	int (*fold_block)(void *state, uint32_t pid, uint64_t start, uint64_t from, uint64_t to);
 };
 
 struct btr_analysis;
@@ -174,6 +185,10 @@ int btr_analysis_mux_fold_ok(void *mux, uint32_t tid);
 /* 1 if every analysis of @m that takes branches has ops->fold_ok (and one
  * does), else 0. */
 int btr_analysis_mux_fold_any(const struct btr_analysis_mux *m);
+/* btr_stream_opts.fold_block over a mux: the BTR_FOLD_* bits every
+ * analysis of @mux that takes branches lets go (BTR_FOLD_NOT_TAKEN for
+ * one without ops->fold_block). */
+int btr_analysis_mux_fold_block(void *mux, uint32_t pid, uint64_t start, uint64_t from, uint64_t to);
 int btr_analysis_mux_begin(struct btr_analysis_mux *m, struct btr_stream *s);
 /* Flushes buffered branches and calls every end with @status.  Returns 0
  * or the first analysis error. */

@@ -71,6 +71,10 @@ struct btr_cs_frame {
 	uint64_t enter_time; /* thread time clock at entry */
 	uint8_t kind;        /* enum btr_cs_frame_kind */
 	uint8_t emitted;     /* free for the enter/leave callbacks' user */
+	uint8_t returned;    /* a return came back to this frame: it runs on at
+			      * its return address, whatever symbol stands
+			      * there (ld.so's _start calls _dl_start, which
+			      * returns to the label _dl_start_user) */
 };
 
 struct btr_cs_thread {
@@ -149,6 +153,14 @@ int btr_callstack_branches(struct btr_callstack *cs, const struct btr_branch *b,
  * its instructions added to the thread's next branch: btr/analysis.h
  * fold_ok): the thread is known and not looking ahead after a restart. */
 int btr_callstack_fold_ok(const struct btr_callstack *cs, uint32_t tid);
+/* What of the block of code @start..@from of process @pid (ending in a
+ * direct jump or conditional branch to @to, else @to 0) changes nothing
+ * for the stacks but the instruction count: BTR_FOLD_* bits (btr/ptflow.h
+ * fold_block, btr/analysis.h).  Nothing of a block that starts a function
+ * or runs into another one (that must be seen, docs/callstack.md); its
+ * not-taken JCC otherwise; also its taken jump when @to lies in the same
+ * function.  It depends only on the addresses and the process's code. */
+int btr_callstack_fold_block(struct btr_callstack *cs, uint32_t pid, uint64_t start, uint64_t from, uint64_t to);
 int btr_callstack_event(struct btr_callstack *cs, const struct btr_stream_event *ev);
 
 /* Flushes look-ahead buffers and leaves every open frame of every thread

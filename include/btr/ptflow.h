@@ -138,7 +138,27 @@ struct btr_ptflow_callbacks {
 	 * left out are counted in btr_ptflow_folded().  Not used by
 	 * btr_ptflow_decode_parallel. */
 	int (*fold_ok)(void *ctx);
+	/* appended: Optional, with @fold_ok: asked once for each block of
+	 * straight-line code the decoder caches, when it first decodes it:
+	 * @start its first instruction, @from its last, @to the target of a
+	 * direct jump (JMP) or conditional branch (JCC) that ends it (else 0).
+	 * The answer, BTR_FOLD_* bits, is what the decoder may leave out of
+	 * the block while @fold_ok says yes: 0 nothing (then also nothing of
+	 * the branch that ends the next block, if this one ends without a
+	 * branch); BTR_FOLD_NOT_TAKEN its JCC when not taken (what every
+	 * block gets without @fold_block); with BTR_FOLD_TAKEN also its JCC
+	 * or JMP when taken, counted in btr_ptflow_folded() as well.  For call
+	 * stack views: a jump inside one function changes nothing for them,
+	 * but code that runs into another function without a branch must be
+	 * seen.  The answer must depend on nothing but the arguments and the
+	 * code: it is kept with the block (a decode call with another
+	 * @fold_block or @ctx empties the block cache). */
+	int (*fold_block)(void *ctx, uint64_t start, uint64_t from, uint64_t to);
 };
+
+/* btr_ptflow_callbacks.fold_block's answer. */
+#define BTR_FOLD_NOT_TAKEN 1
+#define BTR_FOLD_TAKEN 2
 
 /* Largest batch passed to btr_ptflow_callbacks.branches. */
 #define BTR_PTFLOW_BATCH 256

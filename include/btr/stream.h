@@ -195,6 +195,14 @@ struct btr_stream_opts {
 	 * still count every branch.  Not used with @counts, @filter, @pid,
 	 * @tid, @insn, or for other data. */
 	int (*fold_ok)(void *ctx, uint32_t tid);
+	/* appended: Optional, with @fold_ok: btr/ptflow.h "fold_block" for the
+	 * per-thread PT data of process @pid: the BTR_FOLD_* bits saying what
+	 * may be left out of the block of code @start..@from (ending in a
+	 * direct jump or conditional branch to @to, else @to 0) while
+	 * @fold_ok says yes.  Asked once per block a decoder caches; the
+	 * answer must depend on nothing but the arguments and the code.
+	 * Without it, not-taken JCCs may be left out everywhere. */
+	int (*fold_block)(void *ctx, uint32_t pid, uint64_t start, uint64_t from, uint64_t to);
 };
 
 struct btr_stream;

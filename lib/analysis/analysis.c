@@ -214,6 +214,19 @@ int btr_analysis_mux_fold_ok(void *mux, uint32_t tid)
 	return any;
 }
 
+int btr_analysis_mux_fold_block(void *mux, uint32_t pid, uint64_t start, uint64_t from, uint64_t to)
+{
+	struct btr_analysis_mux *m = mux;
+	int bits = BTR_FOLD_NOT_TAKEN | BTR_FOLD_TAKEN;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct btr_analysis *a = m->list[i];
+		if (!a->ops->branches)
+			continue;
+		bits &= a->ops->fold_block ? a->ops->fold_block(a->state, pid, start, from, to) : BTR_FOLD_NOT_TAKEN;
+	}
+	return bits;
+}
+
 int btr_analysis_mux_fold_any(const struct btr_analysis_mux *m)
 {
 	if (!m)
@@ -290,6 +303,7 @@ int btr_analysis_run(const char *path, const struct btr_stream_opts *sopts,
 	 * change nothing for it (the call stack views; BTR_ORDERED=1: all). */
 	o.fold_ok = !o.counts && btr_analysis_mux_fold_any(m) && !(ord && *ord && strcmp(ord, "0"))
 			    ? btr_analysis_mux_fold_ok : NULL;
+	o.fold_block = o.fold_ok ? btr_analysis_mux_fold_block : NULL;
 	struct btr_stream *s;
 	rc = btr_stream_open(path, &o, &s);
 	if (rc < 0) {

@@ -57,6 +57,11 @@ static int c_fold_ok(void *p, uint32_t tid)
 	return btr_callstack_fold_ok(((struct cg *)p)->cs, tid);
 }
 
+static int c_fold_block(void *p, uint32_t pid, uint64_t start, uint64_t from, uint64_t to)
+{
+	return btr_callstack_fold_block(((struct cg *)p)->cs, pid, start, from, to);
+}
+
 static int c_event(void *p, const struct btr_stream_event *ev)
 {
 	return btr_callstack_event(((struct cg *)p)->cs, ev);
@@ -326,7 +331,7 @@ static void c_destroy(void *p)
 static const char *const callgraph_formats[] = { "text", "json", "dot", NULL };
 
 const struct btr_analysis_ops btr__callgraph_ops = {
-	.name = "callgraph", .begin = c_begin, .branches = c_branches, .fold_ok = c_fold_ok, .event = c_event,
+	.name = "callgraph", .begin = c_begin, .branches = c_branches, .fold_ok = c_fold_ok, .fold_block = c_fold_block, .event = c_event,
 	.end = c_end, .write = c_write, .destroy = c_destroy,
 	.formats = callgraph_formats,
 };

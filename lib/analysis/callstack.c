@@ -39,6 +39,10 @@ struct btr_callstack {
 		uint32_t has_symbol;    /* funcs[func]'s, read here without a second miss */
 	} fc[1024];
 	struct pairmap start2func;  /* (symbol start, pid) -> function */
+	struct {                    /* class_of (pid + 1: 0 empty) */
+		uint64_t addr, cls;
+		uint32_t pid1;
+	} kc[4096];
 	/* The image of the last process asked for (forgotten at every event
 	 * and batch: images are replaced at exec). */
 	struct btr_image *img;
@@ -217,6 +221,44 @@ static uint32_t func_of(struct btr_callstack *cs, uint64_t addr, uint32_t pid)
 nomem:
 	cs->nomem = 1;
 	return UINT32_MAX;
+}
+
+/* The class of @addr in process @pid for jumps: the start of its
+ * function symbol (as func_of finds it), or NO_SYMBOL: a jump between two
+ * addresses of one class changes nothing on the stack (keeps_stack).
+ * Creates no function, so that asking (btr_callstack_fold_block, for
+ * blocks the decoder caches) changes nothing either. */
+#define NO_SYMBOL UINT64_MAX
+static uint64_t class_miss(struct btr_callstack *cs, uint64_t addr, uint32_t pid, size_t h);
+static inline uint64_t class_of(struct btr_callstack *cs, uint64_t addr, uint32_t pid)
+{
+	size_t h = (size_t)(addr ^ (addr >> 12)) & (BTR_ARRAY_SIZE(cs->kc) - 1);
+	if (btr_likely(cs->kc[h].addr == addr && cs->kc[h].pid1 == pid + 1u))
+		return cs->kc[h].cls;
+	return class_miss(cs, addr, pid, h);
+}
+
+static uint64_t class_miss(struct btr_callstack *cs, uint64_t addr, uint32_t pid, size_t h)
+{
+	struct btr_image *img = image_of(cs, pid);
+	struct btr_symbol sym;
+	uint64_t c = img && btr_image_symbol(img, addr, &sym) == 0 && addr >= sym.addr ? sym.addr : NO_SYMBOL;
+	cs->kc[h].addr = addr;
+	cs->kc[h].pid1 = pid + 1u;
+	cs->kc[h].cls = c;
+	return c;
+}
+
+int btr_callstack_fold_block(struct btr_callstack *cs, uint32_t pid, uint64_t start, uint64_t from, uint64_t to)
+{
+	if (!cs || !start || !from)
+		return 0;
+	/* Code that starts a function, or runs into another one, is where
+	 * the stack may be out of sync: every branch of it is seen. */
+	uint64_t c = class_of(cs, start, pid);
+	if (class_of(cs, start - 1, pid) != c || class_of(cs, from, pid) != c)
+		return 0;
+	return to && class_of(cs, to, pid) == c ? BTR_FOLD_NOT_TAKEN | BTR_FOLD_TAKEN : BTR_FOLD_NOT_TAKEN;
 }
 
 static int is_entry(const struct btr_callstack *cs, uint32_t fi, uint64_t addr)
@@ -438,6 +480,8 @@ static void do_return(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_
 			pop_to(cs, t, (unsigned)i, BTR_CS_LEAVE_RETURN);
 			if (!t->depth)
 				push(cs, t, func_of(cs, to, t->pid), BTR_CS_ROOT, 0, 0, 0);
+			else
+				t->frames[t->depth - 1].returned = 1;
 			return;
 		}
 	}
@@ -541,12 +585,50 @@ static void charge(struct btr_callstack *cs, struct btr_cs_thread *t, const stru
 	charge_top(cs, t, w, dt);
 }
 
-/* Nonzero if @b leaves @t's stack as it is (apply would only charge it):
- * not-taken conditionals, jumps inside the top function, transfers
- * without a target.  Most branches are such. */
-static inline int keeps_stack(const struct btr_callstack *cs, const struct btr_cs_thread *t,
-			       const struct btr_branch *b)
+/* Nonzero if @b runs in a function other than the top one: code ran into
+ * it without a branch (glibc's __strcasecmp_avx2 runs on into
+ * __strcasecmp_l_avx2, __memcpy_chk into memcpy).  Code without symbols
+ * keeps its frame, and so does code without symbols run into; so does a
+ * frame a return came back to (btr_cs_frame.returned: the code after a
+ * call is the caller's, whatever label stands there).  sync_from then makes
+ * the function of @b the top one.  Whatever btr_callstack_fold_block
+ * lets the decoder leave out is never out of sync (docs/callstack.md). */
+static inline __attribute__((always_inline)) int out_of_sync(struct btr_callstack *cs, const struct btr_cs_thread *t,
+								      const struct btr_branch *b)
 {
+	if (!b->from || t->dropped || !t->depth)
+		return 0;
+	const struct btr_cs_frame *top = &t->frames[t->depth - 1];
+	if (btr_likely(b->from >= top->lo && b->from < top->hi) || top->returned)
+		return 0;
+	const struct btr_cs_func *f = &cs->funcs[top->func];
+	if (!f->has_symbol || !f->size)
+		return 0;
+	uint64_t cf = class_of(cs, b->from, b->pid);
+	return cf != NO_SYMBOL && cf != f->addr;
+}
+
+static void do_jump(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_t to);
+
+static void sync_from(struct btr_callstack *cs, struct btr_cs_thread *t, const struct btr_branch *b)
+{
+	if (out_of_sync(cs, t, b))
+		do_jump(cs, t, b->from);
+}
+
+/* Nonzero if @b leaves @t's stack as it is (apply would only charge it):
+ * not-taken conditionals, jumps within one function (class_of: the same
+ * symbol, or code without symbols on both sides), transfers without a
+ * target; but no branch of code that ran into another function
+ * (out_of_sync).  Most branches are such.  A jump's answer depends only
+ * on its addresses, and the stack is in sync wherever
+ * btr_callstack_fold_block lets the decoder leave branches out, so the
+ * result is the same with them and without. */
+static inline __attribute__((always_inline)) int keeps_stack(struct btr_callstack *cs, const struct btr_cs_thread *t,
+								      const struct btr_branch *b)
+{
+	if (out_of_sync(cs, t, b))
+		return 0;
 	switch (b->kind) {
 	case BTR_KIND_JCC:
 	case BTR_KIND_LOOP:
@@ -555,6 +637,9 @@ static inline int keeps_stack(const struct btr_callstack *cs, const struct btr_c
 	case BTR_KIND_JMP_IND: {
 		if (!(b->flags & BTR_BF_TAKEN) || !b->to || t->dropped)
 			return 1;
+		if (btr_likely(b->from))
+			return class_of(cs, b->from, b->pid) == class_of(cs, b->to, b->pid);
+		/* no source address: the target against the top function */
 		if (!t->depth)
 			return 0;
 		const struct btr_cs_frame *top = &t->frames[t->depth - 1];
@@ -586,6 +671,7 @@ static inline int keeps_stack(const struct btr_callstack *cs, const struct btr_c
 /* What branch @b (charged already) does to @t's stack. */
 static void act(struct btr_callstack *cs, struct btr_cs_thread *t, const struct btr_branch *b)
 {
+	sync_from(cs, t, b);
 	switch (b->kind) {
 	case BTR_KIND_CALL:
 	case BTR_KIND_CALL_IND: {
@@ -611,10 +697,7 @@ static void act(struct btr_callstack *cs, struct btr_cs_thread *t, const struct 
 	case BTR_KIND_JCC:
 	case BTR_KIND_LOOP:
 	case BTR_KIND_JRCXZ: {
-		if (!(b->flags & BTR_BF_TAKEN) || !b->to || t->dropped)
-			break;
-		const struct btr_cs_frame *top = t->depth ? &t->frames[t->depth - 1] : NULL;
-		if (top && b->to >= top->lo && b->to < top->hi)
+		if (keeps_stack(cs, t, b))
 			break;   /* the common case: a jump inside the function */
 		do_jump(cs, t, b->to);
 		break;
@@ -826,6 +909,7 @@ int btr_callstack_event(struct btr_callstack *cs, const struct btr_stream_event 
 		/* the process's addresses mean other functions from now on */
 		pairmap_clear(&cs->addr2func);
 		memset(cs->fc, 0, sizeof(cs->fc));
+		memset(cs->kc, 0, sizeof(cs->kc));
 		memset(cs->lc, 0, sizeof(cs->lc));
 		pairmap_clear(&cs->start2func);
 		break;
@@ -835,6 +919,7 @@ int btr_callstack_event(struct btr_callstack *cs, const struct btr_stream_event 
 		 * keyed by process must not grow with the processes */
 		pairmap_clear(&cs->addr2func);
 		memset(cs->fc, 0, sizeof(cs->fc));
+		memset(cs->kc, 0, sizeof(cs->kc));
 		memset(cs->lc, 0, sizeof(cs->lc));
 		pairmap_clear(&cs->start2func);
 		break;

@@ -75,6 +75,11 @@ static int f_fold_ok(void *p, uint32_t tid)
 	return btr_callstack_fold_ok(((struct flame *)p)->cs, tid);
 }
 
+static int f_fold_block(void *p, uint32_t pid, uint64_t start, uint64_t from, uint64_t to)
+{
+	return btr_callstack_fold_block(((struct flame *)p)->cs, pid, start, from, to);
+}
+
 static int f_event(void *p, const struct btr_stream_event *ev)
 {
 	return btr_callstack_event(((struct flame *)p)->cs, ev);
@@ -352,7 +357,7 @@ static void f_destroy(void *p)
 static const char *const flame_formats[] = { "folded", "speedscope", "svg", NULL };
 
 const struct btr_analysis_ops btr__flame_ops = {
-	.name = "flame", .begin = f_begin, .branches = f_branches, .fold_ok = f_fold_ok, .event = f_event,
+	.name = "flame", .begin = f_begin, .branches = f_branches, .fold_ok = f_fold_ok, .fold_block = f_fold_block, .event = f_event,
 	.end = f_end, .write = f_write, .destroy = f_destroy,
 	.formats = flame_formats,
 };

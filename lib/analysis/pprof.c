@@ -131,6 +131,11 @@ static int p_fold_ok(void *p, uint32_t tid)
 	return btr_callstack_fold_ok(((struct pprof *)p)->cs, tid);
 }
 
+static int p_fold_block(void *p, uint32_t pid, uint64_t start, uint64_t from, uint64_t to)
+{
+	return btr_callstack_fold_block(((struct pprof *)p)->cs, pid, start, from, to);
+}
+
 static int p_event(void *p, const struct btr_stream_event *ev)
 {
 	struct pprof *pp = p;
@@ -310,7 +315,7 @@ static void p_destroy(void *p)
 static const char *const pprof_formats[] = { "pb", "pb-raw", NULL };
 
 const struct btr_analysis_ops btr__pprof_ops = {
-	.name = "pprof", .begin = p_begin, .branches = p_branches, .fold_ok = p_fold_ok, .event = p_event,
+	.name = "pprof", .begin = p_begin, .branches = p_branches, .fold_ok = p_fold_ok, .fold_block = p_fold_block, .event = p_event,
 	.end = p_end, .write = p_write, .destroy = p_destroy,
 	.formats = pprof_formats,
 };

@@ -113,6 +113,11 @@ static int t_fold_ok(void *p, uint32_t tid)
 	return btr_callstack_fold_ok(((struct timeline *)p)->cs, tid);
 }
 
+static int t_fold_block(void *p, uint32_t pid, uint64_t start, uint64_t from, uint64_t to)
+{
+	return btr_callstack_fold_block(((struct timeline *)p)->cs, pid, start, from, to);
+}
+
 static int t_event(void *p, const struct btr_stream_event *ev)
 {
 	return btr_callstack_event(((struct timeline *)p)->cs, ev);
@@ -276,7 +281,7 @@ static void t_destroy(void *p)
 static const char *const timeline_formats[] = { "json", "pftrace", NULL };
 
 const struct btr_analysis_ops btr__timeline_ops = {
-	.name = "timeline", .begin = t_begin, .branches = t_branches, .fold_ok = t_fold_ok, .event = t_event,
+	.name = "timeline", .begin = t_begin, .branches = t_branches, .fold_ok = t_fold_ok, .fold_block = t_fold_block, .event = t_event,
 	.end = t_end, .write = t_write, .destroy = t_destroy,
 	.formats = timeline_formats,
 };

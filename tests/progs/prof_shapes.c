@@ -7,7 +7,10 @@
  *  - longjmp: main -> lj_outer -> lj_mid -> lj_inner, which longjmps back
  *    into lj_outer;
  *  - a signal handler: main -> sig_raiser raises SIGUSR1 via kill();
- *    on_usr1 runs and returns through sigreturn. */
+ *    on_usr1 runs and returns through sigreturn;
+ *  - code running into the next function without a branch: fall_a ends
+ *    where fall_b begins (as glibc's __strcasecmp_avx2 runs on into
+ *    __strcasecmp_l_avx2); fall_b loops 20 times and returns. */
 #include <setjmp.h>
 #include <signal.h>
 #include <unistd.h>
@@ -31,6 +34,14 @@ __asm__(".text\n.globl tail_b\n.type tail_b,@function\ntail_b:\n"
 	"  addl $1, sink(%rip)\n  jmp tail_c\n.size tail_b, .-tail_b\n"
 	".globl tail_a\n.type tail_a,@function\ntail_a:\n"
 	"  addl $1, sink(%rip)\n  jmp tail_b\n.size tail_a, .-tail_a\n");
+
+void fall_a(void);
+void fall_b(void);
+__asm__(".text\n.globl fall_a\n.type fall_a,@function\nfall_a:\n"
+	"  addl $1, sink(%rip)\n.size fall_a, .-fall_a\n"
+	".globl fall_b\n.type fall_b,@function\nfall_b:\n"
+	"  movl $20, %ecx\n1:\n  addl $1, sink(%rip)\n  decl %ecx\n  jnz 1b\n  ret\n"
+	".size fall_b, .-fall_b\n");
 
 __attribute__((noinline)) void lj_inner(void)
 {
@@ -70,6 +81,7 @@ int main(void)
 	sa.sa_handler = on_usr1;
 	sigaction(SIGUSR1, &sa, NULL);
 	tail_a();
+	fall_a();
 	lj_outer();
 	sig_raiser();
 	return 0;
