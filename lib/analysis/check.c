@@ -16,7 +16,9 @@
  * after a gap - then the kBouncer rule (the target must follow a call
  * instruction) is all that can be checked.  longjmp is an indirect jump
  * to the instruction after a setjmp call: it unwinds the shadow stack to
- * the frame of the function it lands in.
+ * the frame of the function it lands in.  User-level context switches
+ * (Go's gogo, setcontext/swapcontext) may land on another stack: they
+ * empty it (ctx_resume).
  */
 #include "btr/check.h"
 #include "btr/text.h"
