@@ -4,7 +4,8 @@
 # tests/progs/preload/) is caught with the right kind; benign programs -
 # ls, gzip, python3, sh, a C++ throw/catch, setjmp/longjmp and signals,
 # the project's own test programs, gcc -O2 output (.cold splits, switch
-# tables, stripped), JIT-style code, as and make - give zero findings; the shared LBR
+# tables, stripped), ucontext coroutines, an injected call, a Go program,
+# JIT-style code, as and make - give zero findings; the shared LBR
 # recording gives no high finding; options, exit codes and bad input.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
@@ -155,6 +156,24 @@ done
 rec forkjmp.btr "$build/prog_benign_forkjmp"; benign forkjmp
 if command -v perl >/dev/null; then
   rec perlfork.btr perl -e 'my $p = fork(); if (!$p) { exit(3) } waitpid($p, 0)'; benign perlfork
+fi
+# user-level context switches, which the trace shows as returns and jumps
+# into another stack (each gave return-mismatch and return-hijack before):
+# makecontext/swapcontext coroutines; a signal handler that injects a call
+# (rt_sigreturn resumes a function entry that returns to the interrupted pc,
+# as Go's asynchronous preemption does); Go's scheduler (gogo), goroutine
+# starts (their return into goexit+1), stack growth and panic/recover
+rec ucontext.btr "$build/prog_benign_ucontext"; benign ucontext
+rec sigcall.btr "$build/prog_benign_sigcall"; benign sigcall
+if oracle go "btr check on a Go program (Debian golang-go)"; then
+  (export HOME=$tmp GOCACHE=$tmp/gocache GOPATH=$tmp/gopath GOFLAGS=-mod=mod
+   go build -o gosched "$src/progs/go/benign_sched.go") >gobuild.txt 2>&1
+  check "go build benign_sched: $(head -3 gobuild.txt)" [ -x gosched ]
+  # without asynchronous preemption: a preemption signal delivered right
+  # after a return is recorded with the return going to asyncPreempt (the
+  # qemu recorder takes where rt_sigreturn resumes for the return's target),
+  # a return-hijack now and then; the injected call itself is tested above
+  GODEBUG=asyncpreemptoff=1 rec gosched.btr ./gosched; benign gosched
 fi
 # JIT-style code: the decoder loses the flow in the stub and meets returns
 # compressed against calls it did not see (was code-modified and

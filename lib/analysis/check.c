@@ -16,7 +16,9 @@
  * after a gap - then the kBouncer rule (the target must follow a call
  * instruction) is all that can be checked.  longjmp is an indirect jump
  * to the instruction after a setjmp call: it unwinds the shadow stack to
- * the frame of the function it lands in.
+ * the frame of the function it lands in.  User-level context switches
+ * (Go's gogo, setcontext/swapcontext) may land on another stack: they
+ * empty it (ctx_resume).
  */
 #include "btr/check.h"
 #include "btr/text.h"
@@ -326,6 +328,77 @@ static void unwind_to(struct check *c, struct proc *p, struct thr *t, uint64_t t
 	t->n = 0;
 }
 
+/* Routines that resume a saved context, possibly on another stack: Go's
+ * gogo (an indirect jump to a goroutine's saved pc: after mcall or
+ * morestack, a goroutine's first function, a recovery point) and glibc's
+ * setcontext/swapcontext (a return to the saved rip: after a swapcontext
+ * call, or makecontext's function).  Matched on the symbol the transfer
+ * leaves from. */
+static const char *const CTX_RESTORERS[] = {
+	"gogo", "runtime.gogo", "runtime.gogo.abi0",
+	"setcontext", "swapcontext", "__setcontext", "__swapcontext", NULL
+};
+
+static int is_ctx_restorer(const char *name)
+{
+	for (size_t i = 0; CTX_RESTORERS[i]; i++)
+		if (!strcmp(name, CTX_RESTORERS[i]))
+			return 1;
+	return 0;
+}
+
+/* The return addresses a runtime writes at the bottom of a new context's
+ * stack: makecontext's __start_context, and goexit + 1 (PCQuantum) under
+ * every goroutine's first function.  A return there is legitimate once a
+ * context-restoring routine entered a function in that process. */
+static int is_ctx_bottom(struct check *c, uint32_t pid, uint64_t a)
+{
+	static const struct { const char *name; uint64_t off; } B[] = {
+		{ "__start_context", 0 }, { "runtime.goexit", 1 }, { "runtime.goexit.abi0", 1 },
+	};
+	struct btr_symbol sym;
+	if (btr_image_symbol(btr_stream_image_pid(c->s, pid), a, &sym) < 0 || !sym.name)
+		return 0;
+	for (size_t i = 0; i < sizeof(B) / sizeof(B[0]); i++)
+		if (a == sym.addr + B[i].off && !strcmp(sym.name, B[i].name))
+			return 1;
+	return 0;
+}
+
+/* 1 if @a is a function entry of a module process @p maps. */
+static int is_entry_at(struct check *c, struct proc *p, uint64_t a)
+{
+	struct mapping *m = map_of(p, a);
+	const struct check_mod *cm = mod_of(c, m);
+	return cm && check_mod_is_entry(cm, a - m->bias);
+}
+
+/* A context-restoring routine transferred to @to: the frames on the
+ * shadow stack may be another context's (each goroutine, each ucontext
+ * has its own stack, which the trace does not show), so it is emptied, as
+ * at a trace's start.  Entering a function there starts a new context. */
+static void ctx_resume(struct check *c, struct proc *p, struct thr *t, uint64_t to)
+{
+	t->n = 0;
+	if (is_entry_at(c, p, to))
+		p->new_ctx = 1;
+}
+
+/* 1 if the function @from lies in is one that a sigreturn entered in
+ * process @p (a call injected by a signal handler). */
+static int in_injected(struct check *c, struct proc *p, uint64_t from)
+{
+	int mod;
+	uint64_t fn;
+	if (!p->n_injected || !func_id(c, p, from, &mod, &fn))
+		return 0;
+	struct mapping *m = map_of(p, from);
+	for (size_t i = 0; i < p->n_injected; i++)
+		if (p->injected[i] == fn + m->bias)
+			return 1;
+	return 0;
+}
+
 /* ---- the checks ---- */
 
 static int emit_cand(struct check *c, struct thr *t)
@@ -431,7 +504,7 @@ static int check_ret(struct check *c, size_t pi, struct proc *p, struct thr *t, 
 		if (is_sigreturn_stub(c, b->pid, to)) {
 			/* a handler returns into the sigreturn trampoline */
 			if (top->type == FR_SIGNAL)
-				t->n--;
+				t->sig_ret = t->st[--t->n].ret;
 			return 0;
 		}
 		size_t lim = t->n > DEEP_SEARCH ? t->n - DEEP_SEARCH : 0;
@@ -446,11 +519,33 @@ static int check_ret(struct check *c, size_t pi, struct proc *p, struct thr *t, 
 	/* The C++ unwinder (libgcc's _Unwind_RaiseException and friends)
 	 * enters the landing pad with a return (__builtin_eh_return). */
 	char name[64];
-	if (sym_name(c, b->pid, b->from, name, sizeof(name)) && !strncmp(name, "_Unwind_", 8)) {
-		unwind_to(c, p, t, to);
+	if (sym_name(c, b->pid, b->from, name, sizeof(name))) {
+		if (!strncmp(name, "_Unwind_", 8)) {
+			unwind_to(c, p, t, to);
+			return 0;
+		}
+		/* setcontext/swapcontext return to the saved rip: into
+		 * makecontext's function (an entry), or after a call (judged
+		 * below, on the emptied stack) */
+		if (is_ctx_restorer(name)) {
+			ctx_resume(c, p, t, to);
+			if (p->new_ctx && is_entry_at(c, p, to))
+				return 0;
+		}
+	}
+	/* A function a signal handler's sigreturn entered (a call it
+	 * injected: Go's asyncPreempt) returns to where the signal
+	 * interrupted the thread; that frame is gone when the thread switched
+	 * contexts in between. */
+	if (in_injected(c, p, b->from)) {
+		t->n = 0;
 		return 0;
 	}
 	int pre = call_preceded(c, pi, b->pid, to);
+	if (!pre && p->new_ctx && is_ctx_bottom(c, b->pid, to)) {
+		t->n = 0;   /* a context's first function returns where its runtime put it */
+		return 0;
+	}
 	if (t->desync && !t->n)
 		return 0;
 	if (pre && (!t->n || c->stats.sampled)) {
@@ -701,10 +796,11 @@ static inline void ec_put(struct check *c, size_t pi, const struct btr_branch *b
 static const char *const JIT_ENGINES[] = {
 	"libpcre2-8.so", "libpcre2-16.so", "libpcre2-32.so", "libpcre.so", /* grep -P, PCRE2_JIT */
 	"libluajit-5.1.so", "libjvm.so", "libmozjs-", "libjavascriptcoregtk-", "libLLVM", "libgccjit.so",
-	"liborc-0.4.so", NULL
+	"liborc-0.4.so", "luajit-", /* LuaJIT's versioned program, luajit-2.1.0-beta3 */ NULL
 };
-/* Programs with their JIT engine linked in (V8 in node), by exact name. */
-static const char *const JIT_PROGRAMS[] = { "node", "nodejs", NULL };
+/* Programs with their JIT engine linked in (V8 in node, LuaJIT in Debian's
+ * luajit), by exact name. */
+static const char *const JIT_PROGRAMS[] = { "node", "nodejs", "luajit", NULL };
 
 static int jit_engine(const char *path)
 {
@@ -745,6 +841,22 @@ static int jit_code(struct check *c, size_t pi, struct proc *p, const struct btr
 		return rc;
 	c->stats.allowed++;
 	return 1;
+}
+
+/* 1 if a file holds the code at @a (the code-modified tests compare the
+ * recorded branch with the file's bytes).  Code no file backs - JIT code
+ * whose bytes the recorder kept - changes legitimately: LuaJIT patches a
+ * trace's exit jumps to lead to its side traces, and the decoded-instruction
+ * cache holds the version first seen (the image may hold a later one before
+ * the branches of the earlier arrive), so there is nothing to compare. */
+static int file_code(struct check *c, size_t pi, struct proc *p, uint64_t a)
+{
+	struct mapping *m = map_of(p, a);
+	if (m)
+		return m->backed;
+	struct btr_image_module mi;
+	return insn_at(c, pi, p->pid, a) != INSN_NOCODE &&
+	       btr_image_module_at(btr_stream_image_pid(c->s, p->pid), a, &mi) == 0 && mi.is_elf;
 }
 
 static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, const struct btr_branch *b)
@@ -829,7 +941,7 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 	uint32_t dflags = v >> 16;
 	if (b->kind != BTR_KIND_NONE && dkind != b->kind &&
 	    btr_branch_kind_class((enum btr_branch_kind)dkind) !=
-		    btr_branch_kind_class((enum btr_branch_kind)b->kind)) {
+		    btr_branch_kind_class((enum btr_branch_kind)b->kind) && file_code(c, pi, p, b->from)) {
 		struct mapping *m = map_of(p, b->from);
 		return check_add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos, tsc,
 				   "the trace records a %s branch at 0x%" PRIx64 ", but the bytes %s holds there "
@@ -840,12 +952,16 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 	}
 	int kind = b->kind != BTR_KIND_NONE ? b->kind : dkind;
 	if (taken && (dflags & BTR_INSN_DIRECT) && dtarget != b->to) {
-		struct mapping *m = map_of(p, b->from);
-		return check_add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos, tsc,
-				   "the direct %s at 0x%" PRIx64 " in %s encodes target 0x%" PRIx64
-				   ", the trace went to 0x%" PRIx64 ": the code that ran is not the file's",
-				   btr_branch_kind_name((enum btr_branch_kind)kind), b->from,
-				   m && m->path ? m->path : "the image", dtarget, b->to);
+		if (file_code(c, pi, p, b->from)) {
+			struct mapping *m = map_of(p, b->from);
+			return check_add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos,
+					   tsc,
+					   "the direct %s at 0x%" PRIx64 " in %s encodes target 0x%" PRIx64
+					   ", the trace went to 0x%" PRIx64 ": the code that ran is not the file's",
+					   btr_branch_kind_name((enum btr_branch_kind)kind), b->from,
+					   m && m->path ? m->path : "the image", dtarget, b->to);
+		}
+		clean = 0;   /* JIT code rewritten in place (see file_code) */
 	}
 	int cache = clean && b->kind == kind;
 	switch (kind) {
@@ -880,10 +996,19 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 		return check_ret(c, pi, p, t, b);
 	case BTR_KIND_JMP_IND: {
 		char name[64];
-		if (sym_name(c, b->pid, b->from, name, sizeof(name)) && !strncmp(name, "_Unwind_", 8)) {
-			/* libgcc's unwinder enters a landing pad (uw_install_context) */
-			unwind_to(c, p, t, b->to);
-			return 0;
+		if (sym_name(c, b->pid, b->from, name, sizeof(name))) {
+			if (!strncmp(name, "_Unwind_", 8)) {
+				/* libgcc's unwinder enters a landing pad (uw_install_context) */
+				unwind_to(c, p, t, b->to);
+				return 0;
+			}
+			if (is_ctx_restorer(name)) {
+				/* Go's gogo resumes a goroutine: not judged, like a
+				 * landing pad (a recovery point is neither an entry
+				 * nor after a call) */
+				ctx_resume(c, p, t, b->to);
+				return 0;
+			}
 		}
 		if ((rc = check_indirect(c, pi, p, t, b)) < 0)
 			return rc;
@@ -1097,8 +1222,11 @@ static int a_event(void *state, const struct btr_stream_event *ev)
 		return 0;
 	case BTR_SEV_EXEC: {
 		struct proc *p = proc_get(c, ev->pid ? ev->pid : ev->rec->u.module.pid, NULL);
-		if (p)
+		if (p) {
 			drop_maps(p, 0, 0, 1);
+			p->new_ctx = 0;
+			p->n_injected = 0;
+		}
 		for (size_t i = 0; i < c->n_thr; i++)
 			if (c->thr[i]->pid == ev->pid)
 				reset_thread(c, c->thr[i]);
@@ -1142,9 +1270,25 @@ static int a_event(void *state, const struct btr_stream_event *ev)
 			 * itself, which resumes the interrupted code). */
 			uint64_t next = t->sys_next;
 			t->sys_next = 0;
-			if (next && ev->flow->ip != next && !is_sigreturn_stub(c, ev->pid, next - 9))
+			uint64_t was = t->sig_ret;
+			t->sig_ret = 0;
+			if (!next || ev->flow->ip == next)
+				return 0;
+			if (!is_sigreturn_stub(c, ev->pid, next - 9))
 				return push_frame(c, t, next, FR_SIGNAL);
-			return 0;
+			/* rt_sigreturn resumed a function entry, not the code the
+			 * signal interrupted: the handler injected a call (Go's
+			 * asynchronous preemption pushes the interrupted pc and
+			 * enters asyncPreempt), which returns there */
+			struct proc *p = proc_get(c, ev->pid, NULL);
+			if (!p || !was || ev->flow->ip == was || !is_entry_at(c, p, ev->flow->ip))
+				return 0;
+			size_t k = 0;
+			while (k < p->n_injected && p->injected[k] != ev->flow->ip)
+				k++;
+			if (k == p->n_injected && k < MAX_INJECTED)
+				p->injected[p->n_injected++] = ev->flow->ip;
+			return push_frame(c, t, was, FR_CALL);
 		}
 		if (ev->flow->type != BTR_FLOW_GAP && ev->flow->type != BTR_FLOW_OVERFLOW)
 			return 0;

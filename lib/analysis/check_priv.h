@@ -126,10 +126,14 @@ struct mapping {
 	char *path;
 };
 
+#define MAX_INJECTED 8
 struct proc {
 	uint32_t pid;
 	struct mapping *maps;
 	size_t n_maps, cap_maps;
+	int new_ctx;        /* a context-restoring routine entered a function (makecontext, a goroutine's start) */
+	uint64_t injected[MAX_INJECTED];   /* functions a signal handler's sigreturn entered (Go's asyncPreempt) */
+	size_t n_injected;
 };
 
 enum { FR_CALL = 0, FR_SIGNAL, FR_WILD };
@@ -158,6 +162,7 @@ struct thr {
 	uint64_t pm_from, pm_pos, pm_tsc;
 	int pm_reason;
 	uint64_t sys_next;   /* after a SYSCALL branch: where the thread resumes */
+	uint64_t sig_ret;    /* where the signal frame a handler just left interrupted the thread */
 	int desync;          /* the PT decoder lost the flow once: returns into frames of
 			      * before (compressed against a return stack the decoder no
 			      * longer has) are not evidence */
