@@ -39,12 +39,23 @@ int main(void)
 	sa.sa_sigaction = on_alarm;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigaction(SIGALRM, &sa, NULL);
-	struct itimerval it = { { 0, 2000 }, { 0, 2000 } };
+	/* One shot at a time, armed again after the injected call ran: a
+	 * signal during `injected` would inject it again at its own entry
+	 * (QEMU delivers a pending signal right at rt_sigreturn's resume
+	 * address), and its returns to that entry are then real returns that
+	 * no call precedes - a rop-chain, by timing alone. */
+	struct itimerval it = { { 0, 0 }, { 0, 5000 } };
 	armed = 1;
 	setitimer(ITIMER_REAL, &it, NULL);
 	volatile unsigned long spins = 0;
-	while (hits < 3)
+	long seen = 0;
+	while (hits < 3) {
 		spins++;
+		if (hits != seen) {
+			seen = hits;
+			setitimer(ITIMER_REAL, &it, NULL);
+		}
+	}
 	armed = 0;
 	memset(&it, 0, sizeof(it));
 	setitimer(ITIMER_REAL, &it, NULL);
