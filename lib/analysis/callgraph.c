@@ -188,7 +188,10 @@ static double pct(uint64_t a, uint64_t b)
 
 static void write_text(const struct cg *g, FILE *out, const uint32_t *order, uint64_t total, const char *unit)
 {
-	fprintf(out, "functions: %zu, %" PRIu64 " %s\n\n", g->nf, total, unit);
+	size_t shown = 0;   /* the functions listed: with calls or cost */
+	for (size_t i = 0; i < g->nf; i++)
+		shown += g->fs[i].calls || W(g, &g->fs[i], 1);
+	fprintf(out, "functions: %zu, %" PRIu64 " %s\n\n", shown, total, unit);
 	fprintf(out, "%14s %6s %14s %6s %10s  function\n", "inclusive", "%", "self", "%", "calls");
 	for (size_t i = 0; i < g->nf; i++) {
 		const struct fstat *f = &g->fs[order[i]];
