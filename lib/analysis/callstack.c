@@ -39,9 +39,9 @@ struct btr_callstack {
 		uint32_t has_symbol;    /* funcs[func]'s, read here without a second miss */
 	} fc[1024];
 	struct pairmap start2func;  /* (symbol start, pid) -> function */
-	struct {                    /* class_of (pid + 1: 0 empty) */
+	struct {                    /* class_of (pid + 1: 0 empty), for the image's generation */
 		uint64_t addr, cls;
-		uint32_t pid1;
+		uint32_t pid1, gen;
 	} kc[4096];
 	/* The image of the last process asked for (forgotten at every event
 	 * and batch: images are replaced at exec). */
@@ -229,22 +229,28 @@ nomem:
  * Creates no function, so that asking (btr_callstack_fold_block, for
  * blocks the decoder caches) changes nothing either. */
 #define NO_SYMBOL UINT64_MAX
-static uint64_t class_miss(struct btr_callstack *cs, uint64_t addr, uint32_t pid, size_t h);
+static uint64_t class_miss(struct btr_callstack *cs, uint64_t addr, uint32_t pid, size_t h, uint32_t gen);
 static inline uint64_t class_of(struct btr_callstack *cs, uint64_t addr, uint32_t pid)
 {
+	/* (new code, a JIT's CODE record say, may bring new symbols: the
+	 * decoder asks btr_callstack_fold_block again for the new
+	 * generation's blocks, so the answers here follow it too) */
+	struct btr_image *img = image_of(cs, pid);
+	uint32_t gen = img ? btr_image_generation(img) : 0;
 	size_t h = (size_t)(addr ^ (addr >> 12)) & (BTR_ARRAY_SIZE(cs->kc) - 1);
-	if (btr_likely(cs->kc[h].addr == addr && cs->kc[h].pid1 == pid + 1u))
+	if (btr_likely(cs->kc[h].addr == addr && cs->kc[h].pid1 == pid + 1u && cs->kc[h].gen == gen))
 		return cs->kc[h].cls;
-	return class_miss(cs, addr, pid, h);
+	return class_miss(cs, addr, pid, h, gen);
 }
 
-static uint64_t class_miss(struct btr_callstack *cs, uint64_t addr, uint32_t pid, size_t h)
+static uint64_t class_miss(struct btr_callstack *cs, uint64_t addr, uint32_t pid, size_t h, uint32_t gen)
 {
 	struct btr_image *img = image_of(cs, pid);
 	struct btr_symbol sym;
 	uint64_t c = img && btr_image_symbol(img, addr, &sym) == 0 && addr >= sym.addr ? sym.addr : NO_SYMBOL;
 	cs->kc[h].addr = addr;
 	cs->kc[h].pid1 = pid + 1u;
+	cs->kc[h].gen = gen;
 	cs->kc[h].cls = c;
 	return c;
 }
