@@ -11,7 +11,10 @@
  * it ends, so its BEGIN is written lazily then - ancestors first - which
  * keeps every thread's events in time order and properly nested.  Events
  * go to an unlinked temporary file (bounded memory); write() converts
- * them per thread.
+ * them per thread, reading for each thread only the span of the file
+ * between its first and last event (not the whole file once per thread:
+ * that was quadratic in the number of processes of a shell script or a
+ * build).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -22,6 +25,7 @@
 #include "registry.h"
 #include "btr/profile.h"
 #include "internal.h"
+#include "pairmap.h"
 #include "profutil.h"
 
 #define AUTO_STEP 1000000u
@@ -33,11 +37,20 @@ struct tev {
 	uint64_t ts;
 };
 
+/* The events of one thread lie between these event indexes of the file. */
+struct span {
+	uint64_t first, last;
+};
+
 struct timeline {
 	struct btr_profile_opts o;
 	struct btr_callstack *cs;
 	FILE *ev;
 	int ev_err;
+	uint64_t nev;          /* events in the file */
+	struct pairmap tidmap; /* (tid, 0) -> index into spans */
+	struct span *spans;
+	size_t nspans, capspans;
 	uint64_t threshold, written, next_raise;
 	uint64_t dropped;   /* calls left out: shorter than the threshold, or outside --from/--to */
 	uint64_t plt;       /* PLT stub frames, folded into their callers (nothing is lost) */
@@ -48,7 +61,42 @@ static void put(struct timeline *tl, const struct btr_cs_thread *t, uint32_t fun
 	struct tev e = { t->tid, t->pid, func, (uint32_t)begin, ts };
 	if (fwrite(&e, sizeof(e), 1, tl->ev) != 1)
 		tl->ev_err = 1;
+	uint32_t si;
+	if (pairmap_get(&tl->tidmap, t->tid, 0, &si)) {
+		tl->spans[si].last = tl->nev;
+	} else {
+		if (tl->nspans == tl->capspans) {
+			size_t nc = tl->capspans ? tl->capspans * 2 : 64;
+			struct span *ns = realloc(tl->spans, nc * sizeof(*ns));
+			if (!ns) {
+				tl->ev_err = 2;
+				return;
+			}
+			tl->spans = ns;
+			tl->capspans = nc;
+		}
+		if (pairmap_put(&tl->tidmap, t->tid, 0, (uint32_t)tl->nspans)) {
+			tl->ev_err = 2;
+			return;
+		}
+		tl->spans[tl->nspans++] = (struct span){ tl->nev, tl->nev };
+	}
+	tl->nev++;
 	tl->written++;
+}
+
+/* Positions the event file at thread @tid's first event; returns how many
+ * events to read from there (its own among them), 0 without events or -1
+ * on an I/O error. */
+static int64_t seek_thread(struct timeline *tl, uint32_t tid)
+{
+	uint32_t si;
+	if (!pairmap_get(&tl->tidmap, tid, 0, &si))
+		return 0;
+	const struct span *sp = &tl->spans[si];
+	if (fseek(tl->ev, (long)(sp->first * sizeof(struct tev)), SEEK_SET))
+		return -1;
+	return (int64_t)(sp->last - sp->first + 1);
 }
 
 static uint64_t clampv(const struct timeline *tl, uint64_t v)
@@ -128,7 +176,7 @@ static int t_end(void *p, int status)
 	struct timeline *tl = p;
 	int rc = btr_callstack_end(tl->cs);
 	if (!rc && (tl->ev_err || fflush(tl->ev)))
-		rc = -BTR_ERR_IO;
+		rc = tl->ev_err == 2 ? -BTR_ERR_NOMEM : -BTR_ERR_IO;
 	return rc;
 }
 
@@ -146,10 +194,11 @@ static int write_json(struct timeline *tl, FILE *out)
 			     ", \"args\": {\"name\": \"tid %" PRIu32 "\"}}",
 			first ? "" : ",", t->pid, t->tid, t->tid);
 		first = 0;
-		if (fseek(tl->ev, 0, SEEK_SET))
+		int64_t n = seek_thread(tl, t->tid);
+		if (n < 0)
 			return -BTR_ERR_IO;
 		struct tev e;
-		while (fread(&e, sizeof(e), 1, tl->ev) == 1) {
+		while (n-- > 0 && fread(&e, sizeof(e), 1, tl->ev) == 1) {
 			if (e.tid != t->tid)
 				continue;
 			fprintf(out, ",\n{\"ph\": \"%c\", \"pid\": %" PRIu32 ", \"tid\": %" PRIu32 ", \"ts\": %" PRIu64
@@ -214,12 +263,13 @@ static int write_pftrace(struct timeline *tl, FILE *out)
 		if ((rc = flush_packet(out, &pkt)))
 			break;
 		memset(seen, 0, nf ? nf : 1);
-		if (fseek(tl->ev, 0, SEEK_SET)) {
+		int64_t n = seek_thread(tl, t->tid);
+		if (n < 0) {
 			rc = -BTR_ERR_IO;
 			break;
 		}
 		struct tev e;
-		while (fread(&e, sizeof(e), 1, tl->ev) == 1) {
+		while (n-- > 0 && fread(&e, sizeof(e), 1, tl->ev) == 1) {
 			if (e.tid != t->tid)
 				continue;
 			pb_uint_always(&pkt, 8, e.ts * 1000);   /* ns: one unit shows as 1 us */
@@ -261,7 +311,7 @@ static int t_write(void *p, FILE *out, const char *format)
 	if (rc)
 		return rc;
 	if (tl->ev_err)
-		return -BTR_ERR_IO;
+		return tl->ev_err == 2 ? -BTR_ERR_NOMEM : -BTR_ERR_IO;
 	if (!format || !strcmp(format, "json"))
 		return write_json(tl, out);
 	if (!strcmp(format, "pftrace"))
@@ -275,6 +325,8 @@ static void t_destroy(void *p)
 	btr_callstack_free(tl->cs);
 	if (tl->ev)
 		fclose(tl->ev);
+	pairmap_clear(&tl->tidmap);
+	free(tl->spans);
 	free(tl);
 }
 
