@@ -212,6 +212,7 @@ static int side_start(struct side *sd, const char *path, const struct btr_stream
 	sd->so.ctx = sd;
 	sd->so.pid = pid;
 	sd->so.tid = tid;
+	sd->so.skip_unselected = 1;   /* one pass per thread pair: only its data is decoded */
 	sd->q = malloc(QCAP * sizeof(*sd->q));
 	if (!sd->q)
 		return -BTR_ERR_NOMEM;

@@ -120,11 +120,13 @@ int btr_elf_load_bias(const char *path, uint64_t start, uint64_t pgoff, uint64_t
 	return btr_elf_load_bias_prot(path, start, pgoff, -1, bias);
 }
 
-/* btr_elf_load_bias_prot, and with @copy, for an ET_EXEC mapped where no
- * PT_LOAD places it, the bias of that copy (see elf_priv.h). */
-static int load_bias(const char *path, uint64_t start, uint64_t pgoff, int prot, int copy, uint64_t *bias)
+/* The rule of btr_elf_load_bias_prot, and with @copy, for an ET_EXEC
+ * mapped where no PT_LOAD places it, of that copy (see elf_priv.h): *@fixed
+ * 1 when the bias is 0 whatever the mapping's start, else it is start -
+ * *@k.  @start matters only with @copy. */
+static int bias_rule(const char *path, uint64_t start, uint64_t pgoff, int prot, int copy, int *fixed, uint64_t *k)
 {
-	if (!path || !bias)
+	if (!path)
 		return -BTR_ERR_INVAL;
 	Elf *elf;
 	int err = btr__elf_open(path, &elf);
@@ -167,12 +169,32 @@ static int load_bias(const char *path, uint64_t start, uint64_t pgoff, int prot,
 		if (score <= best)
 			continue;
 		best = score;
-		*bias = eh.e_type == ET_EXEC && !away ? 0 : start - (ph.p_vaddr - ph.p_offset + pgoff);
+		*fixed = eh.e_type == ET_EXEC && !away;
+		*k = ph.p_vaddr - ph.p_offset + pgoff;
 		err = 0;
 	}
 out:
 	elf_end(elf);
 	return err;
+}
+
+static int load_bias(const char *path, uint64_t start, uint64_t pgoff, int prot, int copy, uint64_t *bias)
+{
+	if (!bias)
+		return -BTR_ERR_INVAL;
+	int fixed = 0;
+	uint64_t k = 0;
+	int err = bias_rule(path, start, pgoff, prot, copy, &fixed, &k);
+	if (!err)
+		*bias = fixed ? 0 : start - k;
+	return err;
+}
+
+int btr__elf_bias_rule(const char *path, uint64_t pgoff, int prot, int *fixed, uint64_t *k)
+{
+	if (!fixed || !k)
+		return -BTR_ERR_INVAL;
+	return bias_rule(path, 0, pgoff, prot, 0, fixed, k);
 }
 
 int btr_elf_load_bias_prot(const char *path, uint64_t start, uint64_t pgoff, int prot,

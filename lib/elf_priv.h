@@ -46,4 +46,10 @@ int btr__elf_find_debuglink(Elf *elf, const char *path, const char *dwfl_path, c
  * (addr - bias).  Returns as btr_elf_load_bias_prot. */
 int btr__elf_copy_bias(const char *path, uint64_t start, uint64_t pgoff, int prot, uint64_t *bias);
 
+/* The rule btr_elf_load_bias_prot applies to a mapping of @path's file
+ * offset @pgoff (protection @prot, -1 unknown), whatever its start: *@fixed
+ * 1 if the bias is 0 (ET_EXEC), else it is start - *@k.  Returns as
+ * btr_elf_load_bias_prot.  For callers that place one file many times. */
+int btr__elf_bias_rule(const char *path, uint64_t pgoff, int prot, int *fixed, uint64_t *k);
+
 #endif

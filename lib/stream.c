@@ -104,6 +104,7 @@ struct btr_stream {
 	size_t n_procs, cap_procs;
 	size_t last_proc;                /* img_of's one-entry cache */
 	struct btr_ptflow_config flowcfg;
+	struct stream_place_memo placed; /* module records placed so far */
 	char backend[sizeof(((struct btr_rec_machine *)0)->backend) + 1];
 
 	struct data_stream **ds;
@@ -414,15 +415,19 @@ static int load_module(struct btr_stream *s, const struct btr_rec_module *m, cha
 	if (len > 3 && !strcmp(path + len - 3, ".ko"))
 		return 0;   /* kernel modules are relocatable objects, not images */
 
-	int mismatch = 0;
-	if (stream_find_module_file(s->uelfs, s->n_uelfs, s->o.root, s->o.debug_dirs, m, file, filesz,
-				    &mismatch) < 0) {
+	const struct stream_placed *pl =
+		stream_place(&s->placed, s->uelfs, s->n_uelfs, s->o.root, s->o.debug_dirs, m);
+	if (!pl)
+		return -BTR_ERR_NOMEM;
+	if (!pl->found) {
 		s->st.modules_missing++;
 		btr_info("module %s: no usable file here; its code cannot be decoded or named", path);
 		return 0;
 	}
-	uint64_t bias = 0;
-	int rc = btr_elf_load_bias(file, m->start, m->pgoff, &bias);
+	snprintf(file, filesz, "%s", pl->file);
+	int mismatch = pl->mismatch;
+	uint64_t bias = pl->fixed ? 0 : m->start - pl->k;
+	int rc = pl->bias_err;
 	if (rc < 0) {
 		s->st.modules_missing++;
 		btr_warn("%s: cannot place it at 0x%" PRIx64 " (file offset 0x%" PRIx64 "): %s", file,
@@ -1467,6 +1472,7 @@ void btr_stream_free(struct btr_stream *s)
 	for (size_t i = 0; i < s->n_mods; i++)
 		free(s->mods[i].file);
 	free(s->mods);
+	stream_place_memo_free(&s->placed);
 	free(s->threads);
 	free(s->uelfs);
 	if (s->reader)

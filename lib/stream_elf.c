@@ -1,6 +1,7 @@
 /* stream_elf.c - ELF files on disk as the common branch stream places
  * recorded modules (see stream_elf.h). */
 #include "stream_elf.h"
+#include "elf_priv.h"
 #include "internal.h"
 
 #include <gelf.h>
@@ -8,6 +9,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -181,4 +183,108 @@ int stream_find_module_file(const struct user_elf *uelfs, unsigned n_uelfs, cons
 		return 0;
 	}
 	return -BTR_ERR_NOENT;
+}
+
+struct stream_place_ent {
+	char *path;
+	uint8_t build_id[20];
+	uint8_t build_id_len;
+	uint64_t pgoff, size;
+	uint64_t hash;
+	struct stream_placed p;
+};
+
+static uint64_t place_hash(const struct btr_rec_module *m)
+{
+	uint64_t h = 0xcbf29ce484222325ull;   /* FNV-1a */
+	for (const char *c = m->path; *c; c++)
+		h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+	for (unsigned i = 0; i < m->build_id_len && i < sizeof(m->build_id); i++)
+		h = (h ^ m->build_id[i]) * 0x100000001b3ull;
+	h = (h ^ m->pgoff) * 0x100000001b3ull;
+	return (h ^ m->size) * 0x100000001b3ull;
+}
+
+static int place_same(const struct stream_place_ent *e, uint64_t h, const struct btr_rec_module *m)
+{
+	unsigned len = m->build_id_len > sizeof(e->build_id) ? sizeof(e->build_id) : m->build_id_len;
+	return e->hash == h && e->pgoff == m->pgoff && e->size == m->size && e->build_id_len == len &&
+	       !memcmp(e->build_id, m->build_id, e->build_id_len) && !strcmp(e->path, m->path);
+}
+
+static int place_rehash(struct stream_place_memo *mm, size_t nslot)
+{
+	uint32_t *slot = calloc(nslot, sizeof(*slot));
+	if (!slot)
+		return -BTR_ERR_NOMEM;
+	for (size_t i = 0; i < mm->n; i++) {
+		size_t j = mm->v[i].hash & (nslot - 1);
+		while (slot[j])
+			j = (j + 1) & (nslot - 1);
+		slot[j] = (uint32_t)i + 1;
+	}
+	free(mm->slot);
+	mm->slot = slot;
+	mm->nslot = nslot;
+	return 0;
+}
+
+const struct stream_placed *stream_place(struct stream_place_memo *mm, const struct user_elf *uelfs,
+					 unsigned n_uelfs, const char *root, const char *const *debug_dirs,
+					 const struct btr_rec_module *m)
+{
+	uint64_t h = place_hash(m);
+	size_t j = 0;
+	if (mm->nslot) {
+		for (j = h & (mm->nslot - 1); mm->slot[j]; j = (j + 1) & (mm->nslot - 1))
+			if (place_same(&mm->v[mm->slot[j] - 1], h, m))
+				return &mm->v[mm->slot[j] - 1].p;
+	}
+	if (2 * (mm->n + 1) > mm->nslot) {
+		if (place_rehash(mm, mm->nslot ? 2 * mm->nslot : 64) < 0)
+			return NULL;
+		for (j = h & (mm->nslot - 1); mm->slot[j]; j = (j + 1) & (mm->nslot - 1))
+			;
+	}
+	if (mm->n == mm->cap) {
+		size_t cap = mm->cap ? 2 * mm->cap : 32;
+		struct stream_place_ent *v = realloc(mm->v, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		mm->v = v;
+		mm->cap = cap;
+	}
+	struct stream_place_ent *e = &mm->v[mm->n];
+	memset(e, 0, sizeof(*e));
+	char file[4096];
+	e->path = strdup(m->path);
+	if (!e->path)
+		return NULL;
+	e->build_id_len = m->build_id_len > sizeof(e->build_id) ? sizeof(e->build_id) : m->build_id_len;
+	memcpy(e->build_id, m->build_id, e->build_id_len);
+	e->pgoff = m->pgoff;
+	e->size = m->size;
+	e->hash = h;
+	if (stream_find_module_file(uelfs, n_uelfs, root, debug_dirs, m, file, sizeof(file), &e->p.mismatch) == 0) {
+		e->p.found = 1;
+		if (!(e->p.file = strdup(file))) {
+			free(e->path);
+			return NULL;
+		}
+		e->p.bias_err = btr__elf_bias_rule(file, m->pgoff, -1, &e->p.fixed, &e->p.k);
+	}
+	mm->slot[j] = (uint32_t)mm->n + 1;
+	mm->n++;
+	return &e->p;
+}
+
+void stream_place_memo_free(struct stream_place_memo *mm)
+{
+	for (size_t i = 0; i < mm->n; i++) {
+		free(mm->v[i].path);
+		free(mm->v[i].p.file);
+	}
+	free(mm->v);
+	free(mm->slot);
+	memset(mm, 0, sizeof(*mm));
 }

@@ -53,4 +53,35 @@ int stream_find_module_file(const struct user_elf *uelfs, unsigned n_uelfs, cons
 			    const char *const *debug_dirs, const struct btr_rec_module *m, char *out, size_t outsz,
 			    int *mismatch);
 
+/* What a module record was placed with: the file found for it and the
+ * rule of its load bias. */
+struct stream_placed {
+	int found;        /* stream_find_module_file found a file */
+	int mismatch;     /* ... whose build-id differs from the record's */
+	char *file;       /* its path (owned by the memo) */
+	int bias_err;     /* 0, or btr__elf_bias_rule's error */
+	int fixed;        /* the bias is 0 (ET_EXEC), else start - k */
+	uint64_t k;
+};
+
+/* Module records resolved so far, by (path, build-id, file offset, size):
+ * the same file mapped by many processes (a shell loop's /bin/true, libc
+ * in every process of a make) is searched for, opened and measured once
+ * per stream.  Zero-initialized; files are taken not to change while a
+ * stream reads. */
+struct stream_place_memo {
+	struct stream_place_ent *v;
+	size_t n, cap;
+	uint32_t *slot;   /* open addressing: index + 1, 0 empty */
+	size_t nslot;
+};
+
+/* The placement of module record @m, searched (stream_find_module_file
+ * with the other arguments, then btr__elf_bias_rule) the first time its
+ * key is seen.  NULL only when memory ran out. */
+const struct stream_placed *stream_place(struct stream_place_memo *mm, const struct user_elf *uelfs,
+					 unsigned n_uelfs, const char *root, const char *const *debug_dirs,
+					 const struct btr_rec_module *m);
+void stream_place_memo_free(struct stream_place_memo *mm);
+
 #endif

@@ -6,7 +6,8 @@
 # DIVERGE, at the same branch and instruction count in both runs; --all
 # meets again after the loop and the region holds exactly the extra
 # instructions; JSON parses; report --html --diff shows both stacks side by
-# side; perf.data recordings compare; bad input gets one line.
+# side; perf.data recordings compare; a trace of many processes is one pass
+# per thread pair that decodes only that pair; bad input gets one line.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -119,6 +120,25 @@ for f in "$shared/traces/quipper/perf.data.intel_pt-4.14" "$shared/traces/autofd
     note "$f absent: perf.data case not checked"
   fi
 done
+
+# many processes: each thread pair is one pass over both traces, which must
+# decode only that pair's data and place each module file once per pass, not
+# once per process (it was quadratic: 200 processes, 57 s).  Counted, not
+# timed: opens of libc and the flow decoders' 4 MiB block caches under strace.
+"$btr" record -q -b qemu -o loop.btr -- sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12; do /bin/true; done' \
+  >/dev/null 2>&1
+"$btr" diverge loop.btr loop.btr >loop.out; rc=$?
+check "a loop of 12 processes against itself: 13 threads the same, exit 0 ($rc)" \
+  [ $rc -eq 0 ] && [ "$(grep -c '^thread .*: the same [1-9][0-9]* branches' loop.out)" -eq 13 ]
+if command -v strace >/dev/null; then
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+    strace -f -qq -o loop.strace -e trace=openat,mmap "$btr" diverge loop.btr loop.btr >loop2.out
+  check "  the same under strace" cmp -s loop.out loop2.out
+  passes=$((2 * 13)); libc=$(grep -c 'openat(.*/libc\.so\.6"' loop.strace)
+  caches=$(grep -c 'mmap(NULL, 4194304, PROT_READ|PROT_WRITE' loop.strace)
+  check "  $libc opens of libc in $passes passes (at most 4 each; 13 processes each: ~50)" [ "$libc" -le $((4 * passes)) ]
+  check "  $caches decoders in $passes passes (at most 3 each; every thread's: ~25)" [ "$caches" -le $((3 * passes)) ]
+fi
 
 # bad input
 "$btr" diverge d-a.btr 2>err; rc=$?
