@@ -110,6 +110,15 @@ child=$(python3 -c "import json; P=json.load(open('$tmp/tree.json'))['processes'
 check "tree: report --pid: one process" python3 -c "
 import json; d=json.load(open('$tmp/tree_pid.json')); P=d['processes']; full=[p for p in json.load(open('$tmp/tree.json'))['processes'] if p['pid']==$child][0]
 assert len(P) == 1 and P[0]['pid'] == $child and d['instructions'] == full['instructions'], (P, d['instructions'])"
+# ... and decodes only its data: one flow decoder (a 4 MiB block cache each),
+# not one per process of the tree (counted under strace, not timed)
+if command -v strace >/dev/null; then
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -qq -o "$tmp/pid.strace" -e trace=mmap \
+    "$btr" report --pid "$child" --format json "$tmp/tree.btr" >"$tmp/tree_pid2.json"
+  check "tree: report --pid under strace: the same" cmp -s "$tmp/tree_pid.json" "$tmp/tree_pid2.json"
+  dec=$(grep -c 'mmap(NULL, 4194304, PROT_READ|PROT_WRITE' "$tmp/pid.strace")
+  check "tree: report --pid decodes one process's data ($dec decoders, at most 2 of 5 processes)" [ "$dec" -le 2 ]
+fi
 "$btr" pt decode --insn --pid "$child" "$tmp/tree.btr" >"$tmp/tree_pid.insn"
 check "tree: pt decode --pid: only its thread" [ "$(grep '^\[thread' "$tmp/tree_pid.insn" | sort -u)" = "[thread $child]" ]
 check "tree: pt decode --tid: its instructions" [ "$("$btr" pt decode --insn --tid "$child" "$tmp/tree.btr" | grep -vc '^\[')" = "$(grep -vc '^\[' "$tmp/tree_pid.insn")" ]

@@ -98,6 +98,9 @@ int cli_stream_ready(struct cli_stream *cs, const char *cmd)
 			return EXIT_RUNTIME;
 		}
 	}
+	/* --pid/--tid: the other threads' data is skipped, not decoded (what
+	 * is delivered is the same; gaps and statistics are the selection's) */
+	cs->so.skip_unselected = cs->so.pid || cs->so.tid;
 	cs->so.filter = cs->filter_expr ? &cs->filter : NULL;
 	cs->so.debug_dirs = cs->n_dirs ? cs->dirs : NULL;
 	cs->so.elfs = cs->elfs;
