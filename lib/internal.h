@@ -135,4 +135,21 @@ static inline void btr__opts_copy(void *dst, size_t size, const void *opts)
 #define BTR_OPTS_HAS(opts, field) ((opts)->sz >= offsetof(__typeof__(*(opts)), field) + sizeof((opts)->field))
 #define BTR_OPTS_GET(opts, field, fallback) (BTR_OPTS_HAS(opts, field) && (opts)->field ? (opts)->field : (fallback))
 
+/* A PT flow decoder's block cache tables (7.5 MiB by default), kept by a
+ * reader that creates and frees many decoders (a stream: one per thread)
+ * for the next one, instead of mapping, faulting in and unmapping them each
+ * time (lib/ptflow.c).  Zero-initialized: empty. */
+struct btr_ptflow_config;
+struct btr_ptflow;
+struct btr_image;
+struct btr_ptflow_spare {
+	void *blks, *idx, *lens, *cold;
+	unsigned cache_bits;
+};
+int btr__ptflow_new_reuse(struct btr_image *img, const struct btr_ptflow_config *cfg,
+			  struct btr_ptflow_spare *spare, struct btr_ptflow **out);
+/* btr_ptflow_free, the tables going to @spare if it is empty. */
+void btr__ptflow_free_keep(struct btr_ptflow *f, struct btr_ptflow_spare *spare);
+void btr__ptflow_spare_free(struct btr_ptflow_spare *spare);
+
 #endif

@@ -105,6 +105,7 @@ struct btr_stream {
 	size_t last_proc;                /* img_of's one-entry cache */
 	struct btr_ptflow_config flowcfg;
 	struct stream_place_memo placed; /* module records placed so far */
+	struct btr_ptflow_spare spare;   /* the last freed PT decoder's tables */
 	char backend[sizeof(((struct btr_rec_machine *)0)->backend) + 1];
 
 	struct data_stream **ds;
@@ -723,7 +724,7 @@ static void pt_drop_decoder(struct btr_stream *s, struct data_stream *d)
 	struct btr_ptflow_stats fs;
 	btr_ptflow_stats(d->flow, &fs);
 	s->st.pt_blocks += fs.blocks_decoded;
-	btr_ptflow_free(d->flow);
+	btr__ptflow_free_keep(d->flow, &s->spare);
 	d->flow = NULL;
 	s->n_live_flows--;
 }
@@ -748,7 +749,7 @@ static int pt_new_decoder(struct btr_stream *s, struct data_stream *d)
 	uint32_t pid = d->percpu ? d->img_pid : btr_stream_pid_of(s, d->tid);
 	cfg.pid = d->percpu ? 0 : pid;   /* the branches come with it (flow_branches) */
 	d->flow_pid = cfg.pid;
-	int rc = btr_ptflow_new(img_of(s, pid, 0), &cfg, &d->flow);
+	int rc = btr__ptflow_new_reuse(img_of(s, pid, 0), &cfg, &s->spare, &d->flow);
 	if (rc == 0)
 		s->n_live_flows++;
 	return rc;
@@ -1473,6 +1474,7 @@ void btr_stream_free(struct btr_stream *s)
 		free(s->mods[i].file);
 	free(s->mods);
 	stream_place_memo_free(&s->placed);
+	btr__ptflow_spare_free(&s->spare);
 	free(s->threads);
 	free(s->uelfs);
 	if (s->reader)
