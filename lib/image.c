@@ -1219,6 +1219,12 @@ static int name_matches(struct sym *s, const char *name)
 {
 	if (!strcmp(s->name, name))
 		return 1;
+	/* "__libc_start_main@@GLIBC_2.34" is __libc_start_main, as the
+	 * stack views name it; "memcpy@plt" stays the stub */
+	size_t nl = strlen(name);
+	if (!strncmp(s->name, name, nl) && s->name[nl] == '@' && strcmp(s->name + nl, "@plt") != 0 &&
+	    !strchr(name, '@'))
+		return 1;
 	const char *d = sym_name(s);
 	if (d == s->name)
 		return 0;

@@ -203,8 +203,11 @@ struct btr_function {
  * indirect-call targets: fn.start == target for every source kind. */
 int btr_image_function(struct btr_image *img, uint64_t addr, struct btr_function *fn);
 
-/* The first function, in module load order, whose linkage name, demangled
- * name, or demangled name without its parameter list equals @name; or
+/* The first function, in module load order, whose linkage name (also
+ * without a symbol version: "__libc_start_main" for
+ * "__libc_start_main@@GLIBC_2.34", as the stack views name it; not without
+ * "@plt"), demangled name, or demangled name without its parameter list
+ * equals @name; or
  * "module+0xOFF" (the function containing that link address of module
  * base name "module").  Returns 0, -BTR_ERR_NOT_FOUND, -BTR_ERR_INVAL. */
 int btr_image_function_by_name(struct btr_image *img, const char *name, struct btr_function *fn);
