@@ -63,7 +63,7 @@ struct crash {
 struct st {
 	struct btr_stream *s;
 	struct tring *t;
-	size_t nt, capt;
+	size_t nt, capt, last;   /* last: the thread tring_of found last */
 	size_t cap;             /* branches kept per thread */
 	int cap_from_trace;
 	struct crash *c;
@@ -73,9 +73,16 @@ struct st {
 
 static struct tring *tring_of(struct st *st, uint32_t tid)
 {
-	for (size_t i = 0; i < st->nt; i++)
-		if (st->t[i].tid == tid)
+	/* The thread of the last branch first: branches come in runs of one
+	 * thread, and a trace can hold thousands of threads (a shell loop of
+	 * 1000 processes took 3.8 s for this search alone). */
+	if (st->last < st->nt && st->t[st->last].tid == tid)
+		return &st->t[st->last];
+	for (size_t i = st->nt; i-- > 0;)
+		if (st->t[i].tid == tid) {
+			st->last = i;
 			return &st->t[i];
+		}
 	if (st->nt == st->capt) {
 		size_t nc = st->capt ? st->capt * 2 : 16;
 		struct tring *n = realloc(st->t, nc * sizeof(*n));
@@ -89,7 +96,7 @@ static struct tring *tring_of(struct st *st, uint32_t tid)
 	t->tid = tid;
 	if (!(t->b = calloc(st->cap, sizeof(*t->b))))
 		return NULL;
-	st->nt++;
+	st->last = st->nt++;
 	return t;
 }
 
