@@ -495,6 +495,8 @@ static void reset(struct btr_callstack *cs, struct btr_cs_thread *t)
  * another function): it keeps its return address and signal state. */
 static void replace_top(struct btr_callstack *cs, struct btr_cs_thread *t, uint32_t fi, uint64_t start)
 {
+	if (fi == UINT32_MAX)
+		return;
 	if (!t->depth || t->dropped) {
 		if (!t->dropped)
 			push(cs, t, fi, start, BTR_CS_ROOT, 0, 0, 0);
@@ -590,6 +592,8 @@ static void do_return(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_
 	}
 	uint64_t st;
 	uint32_t fi = func_of(cs, to, t->pid, &st);
+	if (fi == UINT32_MAX)
+		return;   /* out of memory (said at the end) */
 	if (t->depth && t->frames[t->depth - 1].kind == BTR_CS_SIGNAL) {
 		/* a handler returning into the signal trampoline (__restore_rt):
 		 * still the signal frame until sigreturn resumes */
