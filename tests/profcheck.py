@@ -466,6 +466,64 @@ def check_merge_fdata(ab, a, b, nkey):
     assert rd(ab) == rd(a) + rd(b)
 
 
+def check_procs_cg(path, insns, nproc, prog):
+    """A loop of NPROC runs of prog_prof_fib 10: fib and main are one
+    function each across the processes (module PROG), called NPROC x
+    their per-process counts; every function name+module is listed once."""
+    nproc = int(nproc)
+    d = json.load(open(path))
+    assert d['total'] == int(insns), (d['total'], insns)
+    assert sum(f['self'] for f in d['functions']) == d['total']
+    keys = [(f['name'], f['module'], f['addr']) for f in d['functions'] if f['module']]
+    assert len(keys) == len(set(keys)), [k for k in keys if keys.count(k) > 1][:3]
+    fib = [f for f in d['functions'] if f['name'] == 'fib']
+    main = [f for f in d['functions'] if f['name'] == 'main' and (f['module'] or '').endswith(prog)]
+    assert len(fib) == 1 and len(main) == 1, (len(fib), len(main))
+    fib, main = fib[0], main[0]
+    leaf, inner = fib_calls(10)
+    per = sum(leaf.values()) + sum(inner.values())       # 177
+    assert fib['calls'] == nproc * per, (fib['calls'], nproc, per)
+    assert edges(fib, 'callers') == {'main': nproc, 'fib': nproc * (per - 1)}, fib['callers']
+    assert main['calls'] == nproc and edges(main, 'callees')['fib'] == nproc, main
+    assert fib['inclusive'] == fib['self'] > 0
+
+
+def check_procs_flame(full, *per_pid):
+    """The flame graph of the whole trace is the sum of the flame graphs of
+    its processes (--pid), stack by stack, and has one line per stack."""
+    total = collections.Counter()
+    for p in per_pid:
+        for fr, n in folded(p):
+            total[';'.join(fr)] += n
+    lines = [(';'.join(fr), n) for fr, n in folded(full)]
+    names = [k for k, _ in lines]
+    assert len(names) == len(set(names)), 'a stack on two lines'
+    assert dict(lines) == dict(total), [k for k in set(total) | set(dict(lines))
+                                        if total.get(k) != dict(lines).get(k)][:3]
+
+
+def check_procs_pprof(path, insns, nproc):
+    """One pprof function per function: fib once, its samples the fib
+    stacks of every process."""
+    types, samples, maps = pprof_decode(path)
+    assert sum(v[0] for _, v in samples) == int(insns), (sum(v[0] for _, v in samples), insns)
+    fib = sum(v[0] for st, v in samples if st[0] == 'fib')
+    assert fib > 0 and all(st[1] in ('fib', 'main') for st, v in samples if st[0] == 'fib')
+    data = open(path, 'rb').read()
+    import gzip
+    f = pb_fields(gzip.decompress(data))
+    strings = [v.decode() for n, _, v in f if n == 6]
+    names = [strings[one(pb_fields(v), 2, 0)] for n, _, v in f if n == 5]
+    assert names.count('fib') == 1, names.count('fib')
+
+
+def check_procs_timeline(path, nproc):
+    d, sl = chrome_slices(path)
+    fib = [s for s in sl if s[1] == 'fib']
+    assert len(fib) == int(nproc) * 177, len(fib)
+    assert len(set(s[0] for s in fib)) == int(nproc), set(s[0] for s in fib)
+
+
 CHECKS = {k[6:]: v for k, v in globals().items() if k.startswith('check_')}
 
 

@@ -32,8 +32,16 @@
  * timestamps) are charged to the thread's top frame before the branch's
  * own transfer is applied.
  *
+ * Functions are shared by processes: the code of an ELF file is one
+ * function per (module file, entry - load bias), whatever process runs it
+ * and wherever it is mapped (libc's strlen in 200 processes is one
+ * function, and one CCT node where the call paths coincide).  Code that
+ * no ELF file backs (JIT code, anonymous maps, raw files) is a function
+ * of its process.  Threads and their stacks stay per thread.
+ *
  * Memory grows with the number of threads, functions, distinct call paths
- * and stack depth (capped by opts.max_depth), never with trace length.
+ * and stack depth (capped by opts.max_depth), never with trace length,
+ * and not with the number of processes that run the same code.
  */
 #ifndef BTR_CALLSTACK_H
 #define BTR_CALLSTACK_H
@@ -66,7 +74,8 @@ struct btr_cs_frame {
 	uint64_t ret;        /* expected return address, 0 if unknown */
 	uint64_t site;       /* the call instruction, 0 if none */
 	uint64_t resume;     /* BTR_CS_SIGNAL: the interrupted instruction */
-	uint64_t lo, hi;     /* the function's address range [lo, hi) */
+	uint64_t lo, hi;     /* the function's address range [lo, hi) in the
+			      * thread's process (lo: its entry there) */
 	uint64_t enter_cost; /* thread cost clock at entry */
 	uint64_t enter_time; /* thread time clock at entry */
 	uint8_t kind;        /* enum btr_cs_frame_kind */
@@ -95,9 +104,11 @@ struct btr_cs_thread {
 };
 
 struct btr_cs_func {
-	uint64_t addr;       /* entry address (symbol start, or the jump target) */
+	uint64_t addr;       /* entry address (symbol start, or the jump target)
+			      * in process @pid; other processes may run the
+			      * same function elsewhere (another load bias) */
 	uint64_t size;       /* symbol size, 0 if unknown */
-	uint32_t pid;        /* process it was seen in */
+	uint32_t pid;        /* the first process it was seen in */
 	const char *name;    /* "name" (symbol versions like "@@GLIBC_2.34" cut),
 			      * "module+0xoff" or "0x..." without a symbol (owned) */
 	const char *module;  /* module path, NULL if unknown (owned) */

@@ -32,13 +32,31 @@ struct btr_callstack {
 	size_t nnodes, capnodes;
 	struct btr_cs_thread **threads;
 	size_t nthreads, capthreads;
-	struct pairmap addr2func;   /* (addr, pid) -> function containing addr */
-	struct {                    /* in front of addr2func (pid + 1: 0 empty) */
+	/* Functions have one identity across processes: the code of a module
+	 * file is keyed by (module, entry - load bias), so libc's strlen is
+	 * one function in every process (and one CCT path where the paths
+	 * coincide).  Code no ELF file backs (JIT, anonymous maps, raw
+	 * files) is a function per process, as an address means nothing
+	 * beyond it.  Per process, an entry address is a "local" function:
+	 * the function and where it starts in that process. */
+	struct pairmap mod2func;    /* (entry - bias, module) -> function; kept to the end */
+	char **mods;                /* interned module paths (module ids) */
+	size_t nmods, capmods;
+	struct pairmap modids;      /* (pairmap_str_hash(path), probe) -> module id */
+	struct cs_local {
+		uint64_t start;         /* the entry in its process */
+		uint32_t func;
+		uint32_t has_symbol;
+	} *locs;
+	size_t nlocs, caplocs;
+	struct pairmap addr2loc;    /* (addr, pid) -> local function containing addr */
+	struct pairmap start2loc;   /* (entry, pid) -> local function */
+	struct {                    /* in front of addr2loc (pid + 1: 0 empty) */
 		uint64_t addr, pid1;
 		uint32_t func;
 		uint32_t has_symbol;    /* funcs[func]'s, read here without a second miss */
+		uint64_t start;         /* the function's entry in process pid */
 	} fc[1024];
-	struct pairmap start2func;  /* (symbol start, pid) -> function */
 	struct {                    /* class_of (pid + 1: 0 empty), for the image's generation */
 		uint64_t addr, cls;
 		uint32_t pid1, gen;
@@ -112,8 +130,14 @@ void btr_callstack_free(struct btr_callstack *cs)
 	free(cs->threads);
 	free(cs->funcs);
 	free(cs->nodes);
-	pairmap_clear(&cs->addr2func);
-	pairmap_clear(&cs->start2func);
+	for (size_t i = 0; i < cs->nmods; i++)
+		free(cs->mods[i]);
+	free(cs->mods);
+	free(cs->locs);
+	pairmap_clear(&cs->mod2func);
+	pairmap_clear(&cs->modids);
+	pairmap_clear(&cs->addr2loc);
+	pairmap_clear(&cs->start2loc);
 	pairmap_clear(&cs->cct);
 	pairmap_clear(&cs->tid2thread);
 	free(cs);
@@ -146,80 +170,147 @@ static inline size_t fc_slot(const struct btr_callstack *cs, uint64_t addr)
 	return (size_t)(addr ^ (addr >> 10)) & (BTR_ARRAY_SIZE(cs->fc) - 1);
 }
 
-/* The function containing @addr in process @pid (created at first
- * sight, named then: the image may be replaced by an exec later).
- * Returns its index or UINT32_MAX when out of memory. */
-static uint32_t func_of(struct btr_callstack *cs, uint64_t addr, uint32_t pid)
+/* The id of module file @path (interned at first sight), or UINT32_MAX
+ * when out of memory. */
+static uint32_t module_id(struct btr_callstack *cs, const char *path)
+{
+	uint64_t h = pairmap_str_hash(path);
+	uint32_t v;
+	uint64_t probe = 0;
+	for (; pairmap_get(&cs->modids, h, probe, &v); probe++)
+		if (!strcmp(cs->mods[v], path))
+			return v;
+	char **nm = grow(cs->mods, &cs->capmods, cs->nmods + 1, sizeof(*nm));
+	if (!nm)
+		return UINT32_MAX;
+	cs->mods = nm;
+	char *p = strdup(path);
+	if (!p)
+		return UINT32_MAX;
+	if (pairmap_put(&cs->modids, h, probe, (uint32_t)cs->nmods)) {
+		free(p);
+		return UINT32_MAX;
+	}
+	cs->mods[cs->nmods] = p;
+	return (uint32_t)cs->nmods++;
+}
+
+/* A new function entered at @start in process @pid (named now: the image
+ * may be replaced by an exec later).  Returns its index or UINT32_MAX
+ * when out of memory. */
+static uint32_t func_new(struct btr_callstack *cs, struct btr_image *img, uint64_t addr, uint64_t start,
+			 uint32_t pid, int has, const struct btr_symbol *sym)
+{
+	struct btr_cs_func *nf = grow(cs->funcs, &cs->capfuncs, cs->nfuncs + 1, sizeof(*nf));
+	if (!nf)
+		return UINT32_MAX;
+	cs->funcs = nf;
+	struct btr_cs_func *f = &cs->funcs[cs->nfuncs];
+	memset(f, 0, sizeof(*f));
+	f->addr = start;
+	f->pid = pid;
+	f->has_symbol = has;
+	char buf[512];
+	if (has) {
+		f->size = sym->size;
+		f->name = strdup(sym->name && *sym->name ? sym->name : "?");
+		f->module = dup_or_null(sym->module);
+		if (f->name) {
+			/* "memcpy@@GLIBC_2.14" and "memcpy@GLIBC_2.2.5" are memcpy;
+			 * "puts@plt" stays (a PLT stub) */
+			size_t l = strlen(f->name);
+			f->plt = l > 4 && !strcmp(f->name + l - 4, "@plt");
+			char *at = strchr(f->name, '@');
+			if (at && !f->plt && at != f->name)
+				*at = 0;
+		}
+	} else {
+		if (img)
+			btr_image_symbolize(img, addr, buf, sizeof(buf));
+		else
+			snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)addr);
+		f->name = strdup(buf);
+	}
+	if (!f->name) {
+		/* Not counted yet (nfuncs): free what it holds here. */
+		free((void *)f->module);
+		f->module = NULL;
+		return UINT32_MAX;
+	}
+	if (cs->o.lines && img) {
+		const char *file;
+		int line;
+		if (btr_image_line(img, start, &file, &line) == 0) {
+			f->file = dup_or_null(file);
+			f->line = line;
+		}
+	}
+	return (uint32_t)cs->nfuncs++;
+}
+
+/* The function containing @addr in process @pid, its entry there in
+ * *@start (created at first sight).  Returns its index or UINT32_MAX
+ * when out of memory. */
+static uint32_t func_miss(struct btr_callstack *cs, uint64_t addr, uint32_t pid, uint64_t *start, size_t h);
+static inline uint32_t func_of(struct btr_callstack *cs, uint64_t addr, uint32_t pid, uint64_t *start)
+{
+	size_t h = fc_slot(cs, addr);
+	if (btr_likely(cs->fc[h].addr == addr && cs->fc[h].pid1 == (uint64_t)pid + 1)) {
+		*start = cs->fc[h].start;
+		return cs->fc[h].func;
+	}
+	return func_miss(cs, addr, pid, start, h);
+}
+
+static uint32_t func_miss(struct btr_callstack *cs, uint64_t addr, uint32_t pid, uint64_t *start, size_t h)
 {
 	uint32_t v;
-	size_t h = fc_slot(cs, addr);
-	if (btr_likely(cs->fc[h].addr == addr && cs->fc[h].pid1 == (uint64_t)pid + 1))
-		return cs->fc[h].func;
-	if (pairmap_get(&cs->addr2func, addr, pid, &v)) {
-		cs->fc[h].addr = addr;
-		cs->fc[h].pid1 = (uint64_t)pid + 1;
-		cs->fc[h].func = v;
-		cs->fc[h].has_symbol = cs->funcs[v].has_symbol;
-		return v;
-	}
-	struct btr_image *img = image_of(cs, pid);
-	struct btr_symbol sym;
-	int has = img && btr_image_symbol(img, addr, &sym) == 0 && addr >= sym.addr;
-	uint64_t start = has ? sym.addr : addr;
-	if (!pairmap_get(&cs->start2func, start, pid, &v)) {
-		struct btr_cs_func *nf = grow(cs->funcs, &cs->capfuncs, cs->nfuncs + 1, sizeof(*nf));
-		if (!nf)
-			goto nomem;
-		cs->funcs = nf;
-		struct btr_cs_func *f = &cs->funcs[cs->nfuncs];
-		memset(f, 0, sizeof(*f));
-		f->addr = start;
-		f->pid = pid;
-		f->has_symbol = has;
-		char buf[512];
-		if (has) {
-			f->size = sym.size;
-			f->name = strdup(sym.name && *sym.name ? sym.name : "?");
-			f->module = dup_or_null(sym.module);
-			if (f->name) {
-				/* "memcpy@@GLIBC_2.14" and "memcpy@GLIBC_2.2.5" are memcpy;
-				 * "puts@plt" stays (a PLT stub) */
-				size_t l = strlen(f->name);
-				f->plt = l > 4 && !strcmp(f->name + l - 4, "@plt");
-				char *at = strchr(f->name, '@');
-				if (at && !f->plt && at != f->name)
-					*at = 0;
+	if (!pairmap_get(&cs->addr2loc, addr, pid, &v)) {
+		struct btr_image *img = image_of(cs, pid);
+		struct btr_symbol sym;
+		int has = img && btr_image_symbol(img, addr, &sym) == 0 && addr >= sym.addr;
+		uint64_t entry = has ? sym.addr : addr;
+		if (!pairmap_get(&cs->start2loc, entry, pid, &v)) {
+			/* code of an ELF file: the function of every process
+			 * that maps the file */
+			struct btr_image_module mi;
+			uint32_t fi = UINT32_MAX, mod = UINT32_MAX;
+			if (img && btr_image_module_at(img, entry, &mi) == 0 && mi.is_elf && mi.path) {
+				if ((mod = module_id(cs, mi.path)) == UINT32_MAX)
+					goto nomem;
+				if (!pairmap_get(&cs->mod2func, entry - mi.bias, mod, &fi))
+					fi = UINT32_MAX;
 			}
-		} else {
-			if (img)
-				btr_image_symbolize(img, addr, buf, sizeof(buf));
-			else
-				snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)addr);
-			f->name = strdup(buf);
-		}
-		if (!f->name) {
-			/* Not counted yet (nfuncs): free what it holds here. */
-			free((void *)f->module);
-			f->module = NULL;
-			goto nomem;
-		}
-		if (cs->o.lines && img) {
-			const char *file;
-			int line;
-			if (btr_image_line(img, start, &file, &line) == 0) {
-				f->file = dup_or_null(file);
-				f->line = line;
+			if (fi == UINT32_MAX) {
+				if ((fi = func_new(cs, img, addr, entry, pid, has, &sym)) == UINT32_MAX)
+					goto nomem;
+				if (mod != UINT32_MAX && pairmap_put(&cs->mod2func, entry - mi.bias, mod, fi))
+					goto nomem;
 			}
+			struct cs_local *nl = grow(cs->locs, &cs->caplocs, cs->nlocs + 1, sizeof(*nl));
+			if (!nl)
+				goto nomem;
+			cs->locs = nl;
+			v = (uint32_t)cs->nlocs;
+			cs->locs[v] = (struct cs_local){ .start = entry, .func = fi, .has_symbol = (uint32_t)has };
+			if (pairmap_put(&cs->start2loc, entry, pid, v))
+				goto nomem;
+			cs->nlocs++;
 		}
-		v = (uint32_t)cs->nfuncs++;
-		if (pairmap_put(&cs->start2func, start, pid, v))
+		if (pairmap_put(&cs->addr2loc, addr, pid, v))
 			goto nomem;
 	}
-	if (pairmap_put(&cs->addr2func, addr, pid, v))
-		goto nomem;
-	return v;
+	const struct cs_local *l = &cs->locs[v];
+	cs->fc[h].addr = addr;
+	cs->fc[h].pid1 = (uint64_t)pid + 1;
+	cs->fc[h].func = l->func;
+	cs->fc[h].has_symbol = l->has_symbol;
+	cs->fc[h].start = l->start;
+	*start = l->start;
+	return l->func;
 nomem:
 	cs->nomem = 1;
+	*start = addr;
 	return UINT32_MAX;
 }
 
@@ -267,9 +358,11 @@ int btr_callstack_fold_block(struct btr_callstack *cs, uint32_t pid, uint64_t st
 	return to && class_of(cs, to, pid) == c ? BTR_FOLD_NOT_TAKEN | BTR_FOLD_TAKEN : BTR_FOLD_NOT_TAKEN;
 }
 
-static int is_entry(const struct btr_callstack *cs, uint32_t fi, uint64_t addr)
+/* Nonzero if @addr is the first byte of function @fi, entered at
+ * @start in the process. */
+static int is_entry(const struct btr_callstack *cs, uint32_t fi, uint64_t start, uint64_t addr)
 {
-	return fi != UINT32_MAX && cs->funcs[fi].has_symbol && cs->funcs[fi].addr == addr;
+	return fi != UINT32_MAX && cs->funcs[fi].has_symbol && start == addr;
 }
 
 /* ---- CCT ---- */
@@ -333,8 +426,9 @@ nomem:
 	return NULL;
 }
 
-static void push(struct btr_callstack *cs, struct btr_cs_thread *t, uint32_t fi, enum btr_cs_frame_kind kind,
-		 uint64_t ret, uint64_t site, uint64_t resume)
+/* Pushes function @fi, entered at @start in @t's process. */
+static void push(struct btr_callstack *cs, struct btr_cs_thread *t, uint32_t fi, uint64_t start,
+		 enum btr_cs_frame_kind kind, uint64_t ret, uint64_t site, uint64_t resume)
 {
 	if (fi == UINT32_MAX)
 		return;
@@ -359,7 +453,7 @@ static void push(struct btr_callstack *cs, struct btr_cs_thread *t, uint32_t fi,
 	struct btr_cs_frame *fr = &t->frames[t->depth++];
 	*fr = (struct btr_cs_frame){
 		.func = fi, .node = node, .ret = ret, .site = site, .resume = resume,
-		.lo = f->addr, .hi = f->has_symbol && f->size ? f->addr + f->size : f->addr + 1,
+		.lo = start, .hi = f->has_symbol && f->size ? start + f->size : start + 1,
 		.enter_cost = t->cost, .enter_time = t->time, .kind = (uint8_t)kind,
 	};
 	if (cs->o.enter)
@@ -399,18 +493,20 @@ static void reset(struct btr_callstack *cs, struct btr_cs_thread *t)
 
 /* The top frame is replaced by function @fi (a tail call, or a jump into
  * another function): it keeps its return address and signal state. */
-static void replace_top(struct btr_callstack *cs, struct btr_cs_thread *t, uint32_t fi)
+static void replace_top(struct btr_callstack *cs, struct btr_cs_thread *t, uint32_t fi, uint64_t start)
 {
+	if (fi == UINT32_MAX)
+		return;
 	if (!t->depth || t->dropped) {
 		if (!t->dropped)
-			push(cs, t, fi, BTR_CS_ROOT, 0, 0, 0);
+			push(cs, t, fi, start, BTR_CS_ROOT, 0, 0, 0);
 		return;
 	}
 	struct btr_cs_frame old = t->frames[t->depth - 1];
 	pop(cs, t, BTR_CS_LEAVE_TAIL);
 	if (cs->funcs[old.func].plt && !cs->funcs[fi].has_symbol)
 		cs->funcs[fi].plt = 1;   /* PLT0: the lazy-binding entry of the PLT */
-	push(cs, t, fi, old.kind == BTR_CS_SIGNAL ? BTR_CS_SIGNAL : BTR_CS_TAIL, old.ret, old.site, old.resume);
+	push(cs, t, fi, start, old.kind == BTR_CS_SIGNAL ? BTR_CS_SIGNAL : BTR_CS_TAIL, old.ret, old.site, old.resume);
 	if (cs->funcs[old.func].plt && t->depth && t->frames[t->depth - 1].func == fi) {
 		/* a PLT stub is part of the call: its instructions go to the
 		 * function it jumps to, and the stub's path counts no call */
@@ -484,22 +580,28 @@ static void do_return(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_
 	for (int i = (int)t->depth - 1; i >= 0; i--) {
 		if (ret_matches(&t->frames[i], to)) {
 			pop_to(cs, t, (unsigned)i, BTR_CS_LEAVE_RETURN);
-			if (!t->depth)
-				push(cs, t, func_of(cs, to, t->pid), BTR_CS_ROOT, 0, 0, 0);
+			if (!t->depth) {
+				uint64_t st;
+				uint32_t fi = func_of(cs, to, t->pid, &st);
+				push(cs, t, fi, st, BTR_CS_ROOT, 0, 0, 0);
+			}
 			else
 				t->frames[t->depth - 1].returned = 1;
 			return;
 		}
 	}
-	uint32_t fi = func_of(cs, to, t->pid);
+	uint64_t st;
+	uint32_t fi = func_of(cs, to, t->pid, &st);
+	if (fi == UINT32_MAX)
+		return;   /* out of memory (said at the end) */
 	if (t->depth && t->frames[t->depth - 1].kind == BTR_CS_SIGNAL) {
 		/* a handler returning into the signal trampoline (__restore_rt):
 		 * still the signal frame until sigreturn resumes */
-		replace_top(cs, t, fi);
+		replace_top(cs, t, fi, st);
 		return;
 	}
-	if (is_entry(cs, fi, to)) {   /* push+ret used as a jump (retpolines) */
-		replace_top(cs, t, fi);
+	if (is_entry(cs, fi, st, to)) {   /* push+ret used as a jump (retpolines) */
+		replace_top(cs, t, fi, st);
 		return;
 	}
 	int j = cs->funcs[fi].has_symbol ? frame_of_func(t, fi) : -1;
@@ -509,12 +611,13 @@ static void do_return(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_
 	}
 	/* a return past the bottom of what we know: the caller becomes the root */
 	pop_to(cs, t, 0, BTR_CS_LEAVE_RETURN);
-	push(cs, t, fi, BTR_CS_ROOT, 0, 0, 0);
+	push(cs, t, fi, st, BTR_CS_ROOT, 0, 0, 0);
 }
 
 static void do_jump(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_t to)
 {
-	uint32_t fi = func_of(cs, to, t->pid);
+	uint64_t st;
+	uint32_t fi = func_of(cs, to, t->pid, &st);
 	if (fi == UINT32_MAX)
 		return;
 	const struct btr_cs_frame *top = t->depth ? &t->frames[t->depth - 1] : NULL;
@@ -524,11 +627,11 @@ static void do_jump(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_t 
 		/* into code without symbols: a new function unless we already are
 		 * in such code */
 		if (!top || cs->funcs[top->func].has_symbol)
-			replace_top(cs, t, fi);
+			replace_top(cs, t, fi, st);
 		return;
 	}
-	if (is_entry(cs, fi, to)) {
-		replace_top(cs, t, fi);
+	if (is_entry(cs, fi, st, to)) {
+		replace_top(cs, t, fi, st);
 		return;
 	}
 	int j = frame_of_func(t, fi);
@@ -536,7 +639,7 @@ static void do_jump(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_t 
 		pop_to(cs, t, (unsigned)j + 1, BTR_CS_LEAVE_UNWIND);
 		return;
 	}
-	replace_top(cs, t, fi);   /* into the middle of another function (.cold parts) */
+	replace_top(cs, t, fi, st);   /* into the middle of another function (.cold parts) */
 }
 
 /* Pops a signal frame that resumes at @ip, if any.  Returns 1 if it did. */
@@ -611,7 +714,7 @@ static inline __attribute__((always_inline)) int out_of_sync(struct btr_callstac
 	if (!f->has_symbol || !f->size)
 		return 0;
 	uint64_t cf = class_of(cs, b->from, b->pid);
-	return cf != NO_SYMBOL && cf != f->addr;
+	return cf != NO_SYMBOL && cf != top->lo;   /* lo: the entry in this process */
 }
 
 static void do_jump(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_t to);
@@ -691,7 +794,9 @@ static void act(struct btr_callstack *cs, struct btr_cs_thread *t, const struct 
 			t->dropped++;
 			break;
 		}
-		push(cs, t, func_of(cs, b->to, t->pid), BTR_CS_CALL, ret, b->from, 0);
+		uint64_t st;
+		uint32_t fi = func_of(cs, b->to, t->pid, &st);
+		push(cs, t, fi, st, BTR_CS_CALL, ret, b->from, 0);
 		break;
 	}
 	case BTR_KIND_RET:
@@ -709,8 +814,11 @@ static void act(struct btr_callstack *cs, struct btr_cs_thread *t, const struct 
 		break;
 	}
 	case BTR_KIND_ASYNC:
-		if (b->to)
-			push(cs, t, func_of(cs, b->to, t->pid), BTR_CS_SIGNAL, 0, 0, b->from);
+		if (b->to) {
+			uint64_t st;
+			uint32_t fi = func_of(cs, b->to, t->pid, &st);
+			push(cs, t, fi, st, BTR_CS_SIGNAL, 0, 0, b->from);
+		}
 		break;
 	case BTR_KIND_IRET:
 	case BTR_KIND_SYSRET:
@@ -756,12 +864,17 @@ static void flush(struct btr_callstack *cs, struct btr_cs_thread *t)
 			break;
 		}
 	}
-	for (unsigned j = k; j >= 1; j--)
-		push(cs, t, func_of(cs, callers[j - 1], t->pid), BTR_CS_ROOT, j < k ? callers[j] : 0, 0, 0);
+	uint64_t st;
+	for (unsigned j = k; j >= 1; j--) {
+		uint32_t fi = func_of(cs, callers[j - 1], t->pid, &st);
+		push(cs, t, fi, st, BTR_CS_ROOT, j < k ? callers[j] : 0, 0, 0);
+	}
 	const struct btr_branch *b0 = &t->pending[0];
 	uint64_t start = b0->from ? b0->from : b0->to;
-	if (start)
-		push(cs, t, func_of(cs, start, t->pid), BTR_CS_ROOT, k ? callers[0] : 0, 0, 0);
+	if (start) {
+		uint32_t fi = func_of(cs, start, t->pid, &st);
+		push(cs, t, fi, st, BTR_CS_ROOT, k ? callers[0] : 0, 0, 0);
+	}
 	t->restart = 0;
 	unsigned n = t->n_pending;
 	t->n_pending = 0;
@@ -864,12 +977,13 @@ static void on_enable(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_
 		return;   /* back from a system call */
 	if (sig_resume(cs, t, ip))
 		return;   /* rt_sigreturn */
-	uint32_t fi = func_of(cs, ip, t->pid);
+	uint64_t st;
+	uint32_t fi = func_of(cs, ip, t->pid, &st);
 	if (fi == UINT32_MAX)
 		return;
-	if (is_entry(cs, fi, ip)) {   /* a signal delivered on the way back */
+	if (is_entry(cs, fi, st, ip)) {   /* a signal delivered on the way back */
 		unsigned len = dis ? insn_len(cs, dis, t->pid) : 0;
-		push(cs, t, fi, BTR_CS_SIGNAL, 0, 0, dis ? dis + (len ? len : 2) : 0);
+		push(cs, t, fi, st, BTR_CS_SIGNAL, 0, 0, dis ? dis + (len ? len : 2) : 0);
 		return;
 	}
 	int j = cs->funcs[fi].has_symbol ? frame_of_func(t, fi) : -1;
@@ -880,6 +994,19 @@ static void on_enable(struct btr_callstack *cs, struct btr_cs_thread *t, uint64_
 		return;
 	}
 	reset(cs, t);   /* resumed somewhere we cannot place */
+}
+
+/* Forgets what addresses meant in processes (the functions stay): after
+ * an exec, a module unload or a process exit they may mean other code,
+ * and a table keyed by process must not grow with the processes. */
+static void forget_addresses(struct btr_callstack *cs)
+{
+	pairmap_clear(&cs->addr2loc);
+	pairmap_clear(&cs->start2loc);
+	cs->nlocs = 0;
+	memset(cs->fc, 0, sizeof(cs->fc));
+	memset(cs->kc, 0, sizeof(cs->kc));
+	memset(cs->lc, 0, sizeof(cs->lc));
 }
 
 int btr_callstack_event(struct btr_callstack *cs, const struct btr_stream_event *ev)
@@ -913,21 +1040,13 @@ int btr_callstack_event(struct btr_callstack *cs, const struct btr_stream_event 
 			reset(cs, t);
 		}
 		/* the process's addresses mean other functions from now on */
-		pairmap_clear(&cs->addr2func);
-		memset(cs->fc, 0, sizeof(cs->fc));
-		memset(cs->kc, 0, sizeof(cs->kc));
-		memset(cs->lc, 0, sizeof(cs->lc));
-		pairmap_clear(&cs->start2func);
+		forget_addresses(cs);
 		break;
 	case BTR_SEV_MODULE_UNLOAD:
 	case BTR_SEV_PROCESS_EXIT:
 		/* its addresses may hold another module from now on; a cache
 		 * keyed by process must not grow with the processes */
-		pairmap_clear(&cs->addr2func);
-		memset(cs->fc, 0, sizeof(cs->fc));
-		memset(cs->kc, 0, sizeof(cs->kc));
-		memset(cs->lc, 0, sizeof(cs->lc));
-		pairmap_clear(&cs->start2func);
+		forget_addresses(cs);
 		break;
 	case BTR_SEV_FLOW:
 		if (!ev->flow || !(t = thread_get(cs, ev->tid, ev->pid)))

@@ -92,15 +92,24 @@ static int f_end(void *p, int status)
 	return btr_callstack_end(f->cs);
 }
 
-static int cmp_str(const void *a, const void *b)
+struct fline {
+	char *path;
+	uint64_t w;
+};
+
+static int cmp_fline(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	const struct fline *x = a, *y = b;
+	int c = strcmp(x->path, y->path);
+	return c ? c : (x->w > y->w) - (x->w < y->w);
 }
 
+/* One line per distinct stack of names: distinct functions may share a
+ * name (ld.so's memcpy and libc's), so their paths are summed. */
 static int write_folded(struct flame *f, FILE *out)
 {
 	size_t n = btr_callstack_nnodes(f->cs), nl = 0;
-	char **lines = calloc(n ? n : 1, sizeof(*lines));
+	struct fline *lines = calloc(n ? n : 1, sizeof(*lines));
 	size_t bufsz = 1 << 16;
 	char *buf = malloc(bufsz);
 	int rc = 0;
@@ -116,22 +125,28 @@ static int write_folded(struct flame *f, FILE *out)
 		size_t len = i ? btr_callstack_path(f->cs, i, buf, bufsz) : (size_t)snprintf(buf, bufsz, "[unknown]");
 		if (len >= bufsz)
 			len = strlen(buf);
-		char *l = malloc(len + 24);
+		char *l = malloc(len + 1);
 		if (!l) {
 			rc = -BTR_ERR_NOMEM;
 			goto out;
 		}
-		snprintf(l, len + 24, "%s %" PRIu64, buf, w);
-		lines[nl++] = l;
+		memcpy(l, buf, len + 1);
+		lines[nl++] = (struct fline){ l, w };
 	}
-	qsort(lines, nl, sizeof(*lines), cmp_str);
-	for (size_t i = 0; i < nl; i++)
-		if (fprintf(out, "%s\n", lines[i]) < 0)
+	qsort(lines, nl, sizeof(*lines), cmp_fline);
+	for (size_t i = 0; i < nl;) {
+		uint64_t w = 0;
+		size_t j = i;
+		for (; j < nl && !strcmp(lines[j].path, lines[i].path); j++)
+			w += lines[j].w;
+		if (fprintf(out, "%s %" PRIu64 "\n", lines[i].path, w) < 0)
 			rc = -BTR_ERR_IO;
+		i = j;
+	}
 out:
 	if (lines)
 		for (size_t i = 0; i < nl; i++)
-			free(lines[i]);
+			free(lines[i].path);
 	free(lines);
 	free(buf);
 	return rc;

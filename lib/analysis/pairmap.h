@@ -84,4 +84,14 @@ static inline void pairmap_clear(struct pairmap *m)
 	memset(m, 0, sizeof(*m));
 }
 
+/* FNV-1a of string @s: for maps keyed by a string, as (hash, probe) pairs
+ * whose values index the strings (compared on a hit). */
+static inline uint64_t pairmap_str_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	return h;
+}
+
 #endif

@@ -32,6 +32,7 @@ struct pmod {
 	uint64_t start, end, pgoff;
 	uint32_t pid;
 	char *path;
+	char *file;   /* the file loaded for it (as btr_cs_func.module), or NULL */
 	char buildid[41];
 };
 
@@ -157,6 +158,10 @@ static int p_event(void *p, const struct btr_stream_event *ev)
 		d->pid = m->pid;
 		if (!(d->path = strdup(m->path ? m->path : "")))
 			return -BTR_ERR_NOMEM;
+		if (ev->path && !(d->file = strdup(ev->path))) {
+			free(d->path);
+			return -BTR_ERR_NOMEM;
+		}
 		uint8_t id[20];
 		int len = m->build_id_len;
 		if (len)
@@ -170,12 +175,27 @@ static int p_event(void *p, const struct btr_stream_event *ev)
 	return btr_callstack_event(pp->cs, ev);
 }
 
-static uint64_t mapping_of(const struct pprof *pp, uint64_t addr)
+/* The mapping of function @f: one of its process (btr_cs_func.pid: the
+ * process where f->addr is its entry) holding f->addr, of its module file
+ * if known; else, as a fallback, the first mapping holding f->addr (a
+ * forked child has no mappings of its own).  0 if none. */
+static uint64_t mapping_of(const struct pprof *pp, const struct btr_cs_func *f)
 {
-	for (size_t i = 0; i < pp->nmods; i++)
-		if (addr >= pp->mods[i].start && addr < pp->mods[i].end)
-			return i + 1;
-	return 0;
+	uint64_t best = 0;
+	int best_score = -1;
+	for (size_t i = 0; i < pp->nmods; i++) {
+		const struct pmod *d = &pp->mods[i];
+		if (f->addr < d->start || f->addr >= d->end)
+			continue;
+		int score = (d->pid == f->pid) * 2 + (!f->module || (d->file && !strcmp(d->file, f->module)));
+		if (score > best_score) {
+			best = i + 1;
+			best_score = score;
+			if (score == 3)
+				break;
+		}
+	}
+	return best;
 }
 
 static void value_type(struct pbuf *b, unsigned field, struct strtab *st, const char *type, const char *unit)
@@ -238,7 +258,7 @@ static int encode(struct pprof *pp)
 		pb_uint(&line, 1, (uint64_t)i + 1);
 		pb_sint(&line, 2, f->line);
 		pb_uint(&m, 1, (uint64_t)i + 1);
-		pb_uint(&m, 2, mapping_of(pp, f->addr));
+		pb_uint(&m, 2, mapping_of(pp, f));
 		pb_uint(&m, 3, f->addr);
 		pb_msg(&m, 4, &line);
 		pb_msg(&prof, 4, &m);
@@ -305,8 +325,10 @@ static void p_destroy(void *p)
 {
 	struct pprof *pp = p;
 	btr_callstack_free(pp->cs);
-	for (size_t i = 0; i < pp->nmods; i++)
+	for (size_t i = 0; i < pp->nmods; i++) {
 		free(pp->mods[i].path);
+		free(pp->mods[i].file);
+	}
 	free(pp->mods);
 	free(pp->out);
 	free(pp);

@@ -24,7 +24,8 @@ static const struct cli_cmd cmd = {
 	"The call graph of a trace, from its call stacks (rebuilt from calls and\n"
 	"returns): per function the inclusive and exclusive (self) instructions, the\n"
 	"number of calls, its callers and callees with call counts.  Recursion is\n"
-	"counted once in inclusive figures.\n\n"
+	"counted once in inclusive figures.  A function of a module file is one row\n"
+	"for all processes that ran it (figures summed; --pid for one process).\n\n"
 	"Options:\n",
 	opts,
 	"\nExit status: 0 ok; 2 usage error; 3 the trace cannot be read or was damaged\n"

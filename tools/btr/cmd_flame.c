@@ -79,7 +79,12 @@ int cmd_flame(int argc, char **argv)
 		return rc;
 	po.events = !strcmp(format, "speedscope");
 	struct btr_analysis *a;
-	if (btr_flame_new(&po, &a) || btr_flame_set_title(a, title ? title : file)) {
+	if (btr_flame_new(&po, &a)) {
+		cli_error("out of memory");
+		return EXIT_RUNTIME;
+	}
+	if (btr_flame_set_title(a, title ? title : file)) {
+		btr_analysis_free(a);
 		cli_error("out of memory");
 		return EXIT_RUNTIME;
 	}
