@@ -998,11 +998,12 @@ static int load_symbols_locked(struct modfile *m)
 	m->syms = sv.v;
 	m->nsyms = n;
 	/* Functions without a symbol (stripped binaries): FDEs.  A failure
-	 * here only loses them, never the symbols. */
-	if (add_fde_functions(m, &sv) == 0) {
-		m->syms = sv.v;
-		m->nsyms = sv.n;
-	}
+	 * here only loses them, never the symbols: it leaves sv.n as it was,
+	 * but a push before it may have moved the array (so sv.v, not the
+	 * pointer taken above, whatever the result). */
+	add_fde_functions(m, &sv);
+	m->syms = sv.v;
+	m->nsyms = sv.n;
 	__atomic_store_n(&m->sym_state, LAZY_OK, __ATOMIC_RELEASE);
 	return 0;
 }
