@@ -756,6 +756,20 @@ int check_mod_fde_of(const struct check_mod *m, uint64_t a, uint64_t *lo, uint64
 	return 0;
 }
 
+int check_mod_fde_gap(const struct check_mod *m, uint64_t a, uint64_t *end)
+{
+	ptrdiff_t i = floor_in(m->fde_lo, m->n_fde, a);
+	uint64_t e = UINT64_MAX;
+	for (ptrdiff_t k = i; k >= 0 && k > i - 4; k--) {
+		if (a < m->fde_hi[k])
+			return 0;
+		if (e == UINT64_MAX || m->fde_hi[k] > e)
+			e = m->fde_hi[k];
+	}
+	*end = e;
+	return 1;
+}
+
 int check_mod_is_taken(const struct check_mod *m, uint64_t a)
 {
 	size_t lo = 0, hi = m->n_taken;
