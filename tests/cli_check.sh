@@ -169,6 +169,18 @@ nm = subprocess.run(['nm', '$build/prog_benign_asm_nocfi'], capture_output=True,
 mid = int(nm[nm.index('asm_one_mid') - 2], 16)
 assert len(d) == 1 and d[0]['kind'] == 'call-non-entry' and int(d[0]['to'], 16) & 0xfff == mid & 0xfff, (d, hex(mid))"
 fi
+# gcc's __builtin_longjmp: an indirect jump to a label only its function's
+# lea takes (Ruby's VM raise: was jump-non-entry)
+rec bsetjmp.btr "$build/prog_benign_builtin_setjmp"; benign bsetjmp
+# Ruby: fibers switch stacks in coroutine_transfer, an assembly label
+# without .type (STT_NOTYPE) reached through the PLT, each switch from the
+# same call site; raise/rescue is __builtin_longjmp (before: got-overwrite,
+# return-hijack, return-mismatch x2, jump-non-entry x3)
+if command -v ruby >/dev/null; then
+  rec ruby.btr ruby -e 'f = Fiber.new { 3.times { |i| Fiber.yield i }; :done }; 4.times { f.resume }
+g = Fiber.new { |x| Fiber.yield x * 2 }; g.resume(5); begin; raise "x"; rescue => e; e; end'
+  benign ruby
+fi
 # a forked child that longjmps to a setjmp made before the fork (perl's exit
 # in a child: return-mismatch before)
 rec forkjmp.btr "$build/prog_benign_forkjmp"; benign forkjmp

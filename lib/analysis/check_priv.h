@@ -206,6 +206,7 @@ struct check {
 	size_t n_thr;
 	struct pairmap insn;       /* (proc<<48|addr, 0) -> kind | len << 8 | flags << 16; ~0u: no code */
 	struct pairmap callpre;    /* (proc<<48|addr, 1) -> 0/1 */
+	struct pairmap ctxret;     /* (proc<<48|addr, 0) -> 0/1: a return of a context-restoring routine */
 	struct {                   /* in front of insn: most branches repeat (key + 1, 0: empty), */
 		uint64_t key;      /* with the target a direct branch encodes */
 		uint64_t target;
@@ -219,7 +220,8 @@ struct check {
 	struct thr *last_thr;
 	struct pairmap edges;      /* (from, to) of indirect transfers already judged */
 	struct pairmap links;      /* (mod << 48 | FDE start, FDE start) -> 1: one split function */
-	struct pairmap layout;     /* (mod << 48 | link address, 0) -> 0/1: starts a function by layout */
+	struct pairmap layout;     /* (mod << 48 | link address, 0) -> 0/1: starts a function by layout;
+				    * (..., 1) -> 0/1: a label its function takes (lea_taken) */
 	struct pairmap dedup;      /* (kind id << 56 ^ from, to) -> finding index */
 	struct pairmap jit;        /* (area, process index) -> 1: a JIT engine's code (jit_code) */
 	struct finding *f;
