@@ -151,6 +151,36 @@ for p in benign_cold_o2 benign_eval_o2; do
     strip -o s_$p "$build/prog_$p" && rec s_$p.btr "./s_$p"; benign s_$p
   fi
 done
+# hand-written assembly without CFI or a function symbol, called through
+# pointers (zstd's Huffman decoder loops in Debian's stripped zstd: was
+# call-non-entry): a function starts by layout after the FDE range before
+# it and right after a ret; stripped too.  A call to its second
+# instruction is still caught.
+rec nocfi.btr "$build/prog_benign_asm_nocfi"; benign nocfi
+rec nocfi_mid.btr "$build/prog_benign_asm_nocfi" mid; expect_kind nocfi_mid call-non-entry asm_one_mid
+if command -v strip >/dev/null; then
+  strip -o s_nocfi "$build/prog_benign_asm_nocfi" && rec s_nocfi.btr ./s_nocfi; benign s_nocfi
+  rec s_nocfi_mid.btr ./s_nocfi mid
+  "$btr" check --format json s_nocfi_mid.btr >s_nocfi_mid.json
+  check "stripped nocfi mid: one call-non-entry, to asm_one_mid's address" python3 -c "
+import json, subprocess
+d = json.load(open('s_nocfi_mid.json'))['findings']
+nm = subprocess.run(['nm', '$build/prog_benign_asm_nocfi'], capture_output=True, text=True).stdout.split()
+mid = int(nm[nm.index('asm_one_mid') - 2], 16)
+assert len(d) == 1 and d[0]['kind'] == 'call-non-entry' and int(d[0]['to'], 16) & 0xfff == mid & 0xfff, (d, hex(mid))"
+fi
+# gcc's __builtin_longjmp: an indirect jump to a label only its function's
+# lea takes (Ruby's VM raise: was jump-non-entry)
+rec bsetjmp.btr "$build/prog_benign_builtin_setjmp"; benign bsetjmp
+# Ruby: fibers switch stacks in coroutine_transfer, an assembly label
+# without .type (STT_NOTYPE) reached through the PLT, each switch from the
+# same call site; raise/rescue is __builtin_longjmp (before: got-overwrite,
+# return-hijack, return-mismatch x2, jump-non-entry x3)
+if command -v ruby >/dev/null; then
+  rec ruby.btr ruby -e 'f = Fiber.new { 3.times { |i| Fiber.yield i }; :done }; 4.times { f.resume }
+g = Fiber.new { |x| Fiber.yield x * 2 }; g.resume(5); begin; raise "x"; rescue => e; e; end'
+  benign ruby
+fi
 # a forked child that longjmps to a setjmp made before the fork (perl's exit
 # in a child: return-mismatch before)
 rec forkjmp.btr "$build/prog_benign_forkjmp"; benign forkjmp

@@ -146,6 +146,15 @@ procs spawn "len(P) == 2 and [st(p) for p in P] == [0, 4] and P[1]['command'].en
 rec daemon 0 -- "$build/prog_proc_daemon"
 procs daemon "len(P) == 3 and [st(p) for p in P] == [0, 0, 9] and P[2]['instructions'] > P[1]['instructions']"
 
+# ---- children that close every descriptor they did not open ----
+# (close_range(3, ~0U) before an exec, as Python's subprocess does; a
+# close() loop, as gnupg's spawn does): the plugin's trace, state and
+# ground-truth files are put back ("input/output error while recording",
+# no trace, before), and the counter's lines are all there
+rec closefds 0 -- "$build/prog_proc_closefds" /bin/true
+procs closefds "len(P) == 3 and [st(p) for p in P] == [0, 0, 12] and P[1]['command'] == '/bin/true'"
+procs closefds "all(p['instructions'] > 10000 and p['threads'] == 1 for p in P)"
+
 # ---- a threaded process that forks ----
 MIN_THREADS=4 rec mtfork 0 -- "$build/prog_proc_mtfork"
 procs mtfork "len(P) == 2 and [st(p) for p in P] == [0, 6] and P[0]['threads'] == 3 and P[1]['threads'] == 1"

@@ -172,6 +172,7 @@ static void forget_code(struct check *c)
 {
 	pairmap_clear(&c->insn);
 	pairmap_clear(&c->callpre);
+	pairmap_clear(&c->ctxret);
 	/* (the caches are too big to clear at each module load) */
 	if (++c->code_gen == 0) {
 		memset(c->ic, 0, sizeof(c->ic));
@@ -222,6 +223,107 @@ static int is_endbr64(struct check *c, uint32_t pid, uint64_t a)
 {
 	static const uint8_t e[] = { 0xf3, 0x0f, 0x1e, 0xfa };
 	return bytes_are(c, pid, a, e, sizeof(e));
+}
+
+/* Alignment padding between functions: NOP (90, 66 90), the long NOPs
+ * (0F 1F /0, with 66 and 2E prefixes) and INT3. */
+static int is_padding(const uint8_t *p, int len)
+{
+	int i = 0;
+	while (i < len - 1 && (p[i] == 0x66 || p[i] == 0x2e))
+		i++;
+	return (p[i] == 0x90 && i == len - 1) || p[i] == 0xcc ||
+	       (i + 1 < len && p[i] == 0x0f && p[i + 1] == 0x1f);
+}
+
+/* Nonzero if link address @tl of module @cm (mapping @m) lies in code no
+ * FDE range covers and starts a function by its layout.  Hand-written
+ * assembly often has no CFI, and in a stripped file no symbol either
+ * (zstd's Huffman decoder loops, called through a function pointer): the
+ * model knows no entry there.  Such code begins at a known boundary (the
+ * end of the nearest FDE range below it, or the nearest entry) and is
+ * laid out one function after the other, so a function starts at that
+ * boundary and right after each unconditional transfer (ret, jmp, ud2,
+ * hlt), alignment padding skipped.  Decided by a linear sweep from the
+ * boundary (at most SPLIT_SCAN bytes), cached per address. */
+static int starts_by_layout(struct check *c, uint32_t pid, const struct mapping *m, const struct check_mod *cm,
+			    uint64_t tl)
+{
+	uint64_t lo;
+	if (!check_mod_fde_gap(cm, tl, &lo))
+		return 0;
+	uint64_t f = check_mod_func_of(cm, tl);
+	if (f != UINT64_MAX && (lo == UINT64_MAX || f > lo))
+		lo = f;
+	if (lo == UINT64_MAX || lo > tl || tl - lo > SPLIT_SCAN)
+		return 0;
+	uint32_t v;
+	uint64_t key = (uint64_t)m->mod << 48 | tl;
+	if (pairmap_get(&c->layout, key, 0, &v))
+		return (int)v;
+	size_t n = (size_t)(tl - lo);
+	uint8_t *buf = malloc(n + 16);
+	int got = buf ? btr_image_read(btr_stream_image_pid(c->s, pid), lo + m->bias, buf, n + 16) : -1;
+	int starts = 1;   /* at the boundary */
+	size_t o = 0;
+	while (got > 0 && o < n) {
+		struct btr_insn in;
+		int l = btr_insn_decode(buf + o, (size_t)got - o, lo + o, BTR_MODE_64, &in);
+		if (l <= 0)
+			break;
+		if (!is_padding(buf + o, l))
+			starts = in.kind == BTR_KIND_RET || in.kind == BTR_KIND_JMP || in.kind == BTR_KIND_JMP_IND ||
+				 in.kind == BTR_KIND_FAR_JMP || in.kind == BTR_KIND_FAR_RET || (in.flags & BTR_INSN_STOPS);
+		o += (size_t)l;
+	}
+	free(buf);
+	v = got > 0 && o == n && starts;   /* the sweep lands on @tl */
+	if (pairmap_put(&c->layout, key, 0, v) < 0)
+		return 0;
+	return (int)v;
+}
+
+/* Nonzero if link address @tl of module @cm (mapping @m) is a label its
+ * own function takes the address of with `lea tl(%rip), reg`: the
+ * receiver of gcc's __builtin_setjmp, which __builtin_longjmp enters with
+ * an indirect jump (Ruby's VM: EC_JUMP_TAG to rb_vm_exec), or a computed
+ * goto's label in position-independent code.  The function is the FDE
+ * range holding @tl (at most SPLIT_SCAN bytes of it, from its start);
+ * cached per address. */
+static int lea_taken(struct check *c, uint32_t pid, const struct mapping *m, const struct check_mod *cm, uint64_t tl)
+{
+	uint64_t lo, hi;
+	if (!check_mod_fde_of(cm, tl, &lo, &hi))
+		return 0;
+	uint32_t v;
+	uint64_t key = (uint64_t)m->mod << 48 | tl;
+	if (pairmap_get(&c->layout, key, 1, &v))
+		return (int)v;
+	size_t n = (size_t)(hi - lo > SPLIT_SCAN ? SPLIT_SCAN : hi - lo);
+	uint8_t *buf = malloc(n);
+	int got = buf ? btr_image_read(btr_stream_image_pid(c->s, pid), lo + m->bias, buf, n) : -1;
+	v = 0;
+	for (size_t o = 0; got > 0 && o < (size_t)got && !v;) {
+		struct btr_insn in;
+		int l = btr_insn_decode(buf + o, (size_t)got - o, lo + o, BTR_MODE_64, &in);
+		if (l <= 0) {
+			o++;
+			continue;
+		}
+		/* [REX.W] 8D /r with mod 00, r/m 101: lea disp32(%rip) */
+		size_t i = o + ((buf[o] & 0xf0) == 0x40);
+		if (l >= 6 && i + 6 <= o + (size_t)l && buf[i] == 0x8d && (buf[i + 1] & 0xc7) == 0x05 &&
+		    i + 6 == o + (size_t)l) {
+			int32_t disp;
+			memcpy(&disp, buf + i + 2, 4);
+			v = lo + o + (uint64_t)l + (uint64_t)(int64_t)disp == tl;
+		}
+		o += (size_t)l;
+	}
+	free(buf);
+	if (pairmap_put(&c->layout, key, 1, v) < 0)
+		return 0;
+	return (int)v;
 }
 
 /* Function identity of @a: (module index, nearest entry); 0 if unknown. */
@@ -330,13 +432,16 @@ static void unwind_to(struct check *c, struct proc *p, struct thr *t, uint64_t t
 
 /* Routines that resume a saved context, possibly on another stack: Go's
  * gogo (an indirect jump to a goroutine's saved pc: after mcall or
- * morestack, a goroutine's first function, a recovery point) and glibc's
+ * morestack, a goroutine's first function, a recovery point), glibc's
  * setcontext/swapcontext (a return to the saved rip: after a swapcontext
- * call, or makecontext's function).  Matched on the symbol the transfer
- * leaves from. */
+ * call, or makecontext's function) and Ruby's coroutine_transfer (its
+ * fibers: a return to after another fiber's call of it, or to a new
+ * fiber's start function, which coroutine_initialize put on the fiber's
+ * stack).  Matched on the symbol the transfer leaves from. */
 static const char *const CTX_RESTORERS[] = {
 	"gogo", "runtime.gogo", "runtime.gogo.abi0",
-	"setcontext", "swapcontext", "__setcontext", "__swapcontext", NULL
+	"setcontext", "swapcontext", "__setcontext", "__swapcontext",
+	"coroutine_transfer", NULL
 };
 
 static int is_ctx_restorer(const char *name)
@@ -482,6 +587,24 @@ static int hijacked_ret(struct check *c, struct thr *t, const struct btr_branch 
 
 static int in_jit_area(struct check *c, size_t pi, uint64_t a);
 
+/* Nonzero if the return at @from leaves a context-restoring routine
+ * (is_ctx_restorer).  Such a return goes to another context even when its
+ * target equals the top frame's return address: every switch of Ruby's
+ * fibers calls coroutine_transfer from the same site, so the fiber
+ * resumed returns where the one leaving pushed its frame.  Cached per
+ * address (the symbol lookup is too slow for every return). */
+static int ret_of_restorer(struct check *c, size_t pi, uint32_t pid, uint64_t from)
+{
+	uint32_t v;
+	uint64_t key = from | ((uint64_t)pi << 48);
+	if (pairmap_get(&c->ctxret, key, 0, &v))
+		return (int)v;
+	char name[64];
+	v = sym_name(c, pid, from, name, sizeof(name)) && is_ctx_restorer(name);
+	pairmap_put(&c->ctxret, key, 0, v);
+	return (int)v;
+}
+
 static int check_ret(struct check *c, size_t pi, struct proc *p, struct thr *t, const struct btr_branch *b)
 {
 	uint64_t to = b->to;
@@ -497,7 +620,8 @@ static int check_ret(struct check *c, size_t pi, struct proc *p, struct thr *t, 
 	}
 	if (t->n) {
 		struct frame *top = &t->st[t->n - 1];
-		if (top->type == FR_WILD || (top->type == FR_CALL && top->ret == to)) {
+		if ((top->type == FR_WILD || (top->type == FR_CALL && top->ret == to)) &&
+		    !ret_of_restorer(c, pi, b->pid, b->from)) {
 			t->n--;
 			return 0;
 		}
@@ -508,7 +632,7 @@ static int check_ret(struct check *c, size_t pi, struct proc *p, struct thr *t, 
 			return 0;
 		}
 		size_t lim = t->n > DEEP_SEARCH ? t->n - DEEP_SEARCH : 0;
-		for (size_t i = t->n - 1; i-- > lim;)
+		for (size_t i = t->n - 1; i-- > lim && !ret_of_restorer(c, pi, b->pid, b->from);)
 			if (t->st[i].type == FR_CALL && t->st[i].ret == to) {
 				t->n = i;   /* frames skipped by an unwinder */
 				return 0;
@@ -694,7 +818,8 @@ static int check_indirect(struct check *c, size_t pi, struct proc *p, struct thr
 	    (gname = got_call_name(c, b, fmap, fm)) != NULL)
 		return check_plt(c, p, t, b, fmap, fm, gname);
 	if (b->kind == BTR_KIND_CALL_IND) {
-		if (check_mod_is_entry(tm, tl) || check_mod_in_plt(tm, tl) || is_endbr64(c, b->pid, b->to))
+		if (check_mod_is_entry(tm, tl) || check_mod_in_plt(tm, tl) || is_endbr64(c, b->pid, b->to) ||
+		    starts_by_layout(c, b->pid, tmap, tm, tl))
 			return 0;
 		uint64_t fn = check_mod_func_of(tm, tl);
 		char fs[SYM_LEN] = "?";
@@ -712,7 +837,8 @@ static int check_indirect(struct check *c, size_t pi, struct proc *p, struct thr
 	if (fmap == tmap && same_function(c, b, fmap, fm))
 		return 0;   /* switch table (also into a .cold part), computed goto */
 	if (check_mod_is_entry(tm, tl) || check_mod_in_plt(tm, tl) || is_endbr64(c, b->pid, b->to) ||
-	    check_mod_is_taken(tm, tl))
+	    check_mod_is_taken(tm, tl) || starts_by_layout(c, b->pid, tmap, tm, tl) ||
+	    lea_taken(c, b->pid, tmap, tm, tl))
 		return 0;   /* tail call, resolver, thunk, computed goto through a label table */
 	if (call_preceded(c, pi, b->pid, b->to))
 		return 0;   /* longjmp to after setjmp (unwound in on_branch) */
@@ -1015,11 +1141,12 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 		/* longjmp: an indirect jump to the instruction after a call
 		 * of another function (within one function it is a switch
 		 * table whose case follows a call, as in a recursive
-		 * evaluator: no frame ends) */
+		 * evaluator: no frame ends), or __builtin_longjmp to its
+		 * __builtin_setjmp's receiver (a label its function takes) */
 		struct mapping *m = map_of(p, b->to);
 		if (m && mod_of(c, m) && !check_mod_is_entry(mod_of(c, m), b->to - m->bias) &&
 		    !(m == map_of(p, b->from) && same_function(c, b, m, mod_of(c, m))) &&
-		    call_preceded(c, pi, b->pid, b->to))
+		    (call_preceded(c, pi, b->pid, b->to) || lea_taken(c, b->pid, m, mod_of(c, m), b->to - m->bias)))
 			unwind_to(c, p, t, b->to);
 		return 0;
 	}
@@ -1349,6 +1476,7 @@ static void a_destroy(void *state)
 	forget_code(c);
 	pairmap_clear(&c->edges);
 	pairmap_clear(&c->links);
+	pairmap_clear(&c->layout);
 	pairmap_clear(&c->dedup);
 	pairmap_clear(&c->jit);
 	for (size_t i = 0; i < c->n_f; i++)

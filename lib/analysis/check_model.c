@@ -150,12 +150,66 @@ struct symvec {
 	size_t n, cap;
 };
 
+static int cmp_u64pair(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+	return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* The extents [value, value + size) of the sized function symbols of
+ * every symbol table, as (lo, hi) pairs sorted by lo in @ext. */
+static int func_extents(Elf *e, struct u64vec *ext)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(e, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
+		    !sh.sh_entsize)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		size_t n = d ? sh.sh_size / sh.sh_entsize : 0;
+		for (size_t i = 1; i < n; i++) {
+			GElf_Sym s;
+			if (!gelf_getsym(d, (int)i, &s))
+				break;
+			int r;
+			if (GELF_ST_TYPE(s.st_info) == STT_FUNC && s.st_size && s.st_shndx != SHN_UNDEF &&
+			    ((r = push(ext, s.st_value)) < 0 || (r = push(ext, s.st_value + s.st_size)) < 0))
+				return r;
+		}
+	}
+	if (ext->n)
+		qsort(ext->v, ext->n / 2, 2 * sizeof(uint64_t), cmp_u64pair);
+	return 0;
+}
+
+/* Nonzero if @a lies inside (past the start of) a function of @ext. */
+static int inside_func(const struct u64vec *ext, uint64_t a)
+{
+	size_t lo = 0, hi = ext->n / 2;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ext->v[2 * mid] < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* pairs [0, lo) start below @a; functions do not nest, but a few
+	 * back cover aliases and overlaps */
+	for (size_t k = lo; k-- > 0 && k + 8 > lo;)
+		if (a < ext->v[2 * k + 1])
+			return 1;
+	return 0;
+}
+
 static int read_symbols(Elf *e, struct u64vec *ent, struct u64vec *exp, char **strings, size_t *strbytes,
 			struct symvec *syms)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
-	while ((scn = elf_nextscn(e, scn)) != NULL) {
+	struct u64vec ext = {0};
+	int r = func_extents(e, &ext);
+	while (!r && (scn = elf_nextscn(e, scn)) != NULL) {
 		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
 		    !sh.sh_entsize)
 			continue;
@@ -168,18 +222,30 @@ static int read_symbols(Elf *e, struct u64vec *ent, struct u64vec *exp, char **s
 			if (!gelf_getsym(d, (int)i, &s))
 				break;
 			int t = GELF_ST_TYPE(s.st_info);
-			if ((t != STT_FUNC && t != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF || !s.st_value)
+			if (s.st_shndx == SHN_UNDEF || !s.st_value)
 				continue;
-			int r = push(ent, s.st_value);
-			if (r < 0)
-				return r;
+			/* A global label of hand-written assembly without .type
+			 * (Ruby's coroutine_transfer) is STT_NOTYPE: a function
+			 * when its section holds code and no sized function
+			 * holds it (a label inside one is a label). */
+			if (t == STT_NOTYPE && GELF_ST_BIND(s.st_info) != STB_LOCAL) {
+				GElf_Shdr tsh;
+				Elf_Scn *ts = s.st_shndx < SHN_LORESERVE ? elf_getscn(e, s.st_shndx) : NULL;
+				if (!ts || !gelf_getshdr(ts, &tsh) || !(tsh.sh_flags & SHF_EXECINSTR) ||
+				    inside_func(&ext, s.st_value))
+					continue;
+			} else if (t != STT_FUNC && t != STT_GNU_IFUNC) {
+				continue;
+			}
+			if ((r = push(ent, s.st_value)) < 0)
+				goto out;
 			const char *sname = elf_strptr(e, sh.sh_link, s.st_name);
 			if (sname && *sname) {
 				if (syms->n == syms->cap) {
 					size_t nc = syms->cap ? syms->cap * 2 : 1024;
 					struct namesym *nv = realloc(syms->v, nc * sizeof(*nv));
 					if (!nv)
-						return -BTR_ERR_NOMEM;
+						{ r = -BTR_ERR_NOMEM; goto out; }
 					syms->v = nv;
 					syms->cap = nc;
 				}
@@ -196,10 +262,12 @@ static int read_symbols(Elf *e, struct u64vec *ent, struct u64vec *exp, char **s
 				continue;
 			/* names are copied into one blob below; keep offsets now */
 			if ((r = add_name(strings, strbytes, name, exp)) < 0)
-				return r;
+				goto out;
 		}
 	}
-	return 0;
+out:
+	free(ext.v);
+	return r;
 }
 
 /* Length of @name without gcc's split suffix (".cold", ".cold.N",
@@ -754,6 +822,20 @@ int check_mod_fde_of(const struct check_mod *m, uint64_t a, uint64_t *lo, uint64
 			return 1;
 		}
 	return 0;
+}
+
+int check_mod_fde_gap(const struct check_mod *m, uint64_t a, uint64_t *end)
+{
+	ptrdiff_t i = floor_in(m->fde_lo, m->n_fde, a);
+	uint64_t e = UINT64_MAX;
+	for (ptrdiff_t k = i; k >= 0 && k > i - 4; k--) {
+		if (a < m->fde_hi[k])
+			return 0;
+		if (e == UINT64_MAX || m->fde_hi[k] > e)
+			e = m->fde_hi[k];
+	}
+	*end = e;
+	return 1;
 }
 
 int check_mod_is_taken(const struct check_mod *m, uint64_t a)

@@ -77,6 +77,9 @@ uint64_t check_mod_func_of(const struct check_mod *m, uint64_t a);
 uint64_t check_mod_group_of(const struct check_mod *m, uint64_t a);
 /* The FDE range holding link address @a: 1 and [*lo, *hi), or 0. */
 int check_mod_fde_of(const struct check_mod *m, uint64_t a, uint64_t *lo, uint64_t *hi);
+/* Nonzero if no FDE range holds link address @a; *@end is then the end of
+ * the nearest range below @a (UINT64_MAX if none). */
+int check_mod_fde_gap(const struct check_mod *m, uint64_t a, uint64_t *end);
 /* Nonzero if link address @a is stored somewhere in @m's data. */
 int check_mod_is_taken(const struct check_mod *m, uint64_t a);
 /* The imported function whose GOT slot is at link address @slot, or NULL. */
@@ -203,6 +206,7 @@ struct check {
 	size_t n_thr;
 	struct pairmap insn;       /* (proc<<48|addr, 0) -> kind | len << 8 | flags << 16; ~0u: no code */
 	struct pairmap callpre;    /* (proc<<48|addr, 1) -> 0/1 */
+	struct pairmap ctxret;     /* (proc<<48|addr, 0) -> 0/1: a return of a context-restoring routine */
 	struct {                   /* in front of insn: most branches repeat (key + 1, 0: empty), */
 		uint64_t key;      /* with the target a direct branch encodes */
 		uint64_t target;
@@ -216,6 +220,8 @@ struct check {
 	struct thr *last_thr;
 	struct pairmap edges;      /* (from, to) of indirect transfers already judged */
 	struct pairmap links;      /* (mod << 48 | FDE start, FDE start) -> 1: one split function */
+	struct pairmap layout;     /* (mod << 48 | link address, 0) -> 0/1: starts a function by layout;
+				    * (..., 1) -> 0/1: a label its function takes (lea_taken) */
 	struct pairmap dedup;      /* (kind id << 56 ^ from, to) -> finding index */
 	struct pairmap jit;        /* (area, process index) -> 1: a JIT engine's code (jit_code) */
 	struct finding *f;

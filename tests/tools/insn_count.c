@@ -51,7 +51,22 @@ struct slot {
 };
 static struct slot slots[SLOTS];
 static uint64_t lost;          /* counted on a vcpu index >= SLOTS */
-static int out_fd = -1;
+static char out_path[4096];   /* absolute: the guest may chdir */
+
+/* Appends @line to the output.  Opened for each write: a guest closes
+ * every descriptor it does not know of (close_range in a child between
+ * fork and exec: Python's subprocess, gnupg), which would cut a
+ * descriptor kept open. */
+static void out_line(const char *line, int len)
+{
+	int fd = open(out_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return;   /* the test sees the missing line */
+	if (write(fd, line, (size_t)len) != len) {
+		/* likewise */
+	}
+	close(fd);
+}
 
 static inline struct slot *slot_of(unsigned vcpu)
 {
@@ -134,9 +149,7 @@ static void emit(struct slot *s)
 	char line[96];
 	int len = snprintf(line, sizeof(line), "%d %d %" PRIu64 "\n", (int)getpid(),
 			   s->tid ? s->tid : -1, s->count);
-	if (out_fd >= 0 && write(out_fd, line, (size_t)len) != len) {
-		/* nothing to do: the test sees the missing line */
-	}
+	out_line(line, len);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -147,8 +160,7 @@ static void emit_all(void)
 	if (lost) {
 		char line[96];
 		int len = snprintf(line, sizeof(line), "%d lost %" PRIu64 "\n", (int)getpid(), lost);
-		if (out_fd >= 0 && write(out_fd, line, (size_t)len) != len) {
-		}
+		out_line(line, len);
 		lost = 0;
 	}
 }
@@ -209,11 +221,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		fprintf(stderr, "insn_count: out=FILE is required\n");
 		return -1;
 	}
-	out_fd = open(out, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-	if (out_fd < 0) {
+	int fd = open(out, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0 || !realpath(out, out_path)) {
 		perror(out);
 		return -1;
 	}
+	close(fd);
 	qemu_plugin_register_vcpu_tb_trans_cb(id, on_trans);
 	qemu_plugin_register_vcpu_syscall_cb(id, on_syscall);
 	qemu_plugin_register_vcpu_syscall_ret_cb(id, on_syscall_ret);
