@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cli_pt_btr.sh - `btr pt decode` on .btr traces: the flow printed per thread
-# must equal the recorder's ground truth instruction by instruction, and
+# must equal the recorder's ground truth instruction by instruction (also
+# across signals pending when a handler returns: flow_sigpend), and
 # --stat must count the same.  Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -12,7 +13,7 @@ command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-for prog in flow_loops flow_threads flow_signals; do
+for prog in flow_loops flow_threads flow_signals flow_sigpend; do
   exe="$build/prog_$prog"
   "$btr" record -q -o "$tmp/$prog.btr" --ground-truth "$tmp/$prog.gt" -- "$exe" >/dev/null 2>"$tmp/err"
   check "$prog: record exit 0 ($(head -c 200 "$tmp/err"))" [ $? -eq 0 ]
@@ -61,6 +62,16 @@ PY
   check "$prog: -j 2 on a trace file: says it runs in one thread" \
     grep -q "^btr: warning: .*$prog.btr: -j applies to a raw PT stream; a trace file is decoded in one thread$" "$tmp/jerr"
 done
+# The instruction flow cannot show it, the branches can: with SIGUSR1 pending
+# at SIGALRM's rt_sigreturn, a return or indirect call that SIGALRM came
+# right after goes to its real target, and SIGALRM interrupts the code there,
+# not the next handler's entry.
+"$btr" script "$tmp/flow_sigpend.btr" >"$tmp/sigpend.txt" 2>/dev/null
+nh=$(grep -Ec ' -> (on_usr|on_alarm) (ret|call_ind|jmp_ind|jcc)' "$tmp/sigpend.txt")
+na=$(grep -Ec ' (on_usr|on_alarm) -> on_alarm async' "$tmp/sigpend.txt")
+check "flow_sigpend: $nh branches go to a handler's entry, $na signals interrupt one (none)" [ "$nh" = 0 ] && [ "$na" = 0 ]
+check "flow_sigpend: SIGALRM interrupted the program's code ($(grep -c ' -> on_alarm async' "$tmp/sigpend.txt") times)" \
+  grep -Eq ' (collatz|f1|f2|main)(\+0x[0-9a-f]+)? -> on_alarm async' "$tmp/sigpend.txt"
 
 # --filter: only the matching branches, as many as --stat counts of that kind
 "$btr" pt decode "$tmp/flow_loops.btr" --filter near_ret >"$tmp/ret.txt"

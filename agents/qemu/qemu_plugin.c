@@ -523,9 +523,24 @@ static __attribute__((noinline)) void tb_check(struct thr *t, uint64_t pc)
 	update_check(t);
 }
 
+/* Can the branch waiting in the hole (defer_branch) have gone to @pc, the
+ * first code after rt_sigreturn?  Not when @pc is a handler it cannot
+ * reach: a signal that was pending while the handler ran (the same one
+ * again, or one its sa_mask blocked) is delivered as rt_sigreturn returns,
+ * before the interrupted code runs again.  The branch then waits for that
+ * handler's rt_sigreturn, which resumes where the first one would have. */
+static int pend_resumes_at(const struct thr *t, uint64_t pc)
+{
+	if (!is_handler(pc))
+		return 1;
+	if (t->pend_kind == BTR_KIND_JCC || t->pend_kind == BTR_KIND_LOOP || t->pend_kind == BTR_KIND_JRCXZ)
+		return pc == t->pend_target || pc == t->pend_end;
+	return 0;
+}
+
 static __attribute__((noinline)) void tb_enable(struct thr *t, uint64_t pc)
 {
-	if (t->pend_at && t->sigreturn)
+	if (t->pend_at && t->sigreturn && pend_resumes_at(t, pc))
 		qs_pend_resolve(t, 1, pc);
 	tnt_flush(t);
 	emit_mode(t);
