@@ -246,14 +246,8 @@ const struct stream_placed *stream_place(struct stream_place_memo *mm, const str
 		for (j = h & (mm->nslot - 1); mm->slot[j]; j = (j + 1) & (mm->nslot - 1))
 			;
 	}
-	if (mm->n == mm->cap) {
-		size_t cap = mm->cap ? 2 * mm->cap : 32;
-		struct stream_place_ent *v = realloc(mm->v, cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		mm->v = v;
-		mm->cap = cap;
-	}
+	if (btr__grow((void **)&mm->v, &mm->cap, mm->n + 1, sizeof(*mm->v), 32) < 0)
+		return NULL;
 	struct stream_place_ent *e = &mm->v[mm->n];
 	memset(e, 0, sizeof(*e));
 	char file[4096];

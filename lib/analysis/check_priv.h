@@ -241,6 +241,13 @@ enum { K_RET_HIJACK, K_ROP, K_RET_MISMATCH, K_GADGETS, K_CALL_NONENTRY, K_JMP_NO
        K_UNBACKED, K_CODE_MOD, K_GOT, K_INTERPOSE };
 
 /* The symbol of @a in process @pid, "?" for 0 (SYM_LEN bytes at @buf). */
+/* check_layout.c: nonzero if link address @tl of module @cm (mapping @m
+ * of process @pid) starts a function by its layout in code no FDE covers /
+ * is a label its own function takes the address of (lea tl(%rip)).
+ * Cached in c->layout. */
+int check_starts_by_layout(struct check *c, uint32_t pid, const struct mapping *m, const struct check_mod *cm,
+			   uint64_t tl);
+int check_lea_taken(struct check *c, uint32_t pid, const struct mapping *m, const struct check_mod *cm, uint64_t tl);
 void check_symbolize(struct check *c, uint32_t pid, uint64_t a, char *buf);
 /* Records a finding of kind @kind (deduplicated on kind, from and
  * @key_to; an --allow rule counts it as allowed instead).  Returns 0 or
