@@ -585,6 +585,13 @@ static int writer_start(const char *path, int fd, const struct btr_trace_writer_
 		if (w->fd >= 0 && mode >= 0)
 			(void)fchmod(w->fd, (mode_t)mode);
 	}
+	if (w->own_fd && w->fd >= 0 && w->fd < o.min_fd) {
+		int hi = fcntl(w->fd, F_DUPFD_CLOEXEC, o.min_fd);
+		if (hi >= 0) {
+			close(w->fd);
+			w->fd = hi;
+		}
+	}
 	if (w->fd < 0) {
 		rc = btr_err_from_errno(errno);
 		btr_debug("trace: cannot create %s: %s", w->stream ? w->path : w->tmp, strerror(errno));

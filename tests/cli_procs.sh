@@ -157,6 +157,21 @@ rec closefds 0 -- "$build/prog_proc_closefds" /bin/true
 procs closefds "len(P) == 3 and st(P[0]) == 0 and sorted(st(p) for p in P[1:]) == [0, 12] and [p['command'] for p in P if st(p) == 0 and p is not P[0]] == ['/bin/true']"
 procs closefds "all(p['instructions'] > 10000 and p['threads'] == 1 for p in P)"
 
+# ---- a shell that opens its own descriptors 3-9 (`exec 4>file`: dup2 onto
+# the number) ----
+# The plugin's files live at the top of RLIMIT_NOFILE: a guest's dup2 onto a
+# small number once sent the trace into the script's files ("input/output
+# error while recording", and the files full of trace data)
+cat >"$tmp/fds.sh" <<SH
+for n in 3 4 5 6 7 8 9; do eval "exec \$n>$tmp/fd\$n.txt"; done
+for n in 3 4 5 6 7 8 9; do echo "line \$n" >&\$n; done
+/bin/true
+SH
+rec fds 0 -- /bin/bash "$tmp/fds.sh"
+check "fds: each of the script's files holds its one line" \
+  bash -c "for n in 3 4 5 6 7 8 9; do [ \"\$(cat '$tmp'/fd\$n.txt)\" = \"line \$n\" ] || exit 1; done"
+procs fds "len(P) == 2 and all(st(p) == 0 for p in P) and d['gaps'] == 0"
+
 # ---- a threaded process that forks ----
 MIN_THREADS=4 rec mtfork 0 -- "$build/prog_proc_mtfork"
 procs mtfork "len(P) == 2 and [st(p) for p in P] == [0, 6] and P[0]['threads'] == 3 and P[1]['threads'] == 1"

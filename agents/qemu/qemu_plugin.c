@@ -763,7 +763,7 @@ static int proc_open(const char *state_from)
 		return -1;
 	}
 	snprintf(path, sizeof(path), "%s/p%s.btr", g.dir, stem);
-	struct btr_trace_writer_opts o = { .sz = sizeof(o), .compress = 0, .no_sync = 1 };
+	struct btr_trace_writer_opts o = { .sz = sizeof(o), .compress = 0, .no_sync = 1, .min_fd = qs_fd_min() };
 	return btr_trace_writer_new(path, &o, &g.w) < 0 ? -1 : 0;
 }
 
@@ -924,7 +924,7 @@ static void fork_prepare(unsigned vcpu, struct thr *t)
 		return;
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/f%u.%u", g.dir, t->tid, ++fork_seq[vcpu]);
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = qs_fd_high(open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
 	if (fd < 0)
 		return;
 	uint64_t base = (uint64_t)(uintptr_t)g.qs;
@@ -1521,7 +1521,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		/* Appended to by every process (gt_flush); `btr record`
 		 * truncated it before the start. */
 		snprintf(g.gt_path, sizeof(g.gt_path), "%s", gt);
-		g.gt_fd = open(gt, O_WRONLY | O_APPEND | O_CLOEXEC);
+		g.gt_fd = qs_fd_high(open(gt, O_WRONLY | O_APPEND | O_CLOEXEC));
 		if (g.gt_fd < 0) {
 			qemu_plugin_outs("btr: cannot open the ground-truth file\n");
 			return -1;

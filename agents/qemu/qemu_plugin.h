@@ -118,6 +118,14 @@ static inline void ensure_space(struct thr *t)
 extern int qs_fd;                 /* the state file, for fallocate */
 void *qs_alloc(size_t size);
 int qs_create(const char *path);
+/* The lowest descriptor number the plugin's own files take (near the top
+ * of RLIMIT_NOFILE): the guest runs in this process and may dup2() over
+ * small numbers of its choosing (a shell's `exec 4>file`), which would
+ * send the trace into its file. */
+int qs_fd_min(void);
+/* @fd moved to at least qs_fd_min() (the old number closed); @fd itself
+ * if that fails or it is negative. */
+int qs_fd_high(int fd);
 int qs_adopt_copy(int fd);
 /* Where the state's allocations start: the header's pages end. */
 #define QS_DATA_START ((sizeof(struct qs_hdr) + 4095) & ~4095ull)

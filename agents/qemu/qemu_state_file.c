@@ -5,6 +5,9 @@
  * Part of the QEMU plugin (qemu_plugin.h); private to agents/qemu/. */
 #include "qemu_plugin.h"
 
+#include <fcntl.h>
+#include <sys/resource.h>
+
 /* The state file is sparse (QS_SIZE), and its pages are reserved with
  * fallocate before they are handed out: a write to a page that the file
  * system cannot back (a full $TMPDIR) raises SIGBUS, which QEMU reports
@@ -56,9 +59,36 @@ void *qs_alloc(size_t size)
 	return p;
 }
 
+int qs_fd_min(void)
+{
+	static int min;
+	if (!min) {
+		struct rlimit rl;
+		rlim_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+		if (lim == RLIM_INFINITY || lim > 65536)
+			lim = 65536;
+		min = lim >= 512 ? (int)lim - 128 : (int)lim / 2;
+		if (min < 3)
+			min = 3;
+	}
+	return min;
+}
+
+int qs_fd_high(int fd)
+{
+	if (fd < 0 || fd >= qs_fd_min())
+		return fd;
+	int cloexec = fcntl(fd, F_GETFD);
+	int hi = fcntl(fd, cloexec >= 0 && (cloexec & FD_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, qs_fd_min());
+	if (hi < 0)
+		return fd;
+	close(fd);
+	return hi;
+}
+
 int qs_create(const char *path)
 {
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = qs_fd_high(open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
 	if (fd < 0)
 		return -1;
 	int e = 0;

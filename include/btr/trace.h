@@ -276,6 +276,12 @@ struct btr_trace_writer_opts {
 	int no_sync;             /* 1: skip the fsync before the final rename (tests,
 				  * scratch files); 0: the file is durable once
 				  * btr_trace_writer_close returns */
+	/* appended: > 0: the file's descriptor is moved to the lowest free
+	 * number >= min_fd (F_DUPFD), for a writer inside another program's
+	 * process (btr's QEMU plugin), which may dup2() over small numbers
+	 * of its own choosing (a shell's `exec 4>file`).  Not for
+	 * btr_trace_writer_new_fd (the caller's descriptor). */
+	int min_fd;
 };
 
 /* Creates @path for writing, through a temporary name beside it that is
