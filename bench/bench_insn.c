@@ -18,7 +18,7 @@
 
 #include "btr/btr.h"
 
-/* lib/insn_priv.h (not on the bench include path): Zydis-only decoding. */
+/* lib/image/insn_priv.h (not on the bench include path): Zydis-only decoding. */
 int btr__insn_decode_zydis(const uint8_t *bytes, size_t size, uint64_t ip,
 			   enum btr_exec_mode mode, struct btr_insn *out);
 

@@ -12,7 +12,7 @@
 
 #include "btr/trace.h"
 #include "btr/error.h"
-#include "../lib/crc32c.h"
+#include "../lib/trace/crc32c.h"
 
 static double now(void)
 {

@@ -2,7 +2,7 @@
 #include "btr/bts.h"
 #include "btr/image.h"
 #include "internal.h"
-#include "insn_priv.h"
+#include "image/insn_priv.h"
 
 #include <stdlib.h>
 #include <string.h>

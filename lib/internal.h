@@ -138,7 +138,7 @@ static inline void btr__opts_copy(void *dst, size_t size, const void *opts)
 /* A PT flow decoder's block cache tables (7.5 MiB by default), kept by a
  * reader that creates and frees many decoders (a stream: one per thread)
  * for the next one, instead of mapping, faulting in and unmapping them each
- * time (lib/ptflow.c).  Zero-initialized: empty. */
+ * time (lib/pt/ptflow.c).  Zero-initialized: empty. */
 struct btr_ptflow_config;
 struct btr_ptflow;
 struct btr_image;

@@ -2,7 +2,7 @@
 #include "btr/lbr.h"
 #include "btr/image.h"
 #include "internal.h"
-#include "insn_priv.h"
+#include "image/insn_priv.h"
 
 #include <string.h>
 

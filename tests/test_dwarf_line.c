@@ -1,4 +1,4 @@
-/* test_dwarf_line.c - btr's own DWARF line reader (lib/dwarf_line.c)
+/* test_dwarf_line.c - btr's own DWARF line reader (lib/elf/dwarf_line.c)
  * against libdw, the oracle, on real files: libc's separate debug file
  * (libc6-dbg), btr's own binaries, test programs, and small programs
  * built here with -gdwarf-2 .. -gdwarf-5 and -gdwarf64.  For every row
@@ -18,8 +18,8 @@
 #include "check.h"
 #include "btr/error.h"
 #include "btr/image.h"
-#include "dwarf_line.h"
-#include "elf_priv.h"
+#include "elf/dwarf_line.h"
+#include "elf/elf_priv.h"
 
 static char *debuginfo_path;
 

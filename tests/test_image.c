@@ -1,4 +1,4 @@
-/* test_image.c - lib/image.c against real binaries.
+/* test_image.c - lib/image/image.c against real binaries.
  *
  * Addresses, code bytes and load bases come from the running test program
  * itself (prog_symbols --addrs), line numbers from markers in its source,

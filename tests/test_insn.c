@@ -12,7 +12,7 @@
 
 #include "btr/btr.h"
 #include "check.h"
-#include "insn_priv.h"
+#include "image/insn_priv.h"
 
 #define B(...) (const uint8_t[]){__VA_ARGS__}, sizeof((const uint8_t[]){__VA_ARGS__})
 
@@ -138,7 +138,7 @@ static const struct row rows[] = {
 	{"vmmcall", B(0x0f, 0x01, 0xd9), M64, 0x1000, 3, BTR_KIND_FAR_CALL, BTR_INSN_VMENTRY | F, 0, 0},
 	{"mov cr3, rax", B(0x0f, 0x22, 0xd8), M64, 0x1000, 3, BTR_KIND_NONE, BTR_INSN_MOV_CR3, 0, 0},
 	{"mov cr0, rax", B(0x0f, 0x22, 0xc0), M64, 0x1000, 3, BTR_KIND_NONE, 0, 0, 0},
-	/* FRED, UINTR, APX (newer than Zydis 4.0: lib/insn.c's table) */
+	/* FRED, UINTR, APX (newer than Zydis 4.0: lib/image/insn.c's table) */
 	{"eretu", B(0xf3, 0x0f, 0x01, 0xca), M64, 0x1000, 4, BTR_KIND_IRET, F, 0, 0},
 	{"erets", B(0xf2, 0x0f, 0x01, 0xca), M64, 0x1000, 4, BTR_KIND_IRET, F, 0, 0},
 	{"uiret", B(0xf3, 0x0f, 0x01, 0xec), M64, 0x1000, 4, BTR_KIND_IRET, F, 0, 0},

@@ -1,10 +1,10 @@
 /* test_pt_lengths.c - btr's PT parsers agree on every packet's length.
  *
- * Three places read PT packets from bytes: the packet decoder (lib/pt.c,
- * btr_pt_pkt_next), the flow decoder's parser (lib/ptflow.c packet(),
+ * Three places read PT packets from bytes: the packet decoder (lib/pt/pt.c,
+ * btr_pt_pkt_next), the flow decoder's parser (lib/pt/ptflow.c packet(),
  * reached here through ptf_packet) and the PSB+ sizing of parallel
- * decoding (lib/ptflow_par.c ptf_psb_plus_len).  All take their opcodes
- * and sizes from lib/pt_opcodes.h; this test walks streams packet by
+ * decoding (lib/pt/ptflow_par.c ptf_psb_plus_len).  All take their opcodes
+ * and sizes from lib/pt/pt_opcodes.h; this test walks streams packet by
  * packet with the packet decoder and asks the others at each boundary:
  *  - every packet the packet decoder accepts, the flow parser accepts
  *    with the same size (a packet cut by the end of the data: both say
@@ -28,8 +28,8 @@
 #include "btr/image.h"
 #include "btr/pt.h"
 #include "btr/ptflow.h"
-#include "pt_opcodes.h"
-#include "ptflow_int.h"
+#include "pt/pt_opcodes.h"
+#include "pt/ptflow_int.h"
 
 #include <dirent.h>
 #include <stdint.h>

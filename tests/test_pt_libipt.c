@@ -12,7 +12,7 @@
  */
 #include "check.h"
 #include "btr/pt.h"
-#include "pt_opcodes.h"
+#include "pt/pt_opcodes.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -749,7 +749,7 @@ int main(void)
 	 * FUP packets and ends at BEP (with its IP bit a status FUP follows) or
 	 * at any other packet (here a TNT whose
 	 * byte is no BIP; the TNT 0x04 after it is a TNT again): the rule of
-	 * the packet decoder (lib/pt.c).  libipt 2.0 knows no BBP, so the
+	 * the packet decoder (lib/pt/pt.c).  libipt 2.0 knows no BBP, so the
 	 * oracle is the same stream without the block packets, whose flow
 	 * libipt checks; with them the flow must be the same. */
 	{

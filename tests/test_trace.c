@@ -1,4 +1,4 @@
-/* test_trace.c - the .btr container (lib/trace.c, docs/format.md).
+/* test_trace.c - the .btr container (lib/trace/trace.c, docs/format.md).
  *
  * Also writes trace_sample.btr into the working directory (the build
  * directory under CTest) for tests/cli_trace.sh. */
@@ -12,7 +12,7 @@
 #include "check.h"
 #include "btr/trace.h"
 #include "btr/error.h"
-#include "crc32c.h"
+#include "trace/crc32c.h"
 
 static char dir[512];
 
@@ -667,7 +667,7 @@ static void test_large(void)
 }
 
 /* Offsets where each chunk ends and how many records it holds, parsed
- * independently of lib/trace.c from the layout in docs/format.md. */
+ * independently of lib/trace/trace.c from the layout in docs/format.md. */
 struct chunkpos {
 	size_t start, end;
 	uint32_t count;
@@ -1132,7 +1132,7 @@ static void test_abort_flush(void)
 	CHECK_EQ(count_prefix(dir, "abort.btr.tmp"), 0);
 }
 
-/* perf.data goes through lib/perfdata.c behind the same API. */
+/* perf.data goes through lib/perf/perfdata.c behind the same API. */
 static void test_perfdata(void)
 {
 	static const char *const files[] = { BTR_SHARED_DIR "/traces/quipper/perf.data.branch-4.14",

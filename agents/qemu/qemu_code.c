@@ -14,8 +14,8 @@
  *
  * Part of the QEMU plugin (qemu_plugin.h); private to agents/qemu/. */
 #include "qemu_plugin.h"
-#include "codepages.h"
-#include "jitsyms.h"
+#include "image/codepages.h"
+#include "image/jitsyms.h"
 
 static struct {
 	pthread_mutex_t lock;

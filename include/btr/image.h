@@ -142,7 +142,7 @@ int btr_image_set_debug_dirs(struct btr_image *img, const char *const *dirs, siz
  * segment then, btr_elf_load_bias_prot() decides by the protection.
  * Returns 0 and stores the bias in *@bias, -BTR_ERR_NOT_FOUND if no
  * PT_LOAD holds @pgoff, -BTR_ERR_NOENT, -BTR_ERR_PERM, -BTR_ERR_BAD_ELF.
- * (Stable signature: lib/stream.c uses it.) */
+ * (Stable signature: lib/stream/stream.c uses it.) */
 int btr_elf_load_bias(const char *path, uint64_t start, uint64_t pgoff, uint64_t *bias);
 
 /* Same, with @prot (PROT_* bits of the mapping, -1 if unknown) picking the

@@ -395,7 +395,7 @@ uint64_t btr_trace_reader_offset(const struct btr_trace_reader *r);
 
 enum btr_trace_format {
 	BTR_TRACE_FMT_BTR = 1,  /* a .btr container */
-	BTR_TRACE_FMT_PERF = 2, /* a perf.data file read through lib/perfdata.c */
+	BTR_TRACE_FMT_PERF = 2, /* a perf.data file read through lib/perf/perfdata.c */
 };
 
 /* What a reader knows about its input: the file header (fixed after

@@ -12,7 +12,7 @@
 #include "btr/error.h"
 #include "registry.h"
 #include "btr/insn.h"
-#include "image_code.h"
+#include "image/image_code.h"
 #include "internal.h"
 
 #include <stdlib.h>

@@ -41,7 +41,7 @@
 #include "registry.h"
 #include "btr/image.h"
 #include "btr/profile.h"
-#include "elf_priv.h"
+#include "elf/elf_priv.h"
 #include "internal.h"
 #include "profutil.h"
 

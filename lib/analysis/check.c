@@ -27,9 +27,9 @@
 #include "btr/image.h"
 #include "btr/insn.h"
 #include "check_priv.h"
-#include "elf_priv.h"
+#include "elf/elf_priv.h"
 #include "internal.h"
-#include "image_code.h"
+#include "image/image_code.h"
 #include "pairmap.h"
 
 #include <inttypes.h>

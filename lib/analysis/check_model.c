@@ -22,9 +22,9 @@
  * exact for the bytes the image holds).
  */
 #include "check_priv.h"
-#include "elf_priv.h"
+#include "elf/elf_priv.h"
 #include "btr/error.h"
-#include "eh_frame.h"
+#include "elf/eh_frame.h"
 #include "internal.h"
 
 #include <fcntl.h>

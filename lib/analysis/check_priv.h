@@ -61,7 +61,7 @@ struct check_mod {
 /* Reads the legitimate-transfer model of ELF file @path into @m (zeroed
  * by the caller).  This is the one place that knows where function
  * entries come from: when the image module offers FDE boundaries and
- * symbol enumeration (lib/image.c), point this function at that API.
+ * symbol enumeration (lib/image/image.c), point this function at that API.
  * Returns 0, or a negative enum btr_error (@m->ok stays 0; the module is
  * then treated as unknown code and its transfers are not judged). */
 int check_mod_load(const char *path, struct check_mod *m);

@@ -26,7 +26,7 @@
 #include "btr/insn.h"
 #include "btr/text.h"
 
-#include "elf_priv.h"
+#include "elf/elf_priv.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>

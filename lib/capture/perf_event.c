@@ -12,7 +12,7 @@
  * only (no inheritance).
  *
  * The sideband in the rings (MMAP2, COMM, FORK, EXIT, SAMPLE) goes
- * through btr_perf_convert (lib/perfdata.c), the same code that reads
+ * through btr_perf_convert (lib/perf/perfdata.c), the same code that reads
  * perf.data files; AUX records tell how far the AUX area was written.
  *
  * Nothing here could be run on the machines btr was written on (no PMU):

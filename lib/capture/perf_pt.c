@@ -1,7 +1,7 @@
 /* perf_pt.c - the "pt" backend: Intel Processor Trace through the
  * intel_pt PMU (perf_event_open + AUX area), docs/record.md.
  *
- * The event is built by btr_pt_attr (lib/perfattr.c) from the PMU's own
+ * The event is built by btr_pt_attr (lib/perf/perfattr.c) from the PMU's own
  * sysfs description, so the config bits are whatever this kernel says
  * they are; the recorder loop is lib/capture/perf_event.c.
  */

@@ -14,7 +14,7 @@
 #include "btr/error.h"
 #include "btr/trace.h"
 #include "internal.h"
-#include "jitsyms.h"
+#include "image/jitsyms.h"
 #include "output.h"
 #include "agent/qemu_exec.h"
 #include "agent/qemu_state.h"

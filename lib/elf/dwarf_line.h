@@ -1,5 +1,5 @@
 /* dwarf_line.h - DWARF line tables read from .debug_line alone
- * (lib/dwarf_line.c).  Not a public header.
+ * (lib/elf/dwarf_line.c).  Not a public header.
  *
  * The table of a module file answers the line queries that libdw's
  * dwfl_module_getsrc / dwarf_getsrclines would answer, with the same rows

@@ -1,6 +1,6 @@
-/* dwarf_read.h - bounded reading of DWARF bytes (lib/dwarf_read.c):
+/* dwarf_read.h - bounded reading of DWARF bytes (lib/elf/dwarf_read.c):
  * numbers, attribute forms, and the DW_AT_comp_dir of each CU.  Not a
- * public header; below lib/dwarf_line.c, which reads line programs with
+ * public header; below lib/elf/dwarf_line.c, which reads line programs with
  * it. */
 #ifndef BTR_DWARF_READ_H
 #define BTR_DWARF_READ_H

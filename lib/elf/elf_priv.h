@@ -1,4 +1,4 @@
-/* elf_priv.h - ELF helpers shared inside lib/ (lib/elf_file.c). */
+/* elf_priv.h - ELF helpers shared inside lib/ (lib/elf/elf_file.c). */
 #ifndef BTR_ELF_PRIV_H
 #define BTR_ELF_PRIV_H
 

@@ -2,7 +2,7 @@
  * with which bytes are known: the QEMU plugin's record of the code it
  * has put into the trace (so it writes a version only when it differs)
  * and the stream's store of a process's code without a file (whose pages
- * the image reads in place, lib/image_code.c).  Not a public header. */
+ * the image reads in place, lib/image/image_code.c).  Not a public header. */
 #ifndef BTR_CODEPAGES_H
 #define BTR_CODEPAGES_H
 

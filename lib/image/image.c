@@ -19,9 +19,9 @@
  * directories, and counted: the last image to drop one frees it.
  */
 #include "btr/image.h"
-#include "eh_frame.h"
-#include "dwarf_line.h"
-#include "elf_priv.h"
+#include "elf/eh_frame.h"
+#include "elf/dwarf_line.h"
+#include "elf/elf_priv.h"
 #include "image_code.h"
 #include "image_priv.h"
 #include "internal.h"
@@ -514,7 +514,7 @@ out:
 	return err;
 }
 
-/* lib/image_code.c: [@start, @end) -> @p, replacing what was there; @own
+/* lib/image/image_code.c: [@start, @end) -> @p, replacing what was there; @own
  * (or NULL) is a malloc'ed block the image frees with itself. */
 int image_insert_bytes(struct btr_image *img, const uint8_t *p, uint64_t start, uint64_t end, void *own)
 {

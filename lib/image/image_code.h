@@ -1,4 +1,4 @@
-/* image_code.h - code without a file in an image (lib/image_code.c):
+/* image_code.h - code without a file in an image (lib/image/image_code.c):
  * bytes from the trace's CODE records, kept in a struct codepages that
  * the image reads in place.  Not a public header. */
 #ifndef BTR_IMAGE_CODE_H
@@ -10,7 +10,7 @@
 #include "btr/image.h"
 #include "codepages.h"
 
-/* lib/image.c: [@start, @end) -> @p in @img, replacing what was there;
+/* lib/image/image.c: [@start, @end) -> @p in @img, replacing what was there;
  * @own (or NULL) is a malloc'ed block the image frees with itself.
  * Returns 0 or -BTR_ERR_NOMEM. */
 int image_insert_bytes(struct btr_image *img, const uint8_t *p, uint64_t start, uint64_t end, void *own);

@@ -1,11 +1,11 @@
 /* image_lines.c - source lines of image addresses (btr_image_line,
- * btr_image_foreach_line): btr's own line tables (lib/dwarf_line.c) of a
+ * btr_image_foreach_line): btr's own line tables (lib/elf/dwarf_line.c) of a
  * module's file or separate debug file, else elfutils' libdwfl.  Split
  * from image.c, which it calls (modules, lazy loading), never the other
  * way. */
 #include "btr/image.h"
-#include "dwarf_line.h"
-#include "elf_priv.h"
+#include "elf/dwarf_line.h"
+#include "elf/elf_priv.h"
 #include "image_priv.h"
 #include "internal.h"
 
@@ -83,7 +83,7 @@ static int lines_from(struct modfile *m, const char *path, int *dwarf)
 	return err;
 }
 
-/* The module's own line table (lib/dwarf_line.c), built at the first
+/* The module's own line table (lib/elf/dwarf_line.c), built at the first
  * line lookup from .debug_line of the file, else of its separate debug
  * file found by build-id under the debug directories, else by
  * .gnu_debuglink as libdwfl finds it.  Files it cannot read (names in a

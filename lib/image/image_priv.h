@@ -1,5 +1,5 @@
-/* image_priv.h - the inside of struct btr_image (lib/image.c), for the
- * files that extend it (lib/image_code.c).  Not a public header. */
+/* image_priv.h - the inside of struct btr_image (lib/image/image.c), for the
+ * files that extend it (lib/image/image_code.c).  Not a public header. */
 #ifndef BTR_IMAGE_PRIV_H
 #define BTR_IMAGE_PRIV_H
 
@@ -55,7 +55,7 @@ struct modfile {
 	char *plt_names;       /* storage of the "name@plt" strings */
 	char *fde_names;       /* storage of the "module+0xoff" names of FDE functions */
 	int dwl_state;
-	struct btr_dwline *dwl; /* own line table (lib/dwarf_line.c), or NULL */
+	struct btr_dwline *dwl; /* own line table (lib/elf/dwarf_line.c), or NULL */
 	int dwl_err;           /* why it failed (LAZY_FAIL), see load_dwarf_locked */
 	int dwl_ask_libdw;     /* a file it read has DWARF, or libdwfl may find another */
 	int dw_state;
@@ -97,14 +97,14 @@ struct btr_image {
 	uint32_t jit;          /* 1 + index of the module of generated code's symbols, 0: none */
 };
 
-/* lib/image.c: appends a module named @path to @img (no sections, no
+/* lib/image/image.c: appends a module named @path to @img (no sections, no
  * file); stores its index in *@idx.  Returns 0 or -BTR_ERR_NOMEM. */
 int image_add_module(struct btr_image *img, const char *path, uint32_t *idx);
 
-/* lib/image.c: the module of @img that owns @addr, or NULL. */
+/* lib/image/image.c: the module of @img that owns @addr, or NULL. */
 struct module *image_module_at(struct btr_image *img, uint64_t addr);
 
-/* lib/image.c: runs @load, the loader of one lazily built part of @f
+/* lib/image/image.c: runs @load, the loader of one lazily built part of @f
  * whose state is *@state, under the lock of shared files, unless *@state
  * is LAZY_OK (the loader stores it last, with release order).  Returns 0
  * or the loader's error. */

@@ -1,6 +1,6 @@
 /* insn_image.c - instruction decoding at an address of a struct btr_image.
  *
- * Apart from lib/insn.c so that code which decodes instruction bytes only
+ * Apart from lib/image/insn.c so that code which decodes instruction bytes only
  * (the QEMU plugin, agents/qemu/qemu_plugin.c) does not link the image and
  * with it libdw, libelf and libstdc++: every traced process loads the
  * plugin, and those libraries cost it about 1 ms of dynamic linking.

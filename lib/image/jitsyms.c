@@ -8,7 +8,7 @@
 
 #include "codepages.h"
 #include "internal.h"
-#include "trace_format.h"
+#include "trace/trace_format.h"
 
 int jit_perf_map_read(const char *path, uint32_t pid, jit_rec_fn cb, void *ctx)
 {

@@ -1,11 +1,11 @@
 /* perfdata_priv.h - the perf.data reader's constants, state and byte
- * access, shared by lib/perfdata.c (records) and lib/perfdata_header.c
+ * access, shared by lib/perf/perfdata.c (records) and lib/perf/perfdata_header.c
  * (file header and feature sections).  Private to lib/. */
 #ifndef BTR_PERFDATA_PRIV_H
 #define BTR_PERFDATA_PRIV_H
 
 #include "btr/perfdata.h"
-#include "jitsyms.h"
+#include "image/jitsyms.h"
 #include "internal.h"
 
 #include <stdbool.h>
@@ -210,7 +210,7 @@ static inline uint64_t perf_to_tsc(const struct btr_perf_reader *r, uint64_t ns)
 	return (quot << r->time_shift) + (uint64_t)(((unsigned __int128)rem << r->time_shift) / r->time_mult);
 }
 
-/* lib/perfdata_header.c (perfdata.c calls it, never the other way): the
+/* lib/perf/perfdata_header.c (perfdata.c calls it, never the other way): the
  * attribute and id tables, the file header and the feature sections */
 int btr__perf_add_attr(struct btr_perf_reader *r, const uint8_t *p, uint64_t avail, uint32_t *idx);
 int btr__perf_add_id(struct btr_perf_reader *r, uint64_t id, uint32_t attr);

@@ -1,5 +1,5 @@
 /* pt_enc.c - Intel PT packet encoder (btr_pt_enc_*): writes the packets
- * that lib/pt.c decodes, for tests, fuzzers and the synthetic traces.
+ * that lib/pt/pt.c decodes, for tests, fuzzers and the synthetic traces.
  * Layouts: Intel SDM Vol. 3C, "Trace Packets and Data Types". */
 #include <string.h>
 

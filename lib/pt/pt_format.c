@@ -179,7 +179,7 @@ int btr_pt_pkt_format(const struct btr_pt_packet *pkt, char *buf, size_t size)
 	return n;
 }
 
-/* Compact form -> struct btr_pt_packet (the mapping in pt.h; lib/pt.c
+/* Compact form -> struct btr_pt_packet (the mapping in pt.h; lib/pt/pt.c
  * makes the compact records). */
 #define IPB(ipc) ((ipc) == 1 ? 2 : (ipc) == 2 ? 4 : (ipc) == 3 ? 6 : (ipc) == 4 ? 6 : (ipc) == 6 ? 8 : 0)
 

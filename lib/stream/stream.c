@@ -16,7 +16,7 @@
  */
 #include "btr/stream.h"
 #include "internal.h"
-#include "jitsyms.h"
+#include "image/jitsyms.h"
 #include "stream_code.h"
 #include "stream_elf.h"
 #include "stream_loss.h"

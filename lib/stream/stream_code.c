@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "image_code.h"
+#include "image/image_code.h"
 #include "internal.h"
 
 static struct codepages *proc_pages(struct stream_code *c, uint32_t pid, int create)

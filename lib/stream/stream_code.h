@@ -1,4 +1,4 @@
-/* stream_code.h - the common branch stream's (lib/stream.c) code without a
+/* stream_code.h - the common branch stream's (lib/stream/stream.c) code without a
  * file: CODE records applied to each process's image in the trace's
  * order, every version's bytes kept once by content key.  Not a public
  * header. */
@@ -10,7 +10,7 @@
 
 #include "btr/image.h"
 #include "btr/trace.h"
-#include "codepages.h"
+#include "image/codepages.h"
 
 /* Zero-initialized is empty; owned by the stream. */
 struct stream_code {

@@ -1,7 +1,7 @@
 /* stream_elf.c - ELF files on disk as the common branch stream places
  * recorded modules (see stream_elf.h). */
 #include "stream_elf.h"
-#include "elf_priv.h"
+#include "elf/elf_priv.h"
 #include "internal.h"
 
 #include <gelf.h>

@@ -1,4 +1,4 @@
-/* stream_elf.h - questions the common branch stream (lib/stream.c) asks
+/* stream_elf.h - questions the common branch stream (lib/stream/stream.c) asks
  * of ELF files on disk while placing recorded modules: is it ET_EXEC, how
  * large is its code segment, can it be the file that ran.  Not a public
  * header. */

@@ -1,4 +1,4 @@
-/* stream_loss.h - what the common branch stream (lib/stream.c) knows
+/* stream_loss.h - what the common branch stream (lib/stream/stream.c) knows
  * about lost trace data: damaged chunks, a cut container, and processes
  * whose trace is cut or missing (BTR_PROC_LOST), for btr_stream_losses.
  * Not a public header. */

@@ -1,5 +1,5 @@
 /* stream_switch.h - the context switches of a trace, per CPU, for the
- * common branch stream (lib/stream.c): which thread ran on a CPU at a
+ * common branch stream (lib/stream/stream.c): which thread ran on a CPU at a
  * time, to decode per-CPU PT with the right process's image.  Not a
  * public header. */
 #ifndef BTR_STREAM_SWITCH_H

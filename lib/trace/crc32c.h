@@ -1,6 +1,6 @@
 /* crc32c.h - CRC-32C (Castagnoli), internal to lib/.
  *
- * Used by the .btr container (lib/trace.c) to checksum chunk headers and
+ * Used by the .btr container (lib/trace/trace.c) to checksum chunk headers and
  * payloads.  Polynomial 0x1EDC6F41 (reflected 0x82F63B78), initial value
  * and final XOR 0xFFFFFFFF: the variant of iSCSI (RFC 3720), ext4 and
  * SSE4.2's CRC32 instruction.  crc32c("123456789") == 0xE3069283.

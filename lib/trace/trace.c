@@ -93,7 +93,7 @@ struct btr_trace_reader {
 	char *str;              /* 3 * (BTR_TRACE_MAX_STRING + 1): PROCESS has three strings */
 
 	struct btr_trace_info info;
-	/* perf.data input: every call is forwarded to lib/perfdata.c. */
+	/* perf.data input: every call is forwarded to lib/perf/perfdata.c. */
 	struct btr_perf_reader *perf;
 };
 

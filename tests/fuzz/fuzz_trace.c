@@ -8,7 +8,7 @@
 
 #include "btr/trace.h"
 #include "btr/error.h"
-#include "../../lib/crc32c.h"
+#include "../../lib/trace/crc32c.h"
 
 static volatile uint64_t sink;
 

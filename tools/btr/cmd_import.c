@@ -1,7 +1,7 @@
 /* cmd_import.c - `btr import FILE -o OUT.btr`: a perf.data recording (or
  * another .btr) rewritten as a .btr container, record for record
  * (docs/import.md).  The perf.data reader does the conversion
- * (lib/perfdata.c); the writer makes the file appear complete or not at
+ * (lib/perf/perfdata.c); the writer makes the file appear complete or not at
  * all. */
 #include <inttypes.h>
 #include <string.h>

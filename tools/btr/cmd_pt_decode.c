@@ -270,7 +270,7 @@ static int decode_perf(const char *path, struct btr_image *img, struct btr_ptflo
 	return ret;
 }
 
-/* .btr traces: the common branch stream (lib/stream.c) places the recorded
+/* .btr traces: the common branch stream (lib/stream/stream.c) places the recorded
  * modules and runs one flow decoder per thread, the same decoding that
  * `btr report` uses; this command only prints what it delivers. */
 struct btr_ctx {

@@ -2,7 +2,7 @@
  * spirit (docs/script.md).
  *
  * Two modes:
- *  - the default prints the common branch stream (lib/stream.c), so every
+ *  - the default prints the common branch stream (lib/stream/stream.c), so every
  *    trace kind (PT, BTS, LBR, decoded branches) reads the same way;
  *  - `--fields [ip,]brstack` prints the LBR samples of a perf.data file
  *    (or the LBR records of a .btr) exactly as Debian 12's
