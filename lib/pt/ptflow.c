@@ -1254,50 +1254,13 @@ int btr_ptflow_decode(struct btr_ptflow *f, const uint8_t *buf, size_t size,
 }
 
 /* Resets decoder @f to a fresh state for a piece starting at stream
- * offset @pos; the block cache is kept (it depends only on the image). */
+ * offset @pos: clears the part of the state a reset does not keep
+ * (struct btr_ptflow, from reset_from on); the block cache, the image and
+ * the configuration stay. */
 void ptf_reset_for_piece(struct btr_ptflow *f, uint64_t pos)
 {
-	struct blk *blks = f->blks, *cur = f->cur;
-	struct blk_ref *idx = f->idx;
-	struct btr_branch *bbuf = f->bbuf;
-	uint32_t nblk = f->nblk, nblk_hi = f->nblk_hi;
-	struct btr_image *next_img = f->next_img;
-	uint64_t bbuf_tsc = f->bbuf_tsc;
-	uint8_t bbuf_dirty = f->bbuf_dirty;
-	uint8_t *lens = f->lens;
-	struct blk_cold *cold = f->cold;
-	uint64_t *cnt = f->cnt, *xt = f->xt;
-	uint32_t *dirty = f->dirty, nd = f->nd;
-	struct btr_branch_count *cbuf = f->cbuf;
-	unsigned cn = f->cn;
-	unsigned bits = f->cache_bits, gen = f->img_gen;
-	struct btr_ptflow_config c = f->cfg;
-	struct errata er = f->er;
-	struct btr_image *img = f->img;
-	memset(f, 0, sizeof(*f));
-	f->blks = blks;
-	f->cur = cur;
-	f->idx = idx;
-	f->bbuf = bbuf;
-	f->nblk = nblk;
-	f->nblk_hi = nblk_hi;
-	f->next_img = next_img;
+	memset(f->reset_from, 0, sizeof(*f) - offsetof(struct btr_ptflow, reset_from));
 	f->rs_nolink = NIL;
-	f->bbuf_tsc = bbuf_tsc;
-	f->bbuf_dirty = bbuf_dirty;
-	f->lens = lens;
-	f->cold = cold;
-	f->cnt = cnt;
-	f->xt = xt;
-	f->dirty = dirty;
-	f->nd = nd;
-	f->cbuf = cbuf;
-	f->cn = cn;
-	f->cache_bits = bits;
-	f->img_gen = gen;
-	f->cfg = c;
-	f->er = er;
-	f->img = img;
 	f->off = pos;
 }
 

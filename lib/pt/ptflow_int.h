@@ -120,6 +120,9 @@ void ptf_ovf_errata(const struct errata *er, const uint8_t *p, size_t n, struct 
 #define WALK_LIMIT (1u << 20) /* blocks walked without trace before we call it a loop */
 
 struct btr_ptflow {
+	/* ---- kept by a reset (ptf_reset_for_piece): the image, the
+	 * configuration and the caches, which depend only on the image, and
+	 * the output buffers.  A new cache or table goes here. ---- */
 	struct btr_image *img;
 	struct btr_ptflow_config cfg;
 	struct errata er;
@@ -135,16 +138,13 @@ struct btr_ptflow {
 			       * an image change clears only these */
 	struct btr_image *next_img; /* btr_ptflow_set_image during a decode: taken
 				     * at the next safe point (ptf_take_image) */
-	uint8_t in_decode;    /* inside btr_ptflow_decode (callbacks may run) */
 	struct blk *cur;      /* the block at ip when a walk stopped (validated by ip/mode) */
 	struct btr_branch *bbuf; /* batched branch records (cb->branches) */
-	unsigned bn;
 	/* Every record in bbuf has .tsc = bbuf_tsc, .tid = cfg.tid and
 	 * .cycles = 0 unless bbuf_dirty (then the flush restores it): the
 	 * hot loop writes only from, to, insns, flags and kind. */
 	uint64_t bbuf_tsc;
 	uint8_t bbuf_dirty;
-	uint64_t fw_nonjcc;   /* walk_fast: TNT bits consumed by other than JCC */
 	/* cb->counts (btr/ptflow.h): two counters per block (executions of
 	 * its branch to to[0] / to[1] since they were last reported), the
 	 * list of counters that became nonzero (block * 2 + link), and the
@@ -157,6 +157,13 @@ struct btr_ptflow {
 	uint32_t nd;
 	struct btr_branch_count *cbuf;
 	unsigned cn;
+
+	/* ---- cleared by a reset: everything from here on (the decode in
+	 * progress, the flow, the packet state, the statistics) ---- */
+	char reset_from[0];
+	uint8_t in_decode;    /* inside btr_ptflow_decode (callbacks may run) */
+	unsigned bn;          /* records in bbuf */
+	uint64_t fw_nonjcc;   /* walk_fast: TNT bits consumed by other than JCC */
 	uint64_t rstart;      /* counts: start of the current straight-line run, 0 unknown */
 	uint8_t run_ordered;  /* counts: a transaction ended, its next branch goes out in order */
 
