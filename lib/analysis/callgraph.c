@@ -171,14 +171,16 @@ static uint64_t W(const struct cg *g, const struct fstat *f, int incl)
 	return incl ? f->incl : f->self;
 }
 
-static const struct cg *sort_g;
-static int cmp_func(const void *a, const void *b)
+/* qsort_r comparator (@ctx: the graph): by inclusive weight, then name;
+ * the graph comes as an argument so that two graphs sort at once. */
+static int cmp_func(const void *a, const void *b, void *ctx)
 {
+	const struct cg *g = ctx;
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	uint64_t wx = W(sort_g, &sort_g->fs[x], 1), wy = W(sort_g, &sort_g->fs[y], 1);
+	uint64_t wx = W(g, &g->fs[x], 1), wy = W(g, &g->fs[y], 1);
 	if (wx != wy)
 		return wx > wy ? -1 : 1;
-	return strcmp(btr_callstack_func(sort_g->cs, x)->name, btr_callstack_func(sort_g->cs, y)->name);
+	return strcmp(btr_callstack_func(g->cs, x)->name, btr_callstack_func(g->cs, y)->name);
 }
 
 static double pct(uint64_t a, uint64_t b)
@@ -344,8 +346,7 @@ static int c_write(void *p, FILE *out, const char *format)
 		return -BTR_ERR_NOMEM;
 	for (size_t i = 0; i < g->nf; i++)
 		order[i] = (uint32_t)i;
-	sort_g = g;
-	qsort(order, g->nf, sizeof(*order), cmp_func);
+	qsort_r(order, g->nf, sizeof(*order), cmp_func, g);
 	uint64_t total = g->o.weight == BTR_PROFILE_TIME ? g->total_t : g->total;
 	const char *unit = prof_unit(g->cs, g->o.weight);
 	struct edge_index x;
