@@ -180,8 +180,9 @@ int cli_write_file(struct cli_output *o, int (*fn)(void *ctx, FILE *f), void *ct
 int cli_report_html(const char *file, struct cli_stream *cs, const char *dir, const char *diff, unsigned top);
 
 /* Subcommands: int cmd_NAME(int argc, char **argv), argv[0] is the
- * subcommand name.  Declared weak so that the table in main.c links while
- * a subcommand is being developed; main.c hides missing ones. */
+ * subcommand name.  Strong references: a command listed here without its
+ * cmd_NAME (a misspelt or missing function) fails to link, instead of
+ * vanishing from `btr --help`. */
 #define BTR_COMMANDS(X)                                                        \
 	X(record, "record a program's control flow into a .btr trace")          \
 	X(report, "summarize a trace: instructions, branches, hot code")        \
@@ -206,7 +207,7 @@ int cli_report_html(const char *file, struct cli_stream *cs, const char *dir, co
 	X(script, "print a trace's branches, one per line (perf script style)") \
 	X(import, "convert a perf.data recording into a .btr trace")
 
-#define X(name, help) int cmd_##name(int argc, char **argv) __attribute__((weak));
+#define X(name, help) int cmd_##name(int argc, char **argv);
 BTR_COMMANDS(X)
 #undef X
 
@@ -216,8 +217,7 @@ BTR_COMMANDS(X)
 struct btr_dv_loc;
 void cli_dv_loc_str(const struct btr_dv_loc *l, char *buf, size_t size);
 
-/* `btr pt decode` (cmd_pt_decode.c), dispatched by cmd_pt.c; weak like the
- * commands above. */
-int cmd_pt_decode(int argc, char **argv) __attribute__((weak));
+/* `btr pt decode` (cmd_pt_decode.c), dispatched by cmd_pt.c. */
+int cmd_pt_decode(int argc, char **argv);
 
 #endif

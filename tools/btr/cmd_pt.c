@@ -424,11 +424,7 @@ int cmd_pt(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "dump"))
 		return pt_dump(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "decode")) {
-		if (cmd_pt_decode)
-			return cmd_pt_decode(argc - 1, argv + 1);
-		cli_error("pt decode: not available in this build");
-		return EXIT_RUNTIME;
-	}
+	if (!strcmp(argv[1], "decode"))
+		return cmd_pt_decode(argc - 1, argv + 1);
 	return cli_usage_error("pt", "unknown subcommand '%s' (dump or decode)", argv[1]);
 }

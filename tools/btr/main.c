@@ -90,8 +90,7 @@ static void usage(FILE *f)
 	fprintf(f, "Usage: btr COMMAND [OPTIONS] [ARGS]\n"
 		   "Record and analyse the control flow of Linux x86-64 programs.\n\nCommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (commands[i].fn)
-			fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
 	fprintf(f, "\nRun 'btr COMMAND --help' for a command's options.\n"
 		   "Exit codes: 0 ok, 1 a check found something, 2 usage error, 3 runtime error.\n");
 }
@@ -156,7 +155,7 @@ int main(int argc, char **argv)
 		return EXIT_OK;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-		if (commands[i].fn && !strcmp(argv[1], commands[i].name)) {
+		if (!strcmp(argv[1], commands[i].name)) {
 			int rc = commands[i].fn(argc - 1, argv + 1);
 			cli_progress_clear();
 			rc = check_stdout(rc);
