@@ -12,18 +12,6 @@ FILE *prof_tmpfile(void)
 	return tmpfile();
 }
 
-int prof_copy(FILE *src, FILE *dst)
-{
-	char buf[65536];
-	size_t n;
-	if (fflush(src) || fseek(src, 0, SEEK_SET))
-		return -BTR_ERR_IO;
-	while ((n = fread(buf, 1, sizeof(buf), src)) > 0)
-		if (fwrite(buf, 1, n, dst) != n)
-			return -BTR_ERR_IO;
-	return ferror(src) ? -BTR_ERR_IO : 0;
-}
-
 uint64_t *prof_subtree(const struct btr_callstack *cs, enum btr_profile_weight w)
 {
 	size_t n = btr_callstack_nnodes(cs);

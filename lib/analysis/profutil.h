@@ -16,8 +16,6 @@ int prof_is_program(const char *path);
 
 /* An unlinked temporary file (tmpfile(3)); NULL on failure. */
 FILE *prof_tmpfile(void);
-/* Copies all of @src (rewound) to @dst.  Returns 0 or -BTR_ERR_IO. */
-int prof_copy(FILE *src, FILE *dst);
 
 /* The weight of CCT node @n under @w. */
 static inline uint64_t prof_node_weight(const struct btr_cs_node *n, enum btr_profile_weight w)

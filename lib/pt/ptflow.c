@@ -339,7 +339,7 @@ void ptf_tnt_clear(struct btr_ptflow *f)
 }
 
 /* Flow lost: report a gap and wait for the next IP. */
-void ptf_gap(struct btr_ptflow *f, int reason, uint64_t ip)
+static void ptf_gap(struct btr_ptflow *f, int reason, uint64_t ip)
 {
 	/* After a gap the flow resumes at the next IP packet, not at a PSB
 	 * (as libipt would): TNT bits of a deferred TIP dropped with the

@@ -254,7 +254,6 @@ void ptf_emit_insns(struct btr_ptflow *f, const struct blk *b, unsigned n);
 void ptf_emit_event(struct btr_ptflow *f, enum btr_flow_event_type t, int reason,
 		    uint64_t ip, uint64_t payload);
 void ptf_tnt_clear(struct btr_ptflow *f);
-void ptf_gap(struct btr_ptflow *f, int reason, uint64_t ip);
 void ptf_apply_next_mode(struct btr_ptflow *f);
 void ptf_on_tip(struct btr_ptflow *f, uint64_t ip, int suppressed);
 size_t ptf_find_psb(const uint8_t *p, size_t n);
