@@ -64,7 +64,7 @@ fi
 check "merged: sq's head samples $calls + 167" [ "$(awk -F: '$1=="sq" && NF==3 {print $3}' m.prof)" = $((calls + 167)) ]
 "$btr" merge q.prof p.prof -o m2.prof
 check "merging is commutative" cmp -s m.prof m2.prof
-if command -v llvm-profdata-16 >/dev/null; then
+if oracle llvm-profdata-16 "btr merge of sample profiles against llvm-profdata-16 merge"; then
   llvm-profdata-16 merge --sample --text p.prof q.prof -o l.prof 2>/dev/null
   check "btr merge writes what llvm-profdata-16 merge --sample --text writes" cmp -s m.prof l.prof
 fi

@@ -21,7 +21,7 @@ results() { local st msg; while read -r st msg; do if [ "$st" = ok ]; then ok; e
 
 command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 absent"
 [ -r "$build/btr-qemu.so" ] || skip "btr-qemu.so not built"
-command -v python3 >/dev/null || skip "python3 absent"
+oracle python3 "every comparison of this test" || finish cli_oracles
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
@@ -30,7 +30,7 @@ prog=$build/prog_oracle_cov
 "$btr" record -q -b qemu -o cov.btr -- "$prog" 100 >/dev/null 2>&1; check "record oracle_cov" [ -s cov.btr ]
 
 # ---- gcov ----------------------------------------------------------------
-if command -v gcov >/dev/null && command -v gcc >/dev/null; then
+if oracle gcov "btr cov against gcov" && oracle gcc "btr cov against gcov"; then
   # the flags CMake builds tests/progs with, plus --coverage
   gcc -g -O1 -fno-inline --coverage "$progs/oracle_cov.c" -o gc && ./gc 100
   check "gcov subject runs" [ $? -eq 0 ]
@@ -118,7 +118,7 @@ for m in cls.iter("method"):
 EOF
   results <gcov.cmp
   check "gcov comparison ran" [ "$(grep -c '^ok' gcov.cmp)" -ge 60 ]
-  if command -v lcov >/dev/null; then
+  if oracle lcov "lcov -a merging btr's and gcov's files"; then
     # merged with lcov -a (btr's file first): one FN per function, on
     # gcov's line, and both runs' counts added up
     lcov -q --capture --directory . --rc lcov_branch_coverage=1 -o gcov.info >/dev/null 2>&1
@@ -140,8 +140,6 @@ print([f["execution_count"] for f in json.load(gzip.open(sys.argv[1]))["files"][
   inside=$(awk '/ -> out / {r[$1]=1} / -> n[0-9]/ {e[$1]++} END {for (n in r) s+=e[n]; print s+0}' fib.dot)
   check "cfg fib: no edge from a returning block inside the function ($inside)" [ "$inside" = 0 ]
   echo "gcov vs btr lcov: $(grep -c '^ok' gcov.cmp) comparisons equal, $(grep -c '^bad' gcov.cmp) differ"
-else
-  echo "note: gcc/gcov absent: coverage oracle not run"
 fi
 
 # ---- callgrind -------------------------------------------------------------
@@ -189,17 +187,15 @@ EOF
   check "$name: callgrind comparison ran" [ "$(grep -c '^ok' "$name.cmp")" -ge 7 ]
   echo "callgrind vs btr callgraph ($name): $(grep -c '^ok' "$name.cmp") comparisons equal, $(grep -c '^bad' "$name.cmp") differ"
 }
-if command -v valgrind >/dev/null; then
+if oracle valgrind "btr callgraph against callgrind"; then
   cg_calls oracle_cov cov.btr "$prog" main,drive,classify,clamp,fib,never 100
   relocs=$build/prog_prof_bolt_relocs
   "$btr" record -q -b qemu -o relocs.btr -- "$relocs" 200 >/dev/null 2>&1; check "record prof_bolt_relocs" [ -s relocs.btr ]
   cg_calls prof_bolt_relocs relocs.btr "$relocs" main,mix,is_prime,count_primes,bubble,checksum,classify,walk 200
-else
-  echo "note: valgrind absent: callgrind oracle not run"
 fi
 
 # ---- llvm-bolt ---------------------------------------------------------------
-if command -v llvm-bolt-16 >/dev/null && command -v gcc >/dev/null; then
+if oracle llvm-bolt-16 "btr bolt against llvm-bolt-16" && oracle gcc "btr bolt against llvm-bolt-16"; then
   gcc -O2 -g -fno-inline -Wl,--emit-relocs "$progs/oracle_static/a.c" "$progs/oracle_static/b.c" -o st
   check "static subject built" [ -x st ]
   "$btr" record -q -b qemu -o st.btr -- ./st >/dev/null 2>&1; check "record static subject" [ -s st.btr ]
@@ -222,8 +218,6 @@ print(sum(1 for f in json.load(sys.stdin)["functions"] if f["module"] == sys.arg
   check "every function that ran has a profile (bolt ${n:-?} + ${k:-0}, trace $ran)" [ $(( ${n:-0} + ${k:-0} )) -eq "$ran" ]
   check "no stale profile" bash -c "! grep -qi 'stale' bolt.out"
   ./st.bolt; check "optimized binary runs" [ $? -eq 0 ]
-else
-  echo "note: llvm-bolt-16 absent (Debian bolt-16): BOLT oracle not run"
 fi
 
 finish cli_oracles
