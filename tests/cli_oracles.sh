@@ -38,7 +38,9 @@ if oracle gcov "btr cov against gcov" && oracle gcc "btr cov against gcov"; then
   check "gcov json" [ -s gc-oracle_cov.gcov.json.gz ]
   "$btr" cov --format lcov --module prog_oracle_cov -o cov.info cov.btr; check "lcov exit 0" [ $? -eq 0 ]
   "$btr" cov --format cobertura --module prog_oracle_cov -o cov.xml cov.btr; check "cobertura exit 0" [ $? -eq 0 ]
-  python3 - gc-oracle_cov.gcov.json.gz cov.info cov.xml "$progs/oracle_cov.c" >gcov.cmp <<'EOF'
+  # the machine code, for the direction of each conditional branch
+  oracle objdump "the direction of BRDA's arms" && objdump -d -l --no-show-raw-insn "$prog" >prog.dis
+  python3 - gc-oracle_cov.gcov.json.gz cov.info cov.xml "$progs/oracle_cov.c" prog.dis >gcov.cmp <<'EOF'
 # Compares what gcov and btr both measure, exactly.  Inherent differences:
 # gcov counts the blocks of its instrumented CFG, btr the executions of
 # machine instructions, so (1) lines only one lists are skipped (gcov lists
@@ -50,9 +52,12 @@ if oracle gcov "btr cov against gcov" && oracle gcc "btr cov against gcov"; then
 # relative to gcov's arcs, so pairs compare as multisets; (4) a switch is
 # one range check (a conditional branch to default) plus an indirect jump:
 # gcov's case arcs are the jump's targets plus the range check's default.
-import gzip, json, sys, xml.etree.ElementTree as ET
+import gzip, json, re, sys, xml.etree.ElementTree as ET
 gj, info, xmlf, src = sys.argv[1:5]
+nres = 0
 def res(c, what):
+    global nres
+    nres += 1
     print(("ok " if c else "bad ") + what)
 g = json.load(gzip.open(gj))
 gf = [f for f in g["files"] if f["file"].endswith("oracle_cov.c")][0]
@@ -60,6 +65,7 @@ gfn = {f["name"]: (f["start_line"], f["execution_count"]) for f in gf["functions
 gline = {l["line_number"]: l["count"] for l in gf["lines"]}
 gbr = {l["line_number"]: [b["count"] for b in l["branches"]] for l in gf["lines"] if l["branches"]}
 fn, fnda, da, brda = {}, {}, {}, {}
+tot, brda_n, brda_hit = {}, 0, 0
 cur = False
 for ln in open(info):
     ln = ln.strip()
@@ -77,16 +83,69 @@ for ln in open(info):
     elif k == "BRDA":
         l, b, a, c = v.split(",")
         brda.setdefault(int(l), {}).setdefault(int(b), []).append(0 if c == "-" else int(c))
+        brda_n += 1; brda_hit += c not in ("-", "0")
+    elif k in ("LF", "LH", "FNF", "FNH", "BRF", "BRH"):
+        tot[k] = int(v)
 # functions: gcov's declaration line and entry count
 for name, (line, count) in sorted(gfn.items()):
     res(fn.get(name) == line, "FN %s: btr line %s, gcov %d" % (name, fn.get(name), line))
     res(fnda.get(name) == count, "FNDA %s: btr %s, gcov %d" % (name, fnda.get(name), count))
-# lines
 shared = {i + 1 for i, t in enumerate(open(src)) if "oracle: shared" in t}
+# the file's totals: FNF/FNH are gcov's function counts; LF/LH, BRF/BRH
+# count the DA and BRDA lines btr wrote (LH: lines run at least once)
+res(tot.get("FNF") == len(gfn), "FNF %s, gcov's functions %d" % (tot.get("FNF"), len(gfn)))
+res(tot.get("FNH") == sum(1 for l, c in gfn.values() if c), "FNH %s, gcov's functions run %d" %
+    (tot.get("FNH"), sum(1 for l, c in gfn.values() if c)))
+res(tot.get("LF") == len(da), "LF %s, DA lines %d" % (tot.get("LF"), len(da)))
+res(tot.get("LH") == sum(1 for c in da.values() if c > 0), "LH %s, DA lines run %d" %
+    (tot.get("LH"), sum(1 for c in da.values() if c > 0)))
+res(any(c == 1 for c in da.values()), "some line runs exactly once (main's), so LH tells > 0 from > 1")
+res(tot.get("BRF") == brda_n, "BRF %s, BRDA lines %d" % (tot.get("BRF"), brda_n))
+res(tot.get("BRH") == brda_hit, "BRH %s, BRDA lines taken %d" % (tot.get("BRH"), brda_hit))
+# lines
 both = sorted(set(gline) & set(da) - shared)
-res(len(both) >= 30, "lines in both: %d" % len(both))
+# every line gcov saw run holds code btr saw run, but for the labels and
+# declarations gcov counts (case/default labels, a function's opening line)
+label = {i + 1 for i, t in enumerate(open(src)) if re.match(r"\s*(case .*|default):\s*$", t)}
+ran = {l for l, c in gline.items() if c > 0} - shared - label - {v[0] for v in gfn.values()}
+res(ran <= set(da), "lines gcov saw run and btr lists none for: %s" % sorted(ran - set(da)))
+res(len(both) == len(set(gline) & set(da) - shared), "lines in both: %d" % len(both))
 for l in both:
     res(gline[l] == da[l], "DA line %d: btr %d, gcov %d" % (l, da[l], gline[l]))
+# the arms of a conditional branch: BRDA's branch 0 is the machine branch
+# taken, 1 not taken (docs/cov.md).  Where a line holds one jcc whose
+# target follows a ret or jmp (entered from the jcc alone), branch 0 ran as
+# often as gcov counts the target's line, branch 1 the rest of the arcs.
+import re
+dis = open(sys.argv[5]).read().split("\n") if len(sys.argv) > 5 else []
+line_of, jcc, curl, prev, after = {}, {}, None, None, {}
+for t in dis:
+    m = re.match(r"/.*oracle_cov\.c:(\d+)", t)
+    if m:
+        curl = int(m.group(1)); continue
+    m = re.match(r"\s+([0-9a-f]+):\s+(j\w+)\s+([0-9a-f]+)", t)
+    a = re.match(r"\s+([0-9a-f]+):", t)
+    if a and curl:
+        line_of.setdefault(int(a.group(1), 16), curl)
+        after[int(a.group(1), 16)] = prev
+        mn = re.match(r"\s+[0-9a-f]+:\s+(\w+)", t)
+        prev = mn.group(1) if mn else None
+    if m and m.group(2) != "jmp" and curl:
+        jcc.setdefault(curl, []).append(int(m.group(3), 16))
+known = 0
+for l in sorted(set(gbr) & set(brda)):
+    blocks = list(brda[l].values())
+    if len(gbr[l]) != 2 or len(blocks) != 1 or len(jcc.get(l, [])) != 1:
+        continue
+    tl = line_of.get(jcc[l][0])
+    if tl is None or tl not in gline or tl in shared or tl == l or after.get(jcc[l][0]) not in ("ret", "jmp"):
+        continue
+    known += 1
+    taken = gline[tl]
+    res(blocks[0] == [taken, sum(gbr[l]) - taken],
+        "BRDA line %d: [taken, not taken] %s; the jcc goes to line %d, run %d times of %d" %
+        (l, blocks[0], tl, taken, sum(gbr[l])))
+res(known >= 2, "branches of known direction compared: %d (clamp's, main's)" % known)
 # branches
 res(set(gbr) == set(brda), "lines with branches: btr %s, gcov %s" % (sorted(brda), sorted(gbr)))
 for l in sorted(set(gbr) & set(brda)):
@@ -115,9 +174,13 @@ for m in cls.iter("method"):
     res(got == want, "method %s lines: %s, DA %s" % (name, got, want))
     rate = sum(1 for c in want.values() if c) / len(want) if want else 1.0
     res(abs(float(m.get("line-rate")) - rate) < 1e-3, "method %s line-rate %s, want %.4f" % (name, m.get("line-rate"), rate))
+print("ok ran %d" % nres)
 EOF
   results <gcov.cmp
-  check "gcov comparison ran" [ "$(grep -c '^ok' gcov.cmp)" -ge 60 ]
+  # every comparison ran: as many results as the script made, and its end
+  n=$(sed -n 's/^ok ran \([0-9]*\)$/\1/p' gcov.cmp)
+  check "gcov comparison ran to its end ($n results)" [ -n "$n" ]
+  check "gcov comparison: $n results printed" [ "$(grep -c '^\(ok\|bad\) ' gcov.cmp)" = "$((n + 1))" ]
   if oracle lcov "lcov -a merging btr's and gcov's files"; then
     # merged with lcov -a (btr's file first): one FN per function, on
     # gcov's line, and both runs' counts added up
