@@ -40,6 +40,8 @@ pkgs="
   chromium
   nodejs
   luajit
+  ruby
+  strace
 "
 missing=""
 for p in $pkgs; do

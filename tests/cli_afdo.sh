@@ -64,7 +64,7 @@ fi
 check "merged: sq's head samples $calls + 167" [ "$(awk -F: '$1=="sq" && NF==3 {print $3}' m.prof)" = $((calls + 167)) ]
 "$btr" merge q.prof p.prof -o m2.prof
 check "merging is commutative" cmp -s m.prof m2.prof
-if command -v llvm-profdata-16 >/dev/null; then
+if oracle llvm-profdata-16 "btr merge of sample profiles against llvm-profdata-16 merge"; then
   llvm-profdata-16 merge --sample --text p.prof q.prof -o l.prof 2>/dev/null
   check "btr merge writes what llvm-profdata-16 merge --sample --text writes" cmp -s m.prof l.prof
 fi
@@ -77,11 +77,13 @@ check "the optimized program prints the same" [ "$(./prog.pgo 77)" = "$(./prog 7
 # bad input: one line, exit 3
 "$btr" afdo --module nosuch p.btr -o x.prof 2>err; rc=$?
 check "an unknown module: exit 3 ($rc)" [ $rc -eq 3 ]
-check "  one line naming the module" [ "$(wc -l <err)" = 1 ] && grep -q "nosuch" err
+check "  one line naming the module" [ "$(wc -l <err)" = 1 ]
+check "  one line naming the module" grep -q "nosuch" err
 check "  no output file left" [ ! -e x.prof ]
 "$btr" record -q -b qemu -o t.btr -- /bin/true >/dev/null 2>&1
 "$btr" afdo t.btr -o t.prof 2>err; rc=$?
 check "a program without DWARF: exit 3 ($rc)" [ $rc -eq 3 ]
-check "  one line saying so" [ "$(wc -l <err)" = 1 ] && grep -q "DWARF" err
+check "  one line saying so" [ "$(wc -l <err)" = 1 ]
+check "  one line saying so" grep -q "DWARF" err
 "$btr" afdo p.btr 2>err; check "missing -o: exit 2" [ $? -eq 2 ]
 finish afdo

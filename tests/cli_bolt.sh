@@ -68,7 +68,7 @@ if [ -r "$lbr" ]; then
   "$btr" bolt --elf "$shared/traces/autofdo/test.binary" "$lbr" -o lbr.fdata; check "lbr exit 0" [ $? -eq 0 ]
   check "lbr: mispredictions carried" awk '$7>0 {f=1} END {exit !f}' lbr.fdata
   check "lbr: longest_match profiled" grep -q '^1 longest_match ' lbr.fdata
-  if command -v llvm-bolt-16 >/dev/null; then
+  if oracle llvm-bolt-16 "llvm-bolt-16 reading the LBR fdata"; then
     llvm-bolt-16 "$shared/traces/autofdo/test.binary" -o lbr.bolt -data lbr.fdata >lbr.out 2>&1
     check "llvm-bolt-16 accepts the LBR fdata" grep -q 'have non-empty execution profile' lbr.out
     # every function name btr writes is one BOLT knows: without the lines

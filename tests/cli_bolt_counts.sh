@@ -29,7 +29,7 @@ rec_bin() { # NAME BINARY ARGS...: rec, and keep the binary
 	rec "$@" && bins+=("$2")
 }
 rec_bin relocs "$build/prog_prof_bolt_relocs" 200
-if command -v gcc >/dev/null; then
+if oracle gcc "the gcc-built subject"; then
 	# the source's own -O2 build, without PIE (fixed addresses)
 	gcc -O2 -fno-pie -no-pie -Wl,--emit-relocs "$lib_src/tests/progs/oracle_static/a.c" \
 		"$lib_src/tests/progs/oracle_static/b.c" -o o2prog && rec_bin o2 "$tmp/o2prog"

@@ -147,7 +147,7 @@ fi
 # return-mismatch: the table jump was taken for a longjmp).
 for p in benign_cold_o2 benign_eval_o2; do
   rec $p.btr "$build/prog_$p"; benign $p
-  if command -v strip >/dev/null; then
+  if oracle strip "check of a stripped program"; then
     strip -o s_$p "$build/prog_$p" && rec s_$p.btr "./s_$p"; benign s_$p
   fi
 done
@@ -158,7 +158,7 @@ done
 # instruction is still caught.
 rec nocfi.btr "$build/prog_benign_asm_nocfi"; benign nocfi
 rec nocfi_mid.btr "$build/prog_benign_asm_nocfi" mid; expect_kind nocfi_mid call-non-entry asm_one_mid
-if command -v strip >/dev/null; then
+if oracle strip "check of a stripped program"; then
   strip -o s_nocfi "$build/prog_benign_asm_nocfi" && rec s_nocfi.btr ./s_nocfi; benign s_nocfi
   rec s_nocfi_mid.btr ./s_nocfi mid
   "$btr" check --format json s_nocfi_mid.btr >s_nocfi_mid.json
@@ -176,7 +176,7 @@ rec bsetjmp.btr "$build/prog_benign_builtin_setjmp"; benign bsetjmp
 # without .type (STT_NOTYPE) reached through the PLT, each switch from the
 # same call site; raise/rescue is __builtin_longjmp (before: got-overwrite,
 # return-hijack, return-mismatch x2, jump-non-entry x3)
-if command -v ruby >/dev/null; then
+if oracle ruby "check of ruby fibers and raise/rescue"; then
   rec ruby.btr ruby -e 'f = Fiber.new { 3.times { |i| Fiber.yield i }; :done }; 4.times { f.resume }
 g = Fiber.new { |x| Fiber.yield x * 2 }; g.resume(5); begin; raise "x"; rescue => e; e; end'
   benign ruby
@@ -184,7 +184,7 @@ fi
 # a forked child that longjmps to a setjmp made before the fork (perl's exit
 # in a child: return-mismatch before)
 rec forkjmp.btr "$build/prog_benign_forkjmp"; benign forkjmp
-if command -v perl >/dev/null; then
+if oracle perl "check of a perl fork and exit"; then
   rec perlfork.btr perl -e 'my $p = fork(); if (!$p) { exit(3) } waitpid($p, 0)'; benign perlfork
 fi
 # user-level context switches, which the trace shows as returns and jumps
@@ -226,7 +226,7 @@ fi
 # binary), make of three C files (ld.bfd: jump-non-entry, return-mismatch
 # x38 in a recursive switch, code-modified in ld.so after the LTO plugin's
 # gap)
-if command -v as >/dev/null && command -v gcc >/dev/null && command -v make >/dev/null; then
+if oracle as "the assembled subjects" && oracle gcc "the assembled subjects" && oracle make "the assembled subjects"; then
   gcc -O2 -S -o cold.s "$src/progs/benign_cold_o2.c"
   rec as.btr as --64 -o cold.o cold.s; benign as
   mkdir proj

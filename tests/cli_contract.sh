@@ -30,6 +30,40 @@ d = json.load(open(sys.argv[1]))['branches_by_class']
 names = {'cpl_eq_0', 'cpl_neq_0', 'jcc', 'near_rel_call', 'near_ind_call', 'near_ret', 'near_ind_jmp', 'near_rel_jmp', 'far_branch'}
 sys.exit(0 if set(d) and set(d) <= names else 1)
 PY
+# every member docs/contract.md pins for a command's JSON ("`btr CMD ...
+# --format json` has `a` and `b`", "`btr CMD --format json`: an object with
+# at least `a`, `b`, ..."), read from the page, checked in that command's
+# output on this trace (numbers where the page says so)
+python3 - "$lib_src/docs/contract.md" "$btr" "$t" <<'PY' >"$tmp/contract.out"
+import json, re, subprocess, sys
+doc, btr, trace = sys.argv[1:4]
+text = open(doc).read()
+items = re.split(r"\n(?=- )", text)
+n = 0
+for it in items:
+    it = " ".join(it.split())
+    m = re.match(r"- `btr ([a-z ]+?)( --[a-z]+)*( --format json)( --[a-z]+)*`(: an object with at least| has)(.*)", it)
+    if not m:
+        continue
+    head = re.match(r"- `btr ([^`]*)`", it).group(1).split()
+    if head[0] in ("info", "check"):
+        continue   # not of this trace alone: checked below
+    body = re.split(r"\(\[|\. ", m.group(6))[0]
+    want = re.findall(r"`([a-z_]+)`", body)
+    r = subprocess.run([btr] + head + [trace], capture_output=True, text=True)
+    try:
+        d = json.loads(r.stdout)
+    except ValueError:
+        print("bad btr %s: not JSON (exit %d)" % (" ".join(head), r.returncode)); continue
+    for k in want:
+        n += 1
+        ok = k in d and (not "(numbers)" in it or isinstance(d[k], int))
+        print("%s btr %s: member %s%s" % ("ok" if ok else "bad", " ".join(head), k, "" if ok else " missing or not a number"))
+print("ok %d members pinned" % n if n >= 12 else "bad only %d members found on the page" % n)
+PY
+while read -r st msg; do if [ "$st" = ok ]; then ok; else bad "$msg"; fi; done <"$tmp/contract.out"
+check "contract members: pt decode's tsx_aborts checked" grep -q "^ok btr pt decode --stat --format json: member tsx_aborts" "$tmp/contract.out"
+check "contract members: report's aborted_instructions checked" grep -q "^ok btr report --format json: member aborted_instructions" "$tmp/contract.out"
 "$btr" info --format json >"$tmp/i.json" || bad "info json exit"
 python3 - "$tmp/i.json" <<'PY' && ok || bad "info json: usable and reason per backend"
 import json, sys

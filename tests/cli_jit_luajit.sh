@@ -16,7 +16,8 @@ btr=$1; build=$2
 
 src=$(cd "$(dirname "$0")/.." && pwd)
 need_qemu
-luajit=$(command -v luajit) || skip "luajit absent (scripts/deps.sh installs it)"
+oracle luajit "traces of LuaJIT's generated code" || finish cli_jit_luajit
+luajit=$(command -v luajit)
 [ -r "$build/btr-insn-count.so" ] || { echo "FAIL: btr-insn-count.so not built"; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

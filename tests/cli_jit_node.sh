@@ -18,7 +18,8 @@ btr=$1; build=$2
 
 src=$(cd "$(dirname "$0")/.." && pwd)
 need_qemu
-node=$(command -v node || command -v nodejs) || skip "node absent (scripts/deps.sh installs nodejs)"
+oracle node "traces of node's generated code" || finish cli_jit_node
+node=$(command -v node)
 [ -r "$build/btr-insn-count.so" ] || { echo "FAIL: btr-insn-count.so not built"; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

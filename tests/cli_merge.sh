@@ -92,5 +92,46 @@ done
 check "damaged inputs: exit 0 or 3, never a crash" [ $crash -eq 0 ]
 "$btr" merge A.btr -o x 2>err; check "a trace is not a profile: exit 3" [ $? -eq 3 ]
 
+# Empty and sample-less inputs: the identity of the merge, for every kind
+# and in either position (an empty input was refused as "a different kind",
+# and an empty input after a no_lbr fdata as "the fdata headers differ").
+: >E.empty
+printf '\n\n' >E2.empty
+printf 'no_lbr cycles:u\n1 fib 10 5\n1 main 4 2\n' >N.fdata
+printf 'no_lbr cycles:u\n' >N0.fdata
+"$btr" pprof --pid 999999999 A.btr -o P0.pb.gz 2>/dev/null
+check "pprof of no samples (--pid of no process) exit 0" [ $? -eq 0 ]
+for k in pb.gz folded fdata pa N.fdata; do
+  in=A.$k; [ $k = N.fdata ] && in=N.fdata
+  "$btr" merge "$in" -o one.$k; check "$k: merge of one input exit 0" [ $? -eq 0 ]
+  for e in E.empty E2.empty; do
+    "$btr" merge "$in" $e -o x1.$k 2>err; rc=$?
+    check "$k then $e: exit 0 (got $rc: $(cat err))" [ $rc -eq 0 ]
+    check "$k then $e: the merge is the input alone" cmp -s x1.$k one.$k
+    "$btr" merge $e "$in" -o x2.$k 2>err; rc=$?
+    check "$e then $k: exit 0 (got $rc: $(cat err))" [ $rc -eq 0 ]
+    check "$e then $k: the merge is the input alone" cmp -s x2.$k one.$k
+  done
+done
+"$btr" merge N.fdata N0.fdata -o x.fdata 2>err; rc=$?
+check "no_lbr fdata with a sample-less no_lbr fdata: exit 0 (got $rc: $(cat err))" [ $rc -eq 0 ]
+check "no_lbr fdata with a sample-less one: the input alone" cmp -s x.fdata one.N.fdata
+check "no_lbr merge keeps the header and sums nothing new" \
+  [ "$(cat one.N.fdata)" = "$(printf 'no_lbr cycles:u\n1 fib 10 5\n1 main 4 2')" ]
+# a pprof of no samples (its sample type is "branches": no instruction
+# counts were seen) merges with an empty input and with itself
+"$btr" merge P0.pb.gz -o p0.pb.gz; check "sample-less pprof alone: exit 0" [ $? -eq 0 ]
+"$btr" merge P0.pb.gz E.empty P0.pb.gz -o x.pb.gz 2>err; rc=$?
+check "sample-less pprof twice and an empty input: exit 0 (got $rc: $(cat err))" [ $rc -eq 0 ]
+check "sample-less pprof twice: the input alone" cmp -s x.pb.gz p0.pb.gz
+pycheck merge_pprof x.pb.gz P0.pb.gz P0.pb.gz
+"$btr" merge A.fdata N.fdata -o x.fdata 2>err; rc=$?
+check "LBR and no_lbr fdata still refused (exit $rc)" [ $rc -eq 3 ]
+check "LBR and no_lbr: the line says the headers differ" grep -q 'N.fdata: the fdata headers differ' err
+"$btr" merge E.empty E2.empty -o x.empty 2>err; rc=$?
+check "only empty inputs: exit 0 (got $rc: $(cat err))" [ $rc -eq 0 ]
+check "only empty inputs: an empty result" [ -e x.empty ]
+check "only empty inputs: nothing in it" [ ! -s x.empty ]
+
 pycheck_run
 finish cli_merge

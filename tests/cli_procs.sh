@@ -112,7 +112,7 @@ import json; d=json.load(open('$tmp/tree_pid.json')); P=d['processes']; full=[p 
 assert len(P) == 1 and P[0]['pid'] == $child and d['instructions'] == full['instructions'], (P, d['instructions'])"
 # ... and decodes only its data: one flow decoder (a 4 MiB block cache each),
 # not one per process of the tree (counted under strace, not timed)
-if command -v strace >/dev/null; then
+if oracle strace "the decoders' block caches counted"; then
   ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -qq -o "$tmp/pid.strace" -e trace=mmap \
     "$btr" report --pid "$child" --format json "$tmp/tree.btr" >"$tmp/tree_pid2.json"
   check "tree: report --pid under strace: the same" cmp -s "$tmp/tree_pid.json" "$tmp/tree_pid2.json"
@@ -241,7 +241,7 @@ procs loop "len(by('/bin/true')) == $N and all(p['instructions'] > 1000 for p in
 # a decoder per process, but their block caches (4 MiB tables, faulted in
 # page by page) are reused, not mapped anew for each (counted, not timed:
 # the kernel's share of reading this trace was half)
-if command -v strace >/dev/null; then
+if oracle strace "the decoders' block caches counted"; then
   ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -qq -o "$tmp/loop.strace" -e trace=mmap \
     "$btr" report --format json "$tmp/loop.btr" >"$tmp/loop2.json"
   check "loop: report under strace: the same" cmp -s "$tmp/loop.json" "$tmp/loop2.json"

@@ -35,6 +35,55 @@ trap 'rm -rf "$tmp"' EXIT
 p=$tmp/prefix
 cmake --install "$build" --prefix "$p" >"$tmp/install.log" 2>&1 || bad "cmake --install: $(tail -1 "$tmp/install.log")"
 pkg=$p/lib/python3/dist-packages
+# the numpy dtypes of the binding against the C structs, field by field:
+# offsetof and sizeof from the public headers, compiled here
+if oracle cc "the binding's dtypes against the C structs' offsetof"; then
+	cat >"$tmp/layout.c" <<'C'
+#include <stddef.h>
+#include <stdio.h>
+#include "btr/branch.h"
+#include "btr/blocks.h"
+#define F(s, f, n) printf(#s " " n " %zu %zu\n", offsetof(struct s, f), sizeof(((struct s *)0)->f))
+int main(void)
+{
+	F(btr_branch, from, "from"); F(btr_branch, to, "to"); F(btr_branch, tsc, "tsc");
+	F(btr_branch, insns, "insns"); F(btr_branch, tid, "tid"); F(btr_branch, cycles, "cycles");
+	F(btr_branch, flags, "flags"); F(btr_branch, kind, "kind"); F(btr_branch, pid, "pid");
+	F(btr_block, module, "module"); F(btr_block, start, "start"); F(btr_block, end, "end");
+	F(btr_block, count, "count"); F(btr_block, insns, "insns");
+	F(btr_edge, from_module, "from_module"); F(btr_edge, to_module, "to_module"); F(btr_edge, from, "from");
+	F(btr_edge, to, "to"); F(btr_edge, count, "count"); F(btr_edge, kind, "kind"); F(btr_edge, taken, "taken");
+	printf("btr_branch . 0 %zu\nbtr_block . 0 %zu\nbtr_edge . 0 %zu\n", sizeof(struct btr_branch),
+	       sizeof(struct btr_block), sizeof(struct btr_edge));
+	return 0;
+}
+C
+	cc -I "$src/include" -o "$tmp/layout" "$tmp/layout.c" && "$tmp/layout" >"$tmp/layout.txt"
+	check "layout of the C structs printed" [ -s "$tmp/layout.txt" ]
+	PYTHONPATH=$pkg "$py" - "$tmp/layout.txt" >"$tmp/layout.out" 2>&1 <<'PY'
+import sys
+from btr import _lib
+dt = {"btr_branch": _lib.BRANCH_DTYPE, "btr_block": _lib.BLOCK_DTYPE, "btr_edge": _lib.EDGE_DTYPE}
+seen = set()
+for line in open(sys.argv[1]):
+    s, f, off, size = line.split()
+    d = dt[s]
+    if f == ".":
+        print(("ok" if d.itemsize == int(size) else "bad") + " %s: itemsize %d, sizeof %s" % (s, d.itemsize, size))
+        continue
+    seen.add((s, f))
+    got = d.fields.get(f)
+    good = got is not None and got[1] == int(off) and got[0].itemsize == int(size)
+    print(("ok" if good else "bad") + " %s.%s: dtype %s, C offset %s size %s" %
+          (s, f, got and (got[1], got[0].itemsize), off, size))
+for s, d in dt.items():
+    for f in d.names:
+        if f != "reserved" and (s, f) not in seen:
+            print("bad %s.%s: a dtype field the C struct does not have" % (s, f))
+PY
+	while read -r st msg; do if [ "$st" = ok ]; then ok; else bad "$msg"; fi; done <"$tmp/layout.out"
+	check "dtypes: all 24 fields and sizes compared" [ "$(grep -c '^ok' "$tmp/layout.out")" -eq 24 ]
+fi
 check "installed: btr/__init__.py, _lib.py, dask.py, _install.py" \
 	test -f "$pkg/btr/__init__.py" -a -f "$pkg/btr/_lib.py" -a -f "$pkg/btr/dask.py" -a -f "$pkg/btr/_install.py"
 
@@ -127,6 +176,16 @@ r = json.load(open(sys.argv[4]))
 bl = t.blocks()
 assert bl["branches"] == r["branches"] and bl["insns"] == r["instructions"], (bl["branches"], bl["insns"])
 assert bl["blocks"]["count"].sum() > 0 and len(bl["edges"]) > 100
+# the edges' fields hold what they name: taken is 0 or 1, both occur; a
+# not-taken edge is a conditional (kind jcc) to the next instruction
+e = bl["edges"]
+assert set(e["taken"].tolist()) == {0, 1}, sorted(set(e["taken"].tolist()))
+nt = e[e["taken"] == 0]
+assert set(btr.kind_name(int(k)) for k in nt["kind"]) == {"jcc"}, set(nt["kind"].tolist())
+assert ((nt["to"] > nt["from"]) & (nt["to"] - nt["from"] <= 15)).all()
+assert (e["from_module"] == e["from_module"][0]).sum() > 0 and (e["count"] > 0).all()
+b = bl["blocks"]
+assert (b["end"] >= b["start"]).all() and (b["insns"] >= b["count"]).all()
 c = btr.dask.run_one(sys.argv[1], "counts")
 got = {btr.kind_name(k): int(n) for k, n in enumerate(c["by_kind"]) if k}
 assert got == r["branches_by_kind"], (got, r["branches_by_kind"])

@@ -9,7 +9,7 @@ btr=$1; build=$2; shared=$3; src=$(cd "$(dirname "$0")/.." && pwd)
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-have_py=0; command -v python3 >/dev/null && have_py=1
+have_py=0; oracle python3 "the JSON report's members parsed" && have_py=1
 # json FILE EXPR: evaluates the Python expression EXPR with d = the JSON
 # document in FILE; succeeds if it is true.
 json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2"; }

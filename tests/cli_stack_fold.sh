@@ -22,7 +22,7 @@ py=/usr/bin/python3
 declare -a recorded=() traces=()
 rec gzip gzip -c "$tmp/in.txt"
 rec python3 "$py" -c 'print(sum(range(20000)))'
-if command -v perl >/dev/null; then
+if oracle perl "the folded stacks against perl's"; then
 	rec perl perl -e 'my %h; $h{$_ % 97} += $_ for 1..20000; print scalar(keys %h), "\n"'
 fi
 rec threads "$build/prog_flow_threads"
@@ -30,7 +30,7 @@ rec signals "$build/prog_flow_signals"
 rec shapes "$build/prog_prof_shapes"
 rec proc_tree "$build/prog_proc_tree"
 rec dlclose "$build/prog_qemu_dlclose" "$build/libbtr_dl_loop.so" "$build/libbtr_dl_other.so"
-if command -v make >/dev/null && command -v cc >/dev/null; then
+if oracle make "the subject built with make" && oracle cc "the subject built with make"; then
 	mkdir "$tmp/proj"
 	printf 'int f(int);\nint main(void) { return f(3) != 9; }\n' >"$tmp/proj/a.c"
 	printf 'int f(int x) { return x * x; }\n' >"$tmp/proj/b.c"

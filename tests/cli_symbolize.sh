@@ -39,7 +39,7 @@ out=$(printf '%s\n\n  %s\n' "$beta" "$ra1" | "$BTR" symbolize -s --elf "$PROG:$b
 
 # json
 out=$("$BTR" symbolize --format json --elf "$PROG:$base" "$ra1" 0x10)
-if command -v python3 >/dev/null; then
+if oracle python3 "symbolize --format json parsed"; then
 	python3 - "$out" "$call_line" <<'EOF' && ok "json" || bad "json: $out"
 import json, sys
 d = json.loads(sys.argv[1])

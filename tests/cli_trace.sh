@@ -69,7 +69,7 @@ check "info plain not compressed" grep -q '^compressed: *no' "$tmp/infop"
 
 "$btr" trace info --format json "$sample" >"$tmp/json"; rc=$?
 check "info json exit 0" [ $rc -eq 0 ]
-if command -v python3 >/dev/null; then
+if oracle python3 "trace info --format json parsed"; then
   check "info json content" python3 - "$tmp/json" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -925,7 +925,63 @@ static void test_malformed(void)
 	pl[4] = 200;
 	n = craft(file, pl, 18, 1, 0);
 	CHECK_EQ(read_all(file, n, NULL, &cnt), -BTR_ERR_BAD_RECORD);
+	/* +1 boundaries of the record length: a record of an unknown type
+	 * (skipped by its length) that ends exactly at the chunk's end is
+	 * read; one byte longer overruns the chunk by exactly one byte. */
+	memset(pl, 0, sizeof(pl));
+	pl[0] = 200; pl[4] = 10;
+	n = craft(file, pl, 18, 1, 0);
+	CHECK_EQ(read_all(file, n, NULL, &cnt), -BTR_ERR_EOS);
+	pl[4] = 11;
+	n = craft(file, pl, 18, 1, 0);
+	CHECK_EQ(read_all(file, n, NULL, &cnt), -BTR_ERR_BAD_RECORD);
+	/* a chunk ending in a partial record header (7 of its 8 bytes) */
+	pl[4] = 0;
+	n = craft(file, pl, 8 + 7, 2, 0);
+	CHECK_EQ(read_all(file, n, NULL, &cnt), -BTR_ERR_BAD_RECORD);
+	n = craft(file, pl, 8 + 8, 2, 0);
+	CHECK_EQ(read_all(file, n, NULL, &cnt), -BTR_ERR_EOS);
+	/* LBR: the count's entries fill the record exactly, or need one more */
+	memset(pl, 0, sizeof(pl));
+	pl[0] = BTR_REC_LBR; pl[4] = 32 + 24;
+	pl[8 + 12] = 1;
+	n = craft(file, pl, 8 + 56, 1, 0);
+	CHECK_EQ(read_all(file, n, NULL, &cnt), -BTR_ERR_EOS);
+	CHECK_EQ(cnt, 1);
+	pl[8 + 12] = 2;
+	n = craft(file, pl, 8 + 56, 1, 0);
+	CHECK_EQ(read_all(file, n, NULL, &cnt), -BTR_ERR_BAD_RECORD);
+	/* PT: the size equals the bytes present (the +1 case is below) */
+	memset(pl, 0, sizeof(pl));
+	pl[0] = BTR_REC_PT; pl[4] = 24 + 10;
+	pl[8 + 16] = 10;
+	n = craft(file, pl, 8 + 34, 1, 0);
+	CHECK_EQ(read_all(file, n, NULL, &cnt), -BTR_ERR_EOS);
+	CHECK_EQ(cnt, 1);
+	/* a module path one byte longer than the record holds */
+	memset(pl, 0, sizeof(pl));
+	pl[0] = BTR_REC_MODULE_LOAD; pl[4] = 43 + 7;
+	pl[8 + 41] = 8;
+	memcpy(pl + 8 + 43, "/bin/sh", 7);
+	n = craft(file, pl, 8 + 50, 1, 0);
+	CHECK_EQ(read_all(file, n, NULL, &cnt), -BTR_ERR_BAD_RECORD);
+	/* the file header's length: one byte short of its creator string
+	 * (the CRC cannot be checked: a damaged header), or exact */
+	memset(pl, 0, sizeof(pl));
+	pl[0] = 200; pl[4] = 10;
+	{
+		size_t hdr;
+		n = craft(file, pl, 18, 1, 0);
+		hdr = 38 + (file[36] | file[37] << 8);
+		uint32_t hl = (uint32_t)hdr - 1;
+		put32le(file + 16, hl);
+		CHECK_EQ(read_all(file, n, NULL, &cnt), -BTR_ERR_CHECKSUM);
+		put32le(file + 16, (uint32_t)hdr);
+		CHECK_EQ(read_all(file, n, NULL, &cnt), -BTR_ERR_EOS);
+	}
 	/* Record count in the chunk header disagrees. */
+	memset(pl, 0, sizeof(pl));
+	pl[0] = BTR_REC_PROCESS_EXIT;
 	pl[4] = 10;
 	n = craft(file, pl, 18, 3, 0);
 	CHECK_EQ(read_all(file, n, NULL, &cnt), -BTR_ERR_BAD_RECORD);

@@ -99,7 +99,9 @@ int btr_merge_new(enum btr_merge_kind kind, struct btr_merge **out);
 void btr_merge_free(struct btr_merge *m);
 /* Adds one profile (@data, @size bytes, caller-owned; not kept).  Counts
  * of the same branch / stack / location add; pprof modules are matched
- * by build-id (by file name when a mapping has none).  Returns 0,
+ * by build-id (by file name when a mapping has none).  An empty profile
+ * (@size 0, or only newlines and spaces) adds nothing and is accepted
+ * whatever the kind.  Returns 0,
  * -BTR_ERR_BAD_FORMAT (not a profile of the merge's kind, naming the
  * cause through the log), -BTR_ERR_COMPRESS (bad gzip data),
  * -BTR_ERR_NOMEM. */

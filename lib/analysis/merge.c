@@ -139,6 +139,7 @@ struct btr_merge {
 	char *header;             /* fdata: "no_lbr ..." / "boltedcollection" lines */
 	unsigned nvals;           /* fdata: values per line (1 no_lbr, 2 lbr) */
 	int inputs;
+	int have_header;          /* fdata: an input with records or a header set @header */
 	/* pprof */
 	struct ktab types;        /* sample types "type\0unit" in order (v[0] = position) */
 	char **type_list;
@@ -261,6 +262,7 @@ static int add_text(struct btr_merge *m, const uint8_t *d, size_t n)
 	unsigned lineno = 0;
 	char *hdr = NULL;
 	size_t hdrlen = 0;
+	unsigned lines = 0;
 	int rc = 0;
 	while (p < end && !rc) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -270,6 +272,7 @@ static int add_text(struct btr_merge *m, const uint8_t *d, size_t n)
 		p += len + (nl ? 1 : 0);
 		if (!len)
 			continue;
+		lines++;
 		if (memchr(l, 0, len)) {
 			btr_err("line %u: binary data", lineno);
 			return -BTR_ERR_BAD_FORMAT;
@@ -325,16 +328,19 @@ static int add_text(struct btr_merge *m, const uint8_t *d, size_t n)
 			rc = -BTR_ERR_INVAL;
 		}
 	}
-	if (!rc) {
+	/* An input without a line (an empty profile) has no header to
+	 * compare: it mixes with either kind of fdata. */
+	if (!rc && m->kind == BTR_MERGE_FDATA && lines) {
 		char *h = hdr ? hdr : strdup("");
 		if (h && hdr)
 			h[hdrlen] = 0;
 		if (!h)
 			rc = -BTR_ERR_NOMEM;
-		else if (m->inputs && strcmp(h, m->header ? m->header : "")) {
+		else if (m->have_header && strcmp(h, m->header ? m->header : "")) {
 			btr_err("the fdata headers differ between the inputs (LBR and no_lbr profiles do not mix)");
 			rc = -BTR_ERR_BAD_FORMAT;
-		} else if (!m->inputs) {
+		} else if (!m->have_header) {
+			m->have_header = 1;
 			free(m->header);
 			m->header = h;
 			h = NULL;
@@ -699,8 +705,13 @@ int btr_merge_add(struct btr_merge *m, const uint8_t *data, size_t size)
 {
 	if (!m || (!data && size))
 		return -BTR_ERR_INVAL;
+	size_t i = 0;
+	while (i < size && (data[i] == '\n' || data[i] == ' '))
+		i++;
+	if (i == size)
+		return 0;   /* an empty profile adds nothing, whatever the kind */
 	enum btr_merge_kind k = btr_merge_detect(data, size);
-	if (size && k != m->kind) {
+	if (k != m->kind) {
 		btr_err("a different kind of profile than the first input");
 		return -BTR_ERR_BAD_FORMAT;
 	}

@@ -22,7 +22,8 @@ static const struct cli_cmd cmd = {
 	"  --pre-aggregated), pprof (btr pprof; modules matched by build-id), folded\n"
 	"  stacks (btr flame), LLVM sample profiles (btr afdo; text format).\n"
 	"The result does not depend on the order or grouping of the inputs, so\n"
-	"merges can run as a tree: merge(merge(A,B),C) = merge(A,B,C).\n\n"
+	"merges can run as a tree: merge(merge(A,B),C) = merge(A,B,C).  An empty\n"
+	"input adds nothing (it mixes with any kind; all empty: an empty result).\n\n"
 	"Options:\n",
 	opts,
 	"\nExit status: 0 ok; 2 usage error; 3 an input cannot be read or is not a\n"
@@ -69,6 +70,16 @@ static int read_all(const char *path, uint8_t **data, size_t *size)
 }
 
 /* The library's last message, put into our one line about the input. */
+/* An input of nothing but newlines and spaces (an empty profile: a
+ * trace's flame of no stacks, an fdata of no branches). */
+static int blank(const uint8_t *d, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (d[i] != '\n' && d[i] != ' ')
+			return 0;
+	return 1;
+}
+
 static char last_msg[256];
 static void keep_msg(void *ctx, enum btr_log_level level, const char *msg)
 {
@@ -105,6 +116,12 @@ int cmd_merge(int argc, char **argv)
 			btr_merge_free(m);
 			return EXIT_RUNTIME;
 		}
+		if (!m && blank(data, size)) {
+			/* an empty profile adds nothing: the kind is the
+			 * first non-empty input's */
+			free(data);
+			continue;
+		}
 		if (!m) {
 			enum btr_merge_kind k = kind = btr_merge_detect(data, size);
 			if (k == BTR_MERGE_UNKNOWN || btr_merge_new(k, &m)) {
@@ -136,7 +153,7 @@ int cmd_merge(int argc, char **argv)
 		return EXIT_RUNTIME;
 	}
 	errno = 0;
-	int wr = btr_merge_write(m, f);
+	int wr = m ? btr_merge_write(m, f) : 0;   /* every input empty: so is the merge */
 	int e = errno;
 	btr_merge_free(m);
 	if (wr)
