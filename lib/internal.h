@@ -95,6 +95,18 @@ static inline int64_t btr__sleb128(const uint8_t **p, const uint8_t *end, int *d
 
 #define BTR_OFFSETOFEND(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 
+/* Nonzero if a mapping of @path maps a device, not a file's bytes: a
+ * direct child of /dev (devtmpfs holds device nodes: /dev/null, /dev/zero;
+ * valgrind maps /dev/null for its translation cache).  Deeper paths there
+ * may be regular files of filesystems mounted under /dev (/dev/shm,
+ * /dev/hugepages, /dev/mqueue).  The recorder keeps the bytes of code run
+ * from such a mapping; readers load no file for it and btr check treats it
+ * as memory no file backs. */
+static inline int btr__path_is_device(const char *path)
+{
+	return path && !strncmp(path, "/dev/", 5) && path[5] && !strchr(path + 5, '/');
+}
+
 /* ---- option structs (libbpf's OPTS_VALID is the model) ----
  * Every public option struct begins with `size_t sz`, the size of the
  * struct its caller was compiled with, so that fields appended in later

@@ -4,8 +4,10 @@
 # tests/progs/preload/) is caught with the right kind; benign programs -
 # ls, gzip, python3, sh, a C++ throw/catch, setjmp/longjmp and signals,
 # the project's own test programs, gcc -O2 output (.cold splits, switch
-# tables, stripped), ucontext coroutines, an injected call, a Go program,
-# JIT-style code, as and make - give zero findings; the shared LBR
+# tables, stripped), ucontext coroutines, an injected call, a Go program
+# (also preempted asynchronously), JIT-style code, as and make, names of
+# 128 to 4096 characters through PLT and GOT, IFUNC slots, valgrind's
+# tools - give zero findings; the shared LBR
 # recording gives no high finding; options, exit codes and bad input.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
@@ -82,6 +84,8 @@ rec gotcall.btr "$build/prog_check_gotcall";     expect_kind gotcall got-overwri
 rec shell.btr "$build/prog_check_shellcode";     expect_kind shell unbacked-code main
 "$btr" check shell.btr >shell.txt
 check "shell: the text says how JIT runtimes name their code" grep -q "java -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit, node --perf-basic-prof" shell.txt
+rec ifunc_atk.btr "$build/prog_check_ifunc";    expect_kind ifunc_atk got-overwrite evil   # an IRELATIVE slot
+check "ifunc attack: the finding names the IRELATIVE slot and its resolver" grep -q 'IRELATIVE GOT slot.*IFUNC resolver pick' ifunc_atk.json
 rec hook.btr "$build/prog_check_hook";           expect_kind hook code-modified hook
 check "hook: evidence names target, the file's bytes and the resume point" python3 -c '
 import json, re; f = json.load(open("hook.json"))["findings"][0]
@@ -136,8 +140,39 @@ for p in flow_except flow_signals flow_threads symbols; do
   benign st_$p
 done
 if [ -x /usr/bin/python3 ]; then
-  rec py.btr /usr/bin/python3 -c 'import json; print(json.dumps([1]))'
+  # (math.log1p: libm calls its IFUNC through an IRELATIVE slot)
+  rec py.btr /usr/bin/python3 -c 'import json, math; print(json.dumps([1]), math.log1p(.5))'
   benign py
+fi
+
+# ---- names of 128 to 4,096 characters, IFUNC slots (issue 40) ----
+# exported functions of libcheck_longname.so named by 128, 200, 1000 and
+# 4096 characters, called through the PLT and with -fno-plt (before:
+# got-overwrite for each -fno-plt call, the PLT jumps not checked at all)
+for v in plt noplt; do
+  rec longname_$v.btr "$build/prog_benign_longname_$v"; benign longname_$v
+done
+"$btr" check --format json longname_noplt.btr | python3 -c '
+import json, sys; d = json.load(sys.stdin)
+assert d["findings"] == [] and d["stats"]["branches"] > 0, d' ; check "longname noplt: json, no finding" [ $? -eq 0 ]
+# libm's log1p: an IFUNC that libm calls through an IRELATIVE slot its
+# resolver fills (__log1p_fma): from a program linked with -lm, a static-pie
+# program (its own IRELATIVE slots), dlopen/dlclose of libm 20 times
+# (before: got-overwrite __log1p_ifunc@plt -> __log1p_fma, 1, 2 and 1)
+for p in benign_ifunc benign_ifunc_static benign_ifunc_dl; do
+  rec $p.btr "$build/prog_$p"; benign $p
+done
+
+# ---- valgrind's tools: a JIT in a static program without .eh_frame_hdr,
+# its code cache mapped from /dev/null (before: 231 findings for
+# --tool=none: call-non-entry into the tool's functions, which only
+# .eh_frame names; code-modified in its translations; a return-hijack where
+# it starts itself on a new stack; 27 "/dev/null: cannot place it" warnings)
+if oracle valgrind "btr check on valgrind's tools (Debian valgrind)"; then
+  for tool in none memcheck; do
+    rec vg_$tool.btr valgrind -q --tool=$tool /bin/true; benign vg_$tool
+    check "vg_$tool: no warning about the /dev/null mapping" [ ! -s vg_$tool.err ]
+  done
 fi
 
 # ---- benign toolchain output (issue 21): each of these gave findings before ----
@@ -204,6 +239,18 @@ if oracle go "btr check on a Go program (Debian golang-go)"; then
   # qemu recorder takes where rt_sigreturn resumes for the return's target),
   # a return-hijack now and then; the injected call itself is tested above
   GODEBUG=asyncpreemptoff=1 rec gosched.btr ./gosched; benign gosched
+  # with asynchronous preemption: 8 goroutines on 2 Ps in tight loops of
+  # leaf calls; a preemption signal right after the leaf's return was
+  # recorded with the return going to asyncPreempt (before: return-hijack
+  # in every run of this program, 50 times).  BTR_CHECK_GO_RUNS=20 for the
+  # issue's 20 runs.
+  (export HOME=$tmp GOCACHE=$tmp/gocache GOPATH=$tmp/gopath GOFLAGS=-mod=mod
+   go build -o gopreempt "$src/progs/go/benign_preempt.go") >gobuild2.txt 2>&1
+  check "go build benign_preempt: $(head -3 gobuild2.txt)" [ -x gopreempt ]
+  for i in $(seq "${BTR_CHECK_GO_RUNS:-2}"); do
+    rec gopre$i.btr ./gopreempt; benign gopre$i
+    rm -f gopre$i.btr
+  done
 fi
 # JIT-style code: the decoder loses the flow in the stub and meets returns
 # compressed against calls it did not see (was code-modified and

@@ -64,19 +64,6 @@ static struct proc *proc_get(struct check *c, uint32_t pid, size_t *idx)
 	return &np[c->n_procs++];
 }
 
-static struct mapping *map_of(struct proc *p, uint64_t a)
-{
-	for (size_t i = p->n_maps; i-- > 0;)
-		if (a >= p->maps[i].start && a < p->maps[i].end)
-			return &p->maps[i];
-	return NULL;
-}
-
-static const struct check_mod *mod_of(const struct check *c, const struct mapping *m)
-{
-	return m && m->mod >= 0 && c->mods[m->mod].ok ? &c->mods[m->mod] : NULL;
-}
-
 static struct thr *thr_get(struct check *c, uint32_t tid, uint32_t pid)
 {
 	if (btr_likely(c->last_thr && c->last_thr->tid == tid)) {
@@ -228,8 +215,8 @@ static int is_endbr64(struct check *c, uint32_t pid, uint64_t a)
 /* Function identity of @a: (module index, nearest entry); 0 if unknown. */
 static int func_id(struct check *c, struct proc *p, uint64_t a, int *mod, uint64_t *fn)
 {
-	struct mapping *m = map_of(p, a);
-	const struct check_mod *cm = mod_of(c, m);
+	struct mapping *m = check_map_of(p, a);
+	const struct check_mod *cm = check_mod_of(c, m);
 	if (!cm)
 		return 0;
 	uint64_t f = check_mod_func_of(cm, a - m->bias);
@@ -290,19 +277,13 @@ static int same_function(struct check *c, const struct btr_branch *b, const stru
 	return (int)v;
 }
 
-static int sym_name(struct check *c, uint32_t pid, uint64_t a, char *buf, size_t size)
+/* The name of the function symbol holding @a (owned by the image), or NULL. */
+static const char *sym_name(struct check *c, uint32_t pid, uint64_t a)
 {
 	struct btr_symbol sym;
-	if (btr_image_symbol(btr_stream_image_pid(c->s, pid), a, &sym) < 0 || !sym.name)
-		return 0;
-	snprintf(buf, size, "%s", sym.name);
-	return 1;
-}
-
-static const char *base_name(const char *p)
-{
-	const char *s = p ? strrchr(p, '/') : NULL;
-	return s ? s + 1 : (p ? p : "?");
+	if (btr_image_symbol(btr_stream_image_pid(c->s, pid), a, &sym) < 0)
+		return NULL;
+	return sym.name;
 }
 
 /* Pops the shadow stack to the frame of the function @target lies in:
@@ -372,8 +353,8 @@ static int is_ctx_bottom(struct check *c, uint32_t pid, uint64_t a)
 /* 1 if @a is a function entry of a module process @p maps. */
 static int is_entry_at(struct check *c, struct proc *p, uint64_t a)
 {
-	struct mapping *m = map_of(p, a);
-	const struct check_mod *cm = mod_of(c, m);
+	struct mapping *m = check_map_of(p, a);
+	const struct check_mod *cm = check_mod_of(c, m);
 	return cm && check_mod_is_entry(cm, a - m->bias);
 }
 
@@ -396,7 +377,7 @@ static int in_injected(struct check *c, struct proc *p, uint64_t from)
 	uint64_t fn;
 	if (!p->n_injected || !func_id(c, p, from, &mod, &fn))
 		return 0;
-	struct mapping *m = map_of(p, from);
+	struct mapping *m = check_map_of(p, from);
 	for (size_t i = 0; i < p->n_injected; i++)
 		if (p->injected[i] == fn + m->bias)
 			return 1;
@@ -430,8 +411,8 @@ static int end_chain(struct check *c, struct thr *t, int final)
 	t->chain = 0;
 	if (n == 1 && !t->chain_first_mismatch) {
 		struct proc *p = proc_get(c, t->pid, NULL);
-		struct mapping *m = p ? map_of(p, t->chain_to[0]) : NULL;
-		const struct check_mod *cm = mod_of(c, m);
+		struct mapping *m = p ? check_map_of(p, t->chain_to[0]) : NULL;
+		const struct check_mod *cm = check_mod_of(c, m);
 		if (cm && check_mod_is_entry(cm, t->chain_to[0] - m->bias)) {
 			t->cand = 1;
 			return final ? emit_cand(c, t) : 0;
@@ -498,10 +479,55 @@ static int ret_of_restorer(struct check *c, size_t pi, uint32_t pid, uint64_t fr
 	uint64_t key = from | ((uint64_t)pi << 48);
 	if (pairmap_get(&c->ctxret, key, 0, &v))
 		return (int)v;
-	char name[64];
-	v = sym_name(c, pid, from, name, sizeof(name)) && is_ctx_restorer(name);
+	const char *name = sym_name(c, pid, from);
+	v = name && is_ctx_restorer(name);
 	pairmap_put(&c->ctxret, key, 0, v);
 	return (int)v;
+}
+
+/* Nonzero if the straight-line block [@blk, @from) of process @pid loads
+ * the stack pointer from another register or from memory (mov %reg,%rsp,
+ * mov mem,%rsp, xchg with %rsp, pop %rsp; not %rbp's epilogue, not lea's
+ * realignment): a routine that switches to another stack, whose return
+ * goes where that stack says (valgrind's call_on_new_stack pushes the
+ * function to start and returns into it, as makecontext's contexts do). */
+static int block_switches_stack(struct check *c, uint32_t pid, uint64_t blk, uint64_t from)
+{
+	if (!blk || blk > from || from - blk > 4096)
+		return 0;
+	size_t n = (size_t)(from - blk);
+	uint8_t *buf = malloc(n + 1);
+	int got = buf ? btr_image_read(btr_stream_image_pid(c->s, pid), blk, buf, n) : -1;
+	int hit = 0;
+	size_t o = 0;
+	while (got == (int)n && o < n) {
+		struct btr_insn in;
+		int l = btr_insn_decode(buf + o, n - o, blk + o, BTR_MODE_64, &in);
+		if (l <= 0)
+			break;
+		const uint8_t *q = buf + o;
+		size_t k = 0;
+		while (k < (size_t)l && (q[k] == 0x66 || q[k] == 0xf2 || q[k] == 0xf3 || q[k] == 0x2e || q[k] == 0x3e))
+			k++;
+		unsigned rex = k < (size_t)l && (q[k] & 0xf0) == 0x40 ? q[k++] : 0;
+		unsigned op = k < (size_t)l ? q[k] : 0, mrm = k + 1 < (size_t)l ? q[k + 1] : 0;
+		unsigned md = mrm >> 6, reg = ((mrm >> 3) & 7) | (rex & 4 ? 8 : 0), rm = (mrm & 7) | (rex & 1 ? 8 : 0);
+		if (op == 0x5c && !(rex & 1) && k == (size_t)l - 1)
+			hit = 1;   /* pop %rsp */
+		else if (rex & 8) {
+			if (op == 0x89 && md == 3 && rm == 4 && reg != 4 && reg != 5)
+				hit = 1;   /* mov %reg,%rsp */
+			else if (op == 0x8b && reg == 4 && (md != 3 || (rm != 4 && rm != 5)))
+				hit = 1;   /* mov mem/%reg,%rsp */
+			else if (op == 0x87 && md == 3 && (rm == 4 || reg == 4) && rm != reg)
+				hit = 1;   /* xchg %reg,%rsp */
+			else if (op == 0x94 && !(rex & 1))
+				hit = 1;   /* xchg %rax,%rsp */
+		}
+		o += (size_t)l;
+	}
+	free(buf);
+	return hit && o == n;   /* (the sweep ends at the return: in step) */
 }
 
 static int check_ret(struct check *c, size_t pi, struct proc *p, struct thr *t, const struct btr_branch *b)
@@ -541,8 +567,8 @@ static int check_ret(struct check *c, size_t pi, struct proc *p, struct thr *t, 
 	}
 	/* The C++ unwinder (libgcc's _Unwind_RaiseException and friends)
 	 * enters the landing pad with a return (__builtin_eh_return). */
-	char name[64];
-	if (sym_name(c, b->pid, b->from, name, sizeof(name))) {
+	const char *name = sym_name(c, b->pid, b->from);
+	if (name) {
 		if (!strncmp(name, "_Unwind_", 8)) {
 			unwind_to(c, p, t, to);
 			return 0;
@@ -563,6 +589,14 @@ static int check_ret(struct check *c, size_t pi, struct proc *p, struct thr *t, 
 	if (in_injected(c, p, b->from)) {
 		t->n = 0;
 		return 0;
+	}
+	/* A block that loaded the stack pointer from elsewhere returns on
+	 * another stack: like setcontext's return (a function entry starts a
+	 * new context; any other target is judged on the emptied stack) */
+	if (block_switches_stack(c, b->pid, t->blk, b->from)) {
+		ctx_resume(c, p, t, to);
+		if (p->new_ctx && is_entry_at(c, p, to))
+			return 0;
 	}
 	int pre = call_preceded(c, pi, b->pid, to);
 	if (!pre && p->new_ctx && is_ctx_bottom(c, b->pid, to)) {
@@ -587,113 +621,6 @@ static int check_ret(struct check *c, size_t pi, struct proc *p, struct thr *t, 
 	return hijacked_ret(c, t, b, pre);
 }
 
-/* An indirect jump or call of module @fm through its GOT slot of @name
- * (a PLT stub, or `call/jmp *name@GOTPCREL(%rip)` of -fno-plt code) went
- * to @b->to.  @name NULL: take it from the PLT stub's symbol at b->from. */
-static int check_plt(struct check *c, struct proc *p, struct thr *t, const struct btr_branch *b,
-		     const struct mapping *fmap, const struct check_mod *fm, const char *slot_name)
-{
-	if (check_mod_in_plt(fm, b->to - fmap->bias))
-		return 0;   /* lazy binding: on to the stub's push */
-	struct mapping *tmap = map_of(p, b->to);
-	const struct check_mod *tm = mod_of(c, tmap);
-	if (!tm)
-		return 0;
-	/* A non-PIE program's PLT stub is the canonical address of a function
-	 * whose address it takes: other modules' slots point there, and that
-	 * stub's own jump is checked next. */
-	if (check_mod_in_plt(tm, b->to - tmap->bias))
-		return 0;
-	char name[128];
-	if (slot_name) {
-		snprintf(name, sizeof(name), "%s", slot_name);
-	} else {
-		if (!sym_name(c, b->pid, b->from, name, sizeof(name)))
-			return 0;
-		if (!strstr(name, "@plt"))
-			return 0;
-		*strchr(name, '@') = 0;   /* "memcpy@@GLIBC_2.14@plt" -> "memcpy" */
-	}
-	if ((tm->soname && !strncmp(tm->soname, "ld-linux", 8)) || !strncmp(base_name(tm->path), "ld-linux", 8))
-		return 0;   /* the lazy-binding resolver */
-	if (!check_mod_exports(tm, name)) {
-		char tsym[SYM_LEN];
-		check_symbolize(c, b->pid, b->to, tsym);
-		return check_add_finding(c, K_GOT, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos,
-				   (b->flags & BTR_BF_TSC) ? b->tsc : 0,
-				   "the GOT slot of %s in %s sends the %s to %s in %s, which does not "
-				   "export %s (overwritten GOT entry)",
-				   name, fm->path, slot_name ? "call through it" : "PLT jump", tsym, tm->path, name);
-	}
-	/* Which module would provide @name without preloading: breadth-first
-	 * over DT_NEEDED from the program (and the calling module). */
-	int order[256];
-	size_t n = 0;
-	for (size_t i = 0; i < p->n_maps && n < 1; i++)
-		if (mod_of(c, &p->maps[i]) && c->mods[p->maps[i].mod].is_main)
-			order[n++] = p->maps[i].mod;
-	/* the program's closure first, then the caller's (a dlopen'ed one) */
-	for (int pass = 0; pass < 2; pass++) {
-		if (pass == 1) {
-			int seen_f = 0;
-			for (size_t i = 0; i < n; i++)
-				seen_f |= order[i] == fmap->mod;
-			if (seen_f)
-				break;
-			order[n++] = fmap->mod;
-		}
-		for (size_t i = 0; i < n && n < BTR_ARRAY_SIZE(order); i++) {
-			const struct check_mod *m = &c->mods[order[i]];
-			for (size_t k = 0; k < m->n_needed; k++) {
-				for (size_t j = 0; j < p->n_maps; j++) {
-					int mi = p->maps[j].mod;
-					if (mi < 0 || !c->mods[mi].ok)
-						continue;
-					const struct check_mod *cand = &c->mods[mi];
-					if (strcmp(m->needed[k], cand->soname ? cand->soname : base_name(cand->path)))
-						continue;
-					int dup = 0;
-					for (size_t q = 0; q < n; q++)
-						dup |= order[q] == mi;
-					if (!dup && n < BTR_ARRAY_SIZE(order))
-						order[n++] = mi;
-					break;
-				}
-			}
-		}
-	}
-	const struct check_mod *expect = NULL;
-	for (size_t i = 0; i < n && !expect; i++)
-		if (check_mod_exports(&c->mods[order[i]], name))
-			expect = &c->mods[order[i]];
-	if (!expect || expect == tm)
-		return 0;
-	return check_add_finding(c, K_INTERPOSE, BTR_CHECK_MEDIUM, t, b->from, b->to, b->to, c->pos,
-			   (b->flags & BTR_BF_TSC) ? b->tsc : 0,
-			   "%s called from %s resolves to %s, which no DT_NEEDED chain of the program loads "
-			   "(preloaded); without it %s would provide %s",
-			   name, fm->path, tm->path, expect->path, name);
-}
-
-/* For `call/jmp *disp32(%rip)` (FF /2, FF /4 with RIP-relative ModRM,
- * optional prefixes) through a GOT slot of an imported function: its
- * name; else NULL. */
-static const char *got_call_name(struct check *c, const struct btr_branch *b, const struct mapping *fmap,
-				 const struct check_mod *fm)
-{
-	uint8_t buf[16];
-	int n = btr_image_read(btr_stream_image_pid(c->s, b->pid), b->from, buf, sizeof(buf));
-	int i = 0;
-	while (i < n && i < 4 && (buf[i] == 0x3e || buf[i] == 0xf2 || buf[i] == 0x2e || (buf[i] & 0xf0) == 0x40))
-		i++;
-	if (i + 6 > n || buf[i] != 0xff || (buf[i + 1] != 0x15 && buf[i + 1] != 0x25))
-		return NULL;
-	int32_t disp;
-	memcpy(&disp, buf + i + 2, 4);
-	uint64_t slot = b->from + (uint64_t)(i + 6) + (uint64_t)(int64_t)disp;
-	return check_mod_got_name(fm, slot - fmap->bias);
-}
-
 static int check_indirect(struct check *c, size_t pi, struct proc *p, struct thr *t,
 			  const struct btr_branch *b)
 {
@@ -703,8 +630,8 @@ static int check_indirect(struct check *c, size_t pi, struct proc *p, struct thr
 	int rc = pairmap_put(&c->edges, b->from, b->to, 0);
 	if (rc < 0)
 		return rc;
-	struct mapping *fmap = map_of(p, b->from), *tmap = map_of(p, b->to);
-	const struct check_mod *fm = mod_of(c, fmap), *tm = mod_of(c, tmap);
+	struct mapping *fmap = check_map_of(p, b->from), *tmap = check_map_of(p, b->to);
+	const struct check_mod *fm = check_mod_of(c, fmap), *tm = check_mod_of(c, tmap);
 	if (!tm)
 		return 0;   /* no model (or no file: reported as unbacked) */
 	if (insn_at(c, pi, b->pid, b->to) == INSN_NOCODE)
@@ -712,10 +639,8 @@ static int check_indirect(struct check *c, size_t pi, struct proc *p, struct thr
 			     * text mapped again elsewhere): no code there to judge */
 	uint64_t tl = b->to - tmap->bias;
 	uint64_t tsc = (b->flags & BTR_BF_TSC) ? b->tsc : 0;
-	const char *gname;
-	if (fm && !check_mod_in_plt(fm, b->from - fmap->bias) &&
-	    (gname = got_call_name(c, b, fmap, fm)) != NULL)
-		return check_plt(c, p, t, b, fmap, fm, gname);
+	if (fm && (rc = check_got_transfer(c, p, t, b, fmap, fm)) != 0)
+		return rc < 0 ? rc : 0;   /* through a GOT slot: judged there */
 	if (b->kind == BTR_KIND_CALL_IND) {
 		if (check_mod_is_entry(tm, tl) || check_mod_in_plt(tm, tl) || is_endbr64(c, b->pid, b->to) ||
 		    check_starts_by_layout(c, b->pid, tmap, tm, tl))
@@ -732,7 +657,7 @@ static int check_indirect(struct check *c, size_t pi, struct proc *p, struct thr
 	}
 	/* JMP_IND */
 	if (fm && check_mod_in_plt(fm, b->from - fmap->bias))
-		return check_plt(c, p, t, b, fmap, fm, NULL);
+		return 0;   /* a PLT jump through no known slot (PLT0: to the lazy-binding resolver) */
 	if (fmap == tmap && same_function(c, b, fmap, fm))
 		return 0;   /* switch table (also into a .cold part), computed goto */
 	if (check_mod_is_entry(tm, tl) || check_mod_in_plt(tm, tl) || is_endbr64(c, b->pid, b->to) ||
@@ -829,14 +754,19 @@ static const char *const JIT_PROGRAMS[] = { "node", "nodejs", "luajit", NULL };
 
 static int jit_engine(const char *path)
 {
-	const char *base = base_name(path);
+	const char *base = check_base_name(path);
 	for (size_t i = 0; JIT_ENGINES[i]; i++)
 		if (!strncmp(base, JIT_ENGINES[i], strlen(JIT_ENGINES[i])))
 			return 1;
 	for (size_t i = 0; JIT_PROGRAMS[i]; i++)
 		if (!strcmp(base, JIT_PROGRAMS[i]))
 			return 1;
-	return 0;
+	/* valgrind's tools (memcheck-amd64-linux, none-amd64-linux, ... in a
+	 * directory named valgrind): they run the program as translations in
+	 * their own code cache */
+	size_t n = strlen(base);
+	return n > 12 && !strcmp(base + n - 12, "-amd64-linux") && base - path >= 10 &&
+	       !strncmp(base - 10, "/valgrind/", 10);
 }
 
 /* 1 if @a lies in an area of JIT engine code (jit_code) of process @pi. */
@@ -857,7 +787,7 @@ static int jit_code(struct check *c, size_t pi, struct proc *p, const struct btr
 	if (pairmap_get(&c->jit, area, pi, &v))
 		return 1;
 	if (!pairmap_get(&c->jit, b->from >> JIT_AREA_SHIFT, pi, &v)) {
-		const struct mapping *fm = map_of(p, b->from);
+		const struct mapping *fm = check_map_of(p, b->from);
 		if (!fm || !fm->backed || !fm->path || !jit_engine(fm->path))
 			return 0;
 	}
@@ -876,7 +806,7 @@ static int jit_code(struct check *c, size_t pi, struct proc *p, const struct btr
  * the branches of the earlier arrive), so there is nothing to compare. */
 static int file_code(struct check *c, size_t pi, struct proc *p, uint64_t a)
 {
-	struct mapping *m = map_of(p, a);
+	struct mapping *m = check_map_of(p, a);
 	if (m)
 		return m->backed;
 	struct btr_image_module mi;
@@ -894,16 +824,20 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 	uint64_t tsc = (b->flags & BTR_BF_TSC) ? b->tsc : 0;
 	int cond = b->kind == BTR_KIND_JCC || b->kind == BTR_KIND_LOOP || b->kind == BTR_KIND_JRCXZ;
 	int taken = (b->flags & BTR_BF_TAKEN) || !cond;
+	/* a signal that interrupted the thread right at a suspicious return's
+	 * target, before anything ran there (see the FLOW_ENABLE event) */
+	uint64_t sig_at_ret = b->kind == BTR_KIND_ASYNC && t->chain == 1 && b->from == t->chain_to[0] ? b->from : 0;
 	if (t->chain && b->kind != BTR_KIND_RET && (rc = end_chain(c, t, 0)) < 0)
 		return rc;
 	if (t->pending_mod && (rc = emit_code_mod(c, t, b->from)) < 0)
 		return rc;
+	t->blk = t->last_to;
 	t->last_to = b->to;
 	int clean = 1;   /* nothing found on the way */
 	/* A transfer into memory no file backs: shellcode, or JIT code -
 	 * which its runtime names in a perf map or jitdump (then no finding). */
 	if (taken && b->to && p->n_maps) {
-		struct mapping *m = map_of(p, b->to);
+		struct mapping *m = check_map_of(p, b->to);
 		struct btr_image *img = btr_stream_image_pid(c->s, b->pid);
 		/* without a module record the image may still hold a file's code
 		 * there (an --elf given by the user); code bytes the recorder
@@ -941,7 +875,7 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 			struct btr_insn in;
 			if (btr_insn_decode_image(btr_stream_image_pid(c->s, b->pid), b->from, BTR_MODE_64, &in) > 0 &&
 			    in.target != b->to) {
-				struct mapping *m = map_of(p, b->from);
+				struct mapping *m = check_map_of(p, b->from);
 				return check_add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos, tsc,
 						   "the direct %s at 0x%" PRIx64 " in %s encodes target 0x%" PRIx64
 						   ", the branch record goes to 0x%" PRIx64 ": the code that ran is not "
@@ -950,6 +884,7 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 						   m && m->path ? m->path : "the image", in.target, b->to);
 			}
 		}
+		t->sig_at_ret = sig_at_ret;
 		return push_frame(c, t, b->from, FR_SIGNAL);
 	}
 	uint64_t dtarget;
@@ -967,7 +902,7 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 	if (b->kind != BTR_KIND_NONE && dkind != b->kind &&
 	    btr_branch_kind_class((enum btr_branch_kind)dkind) !=
 		    btr_branch_kind_class((enum btr_branch_kind)b->kind) && file_code(c, pi, p, b->from)) {
-		struct mapping *m = map_of(p, b->from);
+		struct mapping *m = check_map_of(p, b->from);
 		return check_add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos, tsc,
 				   "the trace records a %s branch at 0x%" PRIx64 ", but the bytes %s holds there "
 				   "decode to %s: the code that ran is not the file's (patched at run time)",
@@ -978,7 +913,7 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 	int kind = b->kind != BTR_KIND_NONE ? b->kind : dkind;
 	if (taken && (dflags & BTR_INSN_DIRECT) && dtarget != b->to) {
 		if (file_code(c, pi, p, b->from)) {
-			struct mapping *m = map_of(p, b->from);
+			struct mapping *m = check_map_of(p, b->from);
 			return check_add_finding(c, K_CODE_MOD, BTR_CHECK_HIGH, t, b->from, b->to, b->to, c->pos,
 					   tsc,
 					   "the direct %s at 0x%" PRIx64 " in %s encodes target 0x%" PRIx64
@@ -1020,8 +955,8 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 		}
 		return check_ret(c, pi, p, t, b);
 	case BTR_KIND_JMP_IND: {
-		char name[64];
-		if (sym_name(c, b->pid, b->from, name, sizeof(name))) {
+		const char *name = sym_name(c, b->pid, b->from);
+		if (name) {
 			if (!strncmp(name, "_Unwind_", 8)) {
 				/* libgcc's unwinder enters a landing pad (uw_install_context) */
 				unwind_to(c, p, t, b->to);
@@ -1042,10 +977,10 @@ static int on_branch(struct check *c, struct proc *p, size_t pi, struct thr *t, 
 		 * table whose case follows a call, as in a recursive
 		 * evaluator: no frame ends), or __builtin_longjmp to its
 		 * __builtin_setjmp's receiver (a label its function takes) */
-		struct mapping *m = map_of(p, b->to);
-		if (m && mod_of(c, m) && !check_mod_is_entry(mod_of(c, m), b->to - m->bias) &&
-		    !(m == map_of(p, b->from) && same_function(c, b, m, mod_of(c, m))) &&
-		    (call_preceded(c, pi, b->pid, b->to) || check_lea_taken(c, b->pid, m, mod_of(c, m), b->to - m->bias)))
+		struct mapping *m = check_map_of(p, b->to);
+		if (m && check_mod_of(c, m) && !check_mod_is_entry(check_mod_of(c, m), b->to - m->bias) &&
+		    !(m == check_map_of(p, b->from) && same_function(c, b, m, check_mod_of(c, m))) &&
+		    (call_preceded(c, pi, b->pid, b->to) || check_lea_taken(c, b->pid, m, check_mod_of(c, m), b->to - m->bias)))
 			unwind_to(c, p, t, b->to);
 		return 0;
 	}
@@ -1087,6 +1022,7 @@ static int a_branches(void *state, const struct btr_branch *b, size_t n)
 		 * next branch ends).  Positions and counts are kept here and
 		 * stored before anything that may report. */
 		uint64_t tag = (uint64_t)pi << 32 | c->gen, pos = c->pos, nb = 0;
+		size_t i0 = i;
 		int fast = !t->chain && !t->pending_mod, tail = 0;
 		for (; i < n && b[i].tid == tid && b[i].pid == pid; i++, pos++) {
 			const struct btr_branch *x = &b[i];
@@ -1105,6 +1041,7 @@ static int a_branches(void *state, const struct btr_branch *b, size_t n)
 						continue;
 					}
 					c->pos = pos;
+					t->blk = i > i0 ? b[i - 1].to : t->last_to;
 					if ((rc = check_ret(c, pi, p, t, x)) < 0)
 						return rc;
 					fast = !t->chain;
@@ -1157,7 +1094,7 @@ static int file_backed(const char *path)
 	if (path && (!strcmp(path, "[vdso]") || !strcmp(path, "[vsyscall]") || !strcmp(path, "[uprobes]")))
 		return 1;
 	if (!path || path[0] != '/' || !strncmp(path, "//anon", 6) || !strncmp(path, "/memfd:", 7) ||
-	    !strncmp(path, "/dev/zero", 9))
+	    btr__path_is_device(path))
 		return 0;
 	size_t n = strlen(path);
 	return !(n > 10 && !strcmp(path + n - 10, " (deleted)"));
@@ -1227,6 +1164,7 @@ static void drop_maps(struct proc *p, uint64_t start, uint64_t size, int all)
 
 static void reset_thread(struct check *c, struct thr *t)
 {
+	t->sig_at_ret = 0;
 	end_chain(c, t, 1);
 	emit_cand(c, t);
 	t->n = 0;
@@ -1296,8 +1234,9 @@ static int a_event(void *state, const struct btr_stream_event *ev)
 			 * itself, which resumes the interrupted code). */
 			uint64_t next = t->sys_next;
 			t->sys_next = 0;
-			uint64_t was = t->sig_ret;
+			uint64_t was = t->sig_ret, at_ret = t->sig_at_ret;
 			t->sig_ret = 0;
+			t->sig_at_ret = 0;
 			if (!next || ev->flow->ip == next)
 				return 0;
 			if (!is_sigreturn_stub(c, ev->pid, next - 9))
@@ -1307,14 +1246,26 @@ static int a_event(void *state, const struct btr_stream_event *ev)
 			 * asynchronous preemption pushes the interrupted pc and
 			 * enters asyncPreempt), which returns there */
 			struct proc *p = proc_get(c, ev->pid, NULL);
-			if (!p || !was || ev->flow->ip == was || !is_entry_at(c, p, ev->flow->ip))
+			if (!p || !was || !is_entry_at(c, p, ev->flow->ip))
+				return 0;
+			int injected = ev->flow->ip != was;
+			/* The same, when the signal came right after a return: the
+			 * recorder takes where rt_sigreturn resumes for the return's
+			 * target and for the interrupted pc (docs/record.md), so the
+			 * held-back return into this entry went, in truth, to the pc
+			 * the handler saved (which the trace does not show) */
+			if (!injected && at_ret == was && t->cand && t->chain_to[0] == was) {
+				t->cand = 0;
+				injected = 1;
+			}
+			if (!injected)
 				return 0;
 			size_t k = 0;
 			while (k < p->n_injected && p->injected[k] != ev->flow->ip)
 				k++;
 			if (k == p->n_injected && k < MAX_INJECTED)
 				p->injected[p->n_injected++] = ev->flow->ip;
-			return push_frame(c, t, was, FR_CALL);
+			return ev->flow->ip != was ? push_frame(c, t, was, FR_CALL) : 0;
 		}
 		if (ev->flow->type != BTR_FLOW_GAP && ev->flow->type != BTR_FLOW_OVERFLOW)
 			return 0;

@@ -24,6 +24,7 @@
 #include "check_priv.h"
 #include "elf/elf_priv.h"
 #include "btr/error.h"
+#include "btr/insn.h"
 #include "elf/eh_frame.h"
 #include "internal.h"
 
@@ -77,7 +78,8 @@ static int u64cmp(const void *a, const void *b)
 }
 
 struct slotname {
-	uint64_t slot, name;   /* GOT slot, offset of its name in the blob */
+	uint64_t slot, name;   /* GOT slot, offset of its name in the blob (UINT64_MAX: IRELATIVE) */
+	uint64_t res;          /* IRELATIVE: the IFUNC resolver */
 };
 
 static int slotcmp(const void *a, const void *b)
@@ -563,8 +565,12 @@ static void sort_unique(struct u64vec *v)
 }
 
 /* GOT slots of imported functions (JUMP_SLOT, GLOB_DAT of a function or
- * untyped undefined symbol), names appended to the string blob. */
-static int read_got(Elf *e, struct u64vec *slots, struct u64vec *names, char **strings, size_t *strbytes)
+ * untyped undefined symbol), names appended to the string blob (offset in
+ * @names), and IRELATIVE slots (name UINT64_MAX, the IFUNC resolver in
+ * @res; 0 for the others).  IRELATIVE needs no symbol table (static-pie
+ * files have none). */
+static int read_got(Elf *e, struct u64vec *slots, struct u64vec *names, struct u64vec *res, char **strings,
+		    size_t *strbytes)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
@@ -573,10 +579,11 @@ static int read_got(Elf *e, struct u64vec *slots, struct u64vec *names, char **s
 			continue;
 		Elf_Scn *symscn = elf_getscn(e, sh.sh_link);
 		GElf_Shdr symsh;
-		Elf_Data *rd = elf_getdata(scn, NULL), *sd;
-		if (!rd || !symscn || !gelf_getshdr(symscn, &symsh) || symsh.sh_type != SHT_DYNSYM ||
-		    !(sd = elf_getdata(symscn, NULL)))
+		Elf_Data *rd = elf_getdata(scn, NULL), *sd = NULL;
+		if (!rd)
 			continue;
+		if (symscn && gelf_getshdr(symscn, &symsh) && symsh.sh_type == SHT_DYNSYM)
+			sd = elf_getdata(symscn, NULL);
 		size_t n = sh.sh_size / sh.sh_entsize;
 		for (size_t i = 0; i < n; i++) {
 			GElf_Rela r;
@@ -584,7 +591,14 @@ static int read_got(Elf *e, struct u64vec *slots, struct u64vec *names, char **s
 			if (!gelf_getrela(rd, (int)i, &r))
 				break;
 			unsigned type = GELF_R_TYPE(r.r_info);
-			if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) ||
+			int rc;
+			if (type == R_X86_64_IRELATIVE) {
+				if ((rc = push(slots, r.r_offset)) < 0 || (rc = push(names, UINT64_MAX)) < 0 ||
+				    (rc = push(res, (uint64_t)r.r_addend)) < 0)
+					return rc;
+				continue;
+			}
+			if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || !sd ||
 			    !gelf_getsym(sd, (int)GELF_R_SYM(r.r_info), &s))
 				continue;
 			int st = GELF_ST_TYPE(s.st_info);
@@ -593,8 +607,8 @@ static int read_got(Elf *e, struct u64vec *slots, struct u64vec *names, char **s
 			const char *name = elf_strptr(e, symsh.sh_link, s.st_name);
 			if (!name || !*name)
 				continue;
-			int rc;
-			if ((rc = push(slots, r.r_offset)) < 0 || (rc = add_name(strings, strbytes, name, names)) < 0)
+			if ((rc = push(slots, r.r_offset)) < 0 || (rc = add_name(strings, strbytes, name, names)) < 0 ||
+			    (rc = push(res, 0)) < 0)
 				return rc;
 		}
 	}
@@ -640,6 +654,68 @@ static int read_dynamic(Elf *e, struct check_mod *m)
 	return 0;
 }
 
+/* What the IFUNC resolvers of @m's IRELATIVE slots may return, as the
+ * dynamic linker stores it in the slot: the code addresses each resolver's
+ * code takes - `lea disp(%rip)` (glibc's resolvers pick among their
+ * variants so: lea __log1p_fma(%rip), %rdx; cmovne %rdx, %rax), or an
+ * absolute `mov $imm32` in an ET_EXEC file - scanned over the resolver's
+ * FDE range (else its first 256 bytes).  Appended as (resolver, target)
+ * pairs to @pairs (two words each). */
+static int read_ifunc_targets(Elf *e, const struct check_mod *m, int is_exec_type, struct u64vec *pairs)
+{
+	for (size_t i = 0; i < m->n_got; i++) {
+		uint64_t rsv = m->got_res[i], lo, hi;
+		if (m->got_name[i] || !rsv)
+			continue;
+		int dup = 0;
+		for (size_t k = 0; k < i && !dup; k++)
+			dup = !m->got_name[k] && m->got_res[k] == rsv;
+		if (dup)
+			continue;
+		if (!check_mod_fde_of(m, rsv, &lo, &hi) || lo != rsv)
+			hi = rsv + 256;
+		if (hi - rsv > 4096)
+			hi = rsv + 4096;
+		Elf_Scn *scn = NULL;
+		GElf_Shdr sh;
+		const uint8_t *code = NULL;
+		size_t avail = 0;
+		while (!code && (scn = elf_nextscn(e, scn)) != NULL) {
+			Elf_Data *d;
+			if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR) && sh.sh_type == SHT_PROGBITS &&
+			    rsv >= sh.sh_addr && rsv < sh.sh_addr + sh.sh_size && (d = elf_getdata(scn, NULL)) &&
+			    d->d_buf && d->d_size >= sh.sh_size) {
+				code = (const uint8_t *)d->d_buf + (rsv - sh.sh_addr);
+				avail = (size_t)(sh.sh_addr + sh.sh_size - rsv);
+			}
+		}
+		size_t n = (size_t)(hi - rsv) < avail ? (size_t)(hi - rsv) : avail;
+		for (size_t o = 0; code && o < n;) {
+			struct btr_insn in;
+			int l = btr_insn_decode(code + o, n - o, rsv + o, BTR_MODE_64, &in);
+			if (l <= 0)
+				break;
+			const uint8_t *q = code + o;
+			size_t k = 0;
+			unsigned rex = (q[k] & 0xf0) == 0x40 ? q[k++] : 0;
+			uint64_t t = 0;
+			if ((rex & 8) && q[k] == 0x8d && k + 6 == (size_t)l && (q[k + 1] & 0xc7) == 0x05)
+				t = rsv + o + (uint64_t)l + (uint64_t)(int64_t)rd_s32(q + k + 2);   /* lea disp(%rip) */
+			else if (is_exec_type && (q[k] & 0xf8) == 0xb8 && k + 5 == (size_t)l)
+				t = (uint32_t)rd_s32(q + k + 1);   /* mov $imm32, %r32 */
+			else if (is_exec_type && (rex & 8) && q[k] == 0xc7 && k + 6 == (size_t)l && (q[k + 1] & 0xf8) == 0xc0)
+				t = (uint64_t)(int64_t)rd_s32(q + k + 2);   /* mov $imm32, %r64 */
+			int rc;
+			if (t && (rc = push(pairs, rsv)) < 0)
+				return rc;
+			if (t && (rc = push(pairs, t)) < 0)
+				return rc;
+			o += (size_t)l;
+		}
+	}
+	return 0;
+}
+
 int check_mod_load(const char *path, struct check_mod *m)
 {
 	if (!(m->path = dupstr(path)))
@@ -649,7 +725,7 @@ int check_mod_load(const char *path, struct check_mod *m)
 	if (fd < 0)
 		return -BTR_ERR_NOENT;
 	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	struct u64vec ent = {0}, exp = {0}, gs = {0}, gn = {0};
+	struct u64vec ent = {0}, exp = {0}, gs = {0}, gn = {0}, gr = {0}, ifp = {0};
 	struct symvec syms = {0};
 	char *strings = NULL;
 	size_t strbytes = 0;
@@ -671,10 +747,15 @@ int check_mod_load(const char *path, struct check_mod *m)
 		goto out;
 	if ((rc = read_symbols(e, &ent, &exp, &strings, &strbytes, &syms)) < 0 ||
 	    (rc = build_splits(&syms, m)) < 0 || (rc = read_fdes(e, m)) < 0 ||
-	    (rc = read_got(e, &gs, &gn, &strings, &strbytes)) < 0 ||
+	    (rc = read_got(e, &gs, &gn, &gr, &strings, &strbytes)) < 0 ||
 	    (rc = read_eh_frame_hdr(e, &ent)) < 0 || (rc = read_dynamic(e, m)) < 0 ||
 	    (rc = read_init_fini(e, &ent)) < 0)
 		goto out;
+	/* every FDE start, also of files without .eh_frame_hdr (valgrind's
+	 * tools are static programs with .eh_frame but no header) */
+	for (size_t i = 0; i < m->n_fde; i++)
+		if ((rc = push(&ent, m->fde_lo[i])) < 0)
+			goto out;
 	static const char *const plts[3] = { ".plt", ".plt.sec", ".plt.got" };
 	for (int k = 0; k < 3; k++) {
 		GElf_Shdr sh;
@@ -706,7 +787,8 @@ int check_mod_load(const char *path, struct check_mod *m)
 	strings = NULL;
 	if (gs.n) {
 		if (!(m->got_slot = malloc(gs.n * sizeof(*m->got_slot))) ||
-		    !(m->got_name = malloc(gs.n * sizeof(*m->got_name)))) {
+		    !(m->got_name = malloc(gs.n * sizeof(*m->got_name))) ||
+		    !(m->got_res = malloc(gs.n * sizeof(*m->got_res)))) {
 			rc = -BTR_ERR_NOMEM;
 			goto out;
 		}
@@ -716,14 +798,31 @@ int check_mod_load(const char *path, struct check_mod *m)
 			goto out;
 		}
 		for (size_t i = 0; i < gs.n; i++)
-			sn[i] = (struct slotname){ gs.v[i], gn.v[i] };
+			sn[i] = (struct slotname){ gs.v[i], gn.v[i], gr.v[i] };
 		qsort(sn, gs.n, sizeof(*sn), slotcmp);
 		for (size_t i = 0; i < gs.n; i++) {
 			m->got_slot[i] = sn[i].slot;
-			m->got_name[i] = m->strings + sn[i].name;
+			m->got_name[i] = sn[i].name == UINT64_MAX ? NULL : m->strings + sn[i].name;
+			m->got_res[i] = sn[i].res;
 		}
 		free(sn);
 		m->n_got = gs.n;
+		if ((rc = read_ifunc_targets(e, m, eh.e_type == ET_EXEC, &ifp)) < 0)
+			goto out;
+		if (ifp.n) {
+			struct addrpair *pr = (struct addrpair *)ifp.v;   /* (two words each) */
+			size_t np = ifp.n / 2;
+			qsort(pr, np, sizeof(*pr), paircmp);
+			if (!(m->ifn_res = malloc(np * sizeof(uint64_t))) || !(m->ifn_tgt = malloc(np * sizeof(uint64_t)))) {
+				rc = -BTR_ERR_NOMEM;
+				goto out;
+			}
+			for (size_t i = 0; i < np; i++) {
+				m->ifn_res[i] = pr[i].a;
+				m->ifn_tgt[i] = pr[i].b;
+			}
+			m->n_ifn = np;
+		}
 	}
 	if (exp.n) {
 		if (!(m->exports = malloc(exp.n * sizeof(*m->exports)))) {
@@ -740,6 +839,8 @@ out:
 	free(syms.v);
 	free(gs.v);
 	free(gn.v);
+	free(gr.v);
+	free(ifp.v);
 	free(ent.v);
 	free(exp.v);
 	free(strings);
@@ -766,6 +867,9 @@ void check_mod_free(struct check_mod *m)
 	free(m->fde_hi);
 	free(m->got_slot);
 	free(m->got_name);
+	free(m->got_res);
+	free(m->ifn_res);
+	free(m->ifn_tgt);
 	free(m->exports);
 	free(m->strings);
 	memset(m, 0, sizeof(*m));
@@ -851,17 +955,25 @@ int check_mod_is_taken(const struct check_mod *m, uint64_t a)
 	return lo < m->n_taken && m->taken[lo] == a;
 }
 
-const char *check_mod_got_name(const struct check_mod *m, uint64_t slot)
+int check_mod_got(const struct check_mod *m, uint64_t slot, const char **name, uint64_t *resolver)
 {
-	size_t lo = 0, hi = m->n_got;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (m->got_slot[mid] < slot)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < m->n_got && m->got_slot[lo] == slot ? m->got_name[lo] : NULL;
+	ptrdiff_t i = floor_in(m->got_slot, m->n_got, slot);
+	if (i < 0 || m->got_slot[i] != slot)
+		return 0;
+	*name = m->got_name[i];
+	*resolver = m->got_res[i];
+	return 1;
+}
+
+int check_mod_ifunc_target(const struct check_mod *m, uint64_t resolver, uint64_t target)
+{
+	ptrdiff_t i = floor_in(m->ifn_res, m->n_ifn, resolver);
+	if (i < 0 || m->ifn_res[i] != resolver)
+		return check_mod_is_entry(m, target);   /* its code takes no address */
+	for (; i >= 0 && m->ifn_res[i] == resolver; i--)
+		if (m->ifn_tgt[i] == target)
+			return 1;
+	return 0;
 }
 
 int check_mod_in_plt(const struct check_mod *m, uint64_t a)

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "btr/check.h"
 #include "btr/stream.h"
@@ -45,10 +46,16 @@ struct check_mod {
 	uint64_t *taken;
 	size_t n_taken;
 	/* GOT slots of functions imported through JUMP_SLOT / GLOB_DAT
-	 * relocations: slot address and symbol name, sorted by slot. */
+	 * relocations (slot address and symbol name) and IRELATIVE slots
+	 * (name NULL, got_res the IFUNC resolver), sorted by slot. */
 	uint64_t *got_slot;
 	const char **got_name;
+	uint64_t *got_res;
 	size_t n_got;
+	/* What the IFUNC resolvers of IRELATIVE slots may return: (resolver,
+	 * target) pairs, sorted (the addresses each resolver's code takes). */
+	uint64_t *ifn_res, *ifn_tgt;
+	size_t n_ifn;
 	/* PLT sections (.plt, .plt.sec, .plt.got): [lo, hi) */
 	uint64_t plt_lo[3], plt_hi[3];
 	/* Defined global function symbols of .dynsym (what the module
@@ -82,8 +89,14 @@ int check_mod_fde_of(const struct check_mod *m, uint64_t a, uint64_t *lo, uint64
 int check_mod_fde_gap(const struct check_mod *m, uint64_t a, uint64_t *end);
 /* Nonzero if link address @a is stored somewhere in @m's data. */
 int check_mod_is_taken(const struct check_mod *m, uint64_t a);
-/* The imported function whose GOT slot is at link address @slot, or NULL. */
-const char *check_mod_got_name(const struct check_mod *m, uint64_t slot);
+/* The GOT slot at link address @slot: 1 and the imported function's name
+ * in *@name - or NULL for an IRELATIVE slot, whose IFUNC resolver is then
+ * in *@resolver; 0 if no relocation fills that slot. */
+int check_mod_got(const struct check_mod *m, uint64_t slot, const char **name, uint64_t *resolver);
+/* Nonzero if IFUNC resolver @resolver of @m may return link address
+ * @target (an address its code takes; a resolver whose code takes none:
+ * any entry of @m). */
+int check_mod_ifunc_target(const struct check_mod *m, uint64_t resolver, uint64_t target);
 /* Nonzero if @a lies in one of @m's PLT sections. */
 int check_mod_in_plt(const struct check_mod *m, uint64_t a);
 /* Nonzero if @m exports function @name. */
@@ -171,6 +184,10 @@ struct thr {
 			      * longer has) are not evidence */
 	int code_mod_seen;
 	uint64_t last_to;
+	uint64_t blk;        /* start of the block that ends at the branch being judged
+			      * (the thread's previous branch target), 0: unknown */
+	uint64_t sig_at_ret; /* a signal interrupted the thread right at a suspicious
+			      * return's target, before anything ran there */
 };
 
 /* A transfer on_branch judged clean before: a conditional or direct
@@ -233,6 +250,37 @@ struct check {
 	int ended;
 	struct btr_check_stats stats;
 };
+
+/* The mapping of process @p holding @a (the newest), or NULL. */
+static inline struct mapping *check_map_of(struct proc *p, uint64_t a)
+{
+	for (size_t i = p->n_maps; i-- > 0;)
+		if (a >= p->maps[i].start && a < p->maps[i].end)
+			return &p->maps[i];
+	return NULL;
+}
+
+/* The model of mapping @m's file, or NULL (none, or not readable). */
+static inline const struct check_mod *check_mod_of(const struct check *c, const struct mapping *m)
+{
+	return m && m->mod >= 0 && c->mods[m->mod].ok ? &c->mods[m->mod] : NULL;
+}
+
+/* The file name of path @p ("?" for NULL). */
+static inline const char *check_base_name(const char *p)
+{
+	const char *s = p ? strrchr(p, '/') : NULL;
+	return s ? s + 1 : (p ? p : "?");
+}
+
+/* check_got.c: if the indirect transfer @b from module @fm (mapping @fmap)
+ * of process @p goes through a GOT slot - a PLT stub's jump, or
+ * `call/jmp *slot(%rip)` of -fno-plt code - judges where it went
+ * (got-overwrite, interposition; an IRELATIVE slot by what its IFUNC
+ * resolver may return) and returns 1; 0 if it is no GOT transfer;
+ * negative on error. */
+int check_got_transfer(struct check *c, struct proc *p, struct thr *t, const struct btr_branch *b,
+		       const struct mapping *fmap, const struct check_mod *fm);
 
 /* Finding kinds: btr__check_kinds[K_*] is the name. */
 extern const char *const btr__check_kinds[];

@@ -408,8 +408,9 @@ static struct btr_image *img_of(struct btr_stream *s, uint32_t pid, int create)
 static int load_module(struct btr_stream *s, const struct btr_rec_module *m, char *file, size_t filesz)
 {
 	const char *path = m->path;
-	if (!path || !path[0] || path[0] == '[' || !strncmp(path, "//anon", 6) || jit_dump_path(path))
-		return 0;   /* [vdso], [kernel.kallsyms], anonymous, a jitdump marker: no code file */
+	if (!path || !path[0] || path[0] == '[' || !strncmp(path, "//anon", 6) || jit_dump_path(path) ||
+	    btr__path_is_device(path))
+		return 0;   /* [vdso], [kernel.kallsyms], anonymous, a jitdump marker, a device: no code file */
 	if (m->prot && !(m->prot & PROT_EXEC_BIT))
 		return 0;   /* a data mapping; code comes with the PROT_EXEC one */
 	size_t len = strlen(path);
