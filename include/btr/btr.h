@@ -27,6 +27,7 @@
 #include "btr/diverge.h"
 #include "btr/cfg.h"
 #include "btr/annotate.h"
+#include "btr/file.h"
 
 #pragma GCC visibility pop
 
