@@ -366,6 +366,14 @@ int btr_file_open_named(const char *path, uint64_t max_size, unsigned flags, uid
 	return fd;
 }
 
+int btr_file_open_source(const char *path, int rule, uid_t owner, const char *const *roots, unsigned flags)
+{
+	const uint64_t max = 64ull << 20;
+	if (!rule || btr_file_under_roots(path, roots))
+		return btr_file_open_named(path, max, flags & BTR_NAMED_QUIET, 0);
+	return btr_file_open_named(path, max, BTR_NAMED_READER | (flags & BTR_NAMED_QUIET), owner);
+}
+
 int btr_file_under_roots(const char *path, const char *const *roots)
 {
 	if (!path || !roots || !roots[0])

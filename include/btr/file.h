@@ -91,6 +91,14 @@ int btr_outfile_open_inplace(const char *path, mode_t mode);
  * regular file), -BTR_ERR_FBIG (over @max_size), -BTR_ERR_IO. */
 int btr_file_open_named(const char *path, uint64_t max_size, unsigned flags, uid_t uid);
 
+/* Opens source file @path, named by a trace's DWARF, for reading: if
+ * @rule, only when user @owner (the trace file's owner) could read it too
+ * (BTR_NAMED_READER) or it lies under one of @roots (the directories the
+ * reader named: --source-root); without @rule any regular file.  Always
+ * non-blocking, regular files of at most 64 MiB.  @flags: BTR_NAMED_QUIET
+ * or 0.  Returns a descriptor or an error of btr_file_open_named. */
+int btr_file_open_source(const char *path, int rule, uid_t owner, const char *const *roots, unsigned flags);
+
 /* Whether @path lies under one of the directories of @roots (a
  * NULL-terminated list; NULL: none).  Both are resolved by realpath(3). */
 int btr_file_under_roots(const char *path, const char *const *roots);
