@@ -20,6 +20,10 @@
 #endif
 
 void btr__log(enum btr_log_level level, const char *fmt, ...) BTR_PRINTF(2, 3);
+/* The largest module, debug or source file btr reads from a name that
+ * data gave (btr_file_open_named): a bound far above real files. */
+#define BTR__NAMED_FILE_MAX (8ull << 30)
+
 #define btr_err(...) btr__log(BTR_LOG_ERROR, __VA_ARGS__)
 #define btr_warn(...) btr__log(BTR_LOG_WARN, __VA_ARGS__)
 #define btr_info(...) btr__log(BTR_LOG_INFO, __VA_ARGS__)

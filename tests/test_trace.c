@@ -3,6 +3,7 @@
  * Also writes trace_sample.btr into the working directory (the build
  * directory under CTest) for tests/cli_trace.sh. */
 #include <dirent.h>
+#include <glob.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -1136,10 +1137,19 @@ static void test_abort_flush(void)
 	make_samples(s);
 	path_in(p, sizeof(p), "abort.btr");
 	unlink(p);
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", p, (int)getpid());
 	CHECK_EQ(btr_trace_writer_new(p, NULL, &w), 0);
 	if (!w)
 		return;
+	/* The temporary file: one random name beside the trace (O_EXCL). */
+	char pat[720];
+	glob_t gl;
+	snprintf(pat, sizeof(pat), "%s.tmp.??????", p);
+	tmp[0] = 0;
+	if (glob(pat, 0, NULL, &gl) == 0) {
+		CHECK_EQ(gl.gl_pathc, 1);
+		snprintf(tmp, sizeof(tmp), "%s", gl.gl_pathv[0]);
+		globfree(&gl);
+	}
 	for (int i = 0; i < NSAMPLE; i++)
 		CHECK_EQ(btr_trace_write(w, &s[i]), 0);
 	CHECK(!file_exists(p));

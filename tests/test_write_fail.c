@@ -7,6 +7,7 @@
  * btr_trace_writer_abort nothing is left: no half-written file under the
  * final name, no temporary file.  Runs in a child so the limit stays there. */
 #include <errno.h>
+#include <glob.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -56,7 +57,15 @@ static int child(const char *path, int compress)
 
 	/* what was flushed is readable from the temporary file */
 	char tmp[4200];
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	char pat[4200];
+	glob_t gl;
+	snprintf(pat, sizeof(pat), "%s.tmp.??????", path);
+	tmp[0] = 0;
+	if (glob(pat, 0, NULL, &gl) == 0) {
+		CHECK_EQ(gl.gl_pathc, 1);
+		snprintf(tmp, sizeof(tmp), "%s", gl.gl_pathv[0]);
+		globfree(&gl);
+	}
 	struct btr_trace_reader *r;
 	CHECK_EQ(btr_trace_reader_new(tmp, &r), 0);
 	if (r) {

@@ -1521,7 +1521,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		/* Appended to by every process (gt_flush); `btr record`
 		 * truncated it before the start. */
 		snprintf(g.gt_path, sizeof(g.gt_path), "%s", gt);
-		g.gt_fd = qs_fd_high(open(gt, O_WRONLY | O_APPEND | O_CLOEXEC));
+		g.gt_fd = qs_fd_high(open(gt, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
 		if (g.gt_fd < 0) {
 			qemu_plugin_outs("btr: cannot open the ground-truth file\n");
 			return -1;

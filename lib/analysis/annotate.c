@@ -4,15 +4,19 @@
 #include "btr/annotate.h"
 #include "btr/blocks.h"
 #include "btr/error.h"
+#include "btr/file.h"
+#include "internal.h"
 #include "registry.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct ann {
 	struct btr_analysis *blocks;
 	const char *function;
+	struct btr_annotate_opts o;
 };
 
 static double pct(uint64_t a, uint64_t b)
@@ -74,7 +78,7 @@ static int cmp_src(const void *a, const void *b)
 	return c ? c : (x->line > y->line) - (x->line < y->line);
 }
 
-static int write_source(const struct btr_funcgraph *g, FILE *f)
+static int write_source(const struct ann *a, const struct btr_funcgraph *g, FILE *f)
 {
 	struct srcline *v = calloc(g->n_insns + 1, sizeof(*v));
 	if (!v)
@@ -105,7 +109,13 @@ static int write_source(const struct btr_funcgraph *g, FILE *f)
 			j++;
 		}
 		fprintf(f, "\n%s\n", file);
-		FILE *src = fopen(file, "r");
+		/* The one opener of files that data names: never a FIFO or
+		 * device, and, with the source rule, no file the trace's
+		 * owner could not read (a refusal is one warning). */
+		int sfd = btr_file_open_source(file, a->o.source_rule, a->o.source_owner, a->o.source_roots, 0);
+		FILE *src = sfd >= 0 ? fdopen(sfd, "r") : NULL;
+		if (!src && sfd >= 0)
+			close(sfd);
 		char buf[1024];
 		int ln = 0;
 		size_t q = i;
@@ -149,7 +159,7 @@ static int ann_write(void *state, FILE *f, const char *format)
 	if (rc < 0)
 		return rc;
 	if (format && !strcmp(format, "source"))
-		rc = write_source(g, f);
+		rc = write_source(a, g, f);
 	else
 		write_asm(g, f);
 	btr_funcgraph_free(g);
@@ -172,11 +182,20 @@ const struct btr_analysis_ops btr__annotate_ops = {
 
 int btr_annotate_new(struct btr_analysis *blocks, const char *function, struct btr_analysis **out)
 {
+	return btr_annotate_new_opts(blocks, function, NULL, out);
+}
+
+int btr_annotate_new_opts(struct btr_analysis *blocks, const char *function, const struct btr_annotate_opts *opts,
+			  struct btr_analysis **out)
+{
 	if (!blocks || !function || !out)
+		return -BTR_ERR_INVAL;
+	if (!BTR_OPTS_VALID(opts, BTR_OFFSETOFEND(struct btr_annotate_opts, source_roots)))
 		return -BTR_ERR_INVAL;
 	struct ann *a = calloc(1, sizeof(*a));
 	if (!a)
 		return -BTR_ERR_NOMEM;
+	BTR_OPTS_COPY(&a->o, opts);
 	a->blocks = blocks;
 	a->function = function;
 	return btr_analysis_new(&btr__annotate_ops, a, out);

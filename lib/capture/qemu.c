@@ -13,6 +13,7 @@
 #include "btr/capture.h"
 #include "btr/error.h"
 #include "btr/trace.h"
+#include "btr/file.h"
 #include "internal.h"
 #include "image/jitsyms.h"
 #include "output.h"
@@ -393,7 +394,7 @@ static int write_jit_symbols(struct btr_trace_writer *w, const char *dir, uint32
 {
 	char path[PATH_MAX + 32];
 	snprintf(path, sizeof(path), "/tmp/perf-%u.map", pid);
-	int rc = jit_perf_map_read(path, pid, write_jit_rec, w);
+	int rc = jit_perf_map_read(path, pid, geteuid(), write_jit_rec, w);   /* we ran it: our user */
 	if (rc < 0 && rc != -BTR_ERR_NOENT && btr_trace_writer_error(w) < 0)
 		return rc;
 	snprintf(path, sizeof(path), "%s/jitdumps", dir);
@@ -506,7 +507,10 @@ static int salvage_state(const char *path, struct btr_trace_writer *w, struct bt
 			/* The ground-truth entries the plugin had not written. */
 			if (e.unlog && t->gt_n && t->gt[t->gt_n - 1] == e.unlog)
 				t->gt_n--;
-			FILE *f = fopen(gt, "ab");
+			int gfd = open(gt, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			FILE *f = gfd >= 0 ? fdopen(gfd, "ab") : NULL;
+			if (!f && gfd >= 0)
+				close(gfd);
 			struct { uint32_t magic, tid; uint64_t n; } gh = { GT_MAGIC, t->tid, t->gt_n };
 			if (f) {
 				if (t->gt_n && (fwrite(&gh, sizeof(gh), 1, f) != 1 ||
@@ -787,15 +791,22 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		/* Every process appends to it; resolve it here so a relative
 		 * path means the same thing and an unwritable one fails before
 		 * the start. */
-		int fd = open(opts->ground_truth, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		/* 0600 like the trace; a regular file of ours only (never a
+		 * FIFO, nor another user's file planted under that name). */
+		int fd = btr_outfile_open_inplace(opts->ground_truth, BTR_OUTFILE_PRIVATE);
 		if (fd < 0) {
-			rc = btr_err_from_errno(errno);
-			btr_err("%s: %s", opts->ground_truth, strerror(errno));
+			rc = fd;
+			btr_err("%s: %s", opts->ground_truth,
+				fd == -BTR_ERR_PERM ? "belongs to another user (not written into)"
+				: fd == -BTR_ERR_UNSUPPORTED ? "not a regular file" : btr_errstr(fd));
 			goto out_x;
 		}
+		struct stat gst, rst;
+		int same = fstat(fd, &gst) == 0 && realpath(opts->ground_truth, gt) && stat(gt, &rst) == 0 &&
+			   rst.st_dev == gst.st_dev && rst.st_ino == gst.st_ino;
 		close(fd);
-		if (!realpath(opts->ground_truth, gt)) {
-			btr_err("%s: %s", opts->ground_truth, strerror(errno));
+		if (!same) {
+			btr_err("%s: %s", opts->ground_truth, "changed while it was opened");
 			rc = -BTR_ERR_IO;
 			goto out_x;
 		}

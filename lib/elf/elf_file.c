@@ -2,6 +2,7 @@
  * load biases of mappings, finding files by build-id (btr_elf_* in
  * btr/image.h) or by .gnu_debuglink (btr__elf_find_debuglink).  Split from image.c, which places files into images. */
 #include "btr/image.h"
+#include "btr/file.h"
 #include "elf_priv.h"
 #include "internal.h"
 
@@ -25,20 +26,10 @@
 int btr__elf_open(const char *path, Elf **out)
 {
 	elf_version(EV_CURRENT);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* A name from a trace or a debug link: never a FIFO or device. */
+	int fd = btr_file_open_named(path, BTR__NAMED_FILE_MAX, 0, 0);
 	if (fd < 0)
-		return btr_err_from_errno(errno);
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		int err = btr_err_from_errno(errno);
-		close(fd);
-		return err;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		btr_debug("%s: not a regular file", path);
-		return -BTR_ERR_BAD_ELF;
-	}
+		return fd == -BTR_ERR_UNSUPPORTED || fd == -BTR_ERR_ISDIR || fd == -BTR_ERR_FBIG ? -BTR_ERR_BAD_ELF : fd;
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_cntl(elf, ELF_C_FDREAD) != 0) {
 		btr_debug("%s: not an ELF file (%s)", path, elf_errmsg(-1));
@@ -351,9 +342,9 @@ static int dl_open(const struct dlsearch *s, const char *dir, const char *sub, c
 	      : snprintf(name, size, "%s/%s/%s", dir, sub, file);
 	if (n < 0 || (size_t)n >= size)
 		return -ENAMETOOLONG;
-	int fd = open(name, O_RDONLY | O_CLOEXEC);
+	int fd = btr_file_open_named(name, BTR__NAMED_FILE_MAX, 0, 0);
 	if (fd < 0)
-		return -errno;
+		return -ENOENT;
 	struct stat st;
 	if (fstat(fd, &st) == 0 && st.st_ino == s->ino && st.st_dev == s->dev) {
 		close(fd);

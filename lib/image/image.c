@@ -19,6 +19,7 @@
  * directories, and counted: the last image to drop one frees it.
  */
 #include "btr/image.h"
+#include "btr/file.h"
 #include "elf/eh_frame.h"
 #include "elf/dwarf_line.h"
 #include "elf/elf_priv.h"
@@ -458,9 +459,9 @@ int btr_image_add_file(struct btr_image *img, const char *path, uint64_t offset,
 {
 	if (!img || !path)
 		return -BTR_ERR_INVAL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = btr_file_open_named(path, BTR__NAMED_FILE_MAX, 0, 0);
 	if (fd < 0)
-		return btr_err_from_errno(errno);
+		return fd == -BTR_ERR_UNSUPPORTED || fd == -BTR_ERR_ISDIR ? -BTR_ERR_INVAL : fd;
 	struct stat st;
 	int err = 0;
 	if (fstat(fd, &st) < 0) {

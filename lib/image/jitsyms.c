@@ -2,19 +2,34 @@
 #include "jitsyms.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "btr/file.h"
 #include "codepages.h"
 #include "internal.h"
 #include "trace/trace_format.h"
 
-int jit_perf_map_read(const char *path, uint32_t pid, jit_rec_fn cb, void *ctx)
+/* @path opened by the one opener of files that data names (btr/file.h). */
+static FILE *open_named(const char *path, uint64_t max, unsigned flags, uid_t uid, int *err)
 {
-	FILE *f = fopen(path, "re");
+	int fd = btr_file_open_named(path, max, flags, uid);
+	FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+	if (!f && fd >= 0)
+		close(fd);
+	*err = fd < 0 ? fd : -BTR_ERR_NOMEM;
+	return f;
+}
+
+int jit_perf_map_read(const char *path, uint32_t pid, uid_t uid, jit_rec_fn cb, void *ctx)
+{
+	int err;
+	FILE *f = open_named(path, JIT_PERF_MAP_MAX, BTR_NAMED_NOFOLLOW | BTR_NAMED_OWNER, uid, &err);
 	if (!f)
-		return btr_err_from_errno(errno);
+		return err;
 	char line[8192];
 	int n = 0, rc = 0;
 	while (!rc && fgets(line, sizeof(line), f)) {
@@ -73,9 +88,10 @@ static int emit(jit_rec_fn cb, void *ctx, uint32_t pid, uint64_t addr, const str
 
 int jit_dump_read(const char *path, uint32_t pid, int with_code, jit_rec_fn cb, void *ctx)
 {
-	FILE *f = fopen(path, "re");
+	int err;
+	FILE *f = open_named(path, JIT_DUMP_MAX, 0, 0, &err);
 	if (!f)
-		return btr_err_from_errno(errno);
+		return err;
 	size_t cap = 1 << 16, len = 0, k;
 	uint8_t *buf = malloc(cap);
 	while (buf && (k = fread(buf + len, 1, cap - len, f)) > 0) {

@@ -10,6 +10,7 @@
 #define BTR_JITSYMS_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "btr/trace.h"
 
@@ -18,13 +19,20 @@
 typedef int (*jit_rec_fn)(void *ctx, const struct btr_record *rec);
 
 /* Reads perf map @path of process @pid: one SYMBOL record per valid line
- * (others are skipped).  Returns the number of records, -BTR_ERR_NOENT
- * and the errors of open, or @cb's value. */
-int jit_perf_map_read(const char *path, uint32_t pid, jit_rec_fn cb, void *ctx);
+ * (others are skipped).  The map is read only if it is a regular file,
+ * not a symlink, of at most JIT_PERF_MAP_MAX bytes, owned by @uid (the
+ * traced process's user): /tmp/perf-PID.map is a name anyone can plant
+ * (btr_file_open_named warns once when it refuses one).  Returns the
+ * number of records, -BTR_ERR_NOENT and the errors of open, or @cb's
+ * value. */
+#define JIT_PERF_MAP_MAX (256ull << 20)
+#define JIT_DUMP_MAX (1ull << 30)
+int jit_perf_map_read(const char *path, uint32_t pid, uid_t uid, jit_rec_fn cb, void *ctx);
 
 /* Reads jitdump @path for process @pid: per code load a SYMBOL record
  * and, with @with_code, a CODE record of its bytes; per code move the
  * same at the new address (bytes of the code loaded under that index).
+ * Only a regular file of at most JIT_DUMP_MAX bytes is read.
  * Returns the number of code loads, -BTR_ERR_NOENT and the errors of
  * open, -BTR_ERR_BAD_FORMAT (not a jitdump, or another byte order), or
  * @cb's value.  A file cut short (the runtime still writing) ends the

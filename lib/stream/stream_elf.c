@@ -1,6 +1,7 @@
 /* stream_elf.c - ELF files on disk as the common branch stream places
  * recorded modules (see stream_elf.h). */
 #include "stream_elf.h"
+#include "btr/file.h"
 #include "elf/elf_priv.h"
 #include "internal.h"
 
@@ -20,7 +21,7 @@
  * the recording mapped them. */
 int stream_elf_is_exec(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = btr_file_open_named(path, BTR__NAMED_FILE_MAX, 0, 0);
 	if (fd < 0)
 		return -BTR_ERR_NOENT;
 	elf_version(EV_CURRENT);
@@ -60,7 +61,7 @@ void stream_hex_id(const uint8_t *id, int len, char *out)
  * cannot come from this file). */
 uint64_t stream_elf_code_span(const char *path, uint64_t pgoff)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = btr_file_open_named(path, BTR__NAMED_FILE_MAX, 0, 0);
 	if (fd < 0)
 		return 0;
 	elf_version(EV_CURRENT);

@@ -7,6 +7,7 @@
 #include "btr/trace.h"
 #include "btr/version.h"
 #include "btr/error.h"
+#include "btr/file.h"
 #include "crc32c.h"
 #include "internal.h"
 #include "trace_format.h"
@@ -30,7 +31,8 @@
 struct btr_trace_writer {
 	int fd;
 	int err;                /* sticky: once set, every call returns it */
-	char *path, *tmp;
+	char *path;             /* where close puts the trace (retarget changes it) */
+	struct btr_outfile *of; /* the temporary file (NULL when streaming) */
 	uint8_t *buf;           /* current chunk payload */
 	size_t cap, used;       /* cap >= chunk_size (grows only for a huge unsplittable record) */
 	size_t chunk_size;
@@ -86,7 +88,7 @@ static int emit_chunk(struct btr_trace_writer *w, uint32_t flags, const uint8_t 
 	if (!rc)
 		rc = write_all(w->fd, payload, stored);
 	if (rc) {
-		btr_debug("trace: writing %s: %s", w->tmp, btr_errstr(rc));
+		btr_debug("trace: writing %s: %s", w->path, btr_errstr(rc));
 		w->err = rc;
 	}
 	return rc;
@@ -476,49 +478,36 @@ int btr_trace_flush(struct btr_trace_writer *w)
 
 static void writer_free(struct btr_trace_writer *w)
 {
-	if (w->fd >= 0 && w->own_fd)
+	if (w->of) {
+		if (w->of->fd != w->fd && w->fd >= 0)
+			close(w->fd);
+		btr_outfile_discard(w->of);   /* removes the temporary file */
+		free(w->of);
+	} else if (w->fd >= 0 && w->own_fd) {
 		close(w->fd);
+	}
 	ZSTD_freeCCtx(w->cctx);
 	free(w->zbuf);
 	free(w->buf);
 	free(w->path);
-	free(w->tmp);
 	free(w);
 }
 
-/* Where @path leads: 0 for a file to create through a temporary name
- * (@real: the file itself, a symlink followed), 1 for a device, FIFO or
- * socket to write through (never replaced), or a negative error. */
-static int output_kind(const char *path, char **real, int *mode)
+/* Where @path leads: 0 for a file to create through a temporary file
+ * (btr_outfile_open), 1 for a device, FIFO or socket the user named, to
+ * write through (never replaced), or a negative error. */
+static int output_kind(const char *path)
 {
-	struct stat st, lst;
-	*real = NULL;
-	*mode = -1;
-	if (stat(path, &st) < 0) {
-		if (errno != ENOENT)
-			return btr_err_from_errno(errno);
-		/* A dangling symlink would be replaced by the rename. */
-		if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
-			return -BTR_ERR_NOENT;
-		*real = strdup(path);
-		return *real ? 0 : -BTR_ERR_NOMEM;
-	}
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return errno == ENOENT ? 0 : btr_err_from_errno(errno);
 	if (S_ISDIR(st.st_mode))
 		return -BTR_ERR_ISDIR;
-	if (!S_ISREG(st.st_mode)) {
-		*real = strdup(path);
-		return *real ? 1 : -BTR_ERR_NOMEM;
-	}
-	*mode = (int)(st.st_mode & 07777);   /* the replacement keeps the file's permissions */
-	if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
-		*real = realpath(path, NULL);   /* the target is replaced, the link kept */
-	else
-		*real = strdup(path);
-	return *real ? 0 : -BTR_ERR_NOMEM;
+	return !S_ISREG(st.st_mode);
 }
 
-/* The common part of the constructors: @w->fd is open (or -1 with
- * @w->tmp to create); writes the file header. */
+/* The common part of the constructors: @fd is the caller's (or -1: @path
+ * is created); writes the file header. */
 static int writer_start(const char *path, int fd, const struct btr_trace_writer_opts *opts,
 			struct btr_trace_writer **out)
 {
@@ -528,8 +517,7 @@ static int writer_start(const char *path, int fd, const struct btr_trace_writer_
 	char creator[] = "btr " BTR_VERSION_STRING;
 	struct timespec ts = { 0 };
 	size_t clen = strlen(creator), hlen;
-	int rc, kind = 1, mode = -1;
-	char *real = NULL;
+	int rc, kind = 1;
 
 	if (!path || !*path || !out)
 		return -BTR_ERR_INVAL;
@@ -545,26 +533,26 @@ static int writer_start(const char *path, int fd, const struct btr_trace_writer_
 		o.chunk_size = BTR_TRACE_CHUNK_MIN;
 	if (o.chunk_size > BTR_TRACE_CHUNK_MAX)
 		o.chunk_size = BTR_TRACE_CHUNK_MAX;
-	if (fd < 0 && (kind = output_kind(path, &real, &mode)) < 0)
+	if (fd < 0 && (kind = output_kind(path)) < 0)
 		return kind;
 
 	w = calloc(1, sizeof(*w));
-	if (!w) {
-		free(real);
+	if (!w)
 		return -BTR_ERR_NOMEM;
-	}
 	w->fd = fd;
 	w->own_fd = fd < 0;
 	w->stream = kind == 1;
 	w->chunk_size = w->cap = o.chunk_size;
 	w->level = o.compress;
 	w->no_sync = o.no_sync;
-	w->path = real ? real : strdup(path);
+	w->path = strdup(path);
 	w->buf = malloc(w->cap);
-	if (!w->stream && asprintf(&w->tmp, "%s.tmp.%ld", w->path ? w->path : path, (long)getpid()) < 0)
-		w->tmp = NULL;
-	if (!w->path || !w->buf || (!w->stream && !w->tmp))
+	if (!w->stream)
+		w->of = malloc(sizeof(*w->of));
+	if (!w->path || !w->buf || (!w->stream && !w->of))
 		goto nomem;
+	if (w->of)
+		w->of->fd = -1, w->of->tmp[0] = 0, w->of->placeholder = 0;
 	if (w->level) {
 		w->cctx = ZSTD_createCCtx();
 		w->zcap = ZSTD_compressBound(w->cap);
@@ -573,30 +561,42 @@ static int writer_start(const char *path, int fd, const struct btr_trace_writer_
 			goto nomem;
 	}
 
+	rc = 0;
 	if (fd < 0 && w->stream) {
-		/* A device, FIFO or socket: written through, never created,
-		 * truncated, unlinked or renamed over. */
+		/* A device, FIFO or socket the user named: written through,
+		 * never created, truncated, unlinked or renamed over. */
 		w->fd = open(w->path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+		if (w->fd < 0)
+			rc = btr_err_from_errno(errno);
 	} else if (fd < 0) {
-		/* O_TRUNC, not O_EXCL: a leftover "<path>.tmp.<our pid>" can
-		 * only come from a dead process that had our pid, so it is
-		 * garbage. */
-		w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-		if (w->fd >= 0 && mode >= 0)
-			(void)fchmod(w->fd, (mode_t)mode);
+		/* A random name beside the trace, O_EXCL (btr/file.h): never a
+		 * name someone else planted.  A visible one, so that a killed
+		 * recorder's cut trace can still be read (and the qemu
+		 * backend finds its plugins' files). 0600: a trace holds argv,
+		 * paths and code bytes (docs/reliability.md). */
+		rc = btr_outfile_open(w->of, path, BTR_OUTFILE_PRIVATE, BTR_OUTFILE_NAMED);
+		if (!rc) {
+			w->fd = w->of->fd;
+			char *p = strdup(w->of->path);   /* a symlink's target, resolved by the kernel */
+			if (p) {
+				free(w->path);
+				w->path = p;
+			}
+		}
 	}
 	if (w->own_fd && w->fd >= 0 && w->fd < o.min_fd) {
 		int hi = fcntl(w->fd, F_DUPFD_CLOEXEC, o.min_fd);
 		if (hi >= 0) {
 			close(w->fd);
 			w->fd = hi;
+			if (w->of)
+				w->of->fd = hi;
 		}
 	}
 	if (w->fd < 0) {
-		rc = btr_err_from_errno(errno);
-		btr_debug("trace: cannot create %s: %s", w->stream ? w->path : w->tmp, strerror(errno));
-		free(w->tmp);
-		w->tmp = NULL;
+		if (!rc)
+			rc = -BTR_ERR_IO;
+		btr_debug("trace: cannot create %s: %s", w->path, btr_errstr(rc));
 		writer_free(w);
 		return rc;
 	}
@@ -617,7 +617,7 @@ static int writer_start(const char *path, int fd, const struct btr_trace_writer_
 	put32(hdr + 20, btr_crc32c(0, hdr, hlen));
 	rc = write_all(w->fd, hdr, hlen);
 	if (rc) {
-		btr_debug("trace: writing %s: %s", w->stream ? w->path : w->tmp, btr_errstr(rc));
+		btr_debug("trace: writing %s: %s", w->path, btr_errstr(rc));
 		btr_trace_writer_abort(w);
 		return rc;
 	}
@@ -670,24 +670,13 @@ int btr_trace_writer_close(struct btr_trace_writer *w)
 		writer_free(w);
 		return rc;
 	}
-	/* fsync before rename: otherwise a power loss can leave the new
-	 * name pointing at an empty file (the classic ext4 rename race). */
-	if (!rc && !w->no_sync && fsync(w->fd) < 0 && errno != EINVAL && errno != EROFS)
-		rc = btr_err_from_errno(errno);
+	/* fsync, close and rename (btr_outfile_commit); on failure the
+	 * temporary file goes (writer_free). */
 	if (!rc) {
-		int fd = w->fd;
+		rc = btr_outfile_commit(w->of, w->path, w->no_sync);
 		w->fd = -1;
-		if (close(fd) < 0)
-			rc = btr_err_from_errno(errno);
-	}
-	if (!rc && rename(w->tmp, w->path) < 0) {
-		rc = btr_err_from_errno(errno);
-		btr_debug("trace: renaming %s to %s: %s", w->tmp, w->path, strerror(errno));
-	}
-	if (rc) {
-		unlink(w->tmp);
-		free(w->tmp);
-		w->tmp = NULL;
+		if (rc)
+			btr_debug("trace: writing %s: %s", w->path, btr_errstr(rc));
 	}
 	writer_free(w);
 	return rc;
@@ -717,14 +706,15 @@ int btr_trace_writer_abort_keep(struct btr_trace_writer *w, char *kept, size_t k
 	if (!w)
 		return 0;
 	int ok = 0;
-	if (w->tmp && w->chunks && kept && kept_size) {
+	if (w->of && w->chunks && kept && kept_size) {
 		/* The chunks before the failure are complete and checksummed;
 		 * a reader stops at the cut one and says the file was cut. */
 		int n = snprintf(kept, kept_size, "%s.partial", w->path);
-		ok = n > 0 && (size_t)n < kept_size && rename(w->tmp, kept) == 0;
+		if (n > 0 && (size_t)n < kept_size) {
+			ok = btr_outfile_commit(w->of, kept, 1) == 0;
+			w->fd = -1;   /* closed by the commit either way */
+		}
 	}
-	if (!ok && w->tmp)
-		unlink(w->tmp);
 	writer_free(w);
 	return ok;
 }
@@ -733,7 +723,5 @@ void btr_trace_writer_abort(struct btr_trace_writer *w)
 {
 	if (!w)
 		return;
-	if (w->tmp)
-		unlink(w->tmp);
 	writer_free(w);
 }

@@ -41,7 +41,7 @@ int cli_parse_u64(const char *s, uint64_t *out);
 #define CLI_STREAM_MAX_ELFS 64
 #define CLI_STREAM_MAX_DIRS 16
 enum { CLI_OPT_FILTER = 0x1000, CLI_OPT_ELF, CLI_OPT_ROOT, CLI_OPT_DEBUG_DIR, CLI_OPT_PID, CLI_OPT_TID,
-       CLI_OPT_PROGRESS, CLI_OPT_NO_PROGRESS };
+       CLI_OPT_PROGRESS, CLI_OPT_NO_PROGRESS, CLI_OPT_SOURCE_ROOT };
 #define CLI_STREAM_HELP                                                        \
 	"  --filter EXPR          only branches matching EXPR (LBR_SELECT classes and\n" \
 	"                         kinds: jcc,near_ret,user,...; see docs/branch-kinds.md)\n" \
@@ -63,6 +63,8 @@ struct cli_stream {
 	unsigned n_elfs;
 	const char *dirs[CLI_STREAM_MAX_DIRS + 1];
 	unsigned n_dirs;
+	const char *src_roots[CLI_STREAM_MAX_DIRS + 1];   /* --source-root DIR (CLI_SOURCE_ROOT_OPT) */
+	unsigned n_src_roots;
 	/* Set before cli_stream_ready by a command that prints its results
 	 * while it reads (btr script): no progress line by default when
 	 * stdout is a terminal too. */
@@ -75,6 +77,10 @@ int cli_stream_opt(struct cli_stream *cs, const char *cmd, int c, char *arg);
 /* Parses the filter, checks the --elf files (one line naming a bad one)
  * and fills cs->so.  Returns EXIT_OK, EXIT_USAGE or EXIT_RUNTIME. */
 int cli_stream_ready(struct cli_stream *cs, const char *cmd);
+/* The rule for the source files trace @file names (btr_annotate_opts):
+ * read only what the trace file's owner could read, or what lies under a
+ * --source-root (docs/reliability.md, "Threat model"). */
+void cli_source_rule(const struct cli_stream *cs, const char *file, struct btr_annotate_opts *o);
 
 /* The progress line (cli_progress.c): one line on stderr, rewritten in
  * place ("\r...ESC[K") at most 4 times a second and erased when the work
@@ -138,7 +144,8 @@ struct cli_output {
 	unsigned mode;              /* REPLACE: the replaced file's permissions */
 	int quiet;                  /* 1: no "replaced existing FILE" note */
 	FILE *f;                    /* between open and close */
-	char tmp[PATH_MAX + 16];    /* the temporary file, "" when none */
+	struct btr_outfile of;      /* the temporary file (btr/file.h), while open */
+	int open;                   /* 1: @of holds one */
 };
 /* --help text under each command's -o line. */
 #define CLI_OUTPUT_HELP                                                        \

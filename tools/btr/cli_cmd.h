@@ -47,6 +47,12 @@ struct cli_opt {
 	{ "tid", CLI_OPT_TID, CLI_ARG, NULL, NULL },                           \
 	{ "progress", CLI_OPT_PROGRESS, CLI_NOARG, NULL, NULL },               \
 	{ "no-progress", CLI_OPT_NO_PROGRESS, CLI_NOARG, NULL, NULL }
+/* --source-root DIR, for the commands that print source files (annotate,
+ * report --html); handled by the parser into cli_stream.src_roots. */
+#define CLI_SOURCE_ROOT_OPT                                                    \
+	{ "source-root", CLI_OPT_SOURCE_ROOT, CLI_ARG,                         \
+	  "  --source-root DIR      also read source files under DIR (repeatable); others\n" \
+	  "                         only if the trace file's owner could read them\n", NULL }
 #define CLI_HELP_OPT { "help", 'h', CLI_NOARG, "  -h, --help             this help\n", NULL }
 
 struct cli_cmd {

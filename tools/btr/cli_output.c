@@ -8,9 +8,10 @@
  *   a new name         a temporary file beside it, renamed into place
  *   a regular file     the same, then "replaced existing FILE" on stderr;
  *                      a failed command leaves the old file untouched
- *   a symlink          followed: the file it points to is written (and
- *                      the link kept); the temporary file is beside the
- *                      target
+ *   a symlink          followed by the kernel (open(2), so
+ *                      fs.protected_symlinks applies): the file it points
+ *                      to is written (and the link kept); the temporary
+ *                      file is beside the target (btr_outfile_open)
  *   a device, FIFO or  written through (O_WRONLY, never created, truncated,
  *   socket             unlinked or renamed over): /dev/null discards
  *   a directory, a missing or unwritable parent: refused, exit 3.
@@ -35,38 +36,6 @@ static void dir_of(const char *path, char *dir, size_t size)
 		snprintf(dir, size, "/");
 	else
 		snprintf(dir, size, "%.*s", (int)(slash - path), path);
-}
-
-/* Follows @name's symlinks (even a dangling one: its target is the file
- * to create) into @out.  Returns 0 or an errno value. */
-static int follow_links(const char *name, char *out, size_t size)
-{
-	char cur[PATH_MAX], link[PATH_MAX], dir[PATH_MAX];
-	if (strlen(name) >= sizeof(cur))
-		return ENAMETOOLONG;
-	snprintf(cur, sizeof(cur), "%s", name);
-	for (int hops = 0;; hops++) {
-		struct stat st;
-		if (lstat(cur, &st) < 0 || !S_ISLNK(st.st_mode))
-			break;
-		if (hops == 40)
-			return ELOOP;
-		ssize_t n = readlink(cur, link, sizeof(link) - 1);
-		if (n < 0)
-			return errno;
-		link[n] = 0;
-		if (link[0] == '/') {
-			snprintf(cur, sizeof(cur), "%s", link);
-		} else {
-			dir_of(cur, dir, sizeof(dir));
-			if ((size_t)snprintf(cur, sizeof(cur), "%s/%s", dir, link) >= sizeof(cur))
-				return ENAMETOOLONG;
-		}
-	}
-	if (strlen(cur) >= size)
-		return ENAMETOOLONG;
-	snprintf(out, size, "%s", cur);
-	return 0;
 }
 
 int cli_output_refuse_tty(struct cli_output *o, const char *cmd, const char *what)
@@ -120,23 +89,23 @@ int cli_output_check(struct cli_output *o, const char *cmd, const char *name, un
 		return (flags & CLI_OUTPUT_BINARY) ? cli_output_refuse_tty(o, cmd, "binary data") : EXIT_OK;
 	}
 	/* What the name leads to, symlinks followed by the kernel (so that
-	 * /dev/stdout and /proc/self/fd/N work); a dangling symlink is
-	 * followed by hand, to the file it names. */
+	 * /dev/stdout and /proc/self/fd/N work).  A dangling symlink is left
+	 * to btr_outfile_open, which lets open(2) create its target (never
+	 * followed by hand: fs.protected_symlinks must be able to refuse
+	 * another user's link in a sticky directory). */
 	struct stat st;
-	int e = 0;
-	if (stat(name, &st) == 0) {
-		if (S_ISREG(st.st_mode) && !realpath(name, o->path))
-			e = errno;
-		else if (!S_ISREG(st.st_mode))
-			snprintf(o->path, sizeof(o->path), "%s", name);
-	} else if (errno == ENOENT) {
-		e = follow_links(name, o->path, sizeof(o->path));
-	} else {
-		e = errno;
-	}
-	if (e) {
-		cli_error("%s: %s", name, strerror(e));
+	char real[PATH_MAX];
+	int dangling = 0;
+	if (strlen(name) >= sizeof(o->path)) {
+		cli_error("%s: %s", name, strerror(ENAMETOOLONG));
 		return EXIT_RUNTIME;
+	}
+	snprintf(o->path, sizeof(o->path), "%s", name);
+	if (stat(name, &st) < 0 && errno == ENOENT && lstat(name, &st) == 0 && S_ISLNK(st.st_mode))
+		dangling = 1;
+	if (dangling) {
+		o->kind = CLI_OUTPUT_NEW;
+		return EXIT_OK;
 	}
 	if (stat(o->path, &st) == 0) {
 		if (S_ISDIR(st.st_mode)) {
@@ -177,9 +146,10 @@ int cli_output_check(struct cli_output *o, const char *cmd, const char *name, un
 	} else {
 		o->kind = CLI_OUTPUT_NEW;
 	}
-	/* The temporary file and the rename need the directory. */
+	/* The temporary file and the rename need the directory (of the
+	 * file a symlink leads to: only to say what is wrong early). */
 	char dir[PATH_MAX];
-	dir_of(o->path, dir, sizeof(dir));
+	dir_of(o->kind == CLI_OUTPUT_REPLACE && realpath(o->path, real) ? real : o->path, dir, sizeof(dir));
 	if (stat(dir, &st) < 0) {
 		cli_error("%s: no such directory: %s", name, dir);
 		return EXIT_RUNTIME;
@@ -214,31 +184,23 @@ FILE *cli_output_open(struct cli_output *o)
 			o->fd = -1;   /* o->f owns it now */
 		return o->f;
 	}
-	if ((size_t)snprintf(o->tmp, sizeof(o->tmp), "%s.tmp.XXXXXX", o->path) >= sizeof(o->tmp)) {
-		cli_error("%s: path too long", o->name);
+	/* A temporary file beside the target (btr_outfile_open): the output
+	 * gets what a new file would get (0666 less the umask), or the mode
+	 * of the file of ours it replaces. */
+	int rc = btr_outfile_open(&o->of, o->path, 0666, 0);
+	if (rc < 0) {
+		cli_error("%s: cannot create: %s", o->name, btr_errstr(rc));
 		return NULL;
 	}
-	int fd = mkostemp(o->tmp, O_CLOEXEC);
-	if (fd < 0) {
-		cli_error("%s: cannot create: %s", o->name, strerror(errno));
-		o->tmp[0] = 0;
-		return NULL;
-	}
-	/* mkstemp makes 0600; the output gets what a new file would get,
-	 * or the mode of the file it replaces. */
-	mode_t mode = o->mode;
-	if (o->kind == CLI_OUTPUT_NEW) {
-		mode_t um = umask(0);
-		umask(um);
-		mode = 0666 & ~um;
-	}
-	(void)fchmod(fd, mode);
-	o->f = fdopen(fd, "wb");
+	o->open = 1;
+	int fd = dup(o->of.fd);
+	o->f = fd >= 0 ? fdopen(fd, "wb") : NULL;
 	if (!o->f) {
 		cli_error("%s: %s", o->name, strerror(errno));
-		close(fd);
-		unlink(o->tmp);
-		o->tmp[0] = 0;
+		if (fd >= 0)
+			close(fd);
+		btr_outfile_discard(&o->of);
+		o->open = 0;
 	}
 	return o->f;
 }
@@ -276,20 +238,19 @@ int cli_output_close(struct cli_output *o, int ok)
 	if (bad && ok)
 		cli_error("%s: write error: %s", o->name, strerror(err ? err : EIO));
 	if (bad || !ok) {
-		if (o->tmp[0])
-			unlink(o->tmp);
-		o->tmp[0] = 0;
+		if (o->open)
+			btr_outfile_discard(&o->of);
+		o->open = 0;
 		return EXIT_RUNTIME;
 	}
 	if (o->kind == CLI_OUTPUT_STREAM)
 		return EXIT_OK;
-	if (rename(o->tmp, o->path) != 0) {
-		cli_error("%s: cannot rename into place: %s", o->name, strerror(errno));
-		unlink(o->tmp);
-		o->tmp[0] = 0;
+	o->open = 0;
+	int rc = btr_outfile_commit(&o->of, NULL, 1);
+	if (rc < 0) {
+		cli_error("%s: cannot rename into place: %s", o->name, btr_errstr(rc));
 		return EXIT_RUNTIME;
 	}
-	o->tmp[0] = 0;
 	cli_output_replaced(o);
 	return EXIT_OK;
 }
@@ -299,9 +260,9 @@ void cli_output_discard(struct cli_output *o)
 	if (o->f && o->f != stdout)
 		fclose(o->f);
 	o->f = NULL;
-	if (o->tmp[0])
-		unlink(o->tmp);
-	o->tmp[0] = 0;
+	if (o->open)
+		btr_outfile_discard(&o->of);
+	o->open = 0;
 	if (o->fd > STDERR_FILENO)
 		close(o->fd);
 	o->fd = -1;

@@ -4,6 +4,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void cli_stream_init(struct cli_stream *cs)
 {
@@ -71,6 +73,13 @@ int cli_stream_opt(struct cli_stream *cs, const char *cmd, int c, char *arg)
 		}
 		cs->dirs[cs->n_dirs++] = arg;
 		return 1;
+	case CLI_OPT_SOURCE_ROOT:
+		if (cs->n_src_roots == CLI_STREAM_MAX_DIRS) {
+			cli_usage_error(cmd, "too many --source-root options (at most %d)", CLI_STREAM_MAX_DIRS);
+			return -1;
+		}
+		cs->src_roots[cs->n_src_roots++] = arg;
+		return 1;
 	case CLI_OPT_PID:
 		return parse_id(cmd, "pid", arg, &cs->so.pid);
 	case CLI_OPT_TID:
@@ -84,9 +93,21 @@ int cli_stream_opt(struct cli_stream *cs, const char *cmd, int c, char *arg)
 	}
 }
 
+void cli_source_rule(const struct cli_stream *cs, const char *file, struct btr_annotate_opts *o)
+{
+	struct stat st;
+	memset(o, 0, sizeof(*o));
+	o->sz = sizeof(*o);
+	o->source_rule = 1;
+	/* Whoever owns the trace chose the source files its DWARF names. */
+	o->source_owner = stat(file, &st) == 0 ? st.st_uid : fstat(STDIN_FILENO, &st) == 0 ? st.st_uid : (uid_t)-1;
+	o->source_roots = cs->n_src_roots ? cs->src_roots : NULL;
+}
+
 int cli_stream_ready(struct cli_stream *cs, const char *cmd)
 {
 	cs->dirs[cs->n_dirs] = NULL;
+	cs->src_roots[cs->n_src_roots] = NULL;
 	if (cs->filter_expr && btr_filter_parse(cs->filter_expr, &cs->filter) < 0)
 		return cli_usage_error(cmd, "bad --filter '%s'", cs->filter_expr);
 	/* Check the --elf files first, so an error names the right file. */

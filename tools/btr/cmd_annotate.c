@@ -10,6 +10,7 @@ static const struct cli_opt opts[] = {
 	{ "function", O_FUNCTION, CLI_ARG, "  --function SYM         the function: name, C++ name, or module+0xOFF\n",
 	  "missing --function SYM" },
 	{ "source", O_SOURCE, CLI_NOARG, "  --source               source lines instead of instructions\n", NULL },
+	CLI_SOURCE_ROOT_OPT,
 	CLI_STREAM_OPTS,
 	CLI_HELP_OPT,
 	{ 0 },
@@ -53,9 +54,10 @@ int cmd_annotate(int argc, char **argv)
 		return rc == CLI_CMD_DONE ? EXIT_OK : rc;
 	const char *file = argv[first];
 	const char *function = x.function, *format = x.format;
-	(void)file;
 	struct btr_analysis *bl = NULL, *an = NULL;
-	if (btr_blocks_new(&bl) < 0 || btr_annotate_new(bl, function, &an) < 0) {
+	struct btr_annotate_opts ao;
+	cli_source_rule(&cs, file, &ao);
+	if (btr_blocks_new(&bl) < 0 || btr_annotate_new_opts(bl, function, &ao, &an) < 0) {
 		cli_error("out of memory");
 		btr_analysis_free(bl);
 		return EXIT_RUNTIME;

@@ -26,6 +26,7 @@ static const struct cli_opt opts[] = {
 	  "                         hot function's CFG heat map and annotated source, and\n"
 	  "                         coverage per file (docs/report.md)\n", NULL },
 	{ "diff", O_DIFF, CLI_ARG, "  --diff B               with --html: colour the CFGs by the difference to B\n", NULL },
+	CLI_SOURCE_ROOT_OPT,
 	CLI_STREAM_OPTS,
 	CLI_HELP_OPT,
 	{ 0 },

@@ -47,9 +47,16 @@ static const char *module_at(const struct btr_report_result *r, uint64_t a)
 	return NULL;
 }
 
-static int source_here(const char *file)
+/* Whether the page may show @file: readable here, and by the rule of the
+ * trace's sources (cli_source_rule; annotate warns when it refuses one). */
+static int source_here(const struct btr_annotate_opts *ao, const char *file)
 {
-	return file && access(file, R_OK) == 0;
+	int fd = file ? btr_file_open_source(file, ao->source_rule, ao->source_owner, ao->source_roots,
+					     BTR_NAMED_QUIET) : -1;
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
 }
 
 /* Renders the CFG analysis @cfg to SVG with dot; returns the <svg>
@@ -124,6 +131,7 @@ struct page {
 	unsigned top;
 	const struct btr_diverge_result *dv;   /* --diff: where the runs parted */
 	const char *dv_module;                 /* the program whose branches were compared */
+	struct btr_annotate_opts ao;           /* which source files may be read */
 };
 
 static void coverage_table(FILE *f, struct page *p)
@@ -150,7 +158,7 @@ static void coverage_table(FILE *f, struct page *p)
 			/* Files nothing ran in (other functions of libc
 			 * sources, ...) would drown the table; files whose
 			 * source is not on this machine are one row below. */
-			if (lh && !source_here(file)) {
+			if (lh && !source_here(&p->ao, file)) {
 				gone++;
 				gone_lf += lf;
 				gone_lh += lh;
@@ -190,15 +198,15 @@ static void function_section(FILE *f, struct page *p, size_t i)
 		fprintf(f, "<div class=\"cfg\">%s</div>\n", svg);
 	else
 		fprintf(f, "<p>No control-flow graph (no code for it, or Graphviz dot missing).</p>\n");
-	if (btr_annotate_new(p->bl, fn->name, &ann) == 0) {
+	if (btr_annotate_new_opts(p->bl, fn->name, &p->ao, &ann) == 0) {
 		/* The source where it is on this machine; else (no line tables,
 		 * or a library's source not installed: counts without text) the
 		 * disassembly. */
-		if (source_here(fn->file))
+		if (source_here(&p->ao, fn->file))
 			text = write_to_string(ann, "source");
 		if (!text || !strchr(text, '\n') || !strchr(strchr(text, '\n') + 1, '\n')) {
 			free(text);
-			if (fn->file && !source_here(fn->file)) {
+			if (fn->file && !source_here(&p->ao, fn->file)) {
 				fprintf(f, "<p>The source (");
 				btr_xml_str(f, fn->file);
 				fprintf(f, ") is not on this machine: the disassembly with counts.</p>\n");
@@ -499,7 +507,8 @@ int cli_report_html(const char *file, struct cli_stream *cs, const char *dir, co
 		rc = EXIT_RUNTIME;
 		goto out;
 	}
-	struct page p = { file, diff, btr_report_get(r), bl, cov, bd, top, NULL, NULL };
+	struct page p = { file, diff, btr_report_get(r), bl, cov, bd, top, NULL, NULL, { 0 } };
+	cli_source_rule(cs, file, &p.ao);
 	struct btr_diverge_result *dv = NULL;
 	if (diff) {
 		/* the program's own branches: the loader and libc part ways
