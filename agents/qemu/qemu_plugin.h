@@ -7,6 +7,7 @@
  *   qemu_code.c        code without a file (CODE records)
  *   qemu_maps.c        the module map from the guest's /proc/self/maps
  *   qemu_guest_str.c   guest strings and string vectors
+ *   qemu_fds.c         the plugin's descriptors survive the guest closing them
  * Private to agents/qemu/; the symbols are hidden (C_VISIBILITY_PRESET). */
 #ifndef BTR_QEMU_PLUGIN_H
 #define BTR_QEMU_PLUGIN_H
@@ -55,6 +56,7 @@ struct plugin_state {
 	uint64_t handler[65];          /* guest signal handlers by signo */
 	uint64_t hlist[64];            /* the distinct values of handler[] */
 	unsigned n_hlist;
+	uint64_t hmask;                /* bit (h >> 4) & 63 of each handler h: tb_exec's test */
 	int exit_called;
 	int64_t exit_code;
 	uint32_t pid;
@@ -143,6 +145,13 @@ void code_note_jitdump(const char *path);
 
 /* ---- qemu_maps.c ---- */
 void read_maps(uint64_t first_pc);
+
+/* ---- qemu_fds.c ---- */
+/* Before the guest's close(@a1) / close_range(@a1, @a2, @a3) by @vcpu:
+ * notes the plugin's descriptors it closes (and holds g.lock); after it,
+ * fds_after puts each back at its number. */
+void fds_before(unsigned vcpu, int64_t num, uint64_t a1, uint64_t a2, uint64_t a3);
+void fds_after(unsigned vcpu);
 
 /* ---- qemu_guest_str.c ---- */
 char *guest_strdup(uint64_t addr);
