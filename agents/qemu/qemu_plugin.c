@@ -424,15 +424,62 @@ static int is_restart(const struct tbinfo *p, const struct tbinfo *cur, uint64_t
 	return 0;
 }
 
+/* Can @pc be entered for a fault: the handler of a synchronous signal? */
+static int may_be_fault(uint64_t pc)
+{
+	static const int sync[] = { 4, 5, 7, 8, 11 };   /* ILL TRAP BUS FPE SEGV */
+	for (size_t i = 0; i < sizeof(sync) / sizeof(sync[0]); i++)
+		if (g.handler[sync[i]] == pc)
+			return 1;
+	return 0;
+}
+
+/* Does @p's counter hold only thread @t's increments since @t entered @p?
+ * Every thread stores itself in the TB's `last` when it enters or leaves
+ * it: another thread that ran @p during @t's stay either left it (so
+ * `last` is not @t) or is still in it (its prev is @p). */
+static int count_is_own(const struct thr *t, const struct tbinfo *p)
+{
+	if (__atomic_load_n(&p->last, __ATOMIC_ACQUIRE) != t)
+		return 0;
+	for (unsigned i = 0; i < MAX_VCPUS; i++) {
+		const struct thr *x = g.thr[i];
+		if (x && x != t && !x->done && __atomic_load_n(&x->prev, __ATOMIC_RELAXED) == p)
+			return 0;
+	}
+	return 1;
+}
+
+/* @t entered signal handler @pc from TB @p, possibly for a fault in @p,
+ * but another thread ran @p at the same time, so @p's counter cannot say
+ * where: an OVF (data lost here, as hardware says it) and the handler as
+ * the place where the flow resumes (FUP).  Readers report it as lost
+ * data of this thread at this place (docs/record.md). */
+static void count_lost(struct thr *t, uint64_t pc)
+{
+	qs_pend_resolve(t, 0, 0);
+	tnt_flush(t);
+	struct btr_pt_packet o = { .type = BTR_PT_OVF };
+	btr_pt_enc_packet(&t->enc, &o);
+	t->enc.last_ip = 0;    /* a full IP: nothing before the OVF is relied on */
+	t->rs_n = 0;
+	btr_pt_enc_ip(&t->enc, BTR_PT_FUP, pc);
+}
+
 /* The thread left TB @p for @cur (at @pc).  The shared counter is
- * consulted only for a signal handler (which instruction faulted). */
+ * consulted only for the handler of a synchronous signal (which
+ * instruction faulted), and only when no other thread ran @p meanwhile. */
 static void resolve(struct thr *t, struct tbinfo *p, struct tbinfo *cur, uint64_t pc)
 {
 	if (is_restart(p, cur, pc)) {
 		gt_unlog(t, pc);                      /* it did not complete */
 		return;
 	}
-	if (is_handler(pc)) {
+	if (is_handler(pc) && may_be_fault(pc)) {
+		if (!count_is_own(t, p)) {
+			count_lost(t, pc);
+			return;
+		}
 		uint64_t started = qs_started(p, p->count - t->base);
 		if (started < p->n) {
 			uint64_t ip = insn_addr(p, started - 1);
@@ -591,6 +638,9 @@ static __attribute__((noinline)) void tb_done(struct thr *t, struct tbinfo *cur)
 	uint64_t pc = cur->pc;
 	if (UNLIKELY(t->enc.pos >= t->check_at))
 		tb_check(t, pc);
+	if (t->prev)
+		t->prev->last = t;
+	cur->last = t;
 	t->prev = cur;
 	t->base = cur->count;
 }
@@ -673,6 +723,8 @@ static void tb_exec(unsigned vcpu, void *ud)
 		goto slow;
 	}
 	/* No space check: this path writes no packet (the ways out check). */
+	p->last = t;          /* count_is_own: left @p, entered @cur */
+	cur->last = t;
 	t->prev = cur;
 	t->base = cur->count;
 	return;
@@ -903,58 +955,6 @@ static void announce_process(void)
 	}
 }
 
-/* The bytes of the state from @from to @to, written to @fd at the same
- * offsets, but not the thread states nor their ground-truth buffers
- * (holes): the child has one thread, whose state fork_prepare wrote.
- * Returns 1, or 0 if a write failed. */
-static int state_copy(int fd, uint64_t from, uint64_t to)
-{
-	uint32_t n = __atomic_load_n(&g.qs->n_thr, __ATOMIC_ACQUIRE);
-	if (n > sizeof(g.qs->thr) / sizeof(g.qs->thr[0]))
-		n = sizeof(g.qs->thr) / sizeof(g.qs->thr[0]);
-	struct { uint64_t lo, hi; } *skip = malloc((2 * (size_t)n + 1) * sizeof(*skip));
-	if (!skip)
-		return 0;
-	size_t ns = 0;
-	uint64_t base = (uint64_t)(uintptr_t)g.qs;
-	for (uint32_t i = 0; i < n; i++) {
-		struct thr *x = g.qs->thr[i];
-		if (!qs_owns(g.qs, x))
-			continue;
-		skip[ns].lo = (uint64_t)(uintptr_t)x - base;
-		skip[ns++].hi = (uint64_t)(uintptr_t)(x + 1) - base;
-		uint64_t *gt = x->gt;
-		if (gt && qs_owns(g.qs, gt)) {
-			skip[ns].lo = (uint64_t)(uintptr_t)gt - base;
-			skip[ns].hi = skip[ns].lo + GT_BUF * sizeof(uint64_t);
-			ns++;
-		}
-	}
-	/* Insertion sort: a handful of threads. */
-	for (size_t i = 1; i < ns; i++)
-		for (size_t j = i; j > 0 && skip[j].lo < skip[j - 1].lo; j--) {
-			__typeof__(*skip) tmp = skip[j];
-			skip[j] = skip[j - 1];
-			skip[j - 1] = tmp;
-		}
-	int ok = 1;
-	uint64_t at = from;
-	for (size_t i = 0; ok && i <= ns; i++) {
-		uint64_t end = i < ns ? skip[i].lo : to;
-		if (end > to)
-			end = to;
-		while (ok && at < end) {
-			ssize_t w = pwrite(fd, (uint8_t *)g.qs + at, end - at, (off_t)at);
-			ok = w > 0;
-			at += w > 0 ? (uint64_t)w : 0;
-		}
-		if (i < ns && skip[i].hi > at)
-			at = skip[i].hi;
-	}
-	free(skip);
-	return ok;
-}
-
 /* Parent, at the fork's entry: the start of the child's copy of the state,
  * the header and the forking thread's state (not its PT buffer), taken
  * before the parent runs on and changes them.  The rest (the blocks'
@@ -983,19 +983,6 @@ static void fork_prepare(unsigned vcpu, struct thr *t)
 		return;
 	}
 	fork_fd[vcpu] = fd + 1;
-}
-
-/* Child, before it adopts the copy @fd: the blocks' information as it was
- * at the fork (the shared mapping is still the parent's here; what the
- * parent adds after the fork is not used by the child's blocks). */
-static int fork_copy_rest(int fd)
-{
-	uint64_t used = __atomic_load_n(&g.qs->used, __ATOMIC_RELAXED);
-	if (used > g.qs->size)
-		used = g.qs->size;
-	if (!state_copy(fd, QS_DATA_START, used))
-		return 0;
-	return pwrite(fd, &used, sizeof(used), (off_t)offsetof(struct qs_hdr, used)) == (ssize_t)sizeof(used);
 }
 
 /* Parent, after the fork returned: the copy is the child's now. */
@@ -1191,6 +1178,7 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t
 	if (t->prev) {
 		/* The syscall instruction ended the previous TB. */
 		t->sys_ret = t->prev->end;
+		t->prev->last = t;
 		emit_pgd(t);
 		t->prev = NULL;
 	}

@@ -2,7 +2,7 @@
  * plugin (btr-qemu.so, agents/qemu/CMakeLists.txt) share: qemu_plugin.c
  * (callbacks, PT stream per thread, records, processes) and the files
  * split from it, which call only what this header declares:
- *   qemu_state_file.c  the shared state file and DIR/count
+ *   qemu_state_file.c  the shared state file and DIR/count, its copy for a fork child
  *   qemu_insn_scan.c   scans of translated instruction bytes (qemu_insn_scan.h)
  *   qemu_code.c        code without a file (CODE records)
  *   qemu_maps.c        the module map from the guest's /proc/self/maps
@@ -129,6 +129,9 @@ int qs_fd_min(void);
  * if that fails or it is negative. */
 int qs_fd_high(int fd);
 int qs_adopt_copy(int fd);
+/* Child of a fork, before it adopts the copy @fd: the blocks' information
+ * as it was at the fork.  Returns 1, or 0 if a write failed. */
+int fork_copy_rest(int fd);
 /* Where the state's allocations start: the header's pages end. */
 #define QS_DATA_START ((sizeof(struct qs_hdr) + 4095) & ~4095ull)
 void qc_map(void);

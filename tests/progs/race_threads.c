@@ -6,15 +6,23 @@
  *   prog_race_threads pool N ITERS   a pool of N workers takes jobs from a queue
  *   prog_race_threads fork N ITERS   N threads fork (a child that works and
  *                                    exits) and posix_spawn (/bin/true) at once
+ *   prog_race_threads fault N ITERS  N threads run one shared loop over memory;
+ *                                    each round every thread also runs it once
+ *                                    over an unreadable page (SIGSEGV, handled
+ *                                    with siglongjmp): 5 faults per thread, in
+ *                                    a block the other threads run meanwhile
  *
  * Every mode starts its threads together at a barrier, so that they run the
  * same translation blocks at the same time.  Exits 0 when the work is done
  * as computed. */
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -112,6 +120,45 @@ static void *fork_thread(void *arg)
 	return NULL;
 }
 
+/* One loop over memory that all threads run; a thread faults in it on the
+ * unreadable page. */
+static __attribute__((noinline)) long sum(const volatile long *a, long n)
+{
+	long s = 0;
+	for (long i = 0; i < n; i++)
+		s += a[i & 63];
+	return s;
+}
+
+static volatile long data[64];
+static const volatile long *bad;
+static __thread sigjmp_buf fault_jmp;
+
+static void on_segv(int sig)
+{
+	(void)sig;
+	siglongjmp(fault_jmp, 1);
+}
+
+static void *fault_thread(void *arg)
+{
+	(void)arg;
+	volatile long s = 0, faults = 0;   /* kept across siglongjmp */
+	pthread_barrier_wait(&start);
+	for (int r = 0; r < 5; r++) {
+		s += sum(data, iters);
+		if (sigsetjmp(fault_jmp, 1) == 0)
+			s += sum(bad, 8);
+		else
+			faults++;
+		s += sum(data, iters);
+	}
+	__atomic_add_fetch(&total, faults == 5 ? s : 0, __ATOMIC_RELAXED);
+	if (faults != 5)
+		__atomic_add_fetch(&next_job, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
@@ -124,9 +171,20 @@ int main(int argc, char **argv)
 	if (n < 1 || n > 256 || iters < 1)
 		return 2;
 	void *(*fn)(void *) = !strcmp(argv[1], "loop") ? loop_thread : !strcmp(argv[1], "func") ? func_thread
-			      : !strcmp(argv[1], "pool") ? pool_thread : !strcmp(argv[1], "fork") ? fork_thread : NULL;
+			      : !strcmp(argv[1], "pool") ? pool_thread : !strcmp(argv[1], "fork") ? fork_thread
+			      : !strcmp(argv[1], "fault") ? fault_thread : NULL;
 	if (!fn)
 		return 2;
+	if (fn == fault_thread) {
+		void *pg = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (pg == MAP_FAILED)
+			return 1;
+		bad = pg;
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_segv;
+		sigaction(SIGSEGV, &sa, NULL);
+	}
 	n_jobs = iters / 10;
 	pthread_barrier_init(&start, NULL, (unsigned)n);
 	pthread_t t[256];
@@ -139,5 +197,7 @@ int main(int argc, char **argv)
 		return total != 0;
 	if (fn == pool_thread)
 		return next_job == n_jobs ? 0 : 1;
+	if (fn == fault_thread)
+		return next_job != 0;
 	return 0;
 }
