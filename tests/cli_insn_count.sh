@@ -23,24 +23,7 @@ counted() {
 		"$btr" record -o "$tmp/$name.btr" -- "$@" >/dev/null 2>"$tmp/$name.err" ||
 		{ bad "$name: record failed: $(head -1 "$tmp/$name.err")"; return; }
 	"$btr" report --format json "$tmp/$name.btr" >"$tmp/$name.json" || { bad "$name: report failed"; return; }
-	python3 - "$tmp/$name.count" "$tmp/$name.json" >"$tmp/$name.cmp" <<'PY'
-import json, sys
-counts = {}
-for line in open(sys.argv[1]):
-    pid, tid, n = line.split()
-    if tid == 'lost':
-        print('counter lost', n); sys.exit(1)
-    counts[int(tid)] = counts.get(int(tid), 0) + int(n)
-rep = json.load(open(sys.argv[2]))
-threads = {t['tid']: t['instructions'] for t in rep['thread_list']}
-# The counter also sees btr's plugin probe (a QEMU run of its own before
-# the recording): only the recorded threads are compared, and all of them.
-bad = [f"tid {t}: btr {n} counter {counts.get(t)}" for t, n in threads.items() if counts.get(t) != n]
-total = sum(counts[t] for t in threads if t in counts)
-print(len(threads), rep['instructions'], total)
-if bad or total != rep['instructions'] or not threads:
-    print('\n'.join(bad)); sys.exit(1)
-PY
+	python3 "$src/tests/tools/count_cmp.py" "$tmp/$name.count" "$tmp/$name.json" >"$tmp/$name.cmp"
 	if [ $? -eq 0 ]; then ok; else bad "$name: counts differ: $(tr '\n' ';' <"$tmp/$name.cmp")"; fi
 }
 

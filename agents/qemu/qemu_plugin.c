@@ -44,18 +44,27 @@
  * (TIP, or a compressed RET), or shows that the previous TB was left
  * early or to an unexpected place (a signal).
  *
- * Why an inline counter on every instruction: a TB can be left in its
- * middle (a faulting load delivers SIGSEGV, QEMU restarts an instruction
- * after self-modifying code).  Each instruction adds 1 to its TB's
- * counter before it executes (QEMU_PLUGIN_INLINE_ADD_U64, a few host
- * instructions, no call), and the TB-exec callback remembers the counter,
- * so the difference tells how many instructions of the previous TB
- * started; the last started one is the faulting instruction.  The counter
+ * Completion is decided from the thread's own TBs: the new pc is a
+ * successor of the previous TB, and the new TB is not one of the previous
+ * TB's instructions run again alone (is_restart: QEMU 7.2 leaves a TB in
+ * its middle without a fault only to run one instruction as a TB of its
+ * own).  Nothing other threads write takes part, so threads running the
+ * same loop at the same moment are exact (tests/cli_race.sh).
+ *
+ * Why an inline counter on instructions that can fault: a faulting load
+ * delivers SIGSEGV in the middle of a TB.  Each such instruction and the
+ * last one of each TB add 1 to its TB's counter before it executes
+ * (QEMU_PLUGIN_INLINE_ADD_U64, a few host instructions, no call), and the
+ * TB-exec callback remembers the counter, so when the next TB is a signal
+ * handler the difference tells which instruction faulted.  The counter
  * lives in the TB (inline ops take a fixed pointer and TBs are shared by
- * all vcpus), so in a multi-threaded guest two threads running the same
- * TB at the same moment can disturb it; it is only consulted when a TB is
- * left at an unexpected place, so this limits exactness only for a fault
- * in a TB that another thread runs at the same time (docs/record.md).
+ * all vcpus), so another thread running the same TB at the same moment
+ * can disturb it: it is consulted only for a handler (and when `btr
+ * record` finishes a thread that died inside a TB), so this limits
+ * exactness only for a fault in a TB that another thread runs at the same
+ * time (docs/record.md).  With per-vcpu inline counters (QEMU plugin API
+ * v4 scoreboards) the counter would be exact there too: only resolve()'s
+ * handler case and qs_finish_thread() read it (t->base, p->count).
  *
  * System calls end a TB in QEMU; the syscall callback emits TIP.PGD with
  * the IP suppressed, as user-only hardware tracing does when SYSCALL
@@ -67,8 +76,6 @@
  * reserved hole when rt_sigreturn shows where the thread resumes
  * (qs_pend_resolve in qemu_state.h).
  */
-#include <dirent.h>
-
 #include "qemu_plugin.h"
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = BTR_QEMU_PLUGIN_VERSION;
@@ -392,28 +399,103 @@ static void defer_branch(struct thr *t, struct tbinfo *p, uint64_t pc)
 	t->enc.last_ip = pc;
 }
 
-/* The thread left TB @p (whose @started instructions began) for @pc. */
-static void resolve(struct thr *t, struct tbinfo *p, uint64_t started, uint64_t pc)
+/* Is @cur, entered after @p at @pc, one of @p's instructions run again
+ * alone?  QEMU 7.2 (linux-user) leaves a block in its middle without a
+ * fault only to run one instruction of it again as a block of its own (a
+ * store into the page of its own block; an atomic operation it must run
+ * while the other threads wait): such a block has one instruction, a
+ * counting one (a memory access) of @p; @p's last one only when @p ends
+ * without a branch.  A block of one instruction inside @p is nothing else:
+ * a block entered in @p's middle runs to @p's end, so it has one
+ * instruction only at @p's last, which ends @p by itself when it is a
+ * branch.  Decided from this thread's own blocks: no counter other
+ * threads write (issue: threads running the same loop lost iterations
+ * when another thread's increments made the loop's own start look like
+ * a restarted instruction). */
+static int is_restart(const struct tbinfo *p, const struct tbinfo *cur, uint64_t pc)
 {
-	uint32_t n = p->n;
+	if (cur == p || cur->n != 1 || pc - p->pc >= p->end - p->pc)
+		return 0;
+	for (uint32_t j = 0; j < p->n_s; j++) {
+		uint32_t k = p->off[p->n + j];
+		if (insn_addr(p, k) == pc)
+			return k + 1 < p->n || p->kind == BTR_KIND_NONE;
+	}
+	return 0;
+}
 
-	if (started < n) {
-		uint64_t ip = insn_addr(p, started - 1);
-		if (pc == insn_addr(p, started))
-			return;                       /* left early, continues in order */
-		if (pc == ip) {
-			gt_unlog(t, ip);
-			return;                       /* instruction restarted */
+/* Can @pc be entered for a fault: the handler of a synchronous signal? */
+static int may_be_fault(uint64_t pc)
+{
+	static const int sync[] = { 4, 5, 7, 8, 11 };   /* ILL TRAP BUS FPE SEGV */
+	for (size_t i = 0; i < sizeof(sync) / sizeof(sync[0]); i++)
+		if (g.handler[sync[i]] == pc)
+			return 1;
+	return 0;
+}
+
+/* Does @p's counter hold only thread @t's increments since @t entered @p?
+ * Every thread stores itself in the TB's `last` when it enters or leaves
+ * it: another thread that ran @p during @t's stay either left it (so
+ * `last` is not @t) or is still in it (its prev is @p). */
+static int count_is_own(const struct thr *t, const struct tbinfo *p)
+{
+	if (__atomic_load_n(&p->last, __ATOMIC_ACQUIRE) != t)
+		return 0;
+	for (unsigned i = 0; i < MAX_VCPUS; i++) {
+		const struct thr *x = g.thr[i];
+		if (x && x != t && !x->done && __atomic_load_n(&x->prev, __ATOMIC_RELAXED) == p)
+			return 0;
+	}
+	return 1;
+}
+
+/* @t entered signal handler @pc from TB @p, possibly for a fault in @p,
+ * but another thread ran @p at the same time, so @p's counter cannot say
+ * where: an OVF (data lost here, as hardware says it) and the handler as
+ * the place where the flow resumes (FUP).  Readers report it as lost
+ * data of this thread at this place (docs/record.md). */
+static void count_lost(struct thr *t, uint64_t pc)
+{
+	qs_pend_resolve(t, 0, 0);
+	tnt_flush(t);
+	struct btr_pt_packet o = { .type = BTR_PT_OVF };
+	btr_pt_enc_packet(&t->enc, &o);
+	t->enc.last_ip = 0;    /* a full IP: nothing before the OVF is relied on */
+	t->rs_n = 0;
+	btr_pt_enc_ip(&t->enc, BTR_PT_FUP, pc);
+}
+
+/* The thread left TB @p for @cur (at @pc).  The shared counter is
+ * consulted only for the handler of a synchronous signal (which
+ * instruction faulted), and only when no other thread ran @p meanwhile. */
+static void resolve(struct thr *t, struct tbinfo *p, struct tbinfo *cur, uint64_t pc)
+{
+	if (is_restart(p, cur, pc)) {
+		gt_unlog(t, pc);                      /* it did not complete */
+		return;
+	}
+	if (is_handler(pc) && may_be_fault(pc)) {
+		if (!count_is_own(t, p)) {
+			count_lost(t, pc);
+			return;
 		}
-		if (is_handler(pc)) {
+		uint64_t started = qs_started(p, p->count - t->base);
+		if (started < p->n) {
+			uint64_t ip = insn_addr(p, started - 1);
 			gt_unlog(t, ip);
 			async_branch(t, ip, pc);      /* it faulted: signal handler */
 			return;
 		}
-		/* Neither: another thread running the same TB lost one of our
-		 * counter increments (the inline add is not atomic).  The TB
-		 * did complete; decide by its end as usual. */
 	}
+	/* Left early and went on in order at an instruction of @p that is not
+	 * a successor of its branch: nothing ran but @p's first instructions,
+	 * nothing to say.  (QEMU 7.2 runs such an instruction again alone
+	 * instead, is_restart; this is for any other way out.) */
+	if (pc != p->target && pc - p->pc < p->end - p->pc &&
+	    (p->kind == BTR_KIND_NONE || p->kind == BTR_KIND_JCC || p->kind == BTR_KIND_LOOP ||
+	     p->kind == BTR_KIND_JRCXZ || p->kind == BTR_KIND_JMP || p->kind == BTR_KIND_CALL))
+		return;
 
 	switch (p->kind) {
 	case BTR_KIND_NONE:
@@ -556,6 +638,9 @@ static __attribute__((noinline)) void tb_done(struct thr *t, struct tbinfo *cur)
 	uint64_t pc = cur->pc;
 	if (UNLIKELY(t->enc.pos >= t->check_at))
 		tb_check(t, pc);
+	if (t->prev)
+		t->prev->last = t;
+	cur->last = t;
 	t->prev = cur;
 	t->base = cur->count;
 }
@@ -572,7 +657,7 @@ static __attribute__((noinline)) void tb_exec_slow(struct thr *t, struct tbinfo 
 	uint64_t pc = cur->pc;
 	struct tbinfo *p = t->prev;
 	if (p != NULL)
-		resolve(t, p, qs_started(p, p->count - t->base), pc);
+		resolve(t, p, cur, pc);
 	else if (!t->enabled)
 		tb_enable(t, pc);
 	tb_done(t, cur);
@@ -599,9 +684,18 @@ static void tb_exec(unsigned vcpu, void *ud)
 		return;
 	}
 	struct tbinfo *p = t->prev;
-	if (UNLIKELY(!p) || UNLIKELY(p->count - t->base != p->n_s))
+	if (UNLIKELY(!p))
 		goto slow;
 	uint64_t pc = cur->pc;
+	/* Decided from this thread's own blocks, not from the counter (which
+	 * every thread running @p adds to): @p completed when @pc is one of
+	 * its regular successors, unless @cur may be one of @p's instructions
+	 * run again (a block entered inside @p other than @p itself: a loop
+	 * into its own block, is_restart) or @pc may be a signal handler. */
+	if (UNLIKELY(pc - p->pc < p->end - p->pc) && cur != p)
+		goto slow;
+	if (UNLIKELY((g.hmask >> ((pc >> 4) & 63)) & 1))
+		goto slow;
 	/* if-chain, not switch: one predictable compare per kind beats an
 	 * indirect jump through a table here. */
 	unsigned k = p->kind;
@@ -629,6 +723,8 @@ static void tb_exec(unsigned vcpu, void *ud)
 		goto slow;
 	}
 	/* No space check: this path writes no packet (the ways out check). */
+	p->last = t;          /* count_is_own: left @p, entered @cur */
+	cur->last = t;
 	t->prev = cur;
 	t->base = cur->count;
 	return;
@@ -859,58 +955,6 @@ static void announce_process(void)
 	}
 }
 
-/* The bytes of the state from @from to @to, written to @fd at the same
- * offsets, but not the thread states nor their ground-truth buffers
- * (holes): the child has one thread, whose state fork_prepare wrote.
- * Returns 1, or 0 if a write failed. */
-static int state_copy(int fd, uint64_t from, uint64_t to)
-{
-	uint32_t n = __atomic_load_n(&g.qs->n_thr, __ATOMIC_ACQUIRE);
-	if (n > sizeof(g.qs->thr) / sizeof(g.qs->thr[0]))
-		n = sizeof(g.qs->thr) / sizeof(g.qs->thr[0]);
-	struct { uint64_t lo, hi; } *skip = malloc((2 * (size_t)n + 1) * sizeof(*skip));
-	if (!skip)
-		return 0;
-	size_t ns = 0;
-	uint64_t base = (uint64_t)(uintptr_t)g.qs;
-	for (uint32_t i = 0; i < n; i++) {
-		struct thr *x = g.qs->thr[i];
-		if (!qs_owns(g.qs, x))
-			continue;
-		skip[ns].lo = (uint64_t)(uintptr_t)x - base;
-		skip[ns++].hi = (uint64_t)(uintptr_t)(x + 1) - base;
-		uint64_t *gt = x->gt;
-		if (gt && qs_owns(g.qs, gt)) {
-			skip[ns].lo = (uint64_t)(uintptr_t)gt - base;
-			skip[ns].hi = skip[ns].lo + GT_BUF * sizeof(uint64_t);
-			ns++;
-		}
-	}
-	/* Insertion sort: a handful of threads. */
-	for (size_t i = 1; i < ns; i++)
-		for (size_t j = i; j > 0 && skip[j].lo < skip[j - 1].lo; j--) {
-			__typeof__(*skip) tmp = skip[j];
-			skip[j] = skip[j - 1];
-			skip[j - 1] = tmp;
-		}
-	int ok = 1;
-	uint64_t at = from;
-	for (size_t i = 0; ok && i <= ns; i++) {
-		uint64_t end = i < ns ? skip[i].lo : to;
-		if (end > to)
-			end = to;
-		while (ok && at < end) {
-			ssize_t w = pwrite(fd, (uint8_t *)g.qs + at, end - at, (off_t)at);
-			ok = w > 0;
-			at += w > 0 ? (uint64_t)w : 0;
-		}
-		if (i < ns && skip[i].hi > at)
-			at = skip[i].hi;
-	}
-	free(skip);
-	return ok;
-}
-
 /* Parent, at the fork's entry: the start of the child's copy of the state,
  * the header and the forking thread's state (not its PT buffer), taken
  * before the parent runs on and changes them.  The rest (the blocks'
@@ -939,19 +983,6 @@ static void fork_prepare(unsigned vcpu, struct thr *t)
 		return;
 	}
 	fork_fd[vcpu] = fd + 1;
-}
-
-/* Child, before it adopts the copy @fd: the blocks' information as it was
- * at the fork (the shared mapping is still the parent's here; what the
- * parent adds after the fork is not used by the child's blocks). */
-static int fork_copy_rest(int fd)
-{
-	uint64_t used = __atomic_load_n(&g.qs->used, __ATOMIC_RELAXED);
-	if (used > g.qs->size)
-		used = g.qs->size;
-	if (!state_copy(fd, QS_DATA_START, used))
-		return 0;
-	return pwrite(fd, &used, sizeof(used), (off_t)offsetof(struct qs_hdr, used)) == (ssize_t)sizeof(used);
 }
 
 /* Parent, after the fork returned: the copy is the child's now. */
@@ -1134,122 +1165,6 @@ static int is_fork_call(int64_t num, uint64_t a1)
 	return 0;
 }
 
-/* ---- the plugin's descriptors survive the guest closing them ----
- *
- * QEMU runs the guest in our own process, so the guest's close(),
- * close_range() and the "close every descriptor but 0-2" loops that
- * programs run in a child between fork and exec (Python's subprocess,
- * gnupg spawning gpg-agent) close the plugin's trace, state and
- * ground-truth files too.  Before such a system call the plugin's
- * descriptors in its range are noted (a descriptor is the plugin's when it
- * names a file in the recording's directory or the ground-truth file); after
- * it, each is opened again by its path and put back at its number, so the
- * writers holding those numbers go on.  g.lock is held in between: the
- * writer and the ground-truth log are written under it, so no thread
- * writes while a descriptor is away.  Not handled: dup2()/dup3() onto one
- * of the plugin's numbers (the guest's file would replace the plugin's). */
-#ifndef SYS_close_range
-#define SYS_close_range 436
-#endif
-#define MAX_KEPT 16
-static struct {
-	int n;
-	int fd[MAX_KEPT];
-	int fl[MAX_KEPT];       /* O_ACCMODE | O_APPEND */
-	int cloexec[MAX_KEPT];
-	char path[MAX_KEPT][PATH_MAX];
-	int locked;
-	unsigned vcpu;
-} kept;
-
-static int fd_is_ours(int fd, char *path)
-{
-	char link[64];
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	ssize_t k = readlink(link, path, PATH_MAX - 1);
-	if (k <= 0)
-		return 0;
-	path[k] = 0;
-	size_t dl = g.dir ? strlen(g.dir) : 0;
-	return (dl && !strncmp(path, g.dir, dl) && path[dl] == '/') || (g.gt_fd >= 0 && fd == g.gt_fd);
-}
-
-static void keep_fd(int fd)
-{
-	if (kept.n == MAX_KEPT || !fd_is_ours(fd, kept.path[kept.n]))
-		return;
-	int fl = fcntl(fd, F_GETFL), fdf = fcntl(fd, F_GETFD);
-	if (fl < 0 || fdf < 0)
-		return;
-	kept.fd[kept.n] = fd;
-	kept.fl[kept.n] = fl & (O_ACCMODE | O_APPEND);
-	kept.cloexec[kept.n] = fdf & FD_CLOEXEC;
-	kept.n++;
-}
-
-/* Before the guest's close(@a1) / close_range(@a1, @a2, @a3). */
-static void fds_before(unsigned vcpu, int64_t num, uint64_t a1, uint64_t a2, uint64_t a3)
-{
-	if (num == SYS_close) {
-		char path[PATH_MAX];
-		if (a1 >= INT32_MAX || !fd_is_ours((int)a1, path))
-			return;   /* most closes: one readlink, no lock */
-		pthread_mutex_lock(&g.lock);
-		kept.n = 0;
-		keep_fd((int)a1);
-	} else if (num == SYS_close_range) {
-		if (a3 & 4u /* CLOSE_RANGE_CLOEXEC: closes nothing */ || a1 > a2)
-			return;
-		pthread_mutex_lock(&g.lock);
-		kept.n = 0;
-		DIR *d = opendir("/proc/self/fd");
-		int dfd = d ? dirfd(d) : -1;
-		struct dirent *e;
-		while (d && (e = readdir(d)) != NULL) {
-			char *end;
-			long fd = strtol(e->d_name, &end, 10);
-			if (*end || end == e->d_name || fd == dfd || (uint64_t)fd < a1 || (uint64_t)fd > a2)
-				continue;
-			keep_fd((int)fd);
-		}
-		if (d)
-			closedir(d);
-	} else {
-		return;
-	}
-	if (!kept.n) {
-		pthread_mutex_unlock(&g.lock);
-		return;
-	}
-	kept.locked = 1;
-	kept.vcpu = vcpu;
-}
-
-/* After it: each noted descriptor back at its number. */
-static void fds_after(unsigned vcpu)
-{
-	if (!kept.locked || kept.vcpu != vcpu)
-		return;
-	for (int i = 0; i < kept.n; i++) {
-		if (fcntl(kept.fd[i], F_GETFD) >= 0)
-			continue;   /* still open (the call failed) */
-		int nfd = open(kept.path[i], kept.fl[i] | O_CLOEXEC);
-		if (nfd < 0)
-			continue;   /* the writer reports the loss as before */
-		if (!(kept.fl[i] & O_APPEND))
-			(void)lseek(nfd, 0, SEEK_END);   /* the writer only appends */
-		if (nfd != kept.fd[i]) {
-			(void)dup3(nfd, kept.fd[i], kept.cloexec[i] ? O_CLOEXEC : 0);
-			close(nfd);
-		} else if (!kept.cloexec[i]) {
-			(void)fcntl(nfd, F_SETFD, 0);
-		}
-	}
-	kept.n = 0;
-	kept.locked = 0;
-	pthread_mutex_unlock(&g.lock);
-}
-
 static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t a1, uint64_t a2,
 		       uint64_t a3, uint64_t a4, uint64_t a5, uint64_t a6, uint64_t a7, uint64_t a8)
 {
@@ -1263,6 +1178,7 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t
 	if (t->prev) {
 		/* The syscall instruction ended the previous TB. */
 		t->sys_ret = t->prev->end;
+		t->prev->last = t;
 		emit_pgd(t);
 		t->prev = NULL;
 	}
@@ -1304,6 +1220,10 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t
 					g.hlist[k++] = g.handler[sig];
 			}
 			g.n_hlist = k;
+			uint64_t m = 0;
+			for (unsigned j = 0; j < k; j++)
+				m |= 1ull << ((g.hlist[j] >> 4) & 63);
+			g.hmask = m;
 		}
 		break;
 	}

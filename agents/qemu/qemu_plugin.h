@@ -2,11 +2,12 @@
  * plugin (btr-qemu.so, agents/qemu/CMakeLists.txt) share: qemu_plugin.c
  * (callbacks, PT stream per thread, records, processes) and the files
  * split from it, which call only what this header declares:
- *   qemu_state_file.c  the shared state file and DIR/count
+ *   qemu_state_file.c  the shared state file and DIR/count, its copy for a fork child
  *   qemu_insn_scan.c   scans of translated instruction bytes (qemu_insn_scan.h)
  *   qemu_code.c        code without a file (CODE records)
  *   qemu_maps.c        the module map from the guest's /proc/self/maps
  *   qemu_guest_str.c   guest strings and string vectors
+ *   qemu_fds.c         the plugin's descriptors survive the guest closing them
  * Private to agents/qemu/; the symbols are hidden (C_VISIBILITY_PRESET). */
 #ifndef BTR_QEMU_PLUGIN_H
 #define BTR_QEMU_PLUGIN_H
@@ -55,6 +56,7 @@ struct plugin_state {
 	uint64_t handler[65];          /* guest signal handlers by signo */
 	uint64_t hlist[64];            /* the distinct values of handler[] */
 	unsigned n_hlist;
+	uint64_t hmask;                /* bit (h >> 4) & 63 of each handler h: tb_exec's test */
 	int exit_called;
 	int64_t exit_code;
 	uint32_t pid;
@@ -127,6 +129,9 @@ int qs_fd_min(void);
  * if that fails or it is negative. */
 int qs_fd_high(int fd);
 int qs_adopt_copy(int fd);
+/* Child of a fork, before it adopts the copy @fd: the blocks' information
+ * as it was at the fork.  Returns 1, or 0 if a write failed. */
+int fork_copy_rest(int fd);
 /* Where the state's allocations start: the header's pages end. */
 #define QS_DATA_START ((sizeof(struct qs_hdr) + 4095) & ~4095ull)
 void qc_map(void);
@@ -143,6 +148,13 @@ void code_note_jitdump(const char *path);
 
 /* ---- qemu_maps.c ---- */
 void read_maps(uint64_t first_pc);
+
+/* ---- qemu_fds.c ---- */
+/* Before the guest's close(@a1) / close_range(@a1, @a2, @a3) by @vcpu:
+ * notes the plugin's descriptors it closes (and holds g.lock); after it,
+ * fds_after puts each back at its number. */
+void fds_before(unsigned vcpu, int64_t num, uint64_t a1, uint64_t a2, uint64_t a3);
+void fds_after(unsigned vcpu);
 
 /* ---- qemu_guest_str.c ---- */
 char *guest_strdup(uint64_t addr);

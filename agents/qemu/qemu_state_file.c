@@ -186,3 +186,67 @@ void note_process(void)
 	note_pid(g.pid, g.ppid);
 }
 
+/* The bytes of the state from @from to @to, written to @fd at the same
+ * offsets, but not the thread states nor their ground-truth buffers
+ * (holes): the child has one thread, whose state fork_prepare wrote.
+ * Returns 1, or 0 if a write failed. */
+static int state_copy(int fd, uint64_t from, uint64_t to)
+{
+	uint32_t n = __atomic_load_n(&g.qs->n_thr, __ATOMIC_ACQUIRE);
+	if (n > sizeof(g.qs->thr) / sizeof(g.qs->thr[0]))
+		n = sizeof(g.qs->thr) / sizeof(g.qs->thr[0]);
+	struct { uint64_t lo, hi; } *skip = malloc((2 * (size_t)n + 1) * sizeof(*skip));
+	if (!skip)
+		return 0;
+	size_t ns = 0;
+	uint64_t base = (uint64_t)(uintptr_t)g.qs;
+	for (uint32_t i = 0; i < n; i++) {
+		struct thr *x = g.qs->thr[i];
+		if (!qs_owns(g.qs, x))
+			continue;
+		skip[ns].lo = (uint64_t)(uintptr_t)x - base;
+		skip[ns++].hi = (uint64_t)(uintptr_t)(x + 1) - base;
+		uint64_t *gt = x->gt;
+		if (gt && qs_owns(g.qs, gt)) {
+			skip[ns].lo = (uint64_t)(uintptr_t)gt - base;
+			skip[ns].hi = skip[ns].lo + GT_BUF * sizeof(uint64_t);
+			ns++;
+		}
+	}
+	/* Insertion sort: a handful of threads. */
+	for (size_t i = 1; i < ns; i++)
+		for (size_t j = i; j > 0 && skip[j].lo < skip[j - 1].lo; j--) {
+			__typeof__(*skip) tmp = skip[j];
+			skip[j] = skip[j - 1];
+			skip[j - 1] = tmp;
+		}
+	int ok = 1;
+	uint64_t at = from;
+	for (size_t i = 0; ok && i <= ns; i++) {
+		uint64_t end = i < ns ? skip[i].lo : to;
+		if (end > to)
+			end = to;
+		while (ok && at < end) {
+			ssize_t w = pwrite(fd, (uint8_t *)g.qs + at, end - at, (off_t)at);
+			ok = w > 0;
+			at += w > 0 ? (uint64_t)w : 0;
+		}
+		if (i < ns && skip[i].hi > at)
+			at = skip[i].hi;
+	}
+	free(skip);
+	return ok;
+}
+
+/* Child, before it adopts the copy @fd: the blocks' information as it was
+ * at the fork (the shared mapping is still the parent's here; what the
+ * parent adds after the fork is not used by the child's blocks). */
+int fork_copy_rest(int fd)
+{
+	uint64_t used = __atomic_load_n(&g.qs->used, __ATOMIC_RELAXED);
+	if (used > g.qs->size)
+		used = g.qs->size;
+	if (!state_copy(fd, QS_DATA_START, used))
+		return 0;
+	return pwrite(fd, &used, sizeof(used), (off_t)offsetof(struct qs_hdr, used)) == (ssize_t)sizeof(used);
+}

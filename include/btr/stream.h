@@ -308,10 +308,16 @@ enum btr_stream_loss_kind {
 				* stops (a BTR_PROC_LOST record, or a process
 				* without an exit record in a cut container) */
 	BTR_LOSS_MISSING,      /* process @pid ran but has no trace at all */
+	BTR_LOSS_FLOW,         /* thread @pid's flow is unknown at one place:
+				* the qemu recorder could not tell where a
+				* block another thread ran at the same time
+				* faulted (an OVF in its stream); @detail
+				* names the thread and the address */
 };
 struct btr_stream_loss {
 	uint32_t kind;         /* enum btr_stream_loss_kind */
-	uint32_t pid, ppid;    /* CUT/MISSING: the process (ppid 0 if unknown) */
+	uint32_t pid, ppid;    /* CUT/MISSING: the process (ppid 0 if unknown);
+				* FLOW: pid is the thread */
 	int32_t reason;        /* negative enum btr_error */
 	uint64_t offset;       /* CHUNK/END: file offset; else 0 */
 	char comm[32];         /* CUT/MISSING: the program's file name, "" if

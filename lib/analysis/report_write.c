@@ -53,13 +53,13 @@ static const char *thread_end_text(const struct btr_report_thread *t, int lost, 
 	}
 }
 
-static const char *const loss_kind[] = { "?", "chunk", "end", "cut", "missing" };
+static const char *const loss_kind[] = { "?", "chunk", "end", "cut", "missing", "flow" };
 
 /* The causes of lost data: JSON array elements. */
 static void print_losses_json(FILE *f, const struct btr_stream_loss *l, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		fprintf(f, "%s\n    {\"kind\": \"%s\"", i ? "," : "", loss_kind[l[i].kind < 5 ? l[i].kind : 0]);
+		fprintf(f, "%s\n    {\"kind\": \"%s\"", i ? "," : "", loss_kind[l[i].kind < 6 ? l[i].kind : 0]);
 		if (l[i].kind == BTR_LOSS_CUT || l[i].kind == BTR_LOSS_MISSING) {
 			fprintf(f, ", \"pid\": %" PRIu32 ", \"ppid\": %" PRIu32 ", \"comm\": ", l[i].pid, l[i].ppid);
 			btr_json_str(f, l[i].comm);
@@ -468,6 +468,8 @@ int btr__report_write_text(FILE *f, const struct btr_report_result *res, const s
 			fprintf(f, "  damaged chunk at offset 0x%" PRIx64 " skipped\n", l->offset);
 		else if (l->kind == BTR_LOSS_END)
 			fprintf(f, "  the trace is cut at offset 0x%" PRIx64 ": %s\n", l->offset, btr_errstr(l->reason));
+		else if (l->kind == BTR_LOSS_FLOW)
+			fprintf(f, "  the flow of %s is unknown at one place\n", l->detail);
 		else
 			fprintf(f, "  pid %" PRIu32 " %s: %s\n", l->pid, l->comm[0] ? l->comm : "?",
 				l->kind == BTR_LOSS_MISSING ? "no trace at all"

@@ -715,6 +715,13 @@ static int flow_event(void *ctx, const struct btr_flow_event *fev)
 				       .reason = fev->reason, .offset = fev->offset };
 	if (fev->type == BTR_FLOW_GAP || fev->type == BTR_FLOW_OVERFLOW)
 		d->s->st.gaps++;
+	/* The qemu recorder writes an OVF where it cannot tell the flow
+	 * (agents/qemu, count_lost): data lost, said as such. */
+	if (fev->type == BTR_FLOW_OVERFLOW && !strcmp(d->s->backend, "qemu")) {
+		if (stream_loss_flow(&d->s->loss, ev.tid, fev->ip, fev->offset) < 0)
+			return 1;
+		d->s->data_lost = 1;
+	}
 	return emit(d->s, &ev) != 0;
 }
 

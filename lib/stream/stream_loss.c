@@ -2,6 +2,7 @@
  * stream (stream_loss.h). */
 #include "stream_loss.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,17 @@ int stream_loss_exit(struct stream_losses *t, uint32_t pid)
 	if (!p)
 		return -BTR_ERR_NOMEM;
 	p->ended = 1;
+	return 0;
+}
+
+int stream_loss_flow(struct stream_losses *t, uint32_t tid, uint64_t ip, uint64_t offset)
+{
+	struct btr_stream_loss *l = add(t, BTR_LOSS_FLOW, -BTR_ERR_OVERFLOW);
+	if (!l)
+		return -BTR_ERR_NOMEM;
+	l->pid = tid;
+	snprintf(l->detail, sizeof(l->detail), "thread %" PRIu32 " near 0x%" PRIx64 " (stream offset %" PRIu64 ")",
+		 tid, ip, offset);
 	return 0;
 }
 

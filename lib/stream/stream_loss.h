@@ -38,6 +38,10 @@ int stream_loss_chunk(struct stream_losses *t, uint64_t offset);
  * Returns 0 or -BTR_ERR_NOMEM. */
 int stream_loss_end(struct stream_losses *t, int reason, uint64_t offset);
 
+/* Thread @tid's flow is unknown near @ip (an OVF in a qemu trace, at
+ * stream offset @offset).  Returns 0 or -BTR_ERR_NOMEM. */
+int stream_loss_flow(struct stream_losses *t, uint32_t tid, uint64_t ip, uint64_t offset);
+
 size_t stream_loss_get(const struct stream_losses *t, struct btr_stream_loss *out, size_t max);
 void stream_loss_free(struct stream_losses *t);
 

@@ -163,6 +163,10 @@ static void loss_line(char *out, size_t size, const char *file, const char *what
 			snprintf(out, size, "%s: %s: the trace stops while it ran on (%s); the %s misses the rest", file,
 				 who, why, what);
 		break;
+	case BTR_LOSS_FLOW:
+		snprintf(out, size, "%s: the flow of %s is unknown at one place (%s); the %s misses it there", file,
+			 l->detail, btr_errstr(l->reason), what);
+		break;
 	case BTR_LOSS_MISSING:
 		snprintf(out, size, "%s: %s ran but is not in the trace (%s); the %s misses it", file, who, why, what);
 		break;

@@ -44,6 +44,7 @@ enum { QC_STARTED = 0, QC_WERR = 1, QC_NPIDS = 2, QC_GTERR = 3, QC_PIDS = 4, QC_
 
 struct tbinfo {
 	uint64_t count;      /* inline counter: instructions started (all threads) */
+	void *last;          /* the struct thr that last entered or left this TB */
 	uint64_t pc;         /* first instruction */
 	uint64_t end;        /* address after the last instruction */
 	uint64_t last_pc;    /* last instruction */
