@@ -738,7 +738,7 @@ int guest_read(uint64_t addr, void *buf, size_t len)
 /* ---- processes ---- */
 
 static uint8_t forking[MAX_VCPUS];   /* the pending system call is a fork */
-static int fork_fd[MAX_VCPUS];       /* fork_prepare's copy of the state, + 1 */
+int fork_fd[MAX_VCPUS];              /* fork_prepare's copy of the state, + 1 */
 static unsigned fork_seq[MAX_VCPUS];
 
 static uint64_t now_ns(void)
@@ -1134,128 +1134,16 @@ static int is_fork_call(int64_t num, uint64_t a1)
 	return 0;
 }
 
-/* ---- the plugin's descriptors survive the guest closing them ----
- *
- * QEMU runs the guest in our own process, so the guest's close(),
- * close_range() and the "close every descriptor but 0-2" loops that
- * programs run in a child between fork and exec (Python's subprocess,
- * gnupg spawning gpg-agent) close the plugin's trace, state and
- * ground-truth files too.  Before such a system call the plugin's
- * descriptors in its range are noted (a descriptor is the plugin's when it
- * names a file in the recording's directory or the ground-truth file); after
- * it, each is opened again by its path and put back at its number, so the
- * writers holding those numbers go on.  g.lock is held in between: the
- * writer and the ground-truth log are written under it, so no thread
- * writes while a descriptor is away.  Not handled: dup2()/dup3() onto one
- * of the plugin's numbers (the guest's file would replace the plugin's). */
-#ifndef SYS_close_range
-#define SYS_close_range 436
-#endif
-#define MAX_KEPT 16
-static struct {
-	int n;
-	int fd[MAX_KEPT];
-	int fl[MAX_KEPT];       /* O_ACCMODE | O_APPEND */
-	int cloexec[MAX_KEPT];
-	char path[MAX_KEPT][PATH_MAX];
-	int locked;
-	unsigned vcpu;
-} kept;
-
-static int fd_is_ours(int fd, char *path)
-{
-	char link[64];
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	ssize_t k = readlink(link, path, PATH_MAX - 1);
-	if (k <= 0)
-		return 0;
-	path[k] = 0;
-	size_t dl = g.dir ? strlen(g.dir) : 0;
-	return (dl && !strncmp(path, g.dir, dl) && path[dl] == '/') || (g.gt_fd >= 0 && fd == g.gt_fd);
-}
-
-static void keep_fd(int fd)
-{
-	if (kept.n == MAX_KEPT || !fd_is_ours(fd, kept.path[kept.n]))
-		return;
-	int fl = fcntl(fd, F_GETFL), fdf = fcntl(fd, F_GETFD);
-	if (fl < 0 || fdf < 0)
-		return;
-	kept.fd[kept.n] = fd;
-	kept.fl[kept.n] = fl & (O_ACCMODE | O_APPEND);
-	kept.cloexec[kept.n] = fdf & FD_CLOEXEC;
-	kept.n++;
-}
-
-/* Before the guest's close(@a1) / close_range(@a1, @a2, @a3). */
-static void fds_before(unsigned vcpu, int64_t num, uint64_t a1, uint64_t a2, uint64_t a3)
-{
-	if (num == SYS_close) {
-		char path[PATH_MAX];
-		if (a1 >= INT32_MAX || !fd_is_ours((int)a1, path))
-			return;   /* most closes: one readlink, no lock */
-		pthread_mutex_lock(&g.lock);
-		kept.n = 0;
-		keep_fd((int)a1);
-	} else if (num == SYS_close_range) {
-		if (a3 & 4u /* CLOSE_RANGE_CLOEXEC: closes nothing */ || a1 > a2)
-			return;
-		pthread_mutex_lock(&g.lock);
-		kept.n = 0;
-		DIR *d = opendir("/proc/self/fd");
-		int dfd = d ? dirfd(d) : -1;
-		struct dirent *e;
-		while (d && (e = readdir(d)) != NULL) {
-			char *end;
-			long fd = strtol(e->d_name, &end, 10);
-			if (*end || end == e->d_name || fd == dfd || (uint64_t)fd < a1 || (uint64_t)fd > a2)
-				continue;
-			keep_fd((int)fd);
-		}
-		if (d)
-			closedir(d);
-	} else {
-		return;
-	}
-	if (!kept.n) {
-		pthread_mutex_unlock(&g.lock);
-		return;
-	}
-	kept.locked = 1;
-	kept.vcpu = vcpu;
-}
-
-/* After it: each noted descriptor back at its number. */
-static void fds_after(unsigned vcpu)
-{
-	if (!kept.locked || kept.vcpu != vcpu)
-		return;
-	for (int i = 0; i < kept.n; i++) {
-		if (fcntl(kept.fd[i], F_GETFD) >= 0)
-			continue;   /* still open (the call failed) */
-		int nfd = open(kept.path[i], kept.fl[i] | O_CLOEXEC);
-		if (nfd < 0)
-			continue;   /* the writer reports the loss as before */
-		if (!(kept.fl[i] & O_APPEND))
-			(void)lseek(nfd, 0, SEEK_END);   /* the writer only appends */
-		if (nfd != kept.fd[i]) {
-			(void)dup3(nfd, kept.fd[i], kept.cloexec[i] ? O_CLOEXEC : 0);
-			close(nfd);
-		} else if (!kept.cloexec[i]) {
-			(void)fcntl(nfd, F_SETFD, 0);
-		}
-	}
-	kept.n = 0;
-	kept.locked = 0;
-	pthread_mutex_unlock(&g.lock);
-}
-
 static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t a1, uint64_t a2,
 		       uint64_t a3, uint64_t a4, uint64_t a5, uint64_t a6, uint64_t a7, uint64_t a8)
 {
 	forking[vcpu] = (uint8_t)is_fork_call(num, a1);
 	if (num == SYS_close || num == SYS_close_range)
-		fds_before(vcpu, num, a1, a2, a3);
+		fds_close_before(vcpu, num, a1, a2, a3);
+	else if (num == SYS_setuid || num == SYS_setreuid || num == SYS_setresuid || num == SYS_setfsuid)
+		qs_grant_uid(num, a1, a2);
+	else
+		fds_named(num, a1, a2, a3, a5);
 	if (g.off)
 		return;
 	struct thr *t = thr_get(vcpu);
@@ -1327,8 +1215,13 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t
 
 static void syscall_ret_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, int64_t ret)
 {
+	if (num == SYS_ptrace && ret == -ENOSYS && g.count) {
+		uint64_t zero = 0;   /* QEMU has no ptrace: btr record says so */
+		__atomic_compare_exchange_n(&g.count[QC_PTRACE], &zero, (uint64_t)g.pid, 0, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
+	}
 	if (num == SYS_close || num == SYS_close_range)
-		fds_after(vcpu);
+		fds_close_after(vcpu);
 	if (forking[vcpu]) {
 		forking[vcpu] = 0;
 		if (ret == 0) {
@@ -1453,6 +1346,11 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		return -1;
 	}
 	size_t pl = (size_t)snprintf(g.plugarg, sizeof(g.plugarg), "%s", dl.dli_fname);
+	int probe = 0;
+	for (int i = 0; i < argc; i++)
+		probe |= !strcmp(argv[i], "probe=on");
+	if (!probe)
+		qemu_stderr_filter();
 	for (int i = 0; i < argc; i++) {
 		uint64_t v;
 		if (!strcmp(argv[i], "probe=on"))

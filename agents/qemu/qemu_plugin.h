@@ -127,6 +127,18 @@ int qs_fd_min(void);
  * if that fails or it is negative. */
 int qs_fd_high(int fd);
 int qs_adopt_copy(int fd);
+/* Before a guest setuid-family call: DIR and DIR/count to the new user. */
+void qs_grant_uid(int64_t num, uint64_t a1, uint64_t a2);
+/* QEMU's "uncaught target signal" line off the guest's stderr
+ * (qemu_stderr.c). */
+void qemu_stderr_filter(void);
+/* The plugin's descriptors in the guest's process (qemu_fds.c): kept
+ * across a guest close()/close_range() (before and after the call), moved
+ * away from a number another guest call names. */
+void fds_close_before(unsigned vcpu, int64_t num, uint64_t a1, uint64_t a2, uint64_t a3);
+void fds_close_after(unsigned vcpu);
+void fds_named(int64_t num, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a5);
+extern int fork_fd[MAX_VCPUS];   /* qemu_plugin.c: fork_prepare's state copy, + 1 */
 /* Where the state's allocations start: the header's pages end. */
 #define QS_DATA_START ((sizeof(struct qs_hdr) + 4095) & ~4095ull)
 void qc_map(void);

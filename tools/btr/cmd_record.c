@@ -1,4 +1,5 @@
 /* cmd_record.c - btr record: run a command and record its control flow. */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -107,7 +108,10 @@ static const struct cli_cmd cmd = {
 	"Runs CMD and records its control flow into a .btr trace.  CMD's stdin, stdout\n"
 	"and stderr pass through; btr exits with CMD's exit status (128+N if signal N\n"
 	"killed it), or 2 (usage) / 3 (btr's own error: no trace is left under FILE;\n"
-	"if the disk or $TMPDIR filled up, what was recorded is kept in FILE.partial).\n\n",
+	"if the disk or $TMPDIR filled up, what was recorded is kept in FILE.partial).\n"
+	"Ctrl-C (SIGINT, SIGTERM) goes to CMD while it runs; the trace is then complete.\n"
+	"While the trace is written afterwards it stops btr: what was written is kept in\n"
+	"FILE.partial, and btr ends by that signal (docs/record.md, \"Signals\").\n\n",
 	opts,
 	"qemu follows the whole process tree: every process started by CMD, including\n"
 	"ones that outlive their parent, until all have exited (docs/record.md).\n",
@@ -312,7 +316,7 @@ int cmd_record(int argc, char **argv)
 		o.progress = record_progress;
 		o.progress_ctx = NULL;
 	}
-	struct btr_capture_result res;
+	struct btr_capture_result res = { 0 };
 	int rc = b->record(&o, &res);
 	cli_progress_clear();
 	if (rc >= 0)
@@ -321,6 +325,14 @@ int cmd_record(int argc, char **argv)
 	if (rc == -BTR_ERR_UNSUPPORTED) {
 		cli_error("backend %s cannot record yet (try -b qemu)", b->name);
 		return EXIT_RUNTIME;
+	}
+	if (rc == -BTR_ERR_INTERRUPTED && res.signo > 0) {
+		/* Stopped by SIGINT/SIGTERM before CMD ran or while the trace was
+		 * written (the library said what it kept): end as that signal
+		 * does, so that a calling shell's loop stops too. */
+		signal(res.signo, SIG_DFL);
+		raise(res.signo);
+		return 128 + res.signo;
 	}
 	if (rc < 0) {
 		/* The library already logged the one line naming the cause. */
