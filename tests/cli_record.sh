@@ -115,6 +115,25 @@ for c in "$build/prog_qemu_crash" "sh -c 'echo err-before >&2; kill -SEGV \$\$'"
   check "crash stderr byte-identical to native ($c: $(head -c 200 crash_btr.err))" cmp -s crash_native.err crash_btr.err
 done
 
+# btr crash of a qemu trace: the fault address is not recorded (it printed 0x0)
+if [ -s crash.btr ]; then
+  "$btr" crash crash.btr >crash.txt 2>&1
+  check "crash of a qemu trace: fault address unknown, not 0x0 ($(grep fault crash.txt))" \
+    grep -qx '  fault address: unknown (this backend does not record it)' crash.txt
+  "$btr" crash --format json crash.btr >crash.json 2>&1
+  check "crash --format json of a qemu trace: fault_addr null" python3 -c '
+import json; c = json.load(open("crash.json"))["crashes"]; assert len(c) == 1 and c[0]["fault_addr"] is None, c'
+fi
+
+# ---- record: the program's environment in its native order ----
+# QEMU reverses its environment into the guest's: `env -i A=1 B=2 env`
+# printed B before A (also after an exec, which starts QEMU again)
+for c in "env -i A=1 B=2 C=3 Z=0 env" "env -i A=1 B=2 C=3 sh -c 'exec env -0'"; do
+  eval "$c" >env_native.out
+  eval "\"\$btr\" record -q -o env.btr -- $c" >env_btr.out
+  check "environment order as native ($c: $(tr '\0\n' '  ' <env_btr.out))" cmp -s env_native.out env_btr.out
+done
+
 # ---- record: a debugger or tracer under qemu gets a hint ----
 # QEMU does not emulate ptrace: strace failed with "PTRACE_TRACEME: Function
 # not implemented" and btr said nothing

@@ -1106,6 +1106,16 @@ static void follow_exec(struct thr *t, uint64_t a1, uint64_t a2, uint64_t a3)
 		for (int i = 1; i < x->argc; i++)
 			qa[k++] = x->argv[i];
 		qa[k] = NULL;
+		/* QEMU reverses its environment into the guest's (btr_qemu_record
+		 * in lib/capture/qemu.c): given reversed, the order is the guest's. */
+		size_t ne = 0;
+		while (envp[ne])
+			ne++;
+		for (size_t i = 0; i < ne / 2; i++) {
+			char *tmp = envp[i];
+			envp[i] = envp[ne - 1 - i];
+			envp[ne - 1 - i] = tmp;
+		}
 		execve(g.qemu, qa, envp);
 		free(qa);
 	}

@@ -830,7 +830,7 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	struct ptab tab = { 0 };
 	struct pfile *files = NULL;
 	size_t n_files = 0;
-	char **args = NULL;
+	char **args = NULL, **renv = NULL;
 	int rc;
 
 	if (!opts || !BTR_OPTS_VALID(opts, BTR_CAPTURE_OPTS_V1) || !opts->output || !opts->argv || !opts->argv[0] || !res)
@@ -993,6 +993,18 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		rc = btr_err_from_errno(errno);
 		goto fail_restore;
 	}
+	/* QEMU linux-user builds the guest's environment by inserting each of
+	 * its own variables at the head of a list (util/envlist.c): the guest
+	 * would see them in reverse order.  Given reversed, they arrive in the
+	 * order CMD would see natively. */
+	size_t n_env = 0;
+	while (environ[n_env])
+		n_env++;
+	renv = malloc((n_env + 1) * sizeof(*renv));
+	for (size_t i = 0; renv && i < n_env; i++)
+		renv[i] = environ[n_env - 1 - i];
+	if (renv)
+		renv[n_env] = NULL;
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	running = 1;
@@ -1028,13 +1040,15 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		struct rlimit fl;
 		if (getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY)
 			signal(SIGXFSZ, SIG_IGN);
-		execv(qemu, args);
+		execve(qemu, args, renv ? renv : environ);
 		int e = errno;
 		if (write(pfd[1], &e, sizeof(e)) < 0)
 			_exit(127);
 		_exit(127);
 	}
 	child_pid = pid;
+	free(renv);
+	renv = NULL;
 	close(pfd[1]);
 	int child_errno = 0;
 	ssize_t got;
@@ -1250,6 +1264,7 @@ fail_quiet:
 		sigaction(SIGALRM, &old_tick, NULL);
 fail:
 	restore_signals();
+	free(renv);
 	free(args);
 	free(files);
 	free(tab.p);
