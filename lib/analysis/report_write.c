@@ -400,6 +400,9 @@ int btr__report_write_text(FILE *f, const struct btr_report_result *res, const s
 	fprintf(f, "backend:      %s\n", res->backend[0] ? res->backend : "(unknown)");
 	if (res->has_insns)
 		fprintf(f, "instructions: %" PRIu64 "\n", res->insns);
+	else if (!st->records)   /* a header alone: FILE.tmp.PID of a recording still running */
+		fprintf(f, "instructions: unknown (the trace holds no data yet: a recording still being written, or "
+			"one cut before its first chunk)\n");
 	else
 		fprintf(f, "instructions: unknown (this trace has no instruction counts)\n");
 	if (res->tsx_aborts)
