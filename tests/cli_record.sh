@@ -169,6 +169,47 @@ check "SIGTERM: exit 143 (got $rc)" [ $rc -eq 143 ]
 "$btr" trace dump term.btr 2>&1 | grep -q '^process_exit .*signal=15'
 check "SIGTERM: trace readable with exit record" [ $? -eq 0 ]
 
+# ---- record: SIGKILL of btr record ----
+# Nobody finished the trace, and the traced processes ran on (QEMU and all)
+# with their files in $TMPDIR, without a word.  Now a watchdog kills the
+# traced tree (a daemon that detached with setsid lives on), removes
+# OUTPUT.tmp.PID and says in one line where the plugins' traces are (kept:
+# docs/reliability.md).  (Waits for events, bounded; no timing.)
+rm -rf kill.tmpd; mkdir kill.tmpd
+python3 - "$btr" <<'PY' >kill.out
+import os, signal, subprocess, sys, time
+env = dict(os.environ, TMPDIR=os.path.abspath('kill.tmpd'))
+p = subprocess.Popen([sys.argv[1], 'record', '-q', '-o', 'kill.btr', '--', 'sh', '-c',
+                      '(echo > kill.m1; exec sleep 60) & (echo > kill.m2; exec sleep 61) & wait'], env=env,
+                     stderr=open('kill.err', 'w'))
+def until(cond, limit=600):
+    for _ in range(limit):
+        if cond():
+            return True
+        time.sleep(0.1)
+    return False
+def traced():
+    n = 0
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            n += env['TMPDIR'].encode() + b'/' in open('/proc/%s/cmdline' % pid, 'rb').read()
+        except OSError:
+            pass
+    return n
+print('started', until(lambda: os.path.exists('kill.m1') and os.path.exists('kill.m2')), traced())
+p.send_signal(signal.SIGKILL)
+p.wait()
+print('said', until(lambda: 'was killed' in open('kill.err').read()))
+print('left', traced(), len([f for f in os.listdir('.') if f.startswith('kill.btr')]))
+PY
+check "SIGKILL: the tree had started ($(head -1 kill.out))" grep -Eq '^started True [3-9]' kill.out
+check "SIGKILL: the watchdog says it" grep -qx 'said True' kill.out
+check "SIGKILL: no traced process left running, no kill.btr* ($(tail -1 kill.out))" grep -qx 'left 0 0' kill.out
+check "SIGKILL: one line naming the directory ($(head -c 300 kill.err))" \
+  grep -Eq "^btr: btr record \(pid [0-9]+\) was killed: its traced processes were ended; what they recorded is in $PWD/kill.tmpd/btr-record-" kill.err
+"$btr" report kill.tmpd/btr-record-*/p*.btr* >/dev/null 2>&1
+check "SIGKILL: what was recorded is readable (exit 0 or 3, got $?)" [ $? -le 3 ]
+
 # ---- record: SIGINT/SIGTERM while the trace is written (assembly) ----
 # The handlers were reset before assembly: a Ctrl-C at "writing the trace"
 # killed btr (130/143, no output, FILE.tmp.PID and the plugins' files left

@@ -31,6 +31,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -735,6 +736,106 @@ static void forward_signal(const char *dir, const char *qemu, int sig, int to_al
 	free(v);
 }
 
+/* ---- the traced tree does not outlive the recorder ----
+ *
+ * If `btr record` itself dies (SIGKILL, the OOM killer), nobody would wait
+ * for the traced processes, finish their trace or clean $TMPDIR.  A
+ * watchdog process (not a child: btr's wait loop waits for every child)
+ * holds the read end of a pipe; btr says "done" at its normal end.  EOF
+ * without it means btr died: the watchdog kills every traced process still
+ * running QEMU in btr's session (a daemon that detached with setsid() lives
+ * on), removes OUTPUT.tmp.PID (a header only) and says in one line on
+ * stderr where the plugins' traces are (docs/reliability.md: readable,
+ * recoverable).  The root QEMU also has PR_SET_PDEATHSIG. */
+static void watchdog_run(int rfd, const char *dir, const char *qemu, const char *output, pid_t btr)
+{
+	int nul = open("/dev/null", O_RDWR);
+	for (int fd = 0; fd < 2; fd++)
+		dup2(nul, fd);   /* stderr stays: the one line */
+	if (rfd != 3) {
+		dup2(rfd, 3);
+		rfd = 3;
+	}
+	syscall(SYS_close_range, 4u, ~0u, 0u);
+	pid_t sid = getsid(0);
+	setsid();   /* a terminal's Ctrl-C is for CMD and btr, not for the watchdog */
+	prctl(PR_SET_NAME, "btr-watchdog");
+	char c = 0;
+	ssize_t k;
+	while ((k = read(rfd, &c, 1)) < 0 && errno == EINTR)
+		;
+	if (k == 1)
+		_exit(0);   /* btr ended normally */
+	char rq[PATH_MAX];
+	if (!realpath(qemu, rq))
+		snprintf(rq, sizeof(rq), "%s", qemu);
+	for (int round = 0, killed = 1; round < 20 && killed; round++) {
+		struct pfile *v;
+		size_t n;
+		killed = 0;
+		if (list_plugin_files(dir, &v, &n) < 0)
+			break;
+		for (size_t i = 0; i < n; i++) {
+			char link[64], exe[PATH_MAX];
+			snprintf(link, sizeof(link), "/proc/%u/exe", v[i].pid);
+			ssize_t m = readlink(link, exe, sizeof(exe) - 1);
+			if (m <= 0)
+				continue;
+			exe[m] = 0;
+			if (!strcmp(exe, rq) && getsid((pid_t)v[i].pid) == sid && kill((pid_t)v[i].pid, SIGKILL) == 0)
+				killed = 1;
+		}
+		free(v);
+		if (killed)
+			usleep(20000);   /* let them go before the next look */
+	}
+	char tmpname[PATH_MAX + 32];
+	if ((size_t)snprintf(tmpname, sizeof(tmpname), "%s.tmp.%ld", output, (long)btr) < sizeof(tmpname))
+		unlink(tmpname);
+	dprintf(2, "btr: btr record (pid %ld) was killed: its traced processes were ended; what they recorded is in "
+		"%s (btr report %s/p*.btr*; remove it afterwards)\n", (long)btr, dir, dir);
+	_exit(0);
+}
+
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+static int watchdog_fd = -1;   /* the write end of its pipe while btr records */
+
+/* Starts the watchdog; returns the write end of its pipe (-1: none). */
+static int watchdog_start(const char *dir, const char *qemu, const char *output)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	pid_t btr = getpid(), mid = fork();
+	if (mid == 0) {
+		if (fork() == 0)
+			watchdog_run(p[0], dir, qemu, output, btr);
+		_exit(0);
+	}
+	close(p[0]);
+	if (mid < 0) {
+		close(p[1]);
+		return -1;
+	}
+	while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return p[1];
+}
+
+/* The recorder ends normally: the watchdog goes. */
+static void watchdog_stop(void)
+{
+	if (watchdog_fd < 0)
+		return;
+	if (write(watchdog_fd, "q", 1) < 0) {
+		/* it is gone already */
+	}
+	close(watchdog_fd);
+	watchdog_fd = -1;
+}
+
 static int write_exits(struct btr_trace_writer *w, struct ptab *tab, uint32_t root, struct btr_capture_result *res)
 {
 	for (size_t i = 0; i < tab->n; i++) {
@@ -812,6 +913,7 @@ static int assembly_stopped(struct btr_trace_writer *w, const char *output, cons
 		btr_err("interrupted by SIG%s while writing the trace: %s holds %zu of %zu program traces (readers "
 			"name the processes left out)", sigabbrev_np(sig), kept, copied, n_files);
 	remove_dir(dir);
+	watchdog_stop();
 	free(files);
 	free(tab->p);
 	free(args);
@@ -981,6 +1083,7 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		sigemptyset(&tick.sa_mask);
 		sigaction(SIGALRM, &tick, &old_tick);
 	}
+	watchdog_fd = watchdog_start(dir, qemu, opts->output);
 	/* Processes whose parent exits first (double-fork daemons) are
 	 * re-parented to us, so we see them end and know their status. */
 	int was_subreaper = 0;
@@ -1249,6 +1352,7 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	}
 	restore_signals();
 	remove_dir(dir);
+	watchdog_stop();
 	free(files);
 	free(tab.p);
 	free(args);
@@ -1272,6 +1376,7 @@ fail:
 		btr_trace_writer_abort(w);
 	if (dir[0])
 		remove_dir(dir);
+	watchdog_stop();
 out_x:
 	qx_free(x);
 	free(x);
