@@ -313,4 +313,19 @@ check "fake qemu: record exit 3" [ $? -eq 3 ]
 check "fake qemu: one line" [ "$(wc -l <"$tmp/fake.err")" -eq 1 ]
 check "fake qemu: no trace file" [ ! -e "$tmp/fake.btr" ]
 
+# ---- the text report names programs as they were ----
+# A module list line named each process by its last program: children that
+# mapped the shell before their exec showed as `/usr/bin/dash [3 processes:
+# sh, rm, true]`; a process that exec'd several programs showed only its
+# last argv.  Now the module line names the program that mapped it, and the
+# process line the exec chain.
+"$btr" record -q -o "$tmp/names.btr" -- /bin/sh -c '/bin/rm -f /nonexistent-x; exec /bin/sh -c "exec /bin/true"' \
+  >/dev/null 2>&1
+"$btr" report "$tmp/names.btr" >"$tmp/names.txt" 2>&1
+shl=$(grep -E '^  0x[0-9a-f]+-0x[0-9a-f]+ /usr/bin/dash' "$tmp/names.txt" | head -1)
+check "names: the shell's module line names only shells ($shl)" \
+  bash -c '[[ "$1" == *"[2 processes: "* ]] && [[ "$1" != *" rm"* ]] && [[ "$1" != *" true"* ]]' _ "$shl"
+check "names: the process that exec'd twice shows its chain ($(grep -m1 'pid .* execs' "$tmp/names.txt"))" \
+  grep -Eq '^  pid [0-9]+ /bin/true \[2 execs: (dash|sh) -> (dash|sh) -> true\]:' "$tmp/names.txt"
+
 finish cli_procs

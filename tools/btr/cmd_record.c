@@ -91,10 +91,11 @@ static const struct cli_opt opts[] = {
 	  "  -v, --verbose          say why that backend was chosen (every hardware\n"
 	  "                         backend's reason; btr info says the same)\n", NULL },
 	{ "no-progress", OPT_NOPROGRESS, CLI_NOARG,
-	  "      --no-progress      no progress line on stderr (default: qemu shows\n"
-	  "                         processes and trace bytes while CMD runs if\n"
-	  "                         stderr is a terminal; BTR_PROGRESS=0 or 1 sets\n"
-	  "                         the default); --progress: always\n", NULL },
+	  "      --no-progress      no progress line on stderr (default: qemu shows it\n"
+	  "                         while it writes the trace if stderr is a terminal;\n"
+	  "                         not while CMD runs, whose output would share its\n"
+	  "                         line); --progress or BTR_PROGRESS=1: always, also\n"
+	  "                         while CMD runs (processes, trace bytes)\n", NULL },
 	{ "progress", OPT_PROGRESS, CLI_NOARG, NULL, NULL },
 	CLI_HELP_OPT,
 	{ 0 },
@@ -122,7 +123,13 @@ static const struct cli_cmd cmd = {
 static void record_progress(void *ctx, const struct btr_capture_progress *p)
 {
 	char b[32];
-	(void)ctx;
+	/* While CMD runs it writes to the same terminal: a line rewritten in
+	 * place would share a line with CMD's output ("btr: recording:
+	 * startingline 1").  So on a terminal the line is drawn only once CMD's
+	 * tree has ended (writing the trace), unless asked for (--progress,
+	 * BTR_PROGRESS=1). */
+	if (!p->writing && !*(const int *)ctx)
+		return;
 	cli_progress_bytes(b, sizeof(b), p->bytes);
 	if (p->writing)
 		cli_progress_show("writing the trace: %llu of %llu process traces, %s of PT",
@@ -312,9 +319,11 @@ int cmd_record(int argc, char **argv)
 		return cli_usage_error("record", "--user/--kernel/--all-cpus/--per-thread/--ip-filter/--pt-config/"
 				       "--snapshot/--lbr-filter/--period/--aux-size need -b pt, bts or lbr");
 
+	static int live;   /* the line while CMD runs too (record_progress) */
+	live = cli_progress_asked();
 	if (cli_progress_wanted(0)) {
 		o.progress = record_progress;
-		o.progress_ctx = NULL;
+		o.progress_ctx = &live;
 	}
 	struct btr_capture_result res = { 0 };
 	int rc = b->record(&o, &res);
