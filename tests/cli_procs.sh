@@ -74,6 +74,8 @@ rec() {
   [ -r "$build/btr-insn-count.so" ] && counter=(env BTR_QEMU="$src/tests/tools/qemu_count.sh" \
     BTR_COUNT_PLUGIN="$build/btr-insn-count.so" BTR_COUNT_OUT="$tmp/$name.count")
   rm -f "$tmp/$name.count"
+  # writable for every user a process may become (the privdrop case)
+  [ ${#counter[@]} -gt 0 ] && : >"$tmp/$name.count" && chmod 0666 "$tmp/$name.count"
   "${counter[@]}" "$btr" record -q -o "$tmp/$name.btr" --ground-truth "$tmp/$name.gt" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
   local rc=$?
   check "$name: record exit $want (got $rc: $(head -c 300 "$tmp/$name.err"))" [ $rc -eq "$want" ]
@@ -172,6 +174,50 @@ check "fds: each of the script's files holds its one line" \
   bash -c "for n in 3 4 5 6 7 8 9; do [ \"\$(cat '$tmp'/fd\$n.txt)\" = \"line \$n\" ] || exit 1; done"
 procs fds "len(P) == 2 and all(st(p) == 0 for p in P) and d['gaps'] == 0"
 
+# ---- the same onto the plugin's own numbers (the top of RLIMIT_NOFILE) ----
+# A guest may name any number: bash's `exec N>file` asks fcntl(N, F_GETFD)
+# and dup2()s onto N, `echo >&N` dup2()s from it.  The plugin moves its
+# trace, state and ground-truth files out of the way, so each file gets its
+# lines, a number the script never opened is EBADF as without btr, and the
+# trace stays whole and exact (rec: ground truth, independent counter).
+# Before: the file stayed empty, the trace lost its data and said nothing.
+cat >"$tmp/hifds.sh" <<SH
+lim=\$(ulimit -n); [ "\$lim" = unlimited ] || [ "\$lim" -gt 65536 ] && lim=65536
+if [ "\$lim" -ge 512 ]; then lo=\$((lim - 128)); else lo=\$((lim / 2)); fi
+for n in \$(seq \$lo \$((lo + 7))); do eval "exec \$n>$tmp/hi\$((n - lo)).txt"; done
+for n in \$(seq \$lo \$((lo + 7))); do echo "line \$((n - lo))" >&\$n; done
+echo unopened >&\$((lo + 8)) || echo "ebadf \$?" >$tmp/hi_ebadf.txt
+/bin/true
+SH
+rec hifds 0 -- /bin/bash "$tmp/hifds.sh"
+check "hifds: each file holds its one line" \
+  bash -c "for n in 0 1 2 3 4 5 6 7; do [ \"\$(cat '$tmp'/hi\$n.txt)\" = \"line \$n\" ] || exit 1; done"
+check "hifds: a number the script never opened is EBADF, as natively" grep -qx 'ebadf 1' "$tmp/hi_ebadf.txt"
+procs hifds "len(P) >= 2 and all(st(p) == 0 for p in P) and d['gaps'] == 0 and not d.get('data_lost')"
+
+# ---- a privilege drop, then exec (setpriv, su) ----
+# The recording's directory (mode 0700, btr's user) was closed to the new
+# user: the exec'd program's QEMU could not load the plugin ("Could not load
+# plugin ... error code -1"), the program never ran and the report said
+# 1 process, data lost: no.  Needs root (useradd, setpriv).
+if [ "$(id -u)" -ne 0 ] || ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
+  note "privdrop: not root or no useradd/setpriv: the privilege-drop case is not run"
+else
+  pu=btrpriv$$
+  useradd -M -s /bin/sh "$pu" 2>/dev/null
+  puid=$(id -u "$pu" 2>/dev/null)
+  if [ -z "$puid" ]; then
+    bad "privdrop: useradd $pu failed"
+  else
+    chmod 0755 "$tmp"
+    rec privdrop 0 -- setpriv --reuid="$pu" --regid="$pu" --clear-groups /bin/sh -c 'id -u; /bin/true'
+    check "privdrop: the shell ran as the new user (printed $(head -c 40 "$tmp/privdrop.out"))" grep -qx "$puid" "$tmp/privdrop.out"
+    procs privdrop "[p['command'].split()[0] for p in P] == ['/bin/sh', 'id', '/bin/true'] and all(st(p) == 0 for p in P) and d['gaps'] == 0"
+    procs privdrop "all(p['instructions'] > 10000 and not p['untraced'] for p in P)"
+  fi
+  userdel "$pu" 2>/dev/null
+fi
+
 # ---- a threaded process that forks ----
 MIN_THREADS=4 rec mtfork 0 -- "$build/prog_proc_mtfork"
 procs mtfork "len(P) == 2 and [st(p) for p in P] == [0, 6] and P[0]['threads'] == 3 and P[1]['threads'] == 1"
@@ -266,5 +312,20 @@ BTR_QEMU="$tmp/fakeqemu/qemu-x86_64" "$btr" record -b qemu -o "$tmp/fake.btr" --
 check "fake qemu: record exit 3" [ $? -eq 3 ]
 check "fake qemu: one line" [ "$(wc -l <"$tmp/fake.err")" -eq 1 ]
 check "fake qemu: no trace file" [ ! -e "$tmp/fake.btr" ]
+
+# ---- the text report names programs as they were ----
+# A module list line named each process by its last program: children that
+# mapped the shell before their exec showed as `/usr/bin/dash [3 processes:
+# sh, rm, true]`; a process that exec'd several programs showed only its
+# last argv.  Now the module line names the program that mapped it, and the
+# process line the exec chain.
+"$btr" record -q -o "$tmp/names.btr" -- /bin/sh -c '/bin/rm -f /nonexistent-x; exec /bin/sh -c "exec /bin/true"' \
+  >/dev/null 2>&1
+"$btr" report "$tmp/names.btr" >"$tmp/names.txt" 2>&1
+shl=$(grep -E '^  0x[0-9a-f]+-0x[0-9a-f]+ /usr/bin/dash' "$tmp/names.txt" | head -1)
+check "names: the shell's module line names only shells ($shl)" \
+  bash -c '[[ "$1" == *"[2 processes: "* ]] && [[ "$1" != *" rm"* ]] && [[ "$1" != *" true"* ]]' _ "$shl"
+check "names: the process that exec'd twice shows its chain ($(grep -m1 'pid .* execs' "$tmp/names.txt"))" \
+  grep -Eq '^  pid [0-9]+ /bin/true \[2 execs: (dash|sh) -> (dash|sh) -> true\]:' "$tmp/names.txt"
 
 finish cli_procs

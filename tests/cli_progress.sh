@@ -53,6 +53,19 @@ check "record to a bad path exit 3" [ $rc -eq 3 ]
 check "record to a bad path: the error line, no progress" grep -qx 'btr: /nonexistent-dir/x.btr: no such directory: /nonexistent-dir' errf
 check "record to a bad path: no CR" no_cr errf
 
+# ---- record on a terminal: the program's output never shares btr's line ----
+# The line ("\rbtr: recording: starting") was drawn while CMD ran, so the
+# program's first line landed next to it: "btr: recording: startingline 1".
+# Now, on a terminal, it is drawn only while btr alone writes (the trace).
+if oracle script "record on a terminal (a pty)"; then
+  script -qec "\"$btr\" record -o tp.btr -- sh -c 'echo line 1; echo line 2'" /dev/null >pty.out 2>&1
+  check "record on a pty: the program's lines are there" grep -q 'line 2' pty.out
+  check "record on a pty: no line holds both btr's progress and the program's output ($(grep -a 'line 1' pty.out | cat -v | head -c 200))" \
+    bash -c "! tr '\r' '\n' <pty.out | grep -a 'line [12]' | grep -aq 'btr: recording'"
+  check "record on a pty: no progress before the program's output" \
+    bash -c "! grep -aq 'btr: recording: ' pty.out"
+fi
+
 # ---- reading: report, a view, script ----
 for c in "report" "report --format json" "callgraph" "script"; do
 	# shellcheck disable=SC2086

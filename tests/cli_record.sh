@@ -105,6 +105,46 @@ if [ -x "$build/prog_qemu_crash" ] && ! grep -q __asan_init "$build/prog_qemu_cr
   check "crash trace has pt" grep -q '^pt tid=' crash.dump
 fi
 
+# ---- record: a crashing program's stderr is its own ----
+# QEMU printed "qemu: uncaught target signal 11 (Segmentation fault) - core
+# dumped" onto the program's stderr; it must be byte-identical to the native run
+for c in "$build/prog_qemu_crash" "sh -c 'echo err-before >&2; kill -SEGV \$\$'"; do
+  { bash -c "$c" >/dev/null 2>crash_native.err; } 2>/dev/null
+  # shellcheck disable=SC2086
+  eval "\"\$btr\" record -q -o crash2.btr -- $c" >/dev/null 2>crash_btr.err
+  check "crash stderr byte-identical to native ($c: $(head -c 200 crash_btr.err))" cmp -s crash_native.err crash_btr.err
+done
+
+# btr crash of a qemu trace: the fault address is not recorded (it printed 0x0)
+if [ -s crash.btr ]; then
+  "$btr" crash crash.btr >crash.txt 2>&1
+  check "crash of a qemu trace: fault address unknown, not 0x0 ($(grep fault crash.txt))" \
+    grep -qx '  fault address: unknown (this backend does not record it)' crash.txt
+  "$btr" crash --format json crash.btr >crash.json 2>&1
+  check "crash --format json of a qemu trace: fault_addr null" python3 -c '
+import json; c = json.load(open("crash.json"))["crashes"]; assert len(c) == 1 and c[0]["fault_addr"] is None, c'
+fi
+
+# ---- record: the program's environment in its native order ----
+# QEMU reverses its environment into the guest's: `env -i A=1 B=2 env`
+# printed B before A (also after an exec, which starts QEMU again)
+for c in "env -i A=1 B=2 C=3 Z=0 env" "env -i A=1 B=2 C=3 sh -c 'exec env -0'"; do
+  eval "$c" >env_native.out
+  eval "\"\$btr\" record -q -o env.btr -- $c" >env_btr.out
+  check "environment order as native ($c: $(tr '\0\n' '  ' <env_btr.out))" cmp -s env_native.out env_btr.out
+done
+
+# ---- record: a debugger or tracer under qemu gets a hint ----
+# QEMU does not emulate ptrace: strace failed with "PTRACE_TRACEME: Function
+# not implemented" and btr said nothing
+if command -v strace >/dev/null; then
+  "$btr" record -q -o strace.btr -- strace -o /dev/null /bin/true >/dev/null 2>strace.err
+  check "strace under qemu: one btr line says ptrace is not emulated ($(grep btr: strace.err | head -c 300))" \
+    [ "$(grep -c '^btr: warning: process [0-9]* called ptrace, which QEMU does not emulate' strace.err)" -eq 1 ]
+  "$btr" record -q -o true.btr -- /bin/true 2>true.err
+  check "no ptrace, no hint" [ ! -s true.err ]
+fi
+
 # ---- record: SIGINT/SIGTERM to btr finalize the trace ----
 # (python, not "&": a non-interactive shell starts background jobs with
 # SIGINT ignored, which the traced command would inherit)
@@ -128,6 +168,86 @@ wait $bpid; rc=$?
 check "SIGTERM: exit 143 (got $rc)" [ $rc -eq 143 ]
 "$btr" trace dump term.btr 2>&1 | grep -q '^process_exit .*signal=15'
 check "SIGTERM: trace readable with exit record" [ $? -eq 0 ]
+
+# ---- record: SIGKILL of btr record ----
+# Nobody finished the trace, and the traced processes ran on (QEMU and all)
+# with their files in $TMPDIR, without a word.  Now a watchdog kills the
+# traced tree (a daemon that detached with setsid lives on), removes
+# OUTPUT.tmp.PID and says in one line where the plugins' traces are (kept:
+# docs/reliability.md).  (Waits for events, bounded; no timing.)
+rm -rf kill.tmpd; mkdir kill.tmpd
+python3 - "$btr" <<'PY' >kill.out
+import os, signal, subprocess, sys, time
+env = dict(os.environ, TMPDIR=os.path.abspath('kill.tmpd'))
+p = subprocess.Popen([sys.argv[1], 'record', '-q', '-o', 'kill.btr', '--', 'sh', '-c',
+                      '(echo > kill.m1; exec sleep 60) & (echo > kill.m2; exec sleep 61) & wait'], env=env,
+                     stderr=open('kill.err', 'w'))
+def until(cond, limit=600):
+    for _ in range(limit):
+        if cond():
+            return True
+        time.sleep(0.1)
+    return False
+def traced():
+    n = 0
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            n += env['TMPDIR'].encode() + b'/' in open('/proc/%s/cmdline' % pid, 'rb').read()
+        except OSError:
+            pass
+    return n
+print('started', until(lambda: os.path.exists('kill.m1') and os.path.exists('kill.m2')), traced())
+p.send_signal(signal.SIGKILL)
+p.wait()
+print('said', until(lambda: 'was killed' in open('kill.err').read()))
+print('left', traced(), len([f for f in os.listdir('.') if f.startswith('kill.btr')]))
+PY
+check "SIGKILL: the tree had started ($(head -1 kill.out))" grep -Eq '^started True [3-9]' kill.out
+check "SIGKILL: the watchdog says it" grep -qx 'said True' kill.out
+check "SIGKILL: no traced process left running, no kill.btr* ($(tail -1 kill.out))" grep -qx 'left 0 0' kill.out
+check "SIGKILL: one line naming the directory ($(head -c 300 kill.err))" \
+  grep -Eq "^btr: btr record \(pid [0-9]+\) was killed: its traced processes were ended; what they recorded is in $PWD/kill.tmpd/btr-record-" kill.err
+"$btr" report kill.tmpd/btr-record-*/p*.btr* >/dev/null 2>&1
+check "SIGKILL: what was recorded is readable (exit 0 or 3, got $?)" [ $? -le 3 ]
+
+# ---- record: SIGINT/SIGTERM while the trace is written (assembly) ----
+# The handlers were reset before assembly: a Ctrl-C at "writing the trace"
+# killed btr (130/143, no output, FILE.tmp.PID and the plugins' files left
+# in $TMPDIR, not a word).  Now it stops there: what was written stays
+# readable (a file: FILE.partial; here a FIFO, cut but closed), every
+# process left out is named by a `lost` record (readers exit 3), $TMPDIR is
+# empty and one line says what happened; btr then ends by the signal.
+# Deterministic: the trace goes to a FIFO that this script stops reading
+# after 200000 bytes, so btr is blocked in the middle of the assembly
+# (its first 1 MiB chunk) when the signal comes.
+for sg in INT TERM; do
+  rm -rf asm.fifo asm.tmpd asm.btr asm.err; mkdir asm.tmpd; mkfifo asm.fifo
+  python3 - "$btr" "SIG$sg" <<'PY' >asm.rc
+import os, signal, subprocess, sys
+btr, sig = sys.argv[1], getattr(signal, sys.argv[2])
+env = dict(os.environ, TMPDIR=os.path.abspath('asm.tmpd'))
+p = subprocess.Popen([btr, 'record', '-q', '-o', 'asm.fifo', '--', 'sh', '-c', 'seq 300000 | md5sum; /bin/true'],
+                     stdout=subprocess.DEVNULL, stderr=open('asm.err', 'w'), env=env)
+with open('asm.fifo', 'rb') as f:
+    head = f.read(200000)
+    p.send_signal(sig)
+    rest = f.read()
+open('asm.btr', 'wb').write(head + rest)
+print(p.wait())
+PY
+  [ $sg = INT ] && n=2 || n=15
+  check "SIG$sg in assembly: btr ends by the signal (got $(cat asm.rc))" [ "$(cat asm.rc)" = "-$n" ]
+  check "SIG$sg in assembly: one line ($(head -c 300 asm.err))" [ "$(wc -l <asm.err)" -eq 1 ]
+  check "SIG$sg in assembly: it says what happened and what is kept" \
+    grep -Eq "^btr: error: interrupted by SIG$sg while writing the trace: asm.fifo holds [0-9]+ of [0-9]+ program traces" asm.err
+  check "SIG$sg in assembly: nothing left in \$TMPDIR ($(ls asm.tmpd))" [ -z "$(ls -A asm.tmpd)" ]
+  "$btr" report --format json asm.btr >asm.json 2>asm.rerr; rc=$?
+  check "SIG$sg in assembly: the trace reads, and readers say what is missing (exit 3, got $rc)" [ $rc -eq 3 ]
+  check "SIG$sg in assembly: the processes left out are named" python3 -c '
+import json; d = json.load(open("asm.json"))
+lost = [p for p in d["processes"] if "interrupted" in p.get("lost_reason", "")]
+assert d["data_lost"] and lost and all(p["trace_lost"] in ("cut", "missing") for p in lost), d["processes"]'
+done
 
 # ---- info's "usable" is a promise: record -b NAME works exactly when it says yes ----
 for b in pt bts lbr qemu step; do

@@ -205,4 +205,23 @@ if [ -s "$tmp/flow_loops.btr" ]; then
 	check "damaged chunk: warning names the file" grep -q 'bad.btr' "$tmp/err"
 fi
 check "end-to-end ran on at least one test program" [ $e2e -ge 1 ]
+# ---- one line for one mistake; a trace that holds nothing yet ----
+# `btr report -x.btr` printed getopt's "invalid option -- 'x'" and then btr's
+# own "unknown option": two error lines for one mistake
+"$btr" report -x.btr >/dev/null 2>"$tmp/opt.err"; rc=$?
+check "report -x.btr: exit 2 (got $rc)" [ $rc -eq 2 ]
+check "report -x.btr: one error line ($(head -c 200 "$tmp/opt.err"))" [ "$(grep -vc '^Try ' "$tmp/opt.err")" -eq 1 ]
+check "report -x.btr: the error line names the option" grep -qx "btr report: unknown option '-x'" "$tmp/opt.err"
+"$btr" report --format >/dev/null 2>"$tmp/opt2.err"
+check "report --format: says it needs an argument ($(head -1 "$tmp/opt2.err"))" \
+  grep -qx "btr report: option '--format' needs an argument" "$tmp/opt2.err"
+# the header of a recording still being written (FILE.tmp.PID, 47 bytes):
+# no data yet, not "this trace has no instruction counts"
+if command -v qemu-x86_64 >/dev/null && "$btr" record -q -o "$tmp/true.btr" -- /bin/true; then
+  head -c 47 "$tmp/true.btr" >"$tmp/hdr.btr.tmp"
+  "$btr" report "$tmp/hdr.btr.tmp" >"$tmp/hdr.txt" 2>/dev/null
+  check "a header-only trace: 'holds no data yet' ($(grep instructions: "$tmp/hdr.txt"))" \
+    grep -q '^instructions: unknown (the trace holds no data yet' "$tmp/hdr.txt"
+fi
+
 finish cli_report

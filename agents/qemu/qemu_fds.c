@@ -1,11 +1,4 @@
-/* qemu_fds.c - the QEMU plugin's own descriptors survive the guest closing
- * them (close, close_range).  Split from qemu_plugin.c; calls nothing of
- * it (uses g.lock, g.dir and g.gt_fd only).  Declared in qemu_plugin.h. */
-#include <dirent.h>
-
-#include "qemu_plugin.h"
-
-/* ---- the plugin's descriptors survive the guest closing them ----
+/* qemu_fds.c - the plugin's descriptors in the guest's process.
  *
  * QEMU runs the guest in our own process, so the guest's close(),
  * close_range() and the "close every descriptor but 0-2" loops that
@@ -17,8 +10,20 @@
  * it, each is opened again by its path and put back at its number, so the
  * writers holding those numbers go on.  g.lock is held in between: the
  * writer and the ground-truth log are written under it, so no thread
- * writes while a descriptor is away.  Not handled: dup2()/dup3() onto one
- * of the plugin's numbers (the guest's file would replace the plugin's). */
+ * writes while a descriptor is away.
+ *
+ * A guest that names one of the plugin's numbers in any other call
+ * (bash's `exec 897>file` asks fcntl(897, F_GETFD) and dup2()s onto it;
+ * `echo >&897` dup2()s from it; a write(897)): before the call the plugin
+ * moves its file to another high number and closes the old one (fd_named),
+ * so the guest's file takes the number, and a guest naming a number it
+ * never opened gets EBADF, as without btr.
+ *
+ * Part of the QEMU plugin (qemu_plugin.h); private to agents/qemu/. */
+#include "qemu_plugin.h"
+
+#include <dirent.h>
+
 #ifndef SYS_close_range
 #define SYS_close_range 436
 #endif
@@ -59,7 +64,7 @@ static void keep_fd(int fd)
 }
 
 /* Before the guest's close(@a1) / close_range(@a1, @a2, @a3). */
-void fds_before(unsigned vcpu, int64_t num, uint64_t a1, uint64_t a2, uint64_t a3)
+void fds_close_before(unsigned vcpu, int64_t num, uint64_t a1, uint64_t a2, uint64_t a3)
 {
 	if (num == SYS_close) {
 		char path[PATH_MAX];
@@ -96,8 +101,60 @@ void fds_before(unsigned vcpu, int64_t num, uint64_t a1, uint64_t a2, uint64_t a
 	kept.vcpu = vcpu;
 }
 
+/* Before a guest system call that names descriptor @n (not close: see
+ * above): a number of the plugin's moves out of the way (the block comment
+ * above), every holder following it.  Guest descriptors below qs_fd_min()
+ * cost one compare. */
+static void fd_named(uint64_t n)
+{
+	char path[PATH_MAX];
+	if (n < (uint64_t)qs_fd_min() || n >= INT32_MAX || !fd_is_ours((int)n, path))
+		return;
+	int fd = (int)n, hi, held = 0;
+	pthread_mutex_lock(&g.lock);
+	if (g.w && (hi = btr_trace_writer_move_fd(g.w, fd, qs_fd_min())) > 0) {
+		held = 1;   /* the writer moved and closed it */
+	} else if ((hi = fcntl(fd, F_DUPFD_CLOEXEC, qs_fd_min())) >= 0) {
+		if (qs_fd == fd)
+			qs_fd = hi, held = 1;
+		if (g.gt_fd == fd)
+			g.gt_fd = hi, held = 1;
+		for (unsigned v = 0; v < MAX_VCPUS; v++)
+			if (fork_fd[v] == fd + 1)
+				fork_fd[v] = hi + 1, held = 1;
+		if (!held)
+			close(hi);
+		close(fd);
+	}
+	pthread_mutex_unlock(&g.lock);
+}
+
+/* The descriptors system call @num names (x86-64 numbers). */
+void fds_named(int64_t num, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a5)
+{
+	switch (num) {
+	case SYS_dup2: case SYS_dup3: case SYS_sendfile:
+		fd_named(a2);
+		break;
+	case SYS_copy_file_range: case SYS_splice:
+		fd_named(a3);
+		break;
+	case SYS_mmap:
+		fd_named(a5);
+		return;
+	case SYS_read: case SYS_write: case SYS_pread64: case SYS_pwrite64: case SYS_readv: case SYS_writev:
+	case SYS_preadv: case SYS_pwritev: case SYS_lseek: case SYS_fstat: case SYS_ioctl: case SYS_dup:
+	case SYS_fcntl: case SYS_flock: case SYS_fsync: case SYS_fdatasync: case SYS_ftruncate:
+	case SYS_fchmod: case SYS_fchown: case SYS_getdents64: case SYS_fadvise64: case SYS_fallocate:
+		break;
+	default:
+		return;
+	}
+	fd_named(a1);
+}
+
 /* After it: each noted descriptor back at its number. */
-void fds_after(unsigned vcpu)
+void fds_close_after(unsigned vcpu)
 {
 	if (!kept.locked || kept.vcpu != vcpu)
 		return;
@@ -120,3 +177,4 @@ void fds_after(unsigned vcpu)
 	kept.locked = 0;
 	pthread_mutex_unlock(&g.lock);
 }
+

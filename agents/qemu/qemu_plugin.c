@@ -834,7 +834,7 @@ int guest_read(uint64_t addr, void *buf, size_t len)
 /* ---- processes ---- */
 
 static uint8_t forking[MAX_VCPUS];   /* the pending system call is a fork */
-static int fork_fd[MAX_VCPUS];       /* fork_prepare's copy of the state, + 1 */
+int fork_fd[MAX_VCPUS];              /* fork_prepare's copy of the state, + 1 */
 static unsigned fork_seq[MAX_VCPUS];
 
 static uint64_t now_ns(void)
@@ -1137,6 +1137,16 @@ static void follow_exec(struct thr *t, uint64_t a1, uint64_t a2, uint64_t a3)
 		for (int i = 1; i < x->argc; i++)
 			qa[k++] = x->argv[i];
 		qa[k] = NULL;
+		/* QEMU reverses its environment into the guest's (btr_qemu_record
+		 * in lib/capture/qemu.c): given reversed, the order is the guest's. */
+		size_t ne = 0;
+		while (envp[ne])
+			ne++;
+		for (size_t i = 0; i < ne / 2; i++) {
+			char *tmp = envp[i];
+			envp[i] = envp[ne - 1 - i];
+			envp[ne - 1 - i] = tmp;
+		}
 		execve(g.qemu, qa, envp);
 		free(qa);
 	}
@@ -1170,7 +1180,11 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t
 {
 	forking[vcpu] = (uint8_t)is_fork_call(num, a1);
 	if (num == SYS_close || num == SYS_close_range)
-		fds_before(vcpu, num, a1, a2, a3);
+		fds_close_before(vcpu, num, a1, a2, a3);
+	else if (num == SYS_setuid || num == SYS_setreuid || num == SYS_setresuid || num == SYS_setfsuid)
+		qs_grant_uid(num, a1, a2);
+	else
+		fds_named(num, a1, a2, a3, a5);
 	if (g.off)
 		return;
 	struct thr *t = thr_get(vcpu);
@@ -1247,8 +1261,13 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t
 
 static void syscall_ret_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, int64_t ret)
 {
+	if (num == SYS_ptrace && ret == -ENOSYS && g.count) {
+		uint64_t zero = 0;   /* QEMU has no ptrace: btr record says so */
+		__atomic_compare_exchange_n(&g.count[QC_PTRACE], &zero, (uint64_t)g.pid, 0, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
+	}
 	if (num == SYS_close || num == SYS_close_range)
-		fds_after(vcpu);
+		fds_close_after(vcpu);
 	if (forking[vcpu]) {
 		forking[vcpu] = 0;
 		if (ret == 0) {
@@ -1373,6 +1392,11 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		return -1;
 	}
 	size_t pl = (size_t)snprintf(g.plugarg, sizeof(g.plugarg), "%s", dl.dli_fname);
+	int probe = 0;
+	for (int i = 0; i < argc; i++)
+		probe |= !strcmp(argv[i], "probe=on");
+	if (!probe)
+		qemu_stderr_filter();
 	for (int i = 0; i < argc; i++) {
 		uint64_t v;
 		if (!strcmp(argv[i], "probe=on"))

@@ -132,6 +132,18 @@ int qs_adopt_copy(int fd);
 /* Child of a fork, before it adopts the copy @fd: the blocks' information
  * as it was at the fork.  Returns 1, or 0 if a write failed. */
 int fork_copy_rest(int fd);
+/* Before a guest setuid-family call: DIR and DIR/count to the new user. */
+void qs_grant_uid(int64_t num, uint64_t a1, uint64_t a2);
+/* QEMU's "uncaught target signal" line off the guest's stderr
+ * (qemu_stderr.c). */
+void qemu_stderr_filter(void);
+/* The plugin's descriptors in the guest's process (qemu_fds.c): kept
+ * across a guest close()/close_range() (before and after the call), moved
+ * away from a number another guest call names. */
+void fds_close_before(unsigned vcpu, int64_t num, uint64_t a1, uint64_t a2, uint64_t a3);
+void fds_close_after(unsigned vcpu);
+void fds_named(int64_t num, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a5);
+extern int fork_fd[MAX_VCPUS];   /* qemu_plugin.c: fork_prepare's state copy, + 1 */
 /* Where the state's allocations start: the header's pages end. */
 #define QS_DATA_START ((sizeof(struct qs_hdr) + 4095) & ~4095ull)
 void qc_map(void);
@@ -148,13 +160,6 @@ void code_note_jitdump(const char *path);
 
 /* ---- qemu_maps.c ---- */
 void read_maps(uint64_t first_pc);
-
-/* ---- qemu_fds.c ---- */
-/* Before the guest's close(@a1) / close_range(@a1, @a2, @a3) by @vcpu:
- * notes the plugin's descriptors it closes (and holds g.lock); after it,
- * fds_after puts each back at its number. */
-void fds_before(unsigned vcpu, int64_t num, uint64_t a1, uint64_t a2, uint64_t a3);
-void fds_after(unsigned vcpu);
 
 /* ---- qemu_guest_str.c ---- */
 char *guest_strdup(uint64_t addr);

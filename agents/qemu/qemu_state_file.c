@@ -147,6 +147,39 @@ int qs_adopt_copy(int fd)
 	return 1;
 }
 
+/* Before the guest's setuid/setreuid/setresuid/setfsuid (@num, @a1, @a2):
+ * a process that drops privileges (setpriv, su, a daemon's worker) and then
+ * forks or execs must still create its trace and state files in DIR and map
+ * DIR/count, which `btr record` made for its own user (mode 0700).  While
+ * the plugin can (it is privileged: that is when the guest's call can
+ * succeed), DIR, DIR/count and the ground-truth log are given to the new
+ * effective user; the
+ * recorder, root then, reads them anyway.  Otherwise the new program's QEMU
+ * could not load the plugin and the program never ran. */
+void qs_grant_uid(int64_t num, uint64_t a1, uint64_t a2)
+{
+	uint32_t uid = (uint32_t)(num == SYS_setuid || num == SYS_setfsuid ? a1 : a2);
+	struct stat st;
+	if (!g.dir || uid == (uint32_t)-1 || uid == (uint32_t)geteuid() || stat(g.dir, &st) < 0 || st.st_uid == uid)
+		return;
+	char cpath[PATH_MAX];
+	snprintf(cpath, sizeof(cpath), "%s/count", g.dir);
+	if (st.st_uid != (uint32_t)geteuid()) {
+		/* Given to another user already: every user may now add files
+		 * (not list them, nor remove other users' ones). */
+		if (chmod(g.dir, 01733) == 0)
+			(void)chmod(cpath, 0666);
+		if (g.gt_fd >= 0)
+			(void)fchmod(g.gt_fd, 0666);
+		return;
+	}
+	if (chown(g.dir, uid, (gid_t)-1) < 0)
+		return;
+	(void)chown(cpath, uid, (gid_t)-1);
+	if (g.gt_fd >= 0)
+		(void)fchown(g.gt_fd, uid, (gid_t)-1);   /* --ground-truth, made by btr record */
+}
+
 /* Maps DIR/count into g.count (left NULL if that fails). */
 void qc_map(void)
 {

@@ -86,6 +86,10 @@ struct btr_report_module {
 	const char *path;    /* recorded path (owned by the report) */
 	const char *loaded;  /* file loaded into the image, or NULL */
 	uint32_t pid;        /* the process that mapped it (0: not said) */
+	/* appended: the program (file name) that process ran when it mapped
+	 * it, "" if unknown (owned by the report): a forked child maps its
+	 * parent's shell before it execs another program */
+	const char *program;
 };
 
 struct btr_report_exit {
@@ -114,6 +118,10 @@ struct btr_report_process {
 	int lost;            /* BTR_PROC_LOST: 1 its trace stops while it ran on,
 			      * 2 it has no trace at all */
 	const char *lost_reason;     /* why, or NULL (owned by the report) */
+	/* appended: the programs (file names) it ran, in order, joined by
+	 * " -> " (at most about 200 characters, then " -> ..."), "" if
+	 * unknown (owned by the report) */
+	const char *programs;
 };
 
 struct btr_report_result {

@@ -307,6 +307,14 @@ int btr_trace_writer_new_fd(int fd, const char *name, const struct btr_trace_wri
  * there is no temporary file to keep or retarget. */
 int btr_trace_writer_streaming(const struct btr_trace_writer *w);
 
+/* For a writer inside another program's process (btr's QEMU plugin), whose
+ * dup2() onto a number the writer holds would take its file: if @w owns
+ * descriptor @fd (btr_trace_writer_new, not _new_fd), moves it to the lowest
+ * free number >= @min_fd (close-on-exec) and closes @fd.  Returns the new
+ * number, 0 if @fd is not @w's, or a negative btr_error (-BTR_ERR_IO: no free
+ * number; the writer keeps @fd). */
+int btr_trace_writer_move_fd(struct btr_trace_writer *w, int fd, int min_fd);
+
 /* Appends @rec (copied; the caller keeps ownership).  Returns 0 or a
  * negative error (the writer is then unusable), except -BTR_ERR_INVAL for
  * an invalid record (unknown type, NULL data/entries with a non-zero
@@ -341,6 +349,12 @@ int btr_trace_writer_retarget(struct btr_trace_writer *w, const char *path);
 /* The writer's sticky error: 0, or the negative btr_error with which a
  * write or flush failed (every later call returns it too). */
 int btr_trace_writer_error(const struct btr_trace_writer *w);
+
+/* The name of the temporary file @w writes until it is closed (PATH.tmp.
+ * and a random suffix, beside PATH), owned by @w; NULL for a streaming
+ * writer or one whose file has no name (O_TMPFILE).  For whoever must
+ * remove it if the writing process dies (`btr record`'s watchdog). */
+const char *btr_trace_writer_tmp_name(const struct btr_trace_writer *w);
 
 /* Ends a recording whose writing failed (a full disk) like
  * btr_trace_writer_abort, but keeps what was written if it holds at least

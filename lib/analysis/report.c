@@ -45,6 +45,7 @@ struct blk {
 struct proc {
 	struct btr_report_process pub;
 	char *path, *command, *reason, *lost_reason;
+	char *programs;            /* "sh -> rm" (btr_report_process.programs) */
 	int started;               /* a START record was seen */
 	struct btr_image *img;     /* the stream's image of this process */
 };
@@ -671,6 +672,25 @@ static int on_process(struct btr_report *r, const struct btr_rec_process *pr)
 	}
 	if (pr->path && pr->path[0] && set_str(&p->path, pr->path) < 0)
 		return -1;
+	if (pr->path && pr->path[0] && (pr->event == BTR_PROC_START || pr->event == BTR_PROC_EXEC)) {
+		/* The exec chain: each program's file name. */
+		const char *b = strrchr(pr->path, '/');
+		b = b && b[1] ? b + 1 : pr->path;
+		size_t have = p->programs ? strlen(p->programs) : 0;
+		if (have < 200) {
+			char *n = realloc(p->programs, have + strlen(b) + 5);
+			if (!n)
+				return -1;
+			snprintf(n + have, strlen(b) + 5, "%s%s", have ? " -> " : "", b);
+			p->programs = n;
+		} else if (strcmp(p->programs + have - 3, "...")) {
+			char *n = realloc(p->programs, have + 8);
+			if (!n)
+				return -1;
+			memcpy(n + have, " -> ...", 8);
+			p->programs = n;
+		}
+	}
 	if (pr->args_len) {
 		/* argv, each NUL-terminated -> one line joined by spaces. */
 		char *c = malloc(pr->args_len + 1);
@@ -728,10 +748,18 @@ static int add_module(struct btr_report *r, const struct btr_rec_module *m, cons
 	x->size = m->size;
 	x->pgoff = m->pgoff;
 	x->pid = m->pid;
+	const char *prog = "";
+	for (size_t i = 0; i < r->n_procs; i++)
+		if (r->procs[i].pub.pid == m->pid && r->procs[i].path) {
+			const char *b = strrchr(r->procs[i].path, '/');
+			prog = b && b[1] ? b + 1 : r->procs[i].path;
+		}
+	x->program = strdup(prog);
 	x->path = strdup(m->path ? m->path : "");
 	x->loaded = loaded ? strdup(loaded) : NULL;
-	if (!x->path || (loaded && !x->loaded)) {
+	if (!x->path || !x->program || (loaded && !x->loaded)) {
 		free((char *)x->path);
+		free((char *)x->program);
 		free((char *)x->loaded);
 		return -BTR_ERR_NOMEM;
 	}
@@ -970,6 +998,7 @@ int btr_report_finish(struct btr_report *r, struct btr_image *img, const char *b
 		r->procs_out[i].command = p->command ? p->command : "";
 		r->procs_out[i].untraced_reason = p->reason;
 		r->procs_out[i].lost_reason = p->lost_reason;
+		r->procs_out[i].programs = p->programs ? p->programs : "";
 	}
 	res->processes = r->procs_out;
 	res->n_processes = r->n_procs;
@@ -1035,12 +1064,14 @@ void btr_report_free(struct btr_report *r)
 	free(r->gaps);
 	for (size_t i = 0; i < r->n_mods; i++) {
 		free((char *)r->mods[i].path);
+		free((char *)r->mods[i].program);
 		free((char *)r->mods[i].loaded);
 	}
 	free(r->mods);
 	for (size_t i = 0; i < r->n_procs; i++) {
 		free(r->procs[i].path);
 		free(r->procs[i].command);
+		free(r->procs[i].programs);
 		free(r->procs[i].reason);
 		free(r->procs[i].lost_reason);
 	}

@@ -239,6 +239,8 @@ static void print_proc_tree(FILE *f, const struct btr_report_result *res, size_t
 		if (p->ppid)
 			fprintf(f, " (ppid %" PRIu32 ")", p->ppid);
 		fprintf(f, " %s", p->command[0] ? p->command : p->path[0] ? p->path : "?");
+		if (p->execs && p->programs && p->programs[0])   /* argv is the last program's */
+			fprintf(f, " [%" PRIu32 " exec%s: %s]", p->execs, p->execs > 1 ? "s" : "", p->programs);
 		fputs(":", f);
 		if (has_insns)
 			fprintf(f, " %" PRIu64 " instructions,", p->insns);
@@ -316,6 +318,7 @@ static void print_module_group(FILE *f, const struct btr_report_result *res, siz
 	const struct btr_report_module *m = &res->modules[i];
 	size_t n_pids = 0, n_addrs = 1;
 	uint32_t pids[TEXT_MODULE_PIDS];
+	const char *progs[TEXT_MODULE_PIDS];
 	for (size_t j = i; j < res->n_modules; j++) {
 		const struct btr_report_module *o = &res->modules[j];
 		if (!same_file(o, m))
@@ -327,8 +330,12 @@ static void print_module_group(FILE *f, const struct btr_report_result *res, siz
 			seen = res->modules[k].pid == o->pid && same_file(&res->modules[k], m);
 		if (seen)
 			continue;
-		if (n_pids < TEXT_MODULE_PIDS)
+		if (n_pids < TEXT_MODULE_PIDS) {
 			pids[n_pids] = o->pid;
+			/* the program it ran then: a child maps its parent's
+			 * shell before it execs another program */
+			progs[n_pids] = o->program && o->program[0] ? o->program : proc_comm(res, o->pid);
+		}
 		n_pids++;
 	}
 	fprintf(f, "  0x%" PRIx64 "-0x%" PRIx64 " %s", m->start, m->start + m->size, m->path);
@@ -340,11 +347,11 @@ static void print_module_group(FILE *f, const struct btr_report_result *res, siz
 		fprintf(f, " (and %zu more mappings)", n_addrs - 1);
 	if (res->n_processes > 1) {
 		if (n_pids == 1)
-			fprintf(f, "  [pid %" PRIu32 " %s]", pids[0], proc_comm(res, pids[0]));
+			fprintf(f, "  [pid %" PRIu32 " %s]", pids[0], progs[0]);
 		else
 			fprintf(f, "  [%zu processes:", n_pids);
 		for (size_t k = 0; n_pids > 1 && k < n_pids && k < TEXT_MODULE_PIDS; k++)
-			fprintf(f, "%s %" PRIu32 " %s", k ? "," : "", pids[k], proc_comm(res, pids[k]));
+			fprintf(f, "%s %" PRIu32 " %s", k ? "," : "", pids[k], progs[k]);
 		if (n_pids > 1)
 			fprintf(f, "%s]", n_pids > TEXT_MODULE_PIDS ? ", ..." : "");
 	}
@@ -400,6 +407,9 @@ int btr__report_write_text(FILE *f, const struct btr_report_result *res, const s
 	fprintf(f, "backend:      %s\n", res->backend[0] ? res->backend : "(unknown)");
 	if (res->has_insns)
 		fprintf(f, "instructions: %" PRIu64 "\n", res->insns);
+	else if (!st->records)   /* a header alone: FILE.tmp.PID of a recording still running */
+		fprintf(f, "instructions: unknown (the trace holds no data yet: a recording still being written, or "
+			"one cut before its first chunk)\n");
 	else
 		fprintf(f, "instructions: unknown (this trace has no instruction counts)\n");
 	if (res->tsx_aborts)

@@ -32,6 +32,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -220,7 +221,10 @@ int btr_qemu_probe_plugin(const char *qemu, const char *plugin, char *why, size_
 static volatile sig_atomic_t child_pid;
 static volatile sig_atomic_t got_signal;
 static volatile sig_atomic_t got_user;   /* the signal was sent to btr alone */
+static volatile sig_atomic_t sent_root;  /* on_signal passed it to CMD itself */
 static volatile sig_atomic_t n_signals;
+static volatile sig_atomic_t stop_signal;   /* a signal outside CMD's run: stop */
+static volatile sig_atomic_t running;       /* 1 while CMD runs (signals go to it) */
 
 /* A terminal's Ctrl-C already reaches the command (same process group);
  * forward only signals sent to the recorder alone (kill from elsewhere),
@@ -228,16 +232,38 @@ static volatile sig_atomic_t n_signals;
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
+	if (!running) {
+		/* Before CMD starts or while the trace is assembled: the
+		 * recorder stops, cleans up and says so (btr_qemu_record);
+		 * a second signal then acts as if btr had no handler. */
+		stop_signal = sig;
+		signal(sig, SIG_DFL);
+		return;
+	}
 	got_signal = sig;
 	n_signals++;
 	if (si && si->si_code == SI_USER && si->si_pid != child_pid) {
 		got_user = 1;
-		if (child_pid > 0)
+		if (child_pid > 0) {
 			kill(child_pid, sig);
+			sent_root = 1;
+		}
 	}
 }
 
 static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+static struct sigaction old_sig[BTR_ARRAY_SIZE(fwd_signals)];
+static int old_sig_saved;
+
+/* The caller's handlers back (after btr_qemu_record installed its own). */
+static void restore_signals(void)
+{
+	if (!old_sig_saved)
+		return;
+	for (size_t i = 0; i < BTR_ARRAY_SIZE(fwd_signals); i++)
+		sigaction(fwd_signals[i], &old_sig[i], NULL);
+	old_sig_saved = 0;
+}
 
 /* ---- progress (btr_capture_opts.progress) ---- */
 
@@ -329,6 +355,10 @@ static int copy_plugin_trace(const char *path, struct btr_trace_writer *w, struc
 	if (rc < 0)
 		return rc;
 	while ((rc = btr_trace_read(r, &rec)) == 0) {
+		if (stop_signal) {
+			btr_trace_reader_free(r);
+			return -BTR_ERR_INTERRUPTED;
+		}
 		switch (rec.type) {
 		case BTR_REC_PROCESS_EXIT:
 			if (rec.u.exit.pid == pid) {
@@ -583,6 +613,16 @@ static int pfile_cmp(const void *a, const void *b)
 
 static int write_lost(struct btr_trace_writer *w, uint32_t pid, uint32_t ppid, int werr)
 {
+	if (werr == -BTR_ERR_INTERRUPTED) {
+		struct btr_record rec = { .type = BTR_REC_PROCESS };
+		rec.u.process.pid = pid;
+		rec.u.process.event = BTR_PROC_LOST;
+		rec.u.process.reason = werr;
+		rec.u.process.path = "";
+		rec.u.process.args = "";
+		rec.u.process.detail = "btr record was interrupted while it wrote the trace";
+		return btr_trace_write(w, &rec);
+	}
 	struct btr_record rec = { .type = BTR_REC_PROCESS };
 	rec.u.process.pid = pid;
 	rec.u.process.ppid = ppid;
@@ -700,6 +740,106 @@ static void forward_signal(const char *dir, const char *qemu, int sig, int to_al
 	free(v);
 }
 
+/* ---- the traced tree does not outlive the recorder ----
+ *
+ * If `btr record` itself dies (SIGKILL, the OOM killer), nobody would wait
+ * for the traced processes, finish their trace or clean $TMPDIR.  A
+ * watchdog process (not a child: btr's wait loop waits for every child)
+ * holds the read end of a pipe; btr says "done" at its normal end.  EOF
+ * without it means btr died: the watchdog kills every traced process still
+ * running QEMU in btr's session (a daemon that detached with setsid() lives
+ * on), removes the output's temporary file (a header only: @tmpname,
+ * btr_trace_writer_tmp_name) and says in one line on
+ * stderr where the plugins' traces are (docs/reliability.md: readable,
+ * recoverable).  The root QEMU also has PR_SET_PDEATHSIG. */
+static void watchdog_run(int rfd, const char *dir, const char *qemu, const char *tmpname, pid_t btr)
+{
+	int nul = open("/dev/null", O_RDWR);
+	for (int fd = 0; fd < 2; fd++)
+		dup2(nul, fd);   /* stderr stays: the one line */
+	if (rfd != 3) {
+		dup2(rfd, 3);
+		rfd = 3;
+	}
+	syscall(SYS_close_range, 4u, ~0u, 0u);
+	pid_t sid = getsid(0);
+	setsid();   /* a terminal's Ctrl-C is for CMD and btr, not for the watchdog */
+	prctl(PR_SET_NAME, "btr-watchdog");
+	char c = 0;
+	ssize_t k;
+	while ((k = read(rfd, &c, 1)) < 0 && errno == EINTR)
+		;
+	if (k == 1)
+		_exit(0);   /* btr ended normally */
+	char rq[PATH_MAX];
+	if (!realpath(qemu, rq))
+		snprintf(rq, sizeof(rq), "%s", qemu);
+	for (int round = 0, killed = 1; round < 20 && killed; round++) {
+		struct pfile *v;
+		size_t n;
+		killed = 0;
+		if (list_plugin_files(dir, &v, &n) < 0)
+			break;
+		for (size_t i = 0; i < n; i++) {
+			char link[64], exe[PATH_MAX];
+			snprintf(link, sizeof(link), "/proc/%u/exe", v[i].pid);
+			ssize_t m = readlink(link, exe, sizeof(exe) - 1);
+			if (m <= 0)
+				continue;
+			exe[m] = 0;
+			if (!strcmp(exe, rq) && getsid((pid_t)v[i].pid) == sid && kill((pid_t)v[i].pid, SIGKILL) == 0)
+				killed = 1;
+		}
+		free(v);
+		if (killed)
+			usleep(20000);   /* let them go before the next look */
+	}
+	if (tmpname)
+		unlink(tmpname);
+	dprintf(2, "btr: btr record (pid %ld) was killed: its traced processes were ended; what they recorded is in "
+		"%s (btr report %s/p*.btr*; remove it afterwards)\n", (long)btr, dir, dir);
+	_exit(0);
+}
+
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+static int watchdog_fd = -1;   /* the write end of its pipe while btr records */
+
+/* Starts the watchdog; returns the write end of its pipe (-1: none). */
+static int watchdog_start(const char *dir, const char *qemu, const char *tmpname)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	pid_t btr = getpid(), mid = fork();
+	if (mid == 0) {
+		if (fork() == 0)
+			watchdog_run(p[0], dir, qemu, tmpname, btr);
+		_exit(0);
+	}
+	close(p[0]);
+	if (mid < 0) {
+		close(p[1]);
+		return -1;
+	}
+	while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return p[1];
+}
+
+/* The recorder ends normally: the watchdog goes. */
+static void watchdog_stop(void)
+{
+	if (watchdog_fd < 0)
+		return;
+	if (write(watchdog_fd, "q", 1) < 0) {
+		/* it is gone already */
+	}
+	close(watchdog_fd);
+	watchdog_fd = -1;
+}
+
 static int write_exits(struct btr_trace_writer *w, struct ptab *tab, uint32_t root, struct btr_capture_result *res)
 {
 	for (size_t i = 0; i < tab->n; i++) {
@@ -736,16 +876,67 @@ static int write_exits(struct btr_trace_writer *w, struct ptab *tab, uint32_t ro
 	return 0;
 }
 
+/* A signal reached the recorder while it wrote the trace (a Ctrl-C at
+ * "writing the trace"): the first @copied of the @n_files program traces
+ * are in the output.  Every process whose trace is not whole gets a
+ * `lost` record (readers name it and exit 3), the file is closed as
+ * OUTPUT.partial (a device or FIFO: cut there), $TMPDIR is cleaned and one
+ * line says what is where.  Frees what btr_qemu_record holds.  Returns
+ * -BTR_ERR_INTERRUPTED (res->signo: the signal). */
+static int assembly_stopped(struct btr_trace_writer *w, const char *output, const char *dir, struct pfile *files,
+			    size_t copied, size_t n_files, struct ptab *tab, uint32_t root, struct btr_capture_result *res,
+			    struct qx *x, char **args)
+{
+	int sig = stop_signal, rc = 0;
+	restore_signals();
+	for (size_t i = copied; i < n_files && rc == 0; i++) {
+		size_t j = copied;
+		while (j < i && files[j].pid != files[i].pid)
+			j++;
+		if (j == i)   /* each process once */
+			rc = write_lost(w, files[i].pid, 0, -BTR_ERR_INTERRUPTED);
+	}
+	if (rc == 0)
+		rc = write_exits(w, tab, root, res);
+	char kept[PATH_MAX];
+	snprintf(kept, sizeof(kept), "%s", output);
+	if (rc == 0 && !btr_trace_writer_streaming(w)) {
+		if ((size_t)snprintf(kept, sizeof(kept), "%s.partial", output) >= sizeof(kept))
+			rc = -BTR_ERR_INVAL;
+		else
+			rc = btr_trace_writer_retarget(w, kept);
+	}
+	if (rc == 0)
+		rc = btr_trace_writer_close(w);
+	else
+		btr_trace_writer_abort(w);
+	if (rc < 0)
+		btr_err("interrupted by SIG%s while writing the trace, and %s could not be kept: %s", sigabbrev_np(sig),
+			kept, btr_errstr(rc));
+	else
+		btr_err("interrupted by SIG%s while writing the trace: %s holds %zu of %zu program traces (readers "
+			"name the processes left out)", sigabbrev_np(sig), kept, copied, n_files);
+	remove_dir(dir);
+	watchdog_stop();
+	free(files);
+	free(tab->p);
+	free(args);
+	qx_free(x);
+	free(x);
+	res->signo = sig;
+	return -BTR_ERR_INTERRUPTED;
+}
+
 int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_result *res)
 {
-	char qemu[PATH_MAX], plugin[PATH_MAX], cmd[PATH_MAX], dir[PATH_MAX], pfile[2 * PATH_MAX];
+	char qemu[PATH_MAX], plugin[PATH_MAX], cmd[PATH_MAX], dir[PATH_MAX] = "", pfile[2 * PATH_MAX];
 	char gt[PATH_MAX] = "";
 	struct btr_trace_writer *w = NULL;
 	struct qx *x = NULL;
 	struct ptab tab = { 0 };
 	struct pfile *files = NULL;
 	size_t n_files = 0;
-	char **args = NULL;
+	char **args = NULL, **renv = NULL;
 	int rc;
 
 	if (!opts || !BTR_OPTS_VALID(opts, BTR_CAPTURE_OPTS_V1) || !opts->output || !opts->argv || !opts->argv[0] || !res)
@@ -817,17 +1008,37 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		goto out_x;
 	}
 
+	/* From here on a SIGINT/SIGTERM/SIGHUP/SIGQUIT never leaves files
+	 * behind: before CMD starts and while the trace is assembled it stops
+	 * the recorder, which cleans up and says what it kept; while CMD runs
+	 * it goes to CMD (on_signal). */
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO;   /* no SA_RESTART: the wait loop must see EINTR */
+	sigemptyset(&sa.sa_mask);
+	got_signal = 0;
+	got_user = 0;
+	sent_root = 0;
+	n_signals = 0;
+	stop_signal = 0;
+	running = 0;
+	child_pid = 0;
+	for (size_t i = 0; i < BTR_ARRAY_SIZE(fwd_signals); i++)
+		sigaction(fwd_signals[i], &sa, &old_sig[i]);
+	old_sig_saved = 1;
+
 	struct btr_trace_writer_opts wo = { .sz = sizeof(wo), .compress = opts->compress };
 	if ((rc = btr_capture_writer_new(opts, &wo, &w)) < 0) {
-		goto out_x;
+		goto fail;
 	}
 	const char *tmp = getenv("TMPDIR");
 	snprintf(dir, sizeof(dir), "%s/btr-record-XXXXXX", tmp && *tmp && !strchr(tmp, ',') ? tmp : "/tmp");
 	if (!mkdtemp(dir)) {
 		rc = btr_err_from_errno(errno);
 		btr_err("%s: cannot create a temporary directory: %s", dir, strerror(errno));
-		btr_trace_writer_abort(w);
-		goto out_x;
+		dir[0] = 0;
+		goto fail;
 	}
 	/* The process counter every plugin instance shares (--max-processes). */
 	snprintf(pfile, sizeof(pfile), "%s/count", dir);
@@ -874,17 +1085,6 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	for (int i = 1; i < x->argc; i++)
 		args[k++] = x->argv[i];
 
-	struct sigaction sa, old[BTR_ARRAY_SIZE(fwd_signals)];
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_signal;
-	sa.sa_flags = SA_SIGINFO;   /* no SA_RESTART: the wait loop must see EINTR */
-	sigemptyset(&sa.sa_mask);
-	got_signal = 0;
-	got_user = 0;
-	n_signals = 0;
-	child_pid = 0;
-	for (size_t i = 0; i < BTR_ARRAY_SIZE(fwd_signals); i++)
-		sigaction(fwd_signals[i], &sa, &old[i]);
 	struct sigaction tick, old_tick;
 	struct itimerval iv = { { progress_ms / 1000, (progress_ms % 1000) * 1000 },
 				{ progress_ms / 1000, (progress_ms % 1000) * 1000 } }, old_iv;
@@ -894,6 +1094,7 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		sigemptyset(&tick.sa_mask);
 		sigaction(SIGALRM, &tick, &old_tick);
 	}
+	watchdog_fd = watchdog_start(dir, qemu, btr_trace_writer_tmp_name(w));
 	/* Processes whose parent exits first (double-fork daemons) are
 	 * re-parented to us, so we see them end and know their status. */
 	int was_subreaper = 0;
@@ -906,8 +1107,32 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		rc = btr_err_from_errno(errno);
 		goto fail_restore;
 	}
+	/* QEMU linux-user builds the guest's environment by inserting each of
+	 * its own variables at the head of a list (util/envlist.c): the guest
+	 * would see them in reverse order.  Given reversed, they arrive in the
+	 * order CMD would see natively. */
+	size_t n_env = 0;
+	while (environ[n_env])
+		n_env++;
+	renv = malloc((n_env + 1) * sizeof(*renv));
+	for (size_t i = 0; renv && i < n_env; i++)
+		renv[i] = environ[n_env - 1 - i];
+	if (renv)
+		renv[n_env] = NULL;
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
+	running = 1;
+	if (stop_signal) {
+		/* Interrupted before CMD could start: nothing ran. */
+		running = 0;
+		close(pfd[0]);
+		close(pfd[1]);
+		btr_err("interrupted by SIG%s before %s started: no trace written", sigabbrev_np(stop_signal),
+			opts->argv[0]);
+		res->signo = stop_signal;
+		rc = -BTR_ERR_INTERRUPTED;
+		goto fail_quiet;
+	}
 	pid_t pid = fork();
 	if (pid < 0) {
 		rc = btr_err_from_errno(errno);
@@ -917,7 +1142,10 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	}
 	if (pid == 0) {
 		for (size_t i = 0; i < BTR_ARRAY_SIZE(fwd_signals); i++)
-			sigaction(fwd_signals[i], &old[i], NULL);
+			sigaction(fwd_signals[i], &old_sig[i], NULL);
+		/* The recorder's end (even SIGKILL) ends the traced tree's
+		 * root: QEMU must not run on unobserved (docs/record.md). */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(pfd[0]);
 		/* Under a file size limit (`ulimit -f`) the plugin's working
 		 * files can reach it: the write must then fail (EFBIG, said in
@@ -926,13 +1154,15 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		struct rlimit fl;
 		if (getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY)
 			signal(SIGXFSZ, SIG_IGN);
-		execv(qemu, args);
+		execve(qemu, args, renv ? renv : environ);
 		int e = errno;
 		if (write(pfd[1], &e, sizeof(e)) < 0)
 			_exit(127);
 		_exit(127);
 	}
 	child_pid = pid;
+	free(renv);
+	renv = NULL;
 	close(pfd[1]);
 	int child_errno = 0;
 	ssize_t got;
@@ -968,7 +1198,10 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 				poll_progress(dir, progress, progress_ctx);
 			if (got_signal && forwarded != got_signal) {
 				forwarded = got_signal;
-				/* on_signal already passed a kill to CMD itself */
+				/* on_signal passed a kill to CMD itself unless it
+				 * came before CMD's pid was known */
+				if (got_user && !sent_root)
+					kill(pid, got_signal);
 				forward_signal(dir, qemu, got_signal, got_user, got_user ? pid : 0);
 			}
 			if (n_signals >= 2 && !killed) {
@@ -983,9 +1216,8 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		break;   /* ECHILD: nothing left */
 	}
 	child_pid = 0;
+	running = 0;   /* a signal from now on stops the assembly */
 	prctl(PR_SET_CHILD_SUBREAPER, was_subreaper);
-	for (size_t i = 0; i < BTR_ARRAY_SIZE(fwd_signals); i++)
-		sigaction(fwd_signals[i], &old[i], NULL);
 	if (progress) {
 		if (got <= 0)
 			setitimer(ITIMER_REAL, &old_iv, NULL);
@@ -1019,7 +1251,8 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		rc = -BTR_ERR_CHILD;
 		goto fail;
 	}
-	for (size_t i = 0; i < n_files; i++) {
+	size_t copied = 0;   /* files written whole */
+	for (size_t i = 0; i < n_files && !stop_signal; i++) {
 		struct pfile *f = &files[i];
 		struct proc *pr = ptab_get(&tab, f->pid);
 		if (!pr) {
@@ -1039,7 +1272,9 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 			last &= files[j].pid != f->pid;
 		struct plugin_exit px = { 0 };
 		snprintf(pfile, sizeof(pfile), "%s/%s", dir, f->name);
-		if ((rc = copy_plugin_trace(pfile, w, res, f->pid, &tab, &px)) < 0) {
+		if ((rc = copy_plugin_trace(pfile, w, res, f->pid, &tab, &px)) == -BTR_ERR_INTERRUPTED)
+			break;
+		if (rc < 0) {
 			if (btr_trace_writer_error(w) < 0) {
 				rc = btr_capture_output_failed(w, opts->output, rc);
 				w = NULL;
@@ -1070,22 +1305,30 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 			w = NULL;
 			goto fail;
 		}
+		copied = i + 1;
 		if (progress) {
 			struct btr_capture_progress pp = { .writing = 1, .processes = i + 1, .processes_total = n_files,
 							   .bytes = res->pt_bytes };
 			progress(progress_ctx, &pp);
 		}
 	}
+	if (stop_signal)
+		return assembly_stopped(w, opts->output, dir, files, copied, n_files, &tab, (uint32_t)pid, res, x, args);
 	if ((rc = write_missing(w, dir, files, n_files, plugin_write_error(dir))) < 0 ||
 	    (rc = write_exits(w, &tab, (uint32_t)pid, res)) < 0 || (rc = btr_trace_flush(w)) < 0) {
 		rc = btr_capture_output_failed(w, opts->output, rc);
 		w = NULL;
 		goto fail;
 	}
-	uint64_t cv[QC_GTERR + 1] = { 0 };
-	if (opts->ground_truth && read_count_page(dir, cv, sizeof(cv)) == sizeof(cv) && cv[QC_GTERR])
+	uint64_t cv[QC_PTRACE + 1] = { 0 };
+	size_t cvn = read_count_page(dir, cv, sizeof(cv));
+	if (opts->ground_truth && cvn == sizeof(cv) && cv[QC_GTERR])
 		btr_warn("%s: cannot write the ground truth (%s): the rest is left out", opts->ground_truth,
 			 strerror((int)cv[QC_GTERR]));
+	if (cvn == sizeof(cv) && cv[QC_PTRACE])
+		btr_warn("process %llu called ptrace, which QEMU does not emulate (\"Function not implemented\"): a "
+			 "debugger or tracer (strace, gdb) cannot run under the qemu backend; run it outside btr record",
+			 (unsigned long long)cv[QC_PTRACE]);
 	/* A plugin whose writes failed ($TMPDIR full) left its trace cut:
 	 * the result is incomplete, so it goes to OUTPUT.partial. */
 	int werr = plugin_write_error(dir);
@@ -1118,7 +1361,9 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		rc = werr;
 		goto fail;
 	}
+	restore_signals();
 	remove_dir(dir);
+	watchdog_stop();
 	free(files);
 	free(tab.p);
 	free(args);
@@ -1127,19 +1372,22 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	return 0;
 
 fail_restore:
+	btr_err("cannot start %s: %s", qemu, btr_errstr(rc));
+fail_quiet:
 	prctl(PR_SET_CHILD_SUBREAPER, was_subreaper);
-	for (size_t i = 0; i < BTR_ARRAY_SIZE(fwd_signals); i++)
-		sigaction(fwd_signals[i], &old[i], NULL);
 	if (progress)
 		sigaction(SIGALRM, &old_tick, NULL);
-	btr_err("cannot start %s: %s", qemu, btr_errstr(rc));
 fail:
+	restore_signals();
+	free(renv);
 	free(args);
 	free(files);
 	free(tab.p);
 	if (w)
 		btr_trace_writer_abort(w);
-	remove_dir(dir);
+	if (dir[0])
+		remove_dir(dir);
+	watchdog_stop();
 out_x:
 	qx_free(x);
 	free(x);

@@ -648,6 +648,20 @@ int btr_trace_writer_streaming(const struct btr_trace_writer *w)
 	return w && w->stream;
 }
 
+int btr_trace_writer_move_fd(struct btr_trace_writer *w, int fd, int min_fd)
+{
+	if (!w || fd < 0 || min_fd < 0)
+		return -BTR_ERR_INVAL;
+	if (!w->own_fd || w->fd != fd)
+		return 0;
+	int hi = fcntl(fd, F_DUPFD_CLOEXEC, min_fd);
+	if (hi < 0)
+		return btr_err_from_errno(errno);
+	close(fd);
+	w->fd = hi;
+	return hi;
+}
+
 int btr_trace_writer_close(struct btr_trace_writer *w)
 {
 	uint8_t end[END_PAYLOAD];
@@ -699,6 +713,11 @@ int btr_trace_writer_retarget(struct btr_trace_writer *w, const char *path)
 int btr_trace_writer_error(const struct btr_trace_writer *w)
 {
 	return w ? w->err : -BTR_ERR_INVAL;
+}
+
+const char *btr_trace_writer_tmp_name(const struct btr_trace_writer *w)
+{
+	return w && w->of && w->of->tmp[0] ? w->of->tmp : NULL;
 }
 
 int btr_trace_writer_abort_keep(struct btr_trace_writer *w, char *kept, size_t kept_size)

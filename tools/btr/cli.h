@@ -90,6 +90,9 @@ void cli_source_rule(const struct cli_stream *cs, const char *file, struct btr_a
  * --no-progress: wins over both) say otherwise. */
 void cli_progress_force(int on);
 int cli_progress_wanted(int live_stdout);
+/* 1 if the line was asked for (--progress, BTR_PROGRESS=1), not only
+ * allowed by a terminal. */
+int cli_progress_asked(void);
 /* Draws "btr: <text>" unless the line was drawn less than 250 ms ago. */
 void cli_progress_show(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_progress_clear(void);

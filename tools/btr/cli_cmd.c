@@ -47,13 +47,30 @@ int cli_cmd_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_s
 	if (cs)
 		cli_stream_init(cs);
 	optind = 0;   /* glibc: full re-initialization (argv may be shifted) */
+	opterr = 0;   /* one line for one mistake: ours, naming the option */
 	int c;
 	while ((c = getopt_long(argc, argv, shorts, lopts, NULL)) != -1) {
 		size_t i = 0;
 		while (i < n && lopts[i].val != c)
 			i++;
-		if (i == n || c == '?')
-			return cli_usage_error(cmd->name, "%s", cmd->unknown_msg ? cmd->unknown_msg : "unknown option");
+		if (i == n || c == '?') {
+			if (cmd->unknown_msg)
+				return cli_usage_error(cmd->name, "%s", cmd->unknown_msg);
+			size_t k = 0;
+			while (optopt && k < n && lopts[k].val != optopt)
+				k++;
+			if (optopt && k < n && (optopt >= 128 || !isalnum(optopt)))   /* --LONG without its argument */
+				return cli_usage_error(cmd->name, "option '--%s' needs an argument", lopts[k].name);
+			if (optopt && k < n)   /* a known short option without its argument */
+				return cli_usage_error(cmd->name, "option '-%c' needs an argument", optopt);
+			if (optopt)
+				return cli_usage_error(cmd->name, "unknown option '-%c'", optopt);
+			const char *bad = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+			for (k = 0; k < n && strncmp(bad, "--", 2) == 0; k++)
+				if (!strcmp(bad + 2, lopts[k].name) && lopts[k].has_arg)
+					return cli_usage_error(cmd->name, "option '%s' needs an argument", bad);
+			return cli_usage_error(cmd->name, "unknown option '%s'", bad);
+		}
 		seen[i] = 1;
 		if (c == 'h' && !strcmp(tab[i]->name, "help")) {
 			cli_cmd_help(cmd, stdout);

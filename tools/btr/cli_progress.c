@@ -39,6 +39,14 @@ int cli_progress_wanted(int live_stdout)
 	return isatty(2) && !(live_stdout && isatty(1));
 }
 
+int cli_progress_asked(void)
+{
+	if (pg.forced >= 0)
+		return pg.forced;
+	const char *e = getenv("BTR_PROGRESS");
+	return e && *e && strcmp(e, "0") != 0;
+}
+
 void cli_progress_show(const char *fmt, ...)
 {
 	uint64_t t = now_ns();

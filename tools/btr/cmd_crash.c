@@ -66,6 +66,7 @@ struct st {
 	size_t nt, capt, last;   /* last: the thread tring_of found last */
 	size_t cap;             /* branches kept per thread */
 	int cap_from_trace;
+	int addr_known;         /* the backend records fault addresses (step: siginfo) */
 	struct crash *c;
 	size_t nc;
 	int err;
@@ -134,6 +135,10 @@ static void where(struct btr_image *img, uint64_t addr, char *sym, size_t symsz,
 static int on_event(void *ctx, const struct btr_stream_event *ev)
 {
 	struct st *st = ctx;
+	if (ev->type == BTR_SEV_MACHINE)
+		/* Only trap-flag stepping reads the signal's siginfo; the other
+		 * recorders know the signal and the IP, not the address. */
+		st->addr_known = !strcmp(ev->rec->u.machine.backend, "step");
 	if (ev->type == BTR_SEV_MACHINE && ev->rec->u.machine.lbr_depth && st->cap_from_trace) {
 		/* A flight-recorder trace: show its whole ring. */
 		st->cap = ev->rec->u.machine.lbr_depth;
@@ -211,8 +216,12 @@ static void print_text(const struct st *st)
 			       c->ip_file[0] ? c->ip_file : "??", c->ip_line, c->insn);
 		else
 			printf("  instruction: unknown\n");
-		if (c->ex.signo == SIGSEGV || c->ex.signo == SIGBUS || c->ex.signo == SIGFPE || c->ex.signo == SIGILL)
-			printf("  fault address: 0x%" PRIx64 "\n", c->ex.addr);
+		if (c->ex.signo == SIGSEGV || c->ex.signo == SIGBUS || c->ex.signo == SIGFPE || c->ex.signo == SIGILL) {
+			if (st->addr_known)
+				printf("  fault address: 0x%" PRIx64 "\n", c->ex.addr);
+			else
+				printf("  fault address: unknown (this backend does not record it)\n");
+		}
 		printf("  last %zu branches, oldest first:\n", c->n);
 		for (size_t j = 0; j < c->n; j++) {
 			const struct btr_branch *b = &c->b[j];
@@ -249,7 +258,10 @@ static void print_json(const struct st *st, const char *file)
 		json_place("ip", c->ex.ip, c->ip_sym, c->ip_file, c->ip_line);
 		printf(", \"instruction\": ");
 		btr_json_str(stdout, c->ex.ip ? c->insn : NULL);
-		printf(", \"fault_addr\": \"0x%" PRIx64 "\", \"branches\": [", c->ex.addr);
+		if (st->addr_known)
+			printf(", \"fault_addr\": \"0x%" PRIx64 "\", \"branches\": [", c->ex.addr);
+		else
+			printf(", \"fault_addr\": null, \"branches\": [");
 		for (size_t j = 0; j < c->n; j++) {
 			const struct btr_branch *b = &c->b[j];
 			printf("%s\n    {", j ? "," : "");

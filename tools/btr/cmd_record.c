@@ -1,4 +1,5 @@
 /* cmd_record.c - btr record: run a command and record its control flow. */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -90,10 +91,11 @@ static const struct cli_opt opts[] = {
 	  "  -v, --verbose          say why that backend was chosen (every hardware\n"
 	  "                         backend's reason; btr info says the same)\n", NULL },
 	{ "no-progress", OPT_NOPROGRESS, CLI_NOARG,
-	  "      --no-progress      no progress line on stderr (default: qemu shows\n"
-	  "                         processes and trace bytes while CMD runs if\n"
-	  "                         stderr is a terminal; BTR_PROGRESS=0 or 1 sets\n"
-	  "                         the default); --progress: always\n", NULL },
+	  "      --no-progress      no progress line on stderr (default: qemu shows it\n"
+	  "                         while it writes the trace if stderr is a terminal;\n"
+	  "                         not while CMD runs, whose output would share its\n"
+	  "                         line); --progress or BTR_PROGRESS=1: always, also\n"
+	  "                         while CMD runs (processes, trace bytes)\n", NULL },
 	{ "progress", OPT_PROGRESS, CLI_NOARG, NULL, NULL },
 	CLI_HELP_OPT,
 	{ 0 },
@@ -107,7 +109,10 @@ static const struct cli_cmd cmd = {
 	"Runs CMD and records its control flow into a .btr trace.  CMD's stdin, stdout\n"
 	"and stderr pass through; btr exits with CMD's exit status (128+N if signal N\n"
 	"killed it), or 2 (usage) / 3 (btr's own error: no trace is left under FILE;\n"
-	"if the disk or $TMPDIR filled up, what was recorded is kept in FILE.partial).\n\n",
+	"if the disk or $TMPDIR filled up, what was recorded is kept in FILE.partial).\n"
+	"Ctrl-C (SIGINT, SIGTERM) goes to CMD while it runs; the trace is then complete.\n"
+	"While the trace is written afterwards it stops btr: what was written is kept in\n"
+	"FILE.partial, and btr ends by that signal (docs/record.md, \"Signals\").\n\n",
 	opts,
 	"qemu follows the whole process tree: every process started by CMD, including\n"
 	"ones that outlive their parent, until all have exited (docs/record.md).\n",
@@ -118,7 +123,13 @@ static const struct cli_cmd cmd = {
 static void record_progress(void *ctx, const struct btr_capture_progress *p)
 {
 	char b[32];
-	(void)ctx;
+	/* While CMD runs it writes to the same terminal: a line rewritten in
+	 * place would share a line with CMD's output ("btr: recording:
+	 * startingline 1").  So on a terminal the line is drawn only once CMD's
+	 * tree has ended (writing the trace), unless asked for (--progress,
+	 * BTR_PROGRESS=1). */
+	if (!p->writing && !*(const int *)ctx)
+		return;
 	cli_progress_bytes(b, sizeof(b), p->bytes);
 	if (p->writing)
 		cli_progress_show("writing the trace: %llu of %llu process traces, %s of PT",
@@ -308,11 +319,13 @@ int cmd_record(int argc, char **argv)
 		return cli_usage_error("record", "--user/--kernel/--all-cpus/--per-thread/--ip-filter/--pt-config/"
 				       "--snapshot/--lbr-filter/--period/--aux-size need -b pt, bts or lbr");
 
+	static int live;   /* the line while CMD runs too (record_progress) */
+	live = cli_progress_asked();
 	if (cli_progress_wanted(0)) {
 		o.progress = record_progress;
-		o.progress_ctx = NULL;
+		o.progress_ctx = &live;
 	}
-	struct btr_capture_result res;
+	struct btr_capture_result res = { 0 };
 	int rc = b->record(&o, &res);
 	cli_progress_clear();
 	if (rc >= 0)
@@ -321,6 +334,14 @@ int cmd_record(int argc, char **argv)
 	if (rc == -BTR_ERR_UNSUPPORTED) {
 		cli_error("backend %s cannot record yet (try -b qemu)", b->name);
 		return EXIT_RUNTIME;
+	}
+	if (rc == -BTR_ERR_INTERRUPTED && res.signo > 0) {
+		/* Stopped by SIGINT/SIGTERM before CMD ran or while the trace was
+		 * written (the library said what it kept): end as that signal
+		 * does, so that a calling shell's loop stops too. */
+		signal(res.signo, SIG_DFL);
+		raise(res.signo);
+		return 128 + res.signo;
 	}
 	if (rc < 0) {
 		/* The library already logged the one line naming the cause. */

@@ -34,10 +34,13 @@ enum { TB_REP = 1, TB_FAULTS = 2 };
  * blocks are allocated before the start, so a full $TMPDIR cannot make it
  * fault): [QC_STARTED] processes started, [QC_WERR] the first write error
  * (negative btr_error), [QC_NPIDS] processes listed so far, [QC_GTERR] the
- * first error writing the ground-truth log (errno, positive), then one
- * entry per started process (pid | ppid << 32), up to QC_MAX_PIDS, so that
- * the recorder can name a process whose trace file could not be written. */
-enum { QC_STARTED = 0, QC_WERR = 1, QC_NPIDS = 2, QC_GTERR = 3, QC_PIDS = 4, QC_MAX_PIDS = 4096 / 8 - QC_PIDS };
+ * first error writing the ground-truth log (errno, positive), [QC_PTRACE]
+ * the first process whose ptrace() QEMU refused (ENOSYS: a debugger or
+ * tracer run under btr, which btr record names), then one entry per started
+ * process (pid | ppid << 32), up to QC_MAX_PIDS, so that the recorder can
+ * name a process whose trace file could not be written. */
+enum { QC_STARTED = 0, QC_WERR = 1, QC_NPIDS = 2, QC_GTERR = 3, QC_PTRACE = 4, QC_PIDS = 5,
+       QC_MAX_PIDS = 4096 / 8 - QC_PIDS };
 /* An entry with this ppid: process pid exec'd a program whose trace could
  * not be written (it ran untraced). */
 #define QC_LOST_AFTER_EXEC UINT32_MAX
