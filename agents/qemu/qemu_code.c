@@ -142,7 +142,7 @@ void code_note_jitdump(const char *path)
 		return;
 	char f[PATH_MAX], line[PATH_MAX + 16];
 	snprintf(f, sizeof(f), "%s/jitdumps", g.dir);
-	int fd = open(f, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	int fd = open(f, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
 	int n = snprintf(line, sizeof(line), "%u %s\n", g.pid, path);

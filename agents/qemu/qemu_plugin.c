@@ -968,7 +968,7 @@ static void fork_prepare(unsigned vcpu, struct thr *t)
 		return;
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/f%u.%u", g.dir, t->tid, ++fork_seq[vcpu]);
-	int fd = qs_fd_high(open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+	int fd = qs_fd_high(open(path, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
 	if (fd < 0)
 		return;
 	uint64_t base = (uint64_t)(uintptr_t)g.qs;

@@ -88,7 +88,7 @@ int qs_fd_high(int fd)
 
 int qs_create(const char *path)
 {
-	int fd = qs_fd_high(open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+	int fd = qs_fd_high(open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
 	if (fd < 0)
 		return -1;
 	int e = 0;

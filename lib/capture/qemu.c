@@ -1046,7 +1046,7 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	 * full file system cannot back would be SIGBUS there, so it is
 	 * allocated now, and so is room for one process's first state
 	 * chunk and trace chunk (a full $TMPDIR is then one clear line). */
-	int cfd = open(pfile, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int cfd = open(pfile, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	int ferr = cfd < 0 ? errno : posix_fallocate(cfd, 0, (off_t)(4096 + (3u << 20)));
 
 	if (cfd >= 0 && !ferr && ftruncate(cfd, 4096) < 0)

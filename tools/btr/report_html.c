@@ -48,11 +48,10 @@ static const char *module_at(const struct btr_report_result *r, uint64_t a)
 }
 
 /* Whether the page may show @file: readable here, and by the rule of the
- * trace's sources (cli_source_rule; annotate warns when it refuses one). */
+ * trace's sources (cli_source_rule; a refusal is one warning per file). */
 static int source_here(const struct btr_annotate_opts *ao, const char *file)
 {
-	int fd = file ? btr_file_open_source(file, ao->source_rule, ao->source_owner, ao->source_roots,
-					     BTR_NAMED_QUIET) : -1;
+	int fd = file ? btr_file_open_source(file, ao->source_rule, ao->source_owner, ao->source_roots, 0) : -1;
 	if (fd < 0)
 		return 0;
 	close(fd);
