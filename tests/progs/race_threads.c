@@ -7,10 +7,11 @@
  *   prog_race_threads fork N ITERS   N threads fork (a child that works and
  *                                    exits) and posix_spawn (/bin/true) at once
  *   prog_race_threads fault N ITERS  N threads run one shared loop over memory;
- *                                    each round every thread also runs it once
- *                                    over an unreadable page (SIGSEGV, handled
- *                                    with siglongjmp): 5 faults per thread, in
- *                                    a block the other threads run meanwhile
+ *                                    in each of 50 rounds every thread also runs
+ *                                    it once into an unreadable page (SIGSEGV,
+ *                                    handled with siglongjmp): 50 faults per
+ *                                    thread, in a block the other threads run
+ *                                    meanwhile
  *
  * Every mode starts its threads together at a barrier, so that they run the
  * same translation blocks at the same time.  Exits 0 when the work is done
@@ -122,16 +123,16 @@ static void *fork_thread(void *arg)
 
 /* One loop over memory that all threads run; a thread faults in it on the
  * unreadable page. */
-static __attribute__((noinline)) long sum(const volatile long *a, long n)
+static __attribute__((noinline)) long sum(const volatile long *a, long n, unsigned long m)
 {
 	long s = 0;
 	for (long i = 0; i < n; i++)
-		s += a[i & 63];
+		s += a[(unsigned long)i % m];
 	return s;
 }
 
 static volatile long data[64];
-static const volatile long *bad;
+static const volatile long *bad;   /* 8 readable longs, then an unreadable page */
 static __thread sigjmp_buf fault_jmp;
 
 static void on_segv(int sig)
@@ -145,16 +146,17 @@ static void *fault_thread(void *arg)
 	(void)arg;
 	volatile long s = 0, faults = 0;   /* kept across siglongjmp */
 	pthread_barrier_wait(&start);
-	for (int r = 0; r < 5; r++) {
-		s += sum(data, iters);
+	for (int r = 0; r < 50; r++) {
+		s += sum(data, iters, 64);
+		/* the 9th iteration faults, in the loop's block */
 		if (sigsetjmp(fault_jmp, 1) == 0)
-			s += sum(bad, 8);
+			s += sum(bad, 16, 1ul << 30);
 		else
 			faults++;
-		s += sum(data, iters);
+		s += sum(data, iters, 64);
 	}
-	__atomic_add_fetch(&total, faults == 5 ? s : 0, __ATOMIC_RELAXED);
-	if (faults != 5)
+	__atomic_add_fetch(&total, faults == 50 ? s : 0, __ATOMIC_RELAXED);
+	if (faults != 50)
 		__atomic_add_fetch(&next_job, 1, __ATOMIC_RELAXED);
 	return NULL;
 }
@@ -176,10 +178,10 @@ int main(int argc, char **argv)
 	if (!fn)
 		return 2;
 	if (fn == fault_thread) {
-		void *pg = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (pg == MAP_FAILED)
+		char *pg = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (pg == MAP_FAILED || mprotect(pg + 4096, 4096, PROT_NONE) != 0)
 			return 1;
-		bad = pg;
+		bad = (const volatile long *)(pg + 4096 - 8 * sizeof(long));
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = on_segv;
