@@ -137,7 +137,7 @@ check "report json: the reason is the full disk" \
 "$btr" report $p >rep.txt 2>err.txt; rc=$?
 check "report text: exit 3 (got $rc)" [ $rc -eq 3 ]
 check "report text: 'data lost: yes'" grep -q "^data lost: *yes" rep.txt
-check "report text: gzip's line says cut" grep -q "gzip -c input.bin: .*trace cut while it ran" rep.txt
+check "report text: gzip's line says cut" grep -Eq "gzip -c input.bin( \[[^]]*\])?: .*trace cut while it ran" rep.txt
 check "report: one stderr line per cause ($nlost): $(cat err.txt)" [ "$(wc -l <err.txt)" -eq "$nlost" ]
 check "report: stderr names gzip" grep -q "process [0-9]* (gzip): the trace stops while it ran on" err.txt
 nmiss=$(grep -c "no trace (" rep.txt)
