@@ -40,8 +40,13 @@ die() { echo "build-qemu: $*" >&2; exit 3; }
 # cannot dlopen) and exporting the plugin API.  btr itself then checks that
 # it loads btr's plugin (`btr info`).
 plugin_capable() {
-  [ -x "$1" ] && readelf -lW "$1" 2>/dev/null | grep -q 'Requesting program interpreter' &&
-    readelf --dyn-syms -W "$1" 2>/dev/null | grep -q ' qemu_plugin_register_vcpu_tb_trans_cb$'
+  [ -x "$1" ] || return 1
+  local ph syms
+  ph=$(readelf -lW "$1" 2>/dev/null) || return 1
+  syms=$(readelf --dyn-syms -W "$1" 2>/dev/null) || return 1
+  case "$ph" in *"Requesting program interpreter"*) ;; *) return 1 ;; esac
+  case "$syms" in *" qemu_plugin_register_vcpu_tb_trans_cb"*) return 0 ;; esac
+  return 1
 }
 if [ "$mode" = if-needed ]; then
   for q in "$(command -v qemu-x86_64 || true)" /usr/bin/qemu-x86_64; do
@@ -50,8 +55,8 @@ if [ "$mode" = if-needed ]; then
 fi
 
 # What this script does to a source package; a cached build made another
-# way is built again.  2: the user-mode plugin API functions linked in.
-recipe=2
+# way is built again.  3: the user-mode plugin API functions linked in.
+recipe=3
 # A complete build of any version is good enough unless --force: building
 # is minutes, looking it up must be instant (and work offline).
 if [ "$force" = 0 ]; then
@@ -162,10 +167,15 @@ srcdir=$(find "$work" -mindepth 1 -maxdepth 1 -type d -name 'qemu-*' | head -1)
 # download one into its venv)
 log "building x86_64-linux-user with plugins ($jobs job(s); takes minutes)"
 start=$(date +%s)
-# QEMU 10.0 defines the user-mode plugin API (qemu_plugin_path_to_binary,
-# _start_code, _end_code, _entry_code) in a static library that nothing in
-# qemu-x86_64 calls, so the linker drops it and plugins using them fail to
-# load ("undefined symbol"): -u keeps them.
+# QEMU 10.0 builds the user-mode plugin API (qemu_plugin_path_to_binary,
+# _start_code, _end_code, _entry_code: linux-user/plugin-api.c) only "when
+# CONFIG_TCG_PLUGINS", a name its meson.build never sets (it sets
+# CONFIG_PLUGIN), so plugins that call them fail to load ("undefined
+# symbol"); and nothing in qemu-x86_64 calls them: -u keeps them in.
+if grep -q "'CONFIG_TCG_PLUGINS'" "$srcdir/linux-user/meson.build" &&
+  ! grep -rq "'CONFIG_TCG_PLUGINS'" "$srcdir/meson.build"; then
+  sed -i "s/'CONFIG_TCG_PLUGINS'/'CONFIG_PLUGIN'/" "$srcdir/linux-user/meson.build"
+fi
 keep=""
 for f in path_to_binary start_code end_code entry_code; do keep="$keep -Wl,-u,qemu_plugin_$f"; done
 keep=${keep# }
