@@ -6,14 +6,30 @@ FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build test demo bench bench-speed release-pgo bench-pgo fuzz asan torture clean install
+.PHONY: all deps qemu qemu-if-needed build test demo bench bench-speed release-pgo bench-pgo fuzz asan torture clean install
 
 all: build
 
 deps:
 	@scripts/deps.sh
 
-build: deps
+# The qemu backend needs a qemu-x86_64 that loads TCG plugins; Debian 13's
+# qemu-user cannot.  Where the system has none, scripts/build-qemu.sh builds
+# one from the distribution's QEMU source package (minutes, once: it is
+# cached by version under ~/.cache/btr, where btr finds it; docs/record.md).
+# `make qemu` or BTR_BUILD_QEMU=1 builds it in any case.
+BTR_BUILD_QEMU ?= 0
+qemu: deps
+	@scripts/build-qemu.sh
+
+# A failed QEMU build does not stop btr's: the other backends still work,
+# and `btr info` says why qemu does not.
+qemu-if-needed: deps
+	@if [ "$(BTR_BUILD_QEMU)" = 1 ]; then scripts/build-qemu.sh >/dev/null; \
+	else scripts/build-qemu.sh --if-needed >/dev/null; fi || \
+	echo "warning: no plugin-capable qemu-x86_64 could be built; the qemu backend is unusable (btr info)" >&2
+
+build: deps qemu-if-needed
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
@@ -36,15 +52,18 @@ test: build
 demo: build
 	@scripts/demo.sh $(BUILD)
 
-release: deps
+release: deps qemu-if-needed
 	@cmake -S . -B $(RELEASE) -DCMAKE_BUILD_TYPE=Release -DBTR_WERROR=OFF >/dev/null
 	@cmake --build $(RELEASE) -j $(JOBS)
 
 # The libraries, headers, CLI, plugin and agent, btr.pc and the docs under
 # PREFIX (docs/library.md); a Release build.
 PREFIX ?= /usr/local
-install: release
+install: release qemu-if-needed
 	cmake --install $(RELEASE) --prefix $(PREFIX)
+	@q=$$(if [ "$(BTR_BUILD_QEMU)" = 1 ]; then scripts/build-qemu.sh; else scripts/build-qemu.sh --if-needed; fi) || q=""; \
+	if [ -n "$$q" ]; then install -D -m 755 "$$q" $(PREFIX)/lib/btr/qemu-x86_64 && \
+	echo "installed $$q as $(PREFIX)/lib/btr/qemu-x86_64"; fi
 
 bench: release
 	@scripts/bench.sh $(RELEASE)

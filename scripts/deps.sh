@@ -13,6 +13,7 @@ pkgs="
   libdw-dev
   libipt-dev
   qemu-user
+  qemu-user-static
   clang
   libfuzzer-14-dev
   libclang-rt-14-dev

@@ -78,7 +78,7 @@
  */
 #include "qemu_plugin.h"
 
-QEMU_PLUGIN_EXPORT int qemu_plugin_version = BTR_QEMU_PLUGIN_VERSION;
+BTR_QEMU_PLUGIN_VERSION_DEFINE;
 
 struct plugin_state g = { .lock = PTHREAD_MUTEX_INITIALIZER, .gt_fd = -1, .retcomp = 1, .follow_fork = 1,
 	.follow_exec = 1, .fork_fd = -1 };

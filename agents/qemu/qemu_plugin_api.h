@@ -1,12 +1,34 @@
-/* qemu_plugin_api.h - the subset of QEMU's TCG plugin API (plugin API
- * version 1, as shipped with QEMU 7.2 / Debian qemu-user) that the btr
- * plugin uses.
+/* qemu_plugin_api.h - the subset of QEMU's TCG plugin API that the btr
+ * plugin (and the tests' counter, tests/tools/insn_count.c) use, bound so
+ * that one plugin binary loads into both API generations:
+ *
+ *   API v1  QEMU 6.0 .. 8.2, e.g. Debian 12's qemu-user 7.2 (accepts 0..1)
+ *   API v4  QEMU 9.2 and later, e.g. QEMU 10 built from Debian 13's
+ *           source package by scripts/build-qemu.sh (accepts 2..4)
  *
  * Why our own declarations: Debian ships no qemu-plugin.h development
  * header, and the API is a small C ABI exported by the qemu-x86_64 binary
  * itself (`nm -D $(which qemu-x86_64) | grep qemu_plugin`).  The prototypes
- * below follow QEMU 7.2's include/qemu/qemu-plugin.h exactly; only what
- * agents/qemu/qemu_plugin.c calls is declared.
+ * below follow QEMU 7.2's and QEMU 10's include/qemu/qemu-plugin.h; only
+ * what the plugins call is declared.
+ *
+ * What differs between the two, and how it is bridged:
+ *  - qemu_plugin_version: QEMU reads it right after dlopen(), so a
+ *    constructor (BTR_QEMU_PLUGIN_VERSION_DEFINE) sets it first, from the
+ *    symbols this qemu-x86_64 exports (btr_qapi_pick_version).
+ *  - qemu_plugin_register_vcpu_insn_exec_inline (v1) is gone in v2+: there
+ *    the same "add IMM to *PTR before the instruction" is an instruction
+ *    callback (btr_qapi_insn_exec_inline); same effect, a call instead of
+ *    a few inline host instructions.
+ *  - qemu_plugin_insn_data returns a pointer to the bytes in v1 but copies
+ *    them into a caller's buffer in v3+ (same symbol name, another ABI):
+ *    btr_qapi_insn_data returns a pointer in both, in v3+ to a per-thread
+ *    buffer that stays valid for the next BTR_QAPI_DATA_SLOTS - 1 calls.
+ *  - QEMU 9.0 and 9.1 (API v2, v3 without qemu_plugin_read_memory_vaddr)
+ *    are not bound: the plugin declares v1 there and that QEMU refuses it
+ *    with its own message, which `btr info` shows.
+ * The two macros below redirect the v1 names used in the plugins' code to
+ * the bridges, so the callers read as plain QEMU plugin code.
  */
 #ifndef BTR_QEMU_PLUGIN_API_H
 #define BTR_QEMU_PLUGIN_API_H
@@ -14,13 +36,20 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #define QEMU_PLUGIN_EXPORT __attribute__((visibility("default")))
 
-/* The API version this plugin was written against (QEMU 7.2 accepts 0..1). */
+/* The API versions the plugins are written against: v1 (QEMU 7.2 accepts
+ * 0..1) and v4 (QEMU 10 accepts 2..4). */
 #define BTR_QEMU_PLUGIN_VERSION 1
+#define BTR_QEMU_PLUGIN_VERSION_NEW 4
 
 typedef uint64_t qemu_plugin_id_t;
+
+/* Read by QEMU after dlopen(); defined by BTR_QEMU_PLUGIN_VERSION_DEFINE. */
+extern QEMU_PLUGIN_EXPORT int qemu_plugin_version;
 
 typedef struct qemu_info_t {
 	const char *target_name;
@@ -70,8 +99,6 @@ void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *tb, qemu_plugin
 void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn,
 					    qemu_plugin_vcpu_udata_cb_t cb,
 					    enum qemu_plugin_cb_flags flags, void *userdata);
-void qemu_plugin_register_vcpu_insn_exec_inline(struct qemu_plugin_insn *insn, enum qemu_plugin_op op,
-						void *ptr, uint64_t imm);
 void qemu_plugin_register_vcpu_syscall_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_syscall_cb_t cb);
 void qemu_plugin_register_vcpu_syscall_ret_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_syscall_ret_cb_t cb);
 void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb, void *userdata);
@@ -79,7 +106,6 @@ void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t 
 size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
 uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
 struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb, size_t idx);
-const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
 size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
 uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
 void *qemu_plugin_insn_haddr(const struct qemu_plugin_insn *insn);
@@ -88,5 +114,75 @@ const char *qemu_plugin_path_to_binary(void);
 uint64_t qemu_plugin_start_code(void);
 uint64_t qemu_plugin_end_code(void);
 void qemu_plugin_outs(const char *string);
+
+
+/* ---- the bridge between API v1 and v4 ---- */
+
+/* Present only in API v1 (weak: NULL in a QEMU without it). */
+void qemu_plugin_register_vcpu_insn_exec_inline(struct qemu_plugin_insn *insn, enum qemu_plugin_op op,
+						void *ptr, uint64_t imm)
+	__attribute__((weak, visibility("default")));
+/* Present from API v4 on; only its address is used, to tell which API this
+ * QEMU has. */
+extern void qemu_plugin_read_memory_vaddr(void) __attribute__((weak, visibility("default")));
+/* qemu_plugin_insn_data in its two forms, under two names for one symbol. */
+const void *btr_qapi_insn_data_v1(const struct qemu_plugin_insn *insn) __asm__("qemu_plugin_insn_data")
+	__attribute__((visibility("default")));
+size_t btr_qapi_insn_data_v3(const struct qemu_plugin_insn *insn, void *dest, size_t len)
+	__asm__("qemu_plugin_insn_data") __attribute__((visibility("default")));
+
+/* The API version to declare to the qemu-x86_64 this plugin is loaded into. */
+static inline int btr_qapi_pick_version(void)
+{
+	if (qemu_plugin_read_memory_vaddr && !qemu_plugin_register_vcpu_insn_exec_inline)
+		return BTR_QEMU_PLUGIN_VERSION_NEW;
+	return BTR_QEMU_PLUGIN_VERSION;
+}
+
+/* Defines qemu_plugin_version, set before QEMU reads it (dlopen runs the
+ * constructor first).  Use once per plugin, at file scope. */
+#define BTR_QEMU_PLUGIN_VERSION_DEFINE \
+	QEMU_PLUGIN_EXPORT int qemu_plugin_version = BTR_QEMU_PLUGIN_VERSION; \
+	__attribute__((constructor)) static void btr_qapi_set_version(void) \
+	{ \
+		qemu_plugin_version = btr_qapi_pick_version(); \
+	} \
+	extern int qemu_plugin_version
+
+#define BTR_QAPI_DATA_SLOTS 8
+static inline const void *btr_qapi_insn_data(const struct qemu_plugin_insn *insn)
+{
+	if (qemu_plugin_version < 3)
+		return btr_qapi_insn_data_v1(insn);
+	static __thread uint8_t slot[BTR_QAPI_DATA_SLOTS][16];
+	static __thread unsigned next;
+	uint8_t *buf = slot[next++ % BTR_QAPI_DATA_SLOTS];
+	size_t got = btr_qapi_insn_data_v3(insn, buf, sizeof(slot[0]));
+	if (got < sizeof(slot[0]))
+		memset(buf + got, 0, sizeof(slot[0]) - got);
+	return buf;
+}
+#define qemu_plugin_insn_data(insn) btr_qapi_insn_data(insn)
+
+static inline void btr_qapi_add1(unsigned int vcpu_index, void *ptr)
+{
+	(void)vcpu_index;
+	++*(uint64_t *)ptr;
+}
+
+/* QEMU_PLUGIN_INLINE_ADD_U64 of 1 to @ptr before @insn runs. */
+static inline void btr_qapi_insn_exec_inline(struct qemu_plugin_insn *insn, enum qemu_plugin_op op, void *ptr,
+					     uint64_t imm)
+{
+	if (qemu_plugin_register_vcpu_insn_exec_inline) {
+		qemu_plugin_register_vcpu_insn_exec_inline(insn, op, ptr, imm);
+		return;
+	}
+	/* only ADD_U64 of 1 is used */
+	for (uint64_t i = 0; i < imm; i++)
+		qemu_plugin_register_vcpu_insn_exec_cb(insn, btr_qapi_add1, QEMU_PLUGIN_CB_NO_REGS, ptr);
+}
+#define qemu_plugin_register_vcpu_insn_exec_inline(insn, op, ptr, imm) \
+	btr_qapi_insn_exec_inline(insn, op, ptr, imm)
 
 #endif

@@ -214,8 +214,38 @@ void btr_hwinfo_gather(const char *sysfs_root, struct btr_hwinfo *out);
 int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_result *res);
 
 /* Finds the qemu-x86_64 binary: @hint if non-NULL, else $BTR_QEMU, else
- * PATH.  Writes it to @buf; returns 0 or -BTR_ERR_NOENT. */
+ * the first candidate of btr_qemu_select that exists (not probed).
+ * Writes it to @buf; returns 0 or -BTR_ERR_NOENT. */
 int btr_qemu_find(const char *hint, char *buf, size_t size);
+
+/* One qemu-x86_64 that the qemu backend considered (btr_qemu_select). */
+struct btr_qemu_candidate {
+	char path[4096];
+	const char *source;   /* "BTR_QEMU", "PATH", "system", "self-built", "installed" */
+	bool usable;          /* it loads btr's plugin */
+	char version[32];     /* e.g. "7.2.22"; "" when unknown */
+	char why[768];        /* why it is not usable ("" when it is) */
+};
+#define BTR_QEMU_MAX_CANDIDATES 5
+struct btr_qemu_selection {
+	size_t n;             /* candidates tried, in order */
+	int chosen;           /* index of the one used; -1: none usable */
+	struct btr_qemu_candidate c[BTR_QEMU_MAX_CANDIDATES];
+};
+
+/* Chooses the qemu-x86_64 that records with plugin @plugin: @hint (or
+ * $BTR_QEMU) alone when given; otherwise the first one that loads the
+ * plugin of, in order: qemu-x86_64 in PATH, /usr/bin/qemu-x86_64, the one
+ * scripts/build-qemu.sh built and cached
+ * (${BTR_QEMU_CACHE:-${XDG_CACHE_HOME:-~/.cache}/btr}/qemu-VERSION/bin,
+ * the newest complete one) and the one `make install` put beside btr
+ * (PREFIX/lib/btr/qemu-x86_64).  A file met twice is tried once; a
+ * statically linked one is rejected without running it (it cannot load
+ * plugins); the others with btr_qemu_probe_plugin (cached per process).
+ * Candidates after the chosen one are not tried.  Returns 0 with
+ * @out->chosen >= 0, or -BTR_ERR_NODEV (@out says why each was rejected;
+ * @out->n == 0: none exists), or -BTR_ERR_INVAL. */
+int btr_qemu_select(const char *hint, const char *plugin, struct btr_qemu_selection *out);
 
 /* Finds the plugin: @hint, else $BTR_QEMU_PLUGIN, else btr-qemu.so in the
  * directory of /proc/self/exe.  Returns 0 or -BTR_ERR_NOENT. */

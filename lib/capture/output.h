@@ -24,4 +24,9 @@ int btr_capture_output_failed(struct btr_trace_writer *w, const char *output, in
 int btr_capture_writer_new(const struct btr_capture_opts *opts, const struct btr_trace_writer_opts *wo,
 			   struct btr_trace_writer **w);
 
+/* execvp's lookup of @name in $PATH (default /usr/local/bin:/usr/bin:/bin):
+ * the first regular executable file, written to @buf.  Returns 0 or
+ * -BTR_ERR_NOENT (lib/capture/qemu_select.c). */
+int btr__find_in_path(const char *name, char *buf, size_t size);
+
 #endif

@@ -146,21 +146,31 @@ void btr_probe_lbr(struct btr_capture_probe *out)
 
 void btr_probe_qemu(struct btr_capture_probe *out)
 {
-	char q[4096], p[4096];
-	if (btr_qemu_find(NULL, q, sizeof(q)) < 0) {
-		say(out, false, "qemu-x86_64 not found in PATH (install qemu-user)");
-		return;
-	}
+	char p[4096];
 	if (btr_qemu_find_plugin(NULL, p, sizeof(p)) < 0) {
 		say(out, false, "plugin btr-qemu.so not found next to the btr binary (set BTR_QEMU_PLUGIN)");
 		return;
 	}
-	char why[sizeof(out->reason)];
-	if (btr_qemu_probe_plugin(q, p, why, sizeof(why)) < 0) {
-		say(out, false, "%s", why);
+	struct btr_qemu_selection *s = malloc(sizeof(*s));
+	if (!s) {
+		say(out, false, "out of memory");
 		return;
 	}
-	say(out, true, "%s with plugin %s", q, p);
+	if (btr_qemu_select(NULL, p, s) == 0) {
+		const struct btr_qemu_candidate *c = &s->c[s->chosen];
+		say(out, true, "%s (%s%s%s) with plugin %s", c->path, c->source, c->version[0] ? ", QEMU " : "",
+		    c->version, p);
+	} else if (!s->n) {
+		say(out, false, "qemu-x86_64 not found (install qemu-user, build one with `make qemu`, or set BTR_QEMU)");
+	} else if (s->n == 1) {
+		char why[sizeof(out->reason)];
+		btr_qemu_probe_plugin(s->c[0].path, p, why, sizeof(why));
+		say(out, false, "%s", why);
+	} else {
+		say(out, false, "no qemu-x86_64 here loads TCG plugins (%zu tried): build one with `make qemu` "
+		    "(scripts/build-qemu.sh) or set BTR_QEMU", s->n);
+	}
+	free(s);
 }
 
 void btr_probe_step(struct btr_capture_probe *out)

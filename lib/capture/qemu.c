@@ -39,72 +39,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static int find_in_path(const char *name, char *buf, size_t size)
-{
-	const char *path = getenv("PATH");
-	if (!path || !*path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	while (*path) {
-		size_t n = strcspn(path, ":");
-		if ((size_t)snprintf(buf, size, "%.*s/%s", (int)n, n ? path : ".", name) < size &&
-		    access(buf, X_OK) == 0) {
-			struct stat st;
-			if (stat(buf, &st) == 0 && S_ISREG(st.st_mode))
-				return 0;
-		}
-		path += n;
-		if (*path == ':')
-			path++;
-	}
-	return -BTR_ERR_NOENT;
-}
-
-int btr_qemu_find(const char *hint, char *buf, size_t size)
-{
-	const char *env = getenv("BTR_QEMU");
-	if (!hint && env && *env)
-		hint = env;
-	if (hint) {
-		if (strchr(hint, '/')) {
-			if (access(hint, X_OK) < 0)
-				return -BTR_ERR_NOENT;
-			snprintf(buf, size, "%s", hint);
-			return 0;
-		}
-		return find_in_path(hint, buf, size);
-	}
-	return find_in_path("qemu-x86_64", buf, size);
-}
-
-int btr_qemu_find_plugin(const char *hint, char *buf, size_t size)
-{
-	const char *env = getenv("BTR_QEMU_PLUGIN");
-	if (!hint && env && *env)
-		hint = env;
-	if (hint) {
-		if (access(hint, R_OK) < 0)
-			return -BTR_ERR_NOENT;
-		if (!realpath(hint, buf))
-			snprintf(buf, size, "%s", hint);
-		return 0;
-	}
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return -BTR_ERR_NOENT;
-	exe[n] = 0;
-	char *slash = strrchr(exe, '/');
-	if (!slash)
-		return -BTR_ERR_NOENT;
-	*slash = 0;
-	static const char *const rel[] = { "/btr-qemu.so", "/../lib/btr/btr-qemu.so" };
-	for (size_t i = 0; i < BTR_ARRAY_SIZE(rel); i++) {
-		if ((size_t)snprintf(buf, size, "%s%s", exe, rel[i]) < size && access(buf, R_OK) == 0)
-			return 0;
-	}
-	return -BTR_ERR_NOENT;
-}
-
 /* execvp-like lookup plus the checks that let us fail before anything
  * starts: exists, executable, an x86-64 ELF file or a script whose
  * interpreter is one (all qemu-x86_64 runs).  @x (may be NULL) receives
@@ -113,7 +47,7 @@ static int resolve_cmd(const char *cmd, char *const *argv, char *buf, size_t siz
 {
 	if (strchr(cmd, '/')) {
 		snprintf(buf, size, "%s", cmd);
-	} else if (find_in_path(cmd, buf, size) < 0) {
+	} else if (btr__find_in_path(cmd, buf, size) < 0) {
 		btr_err("%s: command not found", cmd);
 		return -BTR_ERR_CHILD;
 	}
@@ -151,69 +85,35 @@ int btr_capture_check_command(const char *cmd, char *buf, size_t size)
 	return resolve_cmd(cmd, NULL, buf, size, NULL);
 }
 
-/* ---- does this QEMU load plugins? ---- */
-
-static struct {
-	char qemu[PATH_MAX], plugin[PATH_MAX];
-	int rc;
-	char why[PATH_MAX + 1024];
-} probe_cache;
-
-int btr_qemu_probe_plugin(const char *qemu, const char *plugin, char *why, size_t why_size)
+/* The qemu-x86_64 to run (btr_qemu_select), or one error line saying
+ * why there is none: each candidate's reason, and the remedy. */
+static int select_qemu(const char *hint, const char *plugin, char *buf, size_t size)
 {
-	if (!qemu || !plugin)
-		return -BTR_ERR_INVAL;
-	if (strcmp(probe_cache.qemu, qemu) || strcmp(probe_cache.plugin, plugin)) {
-		snprintf(probe_cache.qemu, sizeof(probe_cache.qemu), "%s", qemu);
-		snprintf(probe_cache.plugin, sizeof(probe_cache.plugin), "%s", plugin);
-		probe_cache.rc = 0;
-		probe_cache.why[0] = 0;
-		char parg[PATH_MAX + 16];
-		snprintf(parg, sizeof(parg), "%s,probe=on", plugin);
-		const char *prog = access("/bin/true", X_OK) == 0 ? "/bin/true" : "/usr/bin/true";
-		int pfd[2];
-		char out[400] = "";
-		int st = -1;
-		if (pipe2(pfd, O_CLOEXEC) == 0) {
-			pid_t pid = fork();
-			if (pid == 0) {
-				int nul = open("/dev/null", O_RDWR);
-				dup2(nul, 0);
-				dup2(pfd[1], 1);
-				dup2(pfd[1], 2);
-				execl(qemu, qemu, "-plugin", parg, prog, (char *)NULL);
-				dprintf(2, "cannot execute: %s", strerror(errno));
-				_exit(127);
-			}
-			close(pfd[1]);
-			size_t n = 0;
-			char chunk[256];
-			ssize_t k;
-			while ((k = read(pfd[0], chunk, sizeof(chunk))) > 0 || (k < 0 && errno == EINTR)) {
-				size_t take = k > 0 ? (size_t)k : 0;
-				if (take > sizeof(out) - 1 - n)
-					take = sizeof(out) - 1 - n;
-				memcpy(out + n, chunk, take);
-				n += take;
-			}
-			out[n] = 0;
-			close(pfd[0]);
-			if (pid > 0)
-				while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-					;
-		}
-		if (st != 0) {
-			out[strcspn(out, "\n")] = 0;
-			probe_cache.rc = -BTR_ERR_NODEV;
-			snprintf(probe_cache.why, sizeof(probe_cache.why),
-				 "%s cannot load TCG plugins (\"%.60s\"): use a qemu-user built with plugins "
-				 "(Debian 12's; not Debian 13's static one) through BTR_QEMU",
-				 qemu, out[0] ? out : "exit status not 0");
-		}
+	struct btr_qemu_selection *s = malloc(sizeof(*s));
+	if (!s)
+		return -BTR_ERR_NOMEM;
+	int rc = btr_qemu_select(hint, plugin, s);
+	if (rc == 0) {
+		snprintf(buf, size, "%s", s->c[s->chosen].path);
+		btr_debug("qemu: %s (%s%s%s)", buf, s->c[s->chosen].source, s->c[s->chosen].version[0] ? ", QEMU " : "",
+			  s->c[s->chosen].version);
+	} else if (!s->n) {
+		btr_err("qemu-x86_64 not found (install qemu-user, build one with `make qemu`, or set BTR_QEMU)");
+	} else if (s->n == 1) {
+		char why[PATH_MAX + 1024];
+		btr_qemu_probe_plugin(s->c[0].path, plugin, why, sizeof(why));
+		btr_err("%s", why);
+	} else {
+		char msg[BTR_QEMU_MAX_CANDIDATES * (PATH_MAX / 4 + 200)];
+		size_t n = 0;
+		for (size_t i = 0; i < s->n && n < sizeof(msg); i++)
+			n += (size_t)snprintf(msg + n, sizeof(msg) - n, "%s%s: %s", i ? "; " : "", s->c[i].path,
+					      s->c[i].why);
+		btr_err("no qemu-x86_64 here loads TCG plugins (%s): build one with `make qemu` "
+			"(scripts/build-qemu.sh) or point BTR_QEMU at a qemu-x86_64 built with --enable-plugins", msg);
 	}
-	if (why && why_size)
-		snprintf(why, why_size, "%s", probe_cache.why);
-	return probe_cache.rc;
+	free(s);
+	return rc;
 }
 
 /* ---- signals while the command runs ---- */
@@ -953,21 +853,13 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		free(x);
 		return rc;
 	}
-	if (btr_qemu_find(opts->qemu, qemu, sizeof(qemu)) < 0) {
-		btr_err("qemu-x86_64 not found (install qemu-user or set BTR_QEMU)");
-		rc = -BTR_ERR_NODEV;
-		goto out_x;
-	}
 	if (btr_qemu_find_plugin(opts->plugin, plugin, sizeof(plugin)) < 0) {
 		btr_err("btr-qemu.so not found next to the btr binary (set BTR_QEMU_PLUGIN)");
 		rc = -BTR_ERR_NODEV;
 		goto out_x;
 	}
-	char why[PATH_MAX + 1024];
-	if ((rc = btr_qemu_probe_plugin(qemu, plugin, why, sizeof(why))) < 0) {
-		btr_err("%s", why);
+	if ((rc = select_qemu(opts->qemu, plugin, qemu, sizeof(qemu))) < 0)
 		goto out_x;
-	}
 	struct rlimit fl;
 	if (getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY && fl.rlim_cur < QS_SIZE) {
 		/* Each process's plugin state is a sparse file of QS_SIZE in

@@ -39,7 +39,7 @@
 
 #include "qemu_plugin_api.h"
 
-QEMU_PLUGIN_EXPORT int qemu_plugin_version = BTR_QEMU_PLUGIN_VERSION;
+BTR_QEMU_PLUGIN_VERSION_DEFINE;
 
 #define SLOTS 4096u   /* vcpu indices; QEMU reuses those of exited threads */
 

@@ -115,6 +115,50 @@ static void text_pmu(const char *name, const struct btr_pmu *p)
 	}
 }
 
+/* Which qemu-x86_64 the qemu backend uses, and why not the ones before it
+ * (btr_qemu_select); NULL when the plugin itself is missing. */
+static struct btr_qemu_selection *qemu_selection(void)
+{
+	char plugin[4096];
+	struct btr_qemu_selection *s;
+	if (btr_qemu_find_plugin(NULL, plugin, sizeof(plugin)) < 0 || !(s = malloc(sizeof(*s))))
+		return NULL;
+	btr_qemu_select(NULL, plugin, s);
+	return s;
+}
+
+static void text_qemu(void)
+{
+	struct btr_qemu_selection *s = qemu_selection();
+	/* one line each when more than one was tried */
+	for (size_t i = 0; s && s->n > 1 && i < s->n; i++) {
+		const struct btr_qemu_candidate *c = &s->c[i];
+		printf("      %s %s (%s%s%s)%s%s\n", c->usable ? "uses" : "rejected", c->path, c->source,
+		       c->version[0] ? ", QEMU " : "", c->version, c->usable ? "" : ": ", c->why);
+	}
+	free(s);
+}
+
+static void json_qemu(void)
+{
+	struct btr_qemu_selection *s = qemu_selection();
+	printf(", \"candidates\": [");
+	for (size_t i = 0; s && i < s->n; i++) {
+		const struct btr_qemu_candidate *c = &s->c[i];
+		printf("%s{\"path\": ", i ? ", " : "");
+		btr_json_str(stdout, c->path);
+		printf(", \"source\": ");
+		btr_json_str(stdout, c->source);
+		printf(", \"version\": ");
+		btr_json_str(stdout, c->version);
+		printf(", \"usable\": %s, \"why\": ", tf(c->usable));
+		btr_json_str(stdout, c->why);
+		printf("}");
+	}
+	printf("]");
+	free(s);
+}
+
 struct args {
 	int json, verbose;
 	const char *sysfs;
@@ -189,9 +233,13 @@ int cmd_info(int argc, char **argv)
 			}
 			if (!strcmp(b->name, "pt") || !strcmp(b->name, "bts") || !strcmp(b->name, "lbr"))
 				json_machine(hw);
+			if (!strcmp(b->name, "qemu"))
+				json_qemu();
 			printf("}");
 		} else {
 			printf("%-5s %-3s %s\n", b->name, p.usable ? "yes" : "no", p.reason);
+			if (!strcmp(b->name, "qemu"))
+				text_qemu();
 		}
 	}
 	if (json) {
