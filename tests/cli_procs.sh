@@ -207,6 +207,7 @@ if [ "$(id -u)" -ne 0 ] || ! command -v useradd >/dev/null || ! command -v setpr
 else
   pu=btrpriv$$
   useradd -M -s /bin/sh "$pu" 2>/dev/null
+  trap 'rm -rf "$tmp"; userdel "$pu" 2>/dev/null' EXIT   # also if the test is stopped
   puid=$(id -u "$pu" 2>/dev/null)
   if [ -z "$puid" ]; then
     bad "privdrop: useradd $pu failed"
