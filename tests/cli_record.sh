@@ -148,9 +148,11 @@ fi
 # ---- record: SIGINT/SIGTERM to btr finalize the trace ----
 # (python, not "&": a non-interactive shell starts background jobs with
 # SIGINT ignored, which the traced command would inherit)
+rm -rf int.tmpd; mkdir int.tmpd
 python3 - "$btr" <<'PY' >int.rc
-import subprocess, signal, sys, time
-p = subprocess.Popen([sys.argv[1], "record", "-q", "-o", "int.btr", "--", "/bin/sleep", "20"])
+import os, subprocess, signal, sys, time
+p = subprocess.Popen([sys.argv[1], "record", "-q", "-o", "int.btr", "--", "/bin/sleep", "20"],
+                     env=dict(os.environ, TMPDIR=os.path.abspath("int.tmpd")))
 time.sleep(2)
 p.send_signal(signal.SIGINT)
 print(p.wait())
@@ -161,6 +163,7 @@ check "SIGINT: trace readable" [ $rc -eq 0 ]
 check "SIGINT: exit record signal 2" grep -q '^process_exit .*signal=2' int.dump
 check "SIGINT: thread exit recorded" grep -q '^thread_exit' int.dump
 check "SIGINT: no temp files left" [ -z "$(ls | grep 'int.btr.tmp')" ]
+check "SIGINT: nothing left in \$TMPDIR ($(ls int.tmpd))" [ -z "$(ls -A int.tmpd)" ]
 "$btr" record -q -o term.btr -- /bin/sleep 20 & bpid=$!
 sleep 2
 kill -TERM $bpid
