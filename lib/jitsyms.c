@@ -2,9 +2,12 @@
 #include "jitsyms.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "codepages.h"
 #include "internal.h"
@@ -45,6 +48,7 @@ int jit_dump_path(const char *path)
 }
 
 #define JITDUMP_MAGIC 0x4A695444u
+#define JITDUMP_MAX (256ull << 20)   /* larger jitdumps are not read */
 #define JIT_CODE_LOAD 0
 #define JIT_CODE_MOVE 1
 #define JIT_CODE_CLOSE 3
@@ -71,26 +75,35 @@ static int emit(jit_rec_fn cb, void *ctx, uint32_t pid, uint64_t addr, const str
 	return cb(ctx, &r);
 }
 
-int jit_dump_read(const char *path, uint32_t pid, int with_code, jit_rec_fn cb, void *ctx)
+/* jit_dump_read, reading at most @max bytes (else -BTR_ERR_LIMIT); their
+ * number is added to *@used */
+static int dump_read(const char *path, uint32_t pid, int with_code, jit_rec_fn cb, void *ctx, uint64_t max,
+		     uint64_t *used)
 {
-	FILE *f = fopen(path, "re");
-	if (!f)
+	/* The path comes from the trace (a perf.data MMAP): opened without
+	 * blocking (a FIFO), read only if it is a regular file of at most
+	 * JITDUMP_MAX bytes (not a device, not a file that grows without
+	 * end).  A minimal check here, the jitdump's own. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
 		return btr_err_from_errno(errno);
-	size_t cap = 1 << 16, len = 0, k;
-	uint8_t *buf = malloc(cap);
-	while (buf && (k = fread(buf + len, 1, cap - len, f)) > 0) {
-		len += k;
-		if (len == cap) {
-			uint8_t *nb = realloc(buf, cap * 2);
-			if (!nb)
-				break;
-			buf = nb;
-			cap *= 2;
-		}
+	struct stat st = { 0 };
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
+		int err = errno;
+		close(fd);
+		return st.st_mode && !S_ISREG(st.st_mode) ? -BTR_ERR_BAD_FORMAT
+		       : (uint64_t)st.st_size > max ? -BTR_ERR_LIMIT : btr_err_from_errno(err);
 	}
-	fclose(f);
+	size_t cap = (size_t)st.st_size + 1, len = 0;
+	ssize_t k;
+	uint8_t *buf = malloc(cap);
+	/* at most the size fstat gave (a file growing meanwhile is cut there) */
+	while (buf && len < cap - 1 && (k = read(fd, buf + len, cap - 1 - len)) > 0)
+		len += (size_t)k;
+	close(fd);
 	if (!buf)
 		return -BTR_ERR_NOMEM;
+	*used += len;
 	int rc = 0;
 	struct load *loads = NULL;
 	size_t n = 0;
@@ -135,6 +148,12 @@ out:
 	return rc ? rc : (int)n;
 }
 
+int jit_dump_read(const char *path, uint32_t pid, int with_code, jit_rec_fn cb, void *ctx)
+{
+	uint64_t used = 0;
+	return dump_read(path, pid, with_code, cb, ctx, JITDUMP_MAX, &used);
+}
+
 static int queue_push(void *ctx, const struct btr_record *rec)
 {
 	struct jit_queue *q = ctx;
@@ -162,7 +181,9 @@ static int queue_push(void *ctx, const struct btr_record *rec)
 
 int jit_queue_load(struct jit_queue *q, const char *path, uint32_t pid)
 {
-	return jit_dump_read(path, pid, 1, queue_push, q);
+	/* JITDUMP_MAX in all: a perf.data naming one jitdump in many MMAPs
+	 * does not get it read again and again */
+	return dump_read(path, pid, 1, queue_push, q, q->read < JITDUMP_MAX ? JITDUMP_MAX - q->read : 0, &q->read);
 }
 
 void jit_queue_free(struct jit_queue *q)
@@ -179,7 +200,10 @@ int jit_queue_pop(struct jit_queue *q, struct btr_record *rec)
 		*rec = q->v[q->next++];
 		return 1;
 	}
-	if (q->n)
+	if (q->n) {
+		uint64_t total = q->read;
 		jit_queue_free(q);
+		q->read = total;   /* what this reader has read in all */
+	}
 	return 0;
 }

@@ -26,8 +26,9 @@ int jit_perf_map_read(const char *path, uint32_t pid, jit_rec_fn cb, void *ctx);
  * and, with @with_code, a CODE record of its bytes; per code move the
  * same at the new address (bytes of the code loaded under that index).
  * Returns the number of code loads, -BTR_ERR_NOENT and the errors of
- * open, -BTR_ERR_BAD_FORMAT (not a jitdump, or another byte order), or
- * @cb's value.  A file cut short (the runtime still writing) ends the
+ * open, -BTR_ERR_BAD_FORMAT (not a jitdump, another byte order, or not a
+ * regular file: a FIFO or device is never read, nor waited for),
+ * -BTR_ERR_LIMIT (over 256 MiB), or @cb's value.  A file cut short (the runtime still writing) ends the
  * read without an error. */
 int jit_dump_read(const char *path, uint32_t pid, int with_code, jit_rec_fn cb, void *ctx);
 
@@ -41,10 +42,12 @@ int jit_dump_path(const char *path);
 struct jit_queue {
 	struct btr_record *v;
 	size_t n, next, cap;
+	uint64_t read;   /* jitdump bytes read so far (256 MiB in all at most) */
 };
 
 /* Appends the records of jitdump @path (process @pid; symbols and code)
- * to @q.  Returns the number of code loads or a jit_dump_read error. */
+ * to @q.  Returns the number of code loads or a jit_dump_read error
+ * (-BTR_ERR_LIMIT also when @q's jitdumps together pass 256 MiB). */
 int jit_queue_load(struct jit_queue *q, const char *path, uint32_t pid);
 
 /* The next record into *@rec (valid until the next call): 1, or 0 when
