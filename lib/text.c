@@ -101,6 +101,15 @@ void btr_text_str(FILE *f, const char *s, int quoted)
 	if (quoted)
 		fputc('"', f);
 	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p;) {
+		/* a run of plain printable ASCII in one write */
+		size_t run = 0;
+		while (p[run] >= 0x20 && p[run] < 0x7f && !(quoted && (p[run] == '"' || p[run] == '\\')))
+			run++;
+		if (run) {
+			fwrite(p, 1, run, f);
+			p += run;
+			continue;
+		}
 		size_t c1 = c1_len(p);
 		if (quoted && (*p == '"' || *p == '\\')) {
 			fputc('\\', f);
