@@ -833,10 +833,21 @@ static void test_losses(void)
 	unlink(path);
 }
 
+/* The writer's content key (64-bit FNV-1a, lib/codepages.h). */
+static uint64_t fnv(const uint8_t *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
 /* Code without a file (format 1.5): code records go through the container
  * and into the process's image in the trace's order - a new version over
  * the old, a repeat by content key, a repeat of a key never stored
- * ignored, an exec clearing them - and symbol records name the code. */
+ * ignored, bytes that are not what their key says ignored, an exec
+ * clearing them - and symbol records name the code, in whatever order
+ * they come (a later one at the same address renames it). */
 static void test_code_records(void)
 {
 	static const uint8_t v1[] = { 0x31, 0xc0, 0xc3 }, v2[] = { 0x90, 0x90, 0x90, 0x90, 0xc3 };
@@ -844,11 +855,11 @@ static void test_code_records(void)
 	struct btr_trace_writer *w;
 	CHECK_EQ(btr_trace_writer_new(path, NULL, &w), 0);
 	struct btr_record r = { .type = BTR_REC_CODE };
-	r.u.code = (struct btr_rec_code){ .pid = 7, .addr = 0x5000, .hash = 11, .size = 3, .data = v1 };
+	r.u.code = (struct btr_rec_code){ .pid = 7, .addr = 0x5000, .hash = fnv(v1, 3), .size = 3, .data = v1 };
 	write_rec(w, &r);
-	r.u.code = (struct btr_rec_code){ .pid = 7, .addr = 0x5000, .hash = 22, .size = 5, .data = v2 };
+	r.u.code = (struct btr_rec_code){ .pid = 7, .addr = 0x5000, .hash = fnv(v2, 5), .size = 5, .data = v2 };
 	write_rec(w, &r);
-	r.u.code = (struct btr_rec_code){ .pid = 7, .addr = 0x5000, .hash = 11, .size = 3 };   /* v1 again */
+	r.u.code = (struct btr_rec_code){ .pid = 7, .addr = 0x5000, .hash = fnv(v1, 3), .size = 3 };   /* v1 again */
 	write_rec(w, &r);
 	r.u.code = (struct btr_rec_code){ .pid = 7, .addr = 0x6000, .hash = 99, .size = 3 };   /* never stored */
 	write_rec(w, &r);
@@ -895,6 +906,25 @@ static void test_code_records(void)
 		}
 	}
 	CHECK_EQ(i, 5);
+	/* Bytes under a key that is not theirs: ignored. */
+	r = (struct btr_record){ .type = BTR_REC_CODE };
+	r.u.code = (struct btr_rec_code){ .pid = 7, .addr = 0x7000, .hash = 12345, .size = 3, .data = v1 };
+	CHECK_EQ(btr_stream_record(st, &r), 0);
+	CHECK_EQ(btr_image_read(btr_stream_image_pid(st, 7), 0x7000, buf, 1), -BTR_ERR_NOMAP);
+	/* Symbols out of order, and a later one at the same address */
+	r = (struct btr_record){ .type = BTR_REC_SYMBOL };
+	r.u.sym = (struct btr_rec_symbol){ 7, BTR_SYM_PERF_MAP, 0x4000, 4, "early" };
+	CHECK_EQ(btr_stream_record(st, &r), 0);
+	r.u.sym = (struct btr_rec_symbol){ 7, BTR_SYM_PERF_MAP, 0x5000, 2, "JS:*hotter" };
+	CHECK_EQ(btr_stream_record(st, &r), 0);
+	r.u.sym = (struct btr_rec_symbol){ 7, BTR_SYM_PERF_MAP, 0x3000, 4, "earlier" };
+	CHECK_EQ(btr_stream_record(st, &r), 0);
+	struct btr_function fn;
+	struct btr_image *img7 = btr_stream_image_pid(st, 7);
+	CHECK(btr_image_function(img7, 0x4001, &fn) == 0 && !strcmp(fn.name, "early"));
+	CHECK(btr_image_function(img7, 0x3003, &fn) == 0 && !strcmp(fn.name, "earlier"));
+	CHECK(btr_image_function(img7, 0x5004, &fn) == 0 && !strcmp(fn.name, "JS:*hotter"));   /* the larger extent */
+	CHECK(btr_image_function(img7, 0x4004, &fn) != 0);
 	/* An exec empties the process's code. */
 	r = (struct btr_record){ .type = BTR_REC_EXEC };
 	r.u.module = (struct btr_rec_module){ .pid = 7, .path = "" };

@@ -1,6 +1,8 @@
 /* test_text.c - the escapers of btr/text.h: btr_xml_str (the one XML/HTML
- * text escaper of the Cobertura report and the flame graph SVG) and
- * btr_json_str, on the bytes a trace's paths and symbols may hold. */
+ * text escaper of the Cobertura report and the flame graph SVG),
+ * btr_json_str, and the text escapers btr_text_str (terminal text) and
+ * btr_text_field (line formats), on the bytes a trace's paths and symbols
+ * may hold. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +25,26 @@ static const char *run(escaper esc, const char *s)
 	return out;
 }
 
+static void text_plain(FILE *f, const char *s) { btr_text_str(f, s, 0); }
+static void text_quoted(FILE *f, const char *s) { btr_text_str(f, s, 1); }
+static void field_folded(FILE *f, const char *s) { btr_text_field(f, s, ";"); }
+
 int main(void)
 {
+	/* terminal text: ESC, OSC, BEL, CSI (C1, as UTF-8 and as a lone byte) never raw */
+	CHECK_STR(run(text_plain, "a\x1b]0;t\x07" "b\nc\td\x7f"), "a\\u001b]0;t\\u0007b\\nc\\td\\u007f");
+	CHECK_STR(run(text_plain, "x\xc2\x9b" "2Jy\x9b" "z"), "x\\u009b2Jy\\x9bz");
+	CHECK_STR(run(text_plain, "caf\xc3\xa9 \xe2\x82\xac \"q\" \\"), "caf\xc3\xa9 \xe2\x82\xac \"q\" \\");
+	CHECK_STR(run(text_plain, NULL), "");
+	CHECK_STR(run(text_quoted, "a\"b\\c\n"), "\"a\\\"b\\\\c\\n\"");
+	/* line formats: separators and control characters become ? */
+	CHECK_STR(run(field_folded, "a;b\nforged 9\r\x1b[1m\xc2\x85\xe2\x82\xac"), "a?b?forged 9??[1m?\xe2\x82\xac");
+	char buf[] = "x;y\nz\xc2\x9b";
+	btr_text_field_fix(buf, 3, ";");   /* only the first 3 bytes */
+	CHECK_STR(buf, "x?y\nz\xc2\x9b");
+	btr_text_field_fix(buf, sizeof(buf), NULL);
+	CHECK_STR(buf, "x?y?z??");
+
 	CHECK_STR(run(btr_xml_str, "a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c'");
 	CHECK_STR(run(btr_xml_str, "caf\xc3\xa9 \xe2\x82\xac"), "caf\xc3\xa9 \xe2\x82\xac");   /* UTF-8 kept */
 	CHECK_STR(run(btr_xml_str, "x\xff\xc3y"), "x??y");      /* not UTF-8: one ? per byte */

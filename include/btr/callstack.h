@@ -194,8 +194,9 @@ int btr_callstack_has_insns(const struct btr_callstack *cs);
 int btr_callstack_has_time(const struct btr_callstack *cs);
 
 /* Writes the path of CCT node @node as "outer;...;inner" function names
- * into @buf (NUL-terminated, truncated to @size).  Returns the full
- * length (like snprintf). */
+ * into @buf (NUL-terminated, truncated to @size), each name as a folded
+ * stack holds it: its `;` and control characters (a newline) become `?`
+ * (docs/flame.md).  Returns the full length (like snprintf). */
 size_t btr_callstack_path(const struct btr_callstack *cs, uint32_t node, char *buf, size_t size);
 
 #ifdef __cplusplus

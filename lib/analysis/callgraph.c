@@ -15,6 +15,7 @@
 
 #include "btr/callstack.h"
 #include "btr/error.h"
+#include "btr/text.h"
 #include "registry.h"
 #include "btr/profile.h"
 #include "internal.h"
@@ -229,6 +230,15 @@ static int edge_index_build(const struct cg *g, struct edge_index *x)
 	return 0;
 }
 
+/* A name in the text output, escaped (btr/text.h), padded to @width. */
+static void name_col(FILE *out, const char *name, int width)
+{
+	btr_text_str(out, name, 0);
+	int n = (int)strlen(name);
+	if (n < width)
+		fprintf(out, "%*s", width - n, "");
+}
+
 static void write_text(const struct cg *g, FILE *out, const uint32_t *order, uint64_t total, const char *unit,
 		       const struct edge_index *x)
 {
@@ -241,9 +251,10 @@ static void write_text(const struct cg *g, FILE *out, const uint32_t *order, uin
 		const struct fstat *f = &g->fs[order[i]];
 		if (!f->calls && !W(g, f, 1))
 			continue;
-		fprintf(out, "%14" PRIu64 " %5.1f%% %14" PRIu64 " %5.1f%% %10" PRIu64 "  %s\n", W(g, f, 1),
-			pct(W(g, f, 1), total), W(g, f, 0), pct(W(g, f, 0), total), f->calls,
-			btr_callstack_func(g->cs, order[i])->name);
+		fprintf(out, "%14" PRIu64 " %5.1f%% %14" PRIu64 " %5.1f%% %10" PRIu64 "  ", W(g, f, 1),
+			pct(W(g, f, 1), total), W(g, f, 0), pct(W(g, f, 0), total), f->calls);
+		name_col(out, btr_callstack_func(g->cs, order[i])->name, 0);
+		fputc('\n', out);
 	}
 	fprintf(out, "\ncall graph (calls per caller and callee):\n");
 	for (size_t i = 0; i < g->nf; i++) {
@@ -251,15 +262,21 @@ static void write_text(const struct cg *g, FILE *out, const uint32_t *order, uin
 		const struct fstat *f = &g->fs[fi];
 		if (!f->calls && !W(g, f, 1))
 			continue;
-		fprintf(out, "\n%s  (inclusive %.1f%%, self %.1f%%, %" PRIu64 " calls)\n",
-			btr_callstack_func(g->cs, fi)->name, pct(W(g, f, 1), total), pct(W(g, f, 0), total), f->calls);
+		fputc('\n', out);
+		name_col(out, btr_callstack_func(g->cs, fi)->name, 0);
+		fprintf(out, "  (inclusive %.1f%%, self %.1f%%, %" PRIu64 " calls)\n", pct(W(g, f, 1), total),
+			pct(W(g, f, 0), total), f->calls);
 		for (size_t k = x->off[0][fi]; k < x->off[0][fi + 1]; k++) {
 			const struct edge *ed = &g->edges[x->at[0][k]];
-			fprintf(out, "    <- %-40s %10" PRIu64 "\n", btr_callstack_func(g->cs, ed->from)->name, ed->calls);
+			fputs("    <- ", out);
+			name_col(out, btr_callstack_func(g->cs, ed->from)->name, 40);
+			fprintf(out, " %10" PRIu64 "\n", ed->calls);
 		}
 		for (size_t k = x->off[1][fi]; k < x->off[1][fi + 1]; k++) {
 			const struct edge *ed = &g->edges[x->at[1][k]];
-			fprintf(out, "    -> %-40s %10" PRIu64 "\n", btr_callstack_func(g->cs, ed->to)->name, ed->calls);
+			fputs("    -> ", out);
+			name_col(out, btr_callstack_func(g->cs, ed->to)->name, 40);
+			fprintf(out, " %10" PRIu64 "\n", ed->calls);
 		}
 	}
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "btr/callstack.h"
+#include "btr/text.h"
 #include "btr/error.h"
 #include "btr/image.h"
 #include "btr/insn.h"
@@ -1116,6 +1117,9 @@ size_t btr_callstack_path(const struct btr_callstack *cs, uint32_t node, char *b
 		size_t l = strlen(name) + (i ? 1 : 0);
 		if (ok && len + l < size) {
 			memcpy(buf + len, name, l - (i ? 1 : 0));
+			/* the folded format's syntax: `;` between frames, one
+			 * stack a line; control characters reach no terminal */
+			btr_text_field_fix(buf + len, l - (i ? 1 : 0), ";");
 			if (i)
 				buf[len + l - 1] = ';';
 			fit = len + l;

@@ -395,10 +395,12 @@ static int write_drcov(const struct cov *c, FILE *out)
 	fprintf(out, "DRCOV VERSION: 2\nDRCOV FLAVOR: btr\n");
 	fprintf(out, "Module Table: version 2, count %zu\n", r->n_modules);
 	fprintf(out, "Columns: id, base, end, entry, checksum, timestamp, path\n");
-	for (size_t m = 0; m < r->n_modules; m++)
-		fprintf(out, "%3zu, 0x%016" PRIx64 ", 0x%016" PRIx64 ", 0x%016" PRIx64 ", 0x%08x, 0x%08x, %s\n", m,
-			r->modules[m].base, r->modules[m].base + r->modules[m].size, (uint64_t)0, 0u, 0u,
-			r->modules[m].path);
+	for (size_t m = 0; m < r->n_modules; m++) {
+		fprintf(out, "%3zu, 0x%016" PRIx64 ", 0x%016" PRIx64 ", 0x%016" PRIx64 ", 0x%08x, 0x%08x, ", m,
+			r->modules[m].base, r->modules[m].base + r->modules[m].size, (uint64_t)0, 0u, 0u);
+		btr_text_field(out, r->modules[m].path, NULL);
+		fputc('\n', out);
+	}
 	fprintf(out, "BB Table: %zu bbs\n", nbb);
 	for (size_t i = 0; i < r->n_blocks; i++) {
 		const struct btr_block *b = &r->blocks[i];
@@ -423,6 +425,10 @@ static int write_drcov(const struct cov *c, FILE *out)
 
 /* ---- lcov ---- */
 
+/* lcov reads a function's name up to the next comma (genhtml's
+ * FN:(\\d+),([^,]+)): a comma in a name becomes `?` too (docs/cov.md) */
+#define LCOV_NAME_SPECIAL ","
+
 static int write_lcov(const struct cov *c, FILE *out)
 {
 	struct recs rs = { 0 };
@@ -437,14 +443,22 @@ static int write_lcov(const struct cov *c, FILE *out)
 		size_t j = i;
 		while (j < rs.n && !strcmp(rs.v[j].file, file))
 			j++;
-		fprintf(out, "SF:%s\n", file);
+		fputs("SF:", out);
+		btr_text_field(out, file, NULL);
+		fputc('\n', out);
 		unsigned fnf = 0, fnh = 0, brf = 0, brh = 0, lf = 0, lh = 0, blk = 0;
 		for (size_t k = i; k < j; k++)
 			if (rs.v[k].kind == R_FN)
-				fprintf(out, "FN:%d,%s\n", rs.v[k].line, rs.v[k].name);
+			{
+				fprintf(out, "FN:%d,", rs.v[k].line);
+				btr_text_field(out, rs.v[k].name, LCOV_NAME_SPECIAL);
+				fputc('\n', out);
+			}
 		for (size_t k = i; k < j; k++)
 			if (rs.v[k].kind == R_FN) {
-				fprintf(out, "FNDA:%" PRIu64 ",%s\n", rs.v[k].count, rs.v[k].name);
+				fprintf(out, "FNDA:%" PRIu64 ",", rs.v[k].count);
+				btr_text_field(out, rs.v[k].name, LCOV_NAME_SPECIAL);
+				fputc('\n', out);
 				fnf++;
 				fnh += rs.v[k].count > 0;
 			}

@@ -238,9 +238,13 @@ static void print_proc_tree(FILE *f, const struct btr_report_result *res, size_t
 		fprintf(f, "  %*spid %" PRIu32, (int)(2 * (depth < 16 ? depth : 16)), "", p->pid);
 		if (p->ppid)
 			fprintf(f, " (ppid %" PRIu32 ")", p->ppid);
-		fprintf(f, " %s", p->command[0] ? p->command : p->path[0] ? p->path : "?");
-		if (p->execs && p->programs && p->programs[0])   /* argv is the last program's */
-			fprintf(f, " [%" PRIu32 " exec%s: %s]", p->execs, p->execs > 1 ? "s" : "", p->programs);
+		fputc(' ', f);
+		btr_text_str(f, p->command[0] ? p->command : p->path[0] ? p->path : "?", 0);
+		if (p->execs && p->programs && p->programs[0]) {   /* argv is the last program's */
+			fprintf(f, " [%" PRIu32 " exec%s: ", p->execs, p->execs > 1 ? "s" : "");
+			btr_text_str(f, p->programs, 0);
+			fputc(']', f);
+		}
 		fputs(":", f);
 		if (has_insns)
 			fprintf(f, " %" PRIu64 " instructions,", p->insns);
@@ -251,11 +255,16 @@ static void print_proc_tree(FILE *f, const struct btr_report_result *res, size_t
 			fprintf(f, ", killed by %s", sig_name(p->signo));
 		else if (p->exited)
 			fprintf(f, ", exit %" PRId32, p->code);
-		if (p->untraced)
-			fprintf(f, ", untraced (%s)", p->untraced_reason ? p->untraced_reason : "?");
-		if (p->lost)
-			fprintf(f, ", %s (%s)", p->lost == 2 ? "no trace" : "trace cut while it ran",
-				p->lost_reason ? p->lost_reason : "?");
+		if (p->untraced) {
+			fprintf(f, ", untraced (");
+			btr_text_str(f, p->untraced_reason ? p->untraced_reason : "?", 0);
+			fputc(')', f);
+		}
+		if (p->lost) {
+			fprintf(f, ", %s (", p->lost == 2 ? "no trace" : "trace cut while it ran");
+			btr_text_str(f, p->lost_reason ? p->lost_reason : "?", 0);
+			fputc(')', f);
+		}
 		fputc('\n', f);
 	}
 	for (size_t j = i + 1; done && j < res->n_processes; j++)
@@ -297,98 +306,168 @@ static const char *proc_comm(const struct btr_report_result *res, uint32_t pid)
 
 /* Modules: one line per file (recorded path and the file used), with the
  * processes that mapped it when the trace has several; files with code
- * first.  No allocation: a mapping belongs to the group of the first
- * mapping with the same files (quadratic in the mappings of one file). */
+ * first.  Mappings are grouped by their files through a hash table, so
+ * that many modules (a hostile trace's 20,000 long paths) cost a pass
+ * each, never a pass over all the others. */
 #define TEXT_MODULE_PIDS 4   /* processes named on a module line */
 static int same_file(const struct btr_report_module *a, const struct btr_report_module *b)
 {
 	return !strcmp(a->path, b->path) && !a->loaded == !b->loaded && (!a->loaded || !strcmp(a->loaded, b->loaded));
 }
 
-static int first_of_file(const struct btr_report_result *res, size_t i)
+static uint64_t str_hash(uint64_t h, const char *s)
 {
-	for (size_t j = 0; j < i; j++)
-		if (same_file(&res->modules[j], &res->modules[i]))
-			return 0;
-	return 1;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	return (h ^ 0xff) * 0x100000001b3ull;
 }
 
-static void print_module_group(FILE *f, const struct btr_report_result *res, size_t i)
+/* head[i]: the first mapping of module i's file (by path alone with
+ * @by_path); next[i]: the next mapping of that file after i, or SIZE_MAX.
+ * Returns 0 or -BTR_ERR_NOMEM. */
+static int group_modules(const struct btr_report_result *res, int by_path, size_t *head, size_t *next)
+{
+	size_t n = res->n_modules, cap = 16;
+	while (cap < 2 * n)
+		cap *= 2;
+	size_t *tab = malloc(cap * sizeof(*tab)), *last = malloc((n ? n : 1) * sizeof(*last));
+	if (!tab || !last) {
+		free(tab);
+		free(last);
+		return -BTR_ERR_NOMEM;
+	}
+	for (size_t k = 0; k < cap; k++)
+		tab[k] = SIZE_MAX;
+	for (size_t i = 0; i < n; i++) {
+		const struct btr_report_module *m = &res->modules[i];
+		uint64_t h = str_hash(0xcbf29ce484222325ull, m->path);
+		if (!by_path)
+			h = m->loaded ? str_hash(h, m->loaded) : h + 1;
+		size_t k = (size_t)(h * 0x9e3779b97f4a7c15ull >> 17) & (cap - 1);
+		for (; tab[k] != SIZE_MAX; k = (k + 1) & (cap - 1)) {
+			const struct btr_report_module *o = &res->modules[tab[k]];
+			if (by_path ? !strcmp(o->path, m->path) : same_file(o, m))
+				break;
+		}
+		next[i] = SIZE_MAX;
+		if (tab[k] == SIZE_MAX) {
+			tab[k] = i;
+			head[i] = last[i] = i;
+		} else {
+			size_t g = tab[k];
+			head[i] = g;
+			next[last[g]] = i;
+			last[g] = i;
+		}
+	}
+	free(tab);
+	free(last);
+	return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* @tmp: room for a pid per mapping */
+static void print_module_group(FILE *f, const struct btr_report_result *res, size_t i, const size_t *next,
+			       uint32_t *tmp)
 {
 	const struct btr_report_module *m = &res->modules[i];
-	size_t n_pids = 0, n_addrs = 1;
+	size_t n_pids = 0, n_addrs = 1, n_all = 0;
 	uint32_t pids[TEXT_MODULE_PIDS];
 	const char *progs[TEXT_MODULE_PIDS];
-	for (size_t j = i; j < res->n_modules; j++) {
+	for (size_t j = i; j != SIZE_MAX; j = next[j]) {
 		const struct btr_report_module *o = &res->modules[j];
-		if (!same_file(o, m))
-			continue;
 		if (j > i && (o->start != m->start || o->size != m->size))
 			n_addrs++;
-		int seen = 0;
-		for (size_t k = i; k < j && !seen; k++)   /* its process counted already */
-			seen = res->modules[k].pid == o->pid && same_file(&res->modules[k], m);
-		if (seen)
-			continue;
-		if (n_pids < TEXT_MODULE_PIDS) {
+		tmp[n_all++] = o->pid;
+		int seen = 0;   /* the first processes, in their order */
+		for (size_t k = 0; k < n_pids && k < TEXT_MODULE_PIDS && !seen; k++)
+			seen = pids[k] == o->pid;
+		if (!seen && n_pids < TEXT_MODULE_PIDS) {
 			pids[n_pids] = o->pid;
 			/* the program it ran then: a child maps its parent's
 			 * shell before it execs another program */
-			progs[n_pids] = o->program && o->program[0] ? o->program : proc_comm(res, o->pid);
+			progs[n_pids++] = o->program && o->program[0] ? o->program : proc_comm(res, o->pid);
 		}
-		n_pids++;
 	}
-	fprintf(f, "  0x%" PRIx64 "-0x%" PRIx64 " %s", m->start, m->start + m->size, m->path);
-	if (m->loaded && strcmp(m->loaded, m->path))
-		fprintf(f, " -> %s", m->loaded);
-	else if (!m->loaded)
+	if (n_pids == TEXT_MODULE_PIDS) {   /* how many in all */
+		qsort(tmp, n_all, sizeof(*tmp), cmp_u32);
+		n_pids = 0;
+		for (size_t k = 0; k < n_all; k++)
+			n_pids += !k || tmp[k] != tmp[k - 1];
+	}
+	fprintf(f, "  0x%" PRIx64 "-0x%" PRIx64 " ", m->start, m->start + m->size);
+	btr_text_str(f, m->path, 0);
+	if (m->loaded && strcmp(m->loaded, m->path)) {
+		fprintf(f, " -> ");
+		btr_text_str(f, m->loaded, 0);
+	} else if (!m->loaded) {
 		fprintf(f, " (no code)");
+	}
 	if (n_addrs > 1)
 		fprintf(f, " (and %zu more mappings)", n_addrs - 1);
 	if (res->n_processes > 1) {
-		if (n_pids == 1)
-			fprintf(f, "  [pid %" PRIu32 " %s]", pids[0], progs[0]);
-		else
+		if (n_pids == 1) {
+			fprintf(f, "  [pid %" PRIu32 " ", pids[0]);
+			btr_text_str(f, progs[0], 0);
+			fputc(']', f);
+		} else {
 			fprintf(f, "  [%zu processes:", n_pids);
-		for (size_t k = 0; n_pids > 1 && k < n_pids && k < TEXT_MODULE_PIDS; k++)
-			fprintf(f, "%s %" PRIu32 " %s", k ? "," : "", pids[k], progs[k]);
+		}
+		for (size_t k = 0; n_pids > 1 && k < n_pids && k < TEXT_MODULE_PIDS; k++) {
+			fprintf(f, "%s %" PRIu32 " ", k ? "," : "", pids[k]);
+			btr_text_str(f, progs[k], 0);
+		}
 		if (n_pids > 1)
 			fprintf(f, "%s]", n_pids > TEXT_MODULE_PIDS ? ", ..." : "");
 	}
 	fputc('\n', f);
 }
 
-static void print_modules(FILE *f, const struct btr_report_result *res)
+static int print_modules(FILE *f, const struct btr_report_result *res)
 {
-	size_t loaded = 0, files = 0;
-	for (size_t i = 0; i < res->n_modules; i++) {
+	size_t n = res->n_modules, loaded = 0, files = 0;
+	size_t *head = malloc((n ? n : 1) * sizeof(*head)), *next = malloc((n ? n : 1) * sizeof(*next));
+	uint32_t *tmp = malloc((n ? n : 1) * sizeof(*tmp));
+	int rc = head && next && tmp ? group_modules(res, 1, head, next) : -BTR_ERR_NOMEM;
+	if (rc < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
 		loaded += res->modules[i].loaded != NULL;
-		int first = 1;
-		for (size_t j = 0; j < i && first; j++)
-			first = strcmp(res->modules[j].path, res->modules[i].path) != 0;
-		files += first;
+		files += head[i] == i;
 	}
-	fprintf(f, "modules:      %zu (%zu with code loaded)", res->n_modules, loaded);
+	if ((rc = group_modules(res, 0, head, next)) < 0)
+		goto out;
+	fprintf(f, "modules:      %zu (%zu with code loaded)", n, loaded);
 	if (res->n_processes > 1)
 		fprintf(f, ", %zu files in %zu processes", files, res->n_processes);
 	fputc('\n', f);
 	/* Modules with code first: they are what the report can name. */
 	size_t shown = 0, left = 0;
 	for (int pass = 0; pass < 2; pass++) {
-		for (size_t i = 0; i < res->n_modules; i++) {
+		for (size_t i = 0; i < n; i++) {
 			const struct btr_report_module *m = &res->modules[i];
-			if ((pass == 0) != (m->loaded != NULL) || !first_of_file(res, i))
+			if ((pass == 0) != (m->loaded != NULL) || head[i] != i)
 				continue;
 			if (pass == 1 && shown >= TEXT_MODULES) {
 				left++;
 				continue;
 			}
-			print_module_group(f, res, i);
+			print_module_group(f, res, i, next, tmp);
 			shown++;
 		}
 	}
 	if (left)
 		fprintf(f, "  ... %zu more files without code (--format json lists all)\n", left);
+out:
+	free(head);
+	free(next);
+	free(tmp);
+	return rc;
 }
 
 int btr__report_write_text(FILE *f, const struct btr_report_result *res, const struct btr_report_run *run)
@@ -403,8 +482,12 @@ int btr__report_write_text(FILE *f, const struct btr_report_result *res, const s
 	unsigned char *done = calloc(res->n_processes + 1, 1);
 	if (!done)
 		return -BTR_ERR_NOMEM;
-	fprintf(f, "trace:        %s\n", file);
-	fprintf(f, "backend:      %s\n", res->backend[0] ? res->backend : "(unknown)");
+	fprintf(f, "trace:        ");
+	btr_text_str(f, file, 0);
+	fputc('\n', f);
+	fprintf(f, "backend:      ");
+	btr_text_str(f, res->backend[0] ? res->backend : "(unknown)", 0);
+	fputc('\n', f);
 	if (res->has_insns)
 		fprintf(f, "instructions: %" PRIu64 "\n", res->insns);
 	else if (!st->records)   /* a header alone: FILE.tmp.PID of a recording still running */
@@ -447,8 +530,11 @@ int btr__report_write_text(FILE *f, const struct btr_report_result *res, const s
 			continue;
 		shown_thr++;
 		fprintf(f, "  tid %-8" PRIu32, t->tid);
-		if (t->name)
-			fprintf(f, " %-16s", t->name);
+		if (t->name) {
+			fputc(' ', f);
+			btr_text_str(f, t->name, 0);
+			fprintf(f, "%*s", (int)(strlen(t->name) < 16 ? 16 - strlen(t->name) : 0), "");
+		}
 		if (res->has_insns)
 			fprintf(f, " %" PRIu64 " instructions,", t->insns);
 		fprintf(f, " %" PRIu64 " branches", t->branches);
@@ -459,7 +545,10 @@ int btr__report_write_text(FILE *f, const struct btr_report_result *res, const s
 	if (res->n_threads > shown_thr)
 		fprintf(f, "  ... %zu more without branches or not shown (--format json lists all)\n",
 			res->n_threads - shown_thr);
-	print_modules(f, res);
+	if (print_modules(f, res) < 0) {
+		free(done);
+		return -BTR_ERR_NOMEM;
+	}
 	fprintf(f, "gaps:         %" PRIu64, res->gaps);
 	if (res->overflows)
 		fprintf(f, " (%" PRIu64 " overflows)", res->overflows);
@@ -478,12 +567,16 @@ int btr__report_write_text(FILE *f, const struct btr_report_result *res, const s
 			fprintf(f, "  damaged chunk at offset 0x%" PRIx64 " skipped\n", l->offset);
 		else if (l->kind == BTR_LOSS_END)
 			fprintf(f, "  the trace is cut at offset 0x%" PRIx64 ": %s\n", l->offset, btr_errstr(l->reason));
-		else if (l->kind == BTR_LOSS_FLOW)
-			fprintf(f, "  the flow of %s is unknown at one place\n", l->detail);
-		else
-			fprintf(f, "  pid %" PRIu32 " %s: %s\n", l->pid, l->comm[0] ? l->comm : "?",
-				l->kind == BTR_LOSS_MISSING ? "no trace at all"
+		else if (l->kind == BTR_LOSS_FLOW) {
+			fprintf(f, "  the flow of ");
+			btr_text_str(f, l->detail, 0);
+			fprintf(f, " is unknown at one place\n");
+		} else {
+			fprintf(f, "  pid %" PRIu32 " ", l->pid);
+			btr_text_str(f, l->comm[0] ? l->comm : "?", 0);
+			fprintf(f, ": %s\n", l->kind == BTR_LOSS_MISSING ? "no trace at all"
 				: l->offset ? "the trace ends before its exit" : "its trace stops while it ran on");
+		}
 	}
 	if (n_losses > TEXT_LOSSES)
 		fprintf(f, "  ... %zu more (--format json lists all)\n", n_losses - TEXT_LOSSES);
@@ -491,8 +584,10 @@ int btr__report_write_text(FILE *f, const struct btr_report_result *res, const s
 		const struct btr_report_exit *x = &res->exit;
 		if (x->signo) {
 			fprintf(f, "exit:         killed by %s", sig_name(x->signo));
-			if (x->ip)
-				fprintf(f, " at 0x%" PRIx64 " %s", x->ip, x->where ? x->where : "");
+			if (x->ip) {
+				fprintf(f, " at 0x%" PRIx64 " ", x->ip);
+				btr_text_str(f, x->where, 0);
+			}
 			if (x->addr)
 				fprintf(f, " (address 0x%" PRIx64 ")", x->addr);
 			fprintf(f, ", tid %" PRIu32 "\n", x->tid);
@@ -515,11 +610,17 @@ int btr__report_write_text(FILE *f, const struct btr_report_result *res, const s
 	for (size_t i = 0; i < res->n_top_functions; i++) {
 		const struct btr_report_func *fn = &res->top_functions[i];
 		uint64_t v = res->rank_by_insns ? fn->insns : fn->branches;
-		fprintf(f, "  %12" PRIu64 " %5.1f%%  0x%-14" PRIx64 " %s", v, pct(v, total), fn->addr, fn->name);
-		if (fn->file)
-			fprintf(f, "  %s:%d", fn->file, fn->line);
-		else if (fn->module)
-			fprintf(f, "  (%s)", fn->module);
+		fprintf(f, "  %12" PRIu64 " %5.1f%%  0x%-14" PRIx64 " ", v, pct(v, total), fn->addr);
+		btr_text_str(f, fn->name, 0);
+		if (fn->file) {
+			fputs("  ", f);
+			btr_text_str(f, fn->file, 0);
+			fprintf(f, ":%d", fn->line);
+		} else if (fn->module) {
+			fputs("  (", f);
+			btr_text_str(f, fn->module, 0);
+			fputc(')', f);
+		}
 		fputc('\n', f);
 	}
 	fprintf(f, "\ntop basic blocks by %s:\n", by);
@@ -529,9 +630,13 @@ int btr__report_write_text(FILE *f, const struct btr_report_result *res, const s
 		const struct btr_report_block *b = &res->top_blocks[i];
 		uint64_t v = res->rank_by_insns ? b->insns : b->count;
 		fprintf(f, "  %12" PRIu64 " %5.1f%%  0x%" PRIx64 "-0x%" PRIx64 " x%" PRIu64 "  %s", v, pct(v, total),
-			b->start, b->end, b->count, b->sym);
-		if (b->file)
-			fprintf(f, "  %s:%d", b->file, b->line);
+			b->start, b->end, b->count, "");
+		btr_text_str(f, b->sym, 0);
+		if (b->file) {
+			fputs("  ", f);
+			btr_text_str(f, b->file, 0);
+			fprintf(f, ":%d", b->line);
+		}
 		fputc('\n', f);
 	}
 	free(done);

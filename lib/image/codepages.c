@@ -37,6 +37,11 @@ void codepages_free(struct codepages *cp)
 	free(cp);
 }
 
+size_t codepages_count(const struct codepages *cp)
+{
+	return cp ? cp->n : 0;
+}
+
 static size_t slot_of(uint64_t page, size_t cap)
 {
 	return (size_t)((page * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);

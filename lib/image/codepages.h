@@ -17,6 +17,10 @@ struct codepages;
 int codepages_new(struct codepages **out);
 void codepages_free(struct codepages *cp);
 
+/* The number of pages held (each costs sizeof a page: CODEPAGE_COST). */
+size_t codepages_count(const struct codepages *cp);
+#define CODEPAGE_COST (CODEPAGE_SIZE + CODEPAGE_SIZE / 8 + 16)
+
 /* 1 if every byte of [@addr, @addr+@n) is known and equals @bytes. */
 int codepages_same(const struct codepages *cp, uint64_t addr, const uint8_t *bytes, size_t n);
 
@@ -47,8 +51,8 @@ struct codeblobs;
 int codeblobs_new(struct codeblobs **out);   /* 0 or -BTR_ERR_NOMEM */
 void codeblobs_free(struct codeblobs *cb);
 
-/* The writer's content key of @n bytes (64-bit FNV-1a).  Readers never
- * recompute it: a key only names the bytes stored under it. */
+/* The writer's content key of @n bytes (64-bit FNV-1a).  Readers check
+ * it before they store bytes under it (lib/stream_code.c). */
 uint64_t codeblobs_hash(const uint8_t *bytes, size_t n);
 
 /* The bytes stored under (@hash, @size), or NULL (owned by @cb). */

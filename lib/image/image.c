@@ -932,8 +932,60 @@ out:
 	return err;
 }
 
+static int cmp_pending(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return (x->maxend > y->maxend) - (x->maxend < y->maxend);   /* their order */
+}
+
+int image_syms_settle(struct modfile *f)
+{
+	size_t n = f->nsyms, s = f->sorted < n ? f->sorted : n;
+	if (s == n)
+		return 0;
+	{
+		struct sym *out = malloc(n * sizeof(*out));
+		if (!out)
+			return -BTR_ERR_NOMEM;
+		qsort(f->syms + s, n - s, sizeof(*f->syms), cmp_pending);
+		size_t i = 0, j = s, k = 0;
+		while (i < s || j < n) {
+			/* the older (sorted part first, then appended order) first */
+			struct sym x = (j >= n || (i < s && f->syms[i].addr <= f->syms[j].addr)) ? f->syms[i++] : f->syms[j++];
+			if (k && out[k - 1].addr == x.addr) {
+				struct sym *o = &out[k - 1];   /* the later name, the larger extent */
+				if (o->size > x.size)
+					x.size = o->size;
+				if (o->end > x.end)
+					x.end = o->end;
+				free((char *)o->name);
+				free(o->dname);
+				*o = x;
+				continue;
+			}
+			out[k++] = x;
+		}
+		free(f->syms);
+		f->syms = out;
+		f->nsyms = k;
+		f->syms_cap = n;
+	}
+	for (size_t i = 0; i < f->nsyms; i++)
+		f->syms[i].maxend = i && f->syms[i - 1].maxend > f->syms[i].end ? f->syms[i - 1].maxend : f->syms[i].end;
+	f->sorted = f->nsyms;
+	return 0;
+}
+
 static int load_symbols_locked(struct modfile *m)
 {
+	if (m->own_names && m->sym_state == LAZY_NONE) {
+		if (image_syms_settle(m) < 0)
+			return -BTR_ERR_NOT_FOUND;
+		__atomic_store_n(&m->sym_state, LAZY_OK, __ATOMIC_RELEASE);
+		return 0;
+	}
 	if (m->sym_state != LAZY_NONE)
 		return m->sym_state == LAZY_OK ? 0 : -BTR_ERR_NOT_FOUND;
 	m->sym_state = LAZY_FAIL;

@@ -91,43 +91,35 @@ int image_code_symbol(struct btr_image *img, uint64_t addr, uint64_t size, const
 	if (!m)
 		return -BTR_ERR_NOMEM;
 	struct modfile *f = m->f;
-	size_t lo = 0, hi = f->nsyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (f->syms[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	char *copy = strdup(name);
 	if (!copy)
 		return -BTR_ERR_NOMEM;
-	struct sym *x;
-	if (lo < f->nsyms && f->syms[lo].addr == addr) {
-		/* Code at the same place again (re-JITed, rewritten): the later
-		 * name, the larger extent (the views count every version's
-		 * instructions under it). */
-		x = &f->syms[lo];
-		free((char *)x->name);
-		free(x->dname);
-		if (x->size > size)
-			size = x->size;
-	} else {
-		if (f->nsyms % 256 == 0) {
-			struct sym *ns = realloc(f->syms, (f->nsyms + 256) * sizeof(*ns));
-			if (!ns) {
-				free(copy);
-				return -BTR_ERR_NOMEM;
-			}
-			f->syms = ns;
+	if (f->nsyms == f->syms_cap) {
+		size_t nc = f->syms_cap ? 2 * f->syms_cap : 256;
+		struct sym *ns = realloc(f->syms, nc * sizeof(*ns));
+		if (!ns) {
+			free(copy);
+			return -BTR_ERR_NOMEM;
 		}
-		memmove(&f->syms[lo + 1], &f->syms[lo], (f->nsyms - lo) * sizeof(*f->syms));
-		f->nsyms++;
-		x = &f->syms[lo];
+		f->syms = ns;
+		f->syms_cap = nc;
 	}
+	/* Appended: in address order (the usual case) it stays sorted; out of
+	 * order or at an address named before (re-JITed, rewritten code: the
+	 * later name, the larger extent), the next lookup sorts and merges
+	 * what came since (image_syms_settle): no pass over all symbols per
+	 * symbol, however a trace orders them. */
+	struct sym *x = &f->syms[f->nsyms];
 	*x = (struct sym){ .addr = addr, .end = addr + (size ? size : 1), .size = size, .name = copy };
-	for (size_t i = lo; i < f->nsyms; i++)
-		f->syms[i].maxend = i && f->syms[i - 1].maxend > f->syms[i].end ? f->syms[i - 1].maxend : f->syms[i].end;
+	int in_order = f->sorted == f->nsyms && (!f->nsyms || f->syms[f->nsyms - 1].addr < addr);
+	if (in_order) {
+		x->maxend = f->nsyms && f->syms[f->nsyms - 1].maxend > x->end ? f->syms[f->nsyms - 1].maxend : x->end;
+		f->sorted++;
+	} else {
+		x->maxend = f->nsyms;   /* its order among the appended (image_syms_settle) */
+		__atomic_store_n(&f->sym_state, LAZY_NONE, __ATOMIC_RELEASE);
+	}
+	f->nsyms++;
 	if (addr < m->lo)
 		m->lo = addr;
 	if (x->end > m->hi)

@@ -29,6 +29,7 @@ struct sym {
 };
 
 enum { LAZY_NONE = 0, LAZY_OK = 1, LAZY_FAIL = -1 };
+
 enum { SYM_RANK_NOTYPE = 16 };   /* below every typed symbol, above FDE functions (32) */
 
 /* An ELF file, shared by the images that map it (see the file comment).
@@ -62,7 +63,18 @@ struct modfile {
 	Dwfl *dwfl;            /* the module reported at link addresses */
 	Dwfl_Module *dwmod;
 	int own_names;         /* symbols of generated code: each name malloc'ed (image_code.c) */
+	size_t syms_cap;       /* own_names: room in syms */
+	size_t sorted;         /* own_names: syms[0..sorted) sorted, maxend set; the rest appended
+				* since (maxend: their order), merged by image_syms_settle */
 };
+
+/* Symbols of generated code (@f->own_names) appended out of order since
+ * the last call: sorted and merged into the sorted ones (a later symbol at
+ * the same address replaces the earlier, with the larger extent), so
+ * that n symbols cost O(n log n) however they arrive.  Called with
+ * files_lock held (through the lazy symbol load).  Returns 0 or
+ * -BTR_ERR_NOMEM (the symbols stay as they were). */
+int image_syms_settle(struct modfile *f);
 
 /* A module of one image: an ELF file (@f) at its load bias, or a raw file. */
 struct module {

@@ -7,6 +7,8 @@
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "btr/file.h"
 #include "codepages.h"
@@ -86,27 +88,36 @@ static int emit(jit_rec_fn cb, void *ctx, uint32_t pid, uint64_t addr, const str
 	return cb(ctx, &r);
 }
 
-int jit_dump_read(const char *path, uint32_t pid, int with_code, jit_rec_fn cb, void *ctx)
+/* jit_dump_read, reading at most @max bytes (else -BTR_ERR_LIMIT); their
+ * number is added to *@used */
+static int dump_read(const char *path, uint32_t pid, int with_code, jit_rec_fn cb, void *ctx, uint64_t max,
+		     uint64_t *used)
 {
-	int err;
-	FILE *f = open_named(path, JIT_DUMP_MAX, 0, 0, &err);
-	if (!f)
-		return err;
-	size_t cap = 1 << 16, len = 0, k;
-	uint8_t *buf = malloc(cap);
-	while (buf && (k = fread(buf + len, 1, cap - len, f)) > 0) {
-		len += k;
-		if (len == cap) {
-			uint8_t *nb = realloc(buf, cap * 2);
-			if (!nb)
-				break;
-			buf = nb;
-			cap *= 2;
-		}
+	/* The path comes from the trace (a perf.data MMAP): opened the one
+	 * way a file that data names is opened (btr_file_open_named: without
+	 * blocking, a regular file only), and read only if it has at most
+	 * @max bytes (not a file that grows without end). */
+	if (!max)
+		return -BTR_ERR_LIMIT;
+	int fd = btr_file_open_named(path, max < JIT_DUMP_MAX ? max : JIT_DUMP_MAX, 0, 0);
+	if (fd < 0)
+		return fd == -BTR_ERR_FBIG ? -BTR_ERR_LIMIT : fd;
+	struct stat st = { 0 };
+	if (fstat(fd, &st) < 0) {
+		int err = errno;
+		close(fd);
+		return btr_err_from_errno(err);
 	}
-	fclose(f);
+	size_t cap = (size_t)st.st_size + 1, len = 0;
+	ssize_t k;
+	uint8_t *buf = malloc(cap);
+	/* at most the size fstat gave (a file growing meanwhile is cut there) */
+	while (buf && len < cap - 1 && (k = read(fd, buf + len, cap - 1 - len)) > 0)
+		len += (size_t)k;
+	close(fd);
 	if (!buf)
 		return -BTR_ERR_NOMEM;
+	*used += len;
 	int rc = 0;
 	struct load *loads = NULL;
 	size_t n = 0;
@@ -151,6 +162,12 @@ out:
 	return rc ? rc : (int)n;
 }
 
+int jit_dump_read(const char *path, uint32_t pid, int with_code, jit_rec_fn cb, void *ctx)
+{
+	uint64_t used = 0;
+	return dump_read(path, pid, with_code, cb, ctx, JIT_DUMP_MAX, &used);
+}
+
 static int queue_push(void *ctx, const struct btr_record *rec)
 {
 	struct jit_queue *q = ctx;
@@ -178,7 +195,9 @@ static int queue_push(void *ctx, const struct btr_record *rec)
 
 int jit_queue_load(struct jit_queue *q, const char *path, uint32_t pid)
 {
-	return jit_dump_read(path, pid, 1, queue_push, q);
+	/* JIT_DUMP_MAX in all: a perf.data naming one jitdump in many MMAPs
+	 * does not get it read again and again */
+	return dump_read(path, pid, 1, queue_push, q, q->read < JIT_DUMP_MAX ? JIT_DUMP_MAX - q->read : 0, &q->read);
 }
 
 void jit_queue_free(struct jit_queue *q)
@@ -195,7 +214,10 @@ int jit_queue_pop(struct jit_queue *q, struct btr_record *rec)
 		*rec = q->v[q->next++];
 		return 1;
 	}
-	if (q->n)
+	if (q->n) {
+		uint64_t total = q->read;
 		jit_queue_free(q);
+		q->read = total;   /* what this reader has read in all */
+	}
 	return 0;
 }

@@ -26,7 +26,7 @@ typedef int (*jit_rec_fn)(void *ctx, const struct btr_record *rec);
  * number of records, -BTR_ERR_NOENT and the errors of open, or @cb's
  * value. */
 #define JIT_PERF_MAP_MAX (256ull << 20)
-#define JIT_DUMP_MAX (1ull << 30)
+#define JIT_DUMP_MAX (256ull << 20)
 int jit_perf_map_read(const char *path, uint32_t pid, uid_t uid, jit_rec_fn cb, void *ctx);
 
 /* Reads jitdump @path for process @pid: per code load a SYMBOL record
@@ -34,8 +34,9 @@ int jit_perf_map_read(const char *path, uint32_t pid, uid_t uid, jit_rec_fn cb, 
  * same at the new address (bytes of the code loaded under that index).
  * Only a regular file of at most JIT_DUMP_MAX bytes is read.
  * Returns the number of code loads, -BTR_ERR_NOENT and the errors of
- * open, -BTR_ERR_BAD_FORMAT (not a jitdump, or another byte order), or
- * @cb's value.  A file cut short (the runtime still writing) ends the
+ * open, -BTR_ERR_BAD_FORMAT (not a jitdump, another byte order, or not a
+ * regular file: a FIFO or device is never read, nor waited for),
+ * -BTR_ERR_LIMIT (over 256 MiB), or @cb's value.  A file cut short (the runtime still writing) ends the
  * read without an error. */
 int jit_dump_read(const char *path, uint32_t pid, int with_code, jit_rec_fn cb, void *ctx);
 
@@ -49,10 +50,12 @@ int jit_dump_path(const char *path);
 struct jit_queue {
 	struct btr_record *v;
 	size_t n, next, cap;
+	uint64_t read;   /* jitdump bytes read so far (256 MiB in all at most) */
 };
 
 /* Appends the records of jitdump @path (process @pid; symbols and code)
- * to @q.  Returns the number of code loads or a jit_dump_read error. */
+ * to @q.  Returns the number of code loads or a jit_dump_read error
+ * (-BTR_ERR_LIMIT also when @q's jitdumps together pass 256 MiB). */
 int jit_queue_load(struct jit_queue *q, const char *path, uint32_t pid);
 
 /* The next record into *@rec (valid until the next call): 1, or 0 when

@@ -1157,7 +1157,15 @@ int btr_stream_open(const char *path, const struct btr_stream_opts *opts, struct
 		return rc;
 	}
 	(*out)->reader = r;
+	struct btr_trace_info ti;
+	btr_trace_reader_info(r, &ti);
+	stream_code_limit(&(*out)->code, ti.size);
 	return 0;
+}
+void btr__stream_input_size(struct btr_stream *s, uint64_t size)
+{
+	if (s)
+		stream_code_limit(&s->code, size);
 }
 
 /* opts.skip_unselected: per-thread data of thread @tid (of process @pid, 0:
@@ -1183,6 +1191,9 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 	if (s->stopped)
 		return s->stopped;
 	s->st.records++;
+	uint64_t cost = stream_code_cost(rec);   /* strings kept: the limit (stream_code.h) */
+	if (cost && !stream_code_afford(&s->code, cost))
+		return 0;
 	struct btr_stream_event ev = { .rec = rec };
 	int rc = 0;
 	char file[4096];

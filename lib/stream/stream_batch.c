@@ -125,6 +125,9 @@ int btr_batch_open(const char *path, const struct btr_stream_opts *opts, unsigne
 		if (!rc)
 			rc = btr_stream_new(&o, &bb->s);
 		if (!rc) {
+			struct btr_trace_info ti;
+			btr_trace_reader_info(bb->r, &ti);
+			btr__stream_input_size(bb->s, ti.size);
 			bb->status = scan(bb);
 			bb->end = 1;
 		}

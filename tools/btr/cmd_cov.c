@@ -12,7 +12,9 @@ static const struct cli_opt opts[] = {
 	  "  --format drcov|lcov|cobertura\n"
 	  "                         drcov version 2 (Lighthouse, bncov, Cartographer;\n"
 	  "                         default), lcov tracefile with line and branch\n"
-	  "                         coverage through DWARF (genhtml), Cobertura XML\n", NULL },
+	  "                         coverage through DWARF (genhtml), Cobertura XML\n"
+	  "                         (lcov, drcov: a control character in a path or\n"
+	  "                         name, and ',' in an lcov name, becomes '?')\n", NULL },
 	{ "output", 'o', CLI_ARG, "  -o, --output OUT       output file ('-': stdout)\n" CLI_OUTPUT_HELP, "missing -o OUT" },
 	{ "module", O_MODULE, CLI_ARG, "  --module NAME          only module NAME (path or base name; default: all)\n", NULL },
 	CLI_STREAM_OPTS,

@@ -24,6 +24,7 @@ static const struct cli_cmd cmd = {
 	"Flame graph of a trace from its call stacks (rebuilt from calls and returns).\n"
 	"The format follows OUT's name unless --format says:\n"
 	"  OUT.folded (or '-')    folded stacks, one 'outer;...;inner WEIGHT' per line\n"
+	"                         (a ';' or control character in a name becomes '?')\n"
 	"  OUT.speedscope.json    speedscope's file format, evented, one profile per thread\n"
 	"  OUT.svg                an interactive SVG flame graph (hover, click to zoom)\n\n"
 	"Options:\n",

@@ -20,6 +20,7 @@
 
 #include "btr/perfdata.h"
 #include "btr/stream.h"
+#include "btr/text.h"
 #include "cli_cmd.h"
 
 static const struct cli_opt opts[] = {
@@ -415,6 +416,8 @@ static const char *symbol(struct script *sc, struct btr_image *img, uint64_t add
 	for (char *p = e->name; *p; p++)
 		if (*p == ' ' || *p == '\t' || *p == '\n')
 			*p = '_';
+	/* and no control character reaches a terminal (btr/text.h) */
+	btr_text_field_fix(e->name, sizeof(e->name), NULL);
 	e->addr = addr;
 	e->img = img;
 	e->gen = gen;

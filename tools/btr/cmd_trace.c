@@ -6,6 +6,7 @@
 #include <time.h>
 #include <sys/mman.h>
 
+#include "btr/text.h"
 #include "cli_cmd.h"
 
 /* One table for both subcommands: each takes the options of its bit. */
@@ -46,24 +47,11 @@ static const struct cli_cmd info_cmd = {
 	INFO, "bad option", CLI_CMD_POSIX,
 };
 
-/* Prints @s as a double-quoted string with C/JSON escapes (both accept
- * \" \\ \n \t and \u00XX for other control bytes). */
+/* Prints @s as a double-quoted string with C/JSON escapes (the one
+ * escaper of text outputs, btr/text.h). */
 static void print_quoted(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p == '\n')
-			fputs("\\n", f);
-		else if (*p == '\t')
-			fputs("\\t", f);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
+	btr_text_str(f, s, 1);
 }
 
 static const char *prot_str(uint32_t prot, char buf[4])
