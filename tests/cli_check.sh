@@ -151,6 +151,11 @@ fi
 # got-overwrite for each -fno-plt call, the PLT jumps not checked at all)
 for v in plt noplt; do
   rec longname_$v.btr "$build/prog_benign_longname_$v"; benign longname_$v
+  # its GOT slot of the 4096-character name pointed at evil(): caught, named
+  rec lnevil_$v.btr "$build/prog_benign_longname_$v" evil; expect_kind lnevil_$v got-overwrite evil
+  check "lnevil_$v: the finding names the 4096-character function" python3 -c '
+import json, sys; f = json.load(open(sys.argv[1]))["findings"][0]
+assert "the GOT slot of ln" + "abcdefgh" * 511 + "abcdef in " in f["detail"], f["detail"][:200]' lnevil_$v.json
 done
 "$btr" check --format json longname_noplt.btr | python3 -c '
 import json, sys; d = json.load(sys.stdin)
