@@ -174,7 +174,7 @@ done
 # .eh_frame names; code-modified in its translations; a return-hijack where
 # it starts itself on a new stack; 27 "/dev/null: cannot place it" warnings)
 if oracle valgrind "btr check on valgrind's tools (Debian valgrind)"; then
-  for tool in none memcheck; do
+  for tool in ${BTR_CHECK_VG_TOOLS:-none}; do   # (BTR_CHECK_VG_TOOLS='none memcheck': memcheck too)
     rec vg_$tool.btr valgrind -q --tool=$tool /bin/true; benign vg_$tool
     check "vg_$tool: no warning about the /dev/null mapping" [ ! -s vg_$tool.err ]
   done
@@ -252,7 +252,7 @@ if oracle go "btr check on a Go program (Debian golang-go)"; then
   (export HOME=$tmp GOCACHE=$tmp/gocache GOPATH=$tmp/gopath GOFLAGS=-mod=mod
    go build -o gopreempt "$src/progs/go/benign_preempt.go") >gobuild2.txt 2>&1
   check "go build benign_preempt: $(head -3 gobuild2.txt)" [ -x gopreempt ]
-  for i in $(seq "${BTR_CHECK_GO_RUNS:-2}"); do
+  for i in $(seq "${BTR_CHECK_GO_RUNS:-1}"); do
     rec gopre$i.btr ./gopreempt; benign gopre$i
     rm -f gopre$i.btr
   done
