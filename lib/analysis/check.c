@@ -545,14 +545,14 @@ static int check_ret(struct check *c, size_t pi, struct proc *p, struct thr *t, 
 	}
 	if (t->n) {
 		struct frame *top = &t->st[t->n - 1];
-		if ((top->type == FR_WILD || (top->type == FR_CALL && top->ret == to)) &&
+		if ((top->type == FR_WILD || ((top->type == FR_CALL || top->type == FR_RESUME) && top->ret == to)) &&
 		    !ret_of_restorer(c, pi, b->pid, b->from)) {
 			t->n--;
 			return 0;
 		}
 		if (is_sigreturn_stub(c, b->pid, to)) {
 			/* a handler returns into the sigreturn trampoline */
-			if (top->type == FR_SIGNAL)
+			if (top->type == FR_SIGNAL || top->type == FR_RESUME)
 				t->sig_ret = t->st[--t->n].ret;
 			return 0;
 		}
@@ -1265,7 +1265,13 @@ static int a_event(void *state, const struct btr_stream_event *ev)
 				k++;
 			if (k == p->n_injected && k < MAX_INJECTED)
 				p->injected[p->n_injected++] = ev->flow->ip;
-			return ev->flow->ip != was ? push_frame(c, t, was, FR_CALL) : 0;
+			if (ev->flow->ip == was)
+				return 0;
+			/* (or a signal pending at this rt_sigreturn is delivered
+			 * before the interrupted code runs: the return above then
+			 * waits for that handler's rt_sigreturn) */
+			t->sig_at_ret = at_ret;
+			return push_frame(c, t, was, FR_RESUME);
 		}
 		if (ev->flow->type != BTR_FLOW_GAP && ev->flow->type != BTR_FLOW_OVERFLOW)
 			return 0;

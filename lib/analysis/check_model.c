@@ -699,9 +699,9 @@ static int read_ifunc_targets(Elf *e, const struct check_mod *m, int is_exec_typ
 			size_t k = 0;
 			unsigned rex = (q[k] & 0xf0) == 0x40 ? q[k++] : 0;
 			uint64_t t = 0;
-			if ((rex & 8) && q[k] == 0x8d && k + 6 == (size_t)l && (q[k + 1] & 0xc7) == 0x05)
+			if ((rex & 8) && k + 6 == (size_t)l && q[k] == 0x8d && (q[k + 1] & 0xc7) == 0x05)
 				t = rsv + o + (uint64_t)l + (uint64_t)(int64_t)rd_s32(q + k + 2);   /* lea disp(%rip) */
-			else if (is_exec_type && (q[k] & 0xf8) == 0xb8 && k + 5 == (size_t)l)
+			else if (is_exec_type && k + 5 == (size_t)l && (q[k] & 0xf8) == 0xb8)
 				t = (uint32_t)rd_s32(q + k + 1);   /* mov $imm32, %r32 */
 			else if (is_exec_type && (rex & 8) && q[k] == 0xc7 && k + 6 == (size_t)l && (q[k + 1] & 0xf8) == 0xc0)
 				t = (uint64_t)(int64_t)rd_s32(q + k + 2);   /* mov $imm32, %r64 */

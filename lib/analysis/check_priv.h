@@ -152,7 +152,10 @@ struct proc {
 	size_t n_injected;
 };
 
-enum { FR_CALL = 0, FR_SIGNAL, FR_WILD };
+/* FR_RESUME: rt_sigreturn resumed a function entry, not the interrupted
+ * pc @ret: an injected call (returns to @ret) or the handler of a signal
+ * pending at that rt_sigreturn (returns into the sigreturn trampoline) */
+enum { FR_CALL = 0, FR_SIGNAL, FR_WILD, FR_RESUME };
 
 struct frame {
 	uint64_t ret;
