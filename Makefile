@@ -6,7 +6,7 @@ FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps qemu qemu-if-needed build test demo bench bench-speed release-pgo bench-pgo fuzz asan torture clean install
+.PHONY: all deps qemu qemu-if-needed build test demo bench bench-speed release-pgo bench-pgo fuzz asan torture mutants clean install
 
 all: build
 
@@ -113,5 +113,13 @@ asan: deps
 torture: build
 	TORTURE_FULL=1 bash tests/cli_alloc_fail.sh $(BUILD)/btr $(BUILD) ../shared
 
+# The mutation check (docs/reliability.md): each hand-made bug of
+# tests/mutants/list applied alone to a scratch copy of the tree (never this
+# one), rebuilt incrementally, its test family run; prints the score (exit 1
+# below 90%).  Slow (minutes per mutant); MUTANTS=REGEX tries only those ids.
+MUTANTS ?=
+mutants: deps
+	@python3 tests/mutants/run.py --jobs $(JOBS) $(MUTANTS)
+
 clean:
-	rm -rf $(BUILD) $(RELEASE) $(FUZZ_BUILD) build-asan
+	rm -rf $(BUILD) $(RELEASE) $(FUZZ_BUILD) build-asan build-mutants

@@ -31,8 +31,8 @@ void btr__log(enum btr_log_level level, const char *fmt, ...) BTR_PRINTF(2, 3);
 
 #define BTR_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-/* The stream @s reads an input of @size bytes (lib/stream.c; the limit of
- * what its records may cost, lib/stream_code.h).  btr_stream_open sets
+/* The stream @s reads an input of @size bytes (lib/stream/stream.c; the limit of
+ * what its records may cost, lib/stream/stream_code.h).  btr_stream_open sets
  * it; a stream fed records by hand gets it from here. */
 struct btr_stream;
 void btr__stream_input_size(struct btr_stream *s, uint64_t size);

@@ -21,9 +21,8 @@ one_line() { [ "$(wc -l <"$2")" -eq 1 ] && grep -Eq "$1" "$2"; }
 tmp=$(mktemp -d)
 trap 'umount "$tmp/ro" 2>/dev/null; rm -rf "$tmp"' EXIT
 cd "$tmp"
-command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 not installed (needed to record the input)"
-"$btr" record -q -b qemu -o t.btr -- "$build/prog_flow_loops" 1 >/dev/null 2>err.txt ||
-	skip "record failed: $(cat err.txt)"
+need_qemu
+record_qemu t.btr flow_loops "$build/prog_flow_loops" 1 || finish cli_output
 "$btr" bolt t.btr -o p.fdata 2>/dev/null
 root=0; [ "$(id -u)" = 0 ] && root=1
 [ $root = 1 ] || echo "note: not root: the device node cases (mknod) are skipped"

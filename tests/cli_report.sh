@@ -176,6 +176,15 @@ if got != g:
 	check "$prog: all functions listed" json "$tmp/$prog.all.json" 'len(d["top_functions"]) == d["functions"]'
 	check "$prog: main among the functions" json "$tmp/$prog.all.json" \
 		'any(f["name"] == "main" for f in d["top_functions"])'
+	# the functions' figures add up: every function's instructions and
+	# branches together are the trace's (each branch is an instruction, and
+	# a function with a loop runs more instructions than branches)
+	check "$prog: the functions' instructions add up to the total" json "$tmp/$prog.all.json" \
+		'sum(f["instructions"] for f in d["top_functions"]) == d["instructions"]'
+	check "$prog: the functions' branches add up to the total" json "$tmp/$prog.all.json" \
+		'sum(f["branches"] for f in d["top_functions"]) == d["branches"]'
+	check "$prog: every function ran at least as many instructions as branches" json "$tmp/$prog.all.json" \
+		'all(f["instructions"] >= f["branches"] for f in d["top_functions"])'
 	check "$prog: top blocks are inside the program's modules" json "$tmp/$prog.json" \
 		'all(int(b["start"], 16) <= int(b["end"], 16) for b in d["top_blocks"])'
 done

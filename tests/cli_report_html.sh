@@ -9,8 +9,8 @@ btr=$1; build=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-"$btr" record -q -b qemu -o "$tmp/a.btr" -- "$build/prog_flow_loops" 1 >/dev/null 2>"$tmp/err" ||
-	skip "btr record -b qemu failed: $(cat "$tmp/err")"
+need_qemu
+record_qemu "$tmp/a.btr" flow_loops "$build/prog_flow_loops" 1 || finish cli_report_html
 "$btr" record -q -b qemu -o "$tmp/b.btr" -- "$build/prog_flow_loops" 2 >/dev/null 2>&1
 
 "$btr" report --diff "$tmp/b.btr" "$tmp/a.btr" >/dev/null 2>&1; rc=$?

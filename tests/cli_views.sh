@@ -11,8 +11,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prog=$build/prog_flow_loops
 
-"$btr" record -q -b qemu -o "$tmp/a.btr" -- "$prog" 1 >/dev/null 2>"$tmp/err"; rc=$?
-if [ $rc -ne 0 ]; then skip "btr record -b qemu failed: $(cat "$tmp/err")"; fi
+need_qemu
+record_qemu "$tmp/a.btr" flow_loops "$prog" 1 || finish cli_views
 "$btr" record -q -b qemu -o "$tmp/b.btr" -- "$prog" 2 >/dev/null 2>&1
 check "second recording" [ -s "$tmp/b.btr" ]
 classify=$(nm "$prog" | awk '$3=="classify"{print $1}')

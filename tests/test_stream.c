@@ -833,7 +833,7 @@ static void test_losses(void)
 	unlink(path);
 }
 
-/* The writer's content key (64-bit FNV-1a, lib/codepages.h). */
+/* The writer's content key (64-bit FNV-1a, lib/image/codepages.h). */
 static uint64_t fnv(const uint8_t *p, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ull;

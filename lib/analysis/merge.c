@@ -262,7 +262,6 @@ static int add_text(struct btr_merge *m, const uint8_t *d, size_t n)
 	unsigned lineno = 0;
 	char *hdr = NULL;
 	size_t hdrlen = 0;
-	unsigned lines = 0;
 	int rc = 0;
 	while (p < end && !rc) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -272,7 +271,6 @@ static int add_text(struct btr_merge *m, const uint8_t *d, size_t n)
 		p += len + (nl ? 1 : 0);
 		if (!len)
 			continue;
-		lines++;
 		if (memchr(l, 0, len)) {
 			btr_err("line %u: binary data", lineno);
 			return -BTR_ERR_BAD_FORMAT;
@@ -328,9 +326,9 @@ static int add_text(struct btr_merge *m, const uint8_t *d, size_t n)
 			rc = -BTR_ERR_INVAL;
 		}
 	}
-	/* An input without a line (an empty profile) has no header to
-	 * compare: it mixes with either kind of fdata. */
-	if (!rc && m->kind == BTR_MERGE_FDATA && lines) {
+	/* (an empty input never gets here: btr_merge_add adds nothing for
+	 * it, so it mixes with either kind of fdata) */
+	if (!rc && m->kind == BTR_MERGE_FDATA) {
 		char *h = hdr ? hdr : strdup("");
 		if (h && hdr)
 			h[hdrlen] = 0;

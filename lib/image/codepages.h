@@ -52,7 +52,7 @@ int codeblobs_new(struct codeblobs **out);   /* 0 or -BTR_ERR_NOMEM */
 void codeblobs_free(struct codeblobs *cb);
 
 /* The writer's content key of @n bytes (64-bit FNV-1a).  Readers check
- * it before they store bytes under it (lib/stream_code.c). */
+ * it before they store bytes under it (lib/stream/stream_code.c). */
 uint64_t codeblobs_hash(const uint8_t *bytes, size_t n);
 
 /* The bytes stored under (@hash, @size), or NULL (owned by @cb). */

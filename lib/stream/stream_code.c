@@ -132,7 +132,7 @@ int stream_code_symbol(struct stream_code *c, struct btr_image *img, const struc
 	char source[64];
 	snprintf(source, sizeof(source), r->source == BTR_SYM_JITDUMP ? "jit-%u.dump" : "perf-%u.map", r->pid);
 	c->symbols++;
-	/* a symbol costs its name and its entry (lib/image_priv.h: 64 bytes) */
+	/* a symbol costs its name and its entry (lib/image/image_priv.h: 64 bytes) */
 	if (!stream_code_afford(c, strlen(r->name) + 1 + 64))
 		return 0;
 	int rc = image_code_symbol(img, r->addr, r->size, r->name, source);

@@ -35,7 +35,7 @@ CORE = ["btr-cli", "btr-qemu", "btr-step-agent", "btr-insn-count"]
 
 def parse_list(path):
     """Blocks of `key: value` lines separated by blank lines; `#` comments.
-    from/to take \\n and \\t escapes."""
+    from/to take the escapes \\n (newline), \\t (tab), \\\\ (a backslash)."""
     muts, cur = [], {}
     with open(path) as f:
         for n, line in enumerate(f, 1):
@@ -52,7 +52,7 @@ def parse_list(path):
                 sys.exit("%s:%d: not 'key: value': %s" % (path, n, line))
             k, v = m.group(1), m.group(2)
             if k in ("from", "to"):
-                v = v.replace("\\n", "\n").replace("\\t", "\t")
+                v = re.sub(r"\\([\\nt])", lambda e: {"n": "\n", "t": "\t", "\\": "\\"}[e.group(1)], v)
             if k in cur:
                 sys.exit("%s:%d: %s given twice in one mutant" % (path, n, k))
             cur[k] = v
