@@ -174,12 +174,15 @@ static void on_syscall(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t
 		emit(s);        /* this thread ends; its vcpu index may be reused */
 	else if (num == SYS_execve || num == SYS_execveat)
 		emit_all();     /* the process image goes; if execve fails, counting goes on */
-	else if (num == SYS_tgkill || num == SYS_tkill || num == SYS_kill || num == SYS_rt_sigprocmask)
+	else if ((num == SYS_tgkill || num == SYS_tkill || num == SYS_kill || num == SYS_rt_sigprocmask) && s)
 		/* a signal may end the process when this call returns (abort():
 		 * tgkill, then the mask restored), and QEMU dumps core without
-		 * the plugins' exit callbacks: say the counts so far (the test
-		 * adds a thread's lines up) */
-		emit_all();
+		 * the plugins' exit callbacks: say this thread's count so far
+		 * (the test adds a thread's lines up).  Only its own slot: the
+		 * other threads are counting into theirs at this moment, and
+		 * reading and clearing those lost their increments (qemu_mt's
+		 * threads calling rt_sigprocmask: counts 16280 short). */
+		emit(s);
 }
 
 static void on_syscall_ret(qemu_plugin_id_t id, unsigned vcpu, int64_t num, int64_t ret)
