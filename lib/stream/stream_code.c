@@ -129,6 +129,8 @@ int stream_code_record(struct stream_code *c, struct btr_image *img, const struc
 
 int stream_code_symbol(struct stream_code *c, struct btr_image *img, const struct btr_rec_symbol *r)
 {
+	if (!r->name)
+		return 0;   /* a record without a name says nothing (btr_stream_record of any record) */
 	char source[64];
 	snprintf(source, sizeof(source), r->source == BTR_SYM_JITDUMP ? "jit-%u.dump" : "perf-%u.map", r->pid);
 	c->symbols++;
