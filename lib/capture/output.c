@@ -8,7 +8,10 @@
 #include "output.h"
 
 #include <limits.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 int btr_capture_output_failed(struct btr_trace_writer *w, const char *output, int rc)
 {
@@ -41,4 +44,21 @@ int btr_capture_writer_new(const struct btr_capture_opts *opts, const struct btr
 		btr_err("%s: cannot %s: %s", opts->output,
 			rc == -BTR_ERR_NOSPACE || rc == -BTR_ERR_IO ? "write" : "create", btr_errstr(rc));
 	return rc;
+}
+
+int btr__find_beside_exe(const char *const *rels, size_t n, int mode, char *buf, size_t size)
+{
+	char exe[PATH_MAX];
+	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (k <= 0)
+		return -BTR_ERR_NOENT;
+	exe[k] = 0;
+	char *slash = strrchr(exe, '/');
+	if (!slash)
+		return -BTR_ERR_NOENT;
+	*slash = 0;
+	for (size_t i = 0; i < n; i++)
+		if ((size_t)snprintf(buf, size, "%s%s", exe, rels[i]) < size && access(buf, mode) == 0)
+			return 0;
+	return -BTR_ERR_NOENT;
 }

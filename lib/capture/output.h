@@ -29,4 +29,11 @@ int btr_capture_writer_new(const struct btr_capture_opts *opts, const struct btr
  * -BTR_ERR_NOENT (lib/capture/qemu_select.c). */
 int btr__find_in_path(const char *name, char *buf, size_t size);
 
+/* The first of the @n paths @rels ("/file" beside the running program,
+ * "/../lib/btr/file" where `make install` puts it) that exists with
+ * access @mode, relative to the running program's directory, written to
+ * @buf: the one lookup of btr's agents and the QEMU it installs
+ * (lib/capture/output.c).  Returns 0 or -BTR_ERR_NOENT. */
+int btr__find_beside_exe(const char *const *rels, size_t n, int mode, char *buf, size_t size);
+
 #endif

@@ -225,18 +225,8 @@ static int find_cached(char *buf, size_t size)
 /* PREFIX/lib/btr/qemu-x86_64 for btr in PREFIX/bin (`make install`). */
 static int find_installed(char *buf, size_t size)
 {
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return -BTR_ERR_NOENT;
-	exe[n] = 0;
-	char *slash = strrchr(exe, '/');
-	if (!slash)
-		return -BTR_ERR_NOENT;
-	*slash = 0;
-	if ((size_t)snprintf(buf, size, "%s/../lib/btr/qemu-x86_64", exe) >= size || access(buf, X_OK) < 0)
-		return -BTR_ERR_NOENT;
-	return 0;
+	static const char *const rel[] = { "/../lib/btr/qemu-x86_64" };
+	return btr__find_beside_exe(rel, BTR_ARRAY_SIZE(rel), X_OK, buf, size);
 }
 
 /* Lists the candidates that exist, each file once (by device and inode),
@@ -338,19 +328,6 @@ int btr_qemu_find_plugin(const char *hint, char *buf, size_t size)
 			snprintf(buf, size, "%s", hint);
 		return 0;
 	}
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return -BTR_ERR_NOENT;
-	exe[n] = 0;
-	char *slash = strrchr(exe, '/');
-	if (!slash)
-		return -BTR_ERR_NOENT;
-	*slash = 0;
 	static const char *const rel[] = { "/btr-qemu.so", "/../lib/btr/btr-qemu.so" };
-	for (size_t i = 0; i < BTR_ARRAY_SIZE(rel); i++) {
-		if ((size_t)snprintf(buf, size, "%s%s", exe, rel[i]) < size && access(buf, R_OK) == 0)
-			return 0;
-	}
-	return -BTR_ERR_NOENT;
+	return btr__find_beside_exe(rel, BTR_ARRAY_SIZE(rel), R_OK, buf, size);
 }

@@ -7,6 +7,7 @@
 #include "internal.h"
 #include "agent/step_agent.h"
 #include "step_priv.h"
+#include "output.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -29,20 +30,8 @@ int step_find_agent(char *buf, size_t size)
 		snprintf(buf, size, "%s", env);
 		return access(buf, R_OK);
 	}
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return -1;
-	exe[n] = 0;
-	char *slash = strrchr(exe, '/');
-	if (!slash)
-		return -1;
-	*slash = 0;
-	if ((size_t)snprintf(buf, size, "%s/btr-step-agent.so", exe) < size && access(buf, R_OK) == 0)
-		return 0;
-	if ((size_t)snprintf(buf, size, "%s/../lib/btr/btr-step-agent.so", exe) < size && access(buf, R_OK) == 0)
-		return 0;
-	return -1;
+	static const char *const rel[] = { "/btr-step-agent.so", "/../lib/btr/btr-step-agent.so" };
+	return btr__find_beside_exe(rel, BTR_ARRAY_SIZE(rel), R_OK, buf, size) == 0 ? 0 : -1;
 }
 
 /* A program without PT_INTERP is static: LD_PRELOAD cannot reach it. */
