@@ -13,13 +13,15 @@ oracle python3 "the check-pattern lint of the shell tests" || finish cli_test_li
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-cat >"$tmp/bad.sh" <<'SH'
-check "two conditions" [ "$a" = 1 ] && [ "$b" = 2 ]
-check "grep and grep" grep -q x f && grep -q y f
-  check "continued" \
-    [ $rc -eq 0 ] && grep -q 'the same' out
-if [ -s f ]; then check "after then" [ 1 = 1 ] || true; fi
-check "with a $(cmd "x" && y) in the message" [ 1 = 1 ] && [ 2 = 2 ]
+# (each line behind a '|', taken off here, so that no lint of this file
+# itself mistakes the samples for checks)
+sed 's/^|//' >"$tmp/bad.sh" <<'SH'
+|check "two conditions" [ "$a" = 1 ] && [ "$b" = 2 ]
+|check "grep and grep" grep -q x f && grep -q y f
+|  check "continued" \
+|    [ $rc -eq 0 ] && grep -q 'the same' out
+|if [ -s f ]; then check "after then" [ 1 = 1 ] || true; fi
+|check "with a $(cmd "x" && y) in the message" [ 1 = 1 ] && [ 2 = 2 ]
 SH
 cat >"$tmp/good.sh" <<'SH'
 check "two conditions" [ "$a" = 1 ]
