@@ -424,14 +424,42 @@ static int is_restart(const struct tbinfo *p, const struct tbinfo *cur, uint64_t
 	return 0;
 }
 
+static const int sync_sigs[] = { 4, 5, 7, 8, 11 };   /* ILL TRAP BUS FPE SEGV */
+
 /* Can @pc be entered for a fault: the handler of a synchronous signal? */
 static int may_be_fault(uint64_t pc)
 {
-	static const int sync[] = { 4, 5, 7, 8, 11 };   /* ILL TRAP BUS FPE SEGV */
-	for (size_t i = 0; i < sizeof(sync) / sizeof(sync[0]); i++)
-		if (g.handler[sync[i]] == pc)
+	for (size_t i = 0; i < sizeof(sync_sigs) / sizeof(sync_sigs[0]); i++)
+		if (g.handler[sync_sigs[i]] == pc)
 			return 1;
 	return 0;
+}
+
+/* tgkill(@tgid, @tid, @sig) / tkill(@tid, @sig) (@tgid 0): an
+ * asynchronous signal due to thread @tid of ours (resolve, take_async). */
+static void async_sent(uint64_t tgid, uint64_t tid, uint64_t sig)
+{
+	for (size_t i = 0; i < sizeof(sync_sigs) / sizeof(sync_sigs[0]); i++)
+		if (sig == (uint64_t)sync_sigs[i])
+			return;
+	if (!sig || (tgid && tgid != (uint64_t)getpid()))
+		return;
+	for (unsigned i = 0; i < MAX_VCPUS; i++) {
+		struct thr *x = g.thr[i];
+		if (x && !x->done && x->tid == tid) {
+			__atomic_add_fetch(&x->async_sent, 1, __ATOMIC_RELAXED);
+			return;
+		}
+	}
+}
+
+/* Takes one of @t's due asynchronous signals, if any. */
+static int take_async(struct thr *t)
+{
+	uint32_t n = __atomic_load_n(&t->async_sent, __ATOMIC_RELAXED);
+	while (n && !__atomic_compare_exchange_n(&t->async_sent, &n, n - 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	return n != 0;
 }
 
 /* Does @p's counter hold only thread @t's increments since @t entered @p?
@@ -475,7 +503,8 @@ static void resolve(struct thr *t, struct tbinfo *p, struct tbinfo *cur, uint64_
 		gt_unlog(t, pc);                      /* it did not complete */
 		return;
 	}
-	if (is_handler(pc) && may_be_fault(pc)) {
+	int async = is_handler(pc) && take_async(t);   /* a signal due: it came between blocks */
+	if (is_handler(pc) && may_be_fault(pc) && !async) {
 		if (!count_is_own(t, p)) {
 			count_lost(t, pc);
 			return;
@@ -1187,6 +1216,10 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t
 		fds_named(num, a1, a2, a3, a5);
 	if (g.off)
 		return;
+	if (num == SYS_tgkill)
+		async_sent(a1, a2, a3);
+	else if (num == SYS_tkill)
+		async_sent(0, a1, a2);
 	struct thr *t = thr_get(vcpu);
 	ensure_space(t);
 	if (t->prev) {

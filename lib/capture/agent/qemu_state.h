@@ -101,6 +101,12 @@ struct thr {
 	uint64_t pend_target, pend_end, pend_handler;
 	uint8_t pend_kind;
 	uint8_t sigreturn;   /* the last system call was rt_sigreturn */
+	/* Asynchronous signals other threads of the process sent this one with
+	 * tgkill/tkill and it has not entered a handler for yet (atomic): a
+	 * handler entered while one is due is taken as that signal's, which
+	 * comes between blocks, not as a fault (Go's preemption signal shares
+	 * the handler of SIGSEGV). */
+	uint32_t async_sent;
 	uint8_t buf[PT_BUF];
 };
 
