@@ -442,8 +442,8 @@ static void async_sent(uint64_t tgid, uint64_t tid, uint64_t sig)
 	for (size_t i = 0; i < sizeof(sync_sigs) / sizeof(sync_sigs[0]); i++)
 		if (sig == (uint64_t)sync_sigs[i])
 			return;
-	if (!sig || (tgid && tgid != (uint64_t)getpid()))
-		return;
+	if (!sig || (tgid && tgid != (uint64_t)getpid()) || tid == (uint64_t)gettid_())
+		return;   /* to itself: delivered as the call returns, no block in between */
 	for (unsigned i = 0; i < MAX_VCPUS; i++) {
 		struct thr *x = g.thr[i];
 		if (x && !x->done && x->tid == tid) {
@@ -687,8 +687,11 @@ static __attribute__((noinline)) void tb_exec_slow(struct thr *t, struct tbinfo 
 	struct tbinfo *p = t->prev;
 	if (p != NULL)
 		resolve(t, p, cur, pc);
-	else if (!t->enabled)
+	else if (!t->enabled) {
+		if (is_handler(pc))
+			take_async(t);   /* a signal due, delivered as a system call returned */
 		tb_enable(t, pc);
+	}
 	tb_done(t, cur);
 }
 

@@ -307,7 +307,7 @@ static int add_text(struct btr_merge *m, const uint8_t *d, size_t n)
 		case BTR_MERGE_FDATA:
 			if ((len >= 6 && !memcmp(l, "no_lbr", 6)) || (len == 16 && !memcmp(l, "boltedcollection", 16))) {
 				/* headers: the same in every input */
-				char *nh = realloc(hdr, hdrlen + len + 1);
+				char *nh = realloc(hdr, hdrlen + len + 2);   /* the line, its newline, the final NUL */
 				if (!nh) {
 					rc = -BTR_ERR_NOMEM;
 					break;
