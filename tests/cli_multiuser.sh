@@ -181,8 +181,15 @@ for args in "report mod.btr" "script mod.btr" "check mod.btr" "pt decode mod.btr
 	check "'$args', module path a FIFO: finishes (exit 0, 1 or 3; got $rc)" [ $rc -le 3 ]
 	check "'$args', module path a FIFO: a warning naming it" grep -q "prog/t: not read: not a regular file" r.err
 done
+# (an AddressSanitizer build's library needs its runtimes loaded first, as
+# cli_python does it)
+pyenv=()
+if grep -q '^BTR_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+	pyenv=(LD_PRELOAD="$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)"
+		ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0")
+fi
 if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
-	BTR_LIBRARY="$build/libbtr.so.0" PYTHONPATH="$lib_src/python" timeout $T /usr/bin/python3 -s -c '
+	env "${pyenv[@]}" BTR_LIBRARY="$build/libbtr.so.0" PYTHONPATH="$lib_src/python" timeout $T /usr/bin/python3 -s -c '
 import sys, btr
 try:
     for b in btr.open(sys.argv[1]).branches():

@@ -60,7 +60,11 @@ int main(void)
 C
 	cc -I "$src/include" -o "$tmp/layout" "$tmp/layout.c" && "$tmp/layout" >"$tmp/layout.txt"
 	check "layout of the C structs printed" [ -s "$tmp/layout.txt" ]
-	PYTHONPATH=$pkg "$py" - "$tmp/layout.txt" >"$tmp/layout.out" 2>&1 <<'PY'
+	san=()   # an AddressSanitizer build's library: its runtimes first (as below)
+	grep -q '^BTR_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null &&
+		san=(LD_PRELOAD="$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)"
+		     ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0")
+	env "${san[@]}" PYTHONPATH=$pkg "$py" - "$tmp/layout.txt" >"$tmp/layout.out" 2>&1 <<'PY'
 import sys
 from btr import _lib
 dt = {"btr_branch": _lib.BRANCH_DTYPE, "btr_block": _lib.BLOCK_DTYPE, "btr_edge": _lib.EDGE_DTYPE}
