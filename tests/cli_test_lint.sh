@@ -23,14 +23,14 @@ sed 's/^|//' >"$tmp/bad.sh" <<'SH'
 |if [ -s f ]; then check "after then" [ 1 = 1 ] || true; fi
 |check "with a $(cmd "x" && y) in the message" [ 1 = 1 ] && [ 2 = 2 ]
 SH
-cat >"$tmp/good.sh" <<'SH'
+sed 's/^|//' >"$tmp/good.sh" <<'SH'
 check "two conditions" [ "$a" = 1 ]
 check "two conditions" [ "$b" = 2 ]
 check "in one command" bash -c "grep -q x f && grep -q y f"
 check "&& in the message only ($(a && b))" [ 1 = 1 ]
 [ -s f ] && check "a guard before the check" [ 1 = 1 ]
 python3 - <<'PY'
-check "x" [ 1 ] && inside a heredoc, not shell
+|check "x" [ 1 ] && inside a heredoc, not shell
 PY
 SH
 python3 "$src/lint_checks.py" "$tmp/bad.sh" >"$tmp/bad.out"; rc=$?
