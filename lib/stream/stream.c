@@ -21,6 +21,7 @@
 #include "stream_elf.h"
 #include "stream_loss.h"
 #include "stream_switch.h"
+#include "stream_threads.h"
 
 #include <inttypes.h>
 #include <stddef.h>
@@ -65,14 +66,6 @@ struct data_stream {
 	uint64_t run_from, run_until; /* cur_tid runs in [run_from, run_until) */
 };
 
-/* Per-thread state: instructions of branches dropped by the filter. */
-struct thread_state {
-	uint32_t tid;
-	uint32_t pid;             /* from the thread's records, 0 if unknown */
-	int used;
-	uint64_t pending_insns;
-};
-
 /* A module file placed into the image (for de-duplication and EXEC). */
 struct loaded_module {
 	char *file;
@@ -113,8 +106,7 @@ struct btr_stream {
 	unsigned n_live_flows;
 	uint64_t tick;
 
-	struct thread_state *threads; /* open addressing, power of two */
-	size_t n_threads, cap_threads;
+	struct stream_threads thr;    /* threads: process, filtered instructions (stream_threads.c) */
 
 	struct loaded_module *mods;
 	size_t n_mods, cap_mods;
@@ -129,7 +121,6 @@ struct btr_stream {
 	int finished;
 	uint64_t progress_shown;  /* btr_stream_step: input offset of the last progress call */
 	int progress_started;     /* ... and whether there was one */
-	uint32_t last_tid, last_pid; /* btr_stream_pid_of's one-entry cache */
 
 	struct stream_switches sw; /* context switches per CPU (stream_switch.c) */
 	struct stream_losses loss; /* causes of lost data (stream_loss.c) */
@@ -171,40 +162,6 @@ static int emit_gap(struct btr_stream *s, uint32_t tid, int reason, uint64_t off
 	return emit(s, &ev);
 }
 
-static struct thread_state *thread_get(struct btr_stream *s, uint32_t tid)
-{
-	/* Grow at 50% load; the table is sized by the threads seen. */
-	if ((s->n_threads + 1) * 2 > s->cap_threads) {
-		size_t ncap = s->cap_threads ? s->cap_threads * 2 : 16;
-		struct thread_state *nt = calloc(ncap, sizeof(*nt));
-		if (!nt)
-			return NULL;
-		for (size_t i = 0; i < s->cap_threads; i++) {
-			if (!s->threads[i].used)
-				continue;
-			size_t j = (s->threads[i].tid * 2654435761u) & (ncap - 1);
-			while (nt[j].used)
-				j = (j + 1) & (ncap - 1);
-			nt[j] = s->threads[i];
-		}
-		free(s->threads);
-		s->threads = nt;
-		s->cap_threads = ncap;
-	}
-	size_t j = (tid * 2654435761u) & (s->cap_threads - 1);
-	while (s->threads[j].used) {
-		if (s->threads[j].tid == tid)
-			return &s->threads[j];
-		j = (j + 1) & (s->cap_threads - 1);
-	}
-	s->threads[j].used = 1;
-	s->threads[j].tid = tid;
-	s->threads[j].pid = 0;
-	s->threads[j].pending_insns = 0;
-	s->n_threads++;
-	return &s->threads[j];
-}
-
 /* Hands one branch to the consumer's callback. */
 static inline int give(struct btr_stream *s, const struct btr_branch *b)
 {
@@ -231,7 +188,7 @@ static int deliver(struct btr_stream *s, const struct btr_branch *b)
 	if ((s->o.pid && b->pid != s->o.pid) || (s->o.tid && b->tid != s->o.tid))
 		return 0;
 	if (s->o.filter) {
-		struct thread_state *t = thread_get(s, b->tid);
+		struct stream_thread *t = stream_threads_get(&s->thr, b->tid);
 		if (!t) {
 			s->error = -BTR_ERR_NOMEM;
 			s->stopped = 1;
@@ -1239,11 +1196,8 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 		ev.tid = rec->u.thread.tid;
 		ev.pid = rec->u.thread.pid;
 		if (rec->u.thread.pid && rec->u.thread.tid) {
-			struct thread_state *t = thread_get(s, rec->u.thread.tid);
-			if (!t)
+			if (stream_threads_set_pid(&s->thr, rec->u.thread.tid, rec->u.thread.pid) < 0)
 				return -BTR_ERR_NOMEM;
-			t->pid = rec->u.thread.pid;
-			s->last_tid = 0;
 		}
 		if (rec->type == BTR_REC_THREAD_START)
 			for (size_t i = 0; i < s->n_ds; i++)
@@ -1270,11 +1224,8 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 			s->data_lost = 1;   /* the recorder lost this process's data */
 		if (rec->u.process.pid) {
 			/* The main thread's id is the process id. */
-			struct thread_state *t = thread_get(s, rec->u.process.pid);
-			if (!t)
+			if (stream_threads_set_pid(&s->thr, rec->u.process.pid, rec->u.process.pid) < 0)
 				return -BTR_ERR_NOMEM;
-			t->pid = rec->u.process.pid;
-			s->last_tid = 0;
 			if (rec->u.process.event == BTR_PROC_START) {
 				rc = on_start(s, rec->u.process.pid, rec->u.process.ppid);
 				if (rc)
@@ -1430,20 +1381,7 @@ struct btr_image *btr_stream_image_pid(struct btr_stream *s, uint32_t pid)
 
 uint32_t btr_stream_pid_of(struct btr_stream *s, uint32_t tid)
 {
-	if (!s || !tid || !s->cap_threads)
-		return 0;
-	if (tid == s->last_tid)
-		return s->last_pid;
-	size_t j = (tid * 2654435761u) & (s->cap_threads - 1);
-	while (s->threads[j].used) {
-		if (s->threads[j].tid == tid) {
-			s->last_tid = tid;
-			s->last_pid = s->threads[j].pid;
-			return s->last_pid;
-		}
-		j = (j + 1) & (s->cap_threads - 1);
-	}
-	return 0;
+	return s ? stream_threads_pid(&s->thr, tid) : 0;
 }
 
 void btr_stream_get_stats(const struct btr_stream *s, struct btr_stream_stats *st)
@@ -1494,7 +1432,7 @@ void btr_stream_free(struct btr_stream *s)
 	free(s->mods);
 	stream_place_memo_free(&s->placed);
 	btr__ptflow_spare_free(&s->spare);
-	free(s->threads);
+	stream_threads_free(&s->thr);
 	free(s->uelfs);
 	if (s->reader)
 		btr_trace_reader_free(s->reader);
