@@ -5,25 +5,59 @@ package uses.  The structures mirror the C headers field for field; a test
 import ctypes
 import ctypes.util
 import os
+import sys
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError as _e:   # the interpreter's site has no numpy: say which interpreter
+    raise ImportError("btr needs numpy, which %s (Python %s) cannot import (%s); install numpy for this "
+                      "interpreter (Debian: apt install python3-numpy, for /usr/bin/python3; a venv: "
+                      "python -m venv --system-site-packages, or pip install numpy) or run the "
+                      "interpreter that has it (docs/python.md)" %
+                      (sys.executable or "this interpreter", sys.version.split()[0], _e)) from None
 
 # ---- finding libbtr.so ----------------------------------------------------
 
 
+def _pkgconfig_libdir():
+    """libdir of pkg-config's btr (PKG_CONFIG_PATH as set), or None."""
+    import shutil
+    import subprocess
+    exe = shutil.which("pkg-config") or shutil.which("pkgconf")
+    if not exe:
+        return None
+    try:
+        r = subprocess.run([exe, "--variable=libdir", "btr"], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    d = r.stdout.decode(errors="replace").strip()
+    return d if r.returncode == 0 and d else None
+
+
 def _candidates():
+    """Where libbtr.so.0 may be, in order: $BTR_LIBRARY (alone); the prefix
+    this package was installed into by `make install`
+    (PREFIX/lib/python3/dist-packages/btr -> PREFIX/lib); the lib directory
+    recorded in _install.py (by `make install`, or by `pip install` from
+    pkg-config or BTR_LIBRARY at build time); pkg-config's libdir now; the
+    Python environment's prefix; the dynamic linker's search path."""
     env = os.environ.get("BTR_LIBRARY")
     if env:
         yield env
         return
     here = os.path.dirname(os.path.abspath(__file__))
-    # installed: PREFIX/lib/python3/dist-packages/btr -> PREFIX/lib
     yield os.path.join(here, "..", "..", "..", "libbtr.so.0")
     try:
-        from . import _install  # written by `make install`: the prefix's lib dir
-        yield os.path.join(_install.LIBDIR, "libbtr.so.0")
-    except ImportError:
+        from . import _install  # written at install time: the lib dir of the prefix
+        yield getattr(_install, "LIBRARY", None) or os.path.join(_install.LIBDIR, "libbtr.so.0")
+    except (ImportError, AttributeError):
         pass
+    d = _pkgconfig_libdir()
+    if d:
+        yield os.path.join(d, "libbtr.so.0")
+    for pre in dict.fromkeys((sys.prefix, sys.base_prefix)):
+        yield os.path.join(pre, "lib", "libbtr.so.0")
     found = ctypes.util.find_library("btr")
     if found:
         yield found
@@ -32,12 +66,15 @@ def _candidates():
 def _load():
     tried = []
     for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            tried.append("%s (no such file)" % path)
+            continue
         try:
             return ctypes.CDLL(path), path
         except OSError as e:
             tried.append("%s (%s)" % (path, e))
     raise ImportError("btr: libbtr.so.0 not found; tried: " + "; ".join(tried) +
-                      " (set BTR_LIBRARY to its path)")
+                      " (set BTR_LIBRARY to its path, or PKG_CONFIG_PATH to the directory of its btr.pc)")
 
 
 lib, LIBRARY_PATH = _load()
@@ -125,6 +162,11 @@ class StreamStats(ctypes.Structure):
                 ("buildid_mismatch", ctypes.c_uint), ("read_error", ctypes.c_int), ("pt_blocks", c_u64)]
 
 
+class StreamLoss(ctypes.Structure):
+    _fields_ = [("kind", c_u32), ("pid", c_u32), ("ppid", c_u32), ("reason", c_i32), ("offset", c_u64),
+                ("comm", ctypes.c_char * 32), ("detail", ctypes.c_char * 64)]
+
+
 class RunInfo(ctypes.Structure):
     _fields_ = [("sz", c_size), ("lost", ctypes.c_int), ("status", ctypes.c_int), ("backend", ctypes.c_char * 32),
                 ("stats", StreamStats), ("losses", c_void_p), ("max_losses", c_size), ("n_losses", c_size)]
@@ -195,6 +237,7 @@ btr_stream_image_pid = _fn("btr_stream_image_pid", P, P, c_u32)
 btr_stream_get_stats = _fn("btr_stream_get_stats", None, P, ctypes.POINTER(StreamStats))
 btr_stream_backend = _fn("btr_stream_backend", c_char_p, P)
 btr_stream_data_lost = _fn("btr_stream_data_lost", ctypes.c_int, P)
+btr_stream_losses = _fn("btr_stream_losses", c_size, P, ctypes.POINTER(StreamLoss), c_size)
 btr_image_symbolize = _fn("btr_image_symbolize", None, P, c_u64, c_char_p, c_size)
 btr_image_symbol = _fn("btr_image_symbol", ctypes.c_int, P, c_u64, ctypes.POINTER(Symbol))
 btr_image_line = _fn("btr_image_line", ctypes.c_int, P, c_u64, ctypes.POINTER(c_char_p), ctypes.POINTER(ctypes.c_int))
@@ -234,19 +277,111 @@ libc_fclose = _libc_fn("fclose", ctypes.c_int, P)
 libc_free = _libc_fn("free", None, P)
 
 
-class BtrError(Exception):
-    """An error of libbtr: .code is the negative enum btr_error."""
+def errstr(code):
+    """btr_errstr(@code) for any value (an int out of the C int's range,
+    or not an int at all, is "unknown error" without calling the library)."""
+    try:
+        c = int(code)
+    except (TypeError, ValueError):
+        return "unknown error"
+    if not -(1 << 31) < c < (1 << 31):
+        return "unknown error"
+    return btr_errstr(c).decode(errors="replace")
 
-    def __init__(self, code, what=""):
+
+class BtrError(Exception):
+    """An error of libbtr: .code is the negative enum btr_error, .what
+    names what failed (the file, the analysis).  Pickles with its code
+    (a Dask worker's error arrives as a BtrError)."""
+
+    def __init__(self, code=-1, what=""):
         self.code = code
-        msg = btr_errstr(code).decode(errors="replace")
+        self.what = what
+        msg = errstr(code)
         super().__init__("%s: %s" % (what, msg) if what else msg)
+
+    def __reduce__(self):
+        return (type(self), (self.code, self.what), self.__dict__)
+
+
+LOSS_KINDS = {1: "chunk", 2: "end", 3: "cut", 4: "missing", 5: "flow"}
+
+
+def loss_dict(x):
+    """struct btr_stream_loss as a dict."""
+    return {"kind": LOSS_KINDS.get(x.kind, "?"), "pid": x.pid, "ppid": x.ppid, "reason": x.reason,
+            "error": errstr(x.reason) if x.reason else "", "offset": x.offset,
+            "comm": x.comm.decode(errors="replace"), "detail": x.detail.decode(errors="replace")}
+
+
+def describe_loss(d):
+    """One loss (loss_dict) in words, as `btr report` says it."""
+    k = d["kind"]
+    who = "process %d%s" % (d["pid"], " (%s)" % d["comm"] if d["comm"] else "")
+    if k == "chunk":
+        s = "a damaged chunk at offset 0x%x was skipped" % d["offset"]
+    elif k == "end":
+        s = "the trace is cut at offset 0x%x" % d["offset"]
+    elif k == "cut":
+        s = "%s: the trace ends before its exit" % who
+    elif k == "missing":
+        s = "%s: no trace" % who
+    else:
+        s = "thread %d: flow unknown" % d["pid"]
+    if d["error"]:
+        s += " (%s)" % d["error"]
+    if d["detail"]:
+        s += ": " + d["detail"]
+    return s
+
+
+class DataLostError(BtrError):
+    """Trace data was lost (a cut or damaged file, a process whose trace
+    the recorder lost): .losses lists the causes (dicts: kind, pid, ppid,
+    reason, error, offset, comm, detail), .path the file.  Raised by the
+    reading calls after the data before the loss was read (on_loss="raise")."""
+
+    def __init__(self, code=-1, what="", losses=()):
+        self.losses = list(losses)
+        BtrError.__init__(self, code, what)
+        why = "; ".join(describe_loss(d) for d in self.losses[:4])
+        if len(self.losses) > 4:
+            why += "; and %d more" % (len(self.losses) - 4)
+        self.args = ("%s: data lost%s" % (what or "trace", ": " + why if why else ""),)
+
+    @property
+    def path(self):
+        return self.what
+
+    def __reduce__(self):
+        return (type(self), (self.code, self.what, self.losses), self.__dict__)
+
+    def __str__(self):
+        return self.args[0]
+
+
+class DataLossWarning(UserWarning):
+    """Trace data was lost and the call was asked (on_loss="warn") to go on."""
 
 
 def check(rc, what=""):
     if rc < 0:
         raise BtrError(rc, what)
     return rc
+
+
+def stream_losses(stream):
+    """The losses of @stream as dicts ([] when nothing was lost)."""
+    if not btr_stream_data_lost(stream):
+        return []
+    n = btr_stream_losses(stream, None, 0)
+    arr = (StreamLoss * max(n, 1))()
+    n = btr_stream_losses(stream, arr, n)
+    return [loss_dict(arr[i]) for i in range(min(n, len(arr)))]
+
+
+def stats_dict(st):
+    return {f: getattr(st, f) for f, _ in StreamStats._fields_}
 
 
 def to_bytes(write):
