@@ -29,9 +29,9 @@ import os as _os
 import typing as _t
 import warnings as _warnings
 
-import numpy as _np
+from . import _lib   # first: it says which interpreter lacks numpy
 
-from . import _lib
+import numpy as _np
 from ._lib import BLOCK_DTYPE, BRANCH_DTYPE, EDGE_DTYPE, BtrError, DataLossWarning, DataLostError
 from ._version import __version__
 
@@ -187,7 +187,7 @@ class Trace:
             if rc < 0:
                 raise ValueError("filter=%r: %s" % (self.filter, _lib.errstr(rc)))
             self._filter = f
-        _os.stat(self._bpath)   # FileNotFoundError, PermissionError, ... naming the file
+        _os.stat(self.path)   # FileNotFoundError, PermissionError, ... naming the file
         if _os.path.isdir(self._bpath):
             raise IsADirectoryError(21, "Is a directory (a trace file is needed)", self.path)
         b, keep = self._batch(flags=_BATCH_NO_DATA)   # BtrError: not a trace
@@ -762,7 +762,8 @@ class Analysis:
             if rc == 0 and o.get("module"):
                 rc = _lib.btr_cov_set_module(h, o["module"].encode())
         elif n == "annotate":
-            rc = _lib.btr_annotate_new(self._blocks._h, o["function"].encode(), _ctypes.byref(h))
+            self._keep.append(o["function"].encode())   # borrowed by the analysis until it is freed
+            rc = _lib.btr_annotate_new(self._blocks._h, self._keep[-1], _ctypes.byref(h))
         elif n == "cfg":
             self._keep.append(o["function"].encode())
             co = _lib.CfgOpts(sz=_ctypes.sizeof(_lib.CfgOpts), function=self._keep[-1],
