@@ -31,6 +31,10 @@ pkgs="
   python3-pandas
   python3-dask
   python3-distributed
+  python3-venv
+  python3-setuptools
+  python3-pip
+  python3-wheel
   zlib1g-dev
   gdb
   libc6-dbg
