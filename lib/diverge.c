@@ -186,6 +186,8 @@ static void *producer(void *arg)
 	if (rc == 0)
 		rc = btr_stream_finish(sd->s);
 	sd->lost = btr_stream_data_lost(sd->s);
+	if (rc == -BTR_ERR_DATA_LOST)
+		rc = 0;   /* said by sd->lost (lost_a/lost_b of the result) */
 	struct ent e = { .type = E_END };
 	if (rc >= 0 || !sd->stop)
 		put(sd, &e);

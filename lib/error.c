@@ -41,15 +41,17 @@ static const char *const errstr[BTR_ERR__COUNT] = {
 	[BTR_ERR_LIMIT] = "limit reached",
 	[BTR_ERR_NOSPACE] = "no space left on device",
 	[BTR_ERR_FBIG] = "file size limit exceeded (ulimit -f)",
+	[BTR_ERR_DATA_LOST] = "trace data was lost",
 };
 
 const char *btr_errstr(int err)
 {
-	if (err < 0)
-		err = -err;
-	if (err >= BTR_ERR__COUNT || !errstr[err])
+	/* the magnitude as unsigned: -INT_MIN is not an int */
+	unsigned code = err < 0 ? 0u - (unsigned)err : (unsigned)err;
+
+	if (code >= BTR_ERR__COUNT || !errstr[code])
 		return "unknown error";
-	return errstr[err];
+	return errstr[code];
 }
 
 int btr_err_from_errno(int e)

@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -26,6 +27,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+_Static_assert(BTR_PATH_MAX == PATH_MAX, "struct btr_outfile's buffers are PATH_MAX long");
 
 /* @path's directory part into @dir ("." for a bare name). */
 static int dir_of(const char *path, char *dir, size_t size)

@@ -3,6 +3,8 @@
  * propagate, pids reach branches from thread records, and
  * btr_analysis_run works on a real .btr file. */
 #include "btr/analysis.h"
+#include "btr/blocks.h"
+#include "btr/cov.h"
 #include "btr/error.h"
 #include "btr/report.h"
 #include "btr/trace.h"
@@ -154,6 +156,12 @@ int main(void)
 	struct btr_analysis *a[2];
 	CHECK_EQ(btr_analysis_new(&rec_ops, s1, &a[0]), 0);
 	CHECK_EQ(btr_analysis_new(&rec_ops, s2, &a[1]), 0);
+	/* no result before the run: an error, not an empty result */
+	CHECK_EQ(btr_analysis_write(a[0], stdout, "text"), -BTR_ERR_INVAL);
+	/* one analysis listed twice would count everything twice */
+	struct btr_analysis *twice[2] = { a[0], a[0] };
+	CHECK_EQ(btr_analysis_run(path, NULL, twice, 2, NULL), -BTR_ERR_INVAL);
+	CHECK_EQ(s1->begun, 0);
 	struct btr_analysis_run_info info = { .sz = sizeof(info) };
 	CHECK_EQ(btr_analysis_run(path, NULL, a, 2, &info), 0);
 	CHECK_EQ(s1->begun, 1);
@@ -178,6 +186,12 @@ int main(void)
 	fclose(f);
 	CHECK_STR(buf, "1503\n");
 	free(buf);
+	/* a second run is refused: it would add to the first (3006) */
+	CHECK_EQ(btr_analysis_run(path, NULL, a, 1, &info), -BTR_ERR_INVAL);
+	CHECK_EQ(btr_analysis_run(path, NULL, &a[1], 1, NULL), -BTR_ERR_INVAL);
+	CHECK_EQ(s1->begun, 1);
+	CHECK_EQ(s1->branches, 1503);
+	CHECK_EQ(s2->branches, 1503);
 	btr_analysis_free(a[0]);
 	btr_analysis_free(a[1]);
 	CHECK_EQ(destroyed, 2);
@@ -215,6 +229,10 @@ int main(void)
 	CHECK_EQ(btr_analysis_new(&rec_ops, s1, &a[0]), 0);
 	CHECK_EQ(btr_analysis_run("/nonexistent/x.btr", NULL, a, 1, NULL), -BTR_ERR_NOENT);
 	CHECK_EQ(s1->begun + s1->ended, 0);
+	CHECK_EQ(btr_analysis_write(a[0], stdout, "text"), -BTR_ERR_INVAL);
+	/* not run yet: it can run on another file */
+	CHECK_EQ(btr_analysis_run(path, NULL, a, 1, NULL), 0);
+	CHECK_EQ(s1->branches, 1503);
 	btr_analysis_free(a[0]);
 	free(s1);
 
@@ -227,7 +245,9 @@ int main(void)
 	struct btr_analysis *rep;
 	CHECK_EQ(btr_report_analysis_new(NULL, &rep), 0);
 	CHECK_EQ(btr_report_analysis_set_name(rep, "t.btr"), 0);
+	CHECK_EQ(btr_analysis_write(rep, stdout, "text"), -BTR_ERR_INVAL);   /* not run yet */
 	CHECK_EQ(btr_analysis_run(path, NULL, &rep, 1, NULL), 0);
+	CHECK_EQ(btr_analysis_run(path, NULL, &rep, 1, NULL), -BTR_ERR_INVAL);   /* once */
 	CHECK(btr_report_analysis_get(rep) != NULL);
 	const char *const *rf = btr_analysis_formats("report");
 	CHECK(rf && rf == btr_analysis_ops(rep)->formats);
@@ -246,6 +266,22 @@ int main(void)
 	}
 	CHECK_EQ(btr_analysis_write(rep, stdout, "html"), -BTR_ERR_INVAL);
 	btr_analysis_free(rep);
+
+	/* A view (cov over blocks) has a result once its blocks have run. */
+	struct btr_analysis *bl, *cov;
+	CHECK_EQ(btr_blocks_new(&bl), 0);
+	CHECK_EQ(btr_cov_new(bl, &cov), 0);
+	buf = NULL;
+	blen = 0;
+	f = open_memstream(&buf, &blen);
+	CHECK_EQ(btr_analysis_write(cov, f, "lcov"), -BTR_ERR_INVAL);
+	CHECK_EQ(btr_analysis_run(path, NULL, &bl, 1, NULL), 0);
+	CHECK_EQ(btr_analysis_write(cov, f, "lcov"), 0);
+	fclose(f);
+	free(buf);
+	CHECK_EQ(btr_analysis_run(path, NULL, &bl, 1, NULL), -BTR_ERR_INVAL);
+	btr_analysis_free(cov);
+	btr_analysis_free(bl);
 	CHECK_STR(btr_analysis_formats("cov")[2], "cobertura");
 	CHECK_STR(btr_analysis_formats("flame")[0], "folded");
 	CHECK(btr_analysis_formats("blocks") == NULL);

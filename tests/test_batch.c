@@ -3,14 +3,17 @@
  * (decoded branches of three threads, thread records) and over the real
  * perf.data with Intel PT in ../shared; the descriptive-records pass
  * (BTR_BATCH_NO_DATA), a stop from the event callback, a truncated file;
- * btr_stream_opts.skip_unselected. */
+ * a damaged chunk: never a silent clean end (-BTR_ERR_DATA_LOST from the
+ * batch, the stream and an analysis run); btr_stream_opts.skip_unselected. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "btr/analysis.h"
 #include "btr/batch.h"
+#include "btr/blocks.h"
 #include "btr/error.h"
 #include "btr/stream.h"
 #include "btr/trace.h"
@@ -172,6 +175,115 @@ static void test_sizes(const char *path, size_t expect_min, unsigned expect_thre
 	free(ref.b);
 }
 
+/* A copy of @path with one byte in the middle of a chunk flipped: the
+ * reader skips that chunk (bad checksum) and reads on to the end. */
+static void damage_copy(const char *path, const char *out)
+{
+	FILE *f = fopen(path, "rb");
+	CHECK(f != NULL);
+	static unsigned char buf[1 << 22];
+	size_t n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	CHECK(n > 8192 && n < sizeof(buf));
+	buf[n / 2] ^= 0x10;
+	f = fopen(out, "wb");
+	CHECK(f != NULL);
+	CHECK_EQ(fwrite(buf, 1, n, f), n);
+	CHECK_EQ(fclose(f), 0);
+}
+
+/* Lost data is never a clean end: the batch reader, btr_stream_run and
+ * btr_analysis_run return -BTR_ERR_DATA_LOST after every readable branch
+ * (which are those of the whole trace but the damaged chunk's). */
+static void test_damaged_chunk(const char *path)
+{
+	char bad[] = "/tmp/btr_test_batch_bad_XXXXXX";
+	int fd = mkstemp(bad);
+	CHECK(fd >= 0);
+	close(fd);
+	damage_copy(path, bad);
+	struct all whole = { 0 }, ref = { 0 };
+	CHECK_EQ(run_all(path, &whole), 0);
+	CHECK_EQ(run_all(bad, &ref), -BTR_ERR_DATA_LOST);
+	CHECK(ref.n > 0 && ref.n < whole.n);
+	static const size_t sizes[] = { 1, 1000, 1 << 20 };
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		struct all a = { 0 };
+		CHECK_EQ(batch_all(bad, sizes[k], &a, 0), -BTR_ERR_DATA_LOST);
+		CHECK(same(&a, &ref));
+		free(a.b);
+	}
+	/* the descriptive pass reads every chunk too */
+	struct all d = { 0 };
+	CHECK_EQ(batch_all(bad, 64, &d, BTR_BATCH_NO_DATA), -BTR_ERR_DATA_LOST);
+	free(d.b);
+	/* btr_batch_finish says it as well, and the stream says what */
+	struct btr_batch *b;
+	CHECK_EQ(btr_batch_open(bad, NULL, 0, &b), 0);
+	CHECK_EQ(btr_batch_finish(b), -BTR_ERR_DATA_LOST);
+	CHECK(btr_stream_data_lost(btr_batch_stream(b)));
+	struct btr_stream_loss l;
+	CHECK_EQ(btr_stream_losses(btr_batch_stream(b), &l, 1), 1);
+	CHECK_EQ(l.kind, BTR_LOSS_CHUNK);
+	btr_batch_free(b);
+	/* an analysis run over it: the same code, in the return and the info */
+	struct btr_analysis *a;
+	CHECK_EQ(btr_blocks_new(&a), 0);
+	struct btr_analysis_run_info info = { .sz = sizeof(info) };
+	CHECK_EQ(btr_analysis_run(bad, NULL, &a, 1, &info), -BTR_ERR_DATA_LOST);
+	CHECK_EQ(info.status, -BTR_ERR_DATA_LOST);
+	CHECK_EQ(info.lost, 1);
+	CHECK_EQ(info.stats.lost_chunks, 1);
+	btr_analysis_free(a);
+	CHECK_EQ(btr_blocks_new(&a), 0);
+	CHECK_EQ(btr_analysis_run(path, NULL, &a, 1, &info), 0);   /* the whole one: clean */
+	CHECK_EQ(info.status, 0);
+	CHECK_EQ(info.lost, 0);
+	btr_analysis_free(a);
+	free(whole.b);
+	free(ref.b);
+	unlink(bad);
+}
+
+/* A whole container whose recorder lost a process's data (a BTR_PROC_LOST
+ * record, as `btr record` writes when its temporary space fills up:
+ * tests/cli_lost.sh): the same -BTR_ERR_DATA_LOST at the end. */
+static void test_recorder_loss(void)
+{
+	char path[] = "/tmp/btr_test_batch_lost_XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	struct btr_trace_writer *w;
+	CHECK_EQ(btr_trace_writer_new(path, NULL, &w), 0);
+	struct btr_record r = { .type = BTR_REC_PROCESS };
+	r.u.process = (struct btr_rec_process){ .pid = 10, .event = BTR_PROC_START, .path = "/bin/x", .args = "",
+						.detail = "" };
+	CHECK_EQ(btr_trace_write(w, &r), 0);
+	struct btr_branch br[3] = { { .from = 0x1000, .to = 0x2000, .tid = 10, .insns = 1, .flags = BTR_BF_TAKEN },
+				    { .from = 0x2010, .to = 0x1004, .tid = 10, .insns = 2, .flags = BTR_BF_TAKEN },
+				    { .from = 0x1010, .to = 0x3000, .tid = 10, .insns = 3, .flags = BTR_BF_TAKEN } };
+	r.type = BTR_REC_BRANCHES;
+	r.u.branches = (struct btr_rec_branches){ .tid = 10, .count = 3, .branches = br };
+	CHECK_EQ(btr_trace_write(w, &r), 0);
+	r.type = BTR_REC_PROCESS;
+	r.u.process = (struct btr_rec_process){ .pid = 10, .event = BTR_PROC_LOST, .path = "/bin/x", .args = "",
+						.detail = "no space left for its trace" };
+	CHECK_EQ(btr_trace_write(w, &r), 0);
+	CHECK_EQ(btr_trace_writer_close(w), 0);
+	struct all ref = { 0 }, a = { 0 };
+	CHECK_EQ(run_all(path, &ref), -BTR_ERR_DATA_LOST);
+	CHECK_EQ(batch_all(path, 2, &a, 0), -BTR_ERR_DATA_LOST);
+	CHECK_EQ(a.n, 3);
+	CHECK(same(&a, &ref));
+	free(a.b);
+	free(ref.b);
+	struct all d = { 0 };
+	CHECK_EQ(batch_all(path, 2, &d, BTR_BATCH_NO_DATA), -BTR_ERR_DATA_LOST);
+	free(d.b);
+	unlink(path);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/btr_test_batch_XXXXXX";
@@ -181,6 +293,8 @@ int main(void)
 	write_trace(path);
 	test_sizes(path, 4 * (1200 + 1200) + 12 + 4 * 1050 * 2, 3);
 	test_skip_unselected(path);
+	test_damaged_chunk(path);
+	test_recorder_loss();
 
 	/* a stop from the event callback: what came before, then the end */
 	struct all st = { .stop_at_event = 3 }, ref = { .stop_at_event = 3 };

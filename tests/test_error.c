@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <limits.h>
 #include "check.h"
 #include "btr/error.h"
 
@@ -17,6 +18,13 @@ int main(void)
 	CHECK_STR(btr_errstr(-BTR_ERR_CHECKSUM), "checksum mismatch");
 	CHECK_STR(btr_errstr(BTR_ERR_CHECKSUM), "checksum mismatch");
 	CHECK_STR(btr_errstr(-9999), "unknown error");
+	/* total: every int has a string (INT_MIN has no positive counterpart) */
+	CHECK_STR(btr_errstr(INT_MIN), "unknown error");
+	CHECK_STR(btr_errstr(INT_MIN + 1), "unknown error");
+	CHECK_STR(btr_errstr(INT_MAX), "unknown error");
+	CHECK_STR(btr_errstr(9999), "unknown error");
+	CHECK_STR(btr_errstr(BTR_ERR__COUNT), "unknown error");
+	CHECK_STR(btr_errstr(-BTR_ERR__COUNT), "unknown error");
 	for (int e = 0; e < BTR_ERR__COUNT; e++)
 		CHECK(strcmp(btr_errstr(-e), "unknown error") != 0);
 	CHECK_EQ(btr_err_from_errno(ENOENT), -BTR_ERR_NOENT);

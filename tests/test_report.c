@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <string.h>
 
+#include "analysis/analysis_mux.h"
 #include "btr/btr.h"
 #include "btr/report.h"
 #include "btr/stream.h"
@@ -630,14 +631,14 @@ static void test_tsx(void)
 	btr_report_free(r);
 
 	struct btr_analysis *bl;
-	struct btr_analysis_mux *m;
+	struct btr__analysis_mux *m;
 	CHECK_EQ(btr_blocks_new(&bl), 0);
-	CHECK_EQ(btr_analysis_mux_new(&bl, 1, &m), 0);
-	CHECK_EQ(btr_analysis_mux_begin(m, NULL), 0);
-	CHECK_EQ(btr_analysis_mux_branches(m, b, 3), 0);   /* the abort comes in the next batch */
-	CHECK_EQ(btr_analysis_mux_event(m, &ab), 0);
-	CHECK_EQ(btr_analysis_mux_branches(m, b + 3, n - 3), 0);
-	CHECK_EQ(btr_analysis_mux_end(m, 0), 0);
+	CHECK_EQ(btr__analysis_mux_new(&bl, 1, &m), 0);
+	CHECK_EQ(btr__analysis_mux_begin(m, NULL), 0);
+	CHECK_EQ(btr__analysis_mux_branches(m, b, 3), 0);   /* the abort comes in the next batch */
+	CHECK_EQ(btr__analysis_mux_event(m, &ab), 0);
+	CHECK_EQ(btr__analysis_mux_branches(m, b + 3, n - 3), 0);
+	CHECK_EQ(btr__analysis_mux_end(m, 0), 0);
 	const struct btr_blocks_result *br_ = btr_blocks_get(bl);
 	CHECK(br_ != NULL);
 	if (br_) {
@@ -652,7 +653,7 @@ static void test_tsx(void)
 		}
 		CHECK_EQ(seen, 15u);
 	}
-	btr_analysis_mux_free(m);
+	btr__analysis_mux_free(m);
 	btr_analysis_free(bl);
 }
 

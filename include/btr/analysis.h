@@ -56,8 +56,8 @@ struct btr_analysis_ops {
 	int (*event)(void *state, const struct btr_stream_event *ev);
 	/* Once, after the last branch and event, while the stream (and so its
 	 * images) still lives: symbolize and finish here.  @status is 0 for a
-	 * clean end or the stream's negative read error (-BTR_ERR_TRUNCATED,
-	 * ...): results then cover what was read. */
+	 * clean end or the stream's negative error (-BTR_ERR_TRUNCATED, ...,
+	 * -BTR_ERR_DATA_LOST): results then cover what was read. */
 	int (*end)(void *state, int status);
 	/* Writes the result to @out in @format (NULL: the analysis' default;
 	 * names are the analysis' own, e.g. "text", "json", "lcov").  Returns
@@ -124,14 +124,18 @@ const struct btr_analysis_ops *btr_analysis_ops(const struct btr_analysis *a);
  * ("blocks").  What `btr CMD --format` accepts comes from here. */
 const char *const *btr_analysis_formats(const char *name);
 
-/* Writes @a's result (ops->write); -BTR_ERR_UNSUPPORTED if it has none. */
+/* Writes @a's result (ops->write); -BTR_ERR_UNSUPPORTED if it has none,
+ * -BTR_ERR_INVAL before its run has ended (never run, or still running:
+ * an error, not an empty result; a view such as cov, cfg or annotate
+ * needs its blocks analysis' run to have ended). */
 int btr_analysis_write(struct btr_analysis *a, FILE *out, const char *format);
 
 /* What a run saw. */
 struct btr_analysis_run_info {
 	size_t sz;                   /* sizeof(struct btr_analysis_run_info) */
 	int lost;                    /* trace data was lost (truncation, bad chunk) */
-	int status;                  /* the stream's read error, 0 if clean */
+	int status;                  /* how the stream ended: 0 clean, its read
+				      * error, or -BTR_ERR_DATA_LOST */
 	char backend[32];            /* the trace's backend ("qemu", "perf", ...) */
 	struct btr_stream_stats stats;
 	/* The causes of lost data (btr_stream_losses): set @losses (caller-
@@ -147,52 +151,20 @@ struct btr_analysis_run_info {
  * callbacks and ctx are replaced), feeds every analysis of @list (@n of
  * them, borrowed) in one pass - begin, branch batches and events in
  * stream order, end - and fills @info (may be NULL).  Returns 0 when the
- * whole trace was read; a positive value if an analysis stopped the run
- * early (ends were still called); the stream's read error (-BTR_ERR_TRUNCATED,
- * -BTR_ERR_CHECKSUM, ...) after the analyses were ended with it, so
- * partial results are usable; a negative error of an analysis or of
- * opening the trace (-BTR_ERR_NOENT, -BTR_ERR_BAD_MAGIC, ...: nothing was
- * fed, no end called). */
+ * whole trace was read and nothing was lost; a positive value if an
+ * analysis stopped the run early (ends were still called); the stream's
+ * error (-BTR_ERR_TRUNCATED, -BTR_ERR_CHECKSUM, ..., or -BTR_ERR_DATA_LOST
+ * for a trace read to its end that lost data on the way: btr_stream_run)
+ * after the analyses were ended with it, so partial results are usable
+ * (@info->status is then the same value, @info->lost 1); a negative error
+ * of an analysis or of opening the trace (-BTR_ERR_NOENT,
+ * -BTR_ERR_BAD_MAGIC, ...: nothing was fed, no end called; @info->status
+ * 0).  An analysis object runs once: -BTR_ERR_INVAL for one that has run
+ * (or is running) already, or is listed twice (its counts would add up);
+ * create a new one for the next run. */
 int btr_analysis_run(const char *path, const struct btr_stream_opts *sopts,
 		     struct btr_analysis *const *list, size_t n,
 		     struct btr_analysis_run_info *info);
-
-/* The same over a stream the caller feeds itself: btr_analysis_mux_new
- * returns callbacks to put into struct btr_stream_opts (branch, event,
- * ctx = the mux) before btr_stream_new; call btr_analysis_mux_begin after
- * creating the stream, feed it, then btr_analysis_mux_end.  For tests and
- * for commands that build streams from records in memory. */
-struct btr_analysis_mux;
-int btr_analysis_mux_new(struct btr_analysis *const *list, size_t n, struct btr_analysis_mux **out);
-void btr_analysis_mux_free(struct btr_analysis_mux *m);
-/* Stream callbacks (ctx = the mux). */
-int btr_analysis_mux_branch(void *mux, const struct btr_branch *b);
-/* The batched form (btr_stream_opts.branches): @n branches at @b.  A
- * large batch goes to the analyses as it is, without a copy. */
-int btr_analysis_mux_branches(void *mux, const struct btr_branch *b, size_t n);
-int btr_analysis_mux_event(void *mux, const struct btr_stream_event *ev);
-/* The counted form (btr_stream_opts.counts): passes @c to every
- * analysis' ops->counts (only put it into the stream options when every
- * analysis has one: btr_analysis_mux_counts_ok). */
-int btr_analysis_mux_counts(void *mux, const struct btr_branch_count *c, size_t n);
-/* 1 if every analysis of @m that takes branches takes counts too
- * (ops->counts; those that take neither do not matter), else 0. */
-int btr_analysis_mux_counts_ok(const struct btr_analysis_mux *m);
-/* btr_stream_opts.fold_ok over a mux: nonzero if every analysis of @mux
- * that takes branches has ops->fold_ok and it says yes for @tid (buffered
- * branches are delivered first). */
-int btr_analysis_mux_fold_ok(void *mux, uint32_t tid);
-/* 1 if every analysis of @m that takes branches has ops->fold_ok (and one
- * does), else 0. */
-int btr_analysis_mux_fold_any(const struct btr_analysis_mux *m);
-/* btr_stream_opts.fold_block over a mux: the BTR_FOLD_* bits every
- * analysis of @mux that takes branches lets go (BTR_FOLD_NOT_TAKEN for
- * one without ops->fold_block). */
-int btr_analysis_mux_fold_block(void *mux, uint32_t pid, uint64_t start, uint64_t from, uint64_t to);
-int btr_analysis_mux_begin(struct btr_analysis_mux *m, struct btr_stream *s);
-/* Flushes buffered branches and calls every end with @status.  Returns 0
- * or the first analysis error. */
-int btr_analysis_mux_end(struct btr_analysis_mux *m, int status);
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,9 @@
  *     long n;
  *     while ((n = btr_batch_read(b, buf, 4096)) > 0)
  *         use(buf, n);
- *     (n < 0: an error; the branches before it were delivered)
+ *     (n < 0: an error; the branches before it were delivered;
+ *      n == -BTR_ERR_DATA_LOST: the whole trace was read, but data was
+ *      lost on the way: the branches are right but not all there)
  *     btr_batch_free(b);
  *
  * The branches, their order and their contents are exactly those of
@@ -57,10 +59,14 @@ int btr_batch_open(const char *path, const struct btr_stream_opts *opts, unsigne
 
 /* Copies the next up to @max branches into @buf (caller-owned, room for
  * @max) and returns how many; fewer than @max only at the end of the
- * trace.  Returns 0 at the end (the stream is finished then), or a
- * negative error: the reader's (-BTR_ERR_TRUNCATED, ...) once every branch
- * before the damage was returned, -BTR_ERR_NOMEM, -BTR_ERR_INVAL (NULL
- * @b or @buf, @max 0).  An event callback that returns nonzero stops the
+ * trace.  Returns 0 at the clean end (the stream is finished then, nothing
+ * was lost), or a negative error once every branch before it was
+ * returned: the reader's (-BTR_ERR_TRUNCATED, ...) where the file is
+ * damaged, -BTR_ERR_DATA_LOST at the end of a trace that lost data on the
+ * way (a skipped chunk, a recorder's loss record: never a silent 0; which
+ * data, btr_stream_losses(btr_batch_stream(b), ...)), -BTR_ERR_NOMEM,
+ * -BTR_ERR_INVAL (NULL @b or @buf, @max 0).  The error is returned once;
+ * the calls after it return 0.  An event callback that returns nonzero stops the
  * stream: the branches before the stop are returned, then 0.  Memory:
  * besides @buf, the branches of one record (one PT chunk's worth) that
  * did not fit are held until the next call. */
@@ -73,7 +79,7 @@ struct btr_stream *btr_batch_stream(struct btr_batch *b);
 
 /* Reads the rest of the trace without returning branches (the images,
  * statistics and events are then complete).  Returns 0 or the error
- * btr_batch_read would return. */
+ * btr_batch_read would return (-BTR_ERR_DATA_LOST too). */
 int btr_batch_finish(struct btr_batch *b);
 
 /* Frees @b and its stream; NULL is fine. */

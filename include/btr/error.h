@@ -48,11 +48,15 @@ enum btr_error {
 	BTR_ERR_LIMIT,         /* a configured limit was reached (--max-processes) */
 	BTR_ERR_NOSPACE,       /* no space left on the device (ENOSPC, EDQUOT) */
 	BTR_ERR_FBIG,          /* a file reached the file size limit (EFBIG: `ulimit -f`) */
+	BTR_ERR_DATA_LOST,     /* the trace was read to its end but data was lost (a damaged
+				* chunk, a recorder's loss record): what was delivered is
+				* right but incomplete; btr_stream_losses() says what */
 	BTR_ERR__COUNT
 };
 
 /* Returns a static, human-readable description of @err (positive or
- * negative).  Never returns NULL; unknown values give "unknown error". */
+ * negative).  Never returns NULL; any other int (INT_MIN, INT_MAX, ...)
+ * gives "unknown error". */
 const char *btr_errstr(int err);
 
 /* Converts a positive errno value to a negative enum btr_error. */

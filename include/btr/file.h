@@ -19,13 +19,17 @@
 
 #pragma GCC visibility push(default)   /* the public API: what libbtr.so exports (docs/library.md) */
 
-#include <limits.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The size of the path buffers below: Linux's PATH_MAX, spelled out so that
+ * the layout does not depend on the feature macros of the includer (strict
+ * -std=c99 has no PATH_MAX; lib/file.c checks that the two agree). */
+#define BTR_PATH_MAX 4096
 
 /* A file being written: caller-owned, filled by btr_outfile_open. */
 struct btr_outfile {
@@ -34,9 +38,9 @@ struct btr_outfile {
 	int placeholder;        /* 1: btr_outfile_open created an empty file at
 				 * @path (the target of a dangling symlink the
 				 * user named); removed again on discard */
-	char path[PATH_MAX];    /* where commit puts the file: the name given,
+	char path[BTR_PATH_MAX];    /* where commit puts the file: the name given,
 				 * or the file a symlink given leads to */
-	char tmp[PATH_MAX];     /* the temporary name ("" for an O_TMPFILE) */
+	char tmp[BTR_PATH_MAX];     /* the temporary name ("" for an O_TMPFILE) */
 };
 
 /* Modes and flags of btr_outfile_open. */

@@ -58,43 +58,43 @@ struct btr_perf_event_attr {
 };
 #define BTR_PERF_ATTR_SIZE 128
 
-/* Bits of the perf_event_attr bitfield word (in declaration order). */
-enum {
-	BTR_PA_DISABLED = 1ull << 0,
-	BTR_PA_INHERIT = 1ull << 1,
-	BTR_PA_PINNED = 1ull << 2,
-	BTR_PA_EXCLUSIVE = 1ull << 3,
-	BTR_PA_EXCLUDE_USER = 1ull << 4,
-	BTR_PA_EXCLUDE_KERNEL = 1ull << 5,
-	BTR_PA_EXCLUDE_HV = 1ull << 6,
-	BTR_PA_EXCLUDE_IDLE = 1ull << 7,
-	BTR_PA_MMAP = 1ull << 8,
-	BTR_PA_COMM = 1ull << 9,
-	BTR_PA_FREQ = 1ull << 10,
-	BTR_PA_INHERIT_STAT = 1ull << 11,
-	BTR_PA_ENABLE_ON_EXEC = 1ull << 12,
-	BTR_PA_TASK = 1ull << 13,
-	BTR_PA_WATERMARK = 1ull << 14,
-	BTR_PA_PRECISE_IP_SHIFT = 15,   /* 2 bits */
-	BTR_PA_MMAP_DATA = 1ull << 17,
-	BTR_PA_SAMPLE_ID_ALL = 1ull << 18,
-	BTR_PA_EXCLUDE_HOST = 1ull << 19,
-	BTR_PA_EXCLUDE_GUEST = 1ull << 20,
-	BTR_PA_EXCLUDE_CALLCHAIN_KERNEL = 1ull << 21,
-	BTR_PA_EXCLUDE_CALLCHAIN_USER = 1ull << 22,
-	BTR_PA_MMAP2 = 1ull << 23,
-	BTR_PA_COMM_EXEC = 1ull << 24,
-	BTR_PA_USE_CLOCKID = 1ull << 25,
-	BTR_PA_CONTEXT_SWITCH = 1ull << 26,
-	BTR_PA_WRITE_BACKWARD = 1ull << 27,
-	BTR_PA_NAMESPACES = 1ull << 28,
-	BTR_PA_KSYMBOL = 1ull << 29,
-	BTR_PA_BPF_EVENT = 1ull << 30,
-	BTR_PA_AUX_OUTPUT = 1ull << 31,
-	BTR_PA_CGROUP = 1ull << 32,
-	BTR_PA_TEXT_POKE = 1ull << 33,
-	BTR_PA_BUILD_ID = 1ull << 34,
-};
+/* Bits of the perf_event_attr bitfield word (in declaration order).  Macros,
+ * not enumerators: bits 31 and above do not fit an int, which ISO C requires
+ * of enumerators (the header stays clean under -std=c99 -pedantic). */
+#define BTR_PA_DISABLED (1ull << 0)
+#define BTR_PA_INHERIT (1ull << 1)
+#define BTR_PA_PINNED (1ull << 2)
+#define BTR_PA_EXCLUSIVE (1ull << 3)
+#define BTR_PA_EXCLUDE_USER (1ull << 4)
+#define BTR_PA_EXCLUDE_KERNEL (1ull << 5)
+#define BTR_PA_EXCLUDE_HV (1ull << 6)
+#define BTR_PA_EXCLUDE_IDLE (1ull << 7)
+#define BTR_PA_MMAP (1ull << 8)
+#define BTR_PA_COMM (1ull << 9)
+#define BTR_PA_FREQ (1ull << 10)
+#define BTR_PA_INHERIT_STAT (1ull << 11)
+#define BTR_PA_ENABLE_ON_EXEC (1ull << 12)
+#define BTR_PA_TASK (1ull << 13)
+#define BTR_PA_WATERMARK (1ull << 14)
+#define BTR_PA_PRECISE_IP_SHIFT 15   /* 2 bits */
+#define BTR_PA_MMAP_DATA (1ull << 17)
+#define BTR_PA_SAMPLE_ID_ALL (1ull << 18)
+#define BTR_PA_EXCLUDE_HOST (1ull << 19)
+#define BTR_PA_EXCLUDE_GUEST (1ull << 20)
+#define BTR_PA_EXCLUDE_CALLCHAIN_KERNEL (1ull << 21)
+#define BTR_PA_EXCLUDE_CALLCHAIN_USER (1ull << 22)
+#define BTR_PA_MMAP2 (1ull << 23)
+#define BTR_PA_COMM_EXEC (1ull << 24)
+#define BTR_PA_USE_CLOCKID (1ull << 25)
+#define BTR_PA_CONTEXT_SWITCH (1ull << 26)
+#define BTR_PA_WRITE_BACKWARD (1ull << 27)
+#define BTR_PA_NAMESPACES (1ull << 28)
+#define BTR_PA_KSYMBOL (1ull << 29)
+#define BTR_PA_BPF_EVENT (1ull << 30)
+#define BTR_PA_AUX_OUTPUT (1ull << 31)
+#define BTR_PA_CGROUP (1ull << 32)
+#define BTR_PA_TEXT_POKE (1ull << 33)
+#define BTR_PA_BUILD_ID (1ull << 34)
 
 /* PERF_SAMPLE_* bits used here. */
 enum {

@@ -188,10 +188,10 @@ const struct btr_report_result *btr_report_get(const struct btr_report *r);
 /* Convenience: runs a report analysis (btr_report_analysis_new) over
  * trace @path with @sopts through btr_analysis_run and hands its report
  * to the caller.  On success or on a read error after which a report was
- * still produced (-BTR_ERR_TRUNCATED, ...), *@out holds the report (free
- * it with btr_report_free) and *@lost (may be NULL) says whether trace
- * data was lost.  Returns 0 or a negative error; *@out is NULL if nothing
- * could be read. */
+ * still produced (-BTR_ERR_TRUNCATED, -BTR_ERR_DATA_LOST, ...), *@out
+ * holds the report (free it with btr_report_free) and *@lost (may be NULL)
+ * says whether trace data was lost.  Returns 0 or a negative error; *@out
+ * is NULL if nothing could be read. */
 int btr_report_trace(const char *path, const struct btr_stream_opts *sopts,
 		     const struct btr_report_opts *ropts, struct btr_report **out, int *lost);
 

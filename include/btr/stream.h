@@ -227,12 +227,16 @@ int btr_stream_open(const char *path, const struct btr_stream_opts *opts, struct
 int btr_stream_record(struct btr_stream *s, const struct btr_record *rec);
 
 /* Reads every record of the trace opened by btr_stream_open and then
- * calls btr_stream_finish.  Returns 0 at the clean end, a positive value
- * if a callback stopped the stream, or a negative error.  A chunk with a
- * bad checksum is skipped with a GAP event (reason -BTR_ERR_CHECKSUM) and
- * reading goes on; -BTR_ERR_TRUNCATED (and other reader errors) are
- * returned after everything before the damage was delivered and the
- * stream finished.  btr_stream_data_lost() tells whether data was lost. */
+ * calls btr_stream_finish.  Returns 0 at the clean end (the whole trace,
+ * nothing lost), a positive value if a callback stopped the stream, or a
+ * negative error.  A chunk with a bad checksum is skipped with a GAP
+ * event (reason -BTR_ERR_CHECKSUM) and reading goes on;
+ * -BTR_ERR_TRUNCATED (and other reader errors) are returned after
+ * everything before the damage was delivered and the stream finished.
+ * Loss is never a 0: a trace read to its end that lost data on the way
+ * (a skipped chunk, a recorder's BTR_PROC_LOST record) returns
+ * -BTR_ERR_DATA_LOST, and everything readable was delivered (accept it to
+ * use partial results; btr_stream_losses() says what was lost). */
 int btr_stream_run(struct btr_stream *s);
 
 /* One turn of btr_stream_run: reads the next record of the trace opened by
@@ -241,16 +245,18 @@ int btr_stream_run(struct btr_stream *s);
  * sets *@end to 1 and finishes the stream (btr_stream_finish); later calls
  * only set *@end again.  Otherwise sets *@end to 0.  Returns what
  * btr_stream_run would: 0, a positive value if a callback stopped the
- * stream, the reader's error (-BTR_ERR_TRUNCATED, ...: *@end is 1) or
- * another negative error; -BTR_ERR_INVAL for a stream not made by
- * btr_stream_open or a NULL @end.  For callers that pace the decoding
- * themselves (btr/batch.h). */
+ * stream, the reader's error (-BTR_ERR_TRUNCATED, ...: *@end is 1),
+ * -BTR_ERR_DATA_LOST at the end of a trace that lost data (*@end is 1; so
+ * do later calls) or another negative error; -BTR_ERR_INVAL for a stream
+ * not made by btr_stream_open or a NULL @end.  For callers that pace the
+ * decoding themselves (btr/batch.h). */
 int btr_stream_step(struct btr_stream *s, int *end);
 
 /* Flushes per-thread state at the end of the input (BTS bytes left over
  * become a GAP).  Called by btr_stream_run; call it yourself after the
  * last btr_stream_record.  Returns 0, or a positive value if a callback
- * stopped. */
+ * stopped (loss is not in this return: a stream fed record by record asks
+ * btr_stream_data_lost()). */
 int btr_stream_finish(struct btr_stream *s);
 
 /* The image the stream decodes with (owned by the stream; replaced on

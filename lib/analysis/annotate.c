@@ -198,5 +198,5 @@ int btr_annotate_new_opts(struct btr_analysis *blocks, const char *function, con
 	BTR_OPTS_COPY(&a->o, opts);
 	a->blocks = blocks;
 	a->function = function;
-	return btr_analysis_new(&btr__annotate_ops, a, out);
+	return btr__analysis_new_view(&btr__annotate_ops, a, blocks, out);
 }

@@ -251,7 +251,7 @@ int btr_cfg_new(struct btr_analysis *blocks, const struct btr_cfg_opts *opts, st
 	c->blocks = blocks;
 	BTR_OPTS_COPY(&c->o, opts);
 	c->collapsed = -1;
-	return btr_analysis_new(&btr__cfg_ops, c, out);
+	return btr__analysis_new_view(&btr__cfg_ops, c, blocks, out);
 }
 
 long btr_cfg_collapsed(const struct btr_analysis *a)

@@ -697,7 +697,7 @@ int btr_cov_new(struct btr_analysis *blocks, struct btr_analysis **out)
 	if (!c)
 		return -BTR_ERR_NOMEM;
 	c->blocks = blocks;
-	return btr_analysis_new(&btr__cov_ops, c, out);
+	return btr__analysis_new_view(&btr__cov_ops, c, blocks, out);
 }
 
 int btr_cov_set_module(struct btr_analysis *a, const char *module)

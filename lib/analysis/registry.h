@@ -14,4 +14,10 @@
 BTR_ANALYSES(X)
 #undef X
 
+/* btr_analysis_new for a view of another analysis' result (cov, cfg,
+ * annotate over a blocks analysis): it takes no branches itself, and it
+ * can be written once @source's run has ended (analysis.c). */
+int btr__analysis_new_view(const struct btr_analysis_ops *ops, void *state, struct btr_analysis *source,
+			   struct btr_analysis **out);
+
 #endif

@@ -219,6 +219,7 @@ void btr_probe_step(struct btr_capture_probe *out)
 /* A known sequence: 5 instructions, 2 of them taken jumps, then int3. */
 __asm__(".text\n"
 	".globl btr__step_probe_seq\n"
+	".hidden btr__step_probe_seq\n"   /* internal, as -fvisibility=hidden makes C code */
 	".type btr__step_probe_seq,@function\n"
 	"btr__step_probe_seq:\n"
 	"  nop\n"

@@ -1316,7 +1316,7 @@ int btr_stream_step(struct btr_stream *s, int *end)
 	*end = 0;
 	if (s->finished) {
 		*end = 1;
-		return s->stopped;
+		return s->stopped ? s->stopped : s->data_lost ? -BTR_ERR_DATA_LOST : 0;
 	}
 	struct btr_record rec;
 	struct btr_trace_info ti;
@@ -1328,7 +1328,9 @@ int btr_stream_step(struct btr_stream *s, int *end)
 			uint64_t at = ti.size ? ti.size : btr_trace_reader_offset(s->reader);
 			s->o.progress(s->o.progress_ctx, at, at);
 		}
-		return btr_stream_finish(s);
+		/* the end: loss said in the return, not only by data_lost */
+		rc = btr_stream_finish(s);
+		return rc ? rc : s->data_lost ? -BTR_ERR_DATA_LOST : 0;
 	}
 	if (s->o.progress && rc == 0) {
 		uint64_t at = btr_trace_reader_offset(s->reader);

@@ -68,14 +68,18 @@ static int is_data(enum btr_rec_type t)
 	       t == BTR_REC_BRANCHES;
 }
 
-/* BTR_BATCH_NO_DATA: feed the descriptive records only. */
+/* BTR_BATCH_NO_DATA: feed the descriptive records only.  A skipped chunk
+ * may have held some of them: -BTR_ERR_DATA_LOST at the end, as a full
+ * pass says. */
 static int scan(struct btr_batch *bb)
 {
 	struct btr_record rec;
-	int rc;
+	int rc, skipped = 0;
 	while ((rc = btr_trace_read(bb->r, &rec)) != -BTR_ERR_EOS) {
-		if (rc == -BTR_ERR_CHECKSUM)
+		if (rc == -BTR_ERR_CHECKSUM) {
+			skipped = 1;
 			continue;
+		}
 		if (rc < 0)
 			break;
 		if (is_data(rec.type))
@@ -86,7 +90,7 @@ static int scan(struct btr_batch *bb)
 	}
 	int frc = btr_stream_finish(bb->s);
 	if (rc == -BTR_ERR_EOS)
-		rc = frc;
+		rc = frc ? frc : skipped || btr_stream_data_lost(bb->s) ? -BTR_ERR_DATA_LOST : 0;
 	return rc < 0 ? rc : 0;
 }
 

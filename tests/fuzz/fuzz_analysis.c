@@ -2,7 +2,7 @@
  * analysis of tests/fuzz/analyses.h on arbitrary record sequences.  The
  * input is read as a series of records (a type byte, then that record's
  * fields taken from the bytes) fed to btr_stream_record, whose callbacks
- * feed the analyses through btr_analysis_mux, over a small fixed code
+ * feed the analyses through btr__analysis_mux, over a small fixed code
  * image; every analysis is then written in each of its formats.  Containers are fuzzed by fuzz_trace; this
  * target skips the checksums and reaches the stream's own logic: PT data
  * with arbitrary stream offsets and tids, BTS records split anywhere, LBR
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/analysis_mux.h"
 #include "btr/report.h"
 #include "btr/stream.h"
 #include "analyses.h"
@@ -46,10 +47,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct in in = { data, data + size };
 	struct btr_analysis *list[FUZZ_N_ANALYSES];
 	size_t na = fuzz_analyses_new(data, size, list);
-	struct btr_analysis_mux *mux;
+	struct btr__analysis_mux *mux;
 	if (!na)
 		return 0;
-	if (btr_analysis_mux_new(list, na, &mux) < 0) {
+	if (btr__analysis_mux_new(list, na, &mux) < 0) {
 		fuzz_analyses_write_free(list, na);
 		return 0;
 	}
@@ -58,16 +59,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (use_filter)
 		btr_filter_parse("jcc,near_ret,user", &flt);
 	struct btr_stream_opts so = { .sz = sizeof(so), .filter = use_filter ? &flt : NULL,
-				      .branch = btr_analysis_mux_branch, .event = btr_analysis_mux_event,
+				      .branch = btr__analysis_mux_branch, .event = btr__analysis_mux_event,
 				      .ctx = mux };
 	struct btr_stream *s;
 	if (btr_stream_new(&so, &s) < 0) {
-		btr_analysis_mux_free(mux);
+		btr__analysis_mux_free(mux);
 		fuzz_analyses_write_free(list, na);
 		return 0;
 	}
 	btr_image_add_bytes(btr_stream_image(s), code, sizeof(code), 0x1000);
-	btr_analysis_mux_begin(mux, s);
+	btr__analysis_mux_begin(mux, s);
 	struct btr_lbr_entry ent[32];
 	struct btr_branch br[16];
 	while (in.p < in.end) {
@@ -151,10 +152,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 	}
 	btr_stream_finish(s);
-	btr_analysis_mux_end(mux, 0);
+	btr__analysis_mux_end(mux, 0);
 	/* written after the stream is gone: results must not point into it */
 	btr_stream_free(s);
-	btr_analysis_mux_free(mux);
+	btr__analysis_mux_free(mux);
 	fuzz_analyses_write_free(list, na);
 	return 0;
 }
