@@ -14,6 +14,7 @@
 #include "btr/error.h"
 #include "btr/trace.h"
 #include "btr/file.h"
+#include "btr/perfattr.h"
 #include "internal.h"
 #include "image/jitsyms.h"
 #include "output.h"
@@ -827,6 +828,47 @@ static int assembly_stopped(struct btr_trace_writer *w, const char *output, cons
 	return -BTR_ERR_INTERRUPTED;
 }
 
+/* --ip-filter SPEC for the plugin: ",filter=0xLO-0xHI@FILE" per range
+ * (file offsets, btr_ip_filter_parse as for -b pt; FILE made absolute:
+ * the plugin matches it against the paths of the guest's mappings). */
+static int filter_args(const struct btr_capture_opts *opts, char *buf, size_t size)
+{
+	const char *const *spec = BTR_OPTS_GET(opts, ip_filters, NULL);
+	unsigned n = BTR_OPTS_GET(opts, n_ip_filters, 0);
+	size_t len = 0;
+	buf[0] = 0;
+	if (n > BTR_PT_MAX_FILTERS) {
+		btr_err("--ip-filter: at most %d ranges", BTR_PT_MAX_FILTERS);
+		return -BTR_ERR_INVAL;
+	}
+	for (unsigned i = 0; i < n && spec; i++) {
+		struct btr_ip_filter f;
+		char real[PATH_MAX];
+		int rc = btr_ip_filter_parse(spec[i], &f);
+		if (rc < 0)
+			return rc;   /* the parser said why */
+		if (!f.module[0]) {
+			btr_err("--ip-filter '%s': -b qemu traces user code only: give the file (START-END@FILE or "
+				"SYM@FILE)", spec[i]);
+			return -BTR_ERR_INVAL;
+		}
+		if (!realpath(f.module, real)) {
+			btr_err("--ip-filter: %s: %s", f.module, strerror(errno));
+			return btr_err_from_errno(errno);
+		}
+		if (strchr(real, ',')) {
+			btr_err("--ip-filter: %s: a path with a comma cannot be passed to the QEMU plugin", real);
+			return -BTR_ERR_INVAL;
+		}
+		int k = snprintf(buf + len, size - len, ",filter=0x%llx-0x%llx@%s", (unsigned long long)f.start,
+				 (unsigned long long)f.end, real);
+		if (k < 0 || (size_t)k >= size - len)
+			return -BTR_ERR_OVERFLOW;
+		len += (size_t)k;
+	}
+	return 0;
+}
+
 int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_result *res)
 {
 	char qemu[PATH_MAX], plugin[PATH_MAX], cmd[PATH_MAX], dir[PATH_MAX] = "", pfile[2 * PATH_MAX];
@@ -836,6 +878,7 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	struct ptab tab = { 0 };
 	struct pfile *files = NULL;
 	size_t n_files = 0;
+	static char fspec[BTR_PT_MAX_FILTERS * (PATH_MAX + 48)];   /* the filter= plugin arguments */
 	char **args = NULL, **renv = NULL;
 	int rc;
 
@@ -859,6 +902,8 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		goto out_x;
 	}
 	if ((rc = select_qemu(opts->qemu, plugin, qemu, sizeof(qemu))) < 0)
+		goto out_x;
+	if ((rc = filter_args(opts, fspec, sizeof(fspec))) < 0)
 		goto out_x;
 	struct rlimit fl;
 	if (getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY && fl.rlim_cur < QS_SIZE) {
@@ -955,13 +1000,15 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		goto fail;
 	}
 
-	char parg[6 * PATH_MAX + 160];
+	char parg[6 * PATH_MAX + 160 + sizeof(fspec)];
 	/* qemu=: a guest execve starts the same QEMU command again (BTR_QEMU
 	 * may be a wrapper); a path with a comma cannot be a plugin argument. */
 	int qarg = !strchr(qemu, ',');
 	snprintf(parg, sizeof(parg), "%s,dir=%s,retcomp=%s,fork=%s,exec=%s,max=%u%s%s%s%s", plugin, dir,
 		 opts->no_retcomp ? "off" : "on", follow_fork ? "on" : "off", follow_exec ? "on" : "off", max_procs,
 		 gt[0] ? ",gt=" : "", gt, qarg ? ",qemu=" : "", qarg ? qemu : "");
+	if (strlen(parg) + strlen(fspec) < sizeof(parg))
+		strcat(parg, fspec);
 	args = calloc((size_t)x->argc + 8, sizeof(char *));
 	if (!args) {
 		rc = -BTR_ERR_NOMEM;

@@ -73,8 +73,10 @@ static const struct cli_opt opts[] = {
 	  "      --per-thread       one ring for the first thread only, no inheritance\n"
 	  "                         (default: one ring per CPU for the whole process tree)\n", NULL },
 	{ "ip-filter", OPT_IPF, CLI_ARG,
-	  "      --ip-filter SPEC   pt: trace only START-END (kernel), START-END@FILE or\n"
-	  "                         SYM@FILE (repeatable, up to the CPU's range count)\n", NULL },
+	  "      --ip-filter SPEC   pt, qemu: trace only START-END@FILE, SYM@FILE or (pt)\n"
+	  "                         START-END (kernel); repeatable (pt: up to the CPU's\n"
+	  "                         range count, qemu: 8); TIP.PGD/TIP.PGE at the edges;\n"
+	  "                         qemu runs code outside without callbacks\n", NULL },
 	{ "pt-config", OPT_PTCFG, CLI_ARG,
 	  "      --pt-config LIST   pt: cyc, cyc_thresh=N, mtc_period=N, psb_period=N,\n"
 	  "                         notsc, nomtc, ptw, pwr_evt, nobranch\n", NULL },
@@ -155,7 +157,7 @@ static int on_opt(void *ctx, int c, char *arg)
 	struct btr_capture_opts *o = x->o;
 	char *end;
 	uint64_t v;
-	if (c == OPT_USER || c == OPT_KERNEL || c == 'a' || c == OPT_PERTHREAD || c == OPT_IPF ||
+	if (c == OPT_USER || c == OPT_KERNEL || c == 'a' || c == OPT_PERTHREAD ||
 	    c == OPT_PTCFG || c == OPT_SNAP || c == OPT_LBRF || c == OPT_PERIOD || c == OPT_AUX)
 		x->hw_opt = 1;
 	switch (c) {
@@ -316,8 +318,11 @@ int cmd_record(int argc, char **argv)
 	if (strcmp(b->name, "qemu") && o.ground_truth)
 		return cli_usage_error("record", "--ground-truth needs the qemu backend");
 	if (hw_opt && strcmp(b->name, "pt") && strcmp(b->name, "bts") && strcmp(b->name, "lbr"))
-		return cli_usage_error("record", "--user/--kernel/--all-cpus/--per-thread/--ip-filter/--pt-config/"
+		return cli_usage_error("record", "--user/--kernel/--all-cpus/--per-thread/--pt-config/"
 				       "--snapshot/--lbr-filter/--period/--aux-size need -b pt, bts or lbr");
+	if (o.n_ip_filters && strcmp(b->name, "pt") && strcmp(b->name, "qemu"))
+		return cli_usage_error("record", "--ip-filter needs -b pt or qemu (docs/record.md, \"Selecting what is "
+				       "traced\")");
 
 	static int live;   /* the line while CMD runs too (record_progress) */
 	live = cli_progress_asked();
