@@ -1177,7 +1177,8 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	struct btr_rec_machine *m = &rec.u.machine;
 	snprintf(m->backend, sizeof(m->backend), "qemu");
 	snprintf(m->cpu_vendor, sizeof(m->cpu_vendor), "qemu-tcg");
-	m->flags = BTR_MACHINE_USER_ONLY | (opts->no_retcomp ? 0 : BTR_MACHINE_PT_RETCOMP);
+	m->flags = BTR_MACHINE_USER_ONLY | (opts->no_retcomp ? 0 : BTR_MACHINE_PT_RETCOMP) |
+		   (fspec[0] ? BTR_MACHINE_IP_FILTER : 0);
 	m->start_time_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 	if ((rc = btr_trace_write(w, &rec)) < 0)
 		goto fail;
