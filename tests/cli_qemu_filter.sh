@@ -65,13 +65,16 @@ check "report of an unfiltered trace says nothing of a filter" not_filtered "$tm
 "$btr" check "$tmp/tw.btr" >"$tmp/chk" 2>&1
 check "check: a filtered trace has no findings (exit 0)" [ $? -eq 0 ]
 
+"$btr" info -v >"$tmp/info" 2>&1
+check "info -v names qemu's --ip-filter" grep -q '^  qemu:  --ip-filter in software' "$tmp/info"
+
 # refusals: one line, exit 2 (usage) or 3 (the file)
 "$btr" record -q -b qemu --ip-filter "nosuchfn@$thr" -o "$tmp/x.btr" -- "$thr" >/dev/null 2>"$tmp/err"
 check "an unknown symbol: exit 3" [ $? -eq 3 ]
 check "... naming it" grep -q "no function 'nosuchfn'" "$tmp/err"
 check "... and no trace" [ ! -e "$tmp/x.btr" ]
 "$btr" record -q -b qemu --ip-filter "0x1000-0x2000" -o "$tmp/x.btr" -- "$thr" >/dev/null 2>"$tmp/err"
-check "a kernel range with -b qemu: exit 3" [ $? -eq 3 ]
+check "a kernel range with -b qemu: usage error" [ $? -eq 2 ]
 check "... saying a file is needed" grep -q "give the file" "$tmp/err"
 "$btr" record -q -b step --ip-filter "work@$thr" -o "$tmp/x.btr" -- "$thr" >/dev/null 2>"$tmp/err"
 check "--ip-filter with -b step: usage error" [ $? -eq 2 ]

@@ -320,6 +320,10 @@ int cmd_record(int argc, char **argv)
 	if (hw_opt && strcmp(b->name, "pt") && strcmp(b->name, "bts") && strcmp(b->name, "lbr"))
 		return cli_usage_error("record", "--user/--kernel/--all-cpus/--per-thread/--pt-config/"
 				       "--snapshot/--lbr-filter/--period/--aux-size need -b pt, bts or lbr");
+	for (unsigned i = 0; !strcmp(b->name, "qemu") && i < o.n_ip_filters; i++)
+		if (!strchr(o.ip_filters[i], '@'))
+			return cli_usage_error("record", "--ip-filter '%s': -b qemu traces user code only: give the file "
+					       "(START-END@FILE or SYM@FILE)", o.ip_filters[i]);
 	if (o.n_ip_filters && strcmp(b->name, "pt") && strcmp(b->name, "qemu"))
 		return cli_usage_error("record", "--ip-filter needs -b pt or qemu (docs/record.md, \"Selecting what is "
 				       "traced\")");
