@@ -214,6 +214,8 @@ int main(void)
 		check_skip("btr, btr-qemu.so or prog_select_qsort not built");
 	if (system("command -v qemu-x86_64 >/dev/null 2>&1") != 0)
 		check_skip("qemu-x86_64 absent");
+	if (system(BTR " info 2>/dev/null | grep -q '^qemu  yes'") != 0)
+		check_skip("the qemu backend is unusable here (btr info says why)");
 
 	CHECK_EQ(record("qemu_filter_full.btr", NULL, "qemu_filter_full.stats"), 0);
 	struct tr full;
