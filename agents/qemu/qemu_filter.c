@@ -48,6 +48,13 @@ static unsigned n_spec;
 static struct { uint64_t lo, hi; } range[FLT_RANGES];   /* guest addresses, inclusive */
 static unsigned n_range;                                /* published with release */
 
+/* --start/--stop: start=0xOFF@FILE, stop=0xOFF@FILE, mapped like the
+ * ranges (start_va, stop_va). */
+int flt_start_on;
+static struct { uint64_t off; char *path; } sspec[2];   /* [0] start, [1] stop */
+static uint64_t start_va[8], stop_va[8];
+static unsigned n_start_va, n_stop_va;
+
 static uint64_t flt_out;     /* blocks run outside the ranges (inline add) */
 static uint64_t flt_ncb;     /* TB-exec callbacks made (inline add, BTR_QEMU_STATS only) */
 static int stats;
@@ -60,6 +67,8 @@ static struct flt_thr {
 	struct tbinfo *pend;     /* left without a branch that says where: resolved at re-entry */
 	struct tbinfo *armed;    /* the block ending in a return or indirect branch it entered last */
 	uint64_t n_exit;         /* flt_exit calls (BTR_QEMU_STATS) */
+	int on;                  /* --start: tracing is on for this thread */
+	int64_t depth;           /* calls and handlers entered since the start function was */
 } ft[MAX_VCPUS];
 
 int flt_arg(const char *arg)
@@ -77,6 +86,20 @@ int flt_arg(const char *arg)
 	return 0;
 }
 
+/* start=0xOFF@FILE / stop=0xOFF@FILE (@which 0 / 1). */
+int flt_start_arg(const char *arg, int which)
+{
+	unsigned long long off;
+	int n = 0;
+	if (sscanf(arg, "%llx@%n", &off, &n) != 1 || !n || !arg[n] || sspec[which].path)
+		return -1;
+	sspec[which].off = off;
+	if (!(sspec[which].path = strdup(arg + n)))
+		return -1;
+	flt_start_on = 1;
+	return 0;
+}
+
 void flt_init(void)
 {
 	const char *s = getenv("BTR_QEMU_STATS");
@@ -86,11 +109,20 @@ void flt_init(void)
 /* A mapping of @path: the ranges it holds. */
 void flt_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot)
 {
-	if (!flt_on || !(prot & PROT_EXEC))
+	if ((!flt_on && !flt_start_on) || !(prot & PROT_EXEC))
 		return;
 	char real[PATH_MAX];
 	if (!realpath(path, real))
 		snprintf(real, sizeof(real), "%s", path);
+	for (int w = 0; w < 2; w++) {
+		uint64_t *va = w ? stop_va : start_va;
+		unsigned *nv = w ? &n_stop_va : &n_start_va;
+		if (!sspec[w].path || (strcmp(sspec[w].path, real) && strcmp(sspec[w].path, path)) ||
+		    sspec[w].off < pgoff || sspec[w].off >= pgoff + size || *nv == 8)
+			continue;
+		va[*nv] = start + (sspec[w].off - pgoff);
+		__atomic_store_n(nv, *nv + 1, __ATOMIC_RELEASE);
+	}
 	for (unsigned i = 0; i < n_spec; i++) {
 		if (strcmp(spec[i].path, real) && strcmp(spec[i].path, path))
 			continue;
@@ -158,6 +190,10 @@ void flt_trans_in(struct qemu_plugin_tb *tb, size_t n, struct tbinfo *b, void (*
 	if (stats)
 		qemu_plugin_register_vcpu_insn_exec_inline(qemu_plugin_tb_get_insn(tb, 0), QEMU_PLUGIN_INLINE_ADD_U64,
 							   &flt_ncb, 1);
+	if (flt_start_on) {
+		qemu_plugin_register_vcpu_tb_exec_cb(tb, flt_start_exec, QEMU_PLUGIN_CB_NO_REGS, b);
+		return;
+	}
 	if (!flt_on) {
 		qemu_plugin_register_vcpu_tb_exec_cb(tb, cb, QEMU_PLUGIN_CB_NO_REGS, b);
 		return;
@@ -294,6 +330,76 @@ void flt_tb_exec(unsigned vcpu, void *ud)
 	f->out = __atomic_load_n(&flt_out, __ATOMIC_RELAXED);
 	f->armed = cur->kind == BTR_KIND_RET || cur->kind == BTR_KIND_JMP_IND || cur->kind == BTR_KIND_CALL_IND ? cur
 														  : NULL;
+	tb_exec(vcpu, ud);
+}
+
+static int is_va(const uint64_t *va, const unsigned *n, uint64_t pc)
+{
+	unsigned k = __atomic_load_n(n, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < k; i++)
+		if (va[i] == pc)
+			return 1;
+	return 0;
+}
+
+/* --start/--stop (TraceStop-like): each thread is traced from an entry of
+ * the start function (TIP.PGE) until that entry returns, or the stop
+ * address is reached (TIP.PGD with the target, the branch's own: the
+ * flow that left).  Every block is translated with this callback (the
+ * thread decides, not the block), but a thread that is off writes
+ * nothing.  The return is the one that takes the call depth counted since
+ * the entry below zero: calls and signal handlers entered add one,
+ * returns take one (recursion enters the function again one level down,
+ * and only the outermost entry's return stops). */
+void flt_start_exec(unsigned vcpu, void *ud)
+{
+	struct tbinfo *cur = ud;
+	struct thr *t = g.thr[vcpu];
+	struct flt_thr *f = &ft[vcpu];
+	uint64_t pc = cur->pc;
+	if (UNLIKELY(!t)) {
+		if (g.off)
+			return;
+		t = thr_first(vcpu, pc);
+	}
+	if (t->done)
+		return;
+	if (!f->on) {
+		if (!is_va(start_va, &n_start_va, pc))
+			return;
+		f->on = 1;
+		f->depth = 0;
+		t->prev = NULL;    /* tb_exec: TIP.PGE at @pc */
+		tb_exec(vcpu, ud);
+		return;
+	}
+	struct tbinfo *p = t->prev;
+	int stop = is_va(stop_va, &n_stop_va, pc);
+	if (p) {
+		int regular = pc == p->target || pc == p->end;
+		if (!regular && is_handler(pc))
+			f->depth++;                      /* a signal: its handler returns */
+		else if ((p->kind == BTR_KIND_CALL || p->kind == BTR_KIND_CALL_IND) && pc != p->end)
+			f->depth++;
+		else if (p->kind == BTR_KIND_RET)
+			f->depth--;
+		if (f->depth < 0 || stop) {
+			f->on = 0;
+			ensure_space(t);
+			if (p->kind == BTR_KIND_NONE || (pc - p->pc < p->end - p->pc)) {
+				emit_ip(t, BTR_PT_FUP, pc);
+				emit_pgd(t);
+			} else {
+				leave(t, pc, 1);
+			}
+			p->last = t;
+			t->prev = NULL;
+			return;
+		}
+	} else if (stop) {
+		f->on = 0;
+		return;
+	}
 	tb_exec(vcpu, ud);
 }
 

@@ -25,6 +25,8 @@
  *   probe=on      load and do nothing (`btr info` checks plugin support)
  *   filter=0xLO-0xHI@FILE  trace only these offsets of FILE (repeatable;
  *                 qemu_filter.c)
+ *   start=0xOFF@FILE, stop=0xOFF@FILE  trace each thread from an entry of
+ *                 the function at OFF until it returns or stop is reached
  *
  * Processes (docs/record.md).  A guest fork is a host fork of QEMU: the
  * child inherits this plugin with all its memory, including the MAP_SHARED
@@ -362,7 +364,7 @@ static void async_branch(struct thr *t, uint64_t from, uint64_t to)
 
 /* Is @pc a signal handler?  Called on every indirect branch that is not
  * a compressed return, so it scans the few distinct handlers only. */
-static inline int is_handler(uint64_t pc)
+int is_handler(uint64_t pc)
 {
 	for (unsigned i = 0; i < g.n_hlist; i++)
 		if (g.hlist[i] == pc)
@@ -1392,6 +1394,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		else if (sscanf(argv[i], "max=%" SCNu64, &v) == 1)
 			g.max_procs = v;
 		else if (!strncmp(argv[i], "filter=", 7) && flt_arg(argv[i] + 7) == 0)
+			;
+		else if (!strncmp(argv[i], "start=", 6) && flt_start_arg(argv[i] + 6, 0) == 0)
+			;
+		else if (!strncmp(argv[i], "stop=", 5) && flt_start_arg(argv[i] + 5, 1) == 0)
 			;
 		else {
 			qemu_plugin_outs("btr: unknown plugin argument\n");

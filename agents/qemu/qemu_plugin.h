@@ -151,6 +151,12 @@ int flt_trans(struct qemu_plugin_tb *tb, uint64_t pc);
 /* Registers the callbacks of a traced block @b of @n instructions. */
 void flt_trans_in(struct qemu_plugin_tb *tb, size_t n, struct tbinfo *b, void (*cb)(unsigned, void *));
 void flt_tb_exec(unsigned vcpu, void *ud);
+/* --start/--stop: start=0xOFF@FILE (@which 0), stop=... (1): 0 or -1. */
+extern int flt_start_on;
+int flt_start_arg(const char *arg, int which);
+void flt_start_exec(unsigned vcpu, void *ud);
+/* Is @pc a signal handler of the process? */
+int is_handler(uint64_t pc);
 /* Thread @t (vcpu @vcpu) makes a system call, or the process ends
  * (@at_exit): says a leave of the ranges before it. */
 void flt_syscall(unsigned vcpu, struct thr *t, int at_exit);

@@ -869,6 +869,37 @@ static int filter_args(const struct btr_capture_opts *opts, char *buf, size_t si
 	return 0;
 }
 
+/* --start/--stop SPEC for the plugin: ",start=0xOFF@FILE" (@which 0) or
+ * ",stop=..." appended to @buf.  SPEC is SYM or ADDR (a link-time address)
+ * of the program @prog, or SYM@FILE / ADDR@FILE; resolved by
+ * btr_ip_filter_parse, the one parser of symbols and addresses in files. */
+static int start_arg(const char *spec, const char *prog, int which, char *buf, size_t size)
+{
+	char full[2 * PATH_MAX + 64], real[PATH_MAX];
+	struct btr_ip_filter f;
+	const char *at = strchr(spec, '@');
+	size_t n = at ? (size_t)(at - spec) : strlen(spec);
+	const char *file = at ? at + 1 : prog;
+	char *end;
+	errno = 0;
+	unsigned long long a = strtoull(spec, &end, 0);
+	int is_addr = end == spec + n && n && !errno;
+	snprintf(full, sizeof(full), is_addr ? "%.*s-%.*s@%s" : "%.*s%.*s@%s", (int)n, spec, is_addr ? (int)n : 0,
+		 spec, file);
+	(void)a;
+	int rc = btr_ip_filter_parse(full, &f);
+	if (rc < 0)
+		return rc;   /* the parser said why */
+	if (!realpath(f.module, real) || strchr(real, ',')) {
+		btr_err("--%s %s: %s: cannot pass it to the QEMU plugin", which ? "stop" : "start", spec, f.module);
+		return -BTR_ERR_INVAL;
+	}
+	size_t len = strlen(buf);
+	int k = snprintf(buf + len, size - len, ",%s=0x%llx@%s", which ? "stop" : "start",
+			 (unsigned long long)f.start, real);
+	return k < 0 || (size_t)k >= size - len ? -BTR_ERR_OVERFLOW : 0;
+}
+
 int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_result *res)
 {
 	char qemu[PATH_MAX], plugin[PATH_MAX], cmd[PATH_MAX], dir[PATH_MAX] = "", pfile[2 * PATH_MAX];
@@ -904,6 +935,9 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	if ((rc = select_qemu(opts->qemu, plugin, qemu, sizeof(qemu))) < 0)
 		goto out_x;
 	if ((rc = filter_args(opts, fspec, sizeof(fspec))) < 0)
+		goto out_x;
+	if ((opts->start && (rc = start_arg(opts->start, cmd, 0, fspec, sizeof(fspec))) < 0) ||
+	    (opts->stop && (rc = start_arg(opts->stop, cmd, 1, fspec, sizeof(fspec))) < 0))
 		goto out_x;
 	struct rlimit fl;
 	if (getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY && fl.rlim_cur < QS_SIZE) {

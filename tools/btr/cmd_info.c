@@ -298,7 +298,8 @@ int cmd_info(int argc, char **argv)
 			       pt->valid ? "this CPU has no IP filtering" : "no Intel PT here");
 		printf("  bts:   --user/--kernel, --snapshot (no IP ranges: BTS stores every branch)\n");
 		printf("  lbr:   --lbr-filter (branch classes), --user/--kernel (no IP ranges)\n");
-		printf("  qemu:  --ip-filter in software (8 ranges; code outside runs without callbacks); user code only\n");
+		printf("  qemu:  --ip-filter in software (8 ranges; code outside runs without callbacks), --start/--stop "
+		       "in software; user code only\n");
 		printf("  step:  --start/--stop, --ring, --filter in software; user code only\n");
 	}
 	free(hw);

@@ -48,10 +48,12 @@ static const struct cli_opt opts[] = {
 	  "                         (--pid PID: the same, its old spelling)\n", NULL },
 	{ "pid", 'p', CLI_ARG, NULL, NULL },
 	{ "duration", OPT_DURATION, CLI_ARG, "      --duration SECONDS with -p: trace this long (default: until it exits)\n", NULL },
-	{ "start", OPT_START, CLI_ARG, "      --start SYM|ADDR   trace only from function SYM (or address ADDR) ...\n", NULL },
+	{ "start", OPT_START, CLI_ARG,
+	  "      --start SYM|ADDR   step, qemu: trace only from function SYM (or address ADDR) ...\n", NULL },
 	{ "stop", OPT_STOP, CLI_ARG,
 	  "      --stop SYM|ADDR    ... until SYM/ADDR is reached (default: until the start\n"
-	  "                         function returns); full speed elsewhere; every entry traced\n", NULL },
+	  "                         function returns); every entry, per thread (qemu: TIP.PGE/\n"
+	  "                         TIP.PGD; SYM@FILE for a library); step: full speed elsewhere\n", NULL },
 	{ "ring", OPT_RING, CLI_ARG,
 	  "      --ring N           flight recorder: keep only the last N branches per thread,\n"
 	  "                         written when the thread ends or the process dies (btr crash)\n", NULL },
@@ -241,7 +243,7 @@ int cmd_record(int argc, char **argv)
 		return prc == CLI_CMD_DONE ? EXIT_OK : prc;
 	const char *backend = x.backend;
 	int quiet = x.quiet, verbose = x.verbose, inproc = x.inproc, hw_opt = x.hw_opt;
-	int stepopt = o.duration > 0 || o.start || o.stop || o.ring || o.branch_filter || inproc;
+	int stepopt = o.duration > 0 || o.ring || o.branch_filter || inproc;
 	if (o.attach_pid && first < argc)
 		return cli_usage_error("record", "-p PID attaches to a running process: no command with it");
 	if (o.attach_pid && o.system_wide)
@@ -254,10 +256,12 @@ int cmd_record(int argc, char **argv)
 		return cli_usage_error("record", "--filter needs --ring N");
 	if (o.stop && !o.start)
 		return cli_usage_error("record", "--stop needs --start");
-	if (stepopt && !strcmp(backend, "auto"))
-		backend = "step";
+	if ((stepopt || o.start) && !strcmp(backend, "auto"))
+		backend = "step";   /* --start: step, as before qemu had it too */
+	if (o.start && strcmp(backend, "step") && strcmp(backend, "qemu"))
+		return cli_usage_error("record", "--start and --stop need -b step or qemu");
 	if (stepopt && strcmp(backend, "step"))
-		return cli_usage_error("record", "--duration, --start, --stop, --ring, --filter and --inproc need -b step");
+		return cli_usage_error("record", "--duration, --ring, --filter and --inproc need -b step");
 	o.argv = o.attach_pid || first >= argc ? NULL : argv + first;
 
 	/* A command that cannot run is reported before anything else. */
