@@ -23,6 +23,10 @@
  *                 `btr record` ran, which may be a wrapper named by
  *                 BTR_QEMU; default /proc/self/exe)
  *   probe=on      load and do nothing (`btr info` checks plugin support)
+ *   filter=0xLO-0xHI@FILE  trace only these offsets of FILE (repeatable;
+ *                 qemu_filter.c)
+ *   start=0xOFF@FILE, stop=0xOFF@FILE  trace each thread from an entry of
+ *                 the function at OFF until it returns or stop is reached
  *
  * Processes (docs/record.md).  A guest fork is a host fork of QEMU: the
  * child inherits this plugin with all its memory, including the MAP_SHARED
@@ -131,6 +135,7 @@ void add_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff,
 	write_module(path, start, size, pgoff, prot);
 	code_forget(start, size);
 	code_note_jitdump(path);
+	flt_module(path, start, size, pgoff, prot);
 	int backed = code_file_backed(path);
 	pthread_mutex_lock(&g.lock);
 	if (g.n_mods < sizeof(g.mods) / sizeof(g.mods[0])) {
@@ -199,20 +204,6 @@ void update_check(struct thr *t)
 	uint64_t due = t->last_psb + PSB_PERIOD;
 	uint8_t *psb = due <= t->flushed ? t->enc.begin : t->enc.begin + (due - t->flushed);
 	t->check_at = psb < full ? psb : full;
-}
-
-/* Adds one TNT bit; returns 1 when TNT_MAX are pending (to be flushed). */
-static inline int tnt_push(struct thr *t, unsigned taken)
-{
-	uint64_t v = (t->tnt_bits << 1) | taken;
-	t->tnt_bits = v;
-	return (int)(v >> TNT_MAX);
-}
-
-static inline void tnt_add(struct thr *t, int taken)
-{
-	if (tnt_push(t, taken != 0))
-		tnt_flush(t);
 }
 
 static void emit_mode(struct thr *t)
@@ -373,7 +364,7 @@ static void async_branch(struct thr *t, uint64_t from, uint64_t to)
 
 /* Is @pc a signal handler?  Called on every indirect branch that is not
  * a compressed return, so it scans the few distinct handlers only. */
-static inline int is_handler(uint64_t pc)
+int is_handler(uint64_t pc)
 {
 	for (unsigned i = 0; i < g.n_hlist; i++)
 		if (g.hlist[i] == pc)
@@ -617,7 +608,7 @@ static void resolve(struct thr *t, struct tbinfo *p, struct tbinfo *cur, uint64_
 
 static void announce_process(void);
 
-static __attribute__((noinline)) struct thr *thr_first(unsigned vcpu, uint64_t pc)
+__attribute__((noinline)) struct thr *thr_first(unsigned vcpu, uint64_t pc)
 {
 	if (!g.announced_proc)
 		announce_process();
@@ -707,7 +698,7 @@ static __attribute__((noinline)) void tb_exec_first(unsigned vcpu, struct tbinfo
 /* Called at the start of every executed TB: the hot path.  The common
  * cases (TB completed, new pc a regular successor) are decided inline
  * here; everything else goes through resolve(). */
-static void tb_exec(unsigned vcpu, void *ud)
+void tb_exec(unsigned vcpu, void *ud)
 {
 	struct tbinfo *cur = ud;
 	struct thr *t = g.thr[vcpu];
@@ -790,7 +781,7 @@ static void gt_insn(unsigned vcpu, void *ud)
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t n = qemu_plugin_tb_n_insns(tb);
-	if (!n || g.off)
+	if (!n || g.off || !flt_trans(tb, qemu_plugin_tb_vaddr(tb)))
 		return;
 	/* QEMU 7.2 lists an instruction that crosses into the next page as
 	 * the last of the TB, with only its bytes on the first page, but
@@ -843,7 +834,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			qemu_plugin_register_vcpu_insn_exec_cb(in, gt_insn, QEMU_PLUGIN_CB_NO_REGS,
 							       (void *)(uintptr_t)(va | ((uint64_t)rep << 63)));
 	}
-	qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS, b);
+	flt_trans_in(tb, n, b, tb_exec);
 	if (g.exe_mapped)   /* the first TB: the module map comes with it */
 		code_seen(tb, n, b->pc, b->end);
 }
@@ -910,62 +901,6 @@ static void write_process(uint32_t event, int32_t reason, const char *detail, co
 		r.u.process.args_len = 0;
 	r.u.process.detail = detail ? detail : "";
 	write_rec(&r);
-}
-
-/* The guest's argv from our own command line, which `btr record` or
- * follow_exec built: qemu [options] BINARY ARGS, "-0 ARGV0" among the
- * options replacing BINARY as argv[0]. */
-static void read_cmdline(void)
-{
-	static const char *const with_value[] = { "-plugin", "-0", "-L", "-E", "-U", "-cpu", "-s", "-R",
-						  "-B", "-d", "-D", "-p", "-r", "-g", "-trace", "-dfilter" };
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	size_t cap = 1 << 16, n = 0;
-	char *buf = malloc(cap);
-	ssize_t k;
-	while (buf && (k = read(fd, buf + n, cap - n)) > 0) {
-		n += (size_t)k;
-		if (n == cap) {
-			char *nb = realloc(buf, cap * 2);
-			if (!nb)
-				break;
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	close(fd);
-	if (!buf)
-		return;
-	size_t i = strlen(buf) + 1;   /* skip argv[0] */
-	const char *argv0 = NULL;
-	while (i < n && buf[i] == '-') {
-		const char *o = buf + i;
-		i += strlen(o) + 1;
-		for (size_t j = 0; j < sizeof(with_value) / sizeof(with_value[0]); j++) {
-			if (!strcmp(o, with_value[j]) && i < n) {
-				if (!strcmp(o, "-0"))
-					argv0 = buf + i;
-				i += strlen(buf + i) + 1;
-				break;
-			}
-		}
-	}
-	if (i >= n) {
-		free(buf);
-		return;
-	}
-	const char *bin = buf + i;
-	size_t rest = strlen(bin) + 1;
-	size_t a0 = argv0 ? strlen(argv0) + 1 : rest;
-	g.args = malloc(n - i - rest + a0);
-	if (g.args) {
-		memcpy(g.args, argv0 ? argv0 : bin, a0);
-		memcpy(g.args + a0, bin + rest, n - i - rest);
-		g.args_len = a0 + n - i - rest;
-	}
-	free(buf);
 }
 
 /* The first TB: say what runs.  A QEMU started by follow_exec continues
@@ -1225,6 +1160,7 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t
 		async_sent(0, a1, a2);
 	struct thr *t = thr_get(vcpu);
 	ensure_space(t);
+	flt_syscall(vcpu, t, 0);
 	if (t->prev) {
 		/* The syscall instruction ended the previous TB. */
 		t->sys_ret = t->prev->end;
@@ -1392,6 +1328,7 @@ static void at_exit(qemu_plugin_id_t id, void *ud)
 			continue;
 		struct qs_end e;
 		ensure_space(t);
+		flt_syscall(i, t, 1);
 		qs_finish_thread(NULL, t, t->tid == self, &e);
 		if (e.unlog)
 			gt_unlog(t, e.unlog);
@@ -1404,6 +1341,7 @@ static void at_exit(qemu_plugin_id_t id, void *ud)
 		thread_end(t, g.exit_called ? BTR_THREAD_END_EXITED : BTR_THREAD_END_KILLED, ex.u.exit.code);
 	}
 	write_rec(&ex);
+	flt_stats();
 	pthread_mutex_lock(&g.lock);
 	if (g.w && btr_trace_writer_close(g.w) < 0)
 		qemu_plugin_outs("btr: cannot finish the trace file\n");
@@ -1455,6 +1393,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 			snprintf(g.qemu, sizeof(g.qemu), "%s", argv[i] + 5);
 		else if (sscanf(argv[i], "max=%" SCNu64, &v) == 1)
 			g.max_procs = v;
+		else if (!strncmp(argv[i], "filter=", 7) && flt_arg(argv[i] + 7) == 0)
+			;
+		else if (!strncmp(argv[i], "start=", 6) && flt_start_arg(argv[i] + 6, 0) == 0)
+			;
+		else if (!strncmp(argv[i], "stop=", 5) && flt_start_arg(argv[i] + 5, 1) == 0)
+			;
 		else {
 			qemu_plugin_outs("btr: unknown plugin argument\n");
 			return -1;
@@ -1507,6 +1451,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 			return -1;
 		}
 	}
+	flt_init();
 	qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
 	qemu_plugin_register_vcpu_exit_cb(id, vcpu_exit);
 	qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);

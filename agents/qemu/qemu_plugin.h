@@ -6,7 +6,8 @@
  *   qemu_insn_scan.c   scans of translated instruction bytes (qemu_insn_scan.h)
  *   qemu_code.c        code without a file (CODE records)
  *   qemu_maps.c        the module map from the guest's /proc/self/maps
- *   qemu_guest_str.c   guest strings and string vectors
+ *   qemu_guest_str.c   guest strings and string vectors, the guest's argv
+ *   qemu_filter.c      --ip-filter: the blocks traced, TIP.PGD/TIP.PGE at the ranges
  *   qemu_fds.c         the plugin's descriptors survive the guest closing them
  * Private to agents/qemu/; the symbols are hidden (C_VISIBILITY_PRESET). */
 #ifndef BTR_QEMU_PLUGIN_H
@@ -108,6 +109,20 @@ int guest_read(uint64_t addr, void *buf, size_t len);
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
+/* Adds one TNT bit; returns 1 when TNT_MAX are pending (to be flushed). */
+static inline int tnt_push(struct thr *t, unsigned taken)
+{
+	uint64_t v = (t->tnt_bits << 1) | taken;
+	t->tnt_bits = v;
+	return (int)(v >> TNT_MAX);
+}
+
+static inline void tnt_add(struct thr *t, int taken)
+{
+	if (tnt_push(t, taken != 0))
+		tnt_flush(t);
+}
+
 static inline void ensure_space(struct thr *t)
 {
 	if (UNLIKELY(t->enc.end - t->enc.pos < PT_SLACK)) {
@@ -115,6 +130,36 @@ static inline void ensure_space(struct thr *t)
 		update_check(t);
 	}
 }
+
+/* A thread's first block: the process's records (the first time), the
+ * module map, the thread's state. */
+struct thr *thr_first(unsigned vcpu, uint64_t pc);
+/* The TB-exec callback (the hot path). */
+void tb_exec(unsigned vcpu, void *ud);
+
+/* ---- qemu_filter.c: --ip-filter (IP ranges) ---- */
+extern int flt_on;
+/* filter=0xLO-0xHI@FILE: 0, or -1 (bad, or too many). */
+int flt_arg(const char *arg);
+/* BTR_QEMU_STATS (the counts flt_stats writes at the end). */
+void flt_init(void);
+void flt_stats(void);
+/* A mapping of a file: the ranges in it. */
+void flt_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot);
+/* A block at @pc is translated: 1 to trace it, 0 (outside) to leave it. */
+int flt_trans(struct qemu_plugin_tb *tb, uint64_t pc);
+/* Registers the callbacks of a traced block @b of @n instructions. */
+void flt_trans_in(struct qemu_plugin_tb *tb, size_t n, struct tbinfo *b, void (*cb)(unsigned, void *));
+void flt_tb_exec(unsigned vcpu, void *ud);
+/* --start/--stop: start=0xOFF@FILE (@which 0), stop=... (1): 0 or -1. */
+extern int flt_start_on;
+int flt_start_arg(const char *arg, int which);
+void flt_start_exec(unsigned vcpu, void *ud);
+/* Is @pc a signal handler of the process? */
+int is_handler(uint64_t pc);
+/* Thread @t (vcpu @vcpu) makes a system call, or the process ends
+ * (@at_exit): says a leave of the ranges before it. */
+void flt_syscall(unsigned vcpu, struct thr *t, int at_exit);
 
 /* ---- qemu_state_file.c ---- */
 extern int qs_fd;                 /* the state file, for fallocate */
@@ -165,5 +210,7 @@ void read_maps(uint64_t first_pc);
 char *guest_strdup(uint64_t addr);
 void free_strv(char **v);
 char **guest_strv(uint64_t addr);
+/* g.args: the guest's argv from our own command line. */
+void read_cmdline(void);
 
 #endif

@@ -153,6 +153,9 @@ struct btr_report_result {
 	 * and the instructions they had executed (their payloads; included
 	 * in @insns). */
 	uint64_t tsx_aborts, aborted_insns;
+	/* appended: the recorder traced only IP ranges (--ip-filter,
+	 * BTR_MACHINE_IP_FILTER): the counts cover the flow inside them */
+	int ip_filtered;
 };
 
 struct btr_report;

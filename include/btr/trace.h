@@ -46,6 +46,8 @@ enum {
 	BTR_MACHINE_PT_TSC = 1u << 3,
 	BTR_MACHINE_USER_ONLY = 1u << 4,   /* only user-mode (CPL>0) code traced */
 	BTR_MACHINE_KERNEL_ONLY = 1u << 5,
+	BTR_MACHINE_IP_FILTER = 1u << 6,   /* only the flow inside IP filter ranges (--ip-filter):
+					    * TIP.PGD/TIP.PGE at their edges, not gaps */
 };
 
 /* Machine and capture description; normally the first record. */

@@ -792,6 +792,7 @@ int btr_report_event(void *report, const struct btr_stream_event *ev)
 	case BTR_SEV_MACHINE:
 		snprintf(r->backend, sizeof(r->backend), "%.*s", (int)sizeof(rec->u.machine.backend),
 			 rec->u.machine.backend);
+		r->res.ip_filtered = !!(rec->u.machine.flags & BTR_MACHINE_IP_FILTER);
 		break;
 	case BTR_SEV_MODULE_LOAD:
 		if (add_module(r, &rec->u.module, ev->path) < 0)

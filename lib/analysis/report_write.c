@@ -85,6 +85,8 @@ int btr__report_write_json(FILE *f, const struct btr_report_result *res, const s
 	btr_json_str(f, file);
 	fprintf(f, ",\n  \"backend\": ");
 	btr_json_str(f, res->backend);
+	if (res->ip_filtered)
+		fprintf(f, ",\n  \"ip_filtered\": true");
 	fprintf(f, ",\n  \"instructions\": %" PRIu64 ",\n  \"has_instructions\": %s", res->insns,
 		res->has_insns ? "true" : "false");
 	fprintf(f, ",\n  \"tsx_aborts\": %" PRIu64 ",\n  \"aborted_instructions\": %" PRIu64, res->tsx_aborts,
@@ -487,6 +489,8 @@ int btr__report_write_text(FILE *f, const struct btr_report_result *res, const s
 	fputc('\n', f);
 	fprintf(f, "backend:      ");
 	btr_text_str(f, res->backend[0] ? res->backend : "(unknown)", 0);
+	if (res->ip_filtered)
+		fprintf(f, " (IP filter: only the flow inside the ranges is traced)");
 	fputc('\n', f);
 	if (res->has_insns)
 		fprintf(f, "instructions: %" PRIu64 "\n", res->insns);

@@ -82,6 +82,8 @@ int btr_pt_record(const struct btr_capture_opts *opts, struct btr_capture_result
 	}
 	if (po->cyc && po->cyc_thresh > 0)
 		pc->cyc_thresh = (uint8_t)po->cyc_thresh;
+	if (po->n_filters)
+		pc->machine_flags |= BTR_MACHINE_IP_FILTER;
 	if (po->user && !po->kernel)
 		pc->machine_flags |= BTR_MACHINE_USER_ONLY;
 	else if (po->kernel && !po->user)

@@ -14,6 +14,7 @@
 #include "btr/error.h"
 #include "btr/trace.h"
 #include "btr/file.h"
+#include "btr/perfattr.h"
 #include "internal.h"
 #include "image/jitsyms.h"
 #include "output.h"
@@ -827,6 +828,78 @@ static int assembly_stopped(struct btr_trace_writer *w, const char *output, cons
 	return -BTR_ERR_INTERRUPTED;
 }
 
+/* --ip-filter SPEC for the plugin: ",filter=0xLO-0xHI@FILE" per range
+ * (file offsets, btr_ip_filter_parse as for -b pt; FILE made absolute:
+ * the plugin matches it against the paths of the guest's mappings). */
+static int filter_args(const struct btr_capture_opts *opts, char *buf, size_t size)
+{
+	const char *const *spec = BTR_OPTS_GET(opts, ip_filters, NULL);
+	unsigned n = BTR_OPTS_GET(opts, n_ip_filters, 0);
+	size_t len = 0;
+	buf[0] = 0;
+	if (n > BTR_PT_MAX_FILTERS) {
+		btr_err("--ip-filter: at most %d ranges", BTR_PT_MAX_FILTERS);
+		return -BTR_ERR_INVAL;
+	}
+	for (unsigned i = 0; i < n && spec; i++) {
+		struct btr_ip_filter f;
+		char real[PATH_MAX];
+		int rc = btr_ip_filter_parse(spec[i], &f);
+		if (rc < 0)
+			return rc;   /* the parser said why */
+		if (!f.module[0]) {
+			btr_err("--ip-filter '%s': -b qemu traces user code only: give the file (START-END@FILE or "
+				"SYM@FILE)", spec[i]);
+			return -BTR_ERR_INVAL;
+		}
+		if (!realpath(f.module, real)) {
+			btr_err("--ip-filter: %s: %s", f.module, strerror(errno));
+			return btr_err_from_errno(errno);
+		}
+		if (strchr(real, ',')) {
+			btr_err("--ip-filter: %s: a path with a comma cannot be passed to the QEMU plugin", real);
+			return -BTR_ERR_INVAL;
+		}
+		int k = snprintf(buf + len, size - len, ",filter=0x%llx-0x%llx@%s", (unsigned long long)f.start,
+				 (unsigned long long)f.end, real);
+		if (k < 0 || (size_t)k >= size - len)
+			return -BTR_ERR_OVERFLOW;
+		len += (size_t)k;
+	}
+	return 0;
+}
+
+/* --start/--stop SPEC for the plugin: ",start=0xOFF@FILE" (@which 0) or
+ * ",stop=..." appended to @buf.  SPEC is SYM or ADDR (a link-time address)
+ * of the program @prog, or SYM@FILE / ADDR@FILE; resolved by
+ * btr_ip_filter_parse, the one parser of symbols and addresses in files. */
+static int start_arg(const char *spec, const char *prog, int which, char *buf, size_t size)
+{
+	char full[2 * PATH_MAX + 64], real[PATH_MAX];
+	struct btr_ip_filter f;
+	const char *at = strchr(spec, '@');
+	size_t n = at ? (size_t)(at - spec) : strlen(spec);
+	const char *file = at ? at + 1 : prog;
+	char *end;
+	errno = 0;
+	unsigned long long a = strtoull(spec, &end, 0);
+	int is_addr = end == spec + n && n && !errno;
+	snprintf(full, sizeof(full), is_addr ? "%.*s-%.*s@%s" : "%.*s%.*s@%s", (int)n, spec, is_addr ? (int)n : 0,
+		 spec, file);
+	(void)a;
+	int rc = btr_ip_filter_parse(full, &f);
+	if (rc < 0)
+		return rc;   /* the parser said why */
+	if (!realpath(f.module, real) || strchr(real, ',')) {
+		btr_err("--%s %s: %s: cannot pass it to the QEMU plugin", which ? "stop" : "start", spec, f.module);
+		return -BTR_ERR_INVAL;
+	}
+	size_t len = strlen(buf);
+	int k = snprintf(buf + len, size - len, ",%s=0x%llx@%s", which ? "stop" : "start",
+			 (unsigned long long)f.start, real);
+	return k < 0 || (size_t)k >= size - len ? -BTR_ERR_OVERFLOW : 0;
+}
+
 int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_result *res)
 {
 	char qemu[PATH_MAX], plugin[PATH_MAX], cmd[PATH_MAX], dir[PATH_MAX] = "", pfile[2 * PATH_MAX];
@@ -836,6 +909,7 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	struct ptab tab = { 0 };
 	struct pfile *files = NULL;
 	size_t n_files = 0;
+	static char fspec[BTR_PT_MAX_FILTERS * (PATH_MAX + 48)];   /* the filter= plugin arguments */
 	char **args = NULL, **renv = NULL;
 	int rc;
 
@@ -859,6 +933,11 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		goto out_x;
 	}
 	if ((rc = select_qemu(opts->qemu, plugin, qemu, sizeof(qemu))) < 0)
+		goto out_x;
+	if ((rc = filter_args(opts, fspec, sizeof(fspec))) < 0)
+		goto out_x;
+	if ((opts->start && (rc = start_arg(opts->start, cmd, 0, fspec, sizeof(fspec))) < 0) ||
+	    (opts->stop && (rc = start_arg(opts->stop, cmd, 1, fspec, sizeof(fspec))) < 0))
 		goto out_x;
 	struct rlimit fl;
 	if (getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY && fl.rlim_cur < QS_SIZE) {
@@ -955,13 +1034,15 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		goto fail;
 	}
 
-	char parg[6 * PATH_MAX + 160];
+	char parg[6 * PATH_MAX + 160 + sizeof(fspec)];
 	/* qemu=: a guest execve starts the same QEMU command again (BTR_QEMU
 	 * may be a wrapper); a path with a comma cannot be a plugin argument. */
 	int qarg = !strchr(qemu, ',');
 	snprintf(parg, sizeof(parg), "%s,dir=%s,retcomp=%s,fork=%s,exec=%s,max=%u%s%s%s%s", plugin, dir,
 		 opts->no_retcomp ? "off" : "on", follow_fork ? "on" : "off", follow_exec ? "on" : "off", max_procs,
 		 gt[0] ? ",gt=" : "", gt, qarg ? ",qemu=" : "", qarg ? qemu : "");
+	if (strlen(parg) + strlen(fspec) < sizeof(parg))
+		strcat(parg, fspec);
 	args = calloc((size_t)x->argc + 8, sizeof(char *));
 	if (!args) {
 		rc = -BTR_ERR_NOMEM;
@@ -1130,7 +1211,8 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	struct btr_rec_machine *m = &rec.u.machine;
 	snprintf(m->backend, sizeof(m->backend), "qemu");
 	snprintf(m->cpu_vendor, sizeof(m->cpu_vendor), "qemu-tcg");
-	m->flags = BTR_MACHINE_USER_ONLY | (opts->no_retcomp ? 0 : BTR_MACHINE_PT_RETCOMP);
+	m->flags = BTR_MACHINE_USER_ONLY | (opts->no_retcomp ? 0 : BTR_MACHINE_PT_RETCOMP) |
+		   (fspec[0] ? BTR_MACHINE_IP_FILTER : 0);
 	m->start_time_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 	if ((rc = btr_trace_write(w, &rec)) < 0)
 		goto fail;

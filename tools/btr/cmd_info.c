@@ -288,6 +288,19 @@ int cmd_info(int argc, char **argv)
 		if (hw->arch_lbr)
 			printf(" (depths bitmap 0x%x)", hw->arch_lbr_depths);
 		printf("\n");
+		/* docs/record.md, "Selecting what is traced": the same table */
+		printf("selection (btr record options; docs/record.md, \"Selecting what is traced\"):\n");
+		if (pt->valid && pt->ip_filtering)
+			printf("  pt:    --ip-filter in hardware (%u ranges), --user/--kernel, --snapshot\n",
+			       pt->num_address_ranges);
+		else
+			printf("  pt:    --ip-filter in hardware (%s), --user/--kernel, --snapshot\n",
+			       pt->valid ? "this CPU has no IP filtering" : "no Intel PT here");
+		printf("  bts:   --user/--kernel, --snapshot (no IP ranges: BTS stores every branch)\n");
+		printf("  lbr:   --lbr-filter (branch classes), --user/--kernel (no IP ranges)\n");
+		printf("  qemu:  --ip-filter in software (8 ranges; code outside runs without callbacks), --start/--stop "
+		       "in software; user code only\n");
+		printf("  step:  --start/--stop, --ring, --filter in software; user code only\n");
 	}
 	free(hw);
 	return EXIT_OK;

@@ -48,10 +48,12 @@ static const struct cli_opt opts[] = {
 	  "                         (--pid PID: the same, its old spelling)\n", NULL },
 	{ "pid", 'p', CLI_ARG, NULL, NULL },
 	{ "duration", OPT_DURATION, CLI_ARG, "      --duration SECONDS with -p: trace this long (default: until it exits)\n", NULL },
-	{ "start", OPT_START, CLI_ARG, "      --start SYM|ADDR   trace only from function SYM (or address ADDR) ...\n", NULL },
+	{ "start", OPT_START, CLI_ARG,
+	  "      --start SYM|ADDR   step, qemu: trace only from function SYM (or address ADDR) ...\n", NULL },
 	{ "stop", OPT_STOP, CLI_ARG,
 	  "      --stop SYM|ADDR    ... until SYM/ADDR is reached (default: until the start\n"
-	  "                         function returns); full speed elsewhere; every entry traced\n", NULL },
+	  "                         function returns); every entry, per thread (qemu: TIP.PGE/\n"
+	  "                         TIP.PGD; SYM@FILE for a library); step: full speed elsewhere\n", NULL },
 	{ "ring", OPT_RING, CLI_ARG,
 	  "      --ring N           flight recorder: keep only the last N branches per thread,\n"
 	  "                         written when the thread ends or the process dies (btr crash)\n", NULL },
@@ -73,8 +75,10 @@ static const struct cli_opt opts[] = {
 	  "      --per-thread       one ring for the first thread only, no inheritance\n"
 	  "                         (default: one ring per CPU for the whole process tree)\n", NULL },
 	{ "ip-filter", OPT_IPF, CLI_ARG,
-	  "      --ip-filter SPEC   pt: trace only START-END (kernel), START-END@FILE or\n"
-	  "                         SYM@FILE (repeatable, up to the CPU's range count)\n", NULL },
+	  "      --ip-filter SPEC   pt, qemu: trace only START-END@FILE, SYM@FILE or (pt)\n"
+	  "                         START-END (kernel); repeatable (pt: up to the CPU's\n"
+	  "                         range count, qemu: 8); TIP.PGD/TIP.PGE at the edges;\n"
+	  "                         qemu runs code outside without callbacks\n", NULL },
 	{ "pt-config", OPT_PTCFG, CLI_ARG,
 	  "      --pt-config LIST   pt: cyc, cyc_thresh=N, mtc_period=N, psb_period=N,\n"
 	  "                         notsc, nomtc, ptw, pwr_evt, nobranch\n", NULL },
@@ -155,7 +159,7 @@ static int on_opt(void *ctx, int c, char *arg)
 	struct btr_capture_opts *o = x->o;
 	char *end;
 	uint64_t v;
-	if (c == OPT_USER || c == OPT_KERNEL || c == 'a' || c == OPT_PERTHREAD || c == OPT_IPF ||
+	if (c == OPT_USER || c == OPT_KERNEL || c == 'a' || c == OPT_PERTHREAD ||
 	    c == OPT_PTCFG || c == OPT_SNAP || c == OPT_LBRF || c == OPT_PERIOD || c == OPT_AUX)
 		x->hw_opt = 1;
 	switch (c) {
@@ -239,7 +243,7 @@ int cmd_record(int argc, char **argv)
 		return prc == CLI_CMD_DONE ? EXIT_OK : prc;
 	const char *backend = x.backend;
 	int quiet = x.quiet, verbose = x.verbose, inproc = x.inproc, hw_opt = x.hw_opt;
-	int stepopt = o.duration > 0 || o.start || o.stop || o.ring || o.branch_filter || inproc;
+	int stepopt = o.duration > 0 || o.ring || o.branch_filter || inproc;
 	if (o.attach_pid && first < argc)
 		return cli_usage_error("record", "-p PID attaches to a running process: no command with it");
 	if (o.attach_pid && o.system_wide)
@@ -252,10 +256,12 @@ int cmd_record(int argc, char **argv)
 		return cli_usage_error("record", "--filter needs --ring N");
 	if (o.stop && !o.start)
 		return cli_usage_error("record", "--stop needs --start");
-	if (stepopt && !strcmp(backend, "auto"))
-		backend = "step";
+	if ((stepopt || o.start) && !strcmp(backend, "auto"))
+		backend = "step";   /* --start: step, as before qemu had it too */
+	if (o.start && strcmp(backend, "step") && strcmp(backend, "qemu"))
+		return cli_usage_error("record", "--start and --stop need -b step or qemu");
 	if (stepopt && strcmp(backend, "step"))
-		return cli_usage_error("record", "--duration, --start, --stop, --ring, --filter and --inproc need -b step");
+		return cli_usage_error("record", "--duration, --ring, --filter and --inproc need -b step");
 	o.argv = o.attach_pid || first >= argc ? NULL : argv + first;
 
 	/* A command that cannot run is reported before anything else. */
@@ -316,8 +322,15 @@ int cmd_record(int argc, char **argv)
 	if (strcmp(b->name, "qemu") && o.ground_truth)
 		return cli_usage_error("record", "--ground-truth needs the qemu backend");
 	if (hw_opt && strcmp(b->name, "pt") && strcmp(b->name, "bts") && strcmp(b->name, "lbr"))
-		return cli_usage_error("record", "--user/--kernel/--all-cpus/--per-thread/--ip-filter/--pt-config/"
+		return cli_usage_error("record", "--user/--kernel/--all-cpus/--per-thread/--pt-config/"
 				       "--snapshot/--lbr-filter/--period/--aux-size need -b pt, bts or lbr");
+	for (unsigned i = 0; !strcmp(b->name, "qemu") && i < o.n_ip_filters; i++)
+		if (!strchr(o.ip_filters[i], '@'))
+			return cli_usage_error("record", "--ip-filter '%s': -b qemu traces user code only: give the file "
+					       "(START-END@FILE or SYM@FILE)", o.ip_filters[i]);
+	if (o.n_ip_filters && strcmp(b->name, "pt") && strcmp(b->name, "qemu"))
+		return cli_usage_error("record", "--ip-filter needs -b pt or qemu (docs/record.md, \"Selecting what is "
+				       "traced\")");
 
 	static int live;   /* the line while CMD runs too (record_progress) */
 	live = cli_progress_asked();
