@@ -748,6 +748,7 @@ struct tlist {
 	size_t n, cap;
 	uint32_t *procs;
 	size_t np, capp;
+	int cut;        /* the file ends inside a record or chunk */
 };
 
 static int tlist_add(struct tlist *l, uint32_t pid, uint32_t tid)
@@ -826,6 +827,9 @@ static int list_threads(const char *path, struct tlist *l)
 			break;
 	}
 	btr_trace_reader_free(r);
+	/* a cut file is compared as far as it goes, and says it lost data
+	 * (cut in its first chunk: with none of its threads) */
+	l->cut = rc == -BTR_ERR_TRUNCATED;
 	return rc == -BTR_ERR_EOS || rc == -BTR_ERR_TRUNCATED ? 0 : rc;
 }
 
@@ -959,6 +963,8 @@ int btr_diverge(const char *pa, const char *pb, const struct btr_diverge_opts *o
 			if (!tlist_find(&la, lb.v[i].proc_rank, lb.v[i].thread_rank))
 				rc = run_pair(ow, pa, pb, &o, NULL, &lb.v[i]);
 	}
+	ow->r.lost_a |= la.cut;
+	ow->r.lost_b |= lb.cut;
 	free(la.v);
 	free(la.procs);
 	free(lb.v);

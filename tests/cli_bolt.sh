@@ -34,6 +34,11 @@ rets=$(awk '$1==1 && $2=="is_prime" && $4==1 && $5=="count_primes" {s+=$8} END {
 check "is_prime returns 2000 times ($rets)" [ "$rets" = 2000 ]
 check "fdata lines well formed" awk 'NF!=8 || ($1!=0 && $1!=1) || ($4!=0 && $4!=1) || $8 !~ /^[0-9]+$/ {exit 1}' p.fdata
 check "pa lines well formed" awk '($1=="B" && NF==5) || ($1=="F" && NF==4) {next} {exit 1}' p.pa
+# pre-aggregated "B FROM TO COUNT MISPRED": the branches into is_prime's
+# entry (its address as nm gives it) are count_primes' 2000 calls
+ip=$(nm "$prog" | awk '$3 == "is_prime" {print $1}' | sed 's/^0*//')
+into=$(awk -v t="$ip" '$1=="B" && $3==t {s+=$4} END {print s+0}' p.pa)
+check "pa: 2000 branches into is_prime (0x$ip): $into" [ -n "$ip" -a "$into" = 2000 ]
 
 if oracle llvm-bolt-16 "BOLT itself on btr's profiles (Debian bolt-16)"; then
   llvm-bolt-16 "$prog" -o p.bolt -data p.fdata -reorder-blocks=ext-tsp -reorder-functions=hfsort >bolt.out 2>&1

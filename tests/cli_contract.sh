@@ -87,6 +87,18 @@ for x in f:
         assert k in x, k
     assert re.fullmatch(r'0x[0-9a-f]+', x['from']) and re.fullmatch(r'0x[0-9a-f]+', x['to'])
 PY
+# the JSON findings are the text's: kind, position, from, to and their symbols
+"$btr" check "$tmp/rop.btr" >"$tmp/rop.txt"
+python3 - "$tmp/rop.json" "$tmp/rop.txt" <<'PY' && ok || bad "check: JSON findings differ from the text's"
+import json, re, sys
+js = [(x['kind'], x['position'], int(x['from'], 16), int(x['to'], 16), x['from_sym'], x['to_sym'])
+      for x in json.load(open(sys.argv[1]))['findings']]
+tx = [(m.group(1), int(m.group(2)), int(m.group(3), 16), int(m.group(4), 16), m.group(5), m.group(6))
+      for m in re.finditer(r'^\S+ +(\S+) pid \d+ tid \d+ #(\d+): 0x([0-9a-f]+) -> 0x([0-9a-f]+) (\S+) -> (\S+)',
+                           open(sys.argv[2]).read(), re.M)]
+assert js and js == tx, (js, tx)
+assert all(f != t for k, p, f, t, fs, ts in js), js
+PY
 "$btr" script "$t" | head -200 >"$tmp/s.txt"
 [ -s "$tmp/s.txt" ] && ! grep -qvE '0x[0-9a-f]+ -> 0x[0-9a-f]+' "$tmp/s.txt" && ok || bad "script lines carry 0xFROM -> 0xTO"
 "$btr" pt decode --insn "$t" | head -200 >"$tmp/d.txt"

@@ -18,12 +18,45 @@ head -c 150000 /dev/urandom | base64 >"$tmp/in.txt"
 py=/usr/bin/python3
 [ -x "$py" ] || py=$(command -v python3)
 declare -a recorded=()
-rec gzip gzip -c "$tmp/in.txt"
+src=$(cd "$(dirname "$0")/.." && pwd)
+[ -r "$build/btr-insn-count.so" ] || bad "btr-insn-count.so not built"
+# counted NAME CMD...: rec with the independent instruction counter
+# (tests/tools/insn_count.c, no btr code) in the same QEMU run
+counted() {
+	local name=$1
+	shift
+	BTR_COUNT_PLUGIN=$build/btr-insn-count.so BTR_COUNT_OUT=$tmp/$name.counts \
+	BTR_QEMU=$src/tests/tools/qemu_count.sh rec "$name" "$@"
+}
+counted gzip gzip -c "$tmp/in.txt"
 rec python3 "$py" -c 'import json; print(sum(len(json.dumps({"k": i})) for i in range(3000)))'
-rec threads "$build/prog_flow_threads"
-rec signals "$build/prog_flow_signals"
-rec proc_tree "$build/prog_proc_tree"
-rec dlclose "$build/prog_qemu_dlclose" "$build/libbtr_dl_loop.so" "$build/libbtr_dl_other.so"
+counted threads "$build/prog_flow_threads"
+rec signals "$build/prog_flow_signals"   # (faults: the counter counts a faulting instruction, btr not)
+counted proc_tree "$build/prog_proc_tree"
+counted dlclose "$build/prog_qemu_dlclose" "$build/libbtr_dl_loop.so" "$build/libbtr_dl_other.so"
+
+# the counted report (the decoder counting on its blocks) against what is not
+# btr: each thread's instructions as the independent counter saw them in the
+# traced processes
+for t in gzip threads proc_tree dlclose; do
+	"$btr" report --format json "$tmp/$t.btr" >"$tmp/$t.cj" 2>"$tmp/$t.cerr"
+	check "$t: counted instructions per thread = the independent counter's" python3 - "$tmp/$t.cj" "$tmp/$t.counts" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+# the traced processes' lines (btr record's own probe of QEMU is counted too)
+pids = {p["pid"] for p in d["processes"]}
+want = {}
+for l in open(sys.argv[2]):
+    p = l.split()
+    if len(p) == 3 and int(p[0]) in pids:
+        want[int(p[1])] = want.get(int(p[1]), 0) + int(p[2])
+got = {}
+for t in d["thread_list"]:
+    got[t["tid"]] = got.get(t["tid"], 0) + t["instructions"]
+assert sum(want.values()) > 10000, want
+assert got == want, sorted(set(got.items()) ^ set(want.items()))[:6]
+PY
+done
 
 # same NAME CMD...: runs CMD with counts and in order; outputs equal (an
 # argument OUT.EXT is an output file, c.EXT and o.EXT, compared as stdout)

@@ -49,10 +49,42 @@ check "no @plt frames with weight" [ "$(grep -c '@plt ' prof_shapes.folded)" -eq
 # ---- speedscope
 "$btr" flame prof_fib.btr -o fib.speedscope.json; check "speedscope exit 0" [ $? -eq 0 ]
 pycheck speedscope fib.speedscope.json "$src/data/speedscope-schema.json"
+# each frame's line is that of the function's first instruction, as binutils'
+# addr2line names the symbol's address
+if oracle addr2line "speedscope frame lines against addr2line (Debian binutils)"; then
+  for f in fib main; do
+    a=$(nm "$build/prog_prof_fib" | awk -v f=$f '$3 == f {print $1}')
+    want=$(addr2line -e "$build/prog_prof_fib" "0x$a" | sed 's/.*://; s/ .*//')
+    got=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(*[f.get("line") for f in d["shared"]["frames"] if f["name"] == sys.argv[2]])' fib.speedscope.json $f)
+    check "speedscope: $f at line '$got', addr2line says '$want'" test -n "$want" -a "$got" = "$want"
+  done
+fi
 
 # ---- SVG
 "$btr" flame prof_fib.btr -o fib.svg --title "fib <10>"; check "svg exit 0" [ $? -eq 0 ]
 pycheck svg fib.svg prof_fib.folded
+
+# ---- a function name with XML's special characters (renamed in the symbol
+# table by objcopy: no compiler writes one) is escaped in the SVG
+if oracle objcopy "the SVG of a function named with < > & \" (Debian binutils)" &&
+   oracle gcc "a program whose function gets an odd name (Debian gcc)"; then
+  cat >odd.c <<'C'
+__attribute__((noinline)) int oddname(int x) { return x * 7 + 1; }
+int main(void) { int s = 0; for (int i = 0; i < 3000; i++) s += oddname(i); return s == 1; }
+C
+  gcc -O1 -o odd odd.c && objcopy --redefine-sym 'oddname=a<b>&"c' odd
+  check "odd: compiled and renamed" sh -c "nm odd | grep -q 'a<b>&\"c'"
+  "$btr" record -q -b qemu -o odd.btr -- ./odd >/dev/null 2>&1; check "record odd" [ -s odd.btr ]
+  "$btr" flame odd.btr -o odd.svg; check "odd svg exit 0" [ $? -eq 0 ]
+  check "odd svg: parses as XML, and a frame's title names a<b>&\"c" python3 -c '
+import sys, xml.etree.ElementTree as ET
+t = ET.parse(sys.argv[1]).getroot()
+ns = "{http://www.w3.org/2000/svg}"
+assert any((e.text or "").startswith("a<b>&\"c (") for e in t.iter(ns + "title")), "no frame named a<b>&\"c"' odd.svg
+fi
 
 # ---- usage and bad input
 "$btr" flame --help >/dev/null; check "--help exit 0" [ $? -eq 0 ]

@@ -97,6 +97,17 @@ for c in "${readers[@]}"; do
   check "cut container: btr $c exits 3 (got $rc): $(head -c 300 err.txt)" [ $rc -eq 3 ]
   check "cut container: btr $c says the trace is cut" grep -q "truncated input\|the trace is cut\|the trace ends before\|trace data was lost" err.txt
 done
+# cut inside its first chunk (the file header and a few bytes): no record
+# is read; still exit 3 and a line (diverge exited 1 without one)
+head -c 200 whole.btr >cut1.btr
+for c in "${readers[@]}"; do
+  [ -n "${args[$c]+x}" ] || continue
+  # shellcheck disable=SC2086
+  "$btr" $c cut1.btr ${args[$c]} >out.txt 2>err.txt; rc=$?
+  check "cut in the first chunk: btr $c exits 3 (got $rc): $(head -c 300 err.txt)" [ $rc -eq 3 ]
+  check "cut in the first chunk: btr $c says so: $(head -c 300 err.txt)" \
+    grep -q "truncated input\|the trace is cut\|the trace ends before\|trace data was lost" err.txt
+done
 
 mkdir mid
 if ! mount -t tmpfs -o size=6m tmpfs mid 2>/dev/null; then

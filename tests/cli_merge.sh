@@ -118,8 +118,12 @@ check "no_lbr fdata with a sample-less no_lbr fdata: exit 0 (got $rc: $(cat err)
 check "no_lbr fdata with a sample-less one: the input alone" cmp -s x.fdata one.N.fdata
 check "no_lbr merge keeps the header and sums nothing new" \
   [ "$(cat one.N.fdata)" = "$(printf 'no_lbr cycles:u\n1 fib 10 5\n1 main 4 2')" ]
-# a pprof of no samples (its sample type is "branches": no instruction
-# counts were seen) merges with an empty input and with itself
+# a pprof of no samples names the unit its trace counts in (instructions:
+# a QEMU trace), so it merges with a profile of the same trace, an empty
+# input and itself
+"$btr" merge A.pb.gz P0.pb.gz -o xa.pb.gz 2>err; rc=$?
+check "pprof then a sample-less pprof of the same trace: exit 0 (got $rc: $(cat err))" [ $rc -eq 0 ]
+check "pprof then a sample-less pprof: the input alone" cmp -s xa.pb.gz one.pb.gz
 "$btr" merge P0.pb.gz -o p0.pb.gz; check "sample-less pprof alone: exit 0" [ $? -eq 0 ]
 "$btr" merge P0.pb.gz E.empty P0.pb.gz -o x.pb.gz 2>err; rc=$?
 check "sample-less pprof twice and an empty input: exit 0 (got $rc: $(cat err))" [ $rc -eq 0 ]

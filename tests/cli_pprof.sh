@@ -44,6 +44,26 @@ if oracle go "go tool pprof reading btr's profile (Debian golang-go)"; then
   go tool pprof -raw fib.pb.gz >raw.txt 2>/dev/null
   bid=$(readelf -n "$prog" | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p')
   check "mapping has the program's build-id $bid" grep -q "prog_prof_fib $bid" raw.txt
+  # the program's mapping is a range (start below limit) holding fib's location
+  map=$(sed -n 's|^ *\([0-9]*\): \(0x[0-9a-f]*\)/\(0x[0-9a-f]*\)/0x[0-9a-f]* .*/prog_prof_fib .*|\1 \2 \3|p' raw.txt)
+  loc=$(sed -n 's|^ *[0-9]*: \(0x[0-9a-f]*\) M=\([0-9]*\) fib .*|\1 \2|p' raw.txt | head -1)
+  check "fib's location ($loc) lies in the program's mapping (id start limit: $map)" python3 -c '
+import sys
+m, lo, hi = sys.argv[1].split(); a, am = sys.argv[2].split()
+sys.exit(not (am == m and int(lo, 16) <= int(a, 16) < int(hi, 16)))' "${map:-x x x}" "${loc:-x x}"
+  # fib's line is the line of its first instruction, as addr2line names it
+  if oracle addr2line "pprof location lines against addr2line (Debian binutils)"; then
+    a=$(nm "$prog" | awk '$3 == "fib" {print $1}')
+    want=$(addr2line -e "$prog" "0x$a" | sed 's/.*://; s/ .*//')
+    got=$(sed -n 's|^ *[0-9]*: 0x[0-9a-f]* M=[0-9]* fib .*prof_fib\.c:\([0-9]*\) .*|\1|p' raw.txt | head -1)
+    check "fib's location line '$got' = addr2line's '$want'" test -n "$want" -a "$got" = "$want"
+  fi
+  # a profile of no samples (--pid of no process) of this trace names the
+  # unit the trace counts in, not "branches"
+  "$btr" pprof --pid 999999999 fib.btr -o none.pb.gz; check "pprof of no samples exit 0" [ $? -eq 0 ]
+  go tool pprof -raw none.pb.gz >none.txt 2>none.err; check "go tool pprof -raw reads it: $(head -1 none.err)" [ $? -eq 0 ]
+  check "no samples: period type instructions count" grep -qx 'PeriodType: instructions count' none.txt
+  check "no samples: sample type instructions/count" grep -qx 'instructions/count' none.txt
 fi
 
 "$btr" pprof --help >/dev/null; check "--help exit 0" [ $? -eq 0 ]

@@ -187,6 +187,23 @@ if got != g:
 		'all(f["instructions"] >= f["branches"] for f in d["top_functions"])'
 	check "$prog: top blocks are inside the program's modules" json "$tmp/$prog.json" \
 		'all(int(b["start"], 16) <= int(b["end"], 16) for b in d["top_blocks"])'
+	# a block runs at least one instruction each time (the blocks with
+	# more than one give more instructions than runs)
+	check "$prog: top blocks: instructions >= runs, some more" json "$tmp/$prog.json" \
+		'all(b["instructions"] >= b["count"] > 0 for b in d["top_blocks"]) and any(b["instructions"] > b["count"] for b in d["top_blocks"])'
+	# each mapping of the program is a PT_LOAD segment: it starts on a page
+	# and its file offset is that segment's (page-aligned) p_offset
+	if oracle readelf "module mappings against the ELF program headers (Debian binutils)"; then
+		check "$prog: the program's mappings start on pages at PT_LOAD offsets" python3 -c '
+import json, subprocess, sys
+d = json.load(open(sys.argv[1]))
+ph = subprocess.run(["readelf", "-lW", sys.argv[2]], capture_output=True, text=True, check=True).stdout
+offs = {int(l.split()[1], 16) & ~4095 for l in ph.splitlines() if l.split()[:1] == ["LOAD"]}
+m = [x for x in d["module_list"] if x["path"] == sys.argv[2] or x["path"].endswith("/" + sys.argv[2].rsplit("/", 1)[1])]
+assert m and offs, (m, offs)
+assert all(int(x["start"], 16) % 4096 == 0 and int(x["pgoff"], 16) in offs and int(x["start"], 16) > max(offs) for x in m), (m, offs)
+' "$tmp/$prog.json" "$exe"
+	fi
 done
 if [ -x "$build/prog_flow_threads" ]; then
 	check "flow_threads: several threads" json "$tmp/flow_threads.json" 'd["threads"] >= 2'

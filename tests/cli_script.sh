@@ -95,6 +95,13 @@ else
 	check "default format: one line per recorded LBR entry" [ "$(wc -l <"$tmp/q1.txt")" -eq "$(cat "$tmp/n")" ]
 	check "LBR cycles shown" grep -Eq 'cyc=[0-9]+' "$tmp/q1.txt"
 	check "LBR mispredictions shown" grep -Eq ' M(,|$)' "$tmp/q1.txt"
+	# M and P as often as the brstack entries (byte-identical to perf
+	# script's below) say mispredicted and predicted
+	"$btr" script --fields brstack "$q1" | tr ' ' '\n' | grep '^0x' | grep -v '^0x0/0x0/' >"$tmp/q1.br"
+	for x in M P; do
+		nf=$(grep -Ec " ([^ ]*,)?$x(,|$)" "$tmp/q1.txt"); nb=$(grep -c "^0x[0-9a-f]*/0x[0-9a-f]*/$x/" "$tmp/q1.br")
+		check "flag $x on $nf lines, $nb brstack entries /$x/" [ "$nf" -gt 0 -a "$nf" -eq "$nb" ]
+	done
 	# --pid in brstack mode
 	"$btr" script --fields brstack --pid 1 "$lbr" >"$tmp/p1"
 	check "brstack --pid of an absent process prints nothing" [ ! -s "$tmp/p1" ]

@@ -67,15 +67,42 @@ check "crash ret from step2 before it" sh -c "grep -E '^ +2  ' crash.txt | grep 
 "$btr" crash --format json crash.btr >crash.json; rc=$?
 check "crash json exit 0" [ $rc -eq 0 ]
 check "crash json content" python3 -c '
-import json
+import json, re, signal
 d = json.load(open("crash.json"))
 c = d["crashes"]
 assert len(c) == 1 and c[0]["signal_name"] == "SIGSEGV" and c[0]["fault_addr"] == "0x1234", c
+# the number is the signal the name names (python'"'"'s signal module), the
+# pid and tid those of the text output
+assert c[0]["signal"] == int(signal.SIGSEGV), c[0]["signal"]
+m = re.search(r"^process (\d+) thread (\d+): SIGSEGV", open("crash.txt").read(), re.M)
+assert m and (c[0]["pid"], c[0]["tid"]) == (int(m.group(1)), int(m.group(2))), (m and m.groups(), c[0]["pid"], c[0]["tid"])
 assert c[0]["ip"]["symbol"] == "poke" and c[0]["ip"]["file"].endswith("nolibc_crash.c")
 b = c[0]["branches"]
 assert len(b) == 8 and b[-1]["kind"] == "call" and b[-1]["to"]["symbol"] == "poke", b[-1]
 assert b[-1]["from"]["symbol"].startswith("step1+") and b[-1]["from"]["line"] > 0
 '
+# every address's source line, in the text and the JSON, as binutils'
+# addr2line names it (the program is static: addresses are link addresses)
+if oracle addr2line "btr crash's source lines against addr2line (Debian binutils)"; then
+  check "crash: text and JSON lines of every branch end = addr2line's" python3 - "$build/prog_nolibc_crash" <<'PY'
+import json, re, subprocess, sys
+text = [(int(m.group(1), 16), int(m.group(2)), int(m.group(3), 16), int(m.group(4)))
+        for m in re.finditer(r"^ +\d+  0x([0-9a-f]+) \S+ \S+:(\d+) -> 0x([0-9a-f]+) \S+ \S+:(\d+)  \w+$",
+                             open("crash.txt").read(), re.M)]
+js = [(int(b["from"]["addr"], 16), b["from"]["line"], int(b["to"]["addr"], 16), b["to"]["line"])
+      for b in json.load(open("crash.json"))["crashes"][0]["branches"]]
+assert len(text) == 8 and len(js) == 8, (len(text), len(js))
+addrs = sorted({a for t in text + js for a in (t[0], t[2])})
+out = subprocess.run(["addr2line", "-e", sys.argv[1]] + ["0x%x" % a for a in addrs],
+                     capture_output=True, text=True, check=True).stdout.splitlines()
+line = {a: int(o.rsplit(":", 1)[1].split()[0]) for a, o in zip(addrs, out)}
+for what, rows in (("text", text), ("json", js)):
+    for f, fl, t, tl in rows:
+        assert (fl, tl) == (line[f], line[t]), (what, hex(f), fl, line[f], hex(t), tl, line[t])
+# the JSON's ends are the text's
+assert js == text, (js, text)
+PY
+fi
 # the same last branches as decoded from a qemu (Intel PT) trace of the same static program
 if command -v qemu-x86_64 >/dev/null && [ -r "$build/btr-qemu.so" ]; then
   "$btr" record -q -b qemu -o qcrash.btr -- "$build/prog_nolibc_crash" 2>/dev/null

@@ -26,6 +26,15 @@ pycheck timeline_fib fib.json fib.pftrace
 pycheck timeline_window win.json 50000 90000 100
 "$btr" timeline mt.btr -o mt.json; check "mt exit 0" [ $? -eq 0 ]
 pycheck timeline_mt mt.json
+# each thread_name record names its own thread: "tid N" with tid N, and the
+# pid and tid of that thread's slices (pid and tid differ but for the first)
+check "mt: thread_name records carry their threads' pid and tid" python3 -c '
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+meta = {(e["pid"], e["tid"]) for e in ev if e["ph"] == "M"}
+slic = {(e["pid"], e["tid"]) for e in ev if e["ph"] in "BE"}
+assert all(e["args"]["name"] == "tid %d" % e["tid"] for e in ev if e["ph"] == "M"), ev[:3]
+assert len(slic) >= 3 and len({p for p, t in slic}) == 1 and meta == slic, (meta, slic)' mt.json
 # the shared stream options: --tid keeps one thread
 tid=$(grep -o '"tid": [0-9]*' mt.json | tail -1 | grep -o '[0-9]*$')
 "$btr" timeline --tid "$tid" mt.btr -o one.json; check "--tid exit 0" [ $? -eq 0 ]

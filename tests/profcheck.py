@@ -221,6 +221,10 @@ def check_dot(path):
     for a, b in re.findall(r'^  (f\d+) -> (f\d+) ', txt, re.M):
         assert a in nodes and b in nodes, (a, b)
     assert re.search(r'label="fib\\ninclusive', txt)
+    # arrows point from caller to callee: main -> fib, fib -> fib, never fib -> main
+    ids = {n: i for i, n in re.findall(r'^  (f\d+) \[label="([^"\\]+)\\n', txt, re.M)}
+    arrows = set(re.findall(r'^  (f\d+) -> (f\d+) ', txt, re.M))
+    assert (ids['main'], ids['fib']) in arrows and (ids['fib'], ids['main']) not in arrows, (ids, arrows)
 
 
 def chrome_slices(path):

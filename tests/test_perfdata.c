@@ -933,38 +933,161 @@ static size_t make_synthetic(struct wbuf *w, int be)
 /* A pipe-mode Intel BTS recording: HEADER_ATTR (the intel_bts event),
  * AUXTRACE_INFO of type 2 (PERF_AUXTRACE_INTEL_BTS), one AUXTRACE buffer
  * per thread (cpu -1) and one per CPU, each with 24-byte BTS records. */
+static void make_bts(struct wbuf *wp, int be)
+{
+	struct wbuf w;
+	size_t s;
+	memset(&w, 0, sizeof(w));
+	w.be = be;
+	w64(&w, 0x32454c4946524550ULL);
+	w64(&w, 16);
+	rec_begin(&w, 64, 0, &s);            /* HEADER_ATTR: attr (VER0, 64 bytes), no ids */
+	w32(&w, 7), w32(&w, 64), w64(&w, 0), w64(&w, 1), w64(&w, 0x10086), w64(&w, 0);
+	w64(&w, 1ull << 18 | 1ull << 5);     /* sample_id_all, exclude_kernel */
+	w32(&w, 0), w32(&w, 0), w64(&w, 0);
+	rec_end(&w, s);
+	rec_begin(&w, 70, 0, &s);            /* AUXTRACE_INFO */
+	w32(&w, 2), w32(&w, 0);
+	/* priv (intel-bts.h): PMU type, time_shift, time_mult,
+	 * time_zero, cap_user_time_zero, snapshot mode */
+	w64(&w, 7), w64(&w, 10), w64(&w, 512), w64(&w, 1000), w64(&w, 1), w64(&w, 0);
+	rec_end(&w, s);
+	for (int k = 0; k < 2; k++) {
+		rec_begin(&w, 71, 0, &s);    /* AUXTRACE: size, offset, reference, idx, tid, cpu, res */
+		w64(&w, 48), w64(&w, k ? 0x3000 : 0x18), w64(&w, 0), w32(&w, (uint32_t)k);
+		w32(&w, k ? 0 : 43), w32(&w, k ? 1u : 0xffffffffu), w32(&w, 0);
+		rec_end(&w, s);
+		for (int i = 0; i < 2; i++)  /* from, to, flags (predicted) as the CPU writes them: LE */
+			for (int f = 0; f < 3; f++) {
+				uint64_t v = f == 2 ? 0x10 : 0x401000 + 0x100 * (uint64_t)(i + k) + (uint64_t)f;
+				for (int b = 0; b < 8; b++)
+					w8(&w, (uint8_t)(v >> (8 * b)));
+			}
+	}
+	*wp = w;
+}
+
+/* Opens @n bytes of @b and drains them; returns the open's error or 0. */
+static int open_drain(const uint8_t *b, size_t n, struct tally *t)
+{
+	struct btr_perf_reader *r;
+	memset(t, 0, sizeof(*t));
+	int rc = btr_perf_reader_new_mem(b, n, &r);
+	if (rc)
+		return rc;
+	drain(r, t);
+	btr_perf_reader_free(r);
+	return 0;
+}
+
+/* Offset of the first record of @type in the little-endian synthetic
+ * file's data section [from, to). */
+static size_t find_rec(const struct wbuf *w, size_t from, size_t to, uint32_t type)
+{
+	for (size_t o = from; o + 8 <= to;) {
+		uint32_t t;
+		uint16_t sz;
+		memcpy(&t, w->b + o, 4);
+		memcpy(&sz, w->b + o + 6, 2);
+		if (t == type)
+			return o;
+		if (sz < 8)
+			break;
+		o += sz;
+	}
+	return 0;
+}
+
+/* The +1 boundaries of every length field the reader trusts: each
+ * exactly fitting is read whole, each claiming (or cut to) one byte
+ * more than there is is refused. */
+static void test_length_bounds(void)
+{
+	struct wbuf w, c;
+	struct tally t;
+	size_t n = make_synthetic(&w, 0);
+	uint64_t attrs_off, attrs_sz, data_off, data_sz;
+	memcpy(&attrs_off, w.b + 24, 8);
+	memcpy(&attrs_sz, w.b + 32, 8);
+	memcpy(&data_off, w.b + 40, 8);
+	memcpy(&data_sz, w.b + 48, 8);
+	size_t data_end = (size_t)(data_off + data_sz);
+
+	/* whole: every record, then the end */
+	CHECK_EQ(open_drain(w.b, n, &t), 0);
+	CHECK_EQ(t.end, -BTR_ERR_EOS);
+	unsigned whole = t.total;
+	CHECK(whole >= 6);
+	CHECK_EQ(t.n[BTR_REC_LBR], 1);
+
+	/* the feature section (CPUID, at the end of the file): exactly
+	 * there is read; one byte cut from it is a truncated file */
+	CHECK_EQ(open_drain(w.b, n - 1, &t), 0);
+	CHECK_EQ(t.end, -BTR_ERR_TRUNCATED);
+	CHECK_EQ(t.total, whole);
+
+	/* without the feature table, the data section is the file's end */
+	c = w;
+	set64(&c, 72, 0);
+	CHECK_EQ(open_drain(c.b, data_end, &t), 0);
+	CHECK_EQ(t.end, -BTR_ERR_EOS);
+	CHECK_EQ(t.total, whole);
+	/* the file cut one byte into the last record: truncated */
+	CHECK_EQ(open_drain(c.b, data_end - 1, &t), 0);
+	CHECK_EQ(t.end, -BTR_ERR_TRUNCATED);
+	CHECK_EQ(t.total, whole - 1);
+	/* data.size one byte short of the last record (the file goes on):
+	 * that record overruns its section by one byte */
+	set64(&c, 48, data_sz - 1);
+	CHECK_EQ(open_drain(c.b, n, &t), 0);
+	CHECK_EQ(t.end, -BTR_ERR_BAD_RECORD);
+	CHECK_EQ(t.total, whole - 1);
+	/* data.size one byte long: a one-byte record header */
+	set64(&c, 48, data_sz + 1);
+	CHECK_EQ(open_drain(c.b, n, &t), 0);
+	CHECK_EQ(t.end, -BTR_ERR_BAD_RECORD);
+	CHECK_EQ(t.total, whole);
+
+	/* the attrs section ending at the file's end is read (the data is
+	 * then cut); one byte less is a truncated header */
+	CHECK_EQ(open_drain(w.b, (size_t)(attrs_off + attrs_sz), &t), 0);
+	CHECK_EQ(t.end, -BTR_ERR_TRUNCATED);
+	CHECK_EQ(open_drain(w.b, (size_t)(attrs_off + attrs_sz) - 1, &t), -BTR_ERR_TRUNCATED);
+
+	/* the SAMPLE's header size one byte short of its branch stack:
+	 * refused before its LBR record (the next header lands inside it) */
+	size_t smp = find_rec(&w, (size_t)data_off, data_end, 9);
+	CHECK(smp > 0);
+	c = w;
+	uint16_t ssz;
+	memcpy(&ssz, c.b + smp + 6, 2);
+	put16(c.b + smp + 6, (uint16_t)(ssz - 1));
+	CHECK_EQ(open_drain(c.b, n, &t), 0);
+	CHECK_EQ(t.end, -BTR_ERR_BAD_RECORD);
+	CHECK_EQ(t.n[BTR_REC_LBR], 0);
+
+	/* pipe mode: the last AUXTRACE's payload size against the file's
+	 * end: exactly there both buffers are read, one byte more (or the
+	 * file one byte shorter) and the last is refused */
+	make_bts(&w, 0);
+	CHECK_EQ(open_drain(w.b, w.n, &t), 0);
+	CHECK_EQ(t.end, -BTR_ERR_EOS);
+	CHECK_EQ(t.n[BTR_REC_BTS], 2);
+	CHECK_EQ(open_drain(w.b, w.n - 1, &t), 0);
+	CHECK(t.end == -BTR_ERR_BAD_RECORD || t.end == -BTR_ERR_TRUNCATED);
+	CHECK_EQ(t.n[BTR_REC_BTS], 1);
+	c = w;
+	set64(&c, w.n - 48 - 48 + 8, 49);   /* the last AUXTRACE header's size */
+	CHECK_EQ(open_drain(c.b, c.n, &t), 0);
+	CHECK(t.end == -BTR_ERR_BAD_RECORD || t.end == -BTR_ERR_TRUNCATED);
+	CHECK_EQ(t.n[BTR_REC_BTS], 1);
+}
+
 static void test_bts_synthetic(void)
 {
 	for (int be = 0; be < 2; be++) {
 		struct wbuf w;
-		size_t s;
-		memset(&w, 0, sizeof(w));
-		w.be = be;
-		w64(&w, 0x32454c4946524550ULL);
-		w64(&w, 16);
-		rec_begin(&w, 64, 0, &s);            /* HEADER_ATTR: attr (VER0, 64 bytes), no ids */
-		w32(&w, 7), w32(&w, 64), w64(&w, 0), w64(&w, 1), w64(&w, 0x10086), w64(&w, 0);
-		w64(&w, 1ull << 18 | 1ull << 5);     /* sample_id_all, exclude_kernel */
-		w32(&w, 0), w32(&w, 0), w64(&w, 0);
-		rec_end(&w, s);
-		rec_begin(&w, 70, 0, &s);            /* AUXTRACE_INFO */
-		w32(&w, 2), w32(&w, 0);
-		/* priv (intel-bts.h): PMU type, time_shift, time_mult,
-		 * time_zero, cap_user_time_zero, snapshot mode */
-		w64(&w, 7), w64(&w, 10), w64(&w, 512), w64(&w, 1000), w64(&w, 1), w64(&w, 0);
-		rec_end(&w, s);
-		for (int k = 0; k < 2; k++) {
-			rec_begin(&w, 71, 0, &s);    /* AUXTRACE: size, offset, reference, idx, tid, cpu, res */
-			w64(&w, 48), w64(&w, k ? 0x3000 : 0x18), w64(&w, 0), w32(&w, (uint32_t)k);
-			w32(&w, k ? 0 : 43), w32(&w, k ? 1u : 0xffffffffu), w32(&w, 0);
-			rec_end(&w, s);
-			for (int i = 0; i < 2; i++)  /* from, to, flags (predicted) as the CPU writes them: LE */
-				for (int f = 0; f < 3; f++) {
-					uint64_t v = f == 2 ? 0x10 : 0x401000 + 0x100 * (uint64_t)(i + k) + (uint64_t)f;
-					for (int b = 0; b < 8; b++)
-						w8(&w, (uint8_t)(v >> (8 * b)));
-				}
-		}
+		make_bts(&w, be);
 		struct btr_perf_reader *r;
 		CHECK_EQ(btr_perf_reader_new_mem(w.b, w.n, &r), 0);
 		if (!r)
@@ -1418,6 +1541,7 @@ int main(void)
 	test_jitdump();
 	test_synthetic();
 	test_bts_synthetic();
+	test_length_bounds();
 	test_compressed_synthetic();
 	test_corrupt();
 	test_autofdo();

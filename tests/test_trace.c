@@ -952,6 +952,21 @@ static void test_malformed(void)
 	pl[8 + 12] = 2;
 	n = craft(file, pl, 8 + 56, 1, 0);
 	CHECK_EQ(read_all(file, n, NULL, &cnt), -BTR_ERR_BAD_RECORD);
+	/* BRANCHES: the count's branches (44 bytes each) fill the record
+	 * exactly, or need one more */
+	memset(pl, 0, sizeof(pl));
+	pl[0] = BTR_REC_BRANCHES; pl[4] = 8 + 44;
+	pl[8 + 4] = 1;
+	pl[8 + 8] = 0x34; pl[8 + 9] = 0x12;      /* from 0x1234 */
+	n = craft(file, pl, 8 + 52, 1, 0);
+	memset(&rec, 0, sizeof(rec));
+	CHECK_EQ(read_all(file, n, &rec, &cnt), -BTR_ERR_EOS);
+	CHECK_EQ(cnt, 1);
+	CHECK_EQ(rec.type, BTR_REC_BRANCHES);
+	pl[8 + 4] = 2;
+	n = craft(file, pl, 8 + 52, 1, 0);
+	CHECK_EQ(read_all(file, n, NULL, &cnt), -BTR_ERR_BAD_RECORD);
+	CHECK_EQ(cnt, 0);
 	/* PT: the size equals the bytes present (the +1 case is below) */
 	memset(pl, 0, sizeof(pl));
 	pl[0] = BTR_REC_PT; pl[4] = 24 + 10;

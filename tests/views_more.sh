@@ -43,6 +43,10 @@ if oracle dot "cfg rendered by Graphviz dot"; then
 	check "cfg --diff exit 0 ($rc)" [ $rc -eq 0 ]
 	check "cfg --diff: blocks B ran more are red" grep -q 'fill="#de2d26"' "$tmp/d.svg"
 fi
+# the --diff labels: classify's entry block ran 180 times in A, 360 in B
+"$btr" cfg --function classify --diff "$tmp/b.btr" -o "$tmp/d.dot" "$tmp/a.btr"; rc=$?
+check "cfg --diff dot exit 0 ($rc)" [ $rc -eq 0 ]
+check "cfg --diff dot: the entry block says A x180  B x360" grep -q 'A x180  B x360"' "$tmp/d.dot"
 "$btr" cfg --function classify --max-blocks 4 -o "$tmp/c.dot" "$tmp/a.btr" 2>"$tmp/err"; rc=$?
 check "cfg dot collapse exit 0 ($rc)" [ $rc -eq 0 ]
 check "cfg collapse says so" grep -q 'collapsed' "$tmp/err"
@@ -62,7 +66,11 @@ check "diff json exit 0 ($rc)" [ $rc -eq 0 ]
 check "diff json: classify's entry doubled (180 -> 360)" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))
 c=[x for x in d["blocks_changed"] if x["module"]=="prog_flow_loops" and int(x["start"],16)==int(sys.argv[2],16)]
-sys.exit(0 if c and c[0]["count_a"]==180 and c[0]["count_b"]==360 else 1)' "$tmp/d.json" "$classify"
+sys.exit(0 if c and c[0]["count_a"]==180 and c[0]["count_b"]==360 and c[0]["delta"]==180 else 1)' "$tmp/d.json" "$classify"
+check "diff json: every delta is count_b - count_a, and some are negative or positive" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1]))
+v=[x for k in ("blocks_only_a","blocks_only_b","blocks_changed","edges_only_a","edges_only_b") for x in d[k]]
+sys.exit(0 if v and all(x["delta"]==x["count_b"]-x["count_a"] for x in v) and any(x["delta"]>0 for x in v) else 1)' "$tmp/d.json"
 
 # ---- --pid / --tid / --filter on the views ----
 tid=$("$btr" report --format json "$tmp/a.btr" | python3 -c 'import json,sys; print(json.load(sys.stdin)["thread_list"][0]["tid"])')

@@ -53,6 +53,7 @@ struct pprof {
 	uint8_t *out;         /* the encoded profile (end) */
 	size_t outlen;
 	int nomem;
+	struct btr_stream *s; /* the stream (begin to end) */
 };
 
 static uint64_t shash(const char *s)
@@ -116,9 +117,18 @@ static void str_free(struct strtab *t)
 	free(t->h);
 }
 
+/* The backends whose branches always carry instruction counts (Intel PT
+ * decoded, the QEMU plugin's PT, stepping's counted side stream). */
+static int backend_counts_insns(const char *b)
+{
+	return b && (!strcmp(b, "qemu") || !strcmp(b, "pt") || !strcmp(b, "step"));
+}
+
 static int p_begin(void *p, struct btr_stream *s)
 {
-	btr_callstack_begin(((struct pprof *)p)->cs, s);
+	struct pprof *pp = p;
+	pp->s = s;   /* its backend is known once its MACHINE record is read */
+	btr_callstack_begin(pp->cs, s);
 	return 0;
 }
 
@@ -216,12 +226,19 @@ static int encode(struct pprof *pp)
 	int time = btr_callstack_has_time(cs);
 	int rc = 0;
 	str_id(&st, "");
-	const char *unit = btr_callstack_has_insns(cs) ? "instructions" : "branches";
+	/* the unit the samples are counted in; a profile of no samples
+	 * (--pid of no process, a filter that keeps nothing) names the unit
+	 * its trace counts in, as a profile of some of its branches would */
+	size_t nn = btr_callstack_nnodes(cs);
+	int samples = 0;
+	for (uint32_t i = 1; i < nn && !samples; i++)
+		samples = btr_callstack_node(cs, i)->self_cost || btr_callstack_node(cs, i)->self_time;
+	int insns = samples ? btr_callstack_has_insns(cs) : backend_counts_insns(btr_stream_backend(pp->s));
+	const char *unit = insns ? "instructions" : "branches";
 	value_type(&prof, 1, &st, unit, "count");
 	if (time)
 		value_type(&prof, 1, &st, "time", "ticks");
 	/* samples: one per stack that has a cost of its own, leaf first */
-	size_t nn = btr_callstack_nnodes(cs);
 	for (uint32_t i = 1; i < nn; i++) {
 		const struct btr_cs_node *nd = btr_callstack_node(cs, i);
 		if (!nd->self_cost && !nd->self_time)
@@ -295,7 +312,9 @@ static int p_end(void *p, int status)
 {
 	struct pprof *pp = p;
 	int rc = btr_callstack_end(pp->cs);
-	return rc ? rc : encode(pp);
+	rc = rc ? rc : encode(pp);
+	pp->s = NULL;
+	return rc;
 }
 
 static int p_write(void *p, FILE *out, const char *format)
