@@ -89,6 +89,14 @@ check "--start: 3 threads traced" [ "$(cut -d' ' -f1 "$tmp/b" | sort -u | wc -l)
 check "--start: only rec() and its callee leaf() traced" \
 	[ "$("$btr" script -F sym "$tmp/start.btr" | grep -cEv '^(rec|leaf)(\+| )')" -eq 0 ]
 check "--start: no gap" [ "$("$btr" script "$tmp/start.btr" | grep -c '^\[gap')" -eq 0 ]
+# the same function as an IP range: its returns go back into it (recursion)
+# and out of it (the outermost), in three threads at once
+"$btr" record -q -b qemu --ip-filter "rec@$st" -o "$tmp/rec.btr" -- "$st" >/dev/null 2>"$tmp/err"
+check "--ip-filter rec: recording works ($(head -1 "$tmp/err"))" [ $? -eq 0 ]
+branches_in "$tmp/rec.btr" rec >"$tmp/b"
+check "--ip-filter rec: rec()'s branches equal per thread (returns inside and out)" \
+	cmp -s <(per_thread "$tmp/a") <(per_thread "$tmp/b")
+check "--ip-filter rec: no gap" [ "$("$btr" script "$tmp/rec.btr" | grep -c '^\[gap')" -eq 0 ]
 "$btr" record -q -b qemu --start rec --stop leaf -o "$tmp/stop.btr" -- "$st" >/dev/null 2>"$tmp/err"
 check "--stop: recording works ($(head -1 "$tmp/err"))" [ $? -eq 0 ]
 check "--stop leaf: nothing of leaf() traced" \

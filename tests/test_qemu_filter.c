@@ -6,7 +6,8 @@
  * ranges are entered by a call (work), an indirect call from a shared
  * library (qsort's comparator cmp), a signal (on_sig), returns (main), an
  * indirect jump (qsort through the PLT); one is in a shared library
- * (qsort_r in libc); two at once.  And the work outside the ranges:
+ * (qsort_r in libc); two at once; --start work (its windows).  And the
+ * work outside the ranges:
  * with the leaf work() (about 1% of the blocks) the plugin makes at most
  * 2% of the unfiltered recording's block callbacks (counted by the
  * plugin, BTR_QEMU_STATS: never timed). */
@@ -49,8 +50,10 @@ static int record(const char *out, const char *const *spec, const char *stats)
 	argv[n++] = "-b";
 	argv[n++] = "qemu";
 	for (int i = 0; spec && spec[i]; i++) {
-		argv[n++] = "--ip-filter";
-		argv[n++] = (char *)spec[i];
+		/* "start=SYM": --start SYM (the window of each call) */
+		int start = !strncmp(spec[i], "start=", 6);
+		argv[n++] = start ? "--start" : "--ip-filter";
+		argv[n++] = (char *)spec[i] + (start ? 6 : 0);
 	}
 	argv[n++] = "-o";
 	argv[n++] = (char *)out;
@@ -155,7 +158,8 @@ static int inside(uint64_t ip, uint64_t r[][2], int n)
 
 /* The instructions of the unfiltered recording @full inside @spec's
  * ranges equal what the filtered recording of @spec decodes to. */
-static size_t compare(const char *name, struct tr *full, const uint64_t *all, size_t n_all, const char *const *spec)
+static size_t compare(const char *name, struct tr *full, const uint64_t *all, size_t n_all, const char *const *spec,
+		      const char *const *rspec)
 {
 	char out[256], stats[256];
 	snprintf(out, sizeof(out), "qemu_filter_%s.btr", name);
@@ -164,7 +168,7 @@ static size_t compare(const char *name, struct tr *full, const uint64_t *all, si
 	struct tr t;
 	load(out, &t);
 	uint64_t r[16][2];
-	int nr = ranges(full, spec, r);
+	int nr = ranges(full, rspec ? rspec : spec, r);
 	CHECK(nr > 0);
 	struct ipvec want = { 0 };
 	for (size_t i = 0; i < n_all; i++)
@@ -228,21 +232,24 @@ int main(void)
 	CHECK(all.n > 1000000);
 
 	const char *work[] = { "work@" PROG, NULL };
-	size_t wb = compare("work", &full, all.v, all.n, work);   /* call, return */
+	size_t wb = compare("work", &full, all.v, all.n, work, NULL);   /* call, return */
 	CHECK(wb * 20 < full.pt_n);
+	/* --start work: work() calls nothing, so each window is work()'s run */
+	const char *start[] = { "start=work", NULL };
+	compare("start_work", &full, all.v, all.n, start, work);
 	const char *cmp[] = { "cmp@" PROG, NULL };
-	compare("cmp", &full, all.v, all.n, cmp);                /* indirect call from libc */
+	compare("cmp", &full, all.v, all.n, cmp, NULL);                /* indirect call from libc */
 	const char *sig[] = { "on_sig@" PROG, NULL };
-	compare("on_sig", &full, all.v, all.n, sig);             /* a signal */
+	compare("on_sig", &full, all.v, all.n, sig, NULL);             /* a signal */
 	const char *two[] = { "work@" PROG, "on_sig@" PROG, NULL };
-	compare("two", &full, all.v, all.n, two);
+	compare("two", &full, all.v, all.n, two, NULL);
 	const char *main_[] = { "main@" PROG, NULL };
-	compare("main", &full, all.v, all.n, main_);             /* entered by returns */
+	compare("main", &full, all.v, all.n, main_, NULL);             /* entered by returns */
 	if (access(LIBC, R_OK) == 0) {
 		const char *lib[] = { "qsort_r@" LIBC, NULL };
-		compare("qsort_r", &full, all.v, all.n, lib);    /* a shared library, left by calls */
+		compare("qsort_r", &full, all.v, all.n, lib, NULL);    /* a shared library, left by calls */
 		const char *plt[] = { "qsort@" LIBC, NULL };
-		compare("qsort", &full, all.v, all.n, plt);      /* an indirect jump (PLT) */
+		compare("qsort", &full, all.v, all.n, plt, NULL);      /* an indirect jump (PLT) */
 	} else {
 		printf("note: %s absent: no shared-library range\n", LIBC);
 	}

@@ -156,8 +156,8 @@ static void flt_exit(unsigned vcpu, void *ud)
 	struct flt_thr *f = &ft[vcpu];
 	const struct thr *t = g.thr[vcpu];
 	f->n_exit++;
-	if (!f->armed || !t || t->prev != f->armed || __atomic_load_n(&flt_out, __ATOMIC_RELAXED) - f->out > 1)
-		return;
+	if (!f->armed || !t || t->prev != f->armed)
+		return;   /* not right after its branch: it entered no block inside since */
 	f->ld = (uint64_t)(uintptr_t)ud;
 	f->ld_tb = f->armed;
 	f->armed = NULL;
@@ -328,6 +328,7 @@ void flt_tb_exec(unsigned vcpu, void *ud)
 		}
 	}
 	f->out = __atomic_load_n(&flt_out, __ATOMIC_RELAXED);
+	f->ld_tb = NULL;     /* said (check_left), or stale */
 	f->armed = cur->kind == BTR_KIND_RET || cur->kind == BTR_KIND_JMP_IND || cur->kind == BTR_KIND_CALL_IND ? cur
 														  : NULL;
 	tb_exec(vcpu, ud);
