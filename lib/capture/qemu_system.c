@@ -214,6 +214,19 @@ static int find_kernel(const char *given, char *kernel, size_t ksize, char *map,
 		btr_err("%s: no System.map beside it (its symbols and interrupt entries are needed)", kernel);
 		return -BTR_ERR_NOENT;
 	}
+	/* Debian's /boot/System.map-* is a one-line placeholder (the real
+	 * one is in linux-image-VERSION-dbg). */
+	FILE *f = fopen(map, "re");
+	char line[512];
+	int text = 0;
+	while (f && !text && fgets(line, sizeof(line), f))
+		text = strstr(line, " T ") || strstr(line, " t ");
+	if (f)
+		fclose(f);
+	if (!text)
+		btr_warn("%s has no text symbols (Debian ships a placeholder; the real one is in linux-image-VERSION-dbg): "
+			 "without the kernel's interrupt and exception entry points its events are guessed, and the trace "
+			 "has gaps and no kernel function names", map);
 	return 0;
 }
 
