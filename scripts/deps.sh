@@ -47,11 +47,26 @@ pkgs="
   luajit
   ruby
   strace
+  busybox-static
+  linux-image-amd64
 "
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# qemu-system-x86 10 (plugin API v4: guest registers; `btr record --system`):
+# Debian 12's own is 7.2, so on bookworm it comes from bookworm-backports
+# (the apt source scripts/build-qemu.sh adds, with the suite's deb-src).
+if ! dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null | grep -q '^1:1[0-9]'; then
+  if grep -qs bookworm-backports /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null; then
+    echo "deps: installing qemu-system-x86 from bookworm-backports" >&2
+    S=""; [ "$(id -u)" -ne 0 ] && S="sudo"
+    DEBIAN_FRONTEND=noninteractive $S apt-get install -y -q --no-install-recommends -t bookworm-backports \
+      qemu-system-x86 >&2 || echo "deps: qemu-system-x86 10 not installed (btr record --system needs it)" >&2
+  elif grep -qs 'VERSION_CODENAME=trixie' /etc/os-release; then
+    missing="$missing qemu-system-x86"
+  fi
+fi
 [ -z "$missing" ] && exit 0
 echo "deps: installing$missing" >&2
 SUDO=""

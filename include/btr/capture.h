@@ -112,6 +112,13 @@ struct btr_capture_opts {
 	 * one as a usage error); borrowed for the call.  When set, @filter is
 	 * not read; NULL: @filter as above. */
 	const struct btr_filter *branch_filter;
+	/* appended: whole-system recording (btr_system_record,
+	 * docs/record.md "Whole-system recording"): @argv runs inside a VM
+	 * booted under qemu-system-x86_64; @user / @kernel select the CPL
+	 * traced (neither or both: all). */
+	const char *vm_kernel;    /* the kernel to boot (NULL: the newest /boot/vmlinuz-*) */
+	const char *vm_initrd;    /* the initramfs (NULL: generated: busybox, @argv[0] and its libraries) */
+	const char *vm_append;    /* more kernel command line, or NULL */
 };
 
 #define BTR_CAPTURE_MAX_PROCESSES 1000
@@ -209,6 +216,15 @@ struct btr_hwinfo;
  * readable, the PMUs under @sysfs_root (NULL: /sys/...), and
  * kernel.perf_event_paranoid (lib/capture/probe.c).  Never fails. */
 void btr_hwinfo_gather(const char *sysfs_root, struct btr_hwinfo *out);
+
+/* Whole-system recording (lib/capture/qemu_system.c): boots the kernel
+ * (@opts->vm_kernel, else the newest in /boot, with its System.map) under
+ * qemu-system-x86_64 ($BTR_QEMU_SYSTEM, else PATH) with the plugin
+ * btr-qemu-system.so ($BTR_QEMU_SYSTEM_PLUGIN, else beside btr), running
+ * @opts->argv as the VM's only program, and writes the whole machine's
+ * flow to @opts->output.  Returns 0 or a negative enum btr_error (the
+ * reason logged). */
+int btr_system_record(const struct btr_capture_opts *opts, struct btr_capture_result *res);
 
 /* The qemu backend's record function (lib/capture/qemu.c). */
 int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_result *res);

@@ -306,6 +306,12 @@ static int btr_branch_cb(void *ctx, const struct btr_branch *b)
 }
 
 /* --stat: the stream's batches, counted in one loop each. */
+/* --stat of a .btr: the instructions in the upper half of the address
+ * space (the kernel's, on x86-64 Linux: whole-system traces). */
+#define UPPER_HALF 0xffff800000000000ull
+static uint64_t stat_upper;
+static int stat_split;
+
 static int btr_branches_stat_cb(void *ctx, const struct btr_branch *b, size_t n)
 {
 	struct btr_ctx *c = ctx;
@@ -316,11 +322,16 @@ static int btr_branches_stat_cb(void *ctx, const struct btr_branch *b, size_t n)
 	 * of store-to-load forwards (about 1 ns a record). */
 	uint32_t k4[4][BTR_KIND__COUNT + 1];
 	memset(k4, 0, sizeof(k4));
+	uint64_t upper = 0;
 	for (size_t i = 0; i < n; i++) {
 		unsigned k = b[i].kind < BTR_KIND__COUNT ? b[i].kind : BTR_KIND__COUNT;
 		k4[i & 3][k]++;
-		insns += (b[i].flags & BTR_BF_INSNS) ? b[i].insns : 0;
+		uint64_t m = (b[i].flags & BTR_BF_INSNS) ? b[i].insns : 0;
+		insns += m;
+		/* a branch's instructions ran straight up to it: one half */
+		upper += b[i].from >= UPPER_HALF ? m : 0;
 	}
+	stat_upper += upper;
 	for (unsigned k = 0; k < BTR_KIND__COUNT; k++)
 		st->by_kind[k] += (uint64_t)k4[0][k] + k4[1][k] + k4[2][k] + k4[3][k];
 	st->branches += n;
@@ -618,6 +629,7 @@ int cmd_pt_decode(int argc, char **argv)
 		/* perf.data through the stream too when a process or thread is
 		 * selected: the stream knows which thread is whose. */
 		oc.filter = NULL;   /* the stream applies it */
+		stat_split = 1;
 		ret = decode_btr(path, d.elfs, d.n_elfs, sel_pid, sel_tid, bfilter, &oc,
 				 mode == O_BRANCHES ? 0 : mode == O_INSN ? 1 : 2, &st);
 	} else if (is_perf) {
@@ -667,14 +679,20 @@ int cmd_pt_decode(int argc, char **argv)
 				printf("%s\"%s\": %" PRIu64, first ? "" : ", ", btr_branch_kind_name((enum btr_branch_kind)k), st.by_kind[k]);
 				first = 0;
 			}
-			printf("}, \"gaps\": %" PRIu64 ", \"overflows\": %" PRIu64 ", \"trace_bytes\": %" PRIu64
+			printf("}");
+			if (stat_split)
+				printf(", \"instructions_upper_half\": %" PRIu64, stat_upper);
+			printf(", \"gaps\": %" PRIu64 ", \"overflows\": %" PRIu64 ", \"trace_bytes\": %" PRIu64
 			       ", \"blocks_decoded\": %" PRIu64 ", \"decode_seconds\": %.6f, \"mb_per_s\": %.1f"
 			       ", \"ns_per_branch\": %.2f, \"jobs\": %u, \"errata\": \"%s\""
 			       ", \"tsx_aborts\": %" PRIu64 ", \"aborted_instructions\": %" PRIu64 "}\n",
 			       st.gaps, st.overflows, st.bytes, st.blocks_decoded, dt, mbs, nspb, jobs, errata,
 			       st.tsx_aborts, st.tsx_aborted_insns);
 		} else {
-			printf("instructions  %" PRIu64 "\nbranches      %" PRIu64 "\n", st.insns, st.branches);
+			printf("instructions  %" PRIu64 "\n", st.insns);
+			if (stat_split)
+				printf("  upper half  %" PRIu64 " (kernel code)\n", stat_upper);
+			printf("branches      %" PRIu64 "\n", st.branches);
 			for (int k = 1; k < BTR_KIND__COUNT; k++)
 				if (st.by_kind[k])
 					printf("  %-11s %" PRIu64 "\n", btr_branch_kind_name((enum btr_branch_kind)k), st.by_kind[k]);

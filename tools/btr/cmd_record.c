@@ -15,7 +15,8 @@
 
 enum { OPT_NORETCOMP = 256, OPT_GT, OPT_DURATION, OPT_START, OPT_STOP, OPT_RING, OPT_FILTER, OPT_INPROC,
        OPT_NOFOLLOW, OPT_NOFORK, OPT_NOEXEC, OPT_MAXPROC, OPT_USER, OPT_KERNEL, OPT_PERTHREAD, OPT_IPF,
-       OPT_PTCFG, OPT_SNAP, OPT_LBRF, OPT_PERIOD, OPT_AUX, OPT_PROGRESS, OPT_NOPROGRESS };
+       OPT_PTCFG, OPT_SNAP, OPT_LBRF, OPT_PERIOD, OPT_AUX, OPT_PROGRESS, OPT_NOPROGRESS, OPT_SYSTEM,
+       OPT_VMKERNEL, OPT_INITRD, OPT_APPEND };
 
 /* -p attaches to a running process: --attach, and --pid, its old
  * spelling (kept for scripts; every other command's --pid selects a
@@ -63,9 +64,22 @@ static const struct cli_opt opts[] = {
 	  "                         the program's own SIGTRAP handler (~1.7x cheaper per trap here);\n"
 	  "                         main thread only; static programs, -p and --start fall\n"
 	  "                         back to ptrace stepping, saying so\n", NULL },
+	{ "system", OPT_SYSTEM, CLI_NOARG,
+	  "Whole system (docs/record.md, \"Whole-system recording\"):\n"
+	  "      --system           boot a VM (qemu-system-x86_64 10+) whose only program is\n"
+	  "                         CMD, and record the whole machine, kernel and user code;\n"
+	  "                         with --user or --kernel only that CPL (default: both)\n", NULL },
+	{ "vm-kernel", OPT_VMKERNEL, CLI_ARG,
+	  "      --vm-kernel FILE   the kernel to boot (default: the newest /boot/vmlinuz-*;\n"
+	  "                         its System.map must be beside it)\n", NULL },
+	{ "initrd", OPT_INITRD, CLI_ARG,
+	  "      --initrd FILE      the initramfs (default: generated: busybox, CMD and its\n"
+	  "                         libraries, an /init that runs CMD and powers off)\n", NULL },
+	{ "append", OPT_APPEND, CLI_ARG, "      --append ARGS      more kernel command line\n", NULL },
 	{ "user", OPT_USER, CLI_NOARG,
 	  "Hardware backends (pt, bts, lbr; docs/record.md):\n"
-	  "      --user, --kernel   trace user / kernel code (default: user only)\n"
+	  "      --user, --kernel   trace user / kernel code (default: user only; with\n"
+	  "                         --system: both)\n"
 	  "  -p, --attach PID       attach to running process PID instead of a command\n", NULL },
 	{ "kernel", OPT_KERNEL, CLI_NOARG, NULL, NULL },
 	{ "all-cpus", 'a', CLI_NOARG,
@@ -148,7 +162,7 @@ static void record_progress(void *ctx, const struct btr_capture_progress *p)
 struct args {
 	const char *backend;
 	struct btr_capture_opts *o;
-	int quiet, verbose, inproc, hw_opt;
+	int quiet, verbose, inproc, hw_opt, system;
 	const char *ipf[8];
 	struct btr_filter filter;   /* --filter, parsed here once (o->branch_filter) */
 };
@@ -207,6 +221,10 @@ static int on_opt(void *ctx, int c, char *arg)
 			return cli_usage_error("record", "bad --max-processes '%s' (1..1000000)", arg);
 		o->max_processes = (unsigned)v;
 		break;
+	case OPT_SYSTEM: x->system = 1; break;
+	case OPT_VMKERNEL: o->vm_kernel = arg; break;
+	case OPT_INITRD: o->vm_initrd = arg; break;
+	case OPT_APPEND: o->vm_append = arg; break;
 	case OPT_USER: o->user = 1; break;
 	case OPT_KERNEL: o->kernel = 1; break;
 	case OPT_PERTHREAD: o->per_thread = 1; break;
@@ -231,6 +249,29 @@ static int on_opt(void *ctx, int c, char *arg)
 		o->aux_size = v;
 		break;
 	}
+	return EXIT_OK;
+}
+
+/* --system: the whole VM (btr_system_record). */
+static int record_system(struct btr_capture_opts *o, const struct args *x, const char *backend)
+{
+	if (!o->argv)
+		return cli_usage_error("record", "--system needs a command to run in the VM");
+	if (strcmp(backend, "auto") || o->attach_pid || o->system_wide || o->per_thread || o->n_ip_filters ||
+	    o->pt_config || o->snapshot || o->lbr_filter || o->period || o->aux_size || o->ground_truth ||
+	    o->ring || o->start || x->inproc)
+		return cli_usage_error("record", "--system takes only -o, --user, --kernel, --vm-kernel, --initrd and "
+				       "--append");
+	if (!strcmp(o->output, "-"))
+		return cli_usage_error("record", "--system writes a file: -o - is not possible");
+	if (!x->quiet)
+		fprintf(stderr, "btr: recording the whole VM with qemu-system-x86_64\n");
+	struct btr_capture_result res = { 0 };
+	int rc = btr_system_record(o, &res);
+	if (rc < 0)
+		return rc == -BTR_ERR_INVAL ? EXIT_USAGE : EXIT_RUNTIME;
+	if (!x->quiet)
+		fprintf(stderr, "btr: wrote %s (%llu bytes)\n", o->output, (unsigned long long)res.pt_bytes);
 	return EXIT_OK;
 }
 
@@ -263,6 +304,10 @@ int cmd_record(int argc, char **argv)
 	if (stepopt && strcmp(backend, "step"))
 		return cli_usage_error("record", "--duration, --ring, --filter and --inproc need -b step");
 	o.argv = o.attach_pid || first >= argc ? NULL : argv + first;
+	if ((o.vm_kernel || o.vm_initrd || o.vm_append) && !x.system)
+		return cli_usage_error("record", "--vm-kernel, --initrd and --append need --system");
+	if (x.system)
+		return record_system(&o, &x, backend);
 
 	/* A command that cannot run is reported before anything else. */
 	char path[4096];

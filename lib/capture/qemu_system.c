@@ -1,0 +1,330 @@
+/* qemu_system.c - whole-system recording (`btr record --system`,
+ * docs/record.md "Whole-system recording"): boots a kernel under
+ * qemu-system-x86_64 with btr's system plugin (agents/qemu-system/), which
+ * writes the whole machine's flow, kernel and user code, as PT into the
+ * .btr file.  Without --vm-kernel the distribution's kernel in /boot is
+ * booted; without --initrd a minimal initramfs is generated here: busybox
+ * (busybox-static), CMD with the shared libraries ldd names, and an /init
+ * that runs CMD and powers the machine off. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "btr/capture.h"
+#include "btr/error.h"
+#include "internal.h"
+#include "output.h"
+
+/* ---- the initramfs: a cpio "newc" archive ---- */
+
+struct cpio {
+	FILE *f;
+	unsigned ino;
+	int err;
+};
+
+static void cpio_pad(struct cpio *c)
+{
+	long pos = ftell(c->f);
+	while (pos > 0 && (pos & 3)) {
+		fputc(0, c->f);
+		pos++;
+	}
+}
+
+static void cpio_entry(struct cpio *c, const char *name, unsigned mode, unsigned rmaj, unsigned rmin,
+		       const void *data, size_t size)
+{
+	fprintf(c->f, "070701%08X%08X%08X%08X%08X%08X%08zX%08X%08X%08X%08X%08zX%08X", ++c->ino, mode, 0u, 0u,
+		S_ISDIR(mode) ? 2u : 1u, 0u, size, 0u, 0u, rmaj, rmin, strlen(name) + 1, 0u);
+	fwrite(name, 1, strlen(name) + 1, c->f);
+	cpio_pad(c);
+	if (size && fwrite(data, 1, size, c->f) != size)
+		c->err = 1;
+	cpio_pad(c);
+}
+
+/* Directories of @path ("lib/x86_64-linux-gnu/libc.so.6") first. */
+static void cpio_dirs(struct cpio *c, const char *path)
+{
+	char d[PATH_MAX];
+	for (const char *s = strchr(path, '/'); s; s = strchr(s + 1, '/')) {
+		snprintf(d, sizeof(d), "%.*s", (int)(s - path), path);
+		cpio_entry(c, d, S_IFDIR | 0755, 0, 0, NULL, 0);   /* repeats are harmless */
+	}
+}
+
+/* Host file @src as @name in the archive (mode kept). */
+static int cpio_file(struct cpio *c, const char *src, const char *name)
+{
+	int fd = open(src, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		if (fd >= 0)
+			close(fd);
+		btr_err("%s: cannot be put into the initramfs: %s", src, fd < 0 ? strerror(errno) : "not a file");
+		return -BTR_ERR_NOENT;
+	}
+	uint8_t *buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+	ssize_t got = buf ? read(fd, buf, (size_t)st.st_size) : -1;
+	close(fd);
+	if (got != st.st_size) {
+		free(buf);
+		btr_err("%s: cannot be read", src);
+		return -BTR_ERR_IO;
+	}
+	while (*name == '/')
+		name++;
+	cpio_dirs(c, name);
+	cpio_entry(c, name, S_IFREG | (st.st_mode & 0755), 0, 0, buf, (size_t)got);
+	free(buf);
+	return 0;
+}
+
+/* The shared libraries of @exe as ldd lists them (nothing for a static
+ * program): each into the archive at its own path. */
+static int cpio_libs(struct cpio *c, const char *exe)
+{
+	char cmd[PATH_MAX + 32], line[PATH_MAX + 64];
+	snprintf(cmd, sizeof(cmd), "ldd '%s' 2>/dev/null", exe);
+	if (strchr(exe, '\''))
+		return 0;
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return 0;
+	int rc = 0;
+	while (fgets(line, sizeof(line), p) && rc == 0) {
+		char *s = strstr(line, "=> /");
+		s = s ? s + 3 : strchr(line, '/');
+		if (!s)
+			continue;
+		char *e = strchr(s, ' ');
+		if (e)
+			*e = 0;
+		rc = cpio_file(c, s, s);
+	}
+	pclose(p);
+	return rc;
+}
+
+/* Writes the generated initramfs for @argv to @path. */
+static int make_initrd(const char *path, char *const *argv)
+{
+	char busybox[PATH_MAX], exe[PATH_MAX];
+	if (btr__find_in_path("busybox", busybox, sizeof(busybox)) < 0) {
+		btr_err("--system needs busybox for the generated initramfs (apt-get install busybox-static), or --initrd");
+		return -BTR_ERR_NOENT;
+	}
+	if (btr__find_in_path(argv[0], exe, sizeof(exe)) < 0 && (snprintf(exe, sizeof(exe), "%s", argv[0]), 1) &&
+	    access(exe, X_OK) < 0) {
+		btr_err("%s: not found", argv[0]);
+		return -BTR_ERR_CHILD;
+	}
+	struct cpio c = { .f = fopen(path, "we") };
+	if (!c.f) {
+		btr_err("%s: %s", path, strerror(errno));
+		return -BTR_ERR_IO;
+	}
+	cpio_entry(&c, ".", S_IFDIR | 0755, 0, 0, NULL, 0);
+	static const char *const dirs[] = { "dev", "proc", "sys", "tmp", "bin" };
+	for (size_t i = 0; i < BTR_ARRAY_SIZE(dirs); i++)
+		cpio_entry(&c, dirs[i], S_IFDIR | 0755, 0, 0, NULL, 0);
+	cpio_entry(&c, "dev/console", S_IFCHR | 0600, 5, 1, NULL, 0);
+	int rc = cpio_file(&c, busybox, "bin/busybox");
+	if (!rc)
+		rc = cpio_libs(&c, busybox);
+	if (!rc)
+		rc = cpio_file(&c, exe, exe);
+	if (!rc)
+		rc = cpio_libs(&c, exe);
+	/* /init: CMD, its status on the console, power off. */
+	char init[8192];
+	size_t n = (size_t)snprintf(init, sizeof(init),
+				    "#!/bin/busybox sh\n/bin/busybox mount -t proc proc /proc\n'%s'", exe);
+	for (int i = 1; argv[i] && n < sizeof(init); i++) {
+		if (strchr(argv[i], '\'')) {
+			btr_err("--system: argument %d contains a quote (not passed into the VM)", i);
+			rc = -BTR_ERR_INVAL;
+			break;
+		}
+		n += (size_t)snprintf(init + n, sizeof(init) - n, " '%s'", argv[i]);
+	}
+	if (n < sizeof(init))
+		n += (size_t)snprintf(init + n, sizeof(init) - n,
+				      "\necho \"btr-system: exit status $?\"\n/bin/busybox poweroff -f\n");
+	if (n >= sizeof(init)) {
+		btr_err("--system: the command line is too long");
+		rc = -BTR_ERR_INVAL;
+	}
+	if (!rc)
+		cpio_entry(&c, "init", S_IFREG | 0755, 0, 0, init, n);
+	cpio_entry(&c, "TRAILER!!!", 0, 0, 0, NULL, 0);
+	if (fclose(c.f) != 0 || c.err) {
+		btr_err("%s: write failed", path);
+		rc = rc ? rc : -BTR_ERR_IO;
+	}
+	return rc;
+}
+
+/* ---- the kernel ---- */
+
+/* The newest /boot/vmlinuz-*: @kernel, and its System.map to @map. */
+static int find_kernel(const char *given, char *kernel, size_t ksize, char *map, size_t msize)
+{
+	if (given) {
+		snprintf(kernel, ksize, "%s", given);
+	} else {
+		struct dirent **ents;
+		int n = scandir("/boot", &ents, NULL, versionsort);
+		kernel[0] = 0;
+		for (int i = 0; i < n; i++) {
+			if (!strncmp(ents[i]->d_name, "vmlinuz-", 8))
+				snprintf(kernel, ksize, "/boot/%s", ents[i]->d_name);
+			free(ents[i]);
+		}
+		if (n >= 0)
+			free(ents);
+		if (!kernel[0]) {
+			btr_err("--system: no kernel in /boot (apt-get install linux-image-amd64, or give --vm-kernel)");
+			return -BTR_ERR_NOENT;
+		}
+	}
+	if (access(kernel, R_OK) < 0) {
+		btr_err("%s: %s", kernel, strerror(errno));
+		return -BTR_ERR_NOENT;
+	}
+	/* System.map-VERSION beside vmlinuz-VERSION, else System.map beside it. */
+	const char *base = strrchr(kernel, '/');
+	size_t dirlen = base ? (size_t)(base - kernel) : 0;
+	base = base ? base + 1 : kernel;
+	const char *ver = !strncmp(base, "vmlinuz-", 8) ? base + 8 : NULL;
+	if (ver)
+		snprintf(map, msize, "%.*s%sSystem.map-%s", (int)dirlen, kernel, dirlen ? "/" : "", ver);
+	if (!ver || access(map, R_OK) < 0)
+		snprintf(map, msize, "%.*s%sSystem.map", (int)dirlen, kernel, dirlen ? "/" : "");
+	if (access(map, R_OK) < 0) {
+		btr_err("%s: no System.map beside it (its symbols and interrupt entries are needed)", kernel);
+		return -BTR_ERR_NOENT;
+	}
+	/* Debian's /boot/System.map-* is a one-line placeholder (the real
+	 * one is in linux-image-VERSION-dbg). */
+	FILE *f = fopen(map, "re");
+	char line[512];
+	int text = 0;
+	while (f && !text && fgets(line, sizeof(line), f))
+		text = strstr(line, " T ") || strstr(line, " t ");
+	if (f)
+		fclose(f);
+	if (!text)
+		btr_warn("%s has no text symbols (Debian ships a placeholder; the real one is in linux-image-VERSION-dbg): "
+			 "without the kernel's interrupt and exception entry points its events are guessed, and the trace "
+			 "has gaps and no kernel function names", map);
+	return 0;
+}
+
+/* ---- recording ---- */
+
+int btr_system_record(const struct btr_capture_opts *opts, struct btr_capture_result *res)
+{
+	char qemu[PATH_MAX], plugin[PATH_MAX], kernel[PATH_MAX], map[PATH_MAX], initrd[PATH_MAX] = "";
+	char partial[PATH_MAX], append[4096], parg[4 * PATH_MAX + 64];
+	memset(res, 0, sizeof(*res));
+	if (!opts || !opts->argv || !opts->argv[0] || !opts->output || opts->output_fd > 0)
+		return -BTR_ERR_INVAL;
+	const char *q = getenv("BTR_QEMU_SYSTEM");
+	if (q && *q)
+		snprintf(qemu, sizeof(qemu), "%s", q);
+	else if (btr__find_in_path("qemu-system-x86_64", qemu, sizeof(qemu)) < 0) {
+		btr_err("--system needs qemu-system-x86_64 10 or later (apt-get install -t bookworm-backports "
+			"qemu-system-x86)");
+		return -BTR_ERR_NODEV;
+	}
+	const char *pe = getenv("BTR_QEMU_SYSTEM_PLUGIN");
+	static const char *const rel[] = { "/btr-qemu-system.so", "/../lib/btr/btr-qemu-system.so" };
+	if (pe && *pe)
+		snprintf(plugin, sizeof(plugin), "%s", pe);
+	else if (btr__find_beside_exe(rel, BTR_ARRAY_SIZE(rel), R_OK, plugin, sizeof(plugin)) < 0) {
+		btr_err("btr-qemu-system.so not found next to the btr binary (set BTR_QEMU_SYSTEM_PLUGIN)");
+		return -BTR_ERR_NOENT;
+	}
+	int rc = find_kernel(opts->vm_kernel, kernel, sizeof(kernel), map, sizeof(map));
+	if (rc < 0)
+		return rc;
+	if (opts->vm_initrd) {
+		snprintf(initrd, sizeof(initrd), "%s", opts->vm_initrd);
+		if (access(initrd, R_OK) < 0) {
+			btr_err("%s: %s", initrd, strerror(errno));
+			return -BTR_ERR_NOENT;
+		}
+	} else {
+		const char *tmp = getenv("TMPDIR");
+		snprintf(initrd, sizeof(initrd), "%s/btr-initrd.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		int fd = mkstemp(initrd);
+		if (fd < 0) {
+			btr_err("%s: %s", initrd, strerror(errno));
+			return -BTR_ERR_IO;
+		}
+		close(fd);
+		if ((rc = make_initrd(initrd, opts->argv)) < 0) {
+			unlink(initrd);
+			return rc;
+		}
+	}
+	/* nokaslr: System.map's addresses are the running kernel's. */
+	snprintf(append, sizeof(append), "console=ttyS0 nokaslr panic=-1 quiet rdinit=/init%s%s",
+		 opts->vm_append ? " " : "", opts->vm_append ? opts->vm_append : "");
+	const char *filter = opts->user && !opts->kernel ? "user" : opts->kernel && !opts->user ? "kernel" : "all";
+	snprintf(partial, sizeof(partial), "%s.partial", opts->output);
+	const char *name = strrchr(opts->argv[0], '/');
+	name = name ? name + 1 : opts->argv[0];
+	if (strchr(partial, ',') || strchr(map, ',') || strchr(name, ',')) {
+		btr_err("--system: QEMU's -plugin option cannot take a path with a comma (%s)", partial);
+		rc = -BTR_ERR_INVAL;
+		goto out;
+	}
+	snprintf(parg, sizeof(parg), "%s,out=%s,sysmap=%s,filter=%s,cmd=%s", plugin, partial, map, filter, name);
+	char *qargv[] = { qemu, "-nographic", "-no-reboot", "-m", "256", "-accel", "tcg", "-smp", "1", "-net", "none",
+			  "-kernel", kernel, "-initrd", initrd, "-append", append, "-plugin", parg, NULL };
+	pid_t pid = fork();
+	if (pid < 0) {
+		rc = -BTR_ERR_CHILD;
+		goto out;
+	}
+	if (pid == 0) {
+		execv(qemu, qargv);
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		btr_err("%s ended with %s %d%s", qemu, WIFEXITED(st) ? "status" : "signal",
+			WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
+			WIFEXITED(st) && WEXITSTATUS(st) == 127 ? " (could not run it)" : "");
+		rc = -BTR_ERR_CHILD;
+		goto out;
+	}
+	struct stat ps;
+	if (stat(partial, &ps) < 0 || rename(partial, opts->output) < 0) {
+		btr_err("%s: the plugin wrote no trace", partial);
+		rc = -BTR_ERR_IO;
+		goto out;
+	}
+	res->exited = 1;
+	res->processes = 1;
+	res->threads = 1;
+	res->pt_bytes = (uint64_t)ps.st_size;
+	rc = 0;
+out:
+	if (!opts->vm_initrd && initrd[0])
+		unlink(initrd);
+	return rc;
+}

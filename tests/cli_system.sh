@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# cli_system.sh - `btr record --system` (docs/record.md, "Whole-system
+# recording"): boots the distribution's kernel once under
+# qemu-system-x86_64 with a generated initramfs whose program is a tiny
+# static no-libc binary (prog_nolibc_step), and checks the whole-system
+# trace against an independent counter in the same QEMU run
+# (tests/tools/sys_count.c: one callback per instruction, no btr code):
+# the instructions btr decodes in the kernel (upper half) are within 1% of
+# the counter's (not equal yet: docs/record.md), report reads the trace
+# and finds user and kernel branches.
+# Skips without qemu-system-x86_64 of plugin API v4 (QEMU 10: it exports
+# qemu_plugin_read_register), a kernel with its System.map in /boot, or busybox.
+. "$(dirname "$0")/lib.sh"
+btr=$1
+bin=$2
+src=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Usage and bad input, without a VM.
+"$btr" record --vm-kernel x -- true 2>"$tmp/e1"
+check "--vm-kernel without --system: usage error (exit 2)" [ $? -eq 2 ]
+"$btr" record --system -b qemu -- true 2>"$tmp/e2"
+check "--system with -b: usage error (exit 2)" [ $? -eq 2 ]
+"$btr" record --system --vm-kernel "$tmp/none" -o "$tmp/x.btr" -- true 2>"$tmp/e3"
+check "--system with a missing kernel: exit 3" [ $? -eq 3 ]
+check "... naming it" grep -q "$tmp/none" "$tmp/e3"
+check "... and no trace left" [ ! -e "$tmp/x.btr" ]
+
+q=$(command -v qemu-system-x86_64) || skip "qemu-system-x86_64 absent (apt-get install -t bookworm-backports qemu-system-x86)"
+nm -D "$q" 2>/dev/null | grep -q qemu_plugin_read_register ||
+	skip "$q has no plugin API v2+ (qemu_plugin_read_register): QEMU 10 is needed"
+ls /boot/vmlinuz-* >/dev/null 2>&1 || skip "no kernel in /boot (apt-get install linux-image-amd64)"
+ls /boot/System.map-* >/dev/null 2>&1 || skip "no System.map in /boot"
+command -v busybox >/dev/null || skip "busybox absent (apt-get install busybox-static)"
+prog=$bin/prog_nolibc_step
+[ -x "$prog" ] || skip "$prog not built"
+[ -f "$bin/btr-sys-count.so" ] || skip "btr-sys-count.so not built"
+
+# The counter in the same run: a wrapper adds its -plugin.
+cat >"$tmp/qemu" <<EOS
+#!/bin/sh
+exec "$q" "\$@" -plugin "$bin/btr-sys-count.so,out=$tmp/count"
+EOS
+chmod +x "$tmp/qemu"
+
+start=$(date +%s.%N)
+BTR_QEMU_SYSTEM=$tmp/qemu "$btr" record --system -o "$tmp/all.btr" -- "$prog" >"$tmp/console" 2>"$tmp/err" </dev/null
+rc=$?
+end=$(date +%s.%N)
+check "record --system exits 0 ($(tail -1 "$tmp/err"))" [ $rc -eq 0 ]
+[ $rc -eq 0 ] || finish cli_system
+note "boot to power-off with both plugins: $(echo "$end - $start" | bc) s"
+check "the guest program ran (its output on the console)" grep -q "nolibc_step ok" "$tmp/console"
+check "counter wrote its counts" grep -q '^kernel [1-9]' "$tmp/count"
+
+# btr's decoded instructions, and those in the upper half (the kernel's)
+"$btr" pt decode --stat --format json "$tmp/all.btr" >"$tmp/stat" 2>"$tmp/decode.err"
+check "pt decode --stat exits 0 ($(head -1 "$tmp/decode.err"))" [ $? -eq 0 ]
+read -r bt bk gaps < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["instructions"], d["instructions_upper_half"], d["gaps"])' "$tmp/stat")
+bu=$((bt - bk))
+ck=$(awk '$1 == "kernel" { print $2 }' "$tmp/count")
+cu=$(awk '$1 == "user" { print $2 }' "$tmp/count")
+note "instructions: btr kernel $bk user $bu; counter kernel $ck user $cu; $gaps gaps; trace $(stat -c %s "$tmp/all.btr") bytes"
+# Known wrong (docs/record.md): the counts are not equal yet, and user
+# code is mostly lost in gaps (instruction fetch faults of demand paging).
+# Checked: the kernel's count within 1% of the counter's.
+check "kernel instructions within 1% of the counter's (btr $bk, counter $ck)" \
+	python3 -c 'import sys; b, c = int(sys.argv[1]), int(sys.argv[2]); sys.exit(not (c > 0 and abs(b - c) * 100 < c))' "$bk" "$ck"
+"$btr" report "$tmp/all.btr" >"$tmp/report" 2>&1
+check "report reads the trace" [ $? -eq 0 ]
+check "report: backend qemu-system" grep -q '^backend: *qemu-system' "$tmp/report"
+check "report: user (CPL 3) and kernel branches" \
+	grep -Eq 'privilege: cpl_neq_0 \(user\) [1-9][0-9]*, cpl_eq_0 \(kernel\) [1-9]' "$tmp/report"
+finish cli_system
