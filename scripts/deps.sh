@@ -47,8 +47,6 @@ pkgs="
   luajit
   ruby
   strace
-  busybox-static
-  linux-image-amd64
 "
 missing=""
 for p in $pkgs; do
@@ -61,11 +59,20 @@ if ! dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null | grep -q '^1:1[0
   if grep -qs bookworm-backports /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null; then
     echo "deps: installing qemu-system-x86 from bookworm-backports" >&2
     S=""; [ "$(id -u)" -ne 0 ] && S="sudo"
-    DEBIAN_FRONTEND=noninteractive $S apt-get install -y -q --no-install-recommends -t bookworm-backports \
-      qemu-system-x86 >&2 || echo "deps: qemu-system-x86 10 not installed (btr record --system needs it)" >&2
+    # pkg/suite, not -t: -t would take every package named from backports and
+    # upgrade qemu-user to 10.0, a static build that cannot load plugins.
+    DEBIAN_FRONTEND=noninteractive $S apt-get install -y -q --no-install-recommends \
+      qemu-system-x86/bookworm-backports >&2 || echo "deps: qemu-system-x86 10 not installed (btr record --system needs it)" >&2
   elif grep -qs 'VERSION_CODENAME=trixie' /etc/os-release; then
     missing="$missing qemu-system-x86"
   fi
+fi
+# The guest's kernel and busybox for `btr record --system`, only where that
+# QEMU is (a kernel package runs update-initramfs: minutes CI need not spend).
+if dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null | grep -q '^1:1[0-9]' || echo "$missing" | grep -q qemu-system-x86; then
+  for p in busybox-static linux-image-amd64; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+  done
 fi
 [ -z "$missing" ] && exit 0
 echo "deps: installing$missing" >&2

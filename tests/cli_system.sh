@@ -27,7 +27,7 @@ check "--system with a missing kernel: exit 3" [ $? -eq 3 ]
 check "... naming it" grep -q "$tmp/none" "$tmp/e3"
 check "... and no trace left" [ ! -e "$tmp/x.btr" ]
 
-q=$(command -v qemu-system-x86_64) || skip "qemu-system-x86_64 absent (apt-get install -t bookworm-backports qemu-system-x86)"
+q=$(command -v qemu-system-x86_64) || skip "qemu-system-x86_64 absent (apt-get install qemu-system-x86/bookworm-backports)"
 nm -D "$q" 2>/dev/null | grep -q qemu_plugin_read_register ||
 	skip "$q has no plugin API v2+ (qemu_plugin_read_register): QEMU 10 is needed"
 ls /boot/vmlinuz-* >/dev/null 2>&1 || skip "no kernel in /boot (apt-get install linux-image-amd64)"

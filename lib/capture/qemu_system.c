@@ -243,8 +243,8 @@ int btr_system_record(const struct btr_capture_opts *opts, struct btr_capture_re
 	if (q && *q)
 		snprintf(qemu, sizeof(qemu), "%s", q);
 	else if (btr__find_in_path("qemu-system-x86_64", qemu, sizeof(qemu)) < 0) {
-		btr_err("--system needs qemu-system-x86_64 10 or later (apt-get install -t bookworm-backports "
-			"qemu-system-x86)");
+		btr_err("--system needs qemu-system-x86_64 10 or later (apt-get install "
+			"qemu-system-x86/bookworm-backports)");
 		return -BTR_ERR_NODEV;
 	}
 	const char *pe = getenv("BTR_QEMU_SYSTEM_PLUGIN");
