@@ -20,6 +20,9 @@ tmp=$(mktemp -d)
 burner=
 trap '[ -n "$burner" ] && kill "$burner" 2>/dev/null; rm -rf "$tmp"' EXIT
 export BTR_COUNT_PLUGIN=$build/btr-insn-count.so
+# The engine: $BTR_QEMU when set (e.g. the self-built QEMU 10), else
+# qemu-x86_64 on PATH; the counter runs in the same one.
+export BTR_COUNT_QEMU=${BTR_COUNT_QEMU:-${BTR_QEMU:-qemu-x86_64}}
 prog=$build/prog_race_threads
 
 # Load: a busy loop on the other core, so that threads are preempted in the

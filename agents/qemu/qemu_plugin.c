@@ -307,6 +307,7 @@ static struct thr *thr_get(unsigned vcpu)
 	}
 	t->tid = gettid_();
 	t->parent = g.parent[vcpu];
+	t->vcpu = vcpu;
 	code_vcpu = (int)vcpu;
 	btr_pt_enc_init(&t->enc, t->buf, sizeof(t->buf));
 	tnt_reset(t);
@@ -462,22 +463,6 @@ static int take_async(struct thr *t)
 	return n != 0;
 }
 
-/* Does @p's counter hold only thread @t's increments since @t entered @p?
- * Every thread stores itself in the TB's `last` when it enters or leaves
- * it: another thread that ran @p during @t's stay either left it (so
- * `last` is not @t) or is still in it (its prev is @p). */
-static int count_is_own(const struct thr *t, const struct tbinfo *p)
-{
-	if (__atomic_load_n(&p->last, __ATOMIC_ACQUIRE) != t)
-		return 0;
-	for (unsigned i = 0; i < MAX_VCPUS; i++) {
-		const struct thr *x = g.thr[i];
-		if (x && x != t && !x->done && __atomic_load_n(&x->prev, __ATOMIC_RELAXED) == p)
-			return 0;
-	}
-	return 1;
-}
-
 /* @t entered signal handler @pc from TB @p, possibly for a fault in @p,
  * but another thread ran @p at the same time, so @p's counter cannot say
  * where: an OVF (data lost here, as hardware says it) and the handler as
@@ -505,11 +490,11 @@ static void resolve(struct thr *t, struct tbinfo *p, struct tbinfo *cur, uint64_
 	}
 	int async = is_handler(pc) && take_async(t);   /* a signal due: it came between blocks */
 	if (is_handler(pc) && may_be_fault(pc) && !async) {
-		if (!count_is_own(t, p)) {
+		uint64_t started = counter_started(t, p);
+		if (!started) {
 			count_lost(t, pc);
 			return;
 		}
-		uint64_t started = qs_started(p, p->count - t->base);
 		if (started < p->n) {
 			uint64_t ip = insn_addr(p, started - 1);
 			gt_unlog(t, ip);
@@ -811,7 +796,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		uint64_t va = qemu_plugin_insn_vaddr(in);
 		b->off[i] = (uint16_t)(va - b->pc);
 		if (i == n - 1 || may_stop(qemu_plugin_insn_data(in), qemu_plugin_insn_size(in), va)) {
-			qemu_plugin_register_vcpu_insn_exec_inline(in, QEMU_PLUGIN_INLINE_ADD_U64, &b->count, 1);
+			counter_insn(in, b, va);
 			b->off[n + b->n_s++] = (uint16_t)i;
 		}
 		if (!g.have_base) {
@@ -912,70 +897,13 @@ static void write_process(uint32_t event, int32_t reason, const char *detail, co
 	write_rec(&r);
 }
 
-/* The guest's argv from our own command line, which `btr record` or
- * follow_exec built: qemu [options] BINARY ARGS, "-0 ARGV0" among the
- * options replacing BINARY as argv[0]. */
-static void read_cmdline(void)
-{
-	static const char *const with_value[] = { "-plugin", "-0", "-L", "-E", "-U", "-cpu", "-s", "-R",
-						  "-B", "-d", "-D", "-p", "-r", "-g", "-trace", "-dfilter" };
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	size_t cap = 1 << 16, n = 0;
-	char *buf = malloc(cap);
-	ssize_t k;
-	while (buf && (k = read(fd, buf + n, cap - n)) > 0) {
-		n += (size_t)k;
-		if (n == cap) {
-			char *nb = realloc(buf, cap * 2);
-			if (!nb)
-				break;
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	close(fd);
-	if (!buf)
-		return;
-	size_t i = strlen(buf) + 1;   /* skip argv[0] */
-	const char *argv0 = NULL;
-	while (i < n && buf[i] == '-') {
-		const char *o = buf + i;
-		i += strlen(o) + 1;
-		for (size_t j = 0; j < sizeof(with_value) / sizeof(with_value[0]); j++) {
-			if (!strcmp(o, with_value[j]) && i < n) {
-				if (!strcmp(o, "-0"))
-					argv0 = buf + i;
-				i += strlen(buf + i) + 1;
-				break;
-			}
-		}
-	}
-	if (i >= n) {
-		free(buf);
-		return;
-	}
-	const char *bin = buf + i;
-	size_t rest = strlen(bin) + 1;
-	size_t a0 = argv0 ? strlen(argv0) + 1 : rest;
-	g.args = malloc(n - i - rest + a0);
-	if (g.args) {
-		memcpy(g.args, argv0 ? argv0 : bin, a0);
-		memcpy(g.args + a0, bin + rest, n - i - rest);
-		g.args_len = a0 + n - i - rest;
-	}
-	free(buf);
-}
-
 /* The first TB: say what runs.  A QEMU started by follow_exec continues
  * a process: EXEC drops the old program's modules. */
 static void announce_process(void)
 {
 	g.announced_proc = 1;
-	const char *bin = qemu_plugin_path_to_binary();
-	snprintf(g.exe, sizeof(g.exe), "%s", bin ? bin : "");
 	read_cmdline();
+	snprintf(g.exe, sizeof(g.exe), "%s", user_binary());
 	if (g.execd) {
 		write_process(BTR_PROC_EXEC, 0, NULL, NULL, NULL, 0);
 		struct btr_record r = { .type = BTR_REC_EXEC };
@@ -1392,6 +1320,7 @@ static void at_exit(qemu_plugin_id_t id, void *ud)
 			continue;
 		struct qs_end e;
 		ensure_space(t);
+		counter_pin(t);
 		qs_finish_thread(NULL, t, t->tid == self, &e);
 		if (e.unlog)
 			gt_unlog(t, e.unlog);
@@ -1507,6 +1436,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 			return -1;
 		}
 	}
+	counter_init();
 	qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
 	qemu_plugin_register_vcpu_exit_cb(id, vcpu_exit);
 	qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
