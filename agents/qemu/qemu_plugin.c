@@ -53,18 +53,15 @@
  *
  * Why an inline counter on instructions that can fault: a faulting load
  * delivers SIGSEGV in the middle of a TB.  Each such instruction and the
- * last one of each TB add 1 to its TB's counter before it executes
- * (QEMU_PLUGIN_INLINE_ADD_U64, a few host instructions, no call), and the
- * TB-exec callback remembers the counter, so when the next TB is a signal
- * handler the difference tells which instruction faulted.  The counter
- * lives in the TB (inline ops take a fixed pointer and TBs are shared by
- * all vcpus), so another thread running the same TB at the same moment
- * can disturb it: it is consulted only for a handler (and when `btr
- * record` finishes a thread that died inside a TB), so this limits
- * exactness only for a fault in a TB that another thread runs at the same
- * time (docs/record.md).  With per-vcpu inline counters (QEMU plugin API
- * v4 scoreboards) the counter would be exact there too: only resolve()'s
- * handler case and qs_finish_thread() read it (t->base, p->count).
+ * last one of each TB are counted as they start (qemu_counter.c: under
+ * API v1 an add to the TB's own counter, which every thread running the
+ * TB adds to; under v4 a store into the running vcpu's scoreboard slot),
+ * so when the next TB is a signal handler the counter tells which
+ * instruction faulted.  It is consulted only for a handler (and when a
+ * thread that died inside a TB is finished), so under v1 it limits
+ * exactness only for a fault in a TB that another thread runs at the
+ * same time (then said as lost data, docs/record.md), and under v4 not
+ * at all.
  *
  * System calls end a TB in QEMU; the syscall callback emits TIP.PGD with
  * the IP suppressed, as user-only hardware tracing does when SYSCALL
@@ -691,8 +688,10 @@ static __attribute__((noinline)) void tb_exec_first(unsigned vcpu, struct tbinfo
 
 /* Called at the start of every executed TB: the hot path.  The common
  * cases (TB completed, new pc a regular successor) are decided inline
- * here; everything else goes through resolve(). */
-static void tb_exec(unsigned vcpu, void *ud)
+ * here; everything else goes through resolve().  @shared: the counter is
+ * the TB's, shared by all threads (API v1): count_is_own needs `last`
+ * and the thread's base; with a per-vcpu counter (v4) nothing does. */
+static inline __attribute__((always_inline)) void tb_exec_in(unsigned vcpu, void *ud, const int shared)
 {
 	struct tbinfo *cur = ud;
 	struct thr *t = g.thr[vcpu];
@@ -740,16 +739,28 @@ static void tb_exec(unsigned vcpu, void *ud)
 		goto slow;
 	}
 	/* No space check: this path writes no packet (the ways out check). */
-	p->last = t;          /* count_is_own: left @p, entered @cur */
-	cur->last = t;
+	if (shared) {
+		p->last = t;          /* count_is_own: left @p, entered @cur */
+		cur->last = t;
+		t->base = cur->count;
+	}
 	t->prev = cur;
-	t->base = cur->count;
 	return;
 flush:
 	tb_flush_done(t, cur);
 	return;
 slow:
 	tb_exec_slow(t, cur);
+}
+
+static void tb_exec(unsigned vcpu, void *ud)
+{
+	tb_exec_in(vcpu, ud, 1);
+}
+
+static void tb_exec_own(unsigned vcpu, void *ud)
+{
+	tb_exec_in(vcpu, ud, 0);
 }
 
 static void gt_insn(unsigned vcpu, void *ud)
@@ -828,7 +839,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			qemu_plugin_register_vcpu_insn_exec_cb(in, gt_insn, QEMU_PLUGIN_CB_NO_REGS,
 							       (void *)(uintptr_t)(va | ((uint64_t)rep << 63)));
 	}
-	qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS, b);
+	qemu_plugin_register_vcpu_tb_exec_cb(tb, counter_is_per_vcpu() ? tb_exec_own : tb_exec, QEMU_PLUGIN_CB_NO_REGS, b);
 	if (g.exe_mapped)   /* the first TB: the module map comes with it */
 		code_seen(tb, n, b->pc, b->end);
 }
