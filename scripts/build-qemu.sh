@@ -177,6 +177,14 @@ if grep -q "when: 'CONFIG_TCG_PLUGINS', if_true: files('plugin-api.c')" "$mb"; t
   sed -i "s|^linux_user_ss.add(when: 'CONFIG_TCG_PLUGINS', if_true: files('plugin-api.c'))\$|if get_option('plugins')\n  linux_user_ss.add(files('plugin-api.c'))\nendif|" "$mb"
   grep -q "^  linux_user_ss.add(files('plugin-api.c'))" "$mb" || die "cannot patch $mb (source kept in $work)"
 fi
+# ... and the file, never compiled in 10.0, does not compile as it is: it
+# reads bprm->filename, and struct linux_binprm is declared in
+# linux-user/loader.h, which it does not include.
+pa="$srcdir/linux-user/plugin-api.c"
+if [ -f "$pa" ] && ! grep -q '^#include "loader.h"' "$pa"; then
+  sed -i 's|^#include "qemu.h"$|#include "qemu.h"\n#include "loader.h"|' "$pa"
+  grep -q '^#include "loader.h"' "$pa" || die "cannot patch $pa (source kept in $work)"
+fi
 
 # --- configure and build only what btr uses (the system's python3, which
 # sees the meson installed above: QEMU's configure would otherwise try to
