@@ -14,7 +14,7 @@
 #include <string.h>
 #include "qemu_plugin_api.h"
 
-QEMU_PLUGIN_EXPORT int qemu_plugin_version = BTR_QEMU_PLUGIN_VERSION;
+BTR_QEMU_PLUGIN_VERSION_DEFINE;
 
 #define RING (1u << 16)
 #define VCPUS 64
@@ -63,6 +63,10 @@ static void on_exec_count(unsigned int vcpu, void *udata)
 }
 
 static int count_mode;
+/* Plugin API v4: what btr's plugin needs there instead (qemu_counter.c):
+ * the last instruction stores the TB's address into the vcpu's own
+ * scoreboard slot (an inline store, no check per TB). */
+static qemu_plugin_u64 slot;
 
 static void on_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
@@ -78,6 +82,13 @@ static void on_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		abort();
 	t->pc = qemu_plugin_tb_vaddr(tb);
 	size_t n = qemu_plugin_tb_n_insns(tb);
+	if (slot.score) {
+		if (n)
+			qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(qemu_plugin_tb_get_insn(tb, n - 1),
+									    QEMU_PLUGIN_INLINE_STORE_U64, slot, t->pc);
+		qemu_plugin_register_vcpu_tb_exec_cb(tb, on_exec, QEMU_PLUGIN_CB_NO_REGS, (void *)(uintptr_t)t->pc);
+		return;
+	}
 	if (n)
 		qemu_plugin_register_vcpu_insn_exec_inline(qemu_plugin_tb_get_insn(tb, n - 1),
 							   QEMU_PLUGIN_INLINE_ADD_U64, &t->count, 1);
@@ -99,6 +110,9 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 	 * accepted both, the count row of bench_record.sh and speed_table.sh
 	 * measured the plain floor. */
 	count_mode = argc > 0 && (!strcmp(argv[0], "count") || !strcmp(argv[0], "count=on"));
+	if (count_mode && qemu_plugin_version >= BTR_QEMU_PLUGIN_VERSION_NEW && qemu_plugin_scoreboard_new &&
+	    qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu)
+		slot.score = qemu_plugin_scoreboard_new(sizeof(uint64_t));
 	qemu_plugin_register_vcpu_tb_trans_cb(id, on_trans);
 	qemu_plugin_register_atexit_cb(id, at_exit, NULL);
 	return 0;

@@ -22,7 +22,10 @@
 #      twice, so its ratio is against two decodes.
 #   3. `btr record -b qemu -- gzip -c` of MB_RECORD MiB against native,
 #      qemu-x86_64 alone and the per-TB-callback floor plugin
-#      (bench/floor_plugin.c); trace bytes per executed instruction.
+#      (bench/floor_plugin.c), for every QEMU here that loads btr's plugin
+#      (BENCH_QEMUS, else the one on PATH, the system's and the self-built
+#      one: e.g. Debian 12's 7.2, plugin API v1, and QEMU 10, v4); trace
+#      bytes per executed instruction.
 #
 # Every figure is the median of RUNS runs; peak RSS (/usr/bin/time %M) is
 # the maximum over the runs.  The machine's
@@ -211,31 +214,50 @@ if [[ " $parts " == *" record "* ]]; then
   measure native "$gz" -c "$tmp/rec_input"
   nat_wall=$med_wall; nat_cpu=$med_cpu
   row native
-  measure record "$btr" record -q -b qemu -o "$tmp/rec.btr" -- "$gz" -c "$tmp/rec_input"
-  rec_wall=$med_wall; rec_cpu=$med_cpu
-  row "btr record -b qemu"
-  if command -v qemu-x86_64 >/dev/null; then
-    measure qemu qemu-x86_64 "$gz" -c "$tmp/rec_input"
-    row "qemu-x86_64 alone"
-    if bench_floor_plugin "$tmp/floor.so" 2>"$tmp/cc.err"; then
-      measure floor qemu-x86_64 -plugin "$tmp/floor.so" "$gz" -c "$tmp/rec_input"
-      row "qemu + per-TB callback (floor)"
-      measure floor2 qemu-x86_64 -plugin "$tmp/floor.so,count=on" "$gz" -c "$tmp/rec_input"
-      row "  + TB-completion counter"
+  # Every engine here that loads btr's plugin, each measured alone and under
+  # btr: BENCH_QEMUS (space-separated paths), else qemu-x86_64 on PATH,
+  # /usr/bin/qemu-x86_64 and the newest self-built one (scripts/build-qemu.sh's
+  # cache), each file once.
+  cache=${BTR_QEMU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/btr}
+  engines=() seen=" "
+  for q in ${BENCH_QEMUS:-$(command -v qemu-x86_64) /usr/bin/qemu-x86_64 \
+      $(ls -d "$cache"/qemu-*/bin/qemu-x86_64 2>/dev/null | sort -rV | head -1)}; do
+    r=$(realpath "$q" 2>/dev/null) || continue
+    [[ $seen == *" $r "* ]] && continue
+    seen="$seen$r "
+    if BTR_QEMU=$q "$btr" info 2>/dev/null | grep -q '^qemu  yes'; then
+      engines+=("$q")
     else
-      echo "floor plugin: not built: $(head -1 "$tmp/cc.err")"
+      echo "($q: does not load btr's plugin, skipped)"
     fi
-  fi
-  tsize=$(stat -c %s "$tmp/rec.btr" 2>/dev/null || echo 0)
-  insns=$("$btr" pt decode --stat "$tmp/rec.btr" 2>/dev/null | awk '$1 == "instructions" { print $2 }')
-  # judged on CPU time too: on a loaded machine native wall time stretches
-  # (gzip waits for a core) far more than its CPU time
-  awk -v s="$tsize" -v i="${insns:-0}" -v w="$rec_wall" -v nw="$nat_wall" -v c="$rec_cpu" \
-      -v nc="$nat_cpu" 'BEGIN {
-    printf "trace %d bytes, %d instructions: %.4f B/insn\n", s, i, i ? s / i : 0
-    printf "goals: record <= 4x native (wall %.2fx: %s; cpu %.2fx: %s), <= 0.2 B/insn (%s)\n",
-           w / nw, w / nw <= 4 ? "met" : "NOT met", c / nc, c / nc <= 4 ? "met" : "NOT met",
-           i && s / i <= 0.2 ? "met" : "NOT met" }'
+  done
+  bench_floor_plugin "$tmp/floor.so" 2>"$tmp/cc.err" || echo "floor plugin: not built: $(head -1 "$tmp/cc.err")"
+  for q in "${engines[@]}"; do
+    v=$("$q" --version | sed -n '1s/.*version \([^ ]*\).*/\1/p')
+    echo "-- QEMU $v: $q"
+    measure "qemu$v" "$q" "$gz" -c "$tmp/rec_input"
+    row "qemu-x86_64 alone"
+    if [ -s "$tmp/floor.so" ]; then
+      measure "floor$v" "$q" -plugin "$tmp/floor.so" "$gz" -c "$tmp/rec_input"
+      row "qemu + per-TB callback (floor)"
+      measure "floor2$v" "$q" -plugin "$tmp/floor.so,count=on" "$gz" -c "$tmp/rec_input"
+      row "  + TB-completion counter"
+    fi
+    measure "record$v" env BTR_QEMU="$q" "$btr" record -q -b qemu -o "$tmp/rec.btr" -- "$gz" -c "$tmp/rec_input"
+    rec_wall=$med_wall; rec_cpu=$med_cpu
+    row "btr record -b qemu"
+    tsize=$(stat -c %s "$tmp/rec.btr" 2>/dev/null || echo 0)
+    insns=$("$btr" pt decode --stat "$tmp/rec.btr" 2>/dev/null | awk '$1 == "instructions" { print $2 }')
+    # judged on CPU time too: on a loaded machine native wall time stretches
+    # (gzip waits for a core) far more than its CPU time
+    awk -v s="$tsize" -v i="${insns:-0}" -v w="$rec_wall" -v nw="$nat_wall" -v c="$rec_cpu" \
+        -v nc="$nat_cpu" 'BEGIN {
+      printf "trace %d bytes, %d instructions: %.4f B/insn\n", s, i, i ? s / i : 0
+      printf "goals: record <= 4x native (wall %.2fx: %s; cpu %.2fx: %s), <= 0.2 B/insn (%s)\n",
+             w / nw, w / nw <= 4 ? "met" : "NOT met", c / nc, c / nc <= 4 ? "met" : "NOT met",
+             i && s / i <= 0.2 ? "met" : "NOT met" }'
+  done
+  [ ${#engines[@]} -gt 0 ] || echo "no qemu-x86_64 here loads btr's plugin (make qemu)"
 fi
 echo
 echo "load at the end: $(load)"

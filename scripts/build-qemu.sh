@@ -56,7 +56,7 @@ fi
 
 # What this script does to a source package; a cached build made another
 # way is built again.
-recipe=3
+recipe=4
 # A complete build of any version is good enough unless --force: building
 # is minutes, looking it up must be instant (and work offline).
 if [ "$force" = 0 ]; then
@@ -162,6 +162,30 @@ fi
 srcdir=$(find "$work" -mindepth 1 -maxdepth 1 -type d -name 'qemu-*' | head -1)
 [ -n "$srcdir" ] || die "apt-get source qemu=$version unpacked nothing in $work"
 
+# --- the user-mode plugin functions.  QEMU 10.0's linux-user/meson.build
+# adds plugin-api.c (qemu_plugin_path_to_binary, qemu_plugin_start_code,
+# _end_code, _entry_code) "when: 'CONFIG_TCG_PLUGINS'", a name no part of
+# the 10.0 build sets (the option is CONFIG_PLUGIN, a host setting that the
+# per-target source sets do not see), so the functions are declared in
+# qemu-plugin.h and listed for export but never compiled.  Added the way
+# plugins/meson.build adds its user-mode files: under get_option('plugins').
+# (btr's plugin does without them, agents/qemu/qemu_user_api.c; tools that
+# call them need them.)  A source that already builds the file is left alone.
+mb="$srcdir/linux-user/meson.build"
+if grep -q "when: 'CONFIG_TCG_PLUGINS', if_true: files('plugin-api.c')" "$mb"; then
+  log "patching $mb: build plugin-api.c when plugins are enabled"
+  sed -i "s|^linux_user_ss.add(when: 'CONFIG_TCG_PLUGINS', if_true: files('plugin-api.c'))\$|if get_option('plugins')\n  linux_user_ss.add(files('plugin-api.c'))\nendif|" "$mb"
+  grep -q "^  linux_user_ss.add(files('plugin-api.c'))" "$mb" || die "cannot patch $mb (source kept in $work)"
+fi
+# ... and the file, never compiled in 10.0, does not compile as it is: it
+# reads bprm->filename, and struct linux_binprm is declared in
+# linux-user/loader.h, which it does not include.
+pa="$srcdir/linux-user/plugin-api.c"
+if [ -f "$pa" ] && ! grep -q '^#include "loader.h"' "$pa"; then
+  sed -i 's|^#include "qemu.h"$|#include "qemu.h"\n#include "loader.h"|' "$pa"
+  grep -q '^#include "loader.h"' "$pa" || die "cannot patch $pa (source kept in $work)"
+fi
+
 # --- configure and build only what btr uses (the system's python3, which
 # sees the meson installed above: QEMU's configure would otherwise try to
 # download one into its venv)
@@ -183,15 +207,15 @@ strip "$prefix/bin/qemu-x86_64" 2>/dev/null || true
 cp "$srcdir/include/qemu/qemu-plugin.h" "$prefix/include/"
 "$prefix/bin/qemu-x86_64" --version | head -1 > "$prefix/version"
 echo "$version" > "$prefix/source-version"
-# QEMU 10.0's linux-user/meson.build builds plugin-api.c (the user-mode
-# qemu_plugin_path_to_binary, _start_code, ...) under CONFIG_TCG_PLUGINS,
-# which nothing sets, and the file does not compile when forced in: such a
-# build loads plugins but not btr's, which calls those functions.
+# The user-mode plugin functions must be exported (the patch above): a
+# build without them loads btr's plugin, but plugins that call them fail.
 syms=$(nm -D --defined-only "$prefix/bin/qemu-x86_64")
-case "$syms" in
-*" qemu_plugin_path_to_binary"*) ;;
-*) die "QEMU $version's qemu-x86_64 does not export qemu_plugin_path_to_binary, which btr's plugin needs (not cached)" ;;
-esac
+for f in qemu_plugin_register_vcpu_tb_trans_cb qemu_plugin_path_to_binary qemu_plugin_start_code; do
+  case "$syms" in
+  *" $f"*) ;;
+  *) die "QEMU $version's qemu-x86_64 does not export $f (not cached; source kept in $work)" ;;
+  esac
+done
 echo "recipe $recipe" > "$prefix/complete"
 rm -rf "$work"
 log "done in $(( $(date +%s) - start )) s: $prefix/bin/qemu-x86_64 ($(du -sh "$prefix/bin/qemu-x86_64" | cut -f1))"

@@ -60,23 +60,15 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = BTR_QEMU_PLUGIN_VERSION_NEW;
 typedef struct { char *data; unsigned len; } btr_garray;        /* GArray */
 typedef struct { uint8_t *data; unsigned len; } btr_gbytes;     /* GByteArray */
 struct qemu_plugin_register;
-struct qemu_plugin_scoreboard;
 typedef struct {
 	struct qemu_plugin_register *handle;
 	const char *name;
 	const char *feature;
 } qemu_plugin_reg_descriptor;
-typedef struct {
-	struct qemu_plugin_scoreboard *score;
-	size_t offset;
-} qemu_plugin_u64;
-#define QEMU_PLUGIN_INLINE_STORE_U64 1
+/* (scoreboards and per-vcpu inline operations: qemu_plugin_api.h) */
 btr_garray *qemu_plugin_get_registers(void);
 int qemu_plugin_read_register(struct qemu_plugin_register *handle, btr_gbytes *buf);
-struct qemu_plugin_scoreboard *qemu_plugin_scoreboard_new(size_t element_size);
 void *qemu_plugin_scoreboard_find(struct qemu_plugin_scoreboard *score, unsigned int vcpu_index);
-void qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(struct qemu_plugin_insn *insn, int op,
-							  qemu_plugin_u64 entry, uint64_t imm);
 /* glib, from the QEMU process */
 btr_gbytes *g_byte_array_new(void);
 btr_gbytes *g_byte_array_set_size(btr_gbytes *array, unsigned length);

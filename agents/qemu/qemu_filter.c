@@ -331,7 +331,7 @@ void flt_tb_exec(unsigned vcpu, void *ud)
 	f->ld_tb = NULL;     /* said (check_left), or stale */
 	f->armed = cur->kind == BTR_KIND_RET || cur->kind == BTR_KIND_JMP_IND || cur->kind == BTR_KIND_CALL_IND ? cur
 														  : NULL;
-	tb_exec(vcpu, ud);
+	(counter_is_per_vcpu() ? tb_exec_own : tb_exec)(vcpu, ud);
 }
 
 static int is_va(const uint64_t *va, const unsigned *n, uint64_t pc)
@@ -371,7 +371,7 @@ void flt_start_exec(unsigned vcpu, void *ud)
 		f->on = 1;
 		f->depth = 0;
 		t->prev = NULL;    /* tb_exec: TIP.PGE at @pc */
-		tb_exec(vcpu, ud);
+		(counter_is_per_vcpu() ? tb_exec_own : tb_exec)(vcpu, ud);
 		return;
 	}
 	struct tbinfo *p = t->prev;
@@ -401,7 +401,7 @@ void flt_start_exec(unsigned vcpu, void *ud)
 		f->on = 0;
 		return;
 	}
-	tb_exec(vcpu, ud);
+	(counter_is_per_vcpu() ? tb_exec_own : tb_exec)(vcpu, ud);
 }
 
 /* A system call, or the end of the process (@at_exit): a thread whose

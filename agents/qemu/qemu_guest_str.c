@@ -1,6 +1,5 @@
 /* qemu_guest_str.c - guest strings and string vectors copied out of guest
- * memory through guest_read() (execve arguments), and the guest's argv
- * from QEMU's own command line (read_cmdline).
+ * memory through guest_read() (execve arguments).
  * Part of the QEMU plugin (qemu_plugin.h); private to agents/qemu/. */
 #include "qemu_plugin.h"
 
@@ -69,58 +68,3 @@ char **guest_strv(uint64_t addr)
 	return addr ? NULL : calloc(1, sizeof(char *));
 }
 
-/* The guest's argv from our own command line, which `btr record` or
- * follow_exec built: qemu [options] BINARY ARGS, "-0 ARGV0" among the
- * options replacing BINARY as argv[0]. */
-void read_cmdline(void)
-{
-	static const char *const with_value[] = { "-plugin", "-0", "-L", "-E", "-U", "-cpu", "-s", "-R",
-						  "-B", "-d", "-D", "-p", "-r", "-g", "-trace", "-dfilter" };
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	size_t cap = 1 << 16, n = 0;
-	char *buf = malloc(cap);
-	ssize_t k;
-	while (buf && (k = read(fd, buf + n, cap - n)) > 0) {
-		n += (size_t)k;
-		if (n == cap) {
-			char *nb = realloc(buf, cap * 2);
-			if (!nb)
-				break;
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	close(fd);
-	if (!buf)
-		return;
-	size_t i = strlen(buf) + 1;   /* skip argv[0] */
-	const char *argv0 = NULL;
-	while (i < n && buf[i] == '-') {
-		const char *o = buf + i;
-		i += strlen(o) + 1;
-		for (size_t j = 0; j < sizeof(with_value) / sizeof(with_value[0]); j++) {
-			if (!strcmp(o, with_value[j]) && i < n) {
-				if (!strcmp(o, "-0"))
-					argv0 = buf + i;
-				i += strlen(buf + i) + 1;
-				break;
-			}
-		}
-	}
-	if (i >= n) {
-		free(buf);
-		return;
-	}
-	const char *bin = buf + i;
-	size_t rest = strlen(bin) + 1;
-	size_t a0 = argv0 ? strlen(argv0) + 1 : rest;
-	g.args = malloc(n - i - rest + a0);
-	if (g.args) {
-		memcpy(g.args, argv0 ? argv0 : bin, a0);
-		memcpy(g.args + a0, bin + rest, n - i - rest);
-		g.args_len = a0 + n - i - rest;
-	}
-	free(buf);
-}

@@ -40,18 +40,19 @@ static void add_elf_segments(const char *path, uint64_t base_map)
  * the guest runs, so they are found in /proc/self/maps at the first TB.
  * QEMU maps guest code pages without host PROT_EXEC, so the executable
  * segments come from the ELF program headers: the loader is the file
- * mapped at the first guest pc, the executable is
- * qemu_plugin_path_to_binary(); each one's load address is the nearest
- * mapping of its file offset 0 below the known guest address (the host's
- * own ld.so may be mapped too, elsewhere). */
+ * mapped at the first guest pc, the executable is user_binary(); the
+ * loader's load address is the nearest mapping of its file offset 0 below
+ * the first pc (the host's own ld.so may be mapped too, elsewhere), the
+ * executable's the nearest below QEMU's start of code or, when this QEMU
+ * does not say (qemu_user_info.c), its lowest one. */
 void read_maps(uint64_t first_pc)
 {
 	char exe[PATH_MAX] = "", interp[PATH_MAX] = "";
 	uint64_t exe_base = 0, interp_base = 0;
-	const char *bin = qemu_plugin_path_to_binary();
-	if (!bin || !realpath(bin, exe))
+	const char *bin = user_binary();
+	if (!bin[0] || !realpath(bin, exe))
 		exe[0] = 0;
-	uint64_t sc = qemu_plugin_start_code();
+	uint64_t sc = user_start_code();
 	g.exe_mapped = 1;
 	FILE *f = btr_procmaps_open(0);
 	if (!f)
@@ -83,7 +84,8 @@ void read_maps(uint64_t first_pc)
 				continue;
 			if (interp[0] && !strcmp(path, interp) && m->lo <= first_pc && m->lo > interp_base)
 				interp_base = m->lo;
-			if (exe[0] && !strcmp(path, exe) && m->lo <= sc && m->lo > exe_base)
+			if (exe[0] && !strcmp(path, exe) &&
+			    (sc ? m->lo <= sc && m->lo > exe_base : !exe_base || m->lo < exe_base))
 				exe_base = m->lo;
 		}
 	}

@@ -57,18 +57,15 @@
  *
  * Why an inline counter on instructions that can fault: a faulting load
  * delivers SIGSEGV in the middle of a TB.  Each such instruction and the
- * last one of each TB add 1 to its TB's counter before it executes
- * (QEMU_PLUGIN_INLINE_ADD_U64, a few host instructions, no call), and the
- * TB-exec callback remembers the counter, so when the next TB is a signal
- * handler the difference tells which instruction faulted.  The counter
- * lives in the TB (inline ops take a fixed pointer and TBs are shared by
- * all vcpus), so another thread running the same TB at the same moment
- * can disturb it: it is consulted only for a handler (and when `btr
- * record` finishes a thread that died inside a TB), so this limits
- * exactness only for a fault in a TB that another thread runs at the same
- * time (docs/record.md).  With per-vcpu inline counters (QEMU plugin API
- * v4 scoreboards) the counter would be exact there too: only resolve()'s
- * handler case and qs_finish_thread() read it (t->base, p->count).
+ * last one of each TB are counted as they start (qemu_counter.c: under
+ * API v1 an add to the TB's own counter, which every thread running the
+ * TB adds to; under v4 a store into the running vcpu's scoreboard slot),
+ * so when the next TB is a signal handler the counter tells which
+ * instruction faulted.  It is consulted only for a handler (and when a
+ * thread that died inside a TB is finished), so under v1 it limits
+ * exactness only for a fault in a TB that another thread runs at the
+ * same time (then said as lost data, docs/record.md), and under v4 not
+ * at all.
  *
  * System calls end a TB in QEMU; the syscall callback emits TIP.PGD with
  * the IP suppressed, as user-only hardware tracing does when SYSCALL
@@ -298,6 +295,7 @@ static struct thr *thr_get(unsigned vcpu)
 	}
 	t->tid = gettid_();
 	t->parent = g.parent[vcpu];
+	t->vcpu = vcpu;
 	code_vcpu = (int)vcpu;
 	btr_pt_enc_init(&t->enc, t->buf, sizeof(t->buf));
 	tnt_reset(t);
@@ -453,22 +451,6 @@ static int take_async(struct thr *t)
 	return n != 0;
 }
 
-/* Does @p's counter hold only thread @t's increments since @t entered @p?
- * Every thread stores itself in the TB's `last` when it enters or leaves
- * it: another thread that ran @p during @t's stay either left it (so
- * `last` is not @t) or is still in it (its prev is @p). */
-static int count_is_own(const struct thr *t, const struct tbinfo *p)
-{
-	if (__atomic_load_n(&p->last, __ATOMIC_ACQUIRE) != t)
-		return 0;
-	for (unsigned i = 0; i < MAX_VCPUS; i++) {
-		const struct thr *x = g.thr[i];
-		if (x && x != t && !x->done && __atomic_load_n(&x->prev, __ATOMIC_RELAXED) == p)
-			return 0;
-	}
-	return 1;
-}
-
 /* @t entered signal handler @pc from TB @p, possibly for a fault in @p,
  * but another thread ran @p at the same time, so @p's counter cannot say
  * where: an OVF (data lost here, as hardware says it) and the handler as
@@ -496,11 +478,11 @@ static void resolve(struct thr *t, struct tbinfo *p, struct tbinfo *cur, uint64_
 	}
 	int async = is_handler(pc) && take_async(t);   /* a signal due: it came between blocks */
 	if (is_handler(pc) && may_be_fault(pc) && !async) {
-		if (!count_is_own(t, p)) {
+		uint64_t started = counter_started(t, p);
+		if (!started) {
 			count_lost(t, pc);
 			return;
 		}
-		uint64_t started = qs_started(p, p->count - t->base);
 		if (started < p->n) {
 			uint64_t ip = insn_addr(p, started - 1);
 			gt_unlog(t, ip);
@@ -697,8 +679,10 @@ static __attribute__((noinline)) void tb_exec_first(unsigned vcpu, struct tbinfo
 
 /* Called at the start of every executed TB: the hot path.  The common
  * cases (TB completed, new pc a regular successor) are decided inline
- * here; everything else goes through resolve(). */
-void tb_exec(unsigned vcpu, void *ud)
+ * here; everything else goes through resolve().  @shared: the counter is
+ * the TB's, shared by all threads (API v1): count_is_own needs `last`
+ * and the thread's base; with a per-vcpu counter (v4) nothing does. */
+static inline __attribute__((always_inline)) void tb_exec_in(unsigned vcpu, void *ud, const int shared)
 {
 	struct tbinfo *cur = ud;
 	struct thr *t = g.thr[vcpu];
@@ -746,16 +730,28 @@ void tb_exec(unsigned vcpu, void *ud)
 		goto slow;
 	}
 	/* No space check: this path writes no packet (the ways out check). */
-	p->last = t;          /* count_is_own: left @p, entered @cur */
-	cur->last = t;
+	if (shared) {
+		p->last = t;          /* count_is_own: left @p, entered @cur */
+		cur->last = t;
+		t->base = cur->count;
+	}
 	t->prev = cur;
-	t->base = cur->count;
 	return;
 flush:
 	tb_flush_done(t, cur);
 	return;
 slow:
 	tb_exec_slow(t, cur);
+}
+
+void tb_exec(unsigned vcpu, void *ud)
+{
+	tb_exec_in(vcpu, ud, 1);
+}
+
+void tb_exec_own(unsigned vcpu, void *ud)
+{
+	tb_exec_in(vcpu, ud, 0);
 }
 
 static void gt_insn(unsigned vcpu, void *ud)
@@ -802,7 +798,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		uint64_t va = qemu_plugin_insn_vaddr(in);
 		b->off[i] = (uint16_t)(va - b->pc);
 		if (i == n - 1 || may_stop(qemu_plugin_insn_data(in), qemu_plugin_insn_size(in), va)) {
-			qemu_plugin_register_vcpu_insn_exec_inline(in, QEMU_PLUGIN_INLINE_ADD_U64, &b->count, 1);
+			counter_insn(in, b, va);
 			b->off[n + b->n_s++] = (uint16_t)i;
 		}
 		if (!g.have_base) {
@@ -834,7 +830,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			qemu_plugin_register_vcpu_insn_exec_cb(in, gt_insn, QEMU_PLUGIN_CB_NO_REGS,
 							       (void *)(uintptr_t)(va | ((uint64_t)rep << 63)));
 	}
-	flt_trans_in(tb, n, b, tb_exec);
+	flt_trans_in(tb, n, b, counter_is_per_vcpu() ? tb_exec_own : tb_exec);
 	if (g.exe_mapped)   /* the first TB: the module map comes with it */
 		code_seen(tb, n, b->pc, b->end);
 }
@@ -908,9 +904,8 @@ static void write_process(uint32_t event, int32_t reason, const char *detail, co
 static void announce_process(void)
 {
 	g.announced_proc = 1;
-	const char *bin = qemu_plugin_path_to_binary();
-	snprintf(g.exe, sizeof(g.exe), "%s", bin ? bin : "");
 	read_cmdline();
+	snprintf(g.exe, sizeof(g.exe), "%s", user_binary());
 	if (g.execd) {
 		write_process(BTR_PROC_EXEC, 0, NULL, NULL, NULL, 0);
 		struct btr_record r = { .type = BTR_REC_EXEC };
@@ -1328,6 +1323,7 @@ static void at_exit(qemu_plugin_id_t id, void *ud)
 			continue;
 		struct qs_end e;
 		ensure_space(t);
+		counter_pin(t);
 		flt_syscall(i, t, 1);
 		qs_finish_thread(NULL, t, t->tid == self, &e);
 		if (e.unlog)
@@ -1451,6 +1447,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 			return -1;
 		}
 	}
+	counter_init();
 	flt_init();
 	qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
 	qemu_plugin_register_vcpu_exit_cb(id, vcpu_exit);

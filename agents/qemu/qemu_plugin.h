@@ -9,6 +9,8 @@
  *   qemu_guest_str.c   guest strings and string vectors, the guest's argv
  *   qemu_filter.c      --ip-filter: the blocks traced, TIP.PGD/TIP.PGE at the ranges
  *   qemu_fds.c         the plugin's descriptors survive the guest closing them
+ *   qemu_user_info.c   the guest program's path, argv and load address
+ *   qemu_counter.c     the counter that places a fault inside a block
  * Private to agents/qemu/; the symbols are hidden (C_VISIBILITY_PRESET). */
 #ifndef BTR_QEMU_PLUGIN_H
 #define BTR_QEMU_PLUGIN_H
@@ -135,7 +137,8 @@ static inline void ensure_space(struct thr *t)
  * module map, the thread's state. */
 struct thr *thr_first(unsigned vcpu, uint64_t pc);
 /* The TB-exec callback (the hot path). */
-void tb_exec(unsigned vcpu, void *ud);
+void tb_exec(unsigned vcpu, void *ud);       /* API v1: the TB's counter is shared */
+void tb_exec_own(unsigned vcpu, void *ud);   /* a per-vCPU counter (v4) */
 
 /* ---- qemu_filter.c: --ip-filter (IP ranges) ---- */
 extern int flt_on;
@@ -206,11 +209,30 @@ void code_note_jitdump(const char *path);
 /* ---- qemu_maps.c ---- */
 void read_maps(uint64_t first_pc);
 
+/* ---- qemu_counter.c ---- */
+/* Chooses the counter's form for this QEMU's API; 1: per vcpu (v4). */
+int counter_init(void);
+int counter_is_per_vcpu(void);
+/* At translation: count instruction @in (at @va) of TB @b as it starts. */
+void counter_insn(struct qemu_plugin_insn *in, struct tbinfo *b, uint64_t va);
+/* How many of @p's instructions thread @t started (its last TB, left for
+ * a signal handler); 0 when another thread's count is mixed in (v1). */
+uint64_t counter_started(const struct thr *t, const struct tbinfo *p);
+/* Before qs_finish_thread in the plugin: makes p->count - t->base @t's
+ * own count (v4). */
+void counter_pin(struct thr *t);
+
+/* ---- qemu_user_info.c ---- */
+/* g.args and the program path from QEMU's command line. */
+void read_cmdline(void);
+/* The guest program as QEMU was given it ("" if unknown). */
+const char *user_binary(void);
+/* The start of its code as QEMU loaded it, 0 if this QEMU does not say. */
+uint64_t user_start_code(void);
+
 /* ---- qemu_guest_str.c ---- */
 char *guest_strdup(uint64_t addr);
 void free_strv(char **v);
 char **guest_strv(uint64_t addr);
-/* g.args: the guest's argv from our own command line. */
-void read_cmdline(void);
 
 #endif

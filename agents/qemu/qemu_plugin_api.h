@@ -19,7 +19,9 @@
  *  - qemu_plugin_register_vcpu_insn_exec_inline (v1) is gone in v2+: there
  *    the same "add IMM to *PTR before the instruction" is an instruction
  *    callback (btr_qapi_insn_exec_inline); same effect, a call instead of
- *    a few inline host instructions.
+ *    a few inline host instructions.  btr's plugin uses a per-vcpu
+ *    scoreboard there instead (qemu_counter.c); the tests' counter the
+ *    callback.
  *  - qemu_plugin_insn_data returns a pointer to the bytes in v1 but copies
  *    them into a caller's buffer in v3+ (same symbol name, another ABI):
  *    btr_qapi_insn_data returns a pointer in both, in v3+ to a per-thread
@@ -77,6 +79,7 @@ enum qemu_plugin_cb_flags {
 
 enum qemu_plugin_op {
 	QEMU_PLUGIN_INLINE_ADD_U64,
+	QEMU_PLUGIN_INLINE_STORE_U64,     /* v3 and later */
 };
 
 typedef void (*qemu_plugin_simple_cb_t)(qemu_plugin_id_t id);
@@ -110,10 +113,12 @@ size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
 uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
 void *qemu_plugin_insn_haddr(const struct qemu_plugin_insn *insn);
 
-const char *qemu_plugin_path_to_binary(void);
-uint64_t qemu_plugin_start_code(void);
-uint64_t qemu_plugin_end_code(void);
 void qemu_plugin_outs(const char *string);
+
+/* User-mode only, and missing from QEMU 10.0 as its source builds (weak:
+ * NULL there; qemu_user_info.c does without them). */
+const char *qemu_plugin_path_to_binary(void) __attribute__((weak, visibility("default")));
+uint64_t qemu_plugin_start_code(void) __attribute__((weak, visibility("default")));
 
 
 /* ---- the bridge between API v1 and v4 ---- */
@@ -122,6 +127,22 @@ void qemu_plugin_outs(const char *string);
 void qemu_plugin_register_vcpu_insn_exec_inline(struct qemu_plugin_insn *insn, enum qemu_plugin_op op,
 						void *ptr, uint64_t imm)
 	__attribute__((weak, visibility("default")));
+/* Scoreboards, per-vcpu inline operations (v2 and later; weak: NULL in
+ * QEMU 7.2): one slot per vcpu, which only that vcpu's thread writes
+ * (qemu_counter.c). */
+struct qemu_plugin_scoreboard;
+typedef struct {
+	struct qemu_plugin_scoreboard *score;
+	size_t offset;
+} qemu_plugin_u64;
+struct qemu_plugin_scoreboard *qemu_plugin_scoreboard_new(size_t element_size)
+	__attribute__((weak, visibility("default")));
+void qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(struct qemu_plugin_insn *insn, enum qemu_plugin_op op,
+							 qemu_plugin_u64 entry, uint64_t imm)
+	__attribute__((weak, visibility("default")));
+uint64_t qemu_plugin_u64_get(qemu_plugin_u64 entry, unsigned int vcpu_index)
+	__attribute__((weak, visibility("default")));
+
 /* Present from API v4 on; only its address is used, to tell which API this
  * QEMU has. */
 extern void qemu_plugin_read_memory_vaddr(void) __attribute__((weak, visibility("default")));

@@ -167,11 +167,18 @@ int btr_qemu_probe_plugin(const char *qemu, const char *plugin, char *why, size_
 			out[strcspn(out, "\n")] = 0;
 		}
 		if (out[0]) {
+			/* "qemu-x86_64: Could not load plugin SO: SO: undefined
+			 * symbol: X": the reason is what follows the last SO */
+			const char *r = out;
+			size_t pl = strlen(plugin);
+			for (const char *s = strstr(out, plugin); s; s = strstr(s + 1, plugin))
+				if (s[pl] == ':' && s[pl + 1] == ' ' && s[pl + 2])
+					r = s + pl + 2;
 			e->rc = -BTR_ERR_NODEV;
 			snprintf(e->why, sizeof(e->why),
-				 "%s cannot load TCG plugins (%s%.100s%s): build one with `make qemu` "
+				 "%s cannot load TCG plugins (%s%.160s%s): build one with `make qemu` "
 				 "(scripts/build-qemu.sh) or point BTR_QEMU at a qemu-x86_64 built with --enable-plugins",
-				 qemu, strcmp(out, "static build") ? "\"" : "", out, strcmp(out, "static build") ? "\"" : "");
+				 qemu, strcmp(out, "static build") ? "\"" : "", r, strcmp(out, "static build") ? "\"" : "");
 		}
 	}
 	if (why && why_size)

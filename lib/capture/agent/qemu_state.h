@@ -46,7 +46,8 @@ enum { QC_STARTED = 0, QC_WERR = 1, QC_NPIDS = 2, QC_GTERR = 3, QC_PTRACE = 4, Q
 #define QC_LOST_AFTER_EXEC UINT32_MAX
 
 struct tbinfo {
-	uint64_t count;      /* inline counter: instructions started (all threads) */
+	uint64_t count;      /* inline counter: instructions started (all threads; API v1 only,
+				* agents/qemu/qemu_counter.c) */
 	void *last;          /* the struct thr that last entered or left this TB */
 	uint64_t pc;         /* first instruction */
 	uint64_t end;        /* address after the last instruction */
@@ -72,6 +73,7 @@ static inline uint64_t qs_started(const struct tbinfo *p, uint64_t c)
 
 struct thr {
 	uint32_t tid, parent;
+	uint32_t vcpu;       /* QEMU's vcpu index of the thread (the plugin's only) */
 	int announced;       /* THREAD_START written */
 	int enabled;         /* PacketEn */
 	int done;
