@@ -322,19 +322,22 @@ class Analysis:
     bolt (module=, pre_aggregated=) fdata
     pprof                        pb (gzipped), pb-raw
     check (allow=)               text, json, ...
+    report, afdo, ... (function=, module=, events=)
+                                 any other analysis of the library's list
+                                 (btr_analysis_name), with its defaults
 
     Profiles take weight="insns" (default) or "time".  cov, annotate and
     cfg are built over a blocks analysis, created and run with them."""
 
     PROFILES = ("callgraph", "flame", "timeline", "bolt", "pprof")
-    NAMES = ("blocks", "cov", "annotate", "cfg", "check") + PROFILES
+    NAMES = _lib.analysis_names()   # the library's list (btr_analysis_name)
 
     def __init__(self, name, **opts):
         if name not in self.NAMES:
             raise ValueError("unknown analysis %r (one of %s)" % (name, ", ".join(self.NAMES)))
         self.name, self.opts = name, opts
         self._h = None
-        self._blocks = Analysis("blocks") if name in ("cov", "annotate", "cfg") else None
+        self._blocks = Analysis("blocks") if _lib.btr_analysis_needs(name.encode()) & _lib.NEEDS_BLOCKS else None
         self._keep = []
 
     def _deps(self):
@@ -362,6 +365,13 @@ class Analysis:
             co = _lib.CheckOpts(sz=ctypes.sizeof(_lib.CheckOpts),
                                 allow=o["allow"].encode() if o.get("allow") else None)
             rc = _lib.btr_check_new(ctypes.byref(co), ctypes.byref(h))
+        elif n not in self.PROFILES:
+            # any other analysis of the library, by name with its defaults
+            self._keep += [o[k].encode() if o.get(k) else None for k in ("function", "module")]
+            args = _lib.AnalysisArgs(sz=ctypes.sizeof(_lib.AnalysisArgs), function=self._keep[-2],
+                                     module=self._keep[-1], events=int(o.get("events", 0)),
+                                     blocks=self._blocks._h if self._blocks else None)
+            rc = _lib.btr_analysis_create(n.encode(), ctypes.byref(args), ctypes.byref(h))
         else:
             weight = {"insns": 0, "time": 1}[o.get("weight", "insns")]
             if o.get("module"):
