@@ -39,10 +39,13 @@ sym_addr=$(nm "$build/prog_symbols_nopie" | awk '$3=="main"{print "0x"$1}')
 # THE COMMANDS: every form of the registry that reads a file (`btr
 # --list-commands`, tools/btr/commands.c), one line each: STEP CMD...  FILE
 # is replaced by each input (a form naming a function, FUNC, runs on the
-# recording alone: the perf.data has no code).  STEP: see above, 8 unless
-# STEPS below says otherwise (larger for forms with many allocations or
-# the same allocations as another form; 1 for those with few).
+# recording alone: the perf.data has no code).  STEP: see above, 32 unless
+# STEPS below says otherwise (8 for the forms whose paths the others share:
+# the stream, the report, blocks, call stacks; larger for forms with many
+# allocations or the same allocations as another form; 1 for those with
+# few), so that a new command adds a quarter of a full sampling's runs.
 declare -A STEPS=(
+  ["report FILE"]=8 ["script FILE"]=8 ["check FILE"]=8 ["callgraph FILE"]=8 ["cov --format lcov -o OUT FILE"]=8
   ["report --format json FILE"]=50 ["pt dump FILE"]=1 ["pt decode --stat FILE"]=1 ["trace dump FILE"]=1
   ["trace info FILE"]=1 ["trace info --format json FILE"]=1 ["symbolize --elf ELF ADDR"]=1
 )
@@ -87,7 +90,7 @@ torture() {
 OUT=out.tmp FUNC=main ELF=$build/prog_symbols_nopie ADDR=$sym_addr
 while IFS=$'\t' read -r _ _ form; do
   [ -z "$form" ] && continue
-  st=${STEPS[$form]:-8}
+  st=${STEPS[$form]:-32}
   if [[ $form == *FUNC* ]]; then
     FILE=small.btr torture "$st" "$(FILE=small.btr fill "$form")"
   elif [[ $form == *FILE* ]]; then
