@@ -36,24 +36,21 @@ inputs="small.btr"
 [ -r "$shared/traces/quipper/perf.data.branch-4.14" ] && inputs="$inputs $shared/traces/quipper/perf.data.branch-4.14"
 sym_addr=$(nm "$build/prog_symbols_nopie" | awk '$3=="main"{print "0x"$1}')
 
-# THE COMMANDS: every command that reads a file, one line each: STEP CMD...
-# FILE is replaced by each input (lines without FILE run once).  STEP: see
-# above (larger for commands with many allocations or the same allocations
-# as another line).  New reading commands (script, cov, ...) are added here.
-cmds=$(cat <<CMDS
-8 report FILE
-50 report --format json FILE
-1 pt decode --stat FILE
-1 pt dump FILE
-1 trace dump FILE
-1 trace info --format json FILE
-8 script FILE
-8 check FILE
-8 callgraph FILE
-8 cov --format lcov -o out.tmp FILE
-1 symbolize --elf $build/prog_symbols_nopie $sym_addr
-CMDS
+# THE COMMANDS: every form of the registry that reads a file (`btr
+# --list-commands`, tools/btr/commands.c), one line each: STEP CMD...  FILE
+# is replaced by each input (a form naming a function, FUNC, runs on the
+# recording alone: the perf.data has no code).  STEP: see above, 32 unless
+# STEPS below says otherwise (8 for the forms whose paths the others share:
+# the stream, the report, blocks, call stacks; larger for forms with many
+# allocations or the same allocations as another form; 1 for those with
+# few), so that a new command adds a quarter of a full sampling's runs.
+declare -A STEPS=(
+  ["report FILE"]=8 ["script FILE"]=8 ["check FILE"]=8 ["callgraph FILE"]=8 ["cov --format lcov -o OUT FILE"]=8
+  ["report --format json FILE"]=50 ["pt dump FILE"]=1 ["pt decode --stat FILE"]=1 ["trace dump FILE"]=1
+  ["trace info FILE"]=1 ["trace info --format json FILE"]=1 ["symbolize --elf ELF ADDR"]=1
 )
+cmds=$(forms reads-trace; forms reads-elf)
+
 
 # $1: step, $2: command line (FILE substituted)
 torture() {
@@ -90,12 +87,16 @@ torture() {
   echo "btr $cmd: $total allocations; $errs out-of-memory errors, $ok same results, $partial partial results with a warning"
 }
 
-while read -r st line; do
-  [ -z "$line" ] && continue
-  if [[ $line == *FILE* ]]; then
-    for f in $inputs; do torture "$st" "${line//FILE/$f}"; done
+OUT=out.tmp FUNC=main ELF=$build/prog_symbols_nopie ADDR=$sym_addr
+while IFS=$'\t' read -r _ _ form; do
+  [ -z "$form" ] && continue
+  st=${STEPS[$form]:-32}
+  if [[ $form == *FUNC* ]]; then
+    FILE=small.btr torture "$st" "$(FILE=small.btr fill "$form")"
+  elif [[ $form == *FILE* ]]; then
+    for f in $inputs; do torture "$st" "$(FILE=$f fill "$form")"; done
   else
-    torture "$st" "$line"
+    torture "$st" "$(fill "$form")"
   fi
 done <<<"$cmds"
 

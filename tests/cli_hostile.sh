@@ -27,33 +27,13 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 
-# THE COMMANDS, by the kind of file they read; FILE is the damaged file.
-# New reading commands (script, cov, annotate, cfg, callgraph, ...) are
-# added to TRACE_CMDS.
-TRACE_CMDS=$(cat <<'CMDS'
-report FILE
-report --format json FILE
-pt dump FILE
-pt decode FILE
-pt decode --stat FILE
-trace dump FILE
-trace info FILE
-script FILE
-check --format json FILE
-crash FILE
-cov --format lcov -o h.info FILE
-annotate --function main FILE
-diff FILE FILE
-callgraph FILE
-flame -o h.folded FILE
-bolt -o h.fdata FILE
-import -o h.btr FILE
-CMDS
-)
-ELF_CMDS=$(cat <<CMDS
-symbolize --elf FILE 0x401000 0x4011a0
-CMDS
-)
+# THE COMMANDS, by the kind of file they read; FILE is the damaged file:
+# every form of the registry (`btr --list-commands`, tools/btr/commands.c)
+# that reads a trace, or an ELF file.
+TRACE_CMDS=$(FILE=FILE OUT=h.dot FUNC=main; forms reads-trace | while IFS=$'\t' read -r _ _ f; do fill "$f"; done)
+ELF_CMDS=$(ELF=FILE ADDR="0x401000 0x4011a0"; forms reads-elf | while IFS=$'\t' read -r _ _ f; do fill "$f"; done)
+check "the registry's forms that read a trace: $(echo "$TRACE_CMDS" | wc -l)" [ "$(echo "$TRACE_CMDS" | wc -l)" -ge 25 ]
+check "the registry's forms that read an ELF file: $(echo "$ELF_CMDS" | wc -l)" [ "$(echo "$ELF_CMDS" | wc -l)" -ge 1 ]
 
 # THE SAMPLES: kind file ntrunc nflip (counts before HOSTILE_SCALE)
 samples=""
@@ -148,36 +128,11 @@ int main(int c, char **v) { (void)v; int s = 0; for (int i = 0; i < 5; i++) s +=
   done
 fi
 
-# The commands, from tools/btr/cli.h's list: each reading command's
-# arguments (FILE: the corpus file; OUT: an output file).  A command of
-# cli.h in neither list fails here, so a new one is not forgotten.
-declare -A ARGS=(
-  [report]="report FILE|report --format json FILE|report --html OUT.d FILE"
-  [pt]="pt dump FILE|pt decode FILE"
-  [trace]="trace dump FILE|trace info FILE"
-  [check]="check FILE"
-  [callgraph]="callgraph FILE"
-  [flame]="flame -o OUT.folded FILE|flame -o OUT.svg FILE"
-  [timeline]="timeline -o OUT.json FILE"
-  [bolt]="bolt -o OUT.fdata FILE"
-  [afdo]="afdo -o OUT.prof FILE"
-  [pprof]="pprof -o OUT.pb.gz FILE"
-  [crash]="crash FILE"
-  [cov]="cov --format lcov -o OUT.info FILE|cov -o OUT.drcov FILE"
-  [annotate]="annotate --function main FILE|annotate --source --function main FILE"
-  [cfg]="cfg --function main -o OUT.dot FILE"
-  [diff]="diff FILE FILE"
-  [diverge]="diverge FILE FILE"
-  [script]="script FILE"
-  [import]="import -o OUT.btr FILE"
-)
-NOT_READING="record info symbolize merge"   # no trace in: ELF files, profiles, the machine
-cmds=$(sed -n 's/^[[:space:]]*X(\([a-z_]*\),.*/\1/p' "$src/../tools/btr/cli.h")
-check "the command list of tools/btr/cli.h is read" [ -n "$cmds" ]
-for c in $cmds; do
-  case " $NOT_READING " in *" $c "*) continue ;; esac
-  [ -n "${ARGS[$c]:-}" ] || bad "btr $c: a command this test does not run (add it to ARGS or NOT_READING)"
-done
+# The commands: the registry's forms that read a trace (FILE: the corpus
+# file; OUT: an output file), and a few more options of theirs.
+CORPUS_CMDS="$(FILE=FILE OUT=OUT.dot FUNC=main; forms reads-trace | while IFS=$'\t' read -r _ _ f; do fill "$f"; done)
+report --html OUT.d FILE
+annotate --source --function main FILE"
 
 asan_env="${ASAN_OPTIONS:-}:quarantine_size_mb=16:malloc_context_size=4:detect_leaks=0"
 # Time is CPU time (user + system: what the input makes btr do, whatever
@@ -257,13 +212,9 @@ while read -r name kind; do
   f=$corpus/$name
   [ "$kind" = trace ] || continue
   before=$fail
-  for c in $cmds; do
-    [ -n "${ARGS[$c]:-}" ] || continue
-    IFS='|' read -ra forms <<<"${ARGS[$c]}"
-    for form in "${forms[@]}"; do
-      crun "$f" "$form"
-    done
-  done
+  while read -r form; do
+    crun "$f" "$form"
+  done <<<"$CORPUS_CMDS"
   # the Python binding, under the same limits (not in the sanitizer
   # build: its library needs the ASan runtime loaded first)
   if [ $asan -eq 0 ]; then

@@ -7,9 +7,9 @@
 # trace info (pprof, bolt, timeline share flame's path) then name each cut or missing process in
 # one stderr line and exit 3; report --format json has data_lost true and
 # the list.  A container cut in the middle names the processes whose end
-# is missing, and every reading command of the registry (BTR_COMMANDS, the
-# commands whose --help has the stream options: diff, annotate, cfg,
-# diverge, pprof, bolt, timeline, afdo too) exits 3 on it.  A whole trace says data_lost false and exits 0.
+# is missing, and every form of a reading command of the registry (`btr
+# --list-commands`: diff, annotate, cfg, diverge, pprof, bolt, timeline,
+# afdo, import too) exits 3 on it.  A whole trace says data_lost false and exits 0.
 # Needs root for the tmpfs mount (skipped otherwise).  Args: $1 btr, $2 build dir.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -64,50 +64,40 @@ check "cut container: the shell is named: $(cat err.txt)" \
 check "cut container: gzip is named" grep -q "process [0-9]* (gzip): the trace ends before its exit" err.txt
 check "cut container: says where it is cut" grep -q "the trace is cut at offset 0x[0-9a-f]* (truncated input)" err.txt
 
-# Every command that reads a trace - the commands of the registry
-# (BTR_COMMANDS in tools/btr/cli.h, and the subcommands each one's --help
-# lists) whose --help has the stream options (--filter) - exits 3 on the
-# cut container, with a line saying it is cut or lost data.  A reader without a case
-# below fails: each needs its operands and required options here.
-declare -A args=(
-  [report]="" [check]="" [callgraph]="" [flame]="-o lf.folded" [timeline]="-o lt.json" [bolt]="-o lb.fdata"
-  [afdo]="--module gzip -o la.prof" [pprof]="-o lp.pb.gz" [crash]="" [cov]="-o lc.info"
-  [annotate]="--function __libc_start_main" [cfg]="--function __libc_start_main -o lg.dot"
-  [diff]="whole.btr" [diverge]="whole.btr" [script]="" [pt decode]="--stat" [trace info]="" [trace dump]=""
-)
-cmds=$(sed -n 's/^\s*X(\([a-z]*\), ".*/\1/p' "$lib_src/tools/btr/cli.h")
-check "the registry lists the commands ($(echo $cmds | wc -w))" [ "$(echo $cmds | wc -w)" -ge 20 ]
-readers=()
-stream_opt='--tid TID'   # one of the stream options every trace reader takes (CLI_STREAM_HELP)
-for c in $cmds; do
-  subs=$("$btr" "$c" --help 2>&1 | sed -n "s/^ *\(Usage: \)\{0,1\}btr $c \([a-z]*\) .*/\2/p" | sort -u)
-  for sub in $subs; do
-    "$btr" $c $sub --help 2>&1 | grep -q -- "$stream_opt" && readers+=("$c $sub")
-  done
-  [ -z "$subs" ] && "$btr" "$c" --help 2>&1 | grep -q -- "$stream_opt" && readers+=("$c")
-done
-check "readers found in the registry: ${readers[*]}" [ "${#readers[@]}" -ge 16 ]
-for c in "${readers[@]}"; do
-  if [ -z "${args[$c]+x}" ]; then
-    bad "btr $c reads traces but has no data-loss case in cli_lost.sh"
-    continue
-  fi
+# Every form of a command that reads a trace - the registry's
+# (`btr --list-commands`, tools/btr/commands.c) - exits 3 on the cut
+# container, with a line saying it is cut or lost data.
+FILE=cut.btr FUNC=__libc_start_main
+nforms=0
+while IFS=$'\t' read -r name _ form; do
+  nforms=$((nforms+1))
+  OUT=l$nforms.dot
+  c=$(fill "$form")
+  # afdo writes one module's profile: the traced program (sh) has no DWARF
+  [ "$name" = afdo ] && c="$c --module gzip"
   # shellcheck disable=SC2086
-  "$btr" $c cut.btr ${args[$c]} >out.txt 2>err.txt; rc=$?
+  "$btr" $c >out.txt 2>err.txt; rc=$?
   check "cut container: btr $c exits 3 (got $rc): $(head -c 300 err.txt)" [ $rc -eq 3 ]
   check "cut container: btr $c says the trace is cut" grep -q "truncated input\|the trace is cut\|the trace ends before\|trace data was lost" err.txt
-done
+done < <(forms reads-trace)
+check "the registry's forms that read a trace: $nforms" [ $nforms -ge 25 ]
 # cut inside its first chunk (the file header and a few bytes): no record
 # is read; still exit 3 and a line (diverge exited 1 without one)
 head -c 200 whole.btr >cut1.btr
-for c in "${readers[@]}"; do
-  [ -n "${args[$c]+x}" ] || continue
+FILE=cut1.btr
+n1=0
+while IFS=$'\t' read -r name _ form; do
+  n1=$((n1+1))
+  OUT=m$n1.dot
+  c=$(fill "$form")
+  [ "$name" = afdo ] && c="$c --module gzip"
   # shellcheck disable=SC2086
-  "$btr" $c cut1.btr ${args[$c]} >out.txt 2>err.txt; rc=$?
+  "$btr" $c >out.txt 2>err.txt; rc=$?
   check "cut in the first chunk: btr $c exits 3 (got $rc): $(head -c 300 err.txt)" [ $rc -eq 3 ]
   check "cut in the first chunk: btr $c says so: $(head -c 300 err.txt)" \
     grep -q "truncated input\|the trace is cut\|the trace ends before\|trace data was lost" err.txt
-done
+done < <(forms reads-trace)
+check "the registry's forms run on the file cut in its first chunk: $n1" [ $n1 -eq $nforms ]
 
 mkdir mid
 if ! mount -t tmpfs -o size=6m tmpfs mid 2>/dev/null; then

@@ -27,24 +27,16 @@ record_qemu t.btr flow_loops "$build/prog_flow_loops" 1 || finish cli_output
 root=0; [ "$(id -u)" = 0 ] && root=1
 [ $root = 1 ] || echo "note: not root: the device node cases (mknod) are skipped"
 
-# THE WRITERS: every command that writes -o OUT (OUT is replaced by the
-# name under test; names end in .dot so that cfg takes them).  Column 1:
-# "b" binary format (refuses a terminal), "t" text.
-writers=$(cat <<'W'
-b record -q -b qemu -o OUT -- /bin/true
-b import -q t.btr -o OUT
-t flame t.btr -o OUT
-t flame --format svg t.btr -o OUT
-b cov t.btr -o OUT
-t cov --format lcov t.btr -o OUT
-b pprof t.btr -o OUT
-t bolt t.btr -o OUT
-t callgraph t.btr -o OUT
-t timeline t.btr -o OUT
-t merge p.fdata -o OUT
-t cfg --function classify t.btr -o OUT
-W
-)
+# THE WRITERS: every form of the registry that writes -o OUT (`btr
+# --list-commands`; OUT is replaced by the name under test; names end in
+# .dot so that cfg takes them).  Column 1: "b" binary format (refuses a
+# terminal), "t" text.
+FILE=t.btr PROFILE=p.fdata PROG=/bin/true FUNC=classify OUT=OUT
+writers=$(forms writes-file | while IFS=$'\t' read -r _ flags form; do
+	case ",$flags," in *,binary,*) k=b ;; *) k=t ;; esac
+	echo "$k $(fill "$form")"
+done)
+check "the registry's writers: $(echo "$writers" | wc -l)" [ "$(echo "$writers" | wc -l)" -ge 12 ]
 run() { # run "ARGS with OUT" NAME: runs btr, stdout to so.txt, stderr to err.txt; sets rc
 	local args=${1//OUT/$2}
 	# shellcheck disable=SC2086

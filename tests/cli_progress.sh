@@ -66,14 +66,26 @@ if oracle script "record on a terminal (a pty)"; then
     bash -c "! grep -aq 'btr: recording: ' pty.out"
 fi
 
-# ---- reading: report, a view, script ----
-for c in "report" "report --format json" "callgraph" "script"; do
+# ---- reading: every form of the registry that reads a trace and writes
+# stdout (`btr --list-commands`), of a command whose --help offers the
+# progress line (not pt and trace: they show none).  Known gap: diverge
+# takes --progress but draws no line (its two readers run in threads).
+FUNC=__libc_start_main
+nprog=0
+while IFS=$'\t' read -r name _ form; do
+	head=$(awk '{ for (i = 1; i <= NF && $i !~ /^[-A-Z]/; i++) printf "%s ", $i }' <<<"$form")
 	# shellcheck disable=SC2086
-	"$btr" $c t.btr >r0 2>e0; rc0=$?
+	"$btr" $head --help 2>&1 | grep -q -- --no-progress || continue
+	[ "$name" = diverge ] && continue
+	nprog=$((nprog+1))
+	FILE=t.btr; c=$(fill "$form")
+	FILE="--progress t.btr"; cp=$(fill "$form")
 	# shellcheck disable=SC2086
-	BTR_PROGRESS=1 "$btr" $c t.btr >r1 2>e1; rc1=$?
+	"$btr" $c >r0 2>e0; rc0=$?
 	# shellcheck disable=SC2086
-	"$btr" $c --progress t.btr >r2 2>e2; rc2=$?
+	BTR_PROGRESS=1 "$btr" $c >r1 2>e1; rc1=$?
+	# shellcheck disable=SC2086
+	"$btr" $cp >r2 2>e2; rc2=$?
 	check "$c: exit 0 ($rc0 $rc1 $rc2)" [ "$rc0 $rc1 $rc2" = "0 0 0" ]
 	check "$c: no progress when stderr is a file" no_cr e0
 	check "$c: BTR_PROGRESS=1 writes progress" grep -q $'\rbtr: reading the trace: .* of .*%)' e1
@@ -82,7 +94,8 @@ for c in "report" "report --format json" "callgraph" "script"; do
 	check "$c: stdout identical with --progress" cmp -s r0 r2
 	check "$c: progress erased at the end" \
 		python3 -c 'import sys; d=open("e1","rb").read(); i=d.rfind(b"\r"); sys.exit(0 if d[i:]==b"\r\x1b[K" else 1)'
-done
+done < <(forms reads-trace writes-stdout)
+check "forms with a progress line: $nprog" [ $nprog -ge 8 ]
 BTR_PROGRESS=1 "$btr" report --no-progress t.btr >/dev/null 2>e3
 check "report --no-progress beats BTR_PROGRESS=1" no_cr e3
 # a trace cut short (after its first 1 MiB chunk): the warning starts on a

@@ -20,34 +20,20 @@ command -v qemu-x86_64 >/dev/null || skip "qemu-x86_64 not installed (needed to 
 "$btr" record -q -o t.btr -- "$build/prog_flow_loops" >/dev/null || { echo "FAIL: record"; exit 1; }
 addr=$(nm "$build/prog_symbols_nopie" | awk '$3=="main"{print "0x"$1}')
 
-# THE COMMANDS that write to stdout (new commands are added here)
-while read -r cmd; do
-  [ -z "$cmd" ] && continue
+# THE COMMANDS that write to stdout: every such form of the registry
+# (`btr --list-commands`, tools/btr/commands.c)
+FILE=t.btr FUNC=main ELF=$build/prog_symbols_nopie ADDR=$addr
+nforms=0
+while IFS=$'\t' read -r _ _ form; do
+  cmd=$(fill "$form")
+  nforms=$((nforms+1))
   # shellcheck disable=SC2086
   "$btr" $cmd >/dev/full 2>err.txt; rc=$?
   check "btr $cmd >/dev/full: exit 3 (got $rc)" [ $rc -eq 3 ]
   check "btr $cmd >/dev/full: one stderr line saying why: $(head -c 200 err.txt): exactly one line" [ "$(wc -l <err.txt)" -eq 1 ]
   check "btr $cmd >/dev/full: one stderr line saying why: $(head -c 200 err.txt): the text" grep -Eqi "no space|output error|write" err.txt
-done <<CMDS
-report t.btr
-report --format json t.btr
-pt dump t.btr
-pt decode t.btr
-pt decode --insn t.btr
-pt decode --stat t.btr
-trace dump t.btr
-trace info t.btr
-trace info --format json t.btr
-script t.btr
-check t.btr
-crash t.btr
-callgraph t.btr
-diff t.btr t.btr
-annotate --function main t.btr
-symbolize --elf $build/prog_symbols_nopie $addr
-info
-info --format json
-CMDS
+done < <(forms writes-stdout)
+check "the registry's forms that write to stdout: $nforms" [ $nforms -ge 18 ]
 
 # a file size limit: SIGXFSZ must not kill btr; the write fails with EFBIG
 (ulimit -f 64; exec "$btr" pt decode --insn t.btr >insn.txt 2>err.txt); rc=$?

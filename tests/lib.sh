@@ -25,6 +25,13 @@
 #                              when missing:  if oracle dot "cfg SVG"; then ...; fi
 #   pycheck ARGS...            queues one check of tests/profcheck.py (NAME FILES...)
 #   pycheck_run                runs the queued python checks as one check
+#   forms [WORD...]            the forms of btr's command registry (`$btr
+#                              --list-commands`, tools/btr/commands.c) whose flags
+#                              have every WORD (reads-trace, reads-elf,
+#                              writes-stdout, writes-file, binary; !WORD: not),
+#                              one a line: NAME<TAB>FLAGS<TAB>FORM
+#   fill FORM                  FORM with its placeholders replaced by the values
+#                              of $FILE $OUT $FUNC $ELF $ADDR $PROG $PROFILE
 #   finish [NAME [EXTRA]]      "NAME: EXTRA, N passed, N failed"; exit 1 on a failure, else 0
 # The counters are $pass and $fail (set to 0 here).
 pass=0
@@ -93,4 +100,24 @@ finish() {
 	echo "${1:+$1: }${2:+$2, }$pass passed, $fail failed"
 	[ "$fail" -eq 0 ] || exit 1
 	exit 0
+}
+
+# The forms of the command registry whose flags have every word of "$@"
+# ("!word": not): NAME<TAB>FLAGS<TAB>FORM lines.
+forms() {
+	"$btr" --list-commands | awk -F'\t' -v want="$*" '
+		{ n = split(want, w, " "); split($4, f, ","); delete have
+		  for (i in f) have[f[i]] = 1
+		  for (i = 1; i <= n; i++) {
+			if (substr(w[i], 1, 1) == "!") { if (substr(w[i], 2) in have) next }
+			else if (!(w[i] in have)) next
+		  }
+		  print $1 "\t" $4 "\t" $5 }'
+}
+# A form with its placeholders filled in (PROFILE before FILE: it holds it).
+fill() {
+	local x=$1
+	x=${x//PROFILE/${PROFILE:-}}; x=${x//FILE/${FILE:-}}; x=${x//OUT/${OUT:-}}; x=${x//FUNC/${FUNC:-}}
+	x=${x//ELF/${ELF:-}}; x=${x//ADDR/${ADDR:-}}; x=${x//PROG/${PROG:-}}
+	printf '%s\n' "$x"
 }

@@ -288,6 +288,31 @@ int main(void)
 	CHECK(btr_analysis_formats("nosuch") == NULL);
 	CHECK(btr_analysis_formats(NULL) == NULL);
 
+	/* The list by index, and every analysis created by name and run:
+	 * its name is its ops' name, a view over the blocks created before. */
+	size_t nl = 0;
+	struct btr_analysis *all[32], *blk = NULL;
+	for (const char *nm; (nm = btr_analysis_name(nl)) != NULL && nl < 32; nl++) {
+		struct btr_analysis_args args = { .sz = sizeof(args), .blocks = blk, .function = "main" };
+		CHECK_EQ(btr_analysis_create(nm, &args, &all[nl]), 0);
+		CHECK_STR(btr_analysis_ops(all[nl])->name, nm);
+		if (!strcmp(nm, "blocks"))
+			blk = all[nl];
+	}
+	CHECK(nl >= 12 && blk != NULL);
+	CHECK_EQ(btr_analysis_run(path, NULL, all, nl, NULL), 0);
+	for (size_t k = nl; k-- > 0;)
+		btr_analysis_free(all[k]);
+	CHECK_STR(btr_analysis_name(0), "report");
+	CHECK(btr_analysis_needs("cov") == BTR_ANALYSIS_NEEDS_BLOCKS);
+	CHECK(btr_analysis_needs("cfg") == (BTR_ANALYSIS_NEEDS_BLOCKS | BTR_ANALYSIS_NEEDS_FUNCTION));
+	CHECK(btr_analysis_needs("flame") == 0);
+	struct btr_analysis *x = NULL;
+	CHECK_EQ(btr_analysis_create("cov", NULL, &x), -BTR_ERR_INVAL);   /* no blocks */
+	CHECK_EQ(btr_analysis_create("nosuch", NULL, &x), -BTR_ERR_NOT_FOUND);
+	CHECK_EQ(btr_analysis_create("flame", NULL, &x), 0);
+	btr_analysis_free(x);
+
 	unlink(path);
 	return check_done();
 }

@@ -124,6 +124,37 @@ const struct btr_analysis_ops *btr_analysis_ops(const struct btr_analysis *a);
  * ("blocks").  What `btr CMD --format` accepts comes from here. */
 const char *const *btr_analysis_formats(const char *name);
 
+/* The library's analyses by name (lib/analysis/registry.h, the one list):
+ * btr_analysis_name(i) is the i-th name (i = 0, 1, ...; NULL past the
+ * last), in an order where an analysis that reads another's results comes
+ * after it ("blocks" before "cov").  The Python package and the fuzz
+ * targets take their list of analyses from here. */
+const char *btr_analysis_name(size_t i);
+
+/* What btr_analysis_create needs for analysis @name (BTR_ANALYSIS_NEEDS_*
+ * bits; 0 for an unknown name too). */
+enum {
+	BTR_ANALYSIS_NEEDS_BLOCKS = 1,     /* args->blocks: a blocks analysis run before it */
+	BTR_ANALYSIS_NEEDS_FUNCTION = 2,   /* args->function */
+};
+unsigned btr_analysis_needs(const char *name);
+
+/* The arguments every analysis can be created with by name (the rest of
+ * its options at their defaults: its own constructor, btr_cov_new,
+ * btr_cfg_new, ..., takes them all). */
+struct btr_analysis_args {
+	size_t sz;                      /* sizeof(struct btr_analysis_args) */
+	struct btr_analysis *blocks;    /* borrowed: in the same run, earlier, outliving it */
+	const char *function;           /* annotate, cfg: the function (copied) */
+	const char *module;             /* cov, bolt, afdo: the module (NULL: the default) */
+	int events;                     /* flame: keep enter/leave events (speedscope) */
+};
+/* Creates the library's analysis @name with @args (may be NULL if it
+ * needs nothing): 0 and the analysis in *@out, -BTR_ERR_NOT_FOUND for an
+ * unknown name, -BTR_ERR_INVAL when what btr_analysis_needs says is
+ * missing, -BTR_ERR_NOMEM. */
+int btr_analysis_create(const char *name, const struct btr_analysis_args *args, struct btr_analysis **out);
+
 /* Writes @a's result (ops->write); -BTR_ERR_UNSUPPORTED if it has none,
  * -BTR_ERR_INVAL before its run has ended (never run, or still running:
  * an error, not an empty result; a view such as cov, cfg or annotate

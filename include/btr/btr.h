@@ -28,6 +28,7 @@
 #include "btr/cfg.h"
 #include "btr/annotate.h"
 #include "btr/check.h"
+#include "btr/crash.h"
 #include "btr/file.h"
 
 #pragma GCC visibility pop

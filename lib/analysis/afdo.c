@@ -439,3 +439,10 @@ int btr_afdo_new(struct btr_analysis *blocks, const struct btr_profile_opts *opt
 	}
 	return btr_analysis_new(&btr__afdo_ops, a, out);
 }
+
+/* Created by name (registry.c: btr_analysis_create). */
+int btr__afdo_create(const struct btr_analysis_args *a, struct btr_analysis **out)
+{
+	struct btr_profile_opts o = { .sz = sizeof(o), .module = a->module };
+	return btr_afdo_new(a->blocks, &o, out);
+}

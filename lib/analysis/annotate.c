@@ -200,3 +200,9 @@ int btr_annotate_new_opts(struct btr_analysis *blocks, const char *function, con
 	a->function = function;
 	return btr__analysis_new_view(&btr__annotate_ops, a, blocks, out);
 }
+
+/* Created by name (registry.c: btr_analysis_create). */
+int btr__annotate_create(const struct btr_analysis_args *a, struct btr_analysis **out)
+{
+	return btr_annotate_new(a->blocks, a->function, out);
+}

@@ -843,3 +843,10 @@ int btr_blocks_insn_counts(const struct btr_blocks_result *r, uint32_t module, s
 	*n_out = k;
 	return 0;
 }
+
+/* Created by name (registry.c: btr_analysis_create). */
+int btr__blocks_create(const struct btr_analysis_args *a, struct btr_analysis **out)
+{
+	(void)a;
+	return btr_blocks_new(out);
+}

@@ -553,3 +553,10 @@ int btr_bolt_new(const struct btr_profile_opts *opts, struct btr_analysis **out)
 	BTR_OPTS_COPY(&bo->o, opts);
 	return btr_analysis_new(&btr__bolt_ops, bo, out);
 }
+
+/* Created by name (registry.c: btr_analysis_create). */
+int btr__bolt_create(const struct btr_analysis_args *a, struct btr_analysis **out)
+{
+	struct btr_profile_opts o = { .sz = sizeof(o), .events = a->events, .module = a->module };
+	return btr_bolt_new(&o, out);
+}

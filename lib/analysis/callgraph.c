@@ -420,3 +420,10 @@ int btr_callgraph_new(const struct btr_profile_opts *opts, struct btr_analysis *
 	}
 	return btr_analysis_new(&btr__callgraph_ops, g, out);
 }
+
+/* Created by name (registry.c: btr_analysis_create). */
+int btr__callgraph_create(const struct btr_analysis_args *a, struct btr_analysis **out)
+{
+	struct btr_profile_opts o = { .sz = sizeof(o), .events = a->events, .module = a->module };
+	return btr_callgraph_new(&o, out);
+}

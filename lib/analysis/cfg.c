@@ -260,3 +260,10 @@ long btr_cfg_collapsed(const struct btr_analysis *a)
 		return -1;
 	return ((const struct cfg *)btr_analysis_state(a))->collapsed;
 }
+
+/* Created by name (registry.c: btr_analysis_create). */
+int btr__cfg_create(const struct btr_analysis_args *a, struct btr_analysis **out)
+{
+	struct btr_cfg_opts o = { .sz = sizeof(o), .function = a->function };
+	return btr_cfg_new(a->blocks, &o, out);
+}

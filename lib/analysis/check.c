@@ -1371,3 +1371,10 @@ int btr_check_new(const struct btr_check_opts *opts, struct btr_analysis **out)
 	}
 	return btr_analysis_new(&btr__check_ops, c, out);
 }
+
+/* Created by name (registry.c: btr_analysis_create). */
+int btr__check_create(const struct btr_analysis_args *a, struct btr_analysis **out)
+{
+	(void)a;
+	return btr_check_new(NULL, out);
+}

@@ -569,50 +569,35 @@ static void sort_unique(struct u64vec *v)
  * @names), and IRELATIVE slots (name UINT64_MAX, the IFUNC resolver in
  * @res; 0 for the others).  IRELATIVE needs no symbol table (static-pie
  * files have none). */
+struct got_out {
+	struct u64vec *slots, *names, *res;
+	char **strings;
+	size_t *strbytes;
+};
+
+static int got_slot(void *ctx, const struct btr__elf_got *g)
+{
+	struct got_out *o = ctx;
+	int rc;
+	if (g->irelative) {
+		if ((rc = push(o->slots, g->slot)) < 0 || (rc = push(o->names, UINT64_MAX)) < 0 ||
+		    (rc = push(o->res, g->addend)) < 0)
+			return rc;
+		return 0;
+	}
+	if (!g->typed && g->defined)   /* an untyped symbol counts only when imported */
+		return 0;
+	if ((rc = push(o->slots, g->slot)) < 0 || (rc = add_name(o->strings, o->strbytes, g->name, o->names)) < 0 ||
+	    (rc = push(o->res, 0)) < 0)
+		return rc;
+	return 0;
+}
+
 static int read_got(Elf *e, struct u64vec *slots, struct u64vec *names, struct u64vec *res, char **strings,
 		    size_t *strbytes)
 {
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	while ((scn = elf_nextscn(e, scn)) != NULL) {
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
-			continue;
-		Elf_Scn *symscn = elf_getscn(e, sh.sh_link);
-		GElf_Shdr symsh;
-		Elf_Data *rd = elf_getdata(scn, NULL), *sd = NULL;
-		if (!rd)
-			continue;
-		if (symscn && gelf_getshdr(symscn, &symsh) && symsh.sh_type == SHT_DYNSYM)
-			sd = elf_getdata(symscn, NULL);
-		size_t n = sh.sh_size / sh.sh_entsize;
-		for (size_t i = 0; i < n; i++) {
-			GElf_Rela r;
-			GElf_Sym s;
-			if (!gelf_getrela(rd, (int)i, &r))
-				break;
-			unsigned type = GELF_R_TYPE(r.r_info);
-			int rc;
-			if (type == R_X86_64_IRELATIVE) {
-				if ((rc = push(slots, r.r_offset)) < 0 || (rc = push(names, UINT64_MAX)) < 0 ||
-				    (rc = push(res, (uint64_t)r.r_addend)) < 0)
-					return rc;
-				continue;
-			}
-			if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || !sd ||
-			    !gelf_getsym(sd, (int)GELF_R_SYM(r.r_info), &s))
-				continue;
-			int st = GELF_ST_TYPE(s.st_info);
-			if (st != STT_FUNC && st != STT_GNU_IFUNC && !(st == STT_NOTYPE && s.st_shndx == SHN_UNDEF))
-				continue;
-			const char *name = elf_strptr(e, symsh.sh_link, s.st_name);
-			if (!name || !*name)
-				continue;
-			if ((rc = push(slots, r.r_offset)) < 0 || (rc = add_name(strings, strbytes, name, names)) < 0 ||
-			    (rc = push(res, 0)) < 0)
-				return rc;
-		}
-	}
-	return 0;
+	struct got_out o = { slots, names, res, strings, strbytes };
+	return btr__elf_got_slots(e, got_slot, &o);
 }
 
 static int read_dynamic(Elf *e, struct check_mod *m)

@@ -712,3 +712,14 @@ int btr_cov_set_module(struct btr_analysis *a, const char *module)
 	c->module = m;
 	return 0;
 }
+
+/* Created by name (registry.c: btr_analysis_create). */
+int btr__cov_create(const struct btr_analysis_args *a, struct btr_analysis **out)
+{
+	int rc = btr_cov_new(a->blocks, out);
+	if (rc == 0 && a->module && (rc = btr_cov_set_module(*out, a->module)) < 0) {
+		btr_analysis_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}

@@ -413,3 +413,10 @@ int btr_flame_set_title(struct btr_analysis *a, const char *title)
 	f->title = t;
 	return 0;
 }
+
+/* Created by name (registry.c: btr_analysis_create). */
+int btr__flame_create(const struct btr_analysis_args *a, struct btr_analysis **out)
+{
+	struct btr_profile_opts o = { .sz = sizeof(o), .events = a->events, .module = a->module };
+	return btr_flame_new(&o, out);
+}

@@ -377,3 +377,10 @@ int btr_pprof_new(const struct btr_profile_opts *opts, struct btr_analysis **out
 	}
 	return btr_analysis_new(&btr__pprof_ops, pp, out);
 }
+
+/* Created by name (registry.c: btr_analysis_create). */
+int btr__pprof_create(const struct btr_analysis_args *a, struct btr_analysis **out)
+{
+	struct btr_profile_opts o = { .sz = sizeof(o), .events = a->events, .module = a->module };
+	return btr_pprof_new(&o, out);
+}

@@ -1250,3 +1250,10 @@ int btr_report_trace(const char *path, const struct btr_stream_opts *sopts,
 		return rc < 0 ? rc : -BTR_ERR_NOMEM;
 	return rc > 0 ? -BTR_ERR_NOMEM : rc;
 }
+
+/* Created by name (registry.c: btr_analysis_create). */
+int btr__report_create(const struct btr_analysis_args *a, struct btr_analysis **out)
+{
+	(void)a;
+	return btr_report_analysis_new(NULL, out);
+}

@@ -364,3 +364,10 @@ int btr_timeline_new(const struct btr_profile_opts *opts, struct btr_analysis **
 	}
 	return btr_analysis_new(&btr__timeline_ops, tl, out);
 }
+
+/* Created by name (registry.c: btr_analysis_create). */
+int btr__timeline_create(const struct btr_analysis_args *a, struct btr_analysis **out)
+{
+	struct btr_profile_opts o = { .sz = sizeof(o), .events = a->events, .module = a->module };
+	return btr_timeline_new(&o, out);
+}

@@ -500,3 +500,48 @@ int btr__elf_find_debuglink(Elf *elf, const char *path, const char *dwfl_path, c
 		err = dl_search_path(&s, canon, dwfl_path);
 	return err;
 }
+
+int btr__elf_got_slots(Elf *elf, int (*fn)(void *ctx, const struct btr__elf_got *g), void *ctx)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+			continue;
+		Elf_Scn *symscn = elf_getscn(elf, sh.sh_link);
+		GElf_Shdr symsh;
+		Elf_Data *rd = elf_getdata(scn, NULL), *sd = NULL;
+		if (!rd)
+			continue;
+		if (symscn && gelf_getshdr(symscn, &symsh) && symsh.sh_type == SHT_DYNSYM)
+			sd = elf_getdata(symscn, NULL);
+		size_t n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Rela r;
+			GElf_Sym s;
+			if (!gelf_getrela(rd, (int)i, &r))
+				break;
+			unsigned type = GELF_R_TYPE(r.r_info);
+			struct btr__elf_got g = { .slot = r.r_offset, .addend = (uint64_t)r.r_addend };
+			if (type == R_X86_64_IRELATIVE) {
+				g.irelative = 1;
+			} else {
+				if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || !sd ||
+				    !gelf_getsym(sd, (int)GELF_R_SYM(r.r_info), &s))
+					continue;
+				int st = GELF_ST_TYPE(s.st_info);
+				if (st != STT_FUNC && st != STT_GNU_IFUNC && st != STT_NOTYPE)
+					continue;
+				g.name = elf_strptr(elf, symsh.sh_link, s.st_name);
+				if (!g.name || !*g.name)
+					continue;
+				g.defined = s.st_shndx != SHN_UNDEF;
+				g.typed = st != STT_NOTYPE;
+			}
+			int rc = fn(ctx, &g);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}

@@ -52,4 +52,21 @@ int btr__elf_copy_bias(const char *path, uint64_t start, uint64_t pgoff, int pro
  * btr_elf_load_bias_prot.  For callers that place one file many times. */
 int btr__elf_bias_rule(const char *path, uint64_t pgoff, int prot, int *fixed, uint64_t *k);
 
+/* One GOT slot with a dynamic relocation (btr__elf_got_slots). */
+struct btr__elf_got {
+	uint64_t slot;          /* the slot's link-time address (r_offset) */
+	int irelative;          /* R_X86_64_IRELATIVE: @addend is the IFUNC resolver, no @name */
+	uint64_t addend;
+	const char *name;       /* JUMP_SLOT / GLOB_DAT: the symbol (libelf's string, non-empty) */
+	int defined;            /* the symbol is defined in the file (st_shndx != SHN_UNDEF) */
+	int typed;              /* STT_FUNC or STT_GNU_IFUNC (else STT_NOTYPE) */
+};
+/* Calls @fn for each GOT slot of @elf's SHT_RELA sections that holds a
+ * function address: IRELATIVE slots (which need no symbol table: static
+ * binaries have none) and JUMP_SLOT / GLOB_DAT relocations of a function
+ * (STT_FUNC, STT_GNU_IFUNC) or untyped (STT_NOTYPE) symbol of .dynsym.
+ * The one reader of GOT slots: the image's PLT names and check's GOT
+ * model.  Stops at @fn's first nonzero return and returns it; else 0. */
+int btr__elf_got_slots(Elf *elf, int (*fn)(void *ctx, const struct btr__elf_got *g), void *ctx);
+
 #endif

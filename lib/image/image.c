@@ -676,71 +676,47 @@ static int gotref_cmp(const void *a, const void *b)
  * relocation (JUMP_SLOT or GLOB_DAT) of that slot.  Covers .plt (lazy
  * binding), .plt.sec (IBT-enabled binaries, whose .plt stubs only push)
  * and .plt.got (-z now style). */
+struct plt_refs {
+	struct gotref *refs;
+	size_t n, cap, namebytes;
+	const struct symvec *sv;
+};
+
+/* One GOT slot (btr__elf_got_slots) as a stub's name. */
+static int plt_ref(void *ctx, const struct btr__elf_got *g)
+{
+	struct plt_refs *p = ctx;
+	const char *name = g->name;
+	if (g->irelative) {
+		/* The slot gets the IFUNC resolver's result; the addend is
+		 * the resolver, best named by the IFUNC symbol (global)
+		 * rather than the resolver's own (usually local) one. */
+		unsigned best = 16;
+		for (size_t k = 0; k < p->sv->n; k++)
+			if (p->sv->v[k].addr == g->addend && p->sv->v[k].rank < best) {
+				name = p->sv->v[k].name;
+				best = p->sv->v[k].rank;
+			}
+		if (!name)
+			return 0;
+	}
+	int err = grow((void **)&p->refs, &p->cap, p->n + 1, sizeof(*p->refs));
+	if (err)
+		return err;
+	p->refs[p->n++] = (struct gotref){ g->slot, name };
+	p->namebytes += strlen(name) + 5;
+	return 0;
+}
+
 static int read_plt(struct modfile *m, struct symvec *sv)
 {
-	struct gotref *refs = NULL;
-	size_t nrefs = 0, caprefs = 0, namebytes = 0;
-	int err = 0;
-
-	Elf_Scn *scn = NULL;
+	struct plt_refs pr = { .sv = sv };
+	int err = btr__elf_got_slots(m->elf, plt_ref, &pr);
+	struct gotref *refs = pr.refs;
+	size_t nrefs = pr.n, namebytes = pr.namebytes;
 	GElf_Shdr sh;
-	while ((scn = elf_nextscn(m->elf, scn)) != NULL) {
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
-			continue;
-		Elf_Scn *symscn = elf_getscn(m->elf, sh.sh_link);
-		GElf_Shdr symsh;
-		Elf_Data *rd = elf_getdata(scn, NULL), *sd = NULL;
-		if (!rd)
-			continue;
-		/* IRELATIVE needs no symbol table (static binaries have none). */
-		if (symscn && gelf_getshdr(symscn, &symsh) && symsh.sh_type == SHT_DYNSYM)
-			sd = elf_getdata(symscn, NULL);
-		size_t n = sh.sh_size / sh.sh_entsize;
-		for (size_t i = 0; i < n; i++) {
-			GElf_Rela r;
-			GElf_Sym s;
-			if (!gelf_getrela(rd, (int)i, &r))
-				break;
-			unsigned type = GELF_R_TYPE(r.r_info);
-			if (type == R_X86_64_IRELATIVE) {
-				/* The slot gets the IFUNC resolver's result; the
-				 * addend is the resolver, best named by the IFUNC
-				 * symbol (global) rather than the resolver's own
-				 * (usually local) one. */
-				const char *name = NULL;
-				unsigned best = 16;
-				for (size_t k = 0; k < sv->n; k++)
-					if (sv->v[k].addr == (uint64_t)r.r_addend &&
-					    sv->v[k].rank < best) {
-						name = sv->v[k].name;
-						best = sv->v[k].rank;
-					}
-				if (!name)
-					continue;
-				if ((err = grow((void **)&refs, &caprefs, nrefs + 1, sizeof(*refs))) != 0)
-					goto out;
-				refs[nrefs++] = (struct gotref){ r.r_offset, name };
-				namebytes += strlen(name) + 5;
-				continue;
-			}
-			if (!sd)
-				continue;
-			if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
-				continue;
-			if (!gelf_getsym(sd, (int)GELF_R_SYM(r.r_info), &s))
-				continue;
-			int stype = GELF_ST_TYPE(s.st_info);
-			if (stype != STT_FUNC && stype != STT_GNU_IFUNC && stype != STT_NOTYPE)
-				continue;
-			const char *name = elf_strptr(m->elf, symsh.sh_link, s.st_name);
-			if (!name || !*name)
-				continue;
-			if ((err = grow((void **)&refs, &caprefs, nrefs + 1, sizeof(*refs))) != 0)
-				goto out;
-			refs[nrefs++] = (struct gotref){ r.r_offset, name };
-			namebytes += strlen(name) + 5;
-		}
-	}
+	if (err)
+		goto out;
 	if (!nrefs)
 		goto out;
 	qsort(refs, nrefs, sizeof(*refs), gotref_cmp);

@@ -693,6 +693,9 @@ class Analysis:
     bolt (module=, pre_aggregated=) fdata
     pprof                        pb (gzipped), pb-raw
     check (allow=)               text, json, ...
+    report, afdo, ... (function=, module=, events=)
+                                 any other analysis of the library's list
+                                 (btr_analysis_name), with its defaults
 
     Profiles take weight="insns" (default) or "time".  cov, annotate and
     cfg are built over a blocks analysis, created and run with them.  An
@@ -700,12 +703,14 @@ class Analysis:
     TypeError; a bad value a ValueError.  An Analysis runs once."""
 
     PROFILES = ("callgraph", "flame", "timeline", "bolt", "pprof")
-    NAMES = ("blocks", "cov", "annotate", "cfg", "check") + PROFILES
+    NAMES = _lib.analysis_names()   # the library's list (btr_analysis_name)
     #: the options each analysis takes
     OPTIONS = {"blocks": (), "cov": ("module",), "annotate": ("function",), "cfg": ("function", "max_blocks"),
                "check": ("allow",), "callgraph": ("weight",), "flame": ("weight", "title", "events"),
                "timeline": ("weight", "from_", "to", "min_dur"), "bolt": ("weight", "module", "pre_aggregated"),
                "pprof": ("weight",)}
+    #: what the other analyses of the library take (struct btr_analysis_args)
+    GENERIC_OPTIONS = ("function", "module", "events")
     WEIGHTS = ("insns", "time")
 
     def __init__(self, name: str, *, module: _t.Optional[str] = None, function: _t.Optional[str] = None,
@@ -722,10 +727,10 @@ class Analysis:
                                    ("min_dur", min_dur), ("pre_aggregated", pre_aggregated),
                                    ("weight", weight), ("allow", allow)) if v is not None}
         for k in given:
-            if k not in self.OPTIONS[name]:
-                takes = ", ".join(o + "=" for o in self.OPTIONS[name]) or "no options"
+            if k not in self.OPTIONS.get(name, self.GENERIC_OPTIONS):
+                takes = ", ".join(o + "=" for o in self.OPTIONS.get(name, self.GENERIC_OPTIONS)) or "no options"
                 raise TypeError("analysis %s does not take %s= (it takes %s)" % (name, k, takes))
-        if name in ("annotate", "cfg") and "function" not in given:
+        if _lib.btr_analysis_needs(name.encode()) & _lib.NEEDS_FUNCTION and "function" not in given:
             raise TypeError("analysis %s needs function= (the function's name)" % name)
         for k in ("module", "function", "title", "allow"):
             if k in given:
@@ -741,7 +746,7 @@ class Analysis:
         if "weight" in given:
             _choice("weight", given["weight"], self.WEIGHTS)
         self.name, self.opts = name, given
-        self._blocks = Analysis("blocks") if name in ("cov", "annotate", "cfg") else None
+        self._blocks = Analysis("blocks") if _lib.btr_analysis_needs(name.encode()) & _lib.NEEDS_BLOCKS else None
         self._keep = []
 
     def __repr__(self) -> str:
@@ -773,6 +778,13 @@ class Analysis:
             co = _lib.CheckOpts(sz=_ctypes.sizeof(_lib.CheckOpts),
                                 allow=o["allow"].encode() if o.get("allow") else None)
             rc = _lib.btr_check_new(_ctypes.byref(co), _ctypes.byref(h))
+                    elif n not in self.PROFILES:
+            # any other analysis of the library, by name with its defaults
+            self._keep += [o[k].encode() if o.get(k) else None for k in ("function", "module")]
+            args = _lib.AnalysisArgs(sz=_ctypes.sizeof(_lib.AnalysisArgs), function=self._keep[-2],
+                                     module=self._keep[-1], events=int(o.get("events", 0)),
+                                     blocks=self._blocks._h if self._blocks else None)
+            rc = _lib.btr_analysis_create(n.encode(), _ctypes.byref(args), _ctypes.byref(h))
         else:
             weight = self.WEIGHTS.index(o.get("weight", "insns"))
             if o.get("module"):

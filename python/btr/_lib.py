@@ -185,6 +185,11 @@ class CfgOpts(ctypes.Structure):
     _fields_ = [("sz", c_size), ("function", c_char_p), ("max_blocks", ctypes.c_uint), ("diff", c_void_p)]
 
 
+class AnalysisArgs(ctypes.Structure):
+    _fields_ = [("sz", c_size), ("blocks", c_void_p), ("function", c_char_p), ("module", c_char_p),
+                ("events", ctypes.c_int)]
+
+
 class BlocksModule(ctypes.Structure):
     _fields_ = [("path", c_char_p), ("name", c_char_p), ("base", c_u64), ("size", c_u64)]
 
@@ -245,6 +250,22 @@ btr_analysis_run = _fn("btr_analysis_run", ctypes.c_int, c_char_p, ctypes.POINTE
                        ctypes.POINTER(c_void_p), c_size, ctypes.POINTER(RunInfo))
 btr_analysis_write = _fn("btr_analysis_write", ctypes.c_int, P, P, c_char_p)
 btr_analysis_free = _fn("btr_analysis_free", None, P)
+btr_analysis_name = _fn("btr_analysis_name", c_char_p, c_size)
+btr_analysis_needs = _fn("btr_analysis_needs", ctypes.c_uint, c_char_p)
+btr_analysis_create = _fn("btr_analysis_create", ctypes.c_int, c_char_p, ctypes.POINTER(AnalysisArgs), PP)
+NEEDS_BLOCKS, NEEDS_FUNCTION = 1, 2   # BTR_ANALYSIS_NEEDS_*
+
+
+def analysis_names():
+    """The library's analyses (btr_analysis_name: lib/analysis/registry.h)."""
+    names = []
+    while True:
+        n = btr_analysis_name(len(names))
+        if n is None:
+            return tuple(names)
+        names.append(n.decode())
+
+
 btr_blocks_new = _fn("btr_blocks_new", ctypes.c_int, PP)
 btr_blocks_get = _fn("btr_blocks_get", ctypes.POINTER(BlocksResult), P)
 btr_cov_new = _fn("btr_cov_new", ctypes.c_int, P, PP)

@@ -2,10 +2,12 @@
  * fuzzed record sequence; fuzz_stream: a fuzzed trace file), and the
  * output formats each is written in afterwards.
  *
- * TO ADD AN ANALYSIS: write a constructor below (options from the input
- * bytes if it has any) and add one line to FUZZ_ANALYSES; its formats
- * come from its ops (btr_analysis_ops.formats).  Both targets
- * and their regression inputs (tests/fuzz/regress/) pick it up.
+ * The list is the library's (btr_analysis_name: lib/analysis/registry.h):
+ * every analysis there is created by name (btr_analysis_create, over the
+ * blocks analysis of the same run, function "main") and written in every
+ * format its ops list, with nothing to add here.  FUZZ_OPTIONS below gives
+ * some of them other options than the defaults (from the input bytes),
+ * FUZZ_EXTRA adds analyses that are not in the library's list.
  */
 #ifndef FUZZ_ANALYSES_H
 #define FUZZ_ANALYSES_H
@@ -90,49 +92,19 @@ static int fz_new_order(const uint8_t *data, size_t size, struct btr_analysis **
 
 /* ---- the analyses of lib/analysis/ ---- */
 
-#include "btr/annotate.h"
-#include "btr/blocks.h"
 #include "btr/cfg.h"
 #include "btr/check.h"
-#include "btr/cov.h"
 #include "btr/profile.h"
 
 /* The views read the block table of a blocks analysis earlier in the
- * same run: the table below creates blocks first and keeps it here. */
+ * same run (the library's list has it first): kept here. */
 static struct btr_analysis *fz_blocks;
-
-static int fz_new_blocks(const uint8_t *d, size_t n, struct btr_analysis **out)
-{
-	(void)d, (void)n;
-	int rc = btr_blocks_new(out);
-	fz_blocks = rc == 0 ? *out : NULL;
-	return rc;
-}
-
-static int fz_new_afdo(const uint8_t *d, size_t n, struct btr_analysis **out)
-{
-	(void)d;
-	(void)n;
-	return btr_afdo_new(fz_blocks, NULL, out);
-}
-
-static int fz_new_cov(const uint8_t *d, size_t n, struct btr_analysis **out)
-{
-	(void)d, (void)n;
-	return btr_cov_new(fz_blocks, out);
-}
 
 static int fz_new_cfg(const uint8_t *d, size_t n, struct btr_analysis **out)
 {
 	(void)d, (void)n;
 	struct btr_cfg_opts o = { .sz = sizeof(o), .function = "main", .max_blocks = 20 };
 	return btr_cfg_new(fz_blocks, &o, out);
-}
-
-static int fz_new_annotate(const uint8_t *d, size_t n, struct btr_analysis **out)
-{
-	(void)d, (void)n;
-	return btr_annotate_new(fz_blocks, "main", out);
 }
 
 static int fz_new_check(const uint8_t *d, size_t n, struct btr_analysis **out)
@@ -142,68 +114,94 @@ static int fz_new_check(const uint8_t *d, size_t n, struct btr_analysis **out)
 	return btr_check_new(&o, out);
 }
 
-#define FZ_PROFILE(name, ctor, ev, pa)                                           \
-	static int fz_new_##name(const uint8_t *d, size_t n, struct btr_analysis **out) \
-	{                                                                       \
-		(void)d, (void)n;                                               \
-		struct btr_profile_opts o = { .sz = sizeof(o), .events = ev, .pre_aggregated = pa }; \
-		return ctor(&o, out);                                           \
-	}
-FZ_PROFILE(callgraph, btr_callgraph_new, 0, 0)
-FZ_PROFILE(flame, btr_flame_new, 1, 0)
-FZ_PROFILE(timeline, btr_timeline_new, 1, 0)
-FZ_PROFILE(bolt, btr_bolt_new, 0, 0)
-FZ_PROFILE(bolt_pa, btr_bolt_new, 0, 1)
-FZ_PROFILE(pprof, btr_pprof_new, 0, 0)
-#undef FZ_PROFILE
+static int fz_new_flame(const uint8_t *d, size_t n, struct btr_analysis **out)
+{
+	(void)d, (void)n;
+	struct btr_profile_opts o = { .sz = sizeof(o), .events = 1 };
+	return btr_flame_new(&o, out);
+}
+
+static int fz_new_timeline(const uint8_t *d, size_t n, struct btr_analysis **out)
+{
+	(void)d, (void)n;
+	struct btr_profile_opts o = { .sz = sizeof(o), .events = 1 };
+	return btr_timeline_new(&o, out);
+}
+
+static int fz_new_bolt_pa(const uint8_t *d, size_t n, struct btr_analysis **out)
+{
+	(void)d, (void)n;
+	struct btr_profile_opts o = { .sz = sizeof(o), .pre_aggregated = 1 };
+	return btr_bolt_new(&o, out);
+}
 
 /* ---- the table ----
- * X(name, constructor): constructor(data, size, &out) returns 0 or a
- * negative error.  After the run each analysis is written in its default
- * format (NULL) and in every format its ops list (btr_analysis_ops.formats,
- * the list the CLI and the docs use too). */
-#define FUZZ_ANALYSES(X)                                                        \
+ * constructor(data, size, &out) returns 0 or a negative error.
+ * FUZZ_OPTIONS(X): X(name, constructor) for an analysis of the library's
+ * list created with other options than btr_analysis_create's defaults.
+ * FUZZ_EXTRA(X): analyses not in the library's list, run after it. */
+#define FUZZ_OPTIONS(X)                                                         \
 	X(report, fz_new_report)                                                \
-	X(order, fz_new_order)                                                  \
-	X(blocks, fz_new_blocks)                                                \
-	X(cov, fz_new_cov)                                                      \
 	X(cfg, fz_new_cfg)                                                      \
-	X(annotate, fz_new_annotate)                                            \
 	X(check, fz_new_check)                                                  \
-	X(callgraph, fz_new_callgraph)                                          \
 	X(flame, fz_new_flame)                                                  \
-	X(timeline, fz_new_timeline)                                            \
-	X(bolt, fz_new_bolt)                                                    \
-	X(bolt_pa, fz_new_bolt_pa)                                              \
-	X(pprof, fz_new_pprof)                                                  \
-	X(afdo, fz_new_afdo)
-	/* new analyses: one X line each, in dependency order (blocks before
-	 * the views that read it) */
+	X(timeline, fz_new_timeline)
+#define FUZZ_EXTRA(X)                                                           \
+	X(order, fz_new_order)                                                  \
+	X(bolt_pa, fz_new_bolt_pa)
 
 struct fuzz_analysis {
 	const char *name;
 	int (*make)(const uint8_t *data, size_t size, struct btr_analysis **out);
 };
 
-static const struct fuzz_analysis fuzz_analyses[] = {
+static const struct fuzz_analysis fuzz_options[] = {
 #define FZ_ENTRY(n, ctor) { #n, ctor },
-	FUZZ_ANALYSES(FZ_ENTRY)
+	FUZZ_OPTIONS(FZ_ENTRY)
 #undef FZ_ENTRY
 };
-enum { FUZZ_N_ANALYSES = sizeof(fuzz_analyses) / sizeof(fuzz_analyses[0]) };
+static const struct fuzz_analysis fuzz_extra[] = {
+#define FZ_ENTRY(n, ctor) { #n, ctor },
+	FUZZ_EXTRA(FZ_ENTRY)
+#undef FZ_ENTRY
+};
+/* Room for every analysis of a run (the library's and FUZZ_EXTRA). */
+enum { FUZZ_N_ANALYSES = 64 };
+
+/* Creates analysis @name of the library's list. */
+static int fuzz_make(const char *name, const uint8_t *data, size_t size, struct btr_analysis **out)
+{
+	for (size_t k = 0; k < sizeof(fuzz_options) / sizeof(fuzz_options[0]); k++)
+		if (!strcmp(fuzz_options[k].name, name))
+			return fuzz_options[k].make(data, size, out);
+	struct btr_analysis_args a = { .sz = sizeof(a), .blocks = fz_blocks, .function = "main" };
+	return btr_analysis_create(name, &a, out);
+}
 
 /* Creates every analysis into @a (FUZZ_N_ANALYSES slots); returns how
  * many were created (all or none). */
 static size_t fuzz_analyses_new(const uint8_t *data, size_t size, struct btr_analysis **a)
 {
-	for (size_t i = 0; i < FUZZ_N_ANALYSES; i++) {
-		if (fuzz_analyses[i].make(data, size, &a[i]) != 0) {
-			while (i)
-				btr_analysis_free(a[--i]);
-			return 0;
-		}
+	size_t n = 0, n_lib = 0;
+	const char *name;
+	fz_blocks = NULL;
+	while ((name = btr_analysis_name(n_lib)) != NULL && n < FUZZ_N_ANALYSES) {
+		if (fuzz_make(name, data, size, &a[n]) != 0)
+			goto fail;
+		if (!strcmp(name, "blocks"))
+			fz_blocks = a[n];
+		n++, n_lib++;
 	}
-	return FUZZ_N_ANALYSES;
+	if (n_lib == 0 || name)   /* an empty list, or more than FUZZ_N_ANALYSES */
+		abort();
+	for (size_t k = 0; k < sizeof(fuzz_extra) / sizeof(fuzz_extra[0]); k++, n++)
+		if (n == FUZZ_N_ANALYSES || fuzz_extra[k].make(data, size, &a[n]) != 0)
+			goto fail;
+	return n;
+fail:
+	while (n)
+		btr_analysis_free(a[--n]);
+	return 0;
 }
 
 /* Writes every analysis in every format (to memory, so ASan checks it),

@@ -1,5 +1,5 @@
 /* benign_cold_o2.c - a benign program `btr check` must pass (tests/cli_check.sh):
- * built with -O2 (the _o2 suffix, CMakeLists.txt), gcc splits f() into
+ * built with -O2 (its btr-build line, CMakeLists.txt), gcc splits f() into
  * f and f.cold - the cases that call the cold function oops() go to
  * f.cold - so f's switch table jumps into another symbol's (and, when
  * stripped, another FDE's) code.  Before check knew split functions it
@@ -35,3 +35,4 @@ int main(int argc, char **argv)
 	printf("%d\n", s);
 	return 0;
 }
+/* btr-build: o2 */

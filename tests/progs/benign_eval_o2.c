@@ -1,5 +1,5 @@
 /* benign_eval_o2.c - a benign program `btr check` must pass (tests/cli_check.sh):
- * a recursive evaluator built with -O2 (the _o2 suffix, CMakeLists.txt).
+ * a recursive evaluator built with -O2 (its btr-build line, CMakeLists.txt).
  * A case that evaluates a subtree for its effect falls through into the
  * next case, so that case's label - a switch-table target - is the
  * instruction right after a recursive call.  Taken for a longjmp, the
@@ -59,3 +59,4 @@ int main(int argc, char **argv)
 	printf("%ld %ld\n", s, visits);
 	return 0;
 }
+/* btr-build: o2 */

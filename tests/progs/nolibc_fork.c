@@ -44,3 +44,4 @@ __asm__(".globl _start\n"
 	"  and $-16, %rsp\n"
 	"  call cmain\n"
 	"  hlt\n");
+/* btr-build: nolibc */

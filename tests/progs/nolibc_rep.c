@@ -16,3 +16,4 @@ __attribute__((noinline, used)) void cmain(long argc)
 }
 
 __asm__(".globl _start\n_start:\n\tmov (%rsp), %rdi\n\tand $-16, %rsp\n\tcall cmain\n\thlt\n");
+/* btr-build: nolibc */

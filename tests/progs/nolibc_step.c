@@ -1,5 +1,5 @@
 /* nolibc_step: a static program without libc (built -nostdlib -static by
- * CMakeLists.txt for prog_nolibc_*): loops, calls, indirect calls, a
+ * CMakeLists.txt: its btr-build line): loops, calls, indirect calls, a
  * switch, system calls (write, getpid), exit_group.  Deterministic: its
  * branch stream is the same under every tracer. */
 #include <stddef.h>
@@ -59,3 +59,4 @@ __asm__(".globl _start\n"
 	"  and $-16, %rsp\n"
 	"  call cmain\n"
 	"  hlt\n");
+/* btr-build: nolibc */

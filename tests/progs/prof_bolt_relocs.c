@@ -1,5 +1,5 @@
 /* prof_bolt_relocs: a small program whose functions all run, linked with
- * -Wl,--emit-relocs (CMakeLists.txt: programs named *_relocs) as BOLT
+ * -Wl,--emit-relocs (its btr-build line, CMakeLists.txt) as BOLT
  * wants; tests/cli_bolt.sh records it and feeds btr's profile to
  * llvm-bolt. */
 #include <stdlib.h>
@@ -81,3 +81,4 @@ int main(int argc, char **argv)
 	free(a);
 	return 0;
 }
+/* btr-build: relocs */

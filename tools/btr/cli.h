@@ -189,37 +189,31 @@ int cli_write_file(struct cli_output *o, int (*fn)(void *ctx, FILE *f), void *ct
 /* `btr report --html DIR [--diff B]` (report_html.c). */
 int cli_report_html(const char *file, struct cli_stream *cs, const char *dir, const char *diff, unsigned top);
 
-/* Subcommands: int cmd_NAME(int argc, char **argv), argv[0] is the
- * subcommand name.  Strong references: a command listed here without its
- * cmd_NAME (a misspelt or missing function) fails to link, instead of
- * vanishing from `btr --help`. */
-#define BTR_COMMANDS(X)                                                        \
-	X(record, "record a program's control flow into a .btr trace")          \
-	X(report, "summarize a trace: instructions, branches, hot code")        \
-	X(pt, "Intel PT tools: pt dump (packets), pt decode (flow)")            \
-	X(trace, "container tools: trace dump (records), trace info")           \
-	X(info, "which capture backends work on this machine, and why")         \
-	X(symbolize, "map addresses to function+offset and file:line")          \
-	X(check, "find hijacked control flow and hooks (ROP, GOT, preload, shellcode)") \
-	X(callgraph, "call graph: per function instructions, calls, callers, callees") \
-	X(flame, "flame graphs: folded stacks, speedscope JSON, interactive SVG") \
-	X(timeline, "function timeline per thread: Chrome trace JSON, Perfetto") \
-	X(bolt, "BOLT profile (perf2bolt fdata, or pre-aggregated)")            \
-	X(afdo, "LLVM sample profile (AutoFDO) for clang -fprofile-sample-use")  \
-	X(pprof, "pprof profile (profile.proto, gzipped) for go tool pprof")    \
-	X(merge, "merge profiles of many runs (fdata, pprof, folded)")          \
-	X(crash, "a crashed thread's signal, faulting instruction, last branches") \
-	X(cov, "coverage: drcov (Lighthouse), lcov (genhtml), Cobertura XML")   \
-	X(annotate, "a function's disassembly or source with execution counts") \
-	X(cfg, "a function's control-flow graph as a heat map (dot, svg, png)") \
-	X(diff, "blocks and edges that differ between two traces")              \
-	X(diverge, "the first branch where two runs went different ways")       \
-	X(script, "print a trace's branches, one per line (perf script style)") \
-	X(import, "convert a perf.data recording into a .btr trace")
-
-#define X(name, help) int cmd_##name(int argc, char **argv);
-BTR_COMMANDS(X)
-#undef X
+/* The registry of commands (commands.c): what `btr --help` lists and
+ * main.c dispatches, and what the tests run (`btr --list-commands`). */
+enum {
+	CLI_READS_TRACE = 1,     /* FILE: a trace (.btr or perf.data) */
+	CLI_READS_ELF = 2,       /* ELF: an ELF file */
+	CLI_WRITES_STDOUT = 4,   /* its result on stdout */
+	CLI_WRITES_FILE = 8,     /* its result into OUT (-o) */
+	CLI_BINARY = 16,         /* in a binary format (refused on a terminal) */
+};
+struct cli_form {
+	unsigned flags;          /* CLI_READS_*, CLI_WRITES_*, CLI_BINARY */
+	const char *args;        /* "cov -o OUT FILE" (placeholders: commands.c) */
+};
+struct cli_command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;        /* its line in `btr --help` */
+	const char *doc;         /* its reference page, docs/DOC (linked from docs/cli.md) */
+	const char *test;        /* its test, tests/TEST */
+	const struct cli_form *forms;   /* ends with { 0, NULL } */
+};
+extern const struct cli_command cli_commands[];   /* ends with a NULL name */
+/* `btr --list-commands`: one tab-separated line per form (NAME DOC TEST
+ * FLAGS FORM; FLAGS: reads-trace,writes-stdout,...). */
+void cli_commands_list(FILE *f);
 
 /* A place of btr diverge's result as "main+0x15 (t.c:17)", "libc.so.6+0x2a1c0"
  * or "0x7f...", into @buf (@size bytes; cmd_diverge.c: the text output and

@@ -1,4 +1,5 @@
-/* main.c - the btr command: a table of subcommands. */
+/* main.c - the btr command: dispatches to the commands of the registry
+ * (commands.c). */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,18 +7,6 @@
 #include <signal.h>
 
 #include "cli.h"
-
-struct command {
-	const char *name;
-	int (*fn)(int argc, char **argv);
-	const char *help;
-};
-
-static const struct command commands[] = {
-#define X(n, h) { #n, cmd_##n, h },
-	BTR_COMMANDS(X)
-#undef X
-};
 
 /* A warning waits until the command ends, so that a command that then
  * fails says both in its one error line (docs/contract.md: bad input gives one
@@ -89,8 +78,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "Usage: btr COMMAND [OPTIONS] [ARGS]\n"
 		   "Record and analyse the control flow of Linux x86-64 programs.\n\nCommands:\n");
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+	for (const struct cli_command *c = cli_commands; c->name; c++)
+		fprintf(f, "  %-10s %s\n", c->name, c->help);
 	fprintf(f, "\nRun 'btr COMMAND --help' for a command's options.\n"
 		   "Exit codes: 0 ok, 1 a check found something, 2 usage error, 3 runtime error.\n");
 }
@@ -154,9 +143,13 @@ int main(int argc, char **argv)
 		printf("btr %s\n", btr_version());
 		return EXIT_OK;
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-		if (!strcmp(argv[1], commands[i].name)) {
-			int rc = commands[i].fn(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "--list-commands")) {
+		cli_commands_list(stdout);
+		return check_stdout(EXIT_OK);
+	}
+	for (const struct cli_command *c = cli_commands; c->name; c++) {
+		if (!strcmp(argv[1], c->name)) {
+			int rc = c->fn(argc - 1, argv + 1);
 			cli_progress_clear();
 			rc = check_stdout(rc);
 			flush_warning();
