@@ -213,6 +213,8 @@ static void make_samples(struct btr_record *s)
 	s[k].u.thread.exit_code = -3;
 	s[k].u.thread.tsc = 7000;
 	s[k].u.thread.name = "";
+	s[k].u.thread.end = BTR_THREAD_END_KILLED;   /* format 1.4's fields, read back */
+	s[k].u.thread.signo = 9;
 	k++;
 	s[k].type = BTR_REC_MODULE_UNLOAD;
 	s[k].u.module.pid = 4242;
@@ -285,7 +287,8 @@ static int rec_equal(const struct btr_record *a, const struct btr_record *b)
 		const struct btr_rec_thread *x = &a->u.thread, *y = &b->u.thread;
 		return x->pid == y->pid && x->tid == y->tid && x->parent_tid == y->parent_tid &&
 		       x->exit_code == y->exit_code && x->tsc == y->tsc && y->name &&
-		       !strcmp(x->name ? x->name : "", y->name);
+		       !strcmp(x->name ? x->name : "", y->name) &&
+		       (a->type != BTR_REC_THREAD_EXIT || (x->end == y->end && x->signo == y->signo));
 	}
 	case BTR_REC_PT:
 	case BTR_REC_BTS: {
