@@ -194,7 +194,7 @@ enum { FUZZ_N_ANALYSES = sizeof(fuzz_analyses) / sizeof(fuzz_analyses[0]) };
 
 /* Creates every analysis into @a (FUZZ_N_ANALYSES slots); returns how
  * many were created (all or none). */
-static size_t fuzz_analyses_new(const uint8_t *data, size_t size, struct btr_analysis **a)
+static inline size_t fuzz_analyses_new(const uint8_t *data, size_t size, struct btr_analysis **a)
 {
 	for (size_t i = 0; i < FUZZ_N_ANALYSES; i++) {
 		if (fuzz_analyses[i].make(data, size, &a[i]) != 0) {
@@ -208,7 +208,7 @@ static size_t fuzz_analyses_new(const uint8_t *data, size_t size, struct btr_ana
 
 /* Writes every analysis in every format (to memory, so ASan checks it),
  * then frees it. */
-static void fuzz_analyses_write_free(struct btr_analysis **a, size_t n)
+static inline void fuzz_analyses_write_free(struct btr_analysis **a, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		const char *const *list = btr_analysis_ops(a[i])->formats;
