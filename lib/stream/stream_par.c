@@ -19,7 +19,8 @@
  *
  * A decoder thread's output for a record is a list of blocks (items:
  * branches, counts, events); at most QUEUE_MAX bytes of them wait, the
- * decoder thread waits beyond that. */
+ * decoder thread waits beyond that; the calling thread gives read blocks
+ * back for reuse. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +33,11 @@
 #define AUTO_MIN_BYTES (4u << 20)    /* jobs 0: a trace this large gains */
 #define AUTO_MAX_JOBS 8
 #define MAX_JOBS 64
+/* Blocks small and few, so that what a decoder thread writes is still in
+ * the shared cache when the calling thread reads it, and reused (no page
+ * faults, no allocator traffic per block). */
 #define BLOCK_BYTES (64u << 10)
-#define QUEUE_MAX (8u << 20)
+#define QUEUE_MAX (1u << 20)
 #define FINISH_REC UINT64_MAX        /* the block of btr_stream_finish's output */
 
 /* ---- ownership of data records ---- */
@@ -137,7 +141,7 @@ static void owners_free(struct owners *o)
 
 /* ---- a decoder thread's output ---- */
 
-enum { IT_BRANCHES = 1, IT_COUNTS, IT_EVENT, IT_EVENT_FLOW };
+enum { IT_BRANCHES = 1, IT_COUNTS, IT_EVENT, IT_EVENT_FLOW, IT_LOG };
 
 struct item {                /* followed by its payload, 8-byte aligned */
 	uint32_t type, n;
@@ -163,6 +167,7 @@ struct worker {
 	struct owners own;
 	/* shared, under p->mu */
 	struct block *head, *tail;
+	struct block *spare;     /* read blocks of BLOCK_BYTES, for reuse */
 	size_t queued;
 	int done, err;
 	/* the decoder thread's own */
@@ -181,6 +186,7 @@ struct par {
 	struct owners own;
 	uint64_t nrec;
 	int abort;
+	int waiting;             /* threads in pthread_cond_wait (signal only then) */
 };
 
 /* Puts w->cur on the queue (waits while the queue is full). */
@@ -191,8 +197,11 @@ static void publish(struct worker *w, int last)
 	w->cur = NULL;
 	b->last = last;
 	pthread_mutex_lock(&p->mu);
-	while (w->queued >= QUEUE_MAX && !p->abort)
+	while (w->queued >= QUEUE_MAX && !p->abort) {
+		p->waiting++;
 		pthread_cond_wait(&p->cv, &p->mu);
+		p->waiting--;
+	}
 	if (p->abort) {
 		pthread_mutex_unlock(&p->mu);
 		free(b->data);
@@ -205,7 +214,8 @@ static void publish(struct worker *w, int last)
 		w->head = b;
 	w->tail = b;
 	w->queued += b->cap;
-	pthread_cond_broadcast(&p->cv);
+	if (p->waiting)
+		pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -231,6 +241,16 @@ static void *item_add(struct worker *w, uint32_t type, uint32_t n, size_t size)
 	uint64_t rec = w->finishing ? FINISH_REC : w->nrec - 1;
 	if (w->cur && w->cur->cap - w->cur->len < need && w->cur->len)
 		publish(w, 0);
+	if (!w->cur && need <= BLOCK_BYTES) {
+		pthread_mutex_lock(&w->p->mu);
+		if ((w->cur = w->spare) != NULL) {
+			w->spare = w->cur->next;
+			w->cur->next = NULL;
+			w->cur->rec = rec;
+			w->cur->len = 0;
+		}
+		pthread_mutex_unlock(&w->p->mu);
+	}
 	if (!w->cur && !(w->cur = block_new(rec, need > BLOCK_BYTES ? need : BLOCK_BYTES))) {
 		w->err = -BTR_ERR_NOMEM;
 		return NULL;
@@ -290,6 +310,25 @@ static int cap_event(void *ctx, const struct btr_stream_event *ev)
 	return 0;
 }
 
+/* The decoder thread's log messages: those of its own records are said
+ * where the records' output is handed on (the others, of records every
+ * thread reads, the calling thread says itself). */
+static void cap_log(void *ctx, enum btr_log_level level, const char *msg)
+{
+	struct worker *w = ctx;
+	if (w->finishing || !w->owned)
+		return;
+	size_t n = strlen(msg) + 1;
+	char *d = item_add(w, IT_LOG, (uint32_t)level, n);
+	if (d)
+		memcpy(d, msg, n);
+}
+
+static void drop_log(void *ctx, enum btr_log_level level, const char *msg)
+{
+	(void)ctx, (void)level, (void)msg;
+}
+
 /* The decoder thread's say over each record of its stream. */
 static int worker_hook(void *ctx, const struct btr_record *rec)
 {
@@ -324,6 +363,7 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct par *p = w->p;
+	btr__log_divert(cap_log, w);
 	for (;;) {
 		pthread_mutex_lock(&p->mu);
 		int ab = p->abort;
@@ -340,6 +380,7 @@ static void *worker_main(void *arg)
 	}
 	if (w->finishing && w->cur && !w->err)
 		publish(w, 1);
+	btr__log_divert(NULL, NULL);
 	pthread_mutex_lock(&p->mu);
 	w->done = 1;
 	pthread_cond_broadcast(&p->cv);
@@ -365,6 +406,9 @@ static int replay(struct btr_stream *s, const struct block *b)
 		case IT_COUNTS:
 			rc = btr__stream_replay_counts(s, d, it->n);
 			break;
+		case IT_LOG:
+			btr__log((enum btr_log_level)it->n, "%s", (const char *)d);
+			break;
 		default: {
 			struct btr_stream_event ev;
 			memcpy(&ev, d, sizeof(ev));
@@ -385,15 +429,19 @@ static int take(struct par *p, struct worker *w, uint64_t rec)
 {
 	for (;;) {
 		pthread_mutex_lock(&p->mu);
-		while (!w->head && !w->done)
+		while (!w->head && !w->done) {
+			p->waiting++;
 			pthread_cond_wait(&p->cv, &p->mu);
+			p->waiting--;
+		}
 		struct block *b = w->head;
 		if (b) {
 			w->head = b->next;
 			if (!w->head)
 				w->tail = NULL;
 			w->queued -= b->cap;
-			pthread_cond_broadcast(&p->cv);
+			if (p->waiting)
+				pthread_cond_broadcast(&p->cv);
 		}
 		int err = b ? 0 : w->err;   /* (written before done) */
 		pthread_mutex_unlock(&p->mu);
@@ -405,8 +453,15 @@ static int take(struct par *p, struct worker *w, uint64_t rec)
 		}
 		int rc = b->rec == rec ? replay(p->s, b) : -BTR_ERR_INVAL;
 		int last = b->last;
-		free(b->data);
-		free(b);
+		if (b->cap == BLOCK_BYTES) {
+			pthread_mutex_lock(&p->mu);
+			b->next = w->spare;
+			w->spare = b;
+			pthread_mutex_unlock(&p->mu);
+		} else {
+			free(b->data);
+			free(b);
+		}
 		if (rc || last)
 			return rc;
 	}
@@ -435,8 +490,9 @@ static unsigned jobs_for(struct btr_stream *s, const char **path)
 	btr_stream_get_stats(s, &st);
 	struct stat sb;
 	/* (@fold_ok asks the consumer's state as the decoder goes: that is
-	 * the calling thread's, so such a run decodes there) */
-	if (o->jobs == 1 || o->insn || o->fold_ok || !*path || st.records || stat(*path, &sb) < 0 || !S_ISREG(sb.st_mode))
+	 * the calling thread's, so such a run decodes there; one thread's
+	 * data alone is one decoder's work) */
+	if (o->jobs == 1 || o->insn || o->fold_ok || (o->skip_unselected && o->tid) || !*path || st.records || stat(*path, &sb) < 0 || !S_ISREG(sb.st_mode))
 		return 1;
 	if (o->jobs)
 		return o->jobs > MAX_JOBS ? MAX_JOBS : o->jobs;
@@ -478,6 +534,7 @@ static int run_par(struct btr_stream *s, const char *path, unsigned n)
 	}
 	pthread_mutex_init(&p.mu, NULL);
 	pthread_cond_init(&p.cv, NULL);
+	btr__log_divert(drop_log, NULL);   /* (opening says what the caller's opening said) */
 	for (unsigned i = 0; i < n && !rc; i++) {
 		struct worker *w = &p.w[i];
 		w->p = &p;
@@ -487,6 +544,7 @@ static int run_par(struct btr_stream *s, const char *path, unsigned n)
 			break;
 		btr__stream_hook(w->s, worker_hook, w);
 	}
+	btr__log_divert(NULL, NULL);
 	unsigned started = 0;
 	for (unsigned i = 0; i < n && !rc; i++)
 		if (pthread_create(&p.w[i].th, NULL, worker_main, &p.w[i]) == 0)
@@ -519,12 +577,13 @@ static int run_par(struct btr_stream *s, const char *path, unsigned n)
 			btr_stream_get_stats(w->s, &st);
 			btr__stream_add_stats(s, &st);
 		}
-		while (w->head) {
-			struct block *b = w->head;
-			w->head = b->next;
-			free(b->data);
-			free(b);
-		}
+		struct block *lists[2] = { w->head, w->spare };
+		for (int k = 0; k < 2; k++)
+			for (struct block *b = lists[k], *nb; b; b = nb) {
+				nb = b->next;
+				free(b->data);
+				free(b);
+			}
 		if (w->cur) {
 			free(w->cur->data);
 			free(w->cur);
