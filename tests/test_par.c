@@ -3,8 +3,9 @@
  * in every format it has, and the plain stream (branches and events in
  * order), on the real hardware trace ../shared/traces/kafl-qemu wrapped
  * into a .btr (its raw PT in chunks, its code as CODE records): as one
- * thread, and as three threads of one process (the trace three times,
- * chunks interleaved).  The decoder threads started are counted from the
+ * thread, as three threads of one process (the trace three times,
+ * chunks interleaved), and as the PT of two CPUs (which warns: no context
+ * switches place their threads); the log's messages are compared too.  The decoder threads started are counted from the
  * library's debug log.  Skipped when ../shared is absent.
  *
  * `test_par --write-kafl OUT THREADS` writes the wrapped trace (for
@@ -45,8 +46,9 @@ static uint8_t *slurp(const char *path, size_t *n)
 	return b;
 }
 
-/* The kafl trace as a .btr of @threads threads; 0 or -1. */
-static int write_kafl(const char *out, unsigned threads)
+/* The kafl trace as a .btr of @threads threads (@percpu: as the PT of
+ * @threads CPUs, with no context switches to name their threads); 0 or -1. */
+static int write_kafl(const char *out, unsigned threads, int percpu)
 {
 	size_t npt, ncode;
 	uint8_t *pt = slurp(KAFL "/trace.pt", &npt), *code = slurp(KAFL "/code.bin", &ncode);
@@ -82,7 +84,8 @@ static int write_kafl(const char *out, unsigned threads)
 	for (size_t off = 0; off < npt && !e; off += chunk)
 		for (unsigned t = 0; t < threads && !e; t++) {
 			r.type = BTR_REC_PT;
-			r.u.data = (struct btr_rec_data){ .tid = PID + t, .cpu = -1, .stream_offset = off,
+			r.u.data = (struct btr_rec_data){ .tid = percpu ? 0 : PID + t, .cpu = percpu ? (int32_t)t : -1,
+							  .stream_offset = off,
 							  .size = npt - off < chunk ? npt - off : chunk, .data = pt + off };
 			e = btr_trace_write(w, &r);
 		}
@@ -101,13 +104,31 @@ out:
 /* ---- decoder threads, counted from the debug log ---- */
 
 static unsigned started;
+static char *said;          /* the other messages, in order */
+static size_t said_len;
+static FILE *said_f;
 
 static void logged(void *ctx, enum btr_log_level level, const char *msg)
 {
-	(void)ctx, (void)level;
+	(void)ctx;
 	unsigned n;
 	if (sscanf(msg, "stream: %u decoder threads started", &n) == 1)
 		started += n;
+	else if (said_f)
+		fprintf(said_f, "%d %s\n", (int)level, msg);
+}
+
+/* Starts collecting the log's messages (said_stop returns them). */
+static void said_start(void)
+{
+	said_f = open_memstream(&said, &said_len);
+}
+
+static char *said_stop(void)
+{
+	fclose(said_f);
+	said_f = NULL;
+	return said;
 }
 
 /* ---- every analysis, every format ---- */
@@ -213,7 +234,7 @@ static struct seq run_stream(const char *path, unsigned jobs)
 	return q;
 }
 
-static void test_trace(const char *path, unsigned threads)
+static void test_trace(const char *path, unsigned threads, int percpu)
 {
 	/* every analysis at once (branches in order), the report alone
 	 * (counts), the coverage over its blocks (counts) */
@@ -227,10 +248,20 @@ static void test_trace(const char *path, unsigned threads)
 	for (size_t k = 0; k < 3; k++) {
 		struct buf one = { 0 }, two = { 0 };
 		started = 0;
+		said_start();
 		run_analyses(path, 1, sets[k], &one);
+		char *log1 = said_stop();
 		CHECK_EQ(started, 0);
+		said_start();
 		run_analyses(path, 2, sets[k], &two);
+		char *log2 = said_stop();
 		CHECK_EQ(started, 2);
+		/* the decoder threads' messages are said once, in order */
+		CHECK_STR(log1, log2);
+		if (percpu)
+			CHECK(strstr(log1, "PT of cpu 1: ") != NULL);
+		free(log1);
+		free(log2);
 		CHECK(one.n > (k == 2 ? 500u : 1000u));
 		CHECK_EQ(one.n, two.n);
 		CHECK(one.n == two.n && !memcmp(one.p, two.p, one.n));
@@ -263,7 +294,7 @@ static void test_trace(const char *path, unsigned threads)
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "--write-kafl"))
-		return write_kafl(argv[2], (unsigned)atoi(argv[3])) ? 3 : 0;
+		return write_kafl(argv[2], (unsigned)atoi(argv[3]), 0) ? 3 : 0;
 	if (access(KAFL "/trace.pt", R_OK) != 0)
 		check_skip(KAFL " not present");
 	btr_log_set(logged, NULL, BTR_LOG_DEBUG);
@@ -273,9 +304,11 @@ int main(int argc, char **argv)
 	if (fd >= 0)
 		close(fd);
 	for (unsigned threads = 1; threads <= 3; threads += 2) {
-		CHECK_EQ(write_kafl(path, threads), 0);
-		test_trace(path, threads);
+		CHECK_EQ(write_kafl(path, threads, 0), 0);
+		test_trace(path, threads, 0);
 	}
+	CHECK_EQ(write_kafl(path, 2, 1), 0);
+	test_trace(path, 2, 1);
 	unlink(path);
 	return check_done();
 }
