@@ -114,7 +114,7 @@ static void logged(void *ctx, enum btr_log_level level, const char *msg)
 	unsigned n;
 	if (sscanf(msg, "stream: %u decoder threads started", &n) == 1)
 		started += n;
-	else if (said_f)
+	else if (said_f && strncmp(msg, "stream: CPU seconds", 19))   /* (only -j N says that) */
 		fprintf(said_f, "%d %s\n", (int)level, msg);
 }
 

@@ -208,21 +208,21 @@ struct btr_stream_opts {
 	 * its own reader and images over the same file, decode the per-thread
 	 * data of a share of the trace's threads (whole threads; per-CPU PT
 	 * by CPU), balanced by their bytes, while the calling thread reads
-	 * the other records and hands every branch and event to the
-	 * callbacks exactly in the order, and with the contents, of one
+	 * the other records and hands every branch, event and log message to
+	 * the callbacks exactly in the order, and with the contents, of one
 	 * thread (the callbacks are called from the caller's thread only).
-	 * 0: the number of cores if the trace file is at least 4 MiB, else
-	 * 1.  One thread whatever @jobs says for a stream with @insn, one not
-	 * made by btr_stream_open on a regular file, one already read from
-	 * (btr_stream_step), and under btr_stream_step itself.  Memory: each
-	 * decoder thread has a stream's (images, decoders) plus at most
-	 * 8 MiB of decoded output waiting.  @fold_ok and @fold_block are not
-	 * used by the decoder threads (they ask the consumer, whose state is
-	 * the calling thread's).  Differences to one thread: with more than
-	 * 16 threads' PT interleaved (the decoder limit above applies per
-	 * decoder thread), and with @filter over per-CPU PT (the instructions
-	 * of filtered branches pass on within a decoder thread), the output
-	 * may differ; BTR_LOG=debug logs the decoder threads started. */
+	 * 0: the number of cores (at most 8) if the trace file is at least
+	 * 4 MiB, else 1.  One thread whatever @jobs says for a stream with
+	 * @insn or @fold_ok (they ask the consumer as the decoder goes), with
+	 * @tid and @skip_unselected (one thread's data), one not made by
+	 * btr_stream_open on a regular file, one already read from, and
+	 * under btr_stream_step.  Memory: each decoder thread has a stream's
+	 * (images, decoders) plus at most 1 MiB of decoded output waiting.
+	 * Differences to one thread: with more than 16 threads' PT
+	 * interleaved (the decoder limit above applies per decoder thread),
+	 * and with @filter over per-CPU PT (the instructions of filtered
+	 * branches pass on within a decoder thread), the output may differ.
+	 * BTR_LOG=debug logs "stream: N decoder threads started". */
 	unsigned jobs;
 };
 

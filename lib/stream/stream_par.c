@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -174,6 +175,7 @@ struct worker {
 	struct block *cur;
 	uint64_t nrec;           /* records seen */
 	int owned;               /* the record being processed is ours */
+	double cpu;              /* its CPU seconds (for the debug log) */
 	int finishing;           /* btr_stream_finish runs */
 };
 
@@ -359,6 +361,17 @@ static int worker_hook(void *ctx, const struct btr_record *rec)
 	return !w->owned;
 }
 
+/* CPU seconds of the calling thread (POSIX thread CPU clock), 0 if none. */
+static double thread_cpu(void)
+{
+	struct timespec ts;
+#ifdef CLOCK_THREAD_CPUTIME_ID
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+		return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+#endif
+	return 0;
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -381,6 +394,7 @@ static void *worker_main(void *arg)
 	if (w->finishing && w->cur && !w->err)
 		publish(w, 1);
 	btr__log_divert(NULL, NULL);
+	w->cpu = thread_cpu();
 	pthread_mutex_lock(&p->mu);
 	w->done = 1;
 	pthread_cond_broadcast(&p->cv);
@@ -492,7 +506,8 @@ static unsigned jobs_for(struct btr_stream *s, const char **path)
 	/* (@fold_ok asks the consumer's state as the decoder goes: that is
 	 * the calling thread's, so such a run decodes there; one thread's
 	 * data alone is one decoder's work) */
-	if (o->jobs == 1 || o->insn || o->fold_ok || (o->skip_unselected && o->tid) || !*path || st.records || stat(*path, &sb) < 0 || !S_ISREG(sb.st_mode))
+	if (o->jobs == 1 || o->insn || o->fold_ok || (o->skip_unselected && o->tid) || !*path || st.records ||
+	    stat(*path, &sb) < 0 || !S_ISREG(sb.st_mode))
 		return 1;
 	if (o->jobs)
 		return o->jobs > MAX_JOBS ? MAX_JOBS : o->jobs;
@@ -553,6 +568,7 @@ static int run_par(struct btr_stream *s, const char *path, unsigned n)
 			rc = -BTR_ERR_NOMEM;
 	if (!rc) {
 		btr_debug("stream: %u decoder threads started", started);
+		double cpu0 = thread_cpu();
 		btr__stream_hook(s, main_hook, &p);
 		rc = run_seq(s);
 		btr__stream_hook(s, NULL, NULL);
@@ -563,6 +579,12 @@ static int run_par(struct btr_stream *s, const char *path, unsigned n)
 			if (r && rc == 0)
 				rc = r;
 		}
+		/* what bounds the wall time on an idle machine: the busiest thread */
+		double busiest = 0;
+		for (unsigned i = 0; i < n; i++)
+			busiest = p.w[i].cpu > busiest ? p.w[i].cpu : busiest;
+		btr_debug("stream: CPU seconds: calling thread %.3f, busiest decoder thread %.3f", thread_cpu() - cpu0,
+			  busiest);
 	}
 	pthread_mutex_lock(&p.mu);
 	p.abort = 1;
