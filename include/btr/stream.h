@@ -211,8 +211,8 @@ struct btr_stream_opts {
 	 * the other records and hands every branch, event and log message to
 	 * the callbacks exactly in the order, and with the contents, of one
 	 * thread (the callbacks are called from the caller's thread only).
-	 * 0: the number of cores (at most 8) if the trace file is at least
-	 * 4 MiB, else 1.  One thread whatever @jobs says for a stream with
+	 * 0: 1 for now (measured slower in wall time on a loaded 2-core
+	 * machine: docs/performance.md).  One thread whatever @jobs says for a stream with
 	 * @insn or @fold_ok (they ask the consumer as the decoder goes), with
 	 * @tid and @skip_unselected (one thread's data), one not made by
 	 * btr_stream_open on a regular file, one already read from, and

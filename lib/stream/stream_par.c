@@ -33,6 +33,7 @@
 
 #define AUTO_MIN_BYTES (4u << 20)    /* jobs 0: a trace this large gains */
 #define AUTO_MAX_JOBS 8
+#define AUTO_JOBS 0                  /* jobs 0 means the cores (1) or one thread (0) */
 #define MAX_JOBS 64
 /* Blocks small and few, so that what a decoder thread writes is still in
  * the shared cache when the calling thread reads it, and reused (no page
@@ -511,7 +512,8 @@ static unsigned jobs_for(struct btr_stream *s, const char **path)
 		return 1;
 	if (o->jobs)
 		return o->jobs > MAX_JOBS ? MAX_JOBS : o->jobs;
-	if ((uint64_t)sb.st_size < AUTO_MIN_BYTES)
+	/* 0: one thread until -j pays on a loaded machine too (performance.md) */
+	if (!AUTO_JOBS || (uint64_t)sb.st_size < AUTO_MIN_BYTES)
 		return 1;
 	long nc = sysconf(_SC_NPROCESSORS_ONLN);
 	return nc <= 1 ? 1 : nc > AUTO_MAX_JOBS ? AUTO_MAX_JOBS : (unsigned)nc;

@@ -64,8 +64,8 @@ class Trace:
     --debug-dir, --elf FILE[:BASE]).  skip_unselected (with pid or tid):
     other threads' per-thread data is skipped, not decoded (the same
     branches, faster; btr_stream_opts.skip_unselected).  jobs: threads the
-    analyses' decoding runs in (btr_stream_opts.jobs: 0 the number of
-    cores for a trace of 4 MiB or more; the results are the same).
+    analyses' decoding runs in (btr_stream_opts.jobs; 0 means 1 for now;
+    the results are the same).
     Nothing is read until asked."""
 
     def __init__(self, path, pid=0, tid=0, filter=None, root=None, debug_dirs=(), elfs=(), skip_unselected=True,

@@ -54,8 +54,7 @@ enum { CLI_OPT_FILTER = 0x1000, CLI_OPT_ELF, CLI_OPT_ROOT, CLI_OPT_DEBUG_DIR, CL
 	"  --root DIR             look for recorded module paths under DIR first\n" \
 	"  --debug-dir DIR        look for modules in DIR by build-id and by name\n" \
 	"  -j, --jobs N           decode in N threads, whole threads of the trace each;\n" \
-	"                         the output is the same (default: the number of cores\n" \
-	"                         for a trace of 4 MiB or more, else 1)\n" \
+	"                         the output is the same (default 1)\n" \
 	"  --no-progress          no progress line on stderr (default: shown while the\n" \
 	"                         trace is read when stderr is a terminal; BTR_PROGRESS=0\n" \
 	"                         or 1 sets the default); --progress: always\n"
