@@ -20,7 +20,14 @@
 #      ratios of RUNS pairs (a decode, then the view: the host's speed
 #      drifts over minutes, a pair sees the same); diff reads the trace
 #      twice, so its ratio is against two decodes.
-#   3. `btr record -b qemu -- gzip -c` of MB_RECORD MiB against native,
+#   3. -j: every reading command with -j 2 against -j 1 (wall time, the
+#      median of the ratios of RUNS pairs), on a single-thread trace
+#      (`gzip -c` of MB_JOBS MiB) and on a multi-thread one (`xz -T2` of
+#      MB_JOBS/5 MiB in two blocks, so that two threads compress); the
+#      outputs are compared too (same: byte for byte).  The wall ratio
+#      means something only on an idle machine; BTR_LOG=debug btr CMD -j 2
+#      gives the busiest thread's CPU time, which bounds it.
+#   4. `btr record -b qemu -- gzip -c` of MB_RECORD MiB against native,
 #      qemu-x86_64 alone and the per-TB-callback floor plugin
 #      (bench/floor_plugin.c), for every QEMU here that loads btr's plugin
 #      (BENCH_QEMUS, else the one on PATH, the system's and the self-built
@@ -35,14 +42,17 @@
 #
 # Usage: bench/speed_table.sh [RELEASE_BUILD_DIR] [RUNS]
 # Environment: REPS (decodes per process, default 30), MB_ANALYSIS (5),
-# MB_RECORD (10), PARTS (default "xdc views record").
+# MB_RECORD (10), MB_JOBS (5), PARTS (default "xdc views jobs record"),
+# JOBS_ST / JOBS_MT (a single- / multi-thread trace for part 3 instead of
+# recording them).
 set -u
 build=${1:-build-release}
 runs=${2:-3}
 reps=${REPS:-30}
 mb_an=${MB_ANALYSIS:-5}
 mb_rec=${MB_RECORD:-10}
-parts=${PARTS:-xdc views record}
+mb_jobs=${MB_JOBS:-5}
+parts=${PARTS:-xdc views jobs record}
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/bench/bench_lib.sh"
 btr=$build/btr
@@ -201,11 +211,65 @@ print(f[0].get("name") or f[0].get("symbol") if f else "")' 2>/dev/null)
 fi
 
 # ---------------------------------------------------------------- part 3
+if [[ " $parts " == *" jobs "* ]]; then
+  echo
+  bench_text "$tmp/jobs_input" "$mb_jobs"
+  head -c $((mb_jobs * 1048576 / 5)) "$tmp/jobs_input" >"$tmp/jobs_small"
+  # JOBS_ST, JOBS_MT: traces to use instead (a machine where recording is not possible now)
+  if [ -n "${JOBS_ST:-}" ]; then cp "$JOBS_ST" "$tmp/st.btr"; else
+    "$btr" record -q -b qemu -o "$tmp/st.btr" -- gzip -c "$tmp/jobs_input" >/dev/null 2>&1 ||
+      { echo "speed_table: recording gzip for -j failed" >&2; exit 3; }
+  fi
+  if [ -n "${JOBS_MT:-}" ]; then cp "$JOBS_MT" "$tmp/mt.btr"; else
+    "$btr" record -q -b qemu -o "$tmp/mt.btr" -- xz -T2 --block-size=$((mb_jobs * 1048576 / 10)) -c \
+      "$tmp/jobs_small" >/dev/null 2>&1 || { echo "speed_table: recording xz -T2 for -j failed" >&2; exit 3; }
+  fi
+  echo "== 3. -j 2 against -j 1 (wall): gzip -c of $mb_jobs MiB (1 thread, $(stat -c %s "$tmp/st.btr") bytes)," \
+    "xz -T2 of $((mb_jobs * 1024 / 5)) KiB ($("$btr" report "$tmp/mt.btr" | awk '$1 == "threads:" { print $2 }') threads," \
+    "$(stat -c %s "$tmp/mt.btr") bytes); load $(load)"
+  printf '%-10s %-6s %8s %8s %8s %8s %7s %8s  %s\n' view trace "-j1 s" "-j2 s" "-j1 cpu" "-j2 cpu" "x wall" output goal
+  for v in "report|report T" "cov|cov T -o O.drcov" "flame|flame T -o O.folded" "callgraph|callgraph T" \
+           "pprof|pprof T -o O.pb.gz" "timeline|timeline T -o O.json" "check|check T" "script|script T"; do
+    name=${v%%|*}; args=${v#*|}
+    for tr in st mt; do
+      ok=1; w1s=; w2s=; c1s=; c2s=; xs=; same=same
+      for r in $(seq "$runs"); do
+        for j in 1 2; do
+          read -ra words <<<"$args"
+          for i in "${!words[@]}"; do
+            [ "${words[$i]}" = T ] && words[$i]=$tmp/$tr.btr
+            words[$i]=${words[$i]/#O./$tmp/j$j.}
+          done
+          bench_time "$tmp/jb_${name}_$tr.$j.$r" "$btr" "${words[@]}" -j $j
+          [ "$r" = 1 ] && cp "$tmp/jb_${name}_$tr.$j.$r.out" "$tmp/jout.$j" 2>/dev/null
+        done
+        read -r w1 c1 _ st1 <"$tmp/jb_${name}_$tr.1.$r"
+        read -r w2 c2 _ st2 <"$tmp/jb_${name}_$tr.2.$r"
+        [ "$st1" = 0 ] && [ "$st2" = 0 ] || ok=0
+        w1s="$w1s $w1"; w2s="$w2s $w2"; c1s="$c1s $c1"; c2s="$c2s $c2"
+        xs="$xs $(awk -v a="$w2" -v b="$w1" 'BEGIN { print (b > 0 ? a / b : 0) }')"
+      done
+      cmp -s "$tmp/jout.1" "$tmp/jout.2" || same=DIFF
+      for f in "$tmp"/j1.*; do
+        [ -e "$f" ] && { cmp -s "$f" "${f/\/j1./\/j2.}" || same=DIFF; }
+      done
+      rm -f "$tmp"/j1.* "$tmp"/j2.*
+      if [ "$ok" = 0 ]; then echo "$name $tr: failed"; continue; fi
+      awk -v v="$name" -v t="$tr" -v w1="$(bench_median $w1s)" -v w2="$(bench_median $w2s)" \
+          -v c1="$(bench_median $c1s)" -v c2="$(bench_median $c2s)" -v x="$(bench_median $xs)" -v s="$same" 'BEGIN {
+        printf "%-10s %-6s %8.3f %8.3f %8.3f %8.3f %7.2f %8s  <= 0.65x %s\n", v, t, w1, w2, c1, c2, x, s,
+               x <= 0.65 ? "met" : "NOT met" }'
+    done
+  done
+  echo "st: one thread (gzip); mt: two threads (xz -T2).  x wall: median of the ratios -j2/-j1 of the pairs."
+fi
+
+# ---------------------------------------------------------------- part 4
 if [[ " $parts " == *" record "* ]]; then
   echo
   gz=$(command -v gzip)
   bench_text "$tmp/rec_input" "$mb_rec"
-  echo "== 3. recording: $gz -c of $mb_rec MiB; load $(load)"
+  echo "== 4. recording: $gz -c of $mb_rec MiB; load $(load)"
   printf '%-32s %8s %8s %8s %8s %8s\n' method "wall s" "cpu s" "x wall" "x cpu" "rss MiB"
   row() { # label
     awk -v l="$1" -v w="$med_wall" -v c="$med_cpu" -v nw="$nat_wall" -v nc="$nat_cpu" -v r="$max_rss" \

@@ -82,6 +82,17 @@ void btr_log_set(btr_log_fn fn, void *ctx, enum btr_log_level max_level)
 	log_max = max_level;
 }
 
+/* The calling thread's messages go to @divert_fn instead (a decoder thread
+ * of a parallel stream run: lib/stream/stream_par.c). */
+static _Thread_local btr_log_fn divert_fn;
+static _Thread_local void *divert_ctx;
+
+void btr__log_divert(btr_log_fn fn, void *ctx)
+{
+	divert_fn = fn;
+	divert_ctx = ctx;
+}
+
 void btr__log(enum btr_log_level level, const char *fmt, ...)
 {
 	char buf[512];
@@ -92,5 +103,8 @@ void btr__log(enum btr_log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	log_fn(log_ctx, level, buf);
+	if (divert_fn)
+		divert_fn(divert_ctx, level, buf);
+	else
+		log_fn(log_ctx, level, buf);
 }

@@ -20,6 +20,9 @@
 #endif
 
 void btr__log(enum btr_log_level level, const char *fmt, ...) BTR_PRINTF(2, 3);
+/* Sends the calling thread's log messages (those the log level lets
+ * through) to @fn instead of the process's callback; NULL: back to it. */
+void btr__log_divert(btr_log_fn fn, void *ctx);
 /* The largest module, debug or source file btr reads from a name that
  * data gave (btr_file_open_named): a bound far above real files. */
 #define BTR__NAMED_FILE_MAX (8ull << 30)

@@ -203,6 +203,27 @@ struct btr_stream_opts {
 	 * answer must depend on nothing but the arguments and the code.
 	 * Without it, not-taken JCCs may be left out everywhere. */
 	int (*fold_block)(void *ctx, uint32_t pid, uint64_t start, uint64_t from, uint64_t to);
+	/* appended: threads btr_stream_run decodes in (btr_analysis_run
+	 * too).  1: one, the caller's.  N > 1: N decoder threads, each with
+	 * its own reader and images over the same file, decode the per-thread
+	 * data of a share of the trace's threads (whole threads; per-CPU PT
+	 * by CPU), balanced by their bytes, while the calling thread reads
+	 * the other records and hands every branch, event and log message to
+	 * the callbacks exactly in the order, and with the contents, of one
+	 * thread (the callbacks are called from the caller's thread only).
+	 * 0: 1 for now (measured slower in wall time on a loaded 2-core
+	 * machine: docs/performance.md).  One thread whatever @jobs says for a stream with
+	 * @insn or @fold_ok (they ask the consumer as the decoder goes), with
+	 * @tid and @skip_unselected (one thread's data), one not made by
+	 * btr_stream_open on a regular file, one already read from, and
+	 * under btr_stream_step.  Memory: each decoder thread has a stream's
+	 * (images, decoders) plus at most 1 MiB of decoded output waiting.
+	 * Differences to one thread: with more than 16 threads' PT
+	 * interleaved (the decoder limit above applies per decoder thread),
+	 * and with @filter over per-CPU PT (the instructions of filtered
+	 * branches pass on within a decoder thread), the output may differ.
+	 * BTR_LOG=debug logs "stream: N decoder threads started". */
+	unsigned jobs;
 };
 
 struct btr_stream;

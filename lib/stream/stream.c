@@ -31,6 +31,7 @@
 
 #include "btr/bts.h"
 #include "btr/lbr.h"
+#include "stream_par.h"
 
 #define BTS_REC_SIZE BTR_BTS_RECORD_SIZE
 /* Live PT flow decoders at most.  Each owns a block cache of several MiB,
@@ -125,10 +126,12 @@ struct btr_stream {
 	struct stream_switches sw; /* context switches per CPU (stream_switch.c) */
 	struct stream_losses loss; /* causes of lost data (stream_loss.c) */
 	struct stream_code code;   /* code without a file, CODE records (stream_code.c) */
+	char *path;                /* btr_stream_open's file (the parallel run reopens it) */
+	stream_rec_hook hook;      /* the parallel run's say over each record (stream_par.h) */
+	void *hook_ctx;
 };
 
 /* ---- helpers ---- */
-
 
 static int stop_value(int rc)
 {
@@ -1114,6 +1117,11 @@ int btr_stream_open(const char *path, const struct btr_stream_opts *opts, struct
 		return rc;
 	}
 	(*out)->reader = r;
+	if (!((*out)->path = strdup(path))) {
+		btr_stream_free(*out);
+		*out = NULL;
+		return -BTR_ERR_NOMEM;
+	}
 	struct btr_trace_info ti;
 	btr_trace_reader_info(r, &ti);
 	stream_code_limit(&(*out)->code, ti.size);
@@ -1148,6 +1156,11 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 	if (s->stopped)
 		return s->stopped;
 	s->st.records++;
+	if (s->hook) {
+		int h = s->hook(s->hook_ctx, rec);
+		if (h)
+			return h < 0 ? h : s->error ? s->error : s->stopped;
+	}
 	uint64_t cost = stream_code_cost(rec);   /* strings kept: the limit (stream_code.h) */
 	if (cost && !stream_code_afford(&s->code, cost))
 		return 0;
@@ -1288,6 +1301,8 @@ int btr_stream_finish(struct btr_stream *s)
 	if (s->finished)
 		return s->stopped;
 	s->finished = 1;
+	if (s->hook)
+		s->hook(s->hook_ctx, NULL);
 	if (!s->stopped) {
 		int rc = retire_all(s, 0, 1);
 		if (rc)
@@ -1360,15 +1375,53 @@ int btr_stream_step(struct btr_stream *s, int *end)
 	return btr_stream_record(s, &rec);
 }
 
-int btr_stream_run(struct btr_stream *s)
+/* ---- for the parallel run (stream_par.h) ---- */
+
+void btr__stream_hook(struct btr_stream *s, stream_rec_hook fn, void *ctx)
 {
-	if (!s || !s->reader)
-		return -BTR_ERR_INVAL;
-	for (;;) {
-		int end, rc = btr_stream_step(s, &end);
-		if (rc || end)
-			return rc;
+	s->hook = fn;
+	s->hook_ctx = ctx;
+}
+
+const struct btr_stream_opts *btr__stream_opts(const struct btr_stream *s, const char **path)
+{
+	*path = s->reader ? s->path : NULL;
+	return &s->o;
+}
+
+int btr__stream_replay_branches(struct btr_stream *s, const struct btr_branch *b, size_t n)
+{
+	int rc = s->o.branches ? s->o.branches(s->o.ctx, b, n) : 0;
+	for (size_t i = 0; i < n && !rc && !s->o.branches && s->o.branch; i++)
+		rc = s->o.branch(s->o.ctx, &b[i]);
+	return rc ? (s->stopped = stop_value(rc)) : 0;
+}
+
+int btr__stream_replay_counts(struct btr_stream *s, const struct btr_branch_count *c, size_t n)
+{
+	int rc = s->o.counts ? s->o.counts(s->o.ctx, c, n) : 0;
+	return rc ? (s->stopped = stop_value(rc)) : 0;
+}
+
+/* The bookkeeping of flow_event and emit_gap (gaps, the qemu recorder's
+ * lost flow), then the event. */
+int btr__stream_replay_event(struct btr_stream *s, struct btr_stream_event *ev)
+{
+	if (ev->type == BTR_SEV_GAP ||
+	    (ev->type == BTR_SEV_FLOW && (ev->flow->type == BTR_FLOW_GAP || ev->flow->type == BTR_FLOW_OVERFLOW)))
+		s->st.gaps++;
+	if (ev->type == BTR_SEV_FLOW && ev->flow->type == BTR_FLOW_OVERFLOW && !strcmp(s->backend, "qemu")) {
+		if (stream_loss_flow(&s->loss, ev->tid, ev->flow->ip, ev->flow->offset) < 0)
+			return -BTR_ERR_NOMEM;
+		s->data_lost = 1;
 	}
+	return emit(s, ev);
+}
+
+void btr__stream_add_stats(struct btr_stream *s, const struct btr_stream_stats *a)
+{
+	s->st.pt_bytes += a->pt_bytes, s->st.bts_bytes += a->bts_bytes, s->st.lbr_snapshots += a->lbr_snapshots;
+	s->st.branches += a->branches, s->st.filtered += a->filtered, s->st.pt_blocks += a->pt_blocks;
 }
 
 struct btr_image *btr_stream_image(struct btr_stream *s)
@@ -1436,6 +1489,7 @@ void btr_stream_free(struct btr_stream *s)
 	btr__ptflow_spare_free(&s->spare);
 	stream_threads_free(&s->thr);
 	free(s->uelfs);
+	free(s->path);
 	if (s->reader)
 		btr_trace_reader_free(s->reader);
 	for (size_t i = 0; i < s->n_procs; i++)

@@ -145,7 +145,9 @@ class Trace:
     debug_dirs, elfs: where module files are found (as the CLI's --root,
     --debug-dir, --elf FILE[:BASE]).  skip_unselected (with pid or tid):
     other threads' per-thread data is skipped, not decoded (the same
-    branches, faster; btr_stream_opts.skip_unselected).  on_loss: what the
+    branches, faster; btr_stream_opts.skip_unselected).  jobs: threads the
+    analyses' decoding runs in (btr_stream_opts.jobs; 0 means 1 for now;
+    the results are the same).  on_loss: what the
     reading calls do when data was lost ("raise": DataLostError, "warn":
     a DataLossWarning and the partial result, "ignore"); each call can
     override it.  The file is opened once here to check it is a trace;
@@ -153,7 +155,8 @@ class Trace:
 
     def __init__(self, path: _PathArg, *, pid: int = 0, tid: int = 0, filter: _t.Optional[str] = None,
                  root: _t.Optional[_PathArg] = None, debug_dirs: _t.Sequence[_PathArg] = (),
-                 elfs: _t.Sequence[str] = (), skip_unselected: bool = True, on_loss: str = "raise") -> None:
+                 elfs: _t.Sequence[str] = (), skip_unselected: bool = True, on_loss: str = "raise",
+                 jobs: int = 0) -> None:
         self._sym = None   # a decode-free batch whose images symbolize
         self._info = None
         self._pass = None  # stats and losses of the last whole decoding pass
@@ -179,6 +182,7 @@ class Trace:
                     raise ValueError("elfs[%d]=%r: BASE %r is not a number" % (i, e, b)) from None
             self._elfs.append((_path("elfs[%d]" % i, p)[1], base))
         self.skip_unselected = _flag("skip_unselected", skip_unselected)
+        self.jobs = _int("jobs", jobs)
         self.on_loss = _choice("on_loss", on_loss, ON_LOSS)
         self._filter = None
         if self.filter is not None:
@@ -202,7 +206,7 @@ class Trace:
         alive by the caller with the returned tuple)."""
         keep = []
         o = _lib.StreamOpts(sz=_ctypes.sizeof(_lib.StreamOpts), pid=self.pid, tid=self.tid,
-                            skip_unselected=int(self.skip_unselected))
+                            skip_unselected=int(self.skip_unselected), jobs=self.jobs)
         if self._filter is not None:
             o.filter = _ctypes.pointer(self._filter)
         if self._root:

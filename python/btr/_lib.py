@@ -152,7 +152,8 @@ class StreamOpts(ctypes.Structure):
                 ("n_elfs", ctypes.c_uint), ("pid", c_u32), ("tid", c_u32),
                 ("branch", c_void_p), ("event", EVENT_CB), ("insn", c_void_p), ("ctx", c_void_p),
                 ("branches", c_void_p), ("progress", c_void_p), ("progress_ctx", c_void_p),
-                ("skip_unselected", ctypes.c_int)]
+                ("skip_unselected", ctypes.c_int), ("counts", c_void_p), ("fold_ok", c_void_p),
+                ("fold_block", c_void_p), ("jobs", ctypes.c_uint)]
 
 
 class StreamStats(ctypes.Structure):

@@ -180,7 +180,7 @@ static int fuzz_make(const char *name, const uint8_t *data, size_t size, struct 
 
 /* Creates every analysis into @a (FUZZ_N_ANALYSES slots); returns how
  * many were created (all or none). */
-static size_t fuzz_analyses_new(const uint8_t *data, size_t size, struct btr_analysis **a)
+static inline size_t fuzz_analyses_new(const uint8_t *data, size_t size, struct btr_analysis **a)
 {
 	size_t n = 0, n_lib = 0;
 	const char *name;
@@ -206,7 +206,7 @@ fail:
 
 /* Writes every analysis in every format (to memory, so ASan checks it),
  * then frees it. */
-static void fuzz_analyses_write_free(struct btr_analysis **a, size_t n)
+static inline void fuzz_analyses_write_free(struct btr_analysis **a, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		const char *const *list = btr_analysis_ops(a[i])->formats;

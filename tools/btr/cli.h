@@ -42,6 +42,8 @@ int cli_parse_u64(const char *s, uint64_t *out);
 #define CLI_STREAM_MAX_DIRS 16
 enum { CLI_OPT_FILTER = 0x1000, CLI_OPT_ELF, CLI_OPT_ROOT, CLI_OPT_DEBUG_DIR, CLI_OPT_PID, CLI_OPT_TID,
        CLI_OPT_PROGRESS, CLI_OPT_NO_PROGRESS, CLI_OPT_SOURCE_ROOT };
+/* --jobs is also -j: its code is the letter (no command uses it for another) */
+#define CLI_OPT_JOBS 'j'
 #define CLI_STREAM_HELP                                                        \
 	"  --filter EXPR          only branches matching EXPR (LBR_SELECT classes and\n" \
 	"                         kinds: jcc,near_ret,user,...; see docs/branch-kinds.md)\n" \
@@ -51,6 +53,8 @@ enum { CLI_OPT_FILTER = 0x1000, CLI_OPT_ELF, CLI_OPT_ROOT, CLI_OPT_DEBUG_DIR, CL
 	"                         the recorded module with the same build-id or name\n" \
 	"  --root DIR             look for recorded module paths under DIR first\n" \
 	"  --debug-dir DIR        look for modules in DIR by build-id and by name\n" \
+	"  -j, --jobs N           decode in N threads, whole threads of the trace each;\n" \
+	"                         the output is the same (default 1)\n" \
 	"  --no-progress          no progress line on stderr (default: shown while the\n" \
 	"                         trace is read when stderr is a terminal; BTR_PROGRESS=0\n" \
 	"                         or 1 sets the default); --progress: always\n"

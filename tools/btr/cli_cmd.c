@@ -76,7 +76,8 @@ int cli_cmd_parse(const struct cli_cmd *cmd, int argc, char **argv, struct cli_s
 			cli_cmd_help(cmd, stdout);
 			return CLI_CMD_DONE;
 		}
-		if (cs && c >= CLI_OPT_FILTER && c <= CLI_OPT_SOURCE_ROOT) {
+		if (cs && ((c >= CLI_OPT_FILTER && c <= CLI_OPT_SOURCE_ROOT) ||
+			   (c == CLI_OPT_JOBS && !strcmp(tab[i]->name, "jobs")))) {
 			if (cli_stream_opt(cs, cmd->name, c, optarg) < 0)
 				return EXIT_USAGE;
 			continue;

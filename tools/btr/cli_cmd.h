@@ -45,6 +45,7 @@ struct cli_opt {
 	{ "debug-dir", CLI_OPT_DEBUG_DIR, CLI_ARG, NULL, NULL },               \
 	{ "pid", CLI_OPT_PID, CLI_ARG, NULL, NULL },                           \
 	{ "tid", CLI_OPT_TID, CLI_ARG, NULL, NULL },                           \
+	{ "jobs", CLI_OPT_JOBS, CLI_ARG, NULL, NULL },                         \
 	{ "progress", CLI_OPT_PROGRESS, CLI_NOARG, NULL, NULL },               \
 	{ "no-progress", CLI_OPT_NO_PROGRESS, CLI_NOARG, NULL, NULL }
 /* --source-root DIR, for the commands that print source files (annotate,

@@ -84,6 +84,15 @@ int cli_stream_opt(struct cli_stream *cs, const char *cmd, int c, char *arg)
 		return parse_id(cmd, "pid", arg, &cs->so.pid);
 	case CLI_OPT_TID:
 		return parse_id(cmd, "tid", arg, &cs->so.tid);
+	case CLI_OPT_JOBS: {
+		uint64_t v;
+		if (cli_parse_u64(arg, &v) < 0 || v == 0 || v > 64) {
+			cli_usage_error(cmd, "bad --jobs '%s' (1 to 64)", arg);
+			return -1;
+		}
+		cs->so.jobs = (unsigned)v;
+		return 1;
+	}
 	case CLI_OPT_PROGRESS:
 	case CLI_OPT_NO_PROGRESS:
 		cli_progress_force(c == CLI_OPT_PROGRESS);

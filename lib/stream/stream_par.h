@@ -1,0 +1,29 @@
+/* stream_par.h - what the parallel run (stream_par.c: btr_stream_run with
+ * opts.jobs) needs of the stream (stream.c), which never calls it. */
+#ifndef BTR_STREAM_PAR_H
+#define BTR_STREAM_PAR_H
+
+#include "btr/stream.h"
+
+/* Called by btr_stream_record for every record before anything else is
+ * done with it (and with @rec NULL when btr_stream_finish begins).
+ * Returns 0 to process the record, 1 to skip it, or a negative error that
+ * btr_stream_record returns. */
+typedef int (*stream_rec_hook)(void *ctx, const struct btr_record *rec);
+void btr__stream_hook(struct btr_stream *s, stream_rec_hook fn, void *ctx);
+
+/* The stream's options (its copy) and, in *@path, the file btr_stream_open
+ * opened (NULL for a stream fed by btr_stream_record). */
+const struct btr_stream_opts *btr__stream_opts(const struct btr_stream *s, const char **path);
+
+/* Hand to @s's consumer what another stream over the same trace decoded:
+ * branches (after that stream's filter) and counts as they are, events
+ * with the bookkeeping the stream does for them (gaps, lost flow).
+ * Return 0, or the stop value / negative error, as the callbacks would. */
+int btr__stream_replay_branches(struct btr_stream *s, const struct btr_branch *b, size_t n);
+int btr__stream_replay_counts(struct btr_stream *s, const struct btr_branch_count *c, size_t n);
+int btr__stream_replay_event(struct btr_stream *s, struct btr_stream_event *ev);
+/* Adds @a's data counters (bytes, snapshots, branches, filtered, blocks). */
+void btr__stream_add_stats(struct btr_stream *s, const struct btr_stream_stats *a);
+
+#endif
