@@ -145,16 +145,28 @@ static void buf_free(struct buf *b)
 	b->n = 0;
 }
 
-/* Runs the analyses @which (indexes into fuzz_analyses; SIZE_MAX ends)
- * over @path in @jobs threads and writes all of them in all their
- * formats, and the run's statistics, into *@out. */
-static void run_analyses(const char *path, unsigned jobs, const size_t *which, struct buf *out)
+/* Creates analysis @name: the library's (fuzz_make) or a fuzz extra. */
+static int make_named(const char *name, struct btr_analysis **out)
+{
+	for (size_t k = 0; k < sizeof(fuzz_extra) / sizeof(fuzz_extra[0]); k++)
+		if (!strcmp(fuzz_extra[k].name, name))
+			return fuzz_extra[k].make(NULL, 0, out);
+	int rc = fuzz_make(name, NULL, 0, out);
+	if (rc == 0 && !strcmp(name, "blocks"))
+		fz_blocks = *out;
+	return rc;
+}
+
+/* Runs the analyses named @which (NULL ends) over @path in @jobs threads
+ * and writes all of them in all their formats, and the run's statistics,
+ * into *@out. */
+static void run_analyses(const char *path, unsigned jobs, const char *const *which, struct buf *out)
 {
 	struct btr_analysis *a[FUZZ_N_ANALYSES];
 	size_t n = 0;
 	fz_blocks = NULL;
-	for (; which[n] != SIZE_MAX; n++)
-		CHECK_EQ(fuzz_analyses[which[n]].make(NULL, 0, &a[n]), 0);
+	for (; which[n] && n < FUZZ_N_ANALYSES; n++)
+		CHECK_EQ(make_named(which[n], &a[n]), 0);
 	struct btr_stream_opts so = { .sz = sizeof(so), .jobs = jobs };
 	struct btr_analysis_run_info info = { .sz = sizeof(info) };
 	CHECK_EQ(btr_analysis_run(path, &so, a, n, &info), 0);
@@ -168,7 +180,7 @@ static void run_analyses(const char *path, unsigned jobs, const size_t *which, s
 	for (size_t i = 0; i < n; i++) {
 		const char *const *list = btr_analysis_ops(a[i])->formats;
 		for (size_t k = 0; k == 0 || (list && list[k - 1]); k++) {
-			fprintf(m, "== %s %s\n", fuzz_analyses[which[i]].name, k ? list[k - 1] : "default");
+			fprintf(m, "== %s %s\n", which[i], k ? list[k - 1] : "default");
 			btr_analysis_write(a[i], m, k ? list[k - 1] : NULL);
 		}
 	}
@@ -179,14 +191,6 @@ static void run_analyses(const char *path, unsigned jobs, const size_t *which, s
 			*t = '0';
 	for (size_t i = n; i-- > 0;)
 		btr_analysis_free(a[i]);
-}
-
-static size_t index_of(const char *name)
-{
-	for (size_t i = 0; i < FUZZ_N_ANALYSES; i++)
-		if (!strcmp(fuzz_analyses[i].name, name))
-			return i;
-	return SIZE_MAX;
 }
 
 /* ---- the plain stream ---- */
@@ -238,13 +242,17 @@ static void test_trace(const char *path, unsigned threads, int percpu)
 {
 	/* every analysis at once (branches in order), the report alone
 	 * (counts), the coverage over its blocks (counts) */
-	size_t all[FUZZ_N_ANALYSES + 1];
-	for (size_t i = 0; i < FUZZ_N_ANALYSES; i++)
-		all[i] = i;
-	all[FUZZ_N_ANALYSES] = SIZE_MAX;
-	size_t report[] = { index_of("report"), SIZE_MAX };
-	size_t cov[] = { index_of("blocks"), index_of("cov"), SIZE_MAX };
-	const size_t *sets[] = { all, report, cov };
+	const char *all[FUZZ_N_ANALYSES + 1];
+	size_t na = 0;
+	for (const char *name; na < FUZZ_N_ANALYSES && (name = btr_analysis_name(na)) != NULL; na++)
+		all[na] = name;
+	for (size_t k = 0; k < sizeof(fuzz_extra) / sizeof(fuzz_extra[0]) && na < FUZZ_N_ANALYSES; k++)
+		all[na++] = fuzz_extra[k].name;
+	all[na] = NULL;
+	CHECK(na > 10);
+	const char *report[] = { "report", NULL };
+	const char *cov[] = { "blocks", "cov", NULL };
+	const char *const *sets[] = { all, report, cov };
 	for (size_t k = 0; k < 3; k++) {
 		struct buf one = { 0 }, two = { 0 };
 		started = 0;
