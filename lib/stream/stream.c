@@ -138,6 +138,12 @@ static int stop_value(int rc)
 	return rc > 0 ? rc : 1;
 }
 
+/* A consumer's return @rc: nonzero stops the stream (stop_value). */
+static int stop_on(struct btr_stream *s, int rc)
+{
+	return rc ? (s->stopped = stop_value(rc)) : 0;
+}
+
 static int emit(struct btr_stream *s, struct btr_stream_event *ev)
 {
 	if (!ev->pid && ev->tid)
@@ -209,17 +215,11 @@ static int deliver(struct btr_stream *s, const struct btr_branch *b)
 			c.flags |= BTR_BF_INSNS;
 			t->pending_insns = 0;
 			s->st.branches++;
-			int rc = give(s, &c);
-			if (rc)
-				return s->stopped = stop_value(rc);
-			return 0;
+			return stop_on(s, give(s, &c));
 		}
 	}
 	s->st.branches++;
-	int rc = give(s, b);
-	if (rc)
-		return s->stopped = stop_value(rc);
-	return 0;
+	return stop_on(s, give(s, b));
 }
 
 static int add_loaded(struct btr_stream *s, const char *file, uint64_t bias, uint64_t start, uint64_t size,
@@ -542,10 +542,7 @@ static int flow_branches(void *ctx, const struct btr_branch *b, size_t n)
 		if (s->o.branches && pid == d->flow_pid) {
 			/* the decoder wrote .tid = d->tid and .pid = flow_pid */
 			s->st.branches += n;
-			int rc = s->o.branches(s->o.ctx, b, n);
-			if (rc)
-				s->stopped = stop_value(rc);
-			return rc != 0;
+			return stop_on(s, s->o.branches(s->o.ctx, b, n)) != 0;
 		}
 		for (size_t i = 0; i < n; i++) {
 			const struct btr_branch *x = &b[i];
@@ -602,10 +599,7 @@ static int flow_counts(void *ctx, const struct btr_branch_count *c, size_t n)
 		}
 		return 0;
 	}
-	int rc = s->o.counts(s->o.ctx, c, n);
-	if (rc)
-		s->stopped = stop_value(rc);
-	return rc != 0;
+	return stop_on(s, s->o.counts(s->o.ctx, c, n)) != 0;
 }
 
 /* btr_stream_opts.fold_ok for the thread of a per-thread stream (the
@@ -632,10 +626,7 @@ static int flow_insn(void *ctx, uint64_t ip, const struct btr_insn *insn)
 	uint32_t pid = d->percpu ? d->cur_pid : btr_stream_pid_of(s, d->tid);
 	if ((s->o.tid && tid != s->o.tid) || (s->o.pid && pid != s->o.pid))
 		return 0;
-	int rc = s->o.insn(s->o.ctx, tid, ip, insn);
-	if (rc)
-		d->s->stopped = stop_value(rc);
-	return rc != 0;
+	return stop_on(s, s->o.insn(s->o.ctx, tid, ip, insn)) != 0;
 }
 
 /* Per-CPU PT: at an ENABLE (user code resumes: with user-only tracing,
@@ -665,6 +656,21 @@ static void percpu_switch(struct data_stream *d, const struct btr_flow_event *fe
 	}
 }
 
+/* A flow event with its bookkeeping (gaps; the qemu recorder's OVF where it
+ * cannot tell the flow, count_lost: data lost), then to the consumer. */
+static int flow_emit(struct btr_stream *s, struct btr_stream_event *ev)
+{
+	const struct btr_flow_event *fev = ev->flow;
+	if (fev->type == BTR_FLOW_GAP || fev->type == BTR_FLOW_OVERFLOW)
+		s->st.gaps++;
+	if (fev->type == BTR_FLOW_OVERFLOW && !strcmp(s->backend, "qemu")) {
+		if (stream_loss_flow(&s->loss, ev->tid, fev->ip, fev->offset) < 0)
+			return -BTR_ERR_NOMEM;
+		s->data_lost = 1;
+	}
+	return emit(s, ev);
+}
+
 static int flow_event(void *ctx, const struct btr_flow_event *fev)
 {
 	struct data_stream *d = ctx;
@@ -673,16 +679,7 @@ static int flow_event(void *ctx, const struct btr_flow_event *fev)
 	struct btr_stream_event ev = { .type = BTR_SEV_FLOW, .tid = d->percpu ? d->cur_tid : d->tid,
 				       .pid = d->percpu ? d->cur_pid : 0, .flow = fev,
 				       .reason = fev->reason, .offset = fev->offset };
-	if (fev->type == BTR_FLOW_GAP || fev->type == BTR_FLOW_OVERFLOW)
-		d->s->st.gaps++;
-	/* The qemu recorder writes an OVF where it cannot tell the flow
-	 * (agents/qemu, count_lost): data lost, said as such. */
-	if (fev->type == BTR_FLOW_OVERFLOW && !strcmp(d->s->backend, "qemu")) {
-		if (stream_loss_flow(&d->s->loss, ev.tid, fev->ip, fev->offset) < 0)
-			return 1;
-		d->s->data_lost = 1;
-	}
-	return emit(d->s, &ev) != 0;
+	return flow_emit(d->s, &ev) != 0;
 }
 
 static void pt_drop_decoder(struct btr_stream *s, struct data_stream *d)
@@ -1394,27 +1391,20 @@ int btr__stream_replay_branches(struct btr_stream *s, const struct btr_branch *b
 	int rc = s->o.branches ? s->o.branches(s->o.ctx, b, n) : 0;
 	for (size_t i = 0; i < n && !rc && !s->o.branches && s->o.branch; i++)
 		rc = s->o.branch(s->o.ctx, &b[i]);
-	return rc ? (s->stopped = stop_value(rc)) : 0;
+	return stop_on(s, rc);
 }
 
 int btr__stream_replay_counts(struct btr_stream *s, const struct btr_branch_count *c, size_t n)
 {
-	int rc = s->o.counts ? s->o.counts(s->o.ctx, c, n) : 0;
-	return rc ? (s->stopped = stop_value(rc)) : 0;
+	return stop_on(s, s->o.counts ? s->o.counts(s->o.ctx, c, n) : 0);
 }
 
-/* The bookkeeping of flow_event and emit_gap (gaps, the qemu recorder's
- * lost flow), then the event. */
+/* The bookkeeping of flow_emit and emit_gap, then the event. */
 int btr__stream_replay_event(struct btr_stream *s, struct btr_stream_event *ev)
 {
-	if (ev->type == BTR_SEV_GAP ||
-	    (ev->type == BTR_SEV_FLOW && (ev->flow->type == BTR_FLOW_GAP || ev->flow->type == BTR_FLOW_OVERFLOW)))
-		s->st.gaps++;
-	if (ev->type == BTR_SEV_FLOW && ev->flow->type == BTR_FLOW_OVERFLOW && !strcmp(s->backend, "qemu")) {
-		if (stream_loss_flow(&s->loss, ev->tid, ev->flow->ip, ev->flow->offset) < 0)
-			return -BTR_ERR_NOMEM;
-		s->data_lost = 1;
-	}
+	if (ev->type == BTR_SEV_FLOW)
+		return flow_emit(s, ev);
+	s->st.gaps += ev->type == BTR_SEV_GAP;
 	return emit(s, ev);
 }
 
