@@ -68,9 +68,12 @@ torture() {
     BTR_ALLOC_FAIL=$n BTR_ALLOC_REPORT=count.txt timeout 60 "$torture" $cmd >out.txt 2>err.txt; rc=$?
     runs=$((runs+1))
     lines=$(wc -l <err.txt)
+    # exit 3: one error line; a module whose symbols ran out of memory is
+    # also said as a warning (once: a report goes on with addresses)
+    errlines=$(grep -vc '^btr: warning: .*: symbols not loaded: out of memory$' err.txt)
     local what="btr $cmd with allocation $n/$total failing"
     if [ $rc -eq 3 ]; then
-      if [ "$lines" -ne 1 ]; then bad "$what: exit 3 with $lines stderr lines: $(head -c 400 err.txt)"; continue; fi
+      if [ "$errlines" -ne 1 ]; then bad "$what: exit 3 with $errlines stderr lines: $(head -c 400 err.txt)"; continue; fi
       if ! grep -qi "memory" err.txt; then bad "$what: exit 3 but stderr does not say memory ran out: $(cat err.txt)"; continue; fi
       errs=$((errs+1))
     elif [ $rc -eq 0 ]; then
@@ -87,11 +90,14 @@ torture() {
   echo "btr $cmd: $total allocations; $errs out-of-memory errors, $ok same results, $partial partial results with a warning"
 }
 
-OUT=out.tmp FUNC=main ELF=$build/prog_symbols_nopie ADDR=$sym_addr
-while IFS=$'\t' read -r _ _ form; do
+# (OUT ends in .dot: cfg chooses its format by the name)
+OUT=out.dot FUNC=main ELF=$build/prog_symbols_nopie ADDR=$sym_addr
+while IFS=$'\t' read -r name _ form; do
   [ -z "$form" ] && continue
   st=${STEPS[$form]:-32}
-  if [[ $form == *FUNC* ]]; then
+  # a function, or afdo's profile of the traced program: the recorded
+  # program (the perf.data's has no module file here)
+  if [[ $form == *FUNC* || $name == afdo ]]; then
     FILE=small.btr torture "$st" "$(FILE=small.btr fill "$form")"
   elif [[ $form == *FILE* ]]; then
     for f in $inputs; do torture "$st" "$(FILE=$f fill "$form")"; done

@@ -209,7 +209,9 @@ int btr_image_function(struct btr_image *img, uint64_t addr, struct btr_function
  * "@plt"), demangled name, or demangled name without its parameter list
  * equals @name; or
  * "module+0xOFF" (the function containing that link address of module
- * base name "module").  Returns 0, -BTR_ERR_NOT_FOUND, -BTR_ERR_INVAL. */
+ * base name "module").  Returns 0, -BTR_ERR_NOT_FOUND, -BTR_ERR_INVAL,
+ * -BTR_ERR_NOMEM (not found, and a module's symbols could not be loaded
+ * for lack of memory). */
 int btr_image_function_by_name(struct btr_image *img, const char *name, struct btr_function *fn);
 
 /* Calls @cb for every function (symbols, PLT stubs, FDE functions) that

@@ -267,11 +267,14 @@ int btr_funcgraph_build(struct btr_analysis *a, const char *name, struct btr_fun
 	if (!r || !name || !out)
 		return -BTR_ERR_INVAL;
 	long first = -1;
+	int nomem = 0;
 	struct btr_function ffn;
 	for (size_t m = 0; m < r->n_modules; m++) {
 		struct btr_image *img = btr_blocks_module_image(a, (uint32_t)m);
 		struct btr_function fn;
-		if (!img || btr_image_function_by_name(img, name, &fn) != 0)
+		int e = img ? btr_image_function_by_name(img, name, &fn) : -BTR_ERR_NOT_FOUND;
+		nomem |= e == -BTR_ERR_NOMEM;
+		if (e != 0)
 			continue;
 		size_t i = btr_blocks_lower_bound(r, (uint32_t)m, fn.start);
 		if (i < r->n_blocks && r->blocks[i].module == m && r->blocks[i].start < fn.end)
@@ -282,7 +285,7 @@ int btr_funcgraph_build(struct btr_analysis *a, const char *name, struct btr_fun
 		}
 	}
 	if (first < 0)
-		return -BTR_ERR_NOT_FOUND;
+		return nomem ? -BTR_ERR_NOMEM : -BTR_ERR_NOT_FOUND;
 	return build(a, r, (uint32_t)first, btr_blocks_module_image(a, (uint32_t)first), &ffn, out);
 }
 

@@ -1268,9 +1268,12 @@ int btr_image_function_by_name(struct btr_image *img, const char *name, struct b
 {
 	if (!img || !name || !fn)
 		return -BTR_ERR_INVAL;
+	int nomem = 0;   /* a module's symbols lacked memory: not "not found" */
 	for (size_t i = 0; i < img->nmods; i++) {
 		struct module *m = &img->mods[i];
-		if (m->dead || load_symbols(m) != 0)
+		int e = m->dead ? 1 : load_symbols(m);
+		nomem |= e == -BTR_ERR_NOMEM;
+		if (e != 0)
 			continue;
 		for (size_t k = 0; k < m->f->nsyms; k++)
 			if (name_matches(&m->f->syms[k], name)) {
@@ -1292,7 +1295,7 @@ int btr_image_function_by_name(struct btr_image *img, const char *name, struct b
 				return btr_image_function(img, off + m->bias, fn);
 			}
 	}
-	return -BTR_ERR_NOT_FOUND;
+	return nomem ? -BTR_ERR_NOMEM : -BTR_ERR_NOT_FOUND;
 }
 
 int btr_image_foreach_function(struct btr_image *img, uint64_t lo, uint64_t hi,
