@@ -58,7 +58,8 @@ run() {
 	fi
 	"$btr" report --format json "$tmp/$name.btr" >"$tmp/$name.json" 2>"$tmp/$name.rerr"
 	local rc=$?
-	check "$name: report exit 0 (got $rc: $(head -1 "$tmp/$name.rerr"))" [ $rc -eq 0 ] || return 1
+	check "$name: report exit 0 (got $rc: $(head -1 "$tmp/$name.rerr"))" [ $rc -eq 0 ]
+	[ $rc -eq 0 ] || return 1
 	# shellcheck disable=SC2086
 	check "$name: every thread's count is the counter's ($(python3 "$src/tests/tools/count_cmp.py" \
 		"$tmp/$name.count" "$tmp/$name.json" $faults | tr '\n' ' '))" \

@@ -782,7 +782,7 @@ class Analysis:
             co = _lib.CheckOpts(sz=_ctypes.sizeof(_lib.CheckOpts),
                                 allow=o["allow"].encode() if o.get("allow") else None)
             rc = _lib.btr_check_new(_ctypes.byref(co), _ctypes.byref(h))
-                    elif n not in self.PROFILES:
+        elif n not in self.PROFILES:
             # any other analysis of the library, by name with its defaults
             self._keep += [o[k].encode() if o.get(k) else None for k in ("function", "module")]
             args = _lib.AnalysisArgs(sz=_ctypes.sizeof(_lib.AnalysisArgs), function=self._keep[-2],

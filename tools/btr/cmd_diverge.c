@@ -329,7 +329,9 @@ int cmd_diverge(int argc, char **argv)
 		return EXIT_RUNTIME;
 	}
 	if (!r->n_threads) {
-		cli_error("%s, %s: no thread with trace data to compare", argv[first], argv[first + 1]);
+		/* a file cut before its first thread's data: said as lost data */
+		cli_error("%s, %s: no thread with trace data to compare%s", argv[first], argv[first + 1],
+			  r->lost_a || r->lost_b ? " (trace data was lost)" : "");
 		btr_diverge_free(r);
 		return EXIT_RUNTIME;
 	}
