@@ -65,39 +65,34 @@ check "cut container: gzip is named" grep -q "process [0-9]* (gzip): the trace e
 check "cut container: says where it is cut" grep -q "the trace is cut at offset 0x[0-9a-f]* (truncated input)" err.txt
 
 # Every form of a command that reads a trace - the registry's
-# (`btr --list-commands`, tools/btr/commands.c) - exits 3 on the cut
+# (`btr --list-commands`, tools/btr/commands.c) - exits 3 on a cut
 # container, with a line saying it is cut or lost data.
-FILE=cut.btr FUNC=__libc_start_main
-nforms=0
-while IFS=$'\t' read -r name _ form; do
-  nforms=$((nforms+1))
-  OUT=l$nforms.dot
-  c=$(fill "$form")
-  # afdo writes one module's profile: the traced program (sh) has no DWARF
-  [ "$name" = afdo ] && c="$c --module gzip"
-  # shellcheck disable=SC2086
-  "$btr" $c >out.txt 2>err.txt; rc=$?
-  check "cut container: btr $c exits 3 (got $rc): $(head -c 300 err.txt)" [ $rc -eq 3 ]
-  check "cut container: btr $c says the trace is cut" grep -q "truncated input\|the trace is cut\|the trace ends before\|trace data was lost" err.txt
-done < <(forms reads-trace)
+# cut_forms FILE WHAT: each form on FILE; prints how many ran.
+cut_forms() {
+  local FILE=$1 what=$2 n=0 name form c rc
+  while IFS=$'\t' read -r name _ form; do
+    n=$((n+1))
+    OUT=$FILE.$n.dot
+    c=$(fill "$form")
+    # afdo writes one module's profile: the traced program (sh) has no DWARF
+    [ "$name" = afdo ] && c="$c --module gzip"
+    # shellcheck disable=SC2086
+    "$btr" $c >out.txt 2>err.txt; rc=$?
+    check "$what: btr $c exits 3 (got $rc): $(head -c 300 err.txt)" [ $rc -eq 3 ]
+    check "$what: btr $c says so: $(head -c 300 err.txt)" \
+      grep -q "truncated input\|the trace is cut\|the trace ends before\|trace data was lost" err.txt
+  done < <(forms reads-trace)
+  nforms=$n
+}
+FUNC=__libc_start_main
+cut_forms cut.btr "cut container"
 check "the registry's forms that read a trace: $nforms" [ $nforms -ge 25 ]
 # cut inside its first chunk (the file header and a few bytes): no record
 # is read; still exit 3 and a line (diverge exited 1 without one)
 head -c 200 whole.btr >cut1.btr
-FILE=cut1.btr
-n1=0
-while IFS=$'\t' read -r name _ form; do
-  n1=$((n1+1))
-  OUT=m$n1.dot
-  c=$(fill "$form")
-  [ "$name" = afdo ] && c="$c --module gzip"
-  # shellcheck disable=SC2086
-  "$btr" $c >out.txt 2>err.txt; rc=$?
-  check "cut in the first chunk: btr $c exits 3 (got $rc): $(head -c 300 err.txt)" [ $rc -eq 3 ]
-  check "cut in the first chunk: btr $c says so: $(head -c 300 err.txt)" \
-    grep -q "truncated input\|the trace is cut\|the trace ends before\|trace data was lost" err.txt
-done < <(forms reads-trace)
-check "the registry's forms run on the file cut in its first chunk: $n1" [ $n1 -eq $nforms ]
+n=$nforms
+cut_forms cut1.btr "cut in the first chunk"
+check "the registry's forms run on the file cut in its first chunk: $nforms" [ $nforms -eq $n ]
 
 mkdir mid
 if ! mount -t tmpfs -o size=6m tmpfs mid 2>/dev/null; then
