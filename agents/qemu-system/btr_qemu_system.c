@@ -37,7 +37,9 @@
  *
  * Not library code (agents/qemu-system/CMakeLists.txt); the PT encoder,
  * the instruction decoder and the trace writer are libbtr's. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

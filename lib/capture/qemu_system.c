@@ -206,11 +206,12 @@ static int find_kernel(const char *given, char *kernel, size_t ksize, char *map,
 	size_t dirlen = base ? (size_t)(base - kernel) : 0;
 	base = base ? base + 1 : kernel;
 	const char *ver = !strncmp(base, "vmlinuz-", 8) ? base + 8 : NULL;
+	int n = -1;
 	if (ver)
-		snprintf(map, msize, "%.*s%sSystem.map-%s", (int)dirlen, kernel, dirlen ? "/" : "", ver);
-	if (!ver || access(map, R_OK) < 0)
-		snprintf(map, msize, "%.*s%sSystem.map", (int)dirlen, kernel, dirlen ? "/" : "");
-	if (access(map, R_OK) < 0) {
+		n = snprintf(map, msize, "%.*s%sSystem.map-%s", (int)dirlen, kernel, dirlen ? "/" : "", ver);
+	if (!ver || n < 0 || (size_t)n >= msize || access(map, R_OK) < 0)
+		n = snprintf(map, msize, "%.*s%sSystem.map", (int)dirlen, kernel, dirlen ? "/" : "");
+	if (n < 0 || (size_t)n >= msize || access(map, R_OK) < 0) {
 		btr_err("%s: no System.map beside it (its symbols and interrupt entries are needed)", kernel);
 		return -BTR_ERR_NOENT;
 	}
