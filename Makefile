@@ -99,14 +99,20 @@ fuzz: deps
 
 # The whole suite under AddressSanitizer + UBSan, LeakSanitizer on (its
 # default on x86-64 Linux, made explicit; test_sanitizers proves it works).
-# Part of .ci/run.  ASAN_TORTURE_STEP multiplies cli_alloc_fail's sampling
-# strides here (ASan runs are slower), to keep CI under 30 minutes.
-ASAN_TORTURE_STEP ?= 3
+# Part of .ci/run.  ASan runs are 2-3x slower, and CI (make test, then this)
+# must stay under 45 minutes, so here the repeated work is sampled less:
+# ASAN_TORTURE_STEP multiplies cli_alloc_fail's sampling strides;
+# ASAN_RACE_REPS runs each of cli_race's cases once (make test runs them 5
+# times: repetition finds races, one run under ASan finds memory errors);
+# ASAN_PROCS_N short processes in cli_procs instead of 60.
+ASAN_TORTURE_STEP ?= 5
+ASAN_RACE_REPS ?= 1
+ASAN_PROCS_N ?= 20
 asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DBTR_SANITIZE=ON >/dev/null
 	@cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1:$(ASAN_OPTIONS) UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  TORTURE_STEP=$(ASAN_TORTURE_STEP) TORTURE_SHIFT=$(TORTURE_SHIFT) ctest --output-on-failure -j $(JOBS)
+	  TORTURE_STEP=$(ASAN_TORTURE_STEP) TORTURE_SHIFT=$(TORTURE_SHIFT) BTR_RACE_REPS=$(ASAN_RACE_REPS) BTR_PROCS_N=$(ASAN_PROCS_N) ctest --output-on-failure -j $(JOBS)
 
 # Allocation failure at EVERY allocation of every command of
 # tests/cli_alloc_fail.sh (ctest samples them; this takes minutes).
