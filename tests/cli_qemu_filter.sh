@@ -118,8 +118,8 @@ check "... and no trace" [ ! -e "$tmp/x.btr" ]
 "$btr" record -q -b qemu --ip-filter "0x1000-0x2000" -o "$tmp/x.btr" -- "$thr" >/dev/null 2>"$tmp/err"
 check "a kernel range with -b qemu: usage error" [ $? -eq 2 ]
 check "... saying a file is needed" grep -q "give the file" "$tmp/err"
-"$btr" record -q -b step --ip-filter "work@$thr" -o "$tmp/x.btr" -- "$thr" >/dev/null 2>"$tmp/err"
-check "--ip-filter with -b step: usage error" [ $? -eq 2 ]
-check "... naming the backends that have it" grep -q -- "--ip-filter needs -b pt or qemu" "$tmp/err"
+"$btr" record -q -b bts --ip-filter "work@$thr" -o "$tmp/x.btr" -- "$thr" >/dev/null 2>"$tmp/err"
+check "--ip-filter with -b bts: usage error" [ $? -eq 2 ]
+check "... naming the backends that have it" grep -q -- "--ip-filter needs -b pt, qemu or step" "$tmp/err"
 
 finish cli_qemu_filter
