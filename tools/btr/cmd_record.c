@@ -89,10 +89,12 @@ static const struct cli_opt opts[] = {
 	  "      --per-thread       one ring for the first thread only, no inheritance\n"
 	  "                         (default: one ring per CPU for the whole process tree)\n", NULL },
 	{ "ip-filter", OPT_IPF, CLI_ARG,
-	  "      --ip-filter SPEC   pt, qemu: trace only START-END@FILE, SYM@FILE or (pt)\n"
-	  "                         START-END (kernel); repeatable (pt: up to the CPU's\n"
-	  "                         range count, qemu: 8); TIP.PGD/TIP.PGE at the edges;\n"
-	  "                         qemu runs code outside without callbacks\n", NULL },
+	  "      --ip-filter SPEC   pt, qemu, step: trace only START-END@FILE, SYM@FILE or\n"
+	  "                         (pt) START-END (kernel); repeatable (pt: up to the\n"
+	  "                         CPU's range count, qemu, step: 8); TIP.PGD/TIP.PGE at\n"
+	  "                         the edges (step: marker records); qemu runs code\n"
+	  "                         outside without callbacks, step at full speed\n"
+	  "                         (breakpoints where the flow comes back)\n", NULL },
 	{ "pt-config", OPT_PTCFG, CLI_ARG,
 	  "      --pt-config LIST   pt: cyc, cyc_thresh=N, mtc_period=N, psb_period=N,\n"
 	  "                         notsc, nomtc, ptw, pwr_evt, nobranch\n", NULL },
