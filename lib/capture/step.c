@@ -729,6 +729,8 @@ static void detach_all(struct rec *r)
 			continue;
 		}
 		int sig = WIFSTOPPED(st) && !(st >> 16) ? WSTOPSIG(st) : 0;
+		if (sig == (SIGTRAP | 0x80))
+			sig = 0;   /* a syscall stop (--ip-filter), no signal */
 		if (sig == SIGSTOP && !t->detached_stop) {
 			/* Our SIGSTOP: suppressed by detaching with signal 0. */
 			t->detached_stop = 1;
@@ -1054,6 +1056,8 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 			struct thr *t = step_thr_find(&r, tid);
 			if (t && t->fresh) {
 				t->fresh = 0;
+				if (r.ipf)
+					filter_start_at(&r, t, get_ip(tid));
 				if (t->stepping)
 					step_account(&r, t, get_ip(tid));
 				resume(&r, t, 0);
