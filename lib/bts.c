@@ -48,8 +48,8 @@ int btr_bts_decode(const uint8_t *buf, size_t size, const struct btr_image *img,
 		memset(&b, 0, sizeof(b));
 		b.from = get_le64(r);
 		b.to = get_le64(r + 8);
-		if (!b.from && !b.to)
-			continue;
+		if (!b.from && (!b.to || (get_le64(r + 16) & (BTR_BTS_SW_PGD | BTR_BTS_SW_PGE))))
+			continue;   /* padding, or a marker of software stepping */
 		b.tid = tid;
 		if (get_le64(r + 16) & BTR_BTS_PREDICTED)
 			b.flags |= BTR_BF_PREDICTED;

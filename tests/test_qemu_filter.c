@@ -6,7 +6,9 @@
  * ranges are entered by a call (work), an indirect call from a shared
  * library (qsort's comparator cmp), a signal (on_sig), returns (main), an
  * indirect jump (qsort through the PLT); one is in a shared library
- * (qsort_r in libc); two at once; --start work (its windows).  And the
+ * (qsort_r in libc); two at once; --start work (its windows); a range left
+ * by returns to a block QEMU translated before the range ran
+ * (tests/progs/select_late.c: no exit callback there).  And the
  * work outside the ranges:
  * with the leaf work() (about 1% of the blocks) the plugin makes at most
  * 2% of the unfiltered recording's block callbacks (counted by the
@@ -24,6 +26,9 @@
 
 #define BTR BTR_BINARY_DIR "/btr"
 #define PROG BTR_BINARY_DIR "/prog_select_qsort"
+#define LATE BTR_BINARY_DIR "/prog_select_late"
+
+static const char *prog = PROG;   /* what record() runs */
 #define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
 
 struct mod { char path[4096]; uint64_t start, size, pgoff; };
@@ -58,7 +63,7 @@ static int record(const char *out, const char *const *spec, const char *stats)
 	argv[n++] = "-o";
 	argv[n++] = (char *)out;
 	argv[n++] = "--";
-	argv[n++] = PROG;
+	argv[n++] = (char *)prog;
 	argv[n] = NULL;
 	unlink(stats);
 	pid_t pid = fork();
@@ -214,8 +219,8 @@ static size_t compare(const char *name, struct tr *full, const uint64_t *all, si
 
 int main(void)
 {
-	if (access(BTR, X_OK) || access(BTR_BINARY_DIR "/btr-qemu.so", R_OK) || access(PROG, X_OK))
-		check_skip("btr, btr-qemu.so or prog_select_qsort not built");
+	if (access(BTR, X_OK) || access(BTR_BINARY_DIR "/btr-qemu.so", R_OK) || access(PROG, X_OK) || access(LATE, X_OK))
+		check_skip("btr, btr-qemu.so, prog_select_qsort or prog_select_late not built");
 	if (system("command -v qemu-x86_64 >/dev/null 2>&1") != 0)
 		check_skip("qemu-x86_64 absent");
 	if (system(BTR " info 2>/dev/null | grep -q '^qemu  yes'") != 0)
@@ -262,6 +267,19 @@ int main(void)
 	CHECK(cw * 50 <= cf);
 
 	ipvec_free(&all);
+	unload(&full);
+
+	/* Returns to a block translated before: their targets, no gap. */
+	prog = LATE;
+	CHECK_EQ(record("qemu_filter_lfull.btr", NULL, "qemu_filter_lfull.stats"), 0);
+	load("qemu_filter_lfull.btr", &full);
+	struct ipvec lall = { 0 };
+	struct btr_ptflow_config lcfg = { .sz = sizeof(lcfg), .tid = full.tid };
+	CHECK(flow_btr(full.img, &lcfg, full.pt, full.pt_n, 0, &lall) >= 0);
+	CHECK_EQ(lall.gaps, 0);
+	const char *late[] = { "inside@" LATE, NULL };
+	compare("late", &full, lall.v, lall.n, late, NULL);
+	ipvec_free(&lall);
 	unload(&full);
 	return check_done();
 }

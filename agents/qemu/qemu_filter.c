@@ -64,6 +64,9 @@ static struct flt_thr {
 	uint64_t out;            /* flt_out when the thread entered its last block inside */
 	struct tbinfo *ld_tb;    /* the block whose branch... */
 	uint64_t ld;             /* ... went here (flt_exit) */
+	struct tbinfo *mwant;    /* the block whose target read flt_mem waits for */
+	struct tbinfo *mld_tb;   /* the block whose return or memory-indirect branch... */
+	uint64_t mld;            /* ... loaded this target (flt_mem) */
 	struct tbinfo *pend;     /* left without a branch that says where: resolved at re-entry */
 	struct tbinfo *armed;    /* the block ending in a return or indirect branch it entered last */
 	uint64_t n_exit;         /* flt_exit calls (BTR_QEMU_STATS) */
@@ -158,9 +161,34 @@ static void flt_exit(unsigned vcpu, void *ud)
 	f->n_exit++;
 	if (!f->armed || !t || t->prev != f->armed)
 		return;   /* not right after its branch: it entered no block inside since */
+	if (__atomic_load_n(&flt_out, __ATOMIC_RELAXED) != f->out + 1)
+		return;   /* other blocks outside ran since the branch (this one's add
+			   * comes first): it went to one of those, translated before
+			   * and so without this callback (or another thread ran some) */
 	f->ld = (uint64_t)(uintptr_t)ud;
 	f->ld_tb = f->armed;
 	f->armed = NULL;
+}
+
+/* The last instruction of a block inside that ends in a return or a
+ * memory-indirect jump or call loaded its target from @vaddr (a memory
+ * callback comes after the access, which succeeded): where the branch
+ * goes, whether or not the block it lands in has an exit callback. */
+static void flt_mem(unsigned vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *ud)
+{
+	if (vcpu >= MAX_VCPUS || qemu_plugin_mem_is_store(info))
+		return;
+	struct flt_thr *f = &ft[vcpu];
+	if (f->mwant != ud)
+		return;   /* only the first read after the block's start: QEMU 7.2
+			   * leaves the callback armed for the reads of blocks that
+			   * run next without instrumentation (seen at a process's
+			   * exit) */
+	f->mwant = NULL;
+	uint64_t v;
+	memcpy(&v, (const void *)(uintptr_t)(vaddr + g.guest_base), sizeof(v));
+	f->mld = v;
+	f->mld_tb = ud;
 }
 
 /* Translation of a block starting at @pc: returns 1 when it is to be
@@ -198,8 +226,13 @@ void flt_trans_in(struct qemu_plugin_tb *tb, size_t n, struct tbinfo *b, void (*
 		qemu_plugin_register_vcpu_tb_exec_cb(tb, cb, QEMU_PLUGIN_CB_NO_REGS, b);
 		return;
 	}
-	(void)n;
 	qemu_plugin_register_vcpu_tb_exec_cb(tb, flt_tb_exec, QEMU_PLUGIN_CB_NO_REGS, b);
+	if (n && (b->kind == BTR_KIND_RET || b->kind == BTR_KIND_JMP_IND || b->kind == BTR_KIND_CALL_IND))
+		/* A return (and `jmp *mem`, `call *mem`) reads its target: the
+		 * read says where it goes.  A register-indirect branch reads
+		 * nothing (flt_exit then); the push of a call is a write. */
+		qemu_plugin_register_vcpu_mem_cb(qemu_plugin_tb_get_insn(tb, n - 1), flt_mem, QEMU_PLUGIN_CB_NO_REGS,
+						 QEMU_PLUGIN_MEM_RW, b);
 }
 
 /* TIP.PGD: the branch ending the thread's last block went to @x outside
@@ -242,7 +275,10 @@ static int check_left(struct thr *t, struct flt_thr *f, uint64_t pc, int at_sys)
 	case BTR_KIND_RET:
 	case BTR_KIND_JMP_IND:
 	case BTR_KIND_CALL_IND:
-		if (f->ld_tb == p) {
+		if (f->mld_tb == p) {
+			x = f->mld;   /* the target it read (flt_mem) */
+			have = 1;
+		} else if (f->ld_tb == p) {
 			x = f->ld;
 			have = 1;
 		} else if (moved) {
@@ -329,6 +365,8 @@ void flt_tb_exec(unsigned vcpu, void *ud)
 	}
 	f->out = __atomic_load_n(&flt_out, __ATOMIC_RELAXED);
 	f->ld_tb = NULL;     /* said (check_left), or stale */
+	f->mld_tb = NULL;
+	f->mwant = cur->kind == BTR_KIND_RET || cur->kind == BTR_KIND_JMP_IND || cur->kind == BTR_KIND_CALL_IND ? cur : NULL;
 	f->armed = cur->kind == BTR_KIND_RET || cur->kind == BTR_KIND_JMP_IND || cur->kind == BTR_KIND_CALL_IND ? cur
 														  : NULL;
 	(counter_is_per_vcpu() ? tb_exec_own : tb_exec)(vcpu, ud);

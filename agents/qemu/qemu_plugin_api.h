@@ -115,6 +115,20 @@ void *qemu_plugin_insn_haddr(const struct qemu_plugin_insn *insn);
 
 void qemu_plugin_outs(const char *string);
 
+/* Memory callbacks (the same in API v1 and v4): after an instruction's
+ * access of @vaddr. */
+typedef uint32_t qemu_plugin_meminfo_t;
+enum qemu_plugin_mem_rw {
+	QEMU_PLUGIN_MEM_R = 1,
+	QEMU_PLUGIN_MEM_W,
+	QEMU_PLUGIN_MEM_RW,
+};
+typedef void (*qemu_plugin_vcpu_mem_cb_t)(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr,
+					  void *userdata);
+void qemu_plugin_register_vcpu_mem_cb(struct qemu_plugin_insn *insn, qemu_plugin_vcpu_mem_cb_t cb,
+				      enum qemu_plugin_cb_flags flags, enum qemu_plugin_mem_rw rw, void *userdata);
+bool qemu_plugin_mem_is_store(qemu_plugin_meminfo_t info);
+
 /* User-mode only, and missing from QEMU 10.0 as its source builds (weak:
  * NULL there; qemu_user_info.c does without them). */
 const char *qemu_plugin_path_to_binary(void) __attribute__((weak, visibility("default")));

@@ -57,6 +57,15 @@ struct btr_blocks_module {
 	uint64_t size;      /* extent of its PT_LOAD segments */
 };
 
+/* An --ip-filter range of a trace: link addresses [start, end] of @path
+ * (as recorded; "" for kernel addresses), or, if the file could not be
+ * read, file offsets with @offsets 1. */
+struct btr_blocks_range {
+	const char *path;   /* owned by the analysis */
+	uint64_t start, end;
+	int offsets;
+};
+
 struct btr_block {
 	uint32_t module;    /* index into modules, or BTR_BLOCKS_NO_MODULE */
 	uint64_t start;     /* link address of the first instruction */
@@ -96,6 +105,9 @@ struct btr_blocks_result {
 	 * the end of the trace counts as committed.  The aborts and their
 	 * instructions are counted from the BTR_FLOW_TSX_ABORT events. */
 	uint64_t tsx_aborts, aborted_insns;
+	/* appended: the trace's --ip-filter ranges (BTR_REC_IP_FILTER): only
+	 * the flow inside them was traced.  None: the whole program was. */
+	const struct btr_blocks_range *filter; size_t n_filter;
 };
 
 /* Creates a blocks analysis.  Returns 0, -BTR_ERR_INVAL, -BTR_ERR_NOMEM. */

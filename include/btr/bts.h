@@ -29,6 +29,15 @@ struct btr_image;
 
 #define BTR_BTS_RECORD_SIZE 24u
 #define BTR_BTS_PREDICTED (1ull << 4)   /* bit in the flags word */
+/* Markers of software stepping with --ip-filter (btr record -b step): a
+ * record with @from 0 and one of these bits in the flags word is no branch
+ * but what Intel PT's IP filter writes as TIP.PGD / TIP.PGE: PGD - tracing
+ * stops here, the flow went to @to (0: unknown) outside the ranges; PGE -
+ * tracing resumes at @to, inside the ranges.  Hardware never sets them.
+ * btr_bts_decode skips markers (no callback); the stream reader turns them
+ * into BTR_FLOW_DISABLE / BTR_FLOW_ENABLE events (btr/stream.h). */
+#define BTR_BTS_SW_PGD (1ull << 62)
+#define BTR_BTS_SW_PGE (1ull << 63)
 
 /* Branch callback: return 0 to continue, a negative btr error to abort
  * (the decoder returns it unchanged), or a positive value to stop early
@@ -48,7 +57,8 @@ typedef int (*btr_branch_fn)(void *ctx, const struct btr_branch *b);
  *   - a non-branch instruction at .from, or a direct branch whose target
  *     is not .to: BTR_KIND_ASYNC (interrupt, exception or fault).
  * Records whose from and to are both 0 are padding (perf leaves them in
- * wrapped buffers) and are skipped without a callback.
+ * wrapped buffers) and are skipped without a callback, as are the markers
+ * BTR_BTS_SW_PGD / BTR_BTS_SW_PGE.
  *
  * Returns the number of branches delivered; -BTR_ERR_TRUNCATED if @size is
  * not a multiple of 24, after delivering the floor(@size / 24) complete

@@ -84,7 +84,7 @@ struct btr_capture_opts {
 	int system_wide;          /* -a: every process on every CPU while argv runs */
 	int per_thread;           /* one ring for the traced thread (no inheritance)
 				   * instead of one per CPU (see docs/record.md) */
-	const char *const *ip_filters; /* pt: --ip-filter specs (btr_ip_filter_parse) */
+	const char *const *ip_filters; /* pt, qemu, step: --ip-filter specs (btr_ip_filter_parse) */
 	unsigned n_ip_filters;
 	const char *pt_config;    /* pt: "cyc,cyc_thresh=N,mtc_period=N,psb_period=N,
 				   * notsc,nomtc,ptw,pwr_evt" (btr_pt_opts_parse) */
@@ -139,6 +139,8 @@ struct btr_capture_result {
 	char mode[256];           /* step: how it ran ("PTRACE_SINGLESTEP (BTF ...)") */
 	uint64_t processes;       /* processes traced (the command and its descendants) */
 	uint64_t untraced;        /* processes or programs that ran untraced (PROCESS untraced records) */
+	uint64_t stops;           /* step --ip-filter: stops of threads running outside the ranges
+				   * (breakpoint hits, system calls), beside the @steps inside */
 };
 
 struct btr_capture_backend {

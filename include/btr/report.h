@@ -124,6 +124,15 @@ struct btr_report_process {
 	const char *programs;
 };
 
+/* An --ip-filter range of a trace: link addresses [@start, @end] of @path
+ * (@offsets 1: file offsets, the file being unreadable; @path "": kernel
+ * addresses), and the function at @start ("" if none). */
+struct btr_report_range {
+	const char *path, *function;
+	uint64_t start, end;
+	int offsets;
+};
+
 struct btr_report_result {
 	const char *backend;            /* "" if unknown */
 	int has_insns;                  /* some branch carried an instruction count */
@@ -156,6 +165,9 @@ struct btr_report_result {
 	/* appended: the recorder traced only IP ranges (--ip-filter,
 	 * BTR_MACHINE_IP_FILTER): the counts cover the flow inside them */
 	int ip_filtered;
+	/* appended: the --ip-filter ranges the trace names (BTR_REC_IP_FILTER
+	 * records; older traces have none) */
+	const struct btr_report_range *ip_ranges; size_t n_ip_ranges;
 };
 
 struct btr_report;

@@ -88,6 +88,9 @@ enum btr_stream_event_type {
 				  * switch); .tid/.pid the thread switched in or
 				  * out; also kept per CPU for
 				  * btr_stream_cpu_thread */
+	BTR_SEV_IP_FILTER,       /* .rec: a BTR_REC_IP_FILTER record (one range of
+				  * --ip-filter: only the flow inside the ranges is
+				  * in the trace) */
 };
 
 /* One event.  Every pointer is valid only during the callback. */

@@ -36,6 +36,9 @@ enum btr_rec_type {
 	BTR_REC_SWITCH = 15,       /* struct btr_rec_switch: a thread starts / stops running on a CPU */
 	BTR_REC_CODE = 16,         /* struct btr_rec_code: code bytes no file holds (format 1.5) */
 	BTR_REC_SYMBOL = 17,       /* struct btr_rec_symbol: a function of generated code (format 1.5) */
+	BTR_REC_IP_FILTER = 18,    /* struct btr_rec_module: one range of --ip-filter (format 1.6):
+				    * file offsets [@pgoff, @pgoff + @size) of @path, or with
+				    * @path "" addresses [@start, @start + @size) */
 	BTR_REC__MAX
 };
 
@@ -261,9 +264,9 @@ struct btr_trace_reader;
 /* Format constants (docs/format.md).  A reader accepts every file whose
  * major version equals BTR_TRACE_VERSION_MAJOR, whatever its minor. */
 #define BTR_TRACE_VERSION_MAJOR 1
-#define BTR_TRACE_VERSION_MINOR 5   /* 1: BTR_REC_PROCESS; 2: BTR_REC_BTS_INSNS; 3: BTR_REC_SWITCH;
+#define BTR_TRACE_VERSION_MINOR 6   /* 1: BTR_REC_PROCESS; 2: BTR_REC_BTS_INSNS; 3: BTR_REC_SWITCH;
                                      * 4: BTR_PROC_LOST, thread_exit end + signo;
-                                     * 5: BTR_REC_CODE, BTR_REC_SYMBOL */
+                                     * 5: BTR_REC_CODE, BTR_REC_SYMBOL; 6: BTR_REC_IP_FILTER */
 #define BTR_TRACE_CHUNK_DEFAULT (1u << 20) /* writer: default chunk_size */
 #define BTR_TRACE_CHUNK_MIN 512u           /* writer: smaller chunk_size is raised to this */
 #define BTR_TRACE_CHUNK_MAX (64u << 20)    /* largest chunk payload either side accepts */

@@ -14,6 +14,7 @@
 #include "btr/insn.h"
 #include "image/image_code.h"
 #include "internal.h"
+#include "elf/elf_priv.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +151,8 @@ struct blocks {
 	struct btr_blocks_module *mods_out;
 	struct btr_block *blocks_out;
 	struct btr_edge *edges_out;
+	struct btr_blocks_range *filter;
+	size_t n_filter;
 	int nomem;
 	int ended;
 };
@@ -514,10 +517,41 @@ static void invalidate(struct blocks *b, uint32_t tid, int all)
 		b->nomem = 1;
 }
 
+/* One range of --ip-filter (BTR_REC_IP_FILTER), kept as link addresses. */
+static void add_filter(struct blocks *b, const struct btr_rec_module *m)
+{
+	struct btr_blocks_range *nf = realloc(b->filter, (b->n_filter + 1) * sizeof(*nf));
+	char *path = strdup(m->path ? m->path : "");
+	if (!nf || !path) {
+		if (nf)
+			b->filter = nf;
+		free(path);
+		b->nomem = 1;
+		return;
+	}
+	b->filter = nf;
+	struct btr_blocks_range *f = &nf[b->n_filter++];
+	f->path = path;
+	f->offsets = 0;
+	if (!path[0]) {
+		f->start = m->start;
+		f->end = m->start + (m->size ? m->size - 1 : 0);
+	} else if (btr__elf_offsets_link(path, m->pgoff, m->size, &f->start, &f->end) < 0) {
+		f->start = m->pgoff;
+		f->end = m->pgoff + (m->size ? m->size - 1 : 0);
+		f->offsets = 1;
+	}
+	b->res.filter = b->filter;
+	b->res.n_filter = b->n_filter;
+}
+
 static int on_event(void *state, const struct btr_stream_event *ev)
 {
 	struct blocks *b = state;
 	switch (ev->type) {
+	case BTR_SEV_IP_FILTER:
+		add_filter(b, &ev->rec->u.module);
+		break;
 	case BTR_SEV_PROCESS_EXIT:
 		/* The raw entries (keyed by process) become module-relative
 		 * ones, so that the table does not grow with the processes;
@@ -703,6 +737,9 @@ static void on_destroy(void *state)
 	free(b->mods_out);
 	free(b->blocks_out);
 	free(b->edges_out);
+	for (size_t i = 0; i < b->n_filter; i++)
+		free((char *)b->filter[i].path);
+	free(b->filter);
 	free(b);
 }
 

@@ -1176,6 +1176,10 @@ static int a_event(void *state, const struct btr_stream_event *ev)
 	struct check *c = state;
 	struct thr *t = NULL;
 	switch (ev->type) {
+	case BTR_SEV_MACHINE:
+		if (ev->rec && (ev->rec->u.machine.flags & BTR_MACHINE_IP_FILTER))
+			c->ip_filtered = 1;
+		return 0;
 	case BTR_SEV_MODULE_LOAD:
 		return on_module(c, ev);
 	case BTR_SEV_MODULE_UNLOAD:
@@ -1227,6 +1231,16 @@ static int a_event(void *state, const struct btr_stream_event *ev)
 		if (ev->flow->type == BTR_FLOW_ENABLE) {
 			if (!(t = thr_get(c, ev->tid, ev->pid)))
 				return -BTR_ERR_NOMEM;
+			if (c->ip_filtered) {
+				/* IP filtering (TIP.PGE): back at a return address of
+				 * the shadow stack, the returns to it ran outside the
+				 * ranges, untraced */
+				for (size_t k = t->n; k-- > 0;)
+					if (t->st[k].ret == ev->flow->ip) {
+						t->n = k;
+						break;
+					}
+			}
 			if (t->pending_mod)
 				return emit_code_mod(c, t, ev->flow->ip);
 			/* Resuming elsewhere than after the system call: a signal

@@ -251,6 +251,7 @@ struct check {
 	size_t n_rules;
 	uint64_t pos;
 	int ended;
+	int ip_filtered;           /* the trace holds only --ip-filter ranges (BTR_MACHINE_IP_FILTER) */
 	struct btr_check_stats stats;
 };
 

@@ -277,6 +277,50 @@ static unsigned br_covered(const struct rec *r)
 
 /* Collects records of every module with DWARF; sorted, lines merged
  * (max). */
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+#define MAX_SPANS 16
+
+/* The link-address spans of module @m that coverage covers: the whole
+ * module, or in a trace recorded with --ip-filter only its ranges (the
+ * rest was not traced: neither covered nor uncovered).  Returns the
+ * number of spans in @span (0: nothing of @m). */
+static size_t spans_of(const struct btr_blocks_result *r, const struct btr_blocks_module *m, uint64_t span[][2])
+{
+	uint64_t lo = m->base, hi = m->base + m->size;
+	if (!r->n_filter) {
+		span[0][0] = lo;
+		span[0][1] = hi;
+		return 1;
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < r->n_filter && n < MAX_SPANS; i++) {
+		const struct btr_blocks_range *f = &r->filter[i];
+		if (f->offsets || !f->path[0] ||
+		    (strcmp(f->path, m->path) && strcmp(base_name(f->path), m->name)))
+			continue;
+		uint64_t a = f->start > lo ? f->start : lo, b = f->end + 1 < hi ? f->end + 1 : hi;
+		if (a < b) {
+			span[n][0] = a;
+			span[n][1] = b;
+			n++;
+		}
+	}
+	return n;
+}
+
+static int in_spans(uint64_t a, uint64_t span[][2], size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a >= span[i][0] && a < span[i][1])
+			return 1;
+	return 0;
+}
+
 static int collect(const struct cov *c, struct recs *rs)
 {
 	struct btr_analysis *bl = c->blocks;
@@ -287,7 +331,10 @@ static int collect(const struct cov *c, struct recs *rs)
 		struct btr_image *img = want_module(c, &r->modules[m]) ? btr_blocks_module_image(bl, m) : NULL;
 		if (!img)
 			continue;
-		uint64_t lo = r->modules[m].base, hi = lo + r->modules[m].size;
+		uint64_t span[MAX_SPANS][2];
+		size_t n_span = spans_of(r, &r->modules[m], span);
+		if (!n_span)
+			continue;
 		size_t n_ac = 0;
 		struct btr_insn_count *ac = NULL;
 		if (btr_blocks_insn_counts(r, m, img, &ac, &n_ac) < 0)
@@ -296,7 +343,9 @@ static int collect(const struct cov *c, struct recs *rs)
 		rs->n_ac = n_ac;
 		rs->img = img;
 		size_t row0 = rs->n;
-		int rc = btr_image_foreach_line(img, lo, hi, on_row, rs);
+		int rc = 0;
+		for (size_t k = 0; k < n_span && rc == 0; k++)
+			rc = btr_image_foreach_line(img, span[k][0], span[k][1], on_row, rs);
 		if (rc == 0 && !rs->nomem) {
 			/* keep the rows by address for the methods of Cobertura */
 			size_t nr = rs->n - row0;
@@ -310,7 +359,8 @@ static int collect(const struct cov *c, struct recs *rs)
 			rs->n_rows += nr;
 			Elf *elf;
 			Dwarf *dw = decl_lines(rs, r->modules[m].path, &elf);
-			btr_image_foreach_function(img, lo, hi, on_fn, rs);
+			for (size_t k = 0; k < n_span; k++)
+				btr_image_foreach_function(img, span[k][0], span[k][1], on_fn, rs);
 			if (dw)
 				dwarf_end(dw);
 			if (elf)
@@ -331,7 +381,8 @@ static int collect(const struct cov *c, struct recs *rs)
 				}
 				const char *file;
 				int line;
-				if ((!cond && kind != BTR_KIND_JMP_IND) || btr_image_line(img, from, &file, &line) != 0)
+				if ((!cond && kind != BTR_KIND_JMP_IND) || !in_spans(from, span, n_span) ||
+				    btr_image_line(img, from, &file, &line) != 0)
 					continue;
 				if (cond) {
 					push(rs, (struct rec){ .file = file, .kind = R_BR, .line = line, .count = t,

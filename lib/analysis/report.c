@@ -17,6 +17,8 @@
 #include "registry.h"
 #include "internal.h"
 #include "report_priv.h"
+#include "btr/image.h"
+#include "elf/elf_priv.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -98,6 +100,8 @@ struct btr_report {
 	struct btr_report_thread *threads_out;
 	struct btr_report_func *funcs_out;
 	char *exit_where;
+	struct btr_report_range *ranges;
+	size_t n_ranges;
 	int nomem;
 	int finished;
 };
@@ -733,6 +737,50 @@ static void invalidate(struct btr_report *r, uint32_t tid, int all)
 		r->nomem = 1;
 }
 
+/* One --ip-filter range (BTR_REC_IP_FILTER): its link addresses and the
+ * function it starts with, named through the file's symbols. */
+static void add_range(struct btr_report *r, const struct btr_rec_module *m)
+{
+	struct btr_report_range *nv = realloc(r->ranges, (r->n_ranges + 1) * sizeof(*nv));
+	if (!nv) {
+		r->nomem = 1;
+		return;
+	}
+	r->ranges = nv;
+	struct btr_report_range *x = &nv[r->n_ranges];
+	memset(x, 0, sizeof(*x));
+	const char *path = m->path ? m->path : "";
+	char name[512] = "";
+	if (!path[0]) {
+		x->start = m->start;
+		x->end = m->start + (m->size ? m->size - 1 : 0);
+	} else if (btr__elf_offsets_link(path, m->pgoff, m->size, &x->start, &x->end) == 0) {
+		struct btr_image *img;
+		struct btr_function fn;
+		if (btr_image_new(&img) == 0) {
+			if (btr_image_add_elf(img, path, 0, 0) == 0 && btr_image_function(img, x->start, &fn) == 0 &&
+			    fn.start == x->start)
+				snprintf(name, sizeof(name), "%s", fn.name);
+			btr_image_free(img);
+		}
+	} else {
+		x->start = m->pgoff;
+		x->end = m->pgoff + (m->size ? m->size - 1 : 0);
+		x->offsets = 1;
+	}
+	x->path = strdup(path);
+	x->function = strdup(name);
+	if (!x->path || !x->function) {
+		free((char *)x->path);
+		free((char *)x->function);
+		r->nomem = 1;
+		return;
+	}
+	r->n_ranges++;
+	r->res.ip_ranges = r->ranges;
+	r->res.n_ip_ranges = r->n_ranges;
+}
+
 static int add_module(struct btr_report *r, const struct btr_rec_module *m, const char *loaded)
 {
 	if (r->n_mods == r->cap_mods) {
@@ -793,6 +841,9 @@ int btr_report_event(void *report, const struct btr_stream_event *ev)
 		snprintf(r->backend, sizeof(r->backend), "%.*s", (int)sizeof(rec->u.machine.backend),
 			 rec->u.machine.backend);
 		r->res.ip_filtered = !!(rec->u.machine.flags & BTR_MACHINE_IP_FILTER);
+		break;
+	case BTR_SEV_IP_FILTER:
+		add_range(r, &rec->u.module);
 		break;
 	case BTR_SEV_MODULE_LOAD:
 		if (add_module(r, &rec->u.module, ev->path) < 0)
@@ -1081,8 +1132,14 @@ void btr_report_free(struct btr_report *r)
 	free(r->threads_out);
 	free(r->funcs_out);
 	free(r->exit_where);
+	for (size_t i = 0; i < r->n_ranges; i++) {
+		free((char *)r->ranges[i].path);
+		free((char *)r->ranges[i].function);
+	}
+	free(r->ranges);
 	free(r);
 }
+
 
 /* ---- the report as an analysis ---- */
 

@@ -87,6 +87,19 @@ int btr__report_write_json(FILE *f, const struct btr_report_result *res, const s
 	btr_json_str(f, res->backend);
 	if (res->ip_filtered)
 		fprintf(f, ",\n  \"ip_filtered\": true");
+	if (res->n_ip_ranges) {
+		fprintf(f, ",\n  \"ip_ranges\": [");
+		for (size_t i = 0; i < res->n_ip_ranges; i++) {
+			const struct btr_report_range *x = &res->ip_ranges[i];
+			fprintf(f, "%s\n    {\"file\": ", i ? "," : "");
+			btr_json_str(f, x->path);
+			fprintf(f, ", \"start\": \"0x%" PRIx64 "\", \"end\": \"0x%" PRIx64 "\", \"file_offsets\": %s, "
+				   "\"function\": ", x->start, x->end, x->offsets ? "true" : "false");
+			btr_json_str(f, x->function);
+			fputc('}', f);
+		}
+		fprintf(f, "\n  ]");
+	}
 	fprintf(f, ",\n  \"instructions\": %" PRIu64 ",\n  \"has_instructions\": %s", res->insns,
 		res->has_insns ? "true" : "false");
 	fprintf(f, ",\n  \"tsx_aborts\": %" PRIu64 ",\n  \"aborted_instructions\": %" PRIu64, res->tsx_aborts,
@@ -492,6 +505,18 @@ int btr__report_write_text(FILE *f, const struct btr_report_result *res, const s
 	if (res->ip_filtered)
 		fprintf(f, " (IP filter: only the flow inside the ranges is traced)");
 	fputc('\n', f);
+	for (size_t i = 0; i < res->n_ip_ranges; i++) {
+		const struct btr_report_range *x = &res->ip_ranges[i];
+		fprintf(f, "ip filter:    %s0x%" PRIx64 "-0x%" PRIx64 "%s", x->offsets ? "file offsets " : "", x->start,
+			x->end, x->path[0] ? "@" : "");
+		btr_text_str(f, x->path, 0);
+		if (x->function[0]) {
+			fputs(" (", f);
+			btr_text_str(f, x->function, 0);
+			fputc(')', f);
+		}
+		fputc('\n', f);
+	}
 	if (res->has_insns)
 		fprintf(f, "instructions: %" PRIu64 "\n", res->insns);
 	else if (!st->records)   /* a header alone: FILE.tmp.PID of a recording still running */

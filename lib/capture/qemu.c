@@ -1216,6 +1216,24 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	m->start_time_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 	if ((rc = btr_trace_write(w, &rec)) < 0)
 		goto fail;
+	/* The --ip-filter ranges, for readers (report, cov): the plugin's
+	 * ",filter=0xLO-0xHI@FILE" arguments (filter_args). */
+	for (const char *q = fspec; (q = strstr(q, ",filter=")) != NULL;) {
+		unsigned long long lo, hi;
+		int at = 0;
+		q += 8;
+		if (sscanf(q, "0x%llx-0x%llx@%n", &lo, &hi, &at) != 2 || !at || hi < lo)
+			continue;
+		char path[PATH_MAX];
+		size_t n = strcspn(q + at, ",");
+		snprintf(path, sizeof(path), "%.*s", (int)n, q + at);
+		struct btr_record fr = { .type = BTR_REC_IP_FILTER };
+		fr.u.module.pgoff = lo;
+		fr.u.module.size = hi - lo + 1;
+		fr.u.module.path = path;
+		if ((rc = btr_trace_write(w, &fr)) < 0)
+			goto fail;
+	}
 
 	if ((rc = list_plugin_files(dir, &files, &n_files)) < 0)
 		goto fail;

@@ -101,29 +101,14 @@ static uint64_t get_reg(pid_t tid, size_t off)
 
 /* ---- breakpoints ---- */
 
-static int poke_byte(struct proc *p, uint64_t addr, uint8_t v)
-{
-	return pwrite(p->memfd, &v, 1, (off_t)addr) == 1 ? 0 : -1;
-}
-
 static void bp_plant(struct proc *p, int i)
 {
-	struct bp *b = &p->bp[i];
-	if (!b->addr || b->planted || p->dead)
-		return;
-	const uint8_t *pg = step_page_get(p, b->addr);
-	if (!pg)
-		return;
-	b->orig = pg[b->addr & (PAGE - 1)];
-	if (poke_byte(p, b->addr, 0xcc) == 0)
-		b->planted = 1;
+	step_bp_plant(p, &p->bp[i]);
 }
 
 static void bp_remove(struct proc *p, int i)
 {
-	struct bp *b = &p->bp[i];
-	if (b->planted && !p->dead && poke_byte(p, b->addr, b->orig) == 0)
-		b->planted = 0;
+	step_bp_remove(p, &p->bp[i]);
 }
 
 /* ---- system calls ---- */
@@ -228,18 +213,17 @@ static void unpark(struct rec *r)
 
 static void resume(struct rec *r, struct thr *t, int sig)
 {
-	long req = t->stepping ? (r->block ? PTRACE_SINGLEBLOCK : PTRACE_SINGLESTEP) : PTRACE_CONT;
-	if (t->stepping && r->region && t->have_prev) {
+	/* Outside the --ip-filter ranges a thread runs free but stops at
+	 * system calls: an mmap may bring a range (step_filter.c). */
+	long req = t->stepping ? (r->block ? PTRACE_SINGLEBLOCK : PTRACE_SINGLESTEP) : r->ipf ? PTRACE_SYSCALL : PTRACE_CONT;
+	struct bp *b;
+	if (t->stepping && (r->region || r->ipf) && t->have_prev && (b = step_bp_find(t->p, t->prev_ip)) != NULL) {
 		/* Step over our own breakpoint with the program's byte. */
-		for (int i = 0; i < MAX_BP; i++) {
-			if (!t->p->bp[i].addr || t->p->bp[i].addr != t->prev_ip)
-				continue;
-			if (t->p->bp[i].planted) {
-				park_others(r, t);
-				bp_remove(t->p, i);
-			}
-			if (t->p->bp[i].planted)
-				break;
+		if (b->planted) {
+			park_others(r, t);
+			step_bp_remove(t->p, b);
+		}
+		if (!b->planted) {
 			t->over = 1;
 			r->over_n++;
 			ptrace(PTRACE_SINGLESTEP, t->tid, NULL, (void *)(long)sig);
@@ -269,6 +253,8 @@ static void replant(struct proc *p)
 	for (int i = 0; i < MAX_BP; i++)
 		if (p->bp[i].addr && !p->bp[i].planted)
 			bp_plant(p, i);
+	for (size_t i = 0; i < p->nfbp; i++)
+		step_bp_plant(p, &p->fbp[i]);
 }
 
 static int sig_caught(pid_t tid, int sig)
@@ -361,6 +347,95 @@ static int region_leave(struct rec *r, struct thr *t, uint64_t ip)
 	return 1;
 }
 
+/* ---- --ip-filter (step_filter.c has the ranges and breakpoints) ---- */
+
+/* @t (not stepping) is at @ip: inside a range, it is stepped from here. */
+static void filter_start_at(struct rec *r, struct thr *t, uint64_t ip)
+{
+	if (t->stepping || !step_filter_inside(t->p, ip))
+		return;
+	t->stepping = 1;
+	t->have_prev = 0;
+	t->ninsn = 0;
+	step_marker(r, t, ip, BTR_BTS_SW_PGE);
+}
+
+/* A thread running free stopped at a SIGTRAP: one of the filter's
+ * breakpoints (always inside a range)?  Then it is stepped from there. */
+static int filter_enter(struct rec *r, struct thr *t)
+{
+	uint64_t ip = get_ip(t->tid);
+	struct bp *b = ip ? step_bp_find(t->p, ip - 1) : NULL;
+	if (!b || !b->planted || b == &t->p->bp[0] || b == &t->p->bp[1])
+		return 0;
+	struct user_regs_struct regs;
+	if (ptrace(PTRACE_GETREGS, t->tid, NULL, &regs) < 0)
+		return 0;
+	regs.rip = ip - 1;
+	ptrace(PTRACE_SETREGS, t->tid, NULL, &regs);
+	r->res->stops++;
+	filter_start_at(r, t, ip - 1);
+	t->have_prev = 1;
+	t->prev_ip = ip - 1;
+	return 1;
+}
+
+/* The step of @t from @from (an instruction of @kind and @len; @kind
+ * BTR_KIND_ASYNC: a signal handler entered, resuming at @resume later)
+ * left the ranges for @to: a PGD marker, breakpoints where the flow will
+ * come back, and the thread runs free. */
+static void filter_leave(struct rec *r, struct thr *t, unsigned kind, unsigned len, uint64_t from, uint64_t to,
+			 uint64_t resume_at)
+{
+	struct proc *p = t->p;
+	if (kind == BTR_KIND_CALL || kind == BTR_KIND_CALL_IND) {
+		step_filter_bp_add(p, from + len);
+	} else if (kind == BTR_KIND_ASYNC) {
+		step_filter_bp_add(p, resume_at);
+	} else if (kind != BTR_KIND_RET) {
+		/* A jump out (a tail call): its return comes to the return
+		 * address on the stack, if that is inside. */
+		errno = 0;
+		long ra = ptrace(PTRACE_PEEKDATA, t->tid,
+				 (void *)get_reg(t->tid, offsetof(struct user_regs_struct, rsp)), NULL);
+		if (!errno && step_filter_inside(p, (uint64_t)ra) && step_filter_is_return_addr(p, (uint64_t)ra))
+			step_filter_bp_add(p, (uint64_t)ra);
+	}
+	step_marker(r, t, to, BTR_BTS_SW_PGD);
+	t->stepping = 0;
+	t->have_prev = 0;
+	t->ninsn = 0;
+}
+
+/* A syscall stop of a thread running free: after an mmap or mprotect, the
+ * new code's modules and ranges; after a munmap, the ranges gone. */
+static void filter_syscall(struct rec *r, struct thr *t)
+{
+	long nr = (long)get_reg(t->tid, offsetof(struct user_regs_struct, orig_rax));
+	long rax = (long)get_reg(t->tid, offsetof(struct user_regs_struct, rax));
+	r->res->stops++;
+	if (rax < 0 && rax > -4096)
+		return;   /* the entry (-ENOSYS), or a failure */
+	struct proc *p = t->p;
+	if (nr == SYS_munmap) {
+		uint64_t a = get_reg(t->tid, offsetof(struct user_regs_struct, rdi));
+		uint64_t n = get_reg(t->tid, offsetof(struct user_regs_struct, rsi));
+		size_t k = 0;
+		for (size_t i = 0; i < p->nfr; i++)
+			if (p->fr[i].lo < a || p->fr[i].hi >= a + n)
+				p->fr[k++] = p->fr[i];
+		p->nfr = k;
+		k = 0;
+		for (size_t i = 0; i < p->nfbp; i++)
+			if (p->fbp[i].addr < a || p->fbp[i].addr >= a + n)
+				p->fbp[k++] = p->fbp[i];
+		p->nfbp = k;
+	} else if (nr == SYS_mmap || nr == SYS_mprotect) {
+		step_scan_maps(r, p);
+		step_filter_scan(r, p);
+	}
+}
+
 /* ---- the loop ---- */
 
 static volatile sig_atomic_t got_signal;
@@ -394,6 +469,8 @@ static struct proc *child_proc(struct rec *r, pid_t pid, const struct proc *pare
 	if (parent) {
 		np->bp[0] = parent->bp[0];
 		np->bp[1] = parent->bp[1];
+		if (step_filter_fork(np, parent) < 0)
+			return NULL;
 	}
 	step_scan_maps(r, np);
 	return np;
@@ -426,6 +503,10 @@ static void on_event(struct rec *r, struct thr *t, int ev)
 				step_branch(r, t, t->prev_ip, 0, e->kind);
 			}
 		}
+		if (r->ipf && t->stepping) {
+			step_marker(r, t, 0, BTR_BTS_SW_PGD);
+			t->stepping = 0;
+		}
 		/* Every process's, in fact: readers that keep one image for
 		 * all processes decode what came before with the old one. */
 		for (struct thr *o = r->thrs; o; o = o->next)
@@ -455,6 +536,11 @@ static void on_event(struct rec *r, struct thr *t, int ev)
 			t->stepping = 0;
 			if (r->o->start && resolve_addr(r, p, r->o->start, &p->bp[0].addr) == 0)
 				bp_plant(p, 0);
+		}
+		if (r->ipf) {
+			step_filter_reset(p);
+			step_filter_scan(r, p);
+			filter_start_at(r, t, get_ip(t->tid));
 		}
 	}
 }
@@ -514,9 +600,19 @@ static void on_stop(struct rec *r, pid_t tid, int st)
 		resume(r, t, 0);
 		return;
 	}
+	if (sig == (SIGTRAP | 0x80)) {
+		/* A syscall stop (PTRACE_O_TRACESYSGOOD): only --ip-filter's
+		 * threads running free make them. */
+		if (r->ipf && !t->stepping)
+			filter_syscall(r, t);
+		resume(r, t, 0);
+		return;
+	}
 	if (t->fresh && sig == SIGSTOP) {
 		/* The first stop of an auto-attached thread. */
 		t->fresh = 0;
+		if (r->ipf)
+			filter_start_at(r, t, get_ip(tid));
 		if (t->stepping)
 			step_account(r, t, get_ip(tid));
 		resume(r, t, 0);
@@ -533,7 +629,7 @@ static void on_stop(struct rec *r, pid_t tid, int st)
 	}
 	if (sig == SIGTRAP) {
 		if (!t->stepping) {
-			if (region_enter(r, t)) {
+			if (region_enter(r, t) || (r->ipf && filter_enter(r, t))) {
 				resume(r, t, 0);
 				return;
 			}
@@ -548,6 +644,11 @@ static void on_stop(struct rec *r, pid_t tid, int st)
 			step_branch(r, t, t->sig_from, ip, BTR_KIND_ASYNC);
 			t->prev_ip = ip;
 			t->have_prev = 1;
+			if (r->ipf && !step_filter_inside(t->p, ip)) {
+				filter_leave(r, t, BTR_KIND_ASYNC, 0, t->sig_from, ip, t->sig_from);
+				resume(r, t, 0);
+				return;
+			}
 		} else {
 			const struct icache_ent *e = t->have_prev ? step_insn_at(t->p, t->prev_ip) : NULL;
 			if (e && e->kind == BTR_KIND_INT3 &&
@@ -557,9 +658,17 @@ static void on_stop(struct rec *r, pid_t tid, int st)
 				resume(r, t, SIGTRAP);
 				return;
 			}
+			unsigned kind = e ? e->kind : BTR_KIND_NONE, len = e ? e->len : 0;
+			uint64_t from = t->prev_ip;
+			int had_prev = t->have_prev;
 			step_account(r, t, ip);
-			if (e && e->kind == BTR_KIND_SYSCALL)
+			if (kind == BTR_KIND_SYSCALL)
 				after_syscall(r, t);
+			if (r->ipf && had_prev && !step_filter_inside(t->p, ip)) {
+				filter_leave(r, t, kind, len, from, ip, 0);
+				resume(r, t, 0);
+				return;
+			}
 		}
 		if (r->region) {
 			if (region_leave(r, t, ip)) {
@@ -601,9 +710,12 @@ static void detach_all(struct rec *r)
 	 * TF on detach). */
 	for (struct thr *t = r->thrs; t; t = t->next)
 		syscall(SYS_tgkill, t->p->pid, t->tid, SIGSTOP);
-	for (struct proc *p = r->procs; p; p = p->next)
+	for (struct proc *p = r->procs; p; p = p->next) {
 		for (int i = 0; i < MAX_BP; i++)
 			bp_remove(p, i);
+		for (size_t i = 0; i < p->nfbp; i++)
+			step_bp_remove(p, &p->fbp[i]);
+	}
 	while (r->thrs) {
 		int st;
 		pid_t tid = waitpid(-1, &st, __WALL);
@@ -617,6 +729,8 @@ static void detach_all(struct rec *r)
 			continue;
 		}
 		int sig = WIFSTOPPED(st) && !(st >> 16) ? WSTOPSIG(st) : 0;
+		if (sig == (SIGTRAP | 0x80))
+			sig = 0;   /* a syscall stop (--ip-filter), no signal */
 		if (sig == SIGSTOP && !t->detached_stop) {
 			/* Our SIGSTOP: suppressed by detaching with signal 0. */
 			t->detached_stop = 1;
@@ -635,10 +749,11 @@ static void detach_all(struct rec *r)
 			/* A step trap, or a hit of the (now removed) start
 			 * breakpoint: then back to the start of its instruction. */
 			uint64_t ip = get_ip(tid);
-			if (!t->stepping && t->p->bp[0].addr && ip == t->p->bp[0].addr + 1) {
+			struct bp *b = ip ? step_bp_find(t->p, ip - 1) : NULL;
+			if (!t->stepping && b && b != &t->p->bp[1]) {
 				struct user_regs_struct regs;
 				if (ptrace(PTRACE_GETREGS, tid, NULL, &regs) == 0) {
-					regs.rip = t->p->bp[0].addr;
+					regs.rip = ip - 1;
 					ptrace(PTRACE_SETREGS, tid, NULL, &regs);
 				}
 			}
@@ -681,6 +796,7 @@ static int start_child(struct rec *r, const char *cmd, char *const *argv, pid_t 
 	}
 	ptrace(PTRACE_SETOPTIONS, pid, NULL,
 	       (void *)(long)(PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC |
+			      PTRACE_O_TRACESYSGOOD |
 			      PTRACE_O_EXITKILL));
 	ptrace(PTRACE_CONT, pid, NULL, NULL);
 	/* The next stop is the exec event, or the child's death if exec failed. */
@@ -729,6 +845,7 @@ static int attach(struct rec *r, pid_t pid)
 				continue;
 			if (ptrace(PTRACE_SEIZE, tid, NULL,
 				   (void *)(long)(PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+						  PTRACE_O_TRACESYSGOOD |
 						  PTRACE_O_TRACEEXEC)) < 0) {
 				int e = errno;
 				if (e == ESRCH)
@@ -795,6 +912,17 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		r.filter = *bf;
 	else if (opts->filter && (rc = btr_filter_parse(opts->filter, &r.filter)) < 0)
 		return rc;
+	if (BTR_OPTS_GET(opts, n_ip_filters, 0)) {
+		if (opts->start || opts->stop || opts->ring) {
+			btr_err("--ip-filter with -b step cannot be combined with %s",
+				opts->ring ? "--ring" : "--start/--stop");
+			return -BTR_ERR_INVAL;
+		}
+		if ((rc = step_filter_parse(&r)) < 0) {
+			free(r.ipf);
+			return rc;
+		}
+	}
 	char why[200] = "", agent[PATH_MAX] = "";
 	const char *no_inproc = NULL;
 	if (opts->inproc) {
@@ -802,6 +930,8 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 			no_inproc = "an attached process cannot preload the agent";
 		else if (opts->start)
 			no_inproc = "region tracing needs ptrace's breakpoints";
+		else if (r.ipf)
+			no_inproc = "--ip-filter needs ptrace's breakpoints";
 		else if (step_find_agent(agent, sizeof(agent)) < 0)
 			no_inproc = "btr-step-agent.so not found next to btr (set BTR_STEP_AGENT)";
 		else if (step_is_static(cmd))
@@ -820,6 +950,7 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 
 	struct btr_trace_writer_opts wo = { .sz = sizeof(wo), .compress = opts->compress };
 	if ((rc = btr_capture_writer_new(opts, &wo, &r.w)) < 0) {
+		free(r.ipf);
 		return rc;
 	}
 	struct timespec now;
@@ -827,10 +958,11 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	struct btr_record rec = { .type = BTR_REC_MACHINE };
 	snprintf(rec.u.machine.backend, sizeof(rec.u.machine.backend), "step");
 	snprintf(rec.u.machine.cpu_vendor, sizeof(rec.u.machine.cpu_vendor), "ptrace");
-	rec.u.machine.flags = BTR_MACHINE_USER_ONLY;
+	rec.u.machine.flags = BTR_MACHINE_USER_ONLY | (r.ipf ? BTR_MACHINE_IP_FILTER : 0);
 	rec.u.machine.lbr_depth = (uint16_t)(opts->ring > 65535 ? 65535 : opts->ring);
 	rec.u.machine.start_time_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 	step_wr(&r, &rec);
+	step_filter_records(&r);
 
 	struct sigaction sa, old[5];
 	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
@@ -881,7 +1013,12 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	if (rc == 0 && p)
 		rc = parse_region(&r, p);
 	for (struct thr *t = r.thrs; t; t = t->next)
-		t->stepping = !r.region;
+		t->stepping = !r.region && !r.ipf;
+	if (rc == 0 && p && r.ipf) {
+		step_filter_scan(&r, p);
+		if (opts->attach_pid <= 0)
+			filter_start_at(&r, step_thr_find(&r, root), get_ip(root));
+	}
 	if (rc < 0) {
 		if (r.attached)
 			detach_all(&r);
@@ -919,6 +1056,8 @@ int btr_step_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 			struct thr *t = step_thr_find(&r, tid);
 			if (t && t->fresh) {
 				t->fresh = 0;
+				if (r.ipf)
+					filter_start_at(&r, t, get_ip(tid));
 				if (t->stepping)
 					step_account(&r, t, get_ip(tid));
 				resume(&r, t, 0);
@@ -971,7 +1110,10 @@ out:
 		free(q->pages);
 		free(q->ic);
 		free(q->mods);
+		free(q->fbp);
+		free(q->fr);
 		free(q);
 	}
+	free(r.ipf);
 	return rc;
 }

@@ -113,8 +113,51 @@ const uint8_t *step_page_get(struct proc *p, uint64_t addr)
 	for (int i = 0; i < MAX_BP; i++)
 		if (p->bp[i].planted && (p->bp[i].addr & ~(uint64_t)(PAGE - 1)) == pa)
 			c->b[p->bp[i].addr - pa] = p->bp[i].orig;
+	for (size_t i = 0; i < p->nfbp; i++)
+		if (p->fbp[i].planted && (p->fbp[i].addr & ~(uint64_t)(PAGE - 1)) == pa)
+			c->b[p->fbp[i].addr - pa] = p->fbp[i].orig;
 	c->addr = pa + 1;
 	return c->b;
+}
+
+struct bp *step_bp_find(struct proc *p, uint64_t addr)
+{
+	for (int i = 0; i < MAX_BP; i++)
+		if (p->bp[i].addr && p->bp[i].addr == addr)
+			return &p->bp[i];
+	/* the filter's breakpoints are sorted by address */
+	size_t lo = 0, hi = p->nfbp;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->fbp[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->nfbp && p->fbp[lo].addr == addr ? &p->fbp[lo] : NULL;
+}
+
+static int poke_byte(struct proc *p, uint64_t addr, uint8_t v)
+{
+	return pwrite(p->memfd, &v, 1, (off_t)addr) == 1 ? 0 : -1;
+}
+
+void step_bp_plant(struct proc *p, struct bp *b)
+{
+	if (!b->addr || b->planted || p->dead)
+		return;
+	const uint8_t *pg = step_page_get(p, b->addr);
+	if (!pg)
+		return;
+	b->orig = pg[b->addr & (PAGE - 1)];
+	if (poke_byte(p, b->addr, 0xcc) == 0)
+		b->planted = 1;
+}
+
+void step_bp_remove(struct proc *p, struct bp *b)
+{
+	if (b->planted && !p->dead && poke_byte(p, b->addr, b->orig) == 0)
+		b->planted = 0;
 }
 
 /* Decodes the instruction at @ip through the caches.  Returns NULL if its
@@ -229,7 +272,7 @@ struct thr *step_thr_new(struct rec *r, pid_t tid, struct proc *p, pid_t parent)
 	t->tid = tid;
 	t->p = p;
 	t->fresh = 1;
-	t->stepping = !r->region;
+	t->stepping = !r->region && !r->ipf;
 	t->next = r->thrs;
 	r->thrs = t;
 	r->res->threads++;
@@ -303,6 +346,20 @@ void step_flush_proc(struct rec *r, struct proc *p)
 	for (struct thr *t = r->thrs; t; t = t->next)
 		if (t->p == p)
 			step_flush_thr(r, t);
+}
+
+void step_marker(struct rec *r, struct thr *t, uint64_t to, uint64_t flag)
+{
+	if (t->ring)
+		return;   /* --ring is refused with --ip-filter */
+	uint8_t *p = t->buf + (size_t)t->n * BTR_BTS_RECORD_SIZE;
+	put64(p, 0);
+	put64(p + 8, to);
+	put64(p + 16, flag);
+	t->cnt[t->n++] = 0;
+	t->ninsn = 0;
+	if (t->n == BATCH)
+		step_flush_thr(r, t);
 }
 
 void step_branch(struct rec *r, struct thr *t, uint64_t from, uint64_t to, unsigned kind)

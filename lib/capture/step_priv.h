@@ -40,6 +40,17 @@ struct mod {
 	uint64_t start, end;
 };
 
+/* --ip-filter: a range of one process, its addresses [lo, hi]. */
+struct frange {
+	uint64_t lo, hi;
+};
+
+/* --ip-filter: a range as given, file offsets [start, end] of @file. */
+struct fspec {
+	uint64_t start, end;
+	char file[4096];
+};
+
 struct proc {
 	pid_t pid;
 	int memfd;
@@ -49,6 +60,10 @@ struct proc {
 	struct mod *mods;
 	size_t nmods, capmods;
 	struct bp bp[MAX_BP];    /* [0] start, [1] stop (region mode) */
+	struct bp *fbp;          /* --ip-filter: breakpoints inside the ranges, by address */
+	size_t nfbp, capfbp;
+	struct frange *fr;       /* --ip-filter: the ranges mapped in this process */
+	size_t nfr, capfr;
 	struct proc *next;
 };
 
@@ -93,6 +108,8 @@ struct rec {
 	int block;               /* PTRACE_SINGLEBLOCK works (BTF) */
 	int region;
 	uint64_t start_addr, stop_addr;
+	struct fspec *ipf;       /* --ip-filter ranges (NULL: none), @n_ipf of them */
+	unsigned n_ipf;
 	struct btr_filter filter;
 	int err;
 	pid_t root;
@@ -144,8 +161,34 @@ void step_account(struct rec *r, struct thr *t, uint64_t ip);
 void step_write_process(struct rec *r, uint32_t pid, uint32_t ppid, uint32_t ev, const char *path, char *const *argv);
 /* Thread @t ended with wait status @st: its records, and the process's if it led. */
 void step_exit_status(struct rec *r, struct thr *t, int st);
+/* The planted breakpoint of @p at @addr (region or filter), or NULL. */
+struct bp *step_bp_find(struct proc *p, uint64_t addr);
+/* Writes int3 at @b's address (keeping the program's byte) / puts the byte back. */
+void step_bp_plant(struct proc *p, struct bp *b);
+void step_bp_remove(struct proc *p, struct bp *b);
+/* A marker record of @t (BTR_BTS_SW_PGE / PGD with @to, not a branch). */
+void step_marker(struct rec *r, struct thr *t, uint64_t to, uint64_t flag);
 /* The command being recorded (signals sent to btr alone are forwarded to it). */
 extern volatile sig_atomic_t btr__step_child;
+
+/* step_filter.c (--ip-filter) */
+/* Parses the specs of @r->o into @r->ipf.  Returns 0 or a negative error (said). */
+int step_filter_parse(struct rec *r);
+/* Writes the IP_FILTER records of the ranges. */
+void step_filter_records(struct rec *r);
+/* The ranges now mapped in @p (from /proc/PID/maps), with breakpoints at
+ * their starts and the functions inside them. */
+void step_filter_scan(struct rec *r, struct proc *p);
+/* 1 if @ip is inside a range of @p. */
+int step_filter_inside(const struct proc *p, uint64_t ip);
+/* Plants a breakpoint at @addr (inside a range) in @p; 0 or -1. */
+int step_filter_bp_add(struct proc *p, uint64_t addr);
+/* 1 if @addr follows a call instruction (a return address). */
+int step_filter_is_return_addr(struct proc *p, uint64_t addr);
+/* Copies the filter state of @parent into its forked child @child. */
+int step_filter_fork(struct proc *child, const struct proc *parent);
+/* Forgets the ranges and breakpoints of @p (exec: a new image). */
+void step_filter_reset(struct proc *p);
 
 /* step_inproc.c */
 int step_find_agent(char *buf, size_t size);

@@ -545,3 +545,18 @@ int btr__elf_got_slots(Elf *elf, int (*fn)(void *ctx, const struct btr__elf_got 
 	}
 	return 0;
 }
+
+int btr__elf_offsets_link(const char *path, uint64_t off, uint64_t size, uint64_t *lo, uint64_t *hi)
+{
+	int fixed;
+	uint64_t k;
+	if (!size)
+		return -BTR_ERR_INVAL;
+	int rc = btr__elf_bias_rule(path, off, PROT_EXEC, &fixed, &k);
+	if (rc < 0)
+		return rc;
+	/* k = p_vaddr - p_offset + off: the link address of @off */
+	*lo = k;
+	*hi = k + size - 1;
+	return 0;
+}

@@ -52,6 +52,11 @@ int btr__elf_copy_bias(const char *path, uint64_t start, uint64_t pgoff, int pro
  * btr_elf_load_bias_prot.  For callers that place one file many times. */
 int btr__elf_bias_rule(const char *path, uint64_t pgoff, int prot, int *fixed, uint64_t *k);
 
+/* The link addresses [*@lo, *@hi] of the code at file offsets [@off,
+ * @off + @size) of @path (an --ip-filter range, BTR_REC_IP_FILTER).
+ * Returns 0 or as btr__elf_bias_rule. */
+int btr__elf_offsets_link(const char *path, uint64_t off, uint64_t size, uint64_t *lo, uint64_t *hi);
+
 /* One GOT slot with a dynamic relocation (btr__elf_got_slots). */
 struct btr__elf_got {
 	uint64_t slot;          /* the slot's link-time address (r_offset) */

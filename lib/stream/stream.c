@@ -844,12 +844,48 @@ static int on_bts_insns(struct btr_stream *s, const struct btr_rec_data *r)
 	return btr_bts_insns_add(d->ins, r->stream_offset, r->data, (size_t)r->size);
 }
 
-static int bts_decode(struct btr_stream *s, struct data_stream *d, const uint8_t *p, size_t n, uint64_t off)
+static int bts_decode_run(struct btr_stream *s, struct data_stream *d, const uint8_t *p, size_t n, uint64_t off)
 {
+	if (!n)
+		return 0;
 	if (!d->ins)
 		return btr_bts_decode(p, n, img_of(s, btr_stream_pid_of(s, d->tid), 0), d->tid, branch_cb, s);
 	d->rec_idx = off / BTS_REC_SIZE;
 	return btr_bts_decode(p, n, img_of(s, btr_stream_pid_of(s, d->tid), 0), d->tid, bts_insns_cb, d);
+}
+
+static uint64_t le64_at(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* Whole BTS records: the branches, and the markers of software stepping
+ * with --ip-filter (btr/bts.h) as the flow events PT's TIP.PGD / TIP.PGE
+ * give (not gaps). */
+static int bts_decode(struct btr_stream *s, struct data_stream *d, const uint8_t *p, size_t n, uint64_t off)
+{
+	size_t run = 0;
+	for (size_t i = 0; i + BTS_REC_SIZE <= n; i += BTS_REC_SIZE) {
+		uint64_t fl = le64_at(p + i + 16);
+		if (le64_at(p + i) || !(fl & (BTR_BTS_SW_PGD | BTR_BTS_SW_PGE)))
+			continue;
+		int rc = bts_decode_run(s, d, p + run, i - run, off + run);
+		if (rc < 0 || s->stopped)
+			return rc < 0 ? rc : 0;
+		struct btr_flow_event fev = { .type = (fl & BTR_BTS_SW_PGE) ? BTR_FLOW_ENABLE : BTR_FLOW_DISABLE,
+					      .offset = off + i, .ip = le64_at(p + i + 8) };
+		struct btr_stream_event ev = { .type = BTR_SEV_FLOW, .tid = d->tid, .flow = &fev, .offset = off + i };
+		uint32_t unused;
+		if (d->ins)
+			btr_bts_insns_take(d->ins, (off + i) / BTS_REC_SIZE, &unused);
+		if (flow_emit(s, &ev) || s->stopped)
+			return 0;   /* emit() set s->stopped */
+		run = i + BTS_REC_SIZE;
+	}
+	return bts_decode_run(s, d, p + run, n - run, off + run);
 }
 
 static int on_bts(struct btr_stream *s, const struct btr_rec_data *r)
@@ -1276,6 +1312,10 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 		if (unselected(s, rec->u.branches.tid, 0))
 			break;
 		rc = on_branches(s, &rec->u.branches);
+		break;
+	case BTR_REC_IP_FILTER:
+		ev.type = BTR_SEV_IP_FILTER;
+		rc = emit(s, &ev);
 		break;
 	case BTR_REC_CODE:
 	case BTR_REC_SYMBOL:

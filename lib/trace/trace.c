@@ -42,6 +42,7 @@ static const char *const type_names[BTR_REC__MAX] = {
 	[BTR_REC_BRANCHES] = "branches",
 	[BTR_REC_PROCESS_EXIT] = "process_exit",
 	[BTR_REC_EXEC] = "exec",
+	[BTR_REC_IP_FILTER] = "ip_filter",
 	[BTR_REC_PROCESS] = "process",
 	[BTR_REC_BTS_INSNS] = "bts_insns",
 	[BTR_REC_SWITCH] = "switch",
@@ -421,6 +422,7 @@ static int decode(struct btr_trace_reader *r, enum btr_rec_type type, const uint
 	}
 	case BTR_REC_MODULE_LOAD:
 	case BTR_REC_MODULE_UNLOAD:
+	case BTR_REC_IP_FILTER:   /* format 1.6 */
 	case BTR_REC_EXEC: {
 		struct btr_rec_module *m = &rec->u.module;
 		m->pid = c32(&c);

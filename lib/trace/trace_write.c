@@ -285,6 +285,7 @@ int btr_trace_write(struct btr_trace_writer *w, const struct btr_record *rec)
 		break;
 	case BTR_REC_MODULE_LOAD:
 	case BTR_REC_MODULE_UNLOAD:
+	case BTR_REC_IP_FILTER:
 	case BTR_REC_EXEC:
 		n1 = slen(rec->u.module.path);
 		if (n1 > BTR_TRACE_MAX_STRING || rec->u.module.build_id_len > sizeof(rec->u.module.build_id))
@@ -364,6 +365,7 @@ int btr_trace_write(struct btr_trace_writer *w, const struct btr_record *rec)
 	}
 	case BTR_REC_MODULE_LOAD:
 	case BTR_REC_MODULE_UNLOAD:
+	case BTR_REC_IP_FILTER:
 	case BTR_REC_EXEC: {
 		const struct btr_rec_module *m = &rec->u.module;
 		put32(p, m->pid);

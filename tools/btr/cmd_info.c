@@ -300,7 +300,8 @@ int cmd_info(int argc, char **argv)
 		printf("  lbr:   --lbr-filter (branch classes), --user/--kernel (no IP ranges)\n");
 		printf("  qemu:  --ip-filter in software (8 ranges; code outside runs without callbacks), --start/--stop "
 		       "in software; user code only\n");
-		printf("  step:  --start/--stop, --ring, --filter in software; user code only\n");
+		printf("  step:  --ip-filter in software (8 ranges; code outside runs at full speed), --start/--stop, "
+		       "--ring, --filter in software; user code only\n");
 	}
 	free(hw);
 	return EXIT_OK;

@@ -89,10 +89,12 @@ static const struct cli_opt opts[] = {
 	  "      --per-thread       one ring for the first thread only, no inheritance\n"
 	  "                         (default: one ring per CPU for the whole process tree)\n", NULL },
 	{ "ip-filter", OPT_IPF, CLI_ARG,
-	  "      --ip-filter SPEC   pt, qemu: trace only START-END@FILE, SYM@FILE or (pt)\n"
-	  "                         START-END (kernel); repeatable (pt: up to the CPU's\n"
-	  "                         range count, qemu: 8); TIP.PGD/TIP.PGE at the edges;\n"
-	  "                         qemu runs code outside without callbacks\n", NULL },
+	  "      --ip-filter SPEC   pt, qemu, step: trace only START-END@FILE, SYM@FILE or\n"
+	  "                         (pt) START-END (kernel); repeatable (pt: up to the\n"
+	  "                         CPU's range count, qemu, step: 8); TIP.PGD/TIP.PGE at\n"
+	  "                         the edges (step: marker records); qemu runs code\n"
+	  "                         outside without callbacks, step at full speed\n"
+	  "                         (breakpoints where the flow comes back)\n", NULL },
 	{ "pt-config", OPT_PTCFG, CLI_ARG,
 	  "      --pt-config LIST   pt: cyc, cyc_thresh=N, mtc_period=N, psb_period=N,\n"
 	  "                         notsc, nomtc, ptw, pwr_evt, nobranch\n", NULL },
@@ -369,13 +371,16 @@ int cmd_record(int argc, char **argv)
 	if (hw_opt && strcmp(b->name, "pt") && strcmp(b->name, "bts") && strcmp(b->name, "lbr"))
 		return cli_usage_error("record", "--user/--kernel/--all-cpus/--per-thread/--pt-config/"
 				       "--snapshot/--lbr-filter/--period/--aux-size need -b pt, bts or lbr");
-	for (unsigned i = 0; !strcmp(b->name, "qemu") && i < o.n_ip_filters; i++)
+	for (unsigned i = 0; (!strcmp(b->name, "qemu") || !strcmp(b->name, "step")) && i < o.n_ip_filters; i++)
 		if (!strchr(o.ip_filters[i], '@'))
-			return cli_usage_error("record", "--ip-filter '%s': -b qemu traces user code only: give the file "
-					       "(START-END@FILE or SYM@FILE)", o.ip_filters[i]);
-	if (o.n_ip_filters && strcmp(b->name, "pt") && strcmp(b->name, "qemu"))
-		return cli_usage_error("record", "--ip-filter needs -b pt or qemu (docs/record.md, \"Selecting what is "
-				       "traced\")");
+			return cli_usage_error("record", "--ip-filter '%s': -b %s traces user code only: give the file "
+					       "(START-END@FILE or SYM@FILE)", o.ip_filters[i], b->name);
+	if (o.n_ip_filters && strcmp(b->name, "pt") && strcmp(b->name, "qemu") && strcmp(b->name, "step"))
+		return cli_usage_error("record", "--ip-filter needs -b pt, qemu or step (docs/record.md, \"Selecting "
+				       "what is traced\")");
+	if (o.n_ip_filters && !strcmp(b->name, "step") && (o.start || o.stop || o.ring))
+		return cli_usage_error("record", "--ip-filter with -b step cannot be combined with %s",
+				       o.ring ? "--ring" : "--start/--stop");
 
 	static int live;   /* the line while CMD runs too (record_progress) */
 	live = cli_progress_asked();
@@ -405,9 +410,13 @@ int cmd_record(int argc, char **argv)
 		/* The library already logged the one line naming the cause. */
 		return EXIT_RUNTIME;
 	}
-	if (!strcmp(b->name, "step") && !quiet)
-		fprintf(stderr, "btr: step: %s; %llu steps, %llu branches\n", res.mode,
+	if (!strcmp(b->name, "step") && !quiet) {
+		fprintf(stderr, "btr: step: %s; %llu steps, %llu branches", res.mode,
 			(unsigned long long)res.steps, (unsigned long long)res.branches);
+		if (o.n_ip_filters)
+			fprintf(stderr, "; %llu stops outside the ranges", (unsigned long long)res.stops);
+		fputc('\n', stderr);
+	}
 	if (res.untraced && !quiet)
 		fprintf(stderr, "btr: %llu processes, %llu of them (or programs they ran) untraced (btr report says which)\n",
 			(unsigned long long)res.processes, (unsigned long long)res.untraced);

@@ -118,6 +118,7 @@ static void dump_record(const struct btr_record *rec, int verbose, int hex)
 	}
 	case BTR_REC_MODULE_LOAD:
 	case BTR_REC_MODULE_UNLOAD:
+	case BTR_REC_IP_FILTER:
 	case BTR_REC_EXEC:
 		print_module(rec);
 		break;
