@@ -103,7 +103,39 @@ struct side {
 	size_t back_n, back_i, back_cap;
 	uint64_t index, total;        /* branches and instructions taken so far */
 	int lost;
+	/* progress: the bytes this side's stream has read of its file, and the
+	 * pair's shared state (side_progress) */
+	uint64_t pg_done, pg_total;
+	struct pair_progress *pg;
 };
+
+/* The progress of a pair of traces read side by side: the caller's
+ * callback (btr_stream_opts.progress of btr_diverge_opts.sopts) is called
+ * from the two reader threads, one call at a time (@mu), with the bytes
+ * read of both files together. */
+struct pair_progress {
+	pthread_mutex_t mu;
+	void (*fn)(void *ctx, uint64_t done, uint64_t total);
+	void *ctx;
+	struct side *side[2];
+};
+
+static void side_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	struct side *sd = ctx;
+	struct pair_progress *pg = sd->pg;
+	pthread_mutex_lock(&pg->mu);
+	sd->pg_done = done;
+	sd->pg_total = total;
+	uint64_t d = 0, t = 0;
+	for (int i = 0; i < 2; i++)
+		if (pg->side[i]) {
+			d += pg->side[i]->pg_done;
+			t += pg->side[i]->pg_total;
+		}
+	pg->fn(pg->ctx, d, t);
+	pthread_mutex_unlock(&pg->mu);
+}
 
 static int flush(struct side *sd)
 {
@@ -199,16 +231,21 @@ static void *producer(void *arg)
 }
 
 static int side_start(struct side *sd, const char *path, const struct btr_stream_opts *base, uint32_t pid,
-		      uint32_t tid, struct intern *in)
+		      uint32_t tid, struct intern *in, struct pair_progress *pg)
 {
 	memset(sd, 0, sizeof(*sd));
 	sd->path = path;
 	sd->in = in;
+	sd->pg = pg;
 	BTR_OPTS_COPY(&sd->so, base);
 	sd->so.filter = NULL;
 	sd->so.branch = NULL;
 	sd->so.insn = NULL;
-	sd->so.progress = NULL;
+	sd->so.progress = pg->fn ? side_progress : NULL;
+	sd->so.progress_ctx = sd;
+	pthread_mutex_lock(&pg->mu);   /* (the other side's reader may be reporting) */
+	pg->side[pg->side[0] ? 1 : 0] = sd;
+	pthread_mutex_unlock(&pg->mu);
 	sd->so.branches = on_branches;
 	sd->so.event = on_event;
 	sd->so.ctx = sd;
@@ -916,9 +953,15 @@ static int run_pair(struct owner *ow, const char *pa, const char *pb, const stru
 		free(b);
 		return -BTR_ERR_NOMEM;
 	}
-	rc = side_start(a, pa, o->sopts, x->pid, x->tid, &ow->in);
+	struct pair_progress pg = { .fn = NULL };
+	if (o->sopts && BTR_OPTS_GET(o->sopts, progress, NULL)) {
+		pg.fn = o->sopts->progress;
+		pg.ctx = BTR_OPTS_GET(o->sopts, progress_ctx, NULL);
+	}
+	pthread_mutex_init(&pg.mu, NULL);
+	rc = side_start(a, pa, o->sopts, x->pid, x->tid, &ow->in, &pg);
 	if (rc == 0)
-		rc = side_start(b, pb, o->sopts, y->pid, y->tid, &ow->in);
+		rc = side_start(b, pb, o->sopts, y->pid, y->tid, &ow->in, &pg);
 	if (rc == 0)
 		rc = compare(a, b, o, &ow->nm, t);
 	side_stop(a);
@@ -927,6 +970,7 @@ static int run_pair(struct owner *ow, const char *pa, const char *pb, const stru
 		rc = a->status;
 	if (rc == 0 && b->status < 0 && b->status != -BTR_ERR_TRUNCATED && b->status != -BTR_ERR_CHECKSUM)
 		rc = b->status;
+	pthread_mutex_destroy(&pg.mu);
 	ow->r.lost_a |= a->lost || a->status < 0;
 	ow->r.lost_b |= b->lost || b->status < 0;
 	if (ow->in.nomem && rc == 0)

@@ -68,15 +68,14 @@ fi
 
 # ---- reading: every form of the registry that reads a trace and writes
 # stdout (`btr --list-commands`), of a command whose --help offers the
-# progress line (not pt and trace: they show none).  Known gap: diverge
-# takes --progress but draws no line (its two readers run in threads).
+# progress line (not pt and trace: they show none); diverge's line counts
+# the bytes read of both its traces (its two readers run in threads).
 FUNC=__libc_start_main
 nprog=0
 while IFS=$'\t' read -r name _ form; do
 	head=$(awk '{ for (i = 1; i <= NF && $i !~ /^[-A-Z]/; i++) printf "%s ", $i }' <<<"$form")
 	# shellcheck disable=SC2086
 	"$btr" $head --help 2>&1 | grep -q -- --no-progress || continue
-	[ "$name" = diverge ] && continue
 	nprog=$((nprog+1))
 	FILE=t.btr; c=$(fill "$form")
 	FILE="--progress t.btr"; cp=$(fill "$form")

@@ -119,4 +119,27 @@ check "all_branches: $n_all branches ($kb_all KiB), as many as the batches ($n_i
 check "all_branches: peak RSS $rss_all KiB = iteration's $rss_it + at most 1.1x the data ($kb_all KiB)" \
 	[ $(( ${rss_all:-1000000000} - ${rss_it:-0} )) -le $(( ${kb_all:-0} * 11 / 10 )) ]
 
+# One report: the report and the script through the package's generic path
+# (btr_analysis_create by name, btr_analysis_run) write what `btr report` and
+# `btr script` print, the trace named by the path the run opened (the
+# report's "trace:" line and JSON "file" were blank on this path)
+for fmt in text json; do
+	"$btr" report --format $fmt "$tmp/fib.btr" >"$tmp/cli.$fmt" 2>/dev/null
+	(cd "$tmp" && "${pyenv[@]}" PYTHONPATH="$pkg" "$py" -s - "$tmp/fib.btr" $fmt >"$tmp/py.$fmt") <<'PY'
+import sys
+import btr
+sys.stdout.buffer.write(btr.open(sys.argv[1]).analyze("report", sys.argv[2]))
+PY
+	check "report $fmt: the package's generic path = btr report's output" cmp "$tmp/cli.$fmt" "$tmp/py.$fmt"
+done
+check "report text: the trace named" grep -q "^trace: *$tmp/fib.btr" "$tmp/py.text"
+"$btr" script "$tmp/fib.btr" >"$tmp/cli.script" 2>/dev/null
+(cd "$tmp" && "${pyenv[@]}" PYTHONPATH="$pkg" "$py" -s - "$tmp/fib.btr" >"$tmp/py.script") <<'PY'
+import sys
+import btr
+sys.stdout.buffer.write(btr.open(sys.argv[1]).analyze("script"))
+PY
+check "script: the package's generic path = btr script's output ($(wc -l <"$tmp/cli.script") lines)" \
+	test -s "$tmp/cli.script" -a "$(cmp "$tmp/cli.script" "$tmp/py.script" 2>&1)" = ""
+
 finish cli_python_api

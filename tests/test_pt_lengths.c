@@ -3,8 +3,10 @@
  * Three places read PT packets from bytes: the packet decoder (lib/pt/pt.c,
  * btr_pt_pkt_next), the flow decoder's parser (lib/pt/ptflow.c packet(),
  * reached here through ptf_packet) and the PSB+ sizing of parallel
- * decoding (lib/pt/ptflow_par.c ptf_psb_plus_len).  All take their opcodes
- * and sizes from lib/pt/pt_opcodes.h; this test walks streams packet by
+ * decoding (lib/pt/pt_packets.c btr__pt_psb_plus_len).  All take their opcodes
+ * and sizes from the one packet table (lib/pt/pt_opcodes.h PT_PACKETS: the
+ * fast paths its size column, the rest its size function pt_pkt_len());
+ * this test walks streams packet by
  * packet with the packet decoder and asks the others at each boundary:
  *  - every packet the packet decoder accepts, the flow parser accepts
  *    with the same size (a packet cut by the end of the data: both say
@@ -16,7 +18,7 @@
  *    the PSBEND's end (or at an OVF) of the packet sequence, or is 0 when
  *    that PSB+ holds a packet PSB+ cannot or is cut.  (A PSB+ with bytes
  *    the packet decoder rejects is counted, not compared: the PSB+ sizing
- *    is as lenient as the flow parser, see ptflow_par.c.)
+ *    is as lenient as the flow parser, see pt_packets.c.)
  * Streams: every libipt conformance stream (../shared/conformance/
  * libipt-ptt/NAME.pt, the bytes cli_pt_conformance.sh decodes), seeded
  * random bytes with PSBs and extended opcodes mixed in, and for every
@@ -74,8 +76,6 @@ static int lenient(const uint8_t *p, size_t n, int sz)
 		return sz == PT_SIZE_TNT64 && p[2] <= 1 && !(p[3] | p[4] | p[5] | p[6] | p[7]);
 	case PT_EXT_TMA:     /* reserved bits set */
 		return sz == PT_SIZE_TMA && (p[4] || (p[6] & 0xfe));
-	case PT_EXT_EXT2:    /* a 3-byte opcode other than MNT */
-		return sz == PT_SIZE_MNT && p[2] != PT_EXT2_MNT;
 	}
 	return 0;
 }
@@ -219,7 +219,7 @@ static void walk(const char *name, const uint8_t *buf, size_t n, struct btr_imag
 			    t != BTR_PT_MODE_EXEC && t != BTR_PT_MODE_TSX && t != BTR_PT_FUP && t != BTR_PT_CYC)
 				break;   /* not PSB+ (or a bad packet): 0 */
 		}
-		size_t got = ptf_psb_plus_len(buf + start, n - start);
+		size_t got = btr__pt_psb_plus_len(buf + start, n - start);
 		if (malformed) {
 			T.psb_malformed++;
 			continue;

@@ -29,6 +29,7 @@
 #include "btr/annotate.h"
 #include "btr/check.h"
 #include "btr/crash.h"
+#include "btr/script.h"
 #include "btr/file.h"
 
 #pragma GCC visibility pop

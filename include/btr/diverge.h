@@ -31,7 +31,10 @@ extern "C" {
 struct btr_diverge_opts {
 	size_t sz;                 /* sizeof(struct btr_diverge_opts) */
 	/* Stream options used for both traces (elfs, root, debug_dirs;
-	 * callbacks, pid, tid and filter are ignored); may be NULL. */
+	 * callbacks, pid, tid and filter are ignored, but for @progress:
+	 * called from the two reader threads, one call at a time, with the
+	 * bytes read of both files of the thread pair being compared and
+	 * their sizes added); may be NULL. */
 	const struct btr_stream_opts *sopts;
 	unsigned context;          /* branches before the divergence kept per run (0: 8, at most 256) */
 	int all;                   /* re-synchronise after each divergence and list every region */

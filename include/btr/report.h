@@ -220,7 +220,8 @@ struct btr_analysis;
 int btr_report_analysis_new(const struct btr_report_opts *opts, struct btr_analysis **out);
 
 /* The trace's name as the output says it (text "trace:", JSON "file";
- * copied).  Returns 0, -BTR_ERR_INVAL (@a is not a report analysis, NULL
+ * copied).  Without it, the report names the trace by the path its run
+ * opened (btr_stream_path).  Returns 0, -BTR_ERR_INVAL (@a is not a report analysis, NULL
  * @name) or -BTR_ERR_NOMEM. */
 int btr_report_analysis_set_name(struct btr_analysis *a, const char *name);
 

@@ -366,6 +366,11 @@ size_t btr_stream_losses(const struct btr_stream *s, struct btr_stream_loss *out
  * or "" before one was seen.  Owned by the stream. */
 const char *btr_stream_backend(const struct btr_stream *s);
 
+/* The path the stream was opened with (btr_stream_open's @path; owned by
+ * the stream), "" for NULL.  Analyses name the trace with it (the
+ * report's "trace:" line and JSON "file"). */
+const char *btr_stream_path(const struct btr_stream *s);
+
 void btr_stream_free(struct btr_stream *s);
 
 #ifdef __cplusplus

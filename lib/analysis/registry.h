@@ -27,7 +27,8 @@
 	X(bolt, 0)                                                              \
 	X(pprof, 0)                                                             \
 	X(afdo, BTR_ANALYSIS_NEEDS_BLOCKS)                                      \
-	X(crash, 0)
+	X(crash, 0)                                                             \
+	X(script, 0)
 
 #define X(n, needs)                                                            \
 	extern const struct btr_analysis_ops btr__##n##_ops;                    \

@@ -1189,6 +1189,11 @@ static int rep_end(void *state, int status)
 		x->run.losses = n ? calloc(n, sizeof(*x->run.losses)) : NULL;
 		x->run.n_losses = x->run.losses ? btr_stream_losses(x->s, x->run.losses, n) : 0;
 	}
+	/* The trace's name: the caller's (btr_report_analysis_set_name), else
+	 * the path its stream was opened with - the same for `btr report`,
+	 * the Python package and any other caller of btr_analysis_run. */
+	if (!x->name && x->s && !(x->name = strdup(btr_stream_path(x->s))))
+		return -BTR_ERR_NOMEM;
 	int rc = btr_report_finish(x->r, x->s ? btr_stream_image(x->s) : NULL,
 				   x->s ? btr_stream_backend(x->s) : NULL);
 	x->finished = rc == 0;

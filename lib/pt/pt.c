@@ -67,17 +67,23 @@ enum pt_class {
  * of branches in a 1-byte TNT. */
 #define TNTN(b) ((b) & 0x80 ? 6 : (b) & 0x40 ? 5 : (b) & 0x20 ? 4 : (b) & 0x10 ? 3 : (b) & 0x08 ? 2 : 1)
 
-#define ENT(b)                                                                   \
-	((b) == PT_OPC_PAD ? PE(C_PAD, BTR_PT_PAD, PT_SIZE_PAD, 0) :                \
-	 (b) == PT_OPC_EXT ? PE(C_EXT, 0, 0, 0) :                                   \
-	 ((b) & PT_OPM_TNT8) == PT_OPC_TNT8 ? PE(C_TNT8, BTR_PT_TNT, PT_SIZE_TNT8, TNTN(b)) : \
-	 ((b) & PT_OPM_CYC) == PT_OPC_CYC ? PE(C_CYC, BTR_PT_CYC, 0, 0) :           \
-	 (IPT(b) && IPOK((b) >> PT_OPS_IPC)) ? PE(C_IP, IPT(b), PT_SIZE_IP0 + IPB((b) >> PT_OPS_IPC), (b) >> PT_OPS_IPC) : \
-	 (b) == PT_OPC_TSC ? PE(C_TSC, BTR_PT_TSC, PT_SIZE_TSC, 0) :                \
-	 (b) == PT_OPC_MTC ? PE(C_MTC, BTR_PT_MTC, PT_SIZE_MTC, 0) :                \
-	 (b) == PT_OPC_MODE ? PE(C_MODE, 0, PT_SIZE_MODE, 0) :                      \
-	 (b) == PT_OPC_TRIG ? PE(C_TRIG, BTR_PT_TRIG, PT_SIZE_TRIG, 0) :            \
+/* The class of a first byte follows its row in the packet table
+ * (PT_FIRST_PK, pt_opcodes.h); the sizes are the table's. */
+#define ENT(b) ENT_ROW(b, PT_FIRST_PK(b))
+#define ENT_ROW(b, r)                                                                              \
+	((b) == PT_OPC_EXT ? PE(C_EXT, 0, 0, 0) :                                                  \
+	 (r) == PT_PK_PAD ? PE(C_PAD, BTR_PT_PAD, PT_SIZE_PAD, 0) :                                \
+	 (r) == PT_PK_TNT8 ? PE(C_TNT8, BTR_PT_TNT, PT_SIZE_TNT8, TNTN(b)) :                       \
+	 (r) == PT_PK_CYC ? PE(C_CYC, BTR_PT_CYC, 0, 0) :                                          \
+	 ((r) >= PT_PK_TIP && (r) <= PT_PK_FUP && IPOK((b) >> PT_OPS_IPC)) ?                       \
+		PE(C_IP, IPT(b), PT_SIZE_IP0 + IPB((b) >> PT_OPS_IPC), (b) >> PT_OPS_IPC) :        \
+	 (r) == PT_PK_TSC ? PE(C_TSC, BTR_PT_TSC, PT_SIZE_TSC, 0) :                                \
+	 (r) == PT_PK_MTC ? PE(C_MTC, BTR_PT_MTC, PT_SIZE_MTC, 0) :                                \
+	 (r) == PT_PK_MODE ? PE(C_MODE, 0, PT_SIZE_MODE, 0) :                                      \
+	 (r) == PT_PK_TRIG ? PE(C_TRIG, BTR_PT_TRIG, PT_SIZE_TRIG, 0) :                            \
 	 PE(C_BAD, 0, 0, 0))
+_Static_assert(PT_PK_TIP + 1 == PT_PK_TIP_PGE && PT_PK_TIP_PGE + 1 == PT_PK_TIP_PGD && PT_PK_TIP_PGD + 1 == PT_PK_FUP,
+	       "the IP packets' rows are adjacent");
 #define E4(b) ENT(b), ENT((b) + 1), ENT((b) + 2), ENT((b) + 3)
 #define E16(b) E4(b), E4((b) + 4), E4((b) + 8), E4((b) + 12)
 #define E64(b) E16(b), E16((b) + 16), E16((b) + 32), E16((b) + 48)
@@ -185,31 +191,33 @@ static inline uint64_t sext48(uint64_t v)
 			return -BTR_ERR_AGAIN;   \
 	} while (0)
 
-/* Extended (PT_OPC_EXT-prefixed) packets. */
+/* Extended (PT_OPC_EXT-prefixed) packets: the row and the size from the
+ * packet table (pt_opcodes.h), then the payload. */
 static int decode_ext(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t avail,
 		      struct btr_pt_packet *pkt)
 {
-	uint8_t b1;
+	const uint8_t b1 = p[1];
 	uint64_t v;
+	int id, sz;
 
 	NEED(PT_SIZE_EXT);
-	b1 = p[1];
-	if ((b1 & PT_OPM_PTW) == PT_EXT_PTW) {
-		/* PTW: bits 6:5 PayloadBytes (0: 4, 1: 8, others reserved), bit 7 IP. */
-		unsigned plc = (b1 >> PT_OPS_PTW_PLC) & 3, n = plc == 0 ? 4 : 8;
-		if (plc > 1)
-			return -BTR_ERR_BAD_PACKET;
-		NEED(PT_SIZE_EXT + n);
-		pkt->type = BTR_PT_PTW;
-		pkt->size = (uint8_t)(PT_SIZE_EXT + n);
-		pkt->u.ptw.payload = rd_le(p + 2, n, avail - 2);
-		pkt->u.ptw.bytes = (uint8_t)n;
+	id = pt_pkt_find(p, avail);
+	if (id < 0)
+		return -BTR_ERR_AGAIN;
+	sz = pt_pkt_len(id, p, avail, d->errata & BTR_PT_ERRATA_SKZ84 ? PT_LEN_SKZ84 : 0);
+	if (sz < 0)
+		return -BTR_ERR_BAD_PACKET;
+	if (sz == 0)
+		return -BTR_ERR_AGAIN;
+	pkt->type = btr__pt_pkts[id].type;
+	pkt->size = (uint8_t)sz;
+	switch (id) {
+	case PT_PK_PTW: /* bits 6:5 PayloadBytes (0: 4, 1: 8), bit 7 IP */
+		pkt->u.ptw.bytes = (uint8_t)(sz - PT_SIZE_EXT);
+		pkt->u.ptw.payload = rd_le(p + 2, pkt->u.ptw.bytes, avail - 2);
 		pkt->u.ptw.ip = b1 >> 7;
-		return PT_SIZE_EXT + (int)n;
-	}
-	switch (b1) {
-	case PT_EXT_TNT64: /* long TNT: 6 payload bytes, stop bit above the last branch */
-		NEED(PT_SIZE_TNT64);
+		break;
+	case PT_PK_TNT64: /* long TNT: 6 payload bytes, stop bit above the last branch */
 		v = rd_le(p + 2, 6, avail - 2);
 		if (v < 2)   /* no stop bit, or no branch: libipt rejects both */
 			return -BTR_ERR_BAD_PACKET;
@@ -218,137 +226,77 @@ static int decode_ext(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t ava
 			pkt->u.tnt.count = (uint8_t)n;
 			pkt->u.tnt.bits = v & ~(1ull << n);
 		}
-		pkt->type = BTR_PT_TNT;
-		pkt->size = PT_SIZE_TNT64;
-		return PT_SIZE_TNT64;
-	case PT_EXT_PIP: /* PIP: bit 0 NR, bits 47:1 = CR3[51:5] */
-		NEED(PT_SIZE_PIP);
+		break;
+	case PT_PK_PIP: /* PIP: bit 0 NR, bits 47:1 = CR3[51:5] */
 		v = rd_le(p + 2, 6, avail - 2);
-		pkt->type = BTR_PT_PIP;
-		pkt->size = PT_SIZE_PIP;
 		pkt->u.pip.nr = v & 1;
 		pkt->u.pip.cr3 = (v >> 1) << 5;
-		return PT_SIZE_PIP;
-	case PT_EXT_TRACESTOP:
-		pkt->type = BTR_PT_TRACESTOP;
-		pkt->size = PT_SIZE_TRACESTOP;
-		return PT_SIZE_TRACESTOP;
-	case PT_EXT_CBR: /* CBR: ratio, reserved byte */
-		NEED(PT_SIZE_CBR);
-		pkt->type = BTR_PT_CBR;
-		pkt->size = PT_SIZE_CBR;
+		break;
+	case PT_PK_CBR: /* CBR: ratio, reserved byte */
 		pkt->u.cbr.ratio = p[2];
-		return PT_SIZE_CBR;
-	case PT_EXT_VMCS: /* VMCS: 5 bytes = base address bits 51:12 */
-		NEED(PT_SIZE_VMCS);
-		pkt->type = BTR_PT_VMCS;
-		pkt->size = PT_SIZE_VMCS;
+		break;
+	case PT_PK_VMCS: /* VMCS: 5 bytes = base address bits 51:12 */
 		pkt->u.vmcs.base = rd_le(p + 2, 5, avail - 2) << 12;
-		return PT_SIZE_VMCS;
-	case PT_EXT_OVF:
-		pkt->type = BTR_PT_OVF;
-		pkt->size = PT_SIZE_OVF;
-		return PT_SIZE_OVF;
-	case PT_EXT_PSB:
-		NEED(PT_SIZE_PSB);
+		break;
+	case PT_PK_PSB:
 		if (memcmp(p, psb_bytes, BTR_PT_PSB_SIZE))
 			return -BTR_ERR_BAD_PACKET;
-		pkt->type = BTR_PT_PSB;
-		pkt->size = PT_SIZE_PSB;
 		/* The last IP is reset at PSB: the IP packets of PSB+ carry
 		 * uncompressed IPs, and decoding may have started here. */
 		d->last_ip = 0;
-		return PT_SIZE_PSB;
-	case PT_EXT_PSBEND:
-		pkt->type = BTR_PT_PSBEND;
-		pkt->size = PT_SIZE_PSBEND;
-		return PT_SIZE_PSBEND;
-	case PT_EXT_TMA: /* TMA: CTC[15:0], reserved 0, FC[7:0], FC[8] (bits 7:1 reserved) */
-		NEED(PT_SIZE_TMA);
-		if (p[4] || (p[6] & 0xfe)) {
-			if (!(d->errata & BTR_PT_ERRATA_SKZ84))
-				return -BTR_ERR_BAD_PACKET;
-			NEED(PT_SIZE_TMA + 1);   /* SKZ84 (pt.h): TMA + its bogus byte */
+		break;
+	case PT_PK_TMA: /* TMA: CTC[15:0], reserved 0, FC[7:0], FC[8] (bits 7:1 reserved) */
+		if (sz > PT_SIZE_TMA) {   /* SKZ84 (pt.h): TMA + its bogus byte */
 			pkt->type = BTR_PT_INVALID;
-			pkt->size = PT_SIZE_TMA + 1;
-			return PT_SIZE_TMA + 1;
+			break;
 		}
-		pkt->type = BTR_PT_TMA;
-		pkt->size = PT_SIZE_TMA;
+		if (p[4] || (p[6] & 0xfe))
+			return -BTR_ERR_BAD_PACKET;
 		pkt->u.tma.ctc = (uint16_t)(p[2] | p[3] << 8);
 		pkt->u.tma.fc = (uint16_t)(p[5] | (p[6] & 1) << 8);
-		return PT_SIZE_TMA;
-	case PT_EXT_EXT2: /* 3-byte opcodes: only MNT is defined */
-		NEED(PT_SIZE_EXT + 1);
-		if (p[2] != PT_EXT2_MNT)
-			return -BTR_ERR_BAD_PACKET;
-		NEED(PT_SIZE_MNT);
-		pkt->type = BTR_PT_MNT;
-		pkt->size = PT_SIZE_MNT;
+		break;
+	case PT_PK_MNT:
 		pkt->u.mnt.payload = rd_le(p + 3, 8, avail - 3);
-		return PT_SIZE_MNT;
-	case PT_EXT_EXSTOP:
-	case PT_EXT_EXSTOP_IP:
-		pkt->type = BTR_PT_EXSTOP;
-		pkt->size = PT_SIZE_EXSTOP;
+		break;
+	case PT_PK_EXSTOP:
 		pkt->u.exstop.ip = b1 >> 7;
-		return PT_SIZE_EXSTOP;
-	case PT_EXT_MWAIT: /* MWAIT: EAX hints, ECX extensions (4 bytes each) */
-		NEED(PT_SIZE_MWAIT);
+		break;
+	case PT_PK_MWAIT: /* MWAIT: EAX hints, ECX extensions (4 bytes each) */
 		v = rd_le(p + 2, 8, avail - 2);
-		pkt->type = BTR_PT_MWAIT;
-		pkt->size = PT_SIZE_MWAIT;
 		pkt->u.mwait.hints = (uint32_t)v;
 		pkt->u.mwait.ext = (uint32_t)(v >> 32);
-		return PT_SIZE_MWAIT;
-	case PT_EXT_PWRE: /* PWRE: byte 2 bit 3 HW; byte 3: state 7:4, sub-state 3:0 */
-		NEED(PT_SIZE_PWRE);
-		pkt->type = BTR_PT_PWRE;
-		pkt->size = PT_SIZE_PWRE;
+		break;
+	case PT_PK_PWRE: /* PWRE: byte 2 bit 3 HW; byte 3: state 7:4, sub-state 3:0 */
 		pkt->u.pwre.hw = (p[2] >> 3) & 1;
 		pkt->u.pwre.state = p[3] >> 4;
 		pkt->u.pwre.substate = p[3] & 0xf;
-		return PT_SIZE_PWRE;
-	case PT_EXT_PWRX: /* PWRX: byte 2: last 7:4, deepest 3:0; byte 3: wake reason 3:0 */
-		NEED(PT_SIZE_PWRX);
-		pkt->type = BTR_PT_PWRX;
-		pkt->size = PT_SIZE_PWRX;
+		break;
+	case PT_PK_PWRX: /* PWRX: byte 2: last 7:4, deepest 3:0; byte 3: wake reason 3:0 */
 		pkt->u.pwrx.last = p[2] >> 4;
 		pkt->u.pwrx.deepest = p[2] & 0xf;
 		pkt->u.pwrx.wake = p[3] & 0xf;
-		return PT_SIZE_PWRX;
-	case PT_EXT_BBP: /* BBP: byte 2 bit 7 SZ, bits 4:0 type */
-		NEED(PT_SIZE_BBP);
-		pkt->type = BTR_PT_BBP;
-		pkt->size = PT_SIZE_BBP;
+		break;
+	case PT_PK_BBP: /* BBP: byte 2 bit 7 SZ, bits 4:0 type */
 		pkt->u.bbp.sz = p[2] >> 7;
 		pkt->u.bbp.type = p[2] & 0x1f;
 		d->bbp_sz = pkt->u.bbp.sz ? PT_SIZE_BIP4 - 1 : PT_SIZE_BIP8 - 1;
-		return PT_SIZE_BBP;
-	case PT_EXT_BEP:
-	case PT_EXT_BEP_IP:
-		pkt->type = BTR_PT_BEP;
-		pkt->size = PT_SIZE_BEP;
+		break;
+	case PT_PK_BEP:
 		pkt->u.bep.ip = b1 >> 7;
-		return PT_SIZE_BEP;
-	case PT_EXT_CFE: /* CFE: byte 2: IP bit 7, type 4:0; byte 3 vector */
-		NEED(PT_SIZE_CFE);
-		pkt->type = BTR_PT_CFE;
-		pkt->size = PT_SIZE_CFE;
+		break;
+	case PT_PK_CFE: /* CFE: byte 2: IP bit 7, type 4:0; byte 3 vector */
 		pkt->u.cfe.ip = p[2] >> 7;
 		pkt->u.cfe.type = p[2] & 0x1f;
 		pkt->u.cfe.vector = p[3];
-		return PT_SIZE_CFE;
-	case PT_EXT_EVD: /* EVD: byte 2 type 5:0, 8 payload bytes */
-		NEED(PT_SIZE_EVD);
-		pkt->type = BTR_PT_EVD;
-		pkt->size = PT_SIZE_EVD;
+		break;
+	case PT_PK_EVD: /* EVD: byte 2 type 5:0, 8 payload bytes */
 		pkt->u.evd.type = p[2] & 0x3f;
 		pkt->u.evd.payload = rd_le(p + 3, 8, avail - 3);
-		return PT_SIZE_EVD;
-	default:
-		return -BTR_ERR_BAD_PACKET;
+		break;
+	default: /* TRACESTOP, OVF, PSBEND: no payload */
+		break;
 	}
+	return sz;
 }
 
 /* Decodes the packet at @p (@avail > 0 bytes readable).  Returns its

@@ -32,13 +32,15 @@ void btr_pt_enc_init(struct btr_pt_encoder *e, uint8_t *buf, size_t size)
 	e->last_ip = 0;
 }
 
+/* The opcode byte of an IP packet type (the compression bits clear), 0
+ * for other types. */
 static uint8_t ip_opcode(unsigned type)
 {
 	switch (type) {
-	case BTR_PT_TIP: return PT_OPC_TIP;
-	case BTR_PT_TIP_PGE: return PT_OPC_TIP_PGE;
-	case BTR_PT_TIP_PGD: return PT_OPC_TIP_PGD;
-	case BTR_PT_FUP: return PT_OPC_FUP;
+	case BTR_PT_TIP: return btr__pt_pkts[PT_PK_TIP].opc[0];
+	case BTR_PT_TIP_PGE: return btr__pt_pkts[PT_PK_TIP_PGE].opc[0];
+	case BTR_PT_TIP_PGD: return btr__pt_pkts[PT_PK_TIP_PGD].opc[0];
+	case BTR_PT_FUP: return btr__pt_pkts[PT_PK_FUP].opc[0];
 	default: return 0;
 	}
 }
@@ -90,9 +92,7 @@ int btr_pt_enc_psb(struct btr_pt_encoder *e, uint64_t ip)
 	e->last_ip = 0;
 	if (ip)
 		btr_pt_enc_ip(e, BTR_PT_FUP, ip);
-	e->pos[0] = PT_OPC_EXT;
-	e->pos[1] = PT_EXT_PSBEND;
-	e->pos += PT_SIZE_PSBEND;
+	e->pos += pt_put_opc(e->pos, PT_PK_PSBEND);
 	return (int)(e->pos - start);
 }
 
@@ -104,7 +104,7 @@ int btr_pt_enc_packet(struct btr_pt_encoder *e, const struct btr_pt_packet *pkt)
 
 	switch (pkt->type) {
 	case BTR_PT_PAD:
-		b[n++] = PT_OPC_PAD;
+		n += pt_put_opc(b + n, PT_PK_PAD);
 		break;
 	case BTR_PT_PSB:
 		memcpy(b, psb_bytes, BTR_PT_PSB_SIZE);
@@ -112,7 +112,7 @@ int btr_pt_enc_packet(struct btr_pt_encoder *e, const struct btr_pt_packet *pkt)
 		new_ip = 0;
 		break;
 	case BTR_PT_PSBEND:
-		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_PSBEND;
+		n += pt_put_opc(b + n, PT_PK_PSBEND);
 		break;
 	case BTR_PT_TNT: {
 		unsigned c = pkt->u.tnt.count;
@@ -123,7 +123,7 @@ int btr_pt_enc_packet(struct btr_pt_encoder *e, const struct btr_pt_packet *pkt)
 		if (c <= 6 && pkt->size != PT_SIZE_TNT64) {
 			b[n++] = (uint8_t)(pl << 1);
 		} else {
-			b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_TNT64;
+			n += pt_put_opc(b + n, PT_PK_TNT64);
 			put_le(b + n, pl, 6);
 			n += 6;
 		}
@@ -148,35 +148,35 @@ int btr_pt_enc_packet(struct btr_pt_encoder *e, const struct btr_pt_packet *pkt)
 		break;
 	}
 	case BTR_PT_PIP:
-		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_PIP;
+		n += pt_put_opc(b + n, PT_PK_PIP);
 		put_le(b + n, (pkt->u.pip.cr3 >> 5) << 1 | (pkt->u.pip.nr & 1), 6);
 		n += 6;
 		break;
 	case BTR_PT_MODE_EXEC:
-		b[n++] = PT_OPC_MODE;
+		n += pt_put_opc(b + n, PT_PK_MODE);
 		b[n++] = (uint8_t)(PT_MODE_EXEC | (pkt->u.mode_exec.csl & 1) | (pkt->u.mode_exec.csd & 1) << 1 |
 				   (pkt->u.mode_exec.iflag & 1) << 2);
 		break;
 	case BTR_PT_MODE_TSX:
-		b[n++] = PT_OPC_MODE;
+		n += pt_put_opc(b + n, PT_PK_MODE);
 		b[n++] = (uint8_t)(PT_MODE_TSX | (pkt->u.mode_tsx.intx & 1) | (pkt->u.mode_tsx.abrt & 1) << 1);
 		break;
 	case BTR_PT_TRACESTOP:
-		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_TRACESTOP;
+		n += pt_put_opc(b + n, PT_PK_TRACESTOP);
 		break;
 	case BTR_PT_CBR:
-		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_CBR, b[n++] = pkt->u.cbr.ratio, b[n++] = 0;
+		n += pt_put_opc(b + n, PT_PK_CBR), b[n++] = pkt->u.cbr.ratio, b[n++] = 0;
 		break;
 	case BTR_PT_TSC:
-		b[n++] = PT_OPC_TSC;
+		n += pt_put_opc(b + n, PT_PK_TSC);
 		put_le(b + n, pkt->u.tsc.tsc, PT_SIZE_TSC - 1);
 		n += PT_SIZE_TSC - 1;
 		break;
 	case BTR_PT_MTC:
-		b[n++] = PT_OPC_MTC, b[n++] = pkt->u.mtc.ctc;
+		n += pt_put_opc(b + n, PT_PK_MTC), b[n++] = pkt->u.mtc.ctc;
 		break;
 	case BTR_PT_TMA:
-		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_TMA;
+		n += pt_put_opc(b + n, PT_PK_TMA);
 		b[n++] = (uint8_t)pkt->u.tma.ctc, b[n++] = (uint8_t)(pkt->u.tma.ctc >> 8);
 		b[n++] = 0;
 		b[n++] = (uint8_t)pkt->u.tma.fc, b[n++] = (pkt->u.tma.fc >> 8) & 1;
@@ -185,7 +185,8 @@ int btr_pt_enc_packet(struct btr_pt_encoder *e, const struct btr_pt_packet *pkt)
 		uint64_t v = pkt->u.cyc.value;
 		if (v >> 61)   /* 5 + 8 * 7 bits is the most libipt accepts */
 			return -BTR_ERR_INVAL;
-		b[n++] = (uint8_t)(PT_OPC_CYC | (v & 0x1f) << 3 | (v >> 5 ? PT_CYC_EXP : 0));
+		n += pt_put_opc(b + n, PT_PK_CYC);
+		b[n - 1] |= (uint8_t)((v & 0x1f) << 3 | (v >> 5 ? PT_CYC_EXP : 0));
 		v >>= 5;
 		while (v) {
 			b[n++] = (uint8_t)((v & 0x7f) << 1 | (v >> 7 ? PT_CYC_MORE : 0));
@@ -194,49 +195,49 @@ int btr_pt_enc_packet(struct btr_pt_encoder *e, const struct btr_pt_packet *pkt)
 		break;
 	}
 	case BTR_PT_VMCS:
-		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_VMCS;
+		n += pt_put_opc(b + n, PT_PK_VMCS);
 		put_le(b + n, pkt->u.vmcs.base >> 12, 5);
 		n += 5;
 		break;
 	case BTR_PT_OVF:
-		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_OVF;
+		n += pt_put_opc(b + n, PT_PK_OVF);
 		break;
 	case BTR_PT_MNT:
-		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_EXT2, b[n++] = PT_EXT2_MNT;
+		n += pt_put_opc(b + n, PT_PK_MNT);
 		put_le(b + n, pkt->u.mnt.payload, 8);
 		n += 8;
 		break;
 	case BTR_PT_PTW:
 		if (pkt->u.ptw.bytes != 4 && pkt->u.ptw.bytes != 8)
 			return -BTR_ERR_INVAL;
-		b[n++] = PT_OPC_EXT;
-		b[n++] = (uint8_t)(PT_EXT_PTW | (pkt->u.ptw.bytes == 8 ? 1 << PT_OPS_PTW_PLC : 0) |
-				   (pkt->u.ptw.ip ? PT_EXT_IP_BIT : 0));
+		n += pt_put_opc(b + n, PT_PK_PTW);
+		b[n - 1] |= (uint8_t)((pkt->u.ptw.bytes == 8 ? 1 << PT_OPS_PTW_PLC : 0) | (pkt->u.ptw.ip ? PT_EXT_IP_BIT : 0));
 		put_le(b + n, pkt->u.ptw.payload, pkt->u.ptw.bytes);
 		n += pkt->u.ptw.bytes;
 		break;
 	case BTR_PT_EXSTOP:
-		b[n++] = PT_OPC_EXT, b[n++] = pkt->u.exstop.ip ? PT_EXT_EXSTOP_IP : PT_EXT_EXSTOP;
+		n += pt_put_opc(b + n, PT_PK_EXSTOP);
+		b[n - 1] |= pkt->u.exstop.ip ? PT_EXT_IP_BIT : 0;
 		break;
 	case BTR_PT_MWAIT:
-		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_MWAIT;
+		n += pt_put_opc(b + n, PT_PK_MWAIT);
 		put_le(b + n, pkt->u.mwait.hints, 4);
 		put_le(b + n + 4, pkt->u.mwait.ext, 4);
 		n += 8;
 		break;
 	case BTR_PT_PWRE:
-		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_PWRE;
+		n += pt_put_opc(b + n, PT_PK_PWRE);
 		b[n++] = (uint8_t)((pkt->u.pwre.hw & 1) << 3);
 		b[n++] = (uint8_t)((pkt->u.pwre.state & 0xf) << 4 | (pkt->u.pwre.substate & 0xf));
 		break;
 	case BTR_PT_PWRX:
-		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_PWRX;
+		n += pt_put_opc(b + n, PT_PK_PWRX);
 		b[n++] = (uint8_t)((pkt->u.pwrx.last & 0xf) << 4 | (pkt->u.pwrx.deepest & 0xf));
 		b[n++] = pkt->u.pwrx.wake & 0xf;
 		b[n++] = 0, b[n++] = 0, b[n++] = 0;
 		break;
 	case BTR_PT_BBP:
-		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_BBP;
+		n += pt_put_opc(b + n, PT_PK_BBP);
 		b[n++] = (uint8_t)((pkt->u.bbp.sz ? PT_BBP_SZ : 0) | (pkt->u.bbp.type & 0x1f));
 		break;
 	case BTR_PT_BIP: {
@@ -245,26 +246,28 @@ int btr_pt_enc_packet(struct btr_pt_encoder *e, const struct btr_pt_packet *pkt)
 		unsigned nb = pkt->size == PT_SIZE_BIP4 ? 4 : pkt->size == PT_SIZE_BIP8 ? 8 : 0;
 		if (!nb)
 			return -BTR_ERR_INVAL;
-		b[n++] = (uint8_t)((pkt->u.bip.id & 0x1f) << PT_OPS_BIP | PT_OPC_BIP);
+		n += pt_put_opc(b + n, PT_PK_BIP);
+		b[n - 1] |= (uint8_t)((pkt->u.bip.id & 0x1f) << PT_OPS_BIP);
 		put_le(b + n, pkt->u.bip.value, nb);
 		n += nb;
 		break;
 	}
 	case BTR_PT_BEP:
-		b[n++] = PT_OPC_EXT, b[n++] = pkt->u.bep.ip ? PT_EXT_BEP_IP : PT_EXT_BEP;
+		n += pt_put_opc(b + n, PT_PK_BEP);
+		b[n - 1] |= pkt->u.bep.ip ? PT_EXT_IP_BIT : 0;
 		break;
 	case BTR_PT_CFE:
-		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_CFE;
+		n += pt_put_opc(b + n, PT_PK_CFE);
 		b[n++] = (uint8_t)((pkt->u.cfe.ip ? 0x80 : 0) | (pkt->u.cfe.type & 0x1f));
 		b[n++] = pkt->u.cfe.vector;
 		break;
 	case BTR_PT_EVD:
-		b[n++] = PT_OPC_EXT, b[n++] = PT_EXT_EVD, b[n++] = pkt->u.evd.type & 0x3f;
+		n += pt_put_opc(b + n, PT_PK_EVD), b[n++] = pkt->u.evd.type & 0x3f;
 		put_le(b + n, pkt->u.evd.payload, 8);
 		n += 8;
 		break;
 	case BTR_PT_TRIG:
-		b[n++] = PT_OPC_TRIG;
+		n += pt_put_opc(b + n, PT_PK_TRIG);
 		b[n++] = (uint8_t)((pkt->u.trig.ip ? PT_TRIG_IP : 0) | (pkt->u.trig.icnt_valid ? PT_TRIG_ICNT : 0) |
 				   (pkt->u.trig.mult ? PT_TRIG_MULT : 0));
 		b[n++] = pkt->u.trig.trbv;

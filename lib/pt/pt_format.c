@@ -8,56 +8,36 @@
  */
 #include "btr/pt.h"
 #include "internal.h"
+#include "pt_opcodes.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 
-static const char *const type_names[BTR_PT__COUNT] = {
-	[BTR_PT_INVALID] = "invalid",
-	[BTR_PT_PAD] = "pad",
-	[BTR_PT_PSB] = "psb",
-	[BTR_PT_PSBEND] = "psbend",
-	[BTR_PT_TNT] = "tnt",
-	[BTR_PT_TIP] = "tip",
-	[BTR_PT_TIP_PGE] = "tip.pge",
-	[BTR_PT_TIP_PGD] = "tip.pgd",
-	[BTR_PT_FUP] = "fup",
-	[BTR_PT_PIP] = "pip",
-	[BTR_PT_MODE_EXEC] = "mode.exec",
-	[BTR_PT_MODE_TSX] = "mode.tsx",
-	[BTR_PT_TRACESTOP] = "stop",
-	[BTR_PT_CBR] = "cbr",
-	[BTR_PT_TSC] = "tsc",
-	[BTR_PT_MTC] = "mtc",
-	[BTR_PT_TMA] = "tma",
-	[BTR_PT_CYC] = "cyc",
-	[BTR_PT_VMCS] = "vmcs",
-	[BTR_PT_OVF] = "ovf",
-	[BTR_PT_MNT] = "mnt",
-	[BTR_PT_PTW] = "ptw",
-	[BTR_PT_EXSTOP] = "exstop",
-	[BTR_PT_MWAIT] = "mwait",
-	[BTR_PT_PWRE] = "pwre",
-	[BTR_PT_PWRX] = "pwrx",
-	[BTR_PT_BBP] = "bbp",
-	[BTR_PT_BIP] = "bip",
-	[BTR_PT_BEP] = "bep",
-	[BTR_PT_CFE] = "cfe",
-	[BTR_PT_EVD] = "evd",
-	[BTR_PT_TRIG] = "trig",
-};
-
+/* Names come from the packet table (pt_opcodes.h): a type's row, MODE's
+ * leaves; a TNT is "tnt.8" or "tnt.64" by its size, "tnt" as a type. */
 const char *btr_pt_type_name(enum btr_pt_type type)
 {
-	if ((unsigned)type >= BTR_PT__COUNT)
-		return "invalid";
-	return type_names[type];
+	static const struct { uint8_t type; const char *name; } leaves[] = {
+#define PT_X_LEAF(leaf, ty, nm) { (ty), (nm) },
+		PT_MODE_LEAVES(PT_X_LEAF)
+#undef PT_X_LEAF
+	};
+
+	if (type == BTR_PT_TNT)
+		return "tnt";
+	for (size_t i = 0; i < BTR_ARRAY_SIZE(leaves); i++)
+		if (leaves[i].type == type)
+			return leaves[i].name;
+	for (int id = PT_PK_NONE + 1; id < PT_PK__COUNT; id++)
+		if (btr__pt_pkts[id].type == type)
+			return btr__pt_pkts[id].name;
+	return "invalid";
 }
 
 const char *btr_pt_pkt_name(const struct btr_pt_packet *pkt)
 {
 	if (pkt->type == BTR_PT_TNT)
-		return pkt->size == 1 ? "tnt.8" : "tnt.64";
+		return btr__pt_pkts[pkt->size == PT_SIZE_TNT8 ? PT_PK_TNT8 : PT_PK_TNT64].name;
 	return btr_pt_type_name((enum btr_pt_type)pkt->type);
 }
 

@@ -938,116 +938,88 @@ static inline __attribute__((always_inline)) int packet(struct btr_ptflow *f, co
 	default:
 		return -1;
 	}
+	/* Extended packets: the size from the packet table (pt_opcodes.h),
+	 * then what the packet means for the flow. */
 	if (n < PT_SIZE_EXT)
 		return 0;
-	switch (p[1]) {
-	case PT_EXT_TNT64: /* long TNT: 48-bit payload with stop bit */
-		if (n < PT_SIZE_TNT64)
-			return 0;
-		{
-			uint64_t v = rd_le(p + 2, 6);
-			if (!v)
-				return PT_SIZE_TNT64;
+	const int id = pt_pkt_find(p, n);
+	if (id < 0)
+		return 0;
+	const int sz = pt_pkt_len(id, p, n, f->er.skz84 ? PT_LEN_SKZ84 : 0);
+	if (sz <= 0)
+		return sz;
+	switch (id) {
+	case PT_PK_TNT64: { /* long TNT: 48-bit payload with stop bit */
+		uint64_t v = rd_le(p + 2, 6);
+		if (v) {
 			unsigned hi = 63u - (unsigned)__builtin_clzll(v);
 			on_tnt(f, v & ((1ull << hi) - 1), hi);
 		}
-		return PT_SIZE_TNT64;
-	case PT_EXT_PSB:
-		if (n < PT_SIZE_PSB)
-			return 0;
+		break;
+	}
+	case PT_PK_PSB:
 		if (memcmp(p, psb_pattern, PT_SIZE_PSB))
 			return -1;
 		on_psb(f);
-		return PT_SIZE_PSB;
-	case PT_EXT_PSBEND:
+		break;
+	case PT_PK_PSBEND:
 		on_psbend(f);
-		return PT_SIZE_PSBEND;
-	case PT_EXT_OVF:
+		break;
+	case PT_PK_OVF:
 		on_ovf(f);
-		return PT_SIZE_OVF + (int)ovf_errata(f, p + PT_SIZE_OVF, n - PT_SIZE_OVF);
-	case PT_EXT_PIP:
-		if (n < PT_SIZE_PIP)
-			return 0;
-		{
-			uint64_t v = rd_le(p + 2, 6);
-			/* Outside PSB+ and an asynchronous transfer, a PIP binds
-			 * to a MOV CR3 (which executed) or to the far transfer
-			 * whose TIP follows: walk to whichever comes first. */
-			if (!f->in_psb && f->en == EN_ON && !f->pend && !f->async_pending) {
-				int r = ptf_walk(f, G_PIP, 0, 0, NULL);
-				if (r < 0)
-					ptf_gap(f, r, f->ip);
-			}
-			ptf_emit_event(f, BTR_FLOW_PAGING, 0, f->ip, (v >> 1) << 5);
-			ptf_take_image(f);
+		return sz + (int)ovf_errata(f, p + sz, n - (size_t)sz);
+	case PT_PK_PIP: {
+		uint64_t v = rd_le(p + 2, 6);
+		/* Outside PSB+ and an asynchronous transfer, a PIP binds to a
+		 * MOV CR3 (which executed) or to the far transfer whose TIP
+		 * follows: walk to whichever comes first. */
+		if (!f->in_psb && f->en == EN_ON && !f->pend && !f->async_pending) {
+			int r = ptf_walk(f, G_PIP, 0, 0, NULL);
+			if (r < 0)
+				ptf_gap(f, r, f->ip);
 		}
-		return PT_SIZE_PIP;
-	case PT_EXT_TRACESTOP:
+		ptf_emit_event(f, BTR_FLOW_PAGING, 0, f->ip, (v >> 1) << 5);
+		ptf_take_image(f);
+		break;
+	}
+	case PT_PK_TRACESTOP:
 		ptf_emit_event(f, BTR_FLOW_STOP, 0, f->ip, 0);
 		f->en = EN_OFF;
 		f->pend = NULL;
 		ptf_tnt_clear(f);
-		return PT_SIZE_TRACESTOP;
-	case PT_EXT_CBR:
-		return n < PT_SIZE_CBR ? 0 : PT_SIZE_CBR;
-	case PT_EXT_TMA:
-		if (n < PT_SIZE_TMA)
-			return 0;
-		if ((p[4] || (p[6] & 0xfe)) && f->er.skz84)
-			return n < PT_SIZE_TMA + 1 ? 0 : PT_SIZE_TMA + 1;   /* SKZ84 (btr/pt.h): TMA + a bogus byte */
-		on_tma(f, (uint16_t)rd_le(p + 2, 2), (uint16_t)(p[5] | ((p[6] & 1) << 8)));
-		return PT_SIZE_TMA;
-	case PT_EXT_VMCS:
-		return n < PT_SIZE_VMCS ? 0 : PT_SIZE_VMCS;
-	case PT_EXT_EXT2: /* MNT */
-		return n < PT_SIZE_MNT ? 0 : PT_SIZE_MNT;
-	case PT_EXT_EXSTOP: case PT_EXT_EXSTOP_IP: /* IP bit: a FUP follows */
+		break;
+	case PT_PK_TMA:
+		if (sz == PT_SIZE_TMA)   /* (SKZ84's TMA with a bogus byte means nothing) */
+			on_tma(f, (uint16_t)rd_le(p + 2, 2), (uint16_t)(p[5] | ((p[6] & 1) << 8)));
+		break;
+	case PT_PK_EXSTOP: /* IP bit: a FUP follows */
 		if (p[1] & PT_EXT_IP_BIT)
 			f->fup_status = 1;
-		return PT_SIZE_EXSTOP;
-	case PT_EXT_MWAIT:
-		return n < PT_SIZE_MWAIT ? 0 : PT_SIZE_MWAIT;
-	case PT_EXT_PWRE:
-		return n < PT_SIZE_PWRE ? 0 : PT_SIZE_PWRE;
-	case PT_EXT_PWRX:
-		return n < PT_SIZE_PWRX ? 0 : PT_SIZE_PWRX;
-	case PT_EXT_BBP:
-		if (n < PT_SIZE_BBP)
-			return 0;
+		break;
+	case PT_PK_BBP:
 		f->in_bbp = 1;
 		f->bbp_sz = p[2] >> 7;
-		return PT_SIZE_BBP;
-	case PT_EXT_BEP: case PT_EXT_BEP_IP: /* IP bit: a FUP follows */
+		break;
+	case PT_PK_BEP: /* IP bit: a FUP follows */
 		f->in_bbp = 0;
 		if (p[1] & PT_EXT_IP_BIT)
 			f->fup_status = 1;
-		return PT_SIZE_BEP;
-	case PT_EXT_CFE:
-		if (n < PT_SIZE_CFE)
-			return 0;
+		break;
+	case PT_PK_CFE:
 		on_cfe(f, p[2] & 0x1f, p[3], p[2] >> 7);
-		return PT_SIZE_CFE;
-	case PT_EXT_EVD:
-		if (n < PT_SIZE_EVD)
-			return 0;
+		break;
+	case PT_PK_EVD:
 		ptf_emit_event(f, BTR_FLOW_EVD, p[2] & 0x3f, f->ip, rd_le(p + 3, 8));
-		return PT_SIZE_EVD;
-	default:
-		if ((p[1] & PT_OPM_PTW) == PT_EXT_PTW) {
-			/* PTW: payload 4 or 8 bytes, IP bit: a FUP follows */
-			unsigned plc = (p[1] >> PT_OPS_PTW_PLC) & 3;
-			unsigned sz = plc == 0 ? PT_SIZE_PTW4 : plc == 1 ? PT_SIZE_PTW8 : 0;
-			if (!sz)
-				return -1;
-			if (n < (size_t)sz)
-				return 0;
-			if (p[1] & PT_EXT_IP_BIT)
-				f->fup_status = 1;
-			ptf_emit_event(f, BTR_FLOW_PTWRITE, 0, f->ip, rd_le(p + PT_SIZE_EXT, sz - PT_SIZE_EXT));
-			return (int)sz;
-		}
-		return -1;
+		break;
+	case PT_PK_PTW: /* payload 4 or 8 bytes, IP bit: a FUP follows */
+		if (p[1] & PT_EXT_IP_BIT)
+			f->fup_status = 1;
+		ptf_emit_event(f, BTR_FLOW_PTWRITE, 0, f->ip, rd_le(p + PT_SIZE_EXT, (unsigned)sz - PT_SIZE_EXT));
+		break;
+	default: /* CBR, VMCS, MNT, MWAIT, PWRE, PWRX: stepped over */
+		break;
 	}
+	return sz;
 }
 
 /* The packet at @p inside a BBP block: a byte xxxxx100b is a BIP (whose

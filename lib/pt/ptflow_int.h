@@ -261,9 +261,6 @@ void ptf_reset_for_piece(struct btr_ptflow *f, uint64_t pos);
 void ptf_take_image(struct btr_ptflow *f);
 int ptf_packet(struct btr_ptflow *f, const uint8_t *p, size_t n);
 
-/* ptflow_par.c */
-size_t ptf_psb_plus_len(const uint8_t *p, size_t n);
-
 /* ptflow_walk.c */
 struct blk *ptf_build_blk(struct btr_ptflow *f, uint64_t ip, int *err);
 void ptf_flush_blocks(struct btr_ptflow *f, int image_changed);

@@ -145,46 +145,6 @@ static void *par_worker(void *arg)
 	return NULL;
 }
 
-/* Length of the PSB+ starting at @p (through PSBEND; up to an OVF, which
- * ends PSB+ too), or 0 if it is cut or holds a packet PSB+ cannot.  Sizes
- * the packets as the flow decoder's packet() does, which is more lenient
- * than the packet decoder about reserved fields (a MODE leaf, TMA's
- * reserved bits, a CYC's length); tests/test_pt_lengths.c checks both. */
-size_t ptf_psb_plus_len(const uint8_t *p, size_t n)
-{
-	/* Parse with a throwaway decoder state: only sizes matter. */
-	size_t i = 0;
-	while (i < n) {
-		if (i + 2 <= n && p[i] == PT_OPC_EXT && p[i + 1] == PT_EXT_PSBEND)
-			return i + PT_SIZE_PSBEND;
-		if (i + 2 <= n && p[i] == PT_OPC_EXT && p[i + 1] == PT_EXT_OVF)
-			return i;  /* OVF ends PSB+ too; do not walk past it */
-		/* sizes of the packets that may appear in PSB+ */
-		uint8_t b = p[i], e = i + 1 < n ? p[i + 1] : 0;
-		size_t sz;
-		if (b == PT_OPC_PAD) sz = PT_SIZE_PAD;
-		else if (b == PT_OPC_EXT && i + 1 < n && e == PT_EXT_PSB) sz = PT_SIZE_PSB;
-		else if (b == PT_OPC_EXT && i + 1 < n && e == PT_EXT_PIP) sz = PT_SIZE_PIP;
-		else if (b == PT_OPC_EXT && i + 1 < n && e == PT_EXT_CBR) sz = PT_SIZE_CBR;
-		else if (b == PT_OPC_EXT && i + 1 < n && e == PT_EXT_TMA) sz = PT_SIZE_TMA;
-		else if (b == PT_OPC_EXT && i + 1 < n && e == PT_EXT_VMCS) sz = PT_SIZE_VMCS;
-		else if (b == PT_OPC_TSC) sz = PT_SIZE_TSC;
-		else if (b == PT_OPC_MTC) sz = PT_SIZE_MTC;
-		else if (b == PT_OPC_MODE) sz = PT_SIZE_MODE;
-		else if ((b & PT_OPM_IP) == PT_OPC_FUP && ipc_len[b >> PT_OPS_IPC] != 0xff)
-			sz = PT_SIZE_IP0 + ipc_len[b >> PT_OPS_IPC];
-		else if ((b & PT_OPM_CYC) == PT_OPC_CYC) {
-			sz = PT_SIZE_CYC1;
-			if (b & PT_CYC_EXP)
-				while (i + sz < n && (p[i + sz++] & PT_CYC_MORE))
-					;
-		} else
-			return 0;
-		i += sz;
-	}
-	return 0;
-}
-
 /* Pipelined parallel decoding: worker threads claim pieces in stream
  * order and decode them into slots (2 per worker); the calling thread
  * delivers the slots' buffered output in order and frees them.  Memory
@@ -241,13 +201,13 @@ static void *par_thread_main(void *arg)
 
 		pc->buf = p->buf + pos;
 		pc->size = end - pos;
-		pc->tail = end < p->size ? ptf_psb_plus_len(p->buf + end, p->size - end) : 0;
+		pc->tail = end < p->size ? btr__pt_psb_plus_len(p->buf + end, p->size - end) : 0;
 		pc->n = 0;
 		pc->nev = 0;
 		pc->err = 0;
 		pc->tail_phase = 0;
 		pc->start_off = pos;
-		pc->head_len = pos ? ptf_psb_plus_len(p->buf + pos, p->size - pos) : 0;
+		pc->head_len = pos ? btr__pt_psb_plus_len(p->buf + pos, p->size - pos) : 0;
 		pc->want_branch = p->want_branch;
 		pc->want_event = p->want_event;
 		pc->f = t->f;

@@ -1494,6 +1494,11 @@ const char *btr_stream_backend(const struct btr_stream *s)
 	return s ? s->backend : "";
 }
 
+const char *btr_stream_path(const struct btr_stream *s)
+{
+	return s && s->path ? s->path : "";
+}
+
 int btr_stream_cpu_thread(struct btr_stream *s, int32_t cpu, uint64_t tsc, uint32_t *pid, uint32_t *tid)
 {
 	return s ? stream_sw_thread(&s->sw, cpu, tsc, pid, tid) : 0;

@@ -319,6 +319,7 @@ int cmd_diverge(int argc, char **argv)
 	o.sopts = &cs.so;
 	struct btr_diverge_result *r;
 	int err = btr_diverge(argv[first], argv[first + 1], &o, &r);
+	cli_progress_clear();   /* (the line of cs.so.progress: both traces' bytes read) */
 	if (err == -BTR_ERR_NOT_FOUND) {
 		cli_error("diverge: no thread %u in %s or no thread %u in %s", o.tid_a, argv[first], o.tid_b,
 			  argv[first + 1]);

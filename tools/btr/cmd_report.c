@@ -91,9 +91,7 @@ int cmd_report(int argc, char **argv)
 		return cli_report_html(file, &cs, html, diff, (unsigned)top);
 	struct btr_report_opts ro = { .sz = sizeof(ro), .top = (unsigned)top };
 	struct btr_analysis *rep = NULL;
-	rc = btr_report_analysis_new(&ro, &rep);
-	if (rc == 0)
-		rc = btr_report_analysis_set_name(rep, file);
+	rc = btr_report_analysis_new(&ro, &rep);   /* (it names the trace by the path it runs on) */
 	if (rc < 0) {
 		btr_analysis_free(rep);
 		cli_error("%s: %s", file, btr_errstr(rc));
