@@ -30,7 +30,8 @@ other, so that the file is compiled once per mutant.
 Before the mutants, each test of the families is run once on the
 unmutated copy (the baseline): a family that fails already would kill
 every mutant for nothing, so that is an error.  A baseline passed on the
-same sources (a hash of every file but tests/mutants/) is not run again.
+same sources (every file but tests/mutants/ and the other tests' own
+tests/cli_*.sh, tests/test_*.c) is not run again.
 --no-baseline skips it.
 """
 import argparse
@@ -98,6 +99,28 @@ def tracked_files():
     return sorted(p for p in out.decode().split("\0") if p)
 
 
+def own_test(rel):
+    """The test whose own file @rel is (tests/cli_NAME.sh, tests/test_NAME.c),
+    else None: a change there concerns that test alone."""
+    m = re.match(r"tests/((?:cli|test)_\w+)\.(?:sh|c)$", rel)
+    return m.group(1) if m else None
+
+
+class TreeHash:
+    """The sources' hash for the baseline: one of every file but the tests'
+    own files, and per test its own file's."""
+
+    def __init__(self):
+        self.h = hashlib.sha256()
+        self.tests = {}
+
+    def update(self, b):
+        self.h.update(b)
+
+    def key(self, test):
+        return self.h.hexdigest() + ":" + self.tests.get(test, "")
+
+
 def sync(dst, digest=None):
     """Copies the files that differ (content), so that untouched files keep
     their mtimes and the rebuild stays incremental.  @digest (a hashlib
@@ -110,7 +133,10 @@ def sync(dst, digest=None):
         with open(s, "rb") as f:
             data = f.read()
         if digest is not None and not rel.startswith("tests/mutants/"):
-            digest.update(rel.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
+            if own_test(rel):
+                digest.tests[own_test(rel)] = hashlib.sha256(data).hexdigest()
+            else:
+                digest.update(rel.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
         try:
             with open(d, "rb") as f:
                 if f.read() == data:
@@ -249,13 +275,12 @@ def main():
     bjobs = a.build_jobs or max(1, (os.cpu_count() or 2) // jobs)
     os.makedirs(a.dir, exist_ok=True)
     trees = [Tree(a.dir, k) for k in range(jobs)]
-    digest = hashlib.sha256()
+    digest = TreeHash()
     n = 0
     for t in trees:
         os.makedirs(t.src, exist_ok=True)
         open(t.log, "w").close()
         n += sync(t.src, digest if t.k == 0 else None)
-    tree_hash = digest.hexdigest()
     shared = os.path.realpath(os.path.join(SRC, "..", "shared"))
     link = os.path.join(a.dir, "shared")
     if os.path.isdir(shared) and not os.path.lexists(link):
@@ -310,8 +335,10 @@ def main():
     if not a.no_baseline:
         # each test once (families share tests), skipping those that passed
         # on the same sources
-        passed = set(hist.h["baseline"].get(tree_hash, []))
-        todo = [x for x in dict.fromkeys(x for f in fams.values() for x in f) if x not in passed]
+        known = hist.h["baseline"]   # test -> the sources' key it passed on
+        passed = {x for x, k in known.items() if k == digest.key(x)}
+        every = list(dict.fromkeys(x for f in fams.values() for x in f))
+        todo = [x for x in every if x not in passed]
         todo.sort(key=lambda x: -hist.h["cost"].get(x, 0))   # longest first: the trees end together
         q = queue.Queue()
         for x in todo:
@@ -330,13 +357,13 @@ def main():
                         failed.append(x)
                     else:
                         hist.h["cost"][x] = round(dt, 1)
+                        known[x] = digest.key(x)
                         passed.add(x)
         th = [threading.Thread(target=base, args=(t,)) for t in trees]
         for x in th:
             x.start()
         for x in th:
             x.join()
-        hist.h["baseline"] = {tree_hash: sorted(passed)}
         hist.save()
         if failed:
             for fam, tests in fams.items():
@@ -345,15 +372,17 @@ def main():
                     print("baseline: family '%s' fails without a mutant: %s (see %s)" %
                           (fam, " ".join(f), " ".join(t.log for t in trees)))
             return 2
-        print("baseline: %d families, %d tests run, %d passed before on these sources (%.0f s)" %
-              (len(fams), len(todo), len(passed) - len(todo), time.time() - t0), flush=True)
+        print("baseline: %d families, %d tests run, %d passed before on the same sources (%.0f s)" %
+              (len(fams), len(todo), len(every) - len(todo), time.time() - t0), flush=True)
 
     # mutants of one file in one group, run one after the other in one tree
     groups = {}
     for m in muts:
         groups.setdefault(m["file"], []).append(m)
     gq = queue.Queue()
-    for g in sorted(groups.values(), key=len, reverse=True):
+    # the newest mutants first (the end of the list): the likeliest to survive
+    pos = {m["id"]: i for i, m in enumerate(muts)}
+    for g in sorted(groups.values(), key=lambda g: -max(pos[m["id"]] for m in g)):
         gq.put(g)
     file_of = {m["id"]: m["file"] for m in parse_list(a.list)}
     results = {}
@@ -369,6 +398,7 @@ def main():
         t.mutated = (path, orig)
         killer = None
         t1 = time.time()
+        tb = 0.0
         tests = fams[m["tests"]]
         targets = targets_for(tests)
         try:
@@ -376,8 +406,10 @@ def main():
                 f.write(text.replace(m["from"], m["to"], 1).encode("utf-8", "surrogateescape"))
             # the targets built with the last mutant are rebuilt as well,
             # so that no binary outside this family's keeps a mutant
-            if t.run(["cmake", "--build", t.build, "-j", str(bjobs), "--target"] +
-                     list(dict.fromkeys(targets + t.dirty))):
+            rc = t.run(["cmake", "--build", t.build, "-j", str(bjobs), "--target"] +
+                       list(dict.fromkeys(targets + t.dirty)))
+            tb = time.time() - t1
+            if rc:
                 verdict = "does not build"
             else:
                 verdict = "SURVIVED"
@@ -401,8 +433,8 @@ def main():
         hist.save()
         with plock:
             done[0] += 1
-            print("[%2d/%d] %-32s %-14s %-30s %4.0f s%s" %
-                  (done[0], len(muts), m["id"], verdict, m["tests"][:30], time.time() - t1,
+            print("[%2d/%d] %-32s %-14s %-30s %4.0f s (build %3.0f s)%s" %
+                  (done[0], len(muts), m["id"], verdict, m["tests"][:30], time.time() - t1, tb,
                    "  by %s" % killer if killer else ""), flush=True)
         return verdict
 
