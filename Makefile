@@ -122,10 +122,13 @@ torture: build
 # The mutation check (docs/reliability.md): each hand-made bug of
 # tests/mutants/list applied alone to a scratch copy of the tree (never this
 # one), rebuilt incrementally, its test family run; prints the score (exit 1
-# below 90%).  Slow (minutes per mutant); MUTANTS=REGEX tries only those ids.
+# below 90%).  A killed mutant stops at its first failing check; MUTANTS=REGEX
+# tries only those ids; MUTANT_JOBS=2 runs two mutants at once (two scratch
+# trees, each built with JOBS/2 make jobs).
 MUTANTS ?=
+MUTANT_JOBS ?= 1
 mutants: deps
-	@python3 tests/mutants/run.py --jobs $(JOBS) $(MUTANTS)
+	@python3 tests/mutants/run.py --jobs $(MUTANT_JOBS) --build-jobs $$(( $(JOBS) / $(MUTANT_JOBS) > 0 ? $(JOBS) / $(MUTANT_JOBS) : 1 )) $(MUTANTS)
 
 clean:
 	rm -rf $(BUILD) $(RELEASE) $(FUZZ_BUILD) build-asan build-mutants

@@ -13,13 +13,30 @@
 
 static int check_pass_, check_fail_;
 
+/* Counts a failure (its message is printed already).  Under
+ * BTR_TEST_FIRST_FAIL=1 (`make mutants` sets it: a mutant is killed by its
+ * first failure) the program ends there, exit 1. */
+static inline void check_failed_(void)
+{
+	const char *s = getenv("BTR_TEST_FIRST_FAIL");
+
+	check_fail_++;
+	if (s && !strcmp(s, "1")) {
+		printf("%d passed, %d failed (BTR_TEST_FIRST_FAIL=1: stopped at the first failure)\n",
+		       check_pass_, check_fail_);
+		fflush(stdout);
+		fflush(stderr);
+		exit(1);
+	}
+}
+
 #define CHECK(cond)                                                              \
 	do {                                                                     \
 		if (cond) {                                                      \
 			check_pass_++;                                           \
 		} else {                                                         \
-			check_fail_++;                                           \
 			fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
+			check_failed_();                                         \
 		}                                                                \
 	} while (0)
 
@@ -29,10 +46,10 @@ static int check_pass_, check_fail_;
 		if (a_ == b_) {                                                  \
 			check_pass_++;                                           \
 		} else {                                                         \
-			check_fail_++;                                           \
 			fprintf(stderr, "%s:%d: %s == %s failed: %lld != %lld (0x%llx != 0x%llx)\n", \
 				__FILE__, __LINE__, #a, #b, a_, b_,                \
 				(unsigned long long)a_, (unsigned long long)b_);   \
+			check_failed_();                                         \
 		}                                                                \
 	} while (0)
 
@@ -42,9 +59,9 @@ static int check_pass_, check_fail_;
 		if (a_ && b_ && !strcmp(a_, b_)) {                               \
 			check_pass_++;                                           \
 		} else {                                                         \
-			check_fail_++;                                           \
 			fprintf(stderr, "%s:%d: %s == %s failed: \"%s\" != \"%s\"\n", \
 				__FILE__, __LINE__, #a, #b, a_ ? a_ : "(null)", b_ ? b_ : "(null)"); \
+			check_failed_();                                         \
 		}                                                                \
 	} while (0)
 
@@ -77,9 +94,9 @@ static inline void check_oracle_missing(const char *what)
 	}
 	const char *req = getenv("BTR_REQUIRE_ORACLES"), *allow = getenv("BTR_ALLOW_MISSING_ORACLES");
 	if (req && !strcmp(req, "1") && !(allow && !strcmp(allow, "1"))) {
-		check_fail_++;
 		fprintf(stderr, "FAIL: oracle missing: %s (scripts/deps.sh installs it; "
 			"BTR_ALLOW_MISSING_ORACLES=1 allows this)\n", what);
+		check_failed_();
 	} else {
 		printf("note: oracle missing, not checked: %s\n", what);
 	}

@@ -33,6 +33,27 @@ check "flow_loops.c in the coverage table" grep -q 'tests/progs/flow_loops.c</td
 check "CFGs inline" [ "$(grep -c '<svg' "$page")" -ge 3 ]
 check "links to the function sections" grep -q 'href="#fn-0"' "$page"
 check "annotated source of fib" grep -q 'fib(int n)' "$page"
+# The coverage table's row of a source with a function that never runs
+# (prog_oracle_cov) says what `btr cov --format lcov` says of it: lines
+# with code LF, lines run LH, functions run "FNH of FNF".
+if record_qemu "$tmp/oc.btr" oracle_cov "$build/prog_oracle_cov" 100; then
+	"$btr" report --html "$tmp/oc" "$tmp/oc.btr" >/dev/null; rc=$?
+	check "report --html of oracle_cov exit 0 ($rc)" [ $rc -eq 0 ]
+	"$btr" cov --format lcov --module prog_oracle_cov -o "$tmp/oc.info" "$tmp/oc.btr"; rc=$?
+	check "lcov of oracle_cov exit 0 ($rc)" [ $rc -eq 0 ]
+	check "oracle_cov's coverage row agrees with its lcov record" python3 - "$tmp/oc/index.html" "$tmp/oc.info" <<'PY'
+import re, sys
+page, info = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+rec = dict(re.findall(r'^(LF|LH|FNF|FNH):(\d+)$', info, re.M))
+assert int(rec['FNH']) < int(rec['FNF']), rec   # a function never runs
+m = re.search(r'<table id="coverage-table">(.*?)</table>', page, re.S)
+row = re.search(r'<tr><td>[^<]*oracle_cov\.c</td><td>(\d+)</td><td>(\d+)</td><td>[^<]*</td><td>(\d+) of (\d+)</td>', m.group(1))
+assert row, m.group(1)
+got = tuple(int(x) for x in row.groups())
+want = tuple(int(rec[k]) for k in ('LF', 'LH', 'FNH', 'FNF'))
+assert got == want, (got, want)
+PY
+fi
 "$btr" report --html "$tmp/hd" --diff "$tmp/b.btr" "$tmp/a.btr"; rc=$?
 check "report --html --diff exit 0 ($rc)" [ $rc -eq 0 ]
 check "--diff: colours by difference" grep -q 'coloured by the difference to' "$tmp/hd/index.html"

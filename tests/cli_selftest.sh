@@ -15,7 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 case_() {
 	local name=$1 want=$2 grepfor=$3 body=$4 rc
 	printf '%s\n' ". '$lib'" "$body" >"$tmp/$name.sh"
-	(cd "$tmp" && env -u BTR_REQUIRE_ORACLES -u BTR_ALLOW_MISSING_ORACLES bash "$tmp/$name.sh") >"$tmp/$name.out" 2>"$tmp/$name.err"
+	(cd "$tmp" && env -u BTR_REQUIRE_ORACLES -u BTR_ALLOW_MISSING_ORACLES -u BTR_TEST_FIRST_FAIL bash "$tmp/$name.sh") >"$tmp/$name.out" 2>"$tmp/$name.err"
 	rc=$?
 	check "$name: exit $want (got $rc; $(tr '\n' ' ' <"$tmp/$name.err" | head -c 200))" [ $rc -eq "$want" ]
 	[ -z "$grepfor" ] || check "$name: output has '$grepfor': $(tr '\n' ' ' <"$tmp/$name.out")" grep -q -- "$grepfor" "$tmp/$name.out"
@@ -27,6 +27,8 @@ case_ failing_test_bracket 1 "0 passed, 1 failed" 'check "f" [ 1 -eq 2 ]; finish
 case_ check_returns_verdict 0 "" 'check "f" false && exit 5; check "t" true || exit 6; exit 0'
 case_ failure_message_on_stderr 0 "" 'check "the name of it" false 2>err; grep -q "^FAIL: the name of it$" err'
 case_ bad_counts_and_returns_1 1 "0 passed, 1 failed" 'bad "x" && exit 5; finish'
+case_ first_fail_stops 1 "0 passed, 1 failed (BTR_TEST_FIRST_FAIL" 'export BTR_TEST_FIRST_FAIL=1; check "f" false; echo reached; exit 5'
+case_ first_fail_off_goes_on 5 "reached" 'check "f" false; echo reached; exit 5'
 case_ ok_counts 0 "2 passed, 0 failed" 'ok; ok "with text"; finish'
 case_ clean_skip 77 "SKIP: nothing" 'check "t" true; skip "nothing"'
 case_ skip_after_failure 1 "" 'check "f" false; skip "data absent"'

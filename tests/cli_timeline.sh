@@ -66,6 +66,7 @@ fi
 "$btr" timeline --help >/dev/null; check "--help exit 0" [ $? -eq 0 ]
 "$btr" timeline fib.btr 2>/dev/null; check "missing -o exit 2" [ $? -eq 2 ]
 "$btr" timeline --from 10 --to 5 fib.btr -o x.json 2>/dev/null; check "bad window exit 2" [ $? -eq 2 ]
+"$btr" timeline --from 10 --to 10 fib.btr -o x.json 2>/dev/null; check "empty window (--to = --from) exit 2" [ $? -eq 2 ]
 "$btr" timeline --from x fib.btr -o x.json 2>/dev/null; check "bad number exit 2" [ $? -eq 2 ]
 "$btr" timeline /nonexistent.btr -o x.json 2>err; check "missing trace exit 3" [ $? -eq 3 ]
 check "missing trace one line" [ "$(wc -l <err)" -eq 1 ]

@@ -9,7 +9,10 @@
 #                              B is not counted - write two checks, one per
 #                              condition (or one CMD that tests both).
 #   ok [TEXT]                  counts a pass
-#   bad "what"                 counts a failure ("FAIL: what" on stderr); returns 1
+#   bad "what"                 counts a failure ("FAIL: what" on stderr); returns 1.
+#                              Under BTR_TEST_FIRST_FAIL=1 (`make mutants` sets it:
+#                              a mutant is killed by its first failure) the script
+#                              ends there, exit 1 (a failure in a subshell ends it).
 #   skip "why"                 exit 77 (CTest's "Skipped") with "SKIP: why" - but
 #                              exit 1 if a check has failed already: a skip after a
 #                              failure is a failure.  (check_skip: the same.)
@@ -40,7 +43,15 @@ py=()
 lib_src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 ok() { pass=$((pass + 1)); return 0; }
-bad() { echo "FAIL: $*" >&2; fail=$((fail + 1)); return 1; }
+bad() {
+	echo "FAIL: $*" >&2
+	fail=$((fail + 1))
+	if [ "${BTR_TEST_FIRST_FAIL:-0}" = 1 ]; then
+		echo "$pass passed, $fail failed (BTR_TEST_FIRST_FAIL=1: stopped at the first failure)"
+		exit 1
+	fi
+	return 1
+}
 check() {
 	local what=$1
 	shift

@@ -152,6 +152,18 @@ def check_svg(path, fold):
     assert got == want, (got, want)
     assert any(x.startswith('fib (') for x in titles)
     assert 'fib &lt;10&gt;' in open(path).read()
+    # geometry: the frames of one depth lie side by side, never on top of
+    # each other, and each lies inside the frame below it
+    fr = sorted((int(g.get('data-d')), float(g.get('data-x')), float(g.get('data-w')))
+                for g in t.iter(ns + 'g') if g.get('data-x') is not None)
+    assert len(fr) > 2, fr
+    for (d0, x0, w0), (d1, x1, w1) in zip(fr, fr[1:]):
+        if d0 == d1:
+            assert x1 >= x0 + w0 - 1e-9, ('overlapping frames at depth', d0, x0, w0, x1, w1)
+    for d, x, w in fr:
+        if d:
+            assert any(pd == d - 1 and px - 1e-9 <= x and x + w <= px + pw + 1e-9 for pd, px, pw in fr), \
+                ('a frame outside the one below it', d, x, w)
 
 
 def check_lbr(path):

@@ -18,6 +18,7 @@
 #include "btr/diff.h"
 #include "btr/error.h"
 #include "btr/insn.h"
+#include "btr/trace.h"
 
 #define BTR BTR_BINARY_DIR "/btr"
 
@@ -376,8 +377,114 @@ static void check_diff(struct btr_analysis *ba, struct gt *ga, struct btr_analys
 	btr_diff_free(d);
 }
 
+/* Modules are numbered in path order whatever the order they were met in:
+ * three copies of one program named c, a and b (met in that order: a cycle
+ * of three, which a renumbering by the inverse permutation gets wrong; two
+ * modules, or a program, ld.so and libc, only ever swap two), mapped at
+ * 0x100000, 0x200000 and 0x300000 in one process, with a block in each. */
+static void three_modules(void)
+{
+	char dir[] = "/tmp/btr-blocks-XXXXXX", path[3][64], trace[96];
+	static const char *const names[3] = { "c", "a", "b" };
+	if (!mkdtemp(dir)) {
+		CHECK(0);
+		return;
+	}
+	size_t n = 0;
+	uint8_t *elf = NULL;
+	FILE *f = fopen(BTR_BINARY_DIR "/prog_flow_loops", "rb");
+	CHECK(f != NULL);
+	if (f) {
+		elf = malloc(4 << 20);
+		n = elf ? fread(elf, 1, 4 << 20, f) : 0;
+		fclose(f);
+	}
+	CHECK(n > 0);
+	for (int i = 0; i < 3; i++) {
+		snprintf(path[i], sizeof(path[i]), "%s/%s", dir, names[i]);
+		FILE *o = fopen(path[i], "wb");
+		CHECK(o && fwrite(elf, 1, n, o) == n);
+		if (o)
+			fclose(o);
+	}
+	free(elf);
+	snprintf(trace, sizeof(trace), "%s/t.btr", dir);
+	struct btr_trace_writer_opts wo = { .sz = sizeof(wo), .no_sync = 1 };
+	struct btr_trace_writer *w;
+	CHECK_EQ(btr_trace_writer_new(trace, &wo, &w), 0);
+	struct btr_record r = { .type = BTR_REC_MACHINE };
+	snprintf(r.u.machine.backend, sizeof(r.u.machine.backend), "step");
+	CHECK_EQ(btr_trace_write(w, &r), 0);
+	for (int i = 0; i < 3; i++) {
+		memset(&r, 0, sizeof(r));
+		r.type = BTR_REC_MODULE_LOAD;
+		/* its code segment: file offset 0x1000 at link address 0x1000 */
+		r.u.module = (struct btr_rec_module){ .pid = 5, .prot = 5, .start = 0x100000u * (i + 1) + 0x1000,
+						      .size = 0x1000, .pgoff = 0x1000, .path = path[i] };
+		CHECK_EQ(btr_trace_write(w, &r), 0);
+	}
+	memset(&r, 0, sizeof(r));
+	r.type = BTR_REC_THREAD_START;
+	r.u.thread.pid = r.u.thread.tid = 5;
+	r.u.thread.name = "";
+	CHECK_EQ(btr_trace_write(w, &r), 0);
+	/* c:0x1050 -> c:0x1100 .. c:0x1110 -> a:0x1180 .. a:0x1190 ->
+	 * b:0x1200 .. b:0x1210 -> c:0x1280 (link addresses in the program's
+	 * code): blocks in c, a and b */
+	static const uint64_t hops[][2] = {
+		{ 0x101050, 0x101100 }, { 0x101110, 0x201180 }, { 0x201190, 0x301200 }, { 0x301210, 0x101280 },
+	};
+	struct btr_branch b[4];
+	memset(b, 0, sizeof(b));
+	for (int i = 0; i < 4; i++) {
+		b[i].from = hops[i][0];
+		b[i].to = hops[i][1];
+		b[i].tid = b[i].pid = 5;
+		b[i].kind = BTR_KIND_JMP;
+		b[i].flags = BTR_BF_TAKEN;
+	}
+	memset(&r, 0, sizeof(r));
+	r.type = BTR_REC_BRANCHES;
+	r.u.branches = (struct btr_rec_branches){ .tid = 5, .count = 4, .branches = b };
+	CHECK_EQ(btr_trace_write(w, &r), 0);
+	CHECK_EQ(btr_trace_writer_close(w), 0);
+
+	struct btr_analysis *bl;
+	CHECK_EQ(btr_blocks_new(&bl), 0);
+	CHECK_EQ(btr_analysis_run(trace, NULL, &bl, 1, NULL), 0);
+	const struct btr_blocks_result *res = btr_blocks_get(bl);
+	CHECK(res != NULL);
+	if (res) {
+		CHECK_EQ(res->n_modules, 3);
+		for (size_t i = 0; i + 1 < res->n_modules; i++)   /* path order */
+			CHECK(strcmp(res->modules[i].path, res->modules[i + 1].path) < 0);
+		static const struct { uint64_t start; const char *name; } want[] = {
+			{ 0x1100, "c" }, { 0x1180, "a" }, { 0x1200, "b" },
+		};
+		int found = 0;
+		for (size_t i = 0; i < res->n_blocks; i++) {
+			const struct btr_block *k = &res->blocks[i];
+			for (int j = 0; j < 3; j++) {
+				if (k->start != want[j].start)
+					continue;
+				found++;
+				CHECK(k->module < res->n_modules);
+				if (k->module < res->n_modules)
+					CHECK_STR(res->modules[k->module].name, want[j].name);
+			}
+		}
+		CHECK_EQ(found, 3);
+	}
+	btr_analysis_free(bl);
+	for (int i = 0; i < 3; i++)
+		unlink(path[i]);
+	unlink(trace);
+	rmdir(dir);
+}
+
 int main(void)
 {
+	three_modules();
 	if (access(BTR, X_OK) != 0)
 		check_skip("btr binary not built");
 	/* only a missing qemu-user skips; a recording that fails is a failure */

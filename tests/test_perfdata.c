@@ -353,6 +353,9 @@ static void test_intel_pt(void)
 				CHECK_EQ(mm->start, 0x5cba63156000ULL);
 				CHECK_EQ(mm->size, 0x125000);
 				CHECK_EQ(mm->prot, 5); /* r-xp */
+				/* perf report -D: 641256876396 (its sample_id_all
+				 * trailer: pid, tid, time, IDENTIFIER), as TSC */
+				CHECK_EQ(mm->tsc, 808741473127ULL);
 			}
 			if (!strncmp(mm->path, "[kernel.kallsyms]", 17)) {
 				/* 672679ceaecf17b7a879e56c56802afc568aa242 */
@@ -1253,6 +1256,190 @@ static size_t put_compressed(uint8_t *out, const uint8_t *z, size_t n)
 	return 8 + n;
 }
 
+/* perf record -z -m 80M: one COMPRESSED record may expand to what a ring
+ * buffer flush holds, HEADER_COMPRESSED's mmap_len (u32 version, type,
+ * level, ratio, mmap_len): 70 MiB of records, more than the 64 MiB the
+ * reader allows without it, are read. */
+static void test_compressed_mmap_len(void)
+{
+	struct wbuf w;
+	size_t n = make_synthetic(&w, 0);
+	uint64_t data_off, data_sz;
+	memcpy(&data_off, w.b + 40, 8);
+	memcpy(&data_sz, w.b + 48, 8);
+	(void)n;
+	const size_t big = 70u << 20, rs = 65528;
+	uint8_t *raw = calloc(1, big);
+	size_t zcap = ZSTD_compressBound(big), zn = 0;
+	uint8_t *z = malloc(zcap);
+	static uint8_t file[1 << 16];
+	CHECK(raw && z);
+	if (!raw || !z) {
+		free(raw);
+		free(z);
+		return;
+	}
+	size_t used = 0;
+	while (used + rs <= big) {   /* FINISHED_ROUND records of 65528 bytes */
+		uint32_t t = 68;
+		uint16_t misc = 0, sz = (uint16_t)rs;
+		memcpy(raw + used, &t, 4);
+		memcpy(raw + used + 4, &misc, 2);
+		memcpy(raw + used + 6, &sz, 2);
+		used += rs;
+	}
+	zn = ZSTD_compress(z, zcap, raw, used, 3);
+	free(raw);
+	CHECK(!ZSTD_isError(zn) && zn + 8 < 65536 && 8 + data_off + zn + 64 < sizeof(file));
+	if (ZSTD_isError(zn) || zn + 8 >= 65536 || 8 + data_off + zn + 64 >= sizeof(file)) {
+		free(z);
+		return;
+	}
+	memcpy(file, w.b, data_off);
+	size_t o = data_off + put_compressed(file + data_off, z, zn);
+	free(z);
+	uint64_t new_sz = o - data_off, feat = 1ull << 27;   /* HEADER_COMPRESSED */
+	memcpy(file + 48, &new_sz, 8);
+	memcpy(file + 72, &feat, 8);
+	uint64_t sec[2] = { o + 16, 20 };
+	memcpy(file + o, sec, 16);
+	uint32_t comp[5] = { 1, 1, 3, 4, 80u << 20 };   /* version, zstd, level, ratio, mmap_len */
+	memcpy(file + o + 16, comp, 20);
+	o += 36;
+	struct btr_perf_reader *r;
+	struct tally t = { 0 };
+	CHECK_EQ(btr_perf_reader_new_mem(file, o, &r), 0);
+	if (!r)
+		return;
+	drain(r, &t);
+	CHECK_EQ(t.end, -BTR_ERR_EOS);
+	CHECK_EQ(btr_perf_reader_count(r, 68), used / rs);   /* every record was read */
+	btr_perf_reader_free(r);
+}
+
+/* Two events, PERF_SAMPLE_ID without IDENTIFIER (perf before 3.10, or
+ * --no-sample-identifier): a sample's id lies after IP, TID, TIME and ADDR,
+ * and names its event.  Event 0 (ids 100) has no branch stack, event 1
+ * (id 200) has one: its sample must be read with event 1's layout, an LBR
+ * record of one entry. */
+static void test_sample_id_pos(void)
+{
+	struct wbuf w;
+	memset(&w, 0, sizeof(w));
+	w64(&w, 0x32454c4946524550ULL);
+	w64(&w, 104);
+	w64(&w, 80 + 16);
+	size_t attrs_at = w.n;
+	for (int i = 0; i < 6; i++)
+		w64(&w, 0);                             /* attrs, data, event_types */
+	for (int i = 0; i < 4; i++)
+		w64(&w, 0);                             /* no features */
+	size_t a0 = w.n, ids_at[2];
+	for (int k = 0; k < 2; k++) {
+		size_t at = w.n;
+		w32(&w, 0), w32(&w, 80);
+		w64(&w, 0), w64(&w, 4000);
+		w64(&w, 0x1 | 0x2 | 0x4 | 0x8 | 0x40 | (k ? 0x800 : 0x100)); /* IP|TID|TIME|ADDR|ID, PERIOD or BRANCH_STACK */
+		w64(&w, 0);
+		w64(&w, 1ull << 5);                     /* exclude_kernel */
+		while (w.n < at + 72)
+			w8(&w, 0);
+		w64(&w, k ? (1ull << 3 | 1) : 0);       /* ANY | USER */
+		ids_at[k] = w.n;
+		w64(&w, 0), w64(&w, 8);
+	}
+	set64(&w, attrs_at, a0);
+	set64(&w, attrs_at + 8, w.n - a0);
+	for (int k = 0; k < 2; k++) {
+		set64(&w, ids_at[k], w.n);
+		w64(&w, k ? 200 : 100);
+	}
+	size_t data = w.n, st;
+	rec_begin(&w, 9, 2, &st);                       /* SAMPLE of event 1 */
+	w64(&w, 0x400123);
+	w32(&w, 42), w32(&w, 43);
+	w64(&w, 1300);
+	w64(&w, 0x7777);                                /* addr */
+	w64(&w, 200);                                   /* id */
+	w64(&w, 1);                                     /* nr */
+	w64(&w, 0x400200), w64(&w, 0x400100), w64(&w, br_flags(0, 0, 1, 0, 0));
+	rec_end(&w, st);
+	set64(&w, attrs_at + 16, data);
+	set64(&w, attrs_at + 24, w.n - data);
+
+	struct btr_perf_reader *r;
+	CHECK_EQ(btr_perf_reader_new_mem(w.b, w.n, &r), 0);
+	if (!r)
+		return;
+	struct btr_record rec;
+	int lbr = 0, e;
+	while ((e = btr_perf_read(r, &rec)) == 0) {
+		if (rec.type != BTR_REC_LBR)
+			continue;
+		lbr++;
+		CHECK_EQ(rec.u.lbr.count, 1);
+		if (rec.u.lbr.count == 1)
+			CHECK_EQ(rec.u.lbr.entries[0].from, 0x400200);
+	}
+	CHECK_EQ(e, -BTR_ERR_EOS);
+	CHECK_EQ(lbr, 1);
+	btr_perf_reader_free(r);
+}
+
+/* HEADER_BUILD_ID with PERF_RECORD_MISC_BUILD_ID_SIZE: a build-id of 16
+ * bytes (its size in the byte after the 20 of the field) names the module
+ * of an MMAP2 without one inline: the synthetic little-endian file with
+ * the MMAP2's inline build-id flag cleared and a BUILD_ID section before
+ * its CPUID one.  The module's build-id is those 16 bytes, not 20. */
+static void test_build_id_size(void)
+{
+	struct wbuf w;
+	size_t n = make_synthetic(&w, 0);
+	uint64_t data_off, data_sz;
+	memcpy(&data_off, w.b + 40, 8);
+	memcpy(&data_sz, w.b + 48, 8);
+	static uint8_t file[8192];
+	size_t ft = data_off + data_sz, fs = ft + 16, flen = n - fs;
+	memcpy(file, w.b, ft);
+	file[data_off + 5] &= (uint8_t)~(1u << 6);   /* misc bit 14: no inline build-id */
+	uint64_t feat = 1ull << 2 | 1ull << 9;        /* HEADER_BUILD_ID, HEADER_CPUID */
+	memcpy(file + 72, &feat, 8);
+	uint8_t e[56] = { 0 };
+	uint32_t type = 67, pid = 42;
+	uint16_t misc = 1u << 15, sz = sizeof(e);
+	memcpy(e, &type, 4);
+	memcpy(e + 4, &misc, 2);
+	memcpy(e + 6, &sz, 2);
+	memcpy(e + 8, &pid, 4);
+	for (int i = 0; i < 16; i++)
+		e[12 + i] = (uint8_t)(0x11 + i);
+	e[12 + 20] = 16;
+	memcpy(e + 36, "/bin/prog", 10);
+	uint64_t sec[4] = { ft + 32, sizeof(e), ft + 32 + sizeof(e), flen };
+	memcpy(file + ft, sec, sizeof(sec));
+	memcpy(file + ft + 32, e, sizeof(e));
+	memcpy(file + ft + 32 + sizeof(e), w.b + fs, flen);
+	size_t o = ft + 32 + sizeof(e) + flen;
+
+	struct btr_perf_reader *r;
+	CHECK_EQ(btr_perf_reader_new_mem(file, o, &r), 0);
+	if (!r)
+		return;
+	struct btr_record rec;
+	int found = 0, e2;
+	while ((e2 = btr_perf_read(r, &rec)) == 0) {
+		if (rec.type != BTR_REC_MODULE_LOAD || strcmp(rec.u.module.path, "/bin/prog"))
+			continue;
+		found++;
+		CHECK_EQ(rec.u.module.build_id_len, 16);
+		CHECK_EQ(rec.u.module.build_id[0], 0x11);
+		CHECK_EQ(rec.u.module.build_id[15], 0x20);
+	}
+	CHECK_EQ(e2, -BTR_ERR_EOS);
+	CHECK_EQ(found, 1);
+	btr_perf_reader_free(r);
+}
+
 /* perf record -z: the synthetic little-endian file with its data section
  * zstd-compressed into two COMPRESSED records, split inside a record so
  * that the reader has to carry the partial record over. */
@@ -1543,6 +1730,9 @@ int main(void)
 	test_bts_synthetic();
 	test_length_bounds();
 	test_compressed_synthetic();
+	test_build_id_size();
+	test_sample_id_pos();
+	test_compressed_mmap_len();
 	test_corrupt();
 	test_autofdo();
 	test_intel_pt();

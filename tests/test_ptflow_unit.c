@@ -29,6 +29,17 @@ static const uint8_t code64[] = {
 	/* 0x1032 */ 0x90,                         /* nop */
 	/* 0x1033 */ 0xc3,                         /* ret */
 };
+/* 64-bit code at 0x6000: a call whose callee has a conditional branch,
+ * so that a TNT bit walks the flow past the call */
+static const uint8_t code_psb[] = {
+	/* 0x6000 */ 0xe8, 0x0b, 0x00, 0x00, 0x00, /* call 0x6010 */
+	/* 0x6005 */ 0x90,                         /* nop */
+	/* 0x6006 */ 0xc3,                         /* ret */
+	/* 0x6007 */ 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc,
+	/* 0x6010 */ 0x48, 0x83, 0xc0, 0x01,       /* add rax, 1 */
+	/* 0x6014 */ 0x75, 0xfa,                   /* jne 0x6010 */
+	/* 0x6016 */ 0xc3,                         /* ret */
+};
 /* 32-bit code at 0x5000: in 64-bit mode 0x40 would be a REX prefix */
 static const uint8_t code32[] = {
 	/* 0x5000 */ 0x40,                         /* inc eax */
@@ -195,6 +206,7 @@ int main(void)
 	CHECK_EQ(btr_image_new(&img), 0);
 	CHECK_EQ(btr_image_add_bytes(img, code64, sizeof(code64), 0x1000), 0);
 	CHECK_EQ(btr_image_add_bytes(img, code32, sizeof(code32), 0x5000), 0);
+	CHECK_EQ(btr_image_add_bytes(img, code_psb, sizeof(code_psb), 0x6000), 0);
 	struct btr_ptflow_config cfg = { .sz = sizeof(cfg) };
 	struct rec r;
 
@@ -600,6 +612,33 @@ int main(void)
 		CHECK_EQ(gap_reason(&r, 2), -BTR_ERR_NOSYNC);   /* the RET at 0x1021 */
 		CHECK_EQ(gap_reason(&r, 3), -BTR_ERR_NOSYNC);   /* contradiction after a gap */
 		CHECK_EQ(gap_reason(&r, 4), -BTR_ERR_BAD_CONTEXT);
+		ipvec_free(&r.ips);
+	}
+
+	/* 10c. a PSB empties the return stack (SDM: only RETs whose CALL came
+	 * after the last PSB are compressed): a taken bit for the RET at
+	 * 0x6016, whose CALL at 0x6000 came before the PSB (the bit of the JCC
+	 * at 0x6014 walked the flow past it), is a compressed return to an
+	 * unknown address (libipt: pte_retstack_empty), never a return to
+	 * 0x6005 through a stack kept across the PSB. */
+	s_begin();
+	s_psb(1, 0);
+	s_ip(BTR_PT_TIP_PGE, 0x6000);
+	s_tnt("0");                     /* call 0x6010 (0x6005 pushed), the JCC, up to the RET */
+	s_psb(1, 0x6016);               /* PSB+ at the RET */
+	s_tnt("1");
+	s_ip(BTR_PT_TIP, 0x1030);
+	s_ipsup(BTR_PT_TIP_PGD);
+	for (int fast = 0; fast < 2; fast++) {
+		CHECK_EQ(fast ? decode_fast(&r, &cfg) : decode(&r, &cfg, 0), 0);
+		int ret = 0;
+		for (unsigned i = 0; i < r.nbr && i < 64; i++)
+			ret += r.br[i].from == 0x6016 && r.br[i].to == 0x6005;
+		CHECK_EQ(ret, 0);
+		CHECK_EQ(gap_reason(&r, 1), -BTR_ERR_NOSYNC);   /* the RET at 0x6016 */
+		CHECK_EQ(r.nbr, 3);                              /* the CALL, the JCC, the SYSCALL */
+		if (r.nbr == 3)
+			CHECK_EQ(r.br[2].kind, BTR_KIND_SYSCALL);
 		ipvec_free(&r.ips);
 	}
 

@@ -2,6 +2,11 @@
 # shared --filter/--pid/--tid options on the views.
 
 # ---- annotate ----
+# the lines of annotate's output @1 for a conditional jump that ran (a
+# count) without its taken / not taken column
+jcc_no_col() {
+	awk '$1 ~ /^[0-9]+$/ && $2 ~ /^0x/ && $3 ~ /^j/ && $3 != "jmp" && $0 !~ /taken [0-9]+ \(/' "$1"
+}
 "$btr" annotate --function classify "$tmp/a.btr" >"$tmp/ann.txt" 2>"$tmp/err"; rc=$?
 check "annotate exit 0 ($rc)" [ $rc -eq 0 ]
 check "annotate: entered 180 times" grep -q '^classify .*entered 180 times' "$tmp/ann.txt"
@@ -10,6 +15,8 @@ check "annotate: entry instruction x180" grep -Eq "^ +180  0x$(printf %x $((16#$
 tn=$(grep -E 'taken [0-9]+ \(' "$tmp/ann.txt" | head -1 | sed -E 's/.*taken ([0-9]+) .* not ([0-9]+) .*/\1 \2/')
 check "annotate: jcc taken+not = 180 ($tn)" [ "$(( ${tn% *} + ${tn#* } ))" -eq 180 ]
 check "annotate: Zydis text" grep -q 'jmp rax' "$tmp/ann.txt"
+check "annotate: every conditional branch that ran has its column: $(jcc_no_col "$tmp/ann.txt" | head -1)" \
+	[ -z "$(jcc_no_col "$tmp/ann.txt")" ]
 check "annotate: source lines" grep -q 'flow_loops.c:20' "$tmp/ann.txt"
 "$btr" annotate --source --function classify "$tmp/a.btr" >"$tmp/src.txt"; rc=$?
 check "annotate --source exit 0" [ $rc -eq 0 ]
@@ -87,7 +94,8 @@ check "annotate --filter near_ret: the jcc is not seen as a branch" \
 
 # ---- a qemu trace of /bin/gzip (stripped: functions from FDEs) ----
 if [ -x /bin/gzip ]; then
-	head -c 100000 "$src/lib/ptflow.c" >"$tmp/in.txt"
+	head -c 100000 "$src/lib/pt/ptflow.c" >"$tmp/in.txt"
+	check "gzip's input is not empty" [ -s "$tmp/in.txt" ]
 	"$btr" record -q -b qemu -o "$tmp/gz.btr" -- /bin/gzip -c "$tmp/in.txt" >/dev/null 2>&1
 	f=$("$btr" report --format json "$tmp/gz.btr" | python3 -c '
 import json,sys; d=json.load(sys.stdin); print([x["name"] for x in d["top_functions"] if x["name"].startswith("gzip+0x")][0])')
@@ -98,6 +106,11 @@ import json,sys; d=json.load(sys.stdin); print([x["name"] for x in d["top_functi
 	"$btr" annotate --function "$f" "$tmp/gz.btr" >"$tmp/gz.ann"; rc=$?
 	check "gzip annotate $f exit 0 ($rc)" [ $rc -eq 0 ]
 	check "gzip annotate: entered N times" grep -qE "^gzip\+0x[0-9a-f]+ .*entered [1-9][0-9]* times" "$tmp/gz.ann"
+	# every conditional branch that ran has its taken / not taken column,
+	# also one that was never taken ("taken 0 (0.0%) not N")
+	check "gzip annotate: a conditional branch never taken shows 'taken 0'" grep -q 'taken 0 (0\.0%) not [1-9]' "$tmp/gz.ann"
+	check "gzip annotate: every conditional branch that ran has its column: $(jcc_no_col "$tmp/gz.ann" | head -1)" \
+		[ -z "$(jcc_no_col "$tmp/gz.ann")" ]
 	"$btr" cfg --function "$f" -o "$tmp/gz.dot" "$tmp/gz.btr"; rc=$?
 	check "gzip cfg exit 0 ($rc)" [ $rc -eq 0 ]
 fi

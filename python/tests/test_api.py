@@ -237,4 +237,30 @@ def _():
     assert df["from_module"].notna().sum() > len(df) // 2
 
 
+
+@case("annotate and cfg keep their function name for the run: objects of its size made in between do not change it")
+def _():
+    # The analysis borrows the name's bytes until it is freed: a temporary
+    # would be freed at once, its memory given to the next object of its
+    # size.  Between the analysis' creation (in run) and the pass, make
+    # 100000 of them, so that a freed name is overwritten for certain.
+    real = btr._lib.btr_analysis_run
+
+    def churn(*args):
+        junk = [("X" * len(FN)).encode() for _ in range(100000)]
+        rc = real(*args)
+        del junk
+        return rc
+    btr._lib.btr_analysis_run = churn
+    try:
+        t = btr.open(WHOLE)
+        for n in ("annotate", "cfg"):
+            a = btr.Analysis(n, function=FN)
+            t.run(a)
+            out = a.write()
+            assert out and FN.encode() in (out if isinstance(out, bytes) else out.encode()), (n, out[:200])
+    finally:
+        btr._lib.btr_analysis_run = real
+
+
 sys.exit(1 if failed else 0)
