@@ -65,6 +65,7 @@ struct data_stream {
 	uint32_t flow_pid;        /* PT: the .pid its decoder writes into branches */
 	uint32_t cur_tid, cur_pid, img_pid;
 	uint64_t run_from, run_until; /* cur_tid runs in [run_from, run_until) */
+	int warm;                 /* PT: decoding without output (on_pt's cut) */
 };
 
 /* A module file placed into the image (for de-duplication and EXEC). */
@@ -129,6 +130,7 @@ struct btr_stream {
 	char *path;                /* btr_stream_open's file (the parallel run reopens it) */
 	stream_rec_hook hook;      /* the parallel run's say over each record (stream_par.h) */
 	void *hook_ctx;
+	struct { int on; size_t warm, from, to; } cut;  /* btr__stream_cut's, for the next PT record */
 };
 
 /* ---- helpers ---- */
@@ -510,6 +512,8 @@ static void percpu_thread(struct data_stream *d, uint64_t tsc)
 static int flow_branch(void *ctx, const struct btr_branch *b)
 {
 	struct data_stream *d = ctx;
+	if (d->warm)
+		return 0;
 	if (d->percpu) {
 		percpu_thread(d, b->tsc);
 		struct btr_branch c = *b;
@@ -530,6 +534,8 @@ static int flow_branches(void *ctx, const struct btr_branch *b, size_t n)
 {
 	struct data_stream *d = ctx;
 	struct btr_stream *s = d->s;
+	if (d->warm)
+		return 0;
 	if (!s->o.filter && !s->o.pid && !s->o.tid && !d->percpu && (s->o.branch || s->o.branches)) {
 		/* The common case, without a filter or a selection: the
 		 * batch's branches are all of one thread, so its process is
@@ -574,6 +580,8 @@ static int flow_counts(void *ctx, const struct btr_branch_count *c, size_t n)
 {
 	struct data_stream *d = ctx;
 	struct btr_stream *s = d->s;
+	if (d->warm)
+		return 0;
 	uint32_t pid = btr_stream_pid_of(s, d->tid);
 	uint64_t total = 0;
 	for (size_t i = 0; i < n; i++)
@@ -622,6 +630,8 @@ static int flow_insn(void *ctx, uint64_t ip, const struct btr_insn *insn)
 {
 	struct data_stream *d = ctx;
 	struct btr_stream *s = d->s;
+	if (d->warm)
+		return 0;
 	uint32_t tid = d->percpu ? d->cur_tid : d->tid;
 	uint32_t pid = d->percpu ? d->cur_pid : btr_stream_pid_of(s, d->tid);
 	if ((s->o.tid && tid != s->o.tid) || (s->o.pid && pid != s->o.pid))
@@ -676,6 +686,8 @@ static int flow_event(void *ctx, const struct btr_flow_event *fev)
 	struct data_stream *d = ctx;
 	if (d->percpu && (fev->type == BTR_FLOW_ENABLE || fev->type == BTR_FLOW_PAGING))
 		percpu_switch(d, fev);
+	if (d->warm)
+		return 0;
 	struct btr_stream_event ev = { .type = BTR_SEV_FLOW, .tid = d->percpu ? d->cur_tid : d->tid,
 				       .pid = d->percpu ? d->cur_pid : 0, .flow = fev,
 				       .reason = fev->reason, .offset = fev->offset };
@@ -694,7 +706,11 @@ static void pt_drop_decoder(struct btr_stream *s, struct data_stream *d)
 	s->n_live_flows--;
 }
 
-static int pt_new_decoder(struct btr_stream *s, struct data_stream *d)
+/* A new decoder for @d, whose data continue at stream offset @off: its
+ * events' offsets are stream offsets (as the gaps the stream reports),
+ * whichever record it starts at, so that a decoder started at any PSB
+ * of the stream (stream_par.c) says what the first one says. */
+static int pt_new_decoder(struct btr_stream *s, struct data_stream *d, uint64_t off)
 {
 	struct btr_ptflow_config cfg = s->flowcfg;
 	cfg.tid = d->tid;
@@ -715,8 +731,10 @@ static int pt_new_decoder(struct btr_stream *s, struct data_stream *d)
 	cfg.pid = d->percpu ? 0 : pid;   /* the branches come with it (flow_branches) */
 	d->flow_pid = cfg.pid;
 	int rc = btr__ptflow_new_reuse(img_of(s, pid, 0), &cfg, &s->spare, &d->flow);
-	if (rc == 0)
+	if (rc == 0) {
 		s->n_live_flows++;
+		btr__ptflow_restart(d->flow, off);
+	}
 	return rc;
 }
 
@@ -750,13 +768,47 @@ static int check_continuity(struct btr_stream *s, struct data_stream *d, const s
 	return 0;
 }
 
-static int on_pt(struct btr_stream *s, const struct btr_rec_data *r)
+void btr__stream_cut(struct btr_stream *s, size_t warm, size_t from, size_t to)
 {
+	s->cut.on = 1;
+	s->cut.warm = warm;
+	s->cut.from = from;
+	s->cut.to = to;
+}
+
+static int on_pt(struct btr_stream *s, const struct btr_rec_data *rec)
+{
+	struct btr_rec_data part;
+	const struct btr_rec_data *r = rec;
+	int seam = 0;
+	if (s->cut.on) {
+		/* the parallel run's part of the record (stream_par.h) */
+		s->cut.on = 0;
+		if (s->cut.from > s->cut.to || s->cut.to > rec->size || s->cut.warm > s->cut.from)
+			return -BTR_ERR_INVAL;
+		part = *rec;
+		part.data = rec->data + s->cut.from;
+		part.size = s->cut.to - s->cut.from;
+		part.stream_offset = rec->stream_offset + s->cut.from;
+		r = &part;
+		seam = s->cut.from > 0;
+	}
 	struct data_stream *d = ds_get(s, r->tid, r->cpu, BTR_REC_PT);
 	if (!d)
 		return -BTR_ERR_NOMEM;
 	/* perf writes tid -1 for a CPU's AUX area, btr's recorder 0 */
 	d->percpu = r->cpu >= 0 && (r->tid == 0 || r->tid == UINT32_MAX);
+	if (seam) {
+		/* The stream continues here, at a PSB: as the decoder of the
+		 * whole stream (another thread's, which decoded the data
+		 * before) would, with no gap; the decoder starts at the PSB
+		 * before (@warm) and decodes up to this one without output,
+		 * which gives it the state the whole stream's has here. */
+		d->fresh = 0;
+		d->evicted = 0;
+		d->started = 1;
+		d->next_off = r->stream_offset;
+	}
 	if (d->fresh) {
 		d->fresh = 0;
 		if (r->stream_offset == 0 && d->started) {
@@ -778,7 +830,7 @@ static int on_pt(struct btr_stream *s, const struct btr_rec_data *r)
 	}
 	d->evicted = 0;
 	if (!d->flow || restart) {
-		rc = pt_new_decoder(s, d);
+		rc = pt_new_decoder(s, d, r->stream_offset);
 		if (rc < 0)
 			return rc;
 	}
@@ -796,6 +848,14 @@ static int on_pt(struct btr_stream *s, const struct btr_rec_data *r)
 		cb.fold_ok = flow_fold_ok;
 		if (s->o.fold_block)
 			cb.fold_block = flow_fold_block;
+	}
+	if (seam) {
+		btr__ptflow_restart(d->flow, rec->stream_offset + s->cut.warm);
+		d->warm = 1;
+		rc = btr_ptflow_decode(d->flow, rec->data + s->cut.warm, s->cut.from - s->cut.warm, &cb);
+		d->warm = 0;
+		if (rc != 0)
+			return rc < 0 ? rc : s->stopped ? s->stopped : 1;
 	}
 	uint64_t folded = btr_ptflow_folded(d->flow);
 	rc = btr_ptflow_decode(d->flow, r->data, (size_t)r->size, &cb);
@@ -1155,7 +1215,9 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 	s->st.records++;
 	if (s->hook) {
 		int h = s->hook(s->hook_ctx, rec);
-		if (h)
+		if (h == 2 && rec->type != BTR_REC_PT)
+			return -BTR_ERR_INVAL;
+		if (h && h != 2)
 			return h < 0 ? h : s->error ? s->error : s->stopped;
 	}
 	uint64_t cost = stream_code_cost(rec);   /* strings kept: the limit (stream_code.h) */
@@ -1284,6 +1346,7 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 	default:
 		break;   /* a newer record type: nothing to do with it */
 	}
+	s->cut.on = 0;   /* (a record on_pt did not see) */
 	if (s->error)
 		return s->error;
 	if (rc < 0)
