@@ -130,6 +130,7 @@ struct btr_stream {
 	char *path;                /* btr_stream_open's file (the parallel run reopens it) */
 	stream_rec_hook hook;      /* the parallel run's say over each record (stream_par.h) */
 	void *hook_ctx;
+	void (*hook_free)(void *ctx);   /* frees @hook_ctx with the stream */
 	struct { int on; size_t warm, from, to; } cut;  /* btr__stream_cut's, for the next PT record */
 };
 
@@ -1118,6 +1119,10 @@ int btr_stream_new(const struct btr_stream_opts *opts, struct btr_stream **out)
 	if (!s)
 		return -BTR_ERR_NOMEM;
 	BTR_OPTS_COPY(&s->o, opts);
+	if (s->o.shards > 64 || (s->o.shards > 1 && s->o.shard >= s->o.shards)) {
+		free(s);
+		return -BTR_ERR_INVAL;
+	}
 	s->flowcfg.sz = sizeof(s->flowcfg);
 	int rc = btr_image_new(&s->img);
 	if (rc < 0)
@@ -1443,6 +1448,18 @@ void btr__stream_hook(struct btr_stream *s, stream_rec_hook fn, void *ctx)
 	s->hook_ctx = ctx;
 }
 
+int btr__stream_hooked(const struct btr_stream *s)
+{
+	return s->hook != NULL;
+}
+
+void btr__stream_hook_owned(struct btr_stream *s, stream_rec_hook fn, void *ctx, void (*free_ctx)(void *ctx))
+{
+	s->hook = fn;
+	s->hook_ctx = ctx;
+	s->hook_free = free_ctx;
+}
+
 const struct btr_stream_opts *btr__stream_opts(const struct btr_stream *s, const char **path)
 {
 	*path = s->reader ? s->path : NULL;
@@ -1526,6 +1543,8 @@ void btr_stream_free(struct btr_stream *s)
 {
 	if (!s)
 		return;
+	if (s->hook_free)
+		s->hook_free(s->hook_ctx);
 	stream_sw_free(&s->sw);
 	stream_loss_free(&s->loss);
 	for (size_t i = 0; i < s->n_ds; i++) {

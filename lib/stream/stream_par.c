@@ -444,6 +444,32 @@ static void drop_log(void *ctx, enum btr_log_level level, const char *msg)
 	(void)ctx, (void)level, (void)msg;
 }
 
+/* What decoder thread @idx (with stream @s) does with data record @rec
+ * (the hook's return: 0 decode it, 1 skip it, 2 its part, which
+ * btr__stream_cut was given); @w (may be NULL) counts its segments. */
+static int part_of(struct owners *o, struct btr_stream *s, unsigned idx, const struct btr_record *rec, uint64_t key,
+		   uint64_t size, struct worker *w)
+{
+	struct place pl;
+	int rc = place_of(o, rec, key, size, &pl);
+	if (rc < 0)
+		return rc;
+	if (pl.n == 1)
+		return pl.w[0] == idx ? 0 : 1;
+	/* a record cut into segments: this thread's part, if any */
+	unsigned i = 0;
+	while (i < pl.n && pl.w[i] != idx)
+		i++;
+	if (i == pl.n)
+		return 1;
+	btr__stream_cut(s, pl.warm[i], pl.from[i], i + 1 < pl.n ? pl.from[i + 1] : (size_t)size);
+	if (w) {
+		w->segs += i > 0;
+		w->qmax = SEG_QUEUE_MAX;
+	}
+	return 2;
+}
+
 /* The decoder thread's say over each record of its stream. */
 static int worker_hook(void *ctx, const struct btr_record *rec)
 {
@@ -465,27 +491,63 @@ static int worker_hook(void *ctx, const struct btr_record *rec)
 	}
 	w->nrec++;
 	uint64_t key, size;
-	struct place pl;
 	if (!data_key(rec, &key, &size))
 		return 0;
-	int rc = place_of(&w->own, rec, key, size, &pl);
+	int rc = part_of(&w->own, w->s, w->idx, rec, key, size, w);
 	if (rc < 0)
 		return w->err = rc;
-	if (pl.n == 1) {
-		w->owned = pl.w[0] == w->idx;
-		return !w->owned;
+	w->owned = rc != 1;
+	return rc;
+}
+
+/* ---- a shard (btr_stream_opts.shards): one decoder thread's part, in
+ * the caller's thread ---- */
+
+struct shard {
+	struct owners own;
+	struct btr_stream *s;
+	unsigned idx;
+};
+
+static int shard_hook(void *ctx, const struct btr_record *rec)
+{
+	struct shard *sh = ctx;
+	uint64_t key, size;
+	if (!rec || !data_key(rec, &key, &size))
+		return 0;
+	return part_of(&sh->own, sh->s, sh->idx, rec, key, size, NULL);
+}
+
+static void shard_free(void *ctx)
+{
+	struct shard *sh = ctx;
+	owners_free(&sh->own);
+	free(sh);
+}
+
+/* The PT bytes of a segment in a run of @n threads over @path. */
+static uint64_t seg_bytes(const char *path, unsigned n)
+{
+	struct stat sb;
+	uint64_t seg = path && stat(path, &sb) == 0 ? (uint64_t)sb.st_size / (8 * n) : SEG_MAX;
+	return seg < SEG_MIN ? SEG_MIN : seg > SEG_MAX ? SEG_MAX : seg;
+}
+
+int btr__stream_shard_start(struct btr_stream *s)
+{
+	const char *path;
+	const struct btr_stream_opts *o = btr__stream_opts(s, &path);
+	if (o->shards <= 1 || btr__stream_hooked(s))
+		return 0;
+	struct shard *sh = calloc(1, sizeof(*sh));
+	if (!sh || owners_init(&sh->own, o->shards, seg_bytes(path, o->shards)) < 0) {
+		free(sh);
+		return -BTR_ERR_NOMEM;
 	}
-	/* a record cut into segments: this thread's part, if any */
-	unsigned i = 0;
-	while (i < pl.n && pl.w[i] != w->idx)
-		i++;
-	if (i == pl.n)
-		return 1;
-	btr__stream_cut(w->s, pl.warm[i], pl.from[i], i + 1 < pl.n ? pl.from[i + 1] : (size_t)size);
-	w->segs += i > 0;
-	w->qmax = SEG_QUEUE_MAX;
-	w->owned = 1;
-	return 2;
+	sh->s = s;
+	sh->idx = o->shard;
+	btr__stream_hook_owned(s, shard_hook, sh, shard_free);
+	return 0;
 }
 
 /* CPU seconds of the calling thread (POSIX thread CPU clock), 0 if none. */
@@ -638,7 +700,7 @@ static unsigned jobs_for(struct btr_stream *s, const char **path)
 	/* (@fold_ok asks the consumer's state as the decoder goes: that is
 	 * the calling thread's, so such a run decodes there; one thread's
 	 * data alone is one decoder's work) */
-	if (o->jobs == 1 || o->insn || o->fold_ok || (o->skip_unselected && o->tid) || !*path || st.records ||
+	if (o->jobs == 1 || o->shards > 1 || o->insn || o->fold_ok || (o->skip_unselected && o->tid) || !*path || st.records ||
 	    stat(*path, &sb) < 0 || !S_ISREG(sb.st_mode))
 		return 1;
 	if (o->jobs)
@@ -674,9 +736,7 @@ static int run_par(struct btr_stream *s, const char *path, unsigned n)
 	wo.progress = NULL;
 	wo.jobs = 1;
 	/* segments: a few for each thread on a trace of one thread */
-	struct stat sb;
-	uint64_t seg = stat(path, &sb) == 0 ? (uint64_t)sb.st_size / (8 * n) : SEG_MAX;
-	seg = seg < SEG_MIN ? SEG_MIN : seg > SEG_MAX ? SEG_MAX : seg;
+	uint64_t seg = seg_bytes(path, n);
 	int rc = owners_init(&p.own, n, seg);
 	if (rc < 0)
 		return rc;
@@ -773,5 +833,9 @@ int btr_stream_run(struct btr_stream *s)
 	if (!s || (btr__stream_opts(s, &path), !path))
 		return -BTR_ERR_INVAL;   /* not made by btr_stream_open */
 	unsigned n = jobs_for(s, &path);
-	return n > 1 ? run_par(s, path, n) : run_seq(s);
+	if (n == 1) {
+		int rc = btr__stream_shard_start(s);
+		return rc < 0 ? rc : run_seq(s);
+	}
+	return run_par(s, path, n);
 }

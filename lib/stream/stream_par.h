@@ -12,6 +12,16 @@
  * btr_stream_record returns. */
 typedef int (*stream_rec_hook)(void *ctx, const struct btr_record *rec);
 void btr__stream_hook(struct btr_stream *s, stream_rec_hook fn, void *ctx);
+/* Whether @s has a hook. */
+int btr__stream_hooked(const struct btr_stream *s);
+/* The same, @ctx freed by @free_ctx with the stream. */
+void btr__stream_hook_owned(struct btr_stream *s, stream_rec_hook fn, void *ctx, void (*free_ctx)(void *ctx));
+
+/* btr_stream_opts.shards: makes stream @s (made by btr_stream_open, not
+ * yet read from) decode only its shard of the data (stream_par.c); 0
+ * (also without shards, or when done before), -BTR_ERR_NOMEM.  Called by
+ * btr_stream_run and the batch reader (stream_batch.c). */
+int btr__stream_shard_start(struct btr_stream *s);
 
 /* The part of the next PT record to decode (the hook returns 2): bytes
  * [@from, @to).  With @from > 0 the stream of its thread (or CPU) goes on
