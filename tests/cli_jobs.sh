@@ -10,7 +10,7 @@
 # are counted from the debug log (BTR_LOG=debug): N for each stream of a
 # -j N run that decodes in threads, none with -j 1; on the traces of one
 # thread (SEGS=all), so are the segments its data was cut into at PSBs and
-# the decoder threads that began one (all N); on per-CPU PT (SEGS=some)
+# the decoder threads that decoded a part of it (all N); on per-CPU PT (SEGS=some)
 # the segments.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
@@ -84,11 +84,11 @@ runs() {
     for k in report json html drcov lcov cob annotate cfg check script crash; do
       check "$name: $k -j $j starts $j decoder threads" grep -q "^btr: debug: stream: $j decoder threads started" "$name.$j/$k.err"
       [ "${SEGS:-}" = all ] &&
-        check "$name: $k -j $j cuts the thread's data into segments begun in all $j decoder threads" \
-          grep -Eq "^btr: debug: stream: segments of a thread's data after its first: [1-9][0-9]*, begun in $j decoder threads" "$name.$j/$k.err"
+        check "$name: $k -j $j cuts the thread's data into segments decoded in all $j decoder threads" \
+          grep -Eq "^btr: debug: stream: segments of a thread's data after its first: [1-9][0-9]*, decoded in $j decoder threads" "$name.$j/$k.err"
       [ "${SEGS:-}" = some ] &&
         check "$name: $k -j $j cuts a thread's or CPU's data into segments" \
-          grep -Eq "^btr: debug: stream: segments of a thread's data after its first: [1-9][0-9]*, begun in [1-9]" "$name.$j/$k.err"
+          grep -Eq "^btr: debug: stream: segments of a thread's data after its first: [1-9][0-9]*, decoded in [1-9]" "$name.$j/$k.err"
     done
     check "$name: diff -j $j starts $j decoder threads for each trace" \
       [ "$(grep -c "^btr: debug: stream: $j decoder threads started" "$name.$j/diff.err")" = 2 ]

@@ -109,7 +109,7 @@ out:
 
 static unsigned started;
 static unsigned long long segs;   /* segments of one thread's data after its first */
-static unsigned seg_threads;      /* ... begun in this many decoder threads (the last run's) */
+static unsigned seg_threads;      /* ... decoded in this many decoder threads (the last run's) */
 static char *said;          /* the other messages, in order */
 static size_t said_len;
 static FILE *said_f;
@@ -121,7 +121,7 @@ static void logged(void *ctx, enum btr_log_level level, const char *msg)
 	unsigned long long k;
 	if (sscanf(msg, "stream: %u decoder threads started", &n) == 1)
 		started += n;
-	else if (sscanf(msg, "stream: segments of a thread's data after its first: %llu, begun in %u", &k, &n) == 2)
+	else if (sscanf(msg, "stream: segments of a thread's data after its first: %llu, decoded in %u", &k, &n) == 2)
 		segs += k, seg_threads = n;
 	else if (said_f && strncmp(msg, "stream: CPU seconds", 19))   /* (only -j N says that) */
 		fprintf(said_f, "%d %s\n", (int)level, msg);

@@ -217,7 +217,9 @@ struct btr_stream_opts {
 	 * @tid and @skip_unselected (one thread's data), one not made by
 	 * btr_stream_open on a regular file, one already read from, and
 	 * under btr_stream_step.  Memory: each decoder thread has a stream's
-	 * (images, decoders) plus at most 1 MiB of decoded output waiting.
+	 * (images, decoders) plus at most 1 MiB of decoded output waiting
+	 * (4 MiB once it decodes segments of a thread cut at PSBs, so that
+	 * it can decode one segment ahead).
 	 * Differences to one thread: with more than 16 threads' PT
 	 * interleaved (the decoder limit above applies per decoder thread),
 	 * and with @filter over per-CPU PT (the instructions of filtered
@@ -227,7 +229,7 @@ struct btr_stream_opts {
 	 * decoder threads decode (each decoder brought to the state at its
 	 * segment's start through the PSB period before it, without output),
 	 * so one thread's data is decoded in several too; BTR_LOG=debug logs
-	 * "stream: segments of a thread's data after its first: N, begun in
+	 * "stream: segments of a thread's data after its first: N, decoded in
 	 * M decoder threads". */
 	unsigned jobs;
 	/* appended: with @shards > 1 (at most 64), the stream decodes only

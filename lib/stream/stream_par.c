@@ -57,9 +57,9 @@
 /* PT bytes of a segment of one thread's data (see above); a decoder
  * thread with segments may hold the output of one ahead (a branch is 48
  * bytes, PT holds one to a few per byte). */
-#define SEG_MAX (256u << 10)          /* the trace's bytes / (8 x threads), within these */
+#define SEG_MAX (64u << 10)           /* the trace's bytes / (8 x threads), within these */
 #define SEG_MIN (8u << 10)
-#define SEG_QUEUE_MAX (48u << 20)
+#define SEG_QUEUE_MAX (4u << 20)
 #define FINISH_REC UINT64_MAX        /* the block of btr_stream_finish's output */
 
 /* ---- ownership of data records ---- */
@@ -255,7 +255,7 @@ struct worker {
 	uint64_t nrec;           /* records seen */
 	int owned;               /* the record being processed is ours */
 	size_t qmax;             /* queued bytes at most: QUEUE_MAX, SEG_QUEUE_MAX once it has a segment */
-	uint64_t segs;           /* segments of a thread's data it began */
+	uint64_t parts;          /* parts of records of data cut into segments it decoded */
 	double cpu;              /* its CPU seconds (for the debug log) */
 	int finishing;           /* btr_stream_finish runs */
 };
@@ -464,7 +464,7 @@ static int part_of(struct owners *o, struct btr_stream *s, unsigned idx, const s
 		return 1;
 	btr__stream_cut(s, pl.warm[i], pl.from[i], i + 1 < pl.n ? pl.from[i + 1] : (size_t)size);
 	if (w) {
-		w->segs += i > 0;
+		w->parts++;
 		w->qmax = SEG_QUEUE_MAX;
 	}
 	return 2;
@@ -787,8 +787,8 @@ static int run_par(struct btr_stream *s, const char *path, unsigned n)
 			/* (how one thread's data went: counted by the tests) */
 			unsigned with = 0;
 			for (unsigned i = 0; i < n; i++)
-				with += p.w[i].segs > 0;
-			btr_debug("stream: segments of a thread's data after its first: %" PRIu64 ", begun in %u decoder threads",
+				with += p.w[i].parts > 0;
+			btr_debug("stream: segments of a thread's data after its first: %" PRIu64 ", decoded in %u decoder threads",
 				  p.own.seams, with);
 		}
 	}
