@@ -269,7 +269,7 @@ for n in (2, 3):
         except btr.BtrError:
             assert k == "fdata" and "kafl" in p   # (no module file there: no BOLT profile)
             continue
-        d = btr.dask.decode_sharded(p, k, by="segment", shards=n, client=False)
+        d = btr.dask.decode_sharded(p, k, by="segment", parts=n, client=False)
         if k in ("blocks", "edges"):
             assert d.equals(whole), (n, k)
         elif k == "counts":

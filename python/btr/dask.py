@@ -287,7 +287,7 @@ SEGMENT_KINDS = ("fdata",) + COUNTS
 
 def decode_sharded(path, kind: str = "counts", by: str = "thread", *, client=None, compute: bool = True,
                    errors: str = "raise", fan_in: int = 8, analysis_opts: _t.Optional[dict] = None,
-                   shards: int = 4, **trace_opts):
+                   parts: int = 4, **trace_opts):
     """Decodes one trace as independent shards, one per thread (@by
     "thread") or per process ("process"), each a task selecting its
     thread/process (btr.Trace tid=/pid=), and merges their results of @kind
@@ -300,7 +300,7 @@ def decode_sharded(path, kind: str = "counts", by: str = "thread", *, client=Non
     shard.  @client, @compute, @errors as for profile() (with "skip" or
     "collect", a failing shard is named "PATH [tid=T]").
 
-    @by "segment": @shards tasks (2 to 64), each decoding its share of
+    @by "segment": @parts tasks (2 to 64), each decoding its share of
     the trace's data (btr.Trace shard=): whole threads, and segments of a
     long thread's (or CPU's) PT cut at PSBs, so that even a trace of one
     thread is decoded in parallel.  Every branch is decoded by exactly one
@@ -315,9 +315,9 @@ def decode_sharded(path, kind: str = "counts", by: str = "thread", *, client=Non
         if kind not in SEGMENT_KINDS:
             raise ValueError("by='segment': kind %r needs call stacks across segments; one of %s" %
                              (kind, ", ".join(SEGMENT_KINDS)))
-        n = btr._int("shards", shards)
+        n = btr._int("parts", parts)
         if not 2 <= n <= 64:
-            raise ValueError("shards=%d is not between 2 and 64" % n)
+            raise ValueError("parts=%d is not between 2 and 64" % n)
         tasks = [(path, dict(trace_opts, shard=i, shards=n), analysis_opts, "%s [shard=%d/%d]" % (path, i, n))
                  for i in range(n)]
         return _run(_graph(tasks, kind, errors, fan_in), errors, client, compute)
