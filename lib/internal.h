@@ -176,5 +176,18 @@ int btr__ptflow_new_reuse(struct btr_image *img, const struct btr_ptflow_config 
 /* btr_ptflow_free, the tables going to @spare if it is empty. */
 void btr__ptflow_free_keep(struct btr_ptflow *f, struct btr_ptflow_spare *spare);
 void btr__ptflow_spare_free(struct btr_ptflow_spare *spare);
+/* For the stream's parallel run (lib/stream/stream_par.c), which cuts one
+ * thread's PT at PSBs: forgets @f's flow as btr_ptflow_reset does (the
+ * next decode starts at its first PSB, at stream offset @offset), without
+ * the gap a reset reports and keeping the statistics (lib/pt/ptflow.c). */
+void btr__ptflow_restart(struct btr_ptflow *f, uint64_t offset);
+/* A place in PT data @p[0..n) where decoding can be taken over
+ * (lib/pt/ptflow_par.c): a PSB at *@warm, then a MODE.Exec and an enable
+ * (a FUP in PSB+ or a TIP.PGE), then a branch (TNT or TIP: the count of
+ * instructions and the straight-line run start over), no OVF, and the
+ * next PSB at *@at.  A decoder started at *@warm has at *@at the state of
+ * one that decoded all the data before.  Returns 1, or 0 if there is
+ * none. */
+int btr__ptflow_seam(const uint8_t *p, size_t n, size_t *warm, size_t *at);
 
 #endif

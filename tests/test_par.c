@@ -5,8 +5,12 @@
  * into a .btr (its raw PT in chunks, its code as CODE records): as one
  * thread, as three threads of one process (the trace three times,
  * chunks interleaved), and as the PT of two CPUs (which warns: no context
- * switches place their threads); the log's messages are compared too.  The decoder threads started are counted from the
- * library's debug log.  Skipped when ../shared is absent.
+ * switches place their threads); the log's messages are compared too.
+ * The decoder threads started, and the segments a thread's (or CPU's)
+ * data was cut into at PSBs and in how many threads they began, are
+ * counted from the library's debug log: the one thread of the first
+ * trace is decoded in two and three threads.  Skipped when ../shared is
+ * absent.
  *
  * `test_par --write-kafl OUT THREADS` writes the wrapped trace (for
  * tests/cli_jobs.sh, which runs every reading command on it). */
@@ -104,6 +108,8 @@ out:
 /* ---- decoder threads, counted from the debug log ---- */
 
 static unsigned started;
+static unsigned long long segs;   /* segments of one thread's data after its first */
+static unsigned seg_threads;      /* ... decoded in this many decoder threads (the last run's) */
 static char *said;          /* the other messages, in order */
 static size_t said_len;
 static FILE *said_f;
@@ -112,8 +118,11 @@ static void logged(void *ctx, enum btr_log_level level, const char *msg)
 {
 	(void)ctx;
 	unsigned n;
+	unsigned long long k;
 	if (sscanf(msg, "stream: %u decoder threads started", &n) == 1)
 		started += n;
+	else if (sscanf(msg, "stream: segments of a thread's data after its first: %llu, decoded in %u", &k, &n) == 2)
+		segs += k, seg_threads = n;
 	else if (said_f && strncmp(msg, "stream: CPU seconds", 19))   /* (only -j N says that) */
 		fprintf(said_f, "%d %s\n", (int)level, msg);
 }
@@ -256,14 +265,20 @@ static void test_trace(const char *path, unsigned threads, int percpu)
 	for (size_t k = 0; k < 3; k++) {
 		struct buf one = { 0 }, two = { 0 };
 		started = 0;
+		segs = 0;
 		said_start();
 		run_analyses(path, 1, sets[k], &one);
 		char *log1 = said_stop();
 		CHECK_EQ(started, 0);
+		CHECK_EQ(segs, 0);
 		said_start();
 		run_analyses(path, 2, sets[k], &two);
 		char *log2 = said_stop();
 		CHECK_EQ(started, 2);
+		/* one thread's (or CPU's) data decoded in both threads, in
+		 * segments cut at PSBs */
+		CHECK(segs >= 4);
+		CHECK_EQ(seg_threads, 2);
 		/* the decoder threads' messages are said once, in order */
 		CHECK_STR(log1, log2);
 		if (percpu)
@@ -292,6 +307,7 @@ static void test_trace(const char *path, unsigned threads, int percpu)
 	started = 0;
 	struct seq two = run_stream(path, 2), three = run_stream(path, 3);
 	CHECK_EQ(started, 5);
+	CHECK_EQ(seg_threads, 3);   /* (-j 3: segments of one thread in each) */
 	CHECK(one.branches > 1000000 * (uint64_t)threads);
 	CHECK_EQ(one.branches, two.branches);
 	CHECK_EQ(one.events, two.events);

@@ -220,13 +220,36 @@ struct btr_stream_opts {
 	 * @tid and @skip_unselected (one thread's data), one not made by
 	 * btr_stream_open on a regular file, one already read from, and
 	 * under btr_stream_step.  Memory: each decoder thread has a stream's
-	 * (images, decoders) plus at most 1 MiB of decoded output waiting.
+	 * (images, decoders) plus at most 1 MiB of decoded output waiting
+	 * (4 MiB once it decodes segments of a thread cut at PSBs, so that
+	 * it can decode one segment ahead).
 	 * Differences to one thread: with more than 16 threads' PT
 	 * interleaved (the decoder limit above applies per decoder thread),
 	 * and with @filter over per-CPU PT (the instructions of filtered
 	 * branches pass on within a decoder thread), the output may differ.
-	 * BTR_LOG=debug logs "stream: N decoder threads started". */
+	 * BTR_LOG=debug logs "stream: N decoder threads started".  A long
+	 * thread's (or CPU's) PT is cut into segments at PSBs that several
+	 * decoder threads decode (each decoder brought to the state at its
+	 * segment's start through the PSB period before it, without output),
+	 * so one thread's data is decoded in several too; BTR_LOG=debug logs
+	 * "stream: segments of a thread's data after its first: N, decoded in
+	 * M decoder threads". */
 	unsigned jobs;
+	/* appended: with @shards > 1 (at most 64), the stream decodes only
+	 * shard @shard (0 .. @shards - 1) of the trace's data: what decoder
+	 * thread @shard of a run with @jobs = @shards decodes (whole threads,
+	 * per-CPU PT by CPU, and segments of long threads' PT cut at PSBs).
+	 * Every branch and flow event of the trace comes from exactly one
+	 * shard; the other records (modules, threads, processes, ...) are
+	 * read and their events delivered by each.  So per-branch sums
+	 * (counts by kind, edges) over the shards equal those of the whole
+	 * trace; what needs the branches before (call stacks, blocks from
+	 * the previous branch's target) differs at the segments' starts.
+	 * For decoding one trace in several processes (python btr.dask,
+	 * docs/python.md).  Needs btr_stream_open; decodes in the caller's
+	 * thread (@jobs is not used); 0 or 1: everything.  @shard >= @shards
+	 * or @shards > 64: -BTR_ERR_INVAL from btr_stream_open. */
+	unsigned shard, shards;
 };
 
 struct btr_stream;

@@ -1262,6 +1262,15 @@ int btr_ptflow_set_image(struct btr_ptflow *f, struct btr_image *img)
 	return 0;
 }
 
+void btr__ptflow_restart(struct btr_ptflow *f, uint64_t offset)
+{
+	struct btr_ptflow_stats st = f->st;
+	uint64_t folded = f->folded;
+	ptf_reset_for_piece(f, offset);
+	f->st = st;
+	f->folded = folded;
+}
+
 void btr_ptflow_reset(struct btr_ptflow *f, uint64_t offset)
 {
 	if (!f)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "btr/pt.h"
 #include "ptflow_int.h"
 
 /* ---- parallel decoding ------------------------------------------------ */
@@ -143,6 +144,46 @@ static void *par_worker(void *arg)
 	btr_ptflow_stats(f, &pc->st);
 	pc->st.bytes = pc->size;
 	return NULL;
+}
+
+int btr__ptflow_seam(const uint8_t *p, size_t n, size_t *warm, size_t *at)
+{
+	size_t i = 0;
+	while (i < n) {
+		size_t a = i + ptf_find_psb(p + i, n - i);
+		if (a >= n)
+			return 0;
+		struct btr_pt_pkt_decoder d;
+		struct btr_pt_packet k;
+		int in_psb = 1, mode = 0, on = 0, ok = 0;
+		size_t next = a + PT_SIZE_PSB;
+		btr_pt_pkt_init(&d, p + a, n - a, 0);
+		while (btr_pt_pkt_next(&d, &k) > 0) {
+			if (k.type == BTR_PT_PSB && k.offset) {
+				if (ok) {
+					*warm = a;
+					*at = a + k.offset;
+					return 1;
+				}
+				next = a + k.offset;
+				break;
+			}
+			if (k.type == BTR_PT_OVF)
+				break;   /* (from the next PSB on) */
+			mode |= k.type == BTR_PT_MODE_EXEC;
+			if (in_psb) {
+				on |= mode && k.type == BTR_PT_FUP;
+				in_psb = k.type != BTR_PT_PSBEND;
+			} else if (k.type == BTR_PT_TIP_PGE)
+				on = mode;
+			else if (k.type == BTR_PT_TIP_PGD)
+				on = ok;
+			else if (on && (k.type == BTR_PT_TNT || k.type == BTR_PT_TIP))
+				ok = 1;
+		}
+		i = next;
+	}
+	return 0;
 }
 
 /* Pipelined parallel decoding: worker threads claim pieces in stream

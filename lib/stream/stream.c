@@ -32,104 +32,13 @@
 #include "btr/bts.h"
 #include "btr/lbr.h"
 #include "stream_par.h"
+#include "stream_priv.h"
 
-#define BTS_REC_SIZE BTR_BTS_RECORD_SIZE
 /* Live PT flow decoders at most.  Each owns a block cache of several MiB,
  * so a trace with hundreds of threads (or a hostile one with thousands of
  * tids) must not get one decoder each at the same time. */
 #define MAX_LIVE_FLOWS 16
 #define PROT_EXEC_BIT 4 /* PROT_EXEC; the record uses the POSIX values */
-
-/* A PT or BTS data stream: records of one (tid, cpu) pair. */
-struct data_stream {
-	uint32_t tid;
-	int32_t cpu;
-	int kind;                 /* BTR_REC_PT or BTR_REC_BTS */
-	int started;              /* next_off is valid */
-	uint64_t next_off;        /* expected stream_offset of the next chunk */
-	struct btr_ptflow *flow;  /* PT */
-	uint64_t last_use;        /* PT: for evicting the least recently used decoder */
-	int evicted;              /* PT: its decoder was taken away mid-stream */
-	int fresh;                /* a THREAD_START for its tid came: a stream
-				   * starting again at offset 0 is a new one (the
-				   * same tid after exec, or a reused tid) */
-	uint8_t carry[BTS_REC_SIZE]; /* BTS: a record cut at a chunk end */
-	unsigned carry_len;
-	struct btr_stream *s;
-	struct btr_bts_insns *ins;   /* BTS: counts from BTS_INSNS records, or NULL */
-	uint64_t rec_idx;            /* BTS: index of the record being decoded */
-	/* PT of a whole CPU (the data record names no thread): the thread
-	 * running, from the CPU's SWITCH records, and the process whose
-	 * image the decoder reads (see stream_sw_runner) */
-	int percpu, percpu_warned;
-	uint32_t flow_pid;        /* PT: the .pid its decoder writes into branches */
-	uint32_t cur_tid, cur_pid, img_pid;
-	uint64_t run_from, run_until; /* cur_tid runs in [run_from, run_until) */
-};
-
-/* A module file placed into the image (for de-duplication and EXEC). */
-struct loaded_module {
-	char *file;
-	uint64_t bias;
-	uint64_t start, size;     /* recorded mapping (0, 0 for user ELFs) */
-	uint32_t pid;             /* process that mapped it */
-	/* Unloaded (a MODULE_UNLOAD record came) but still in the image until
-	 * its addresses are mapped again: PT data is written in chunks, so
-	 * the branches into a module can come after its unload record (a
-	 * thread's buffered data, other threads' data).  Code that is
-	 * unmapped cannot run again, so keeping it is harmless until another
-	 * module takes its place.  @unload is the record, delivered as the
-	 * MODULE_UNLOAD event when the module really leaves the image. */
-	int dead;
-	struct btr_rec_module unload;   /* .path is @file */
-};
-
-/* The image of one process (see the file comment). */
-struct proc_image {
-	uint32_t pid;
-	struct btr_image *img;
-};
-
-struct btr_stream {
-	struct btr_stream_opts o;
-	struct btr_trace_reader *reader; /* reads .btr and perf.data alike */
-	struct btr_image *img;           /* the first process's image */
-	struct proc_image *procs;        /* procs[0].img == img once bound */
-	size_t n_procs, cap_procs;
-	size_t last_proc;                /* img_of's one-entry cache */
-	struct btr_ptflow_config flowcfg;
-	struct stream_place_memo placed; /* module records placed so far */
-	struct btr_ptflow_spare spare;   /* the last freed PT decoder's tables */
-	char backend[sizeof(((struct btr_rec_machine *)0)->backend) + 1];
-
-	struct data_stream **ds;
-	size_t n_ds, cap_ds;
-	unsigned n_live_flows;
-	uint64_t tick;
-
-	struct stream_threads thr;    /* threads: process, filtered instructions (stream_threads.c) */
-
-	struct loaded_module *mods;
-	size_t n_mods, cap_mods;
-
-	struct user_elf *uelfs;
-	unsigned n_uelfs;
-
-	struct btr_stream_stats st;
-	int stopped;              /* positive: a callback asked to stop */
-	int error;                /* a failure inside a callback path (NOMEM) */
-	int data_lost;
-	int finished;
-	uint64_t progress_shown;  /* btr_stream_step: input offset of the last progress call */
-	int progress_started;     /* ... and whether there was one */
-
-	struct stream_switches sw; /* context switches per CPU (stream_switch.c) */
-	struct stream_losses loss; /* causes of lost data (stream_loss.c) */
-	struct stream_code code;   /* code without a file, CODE records (stream_code.c) */
-	char *path;                /* btr_stream_open's file (the parallel run reopens it) */
-	stream_rec_hook hook;      /* the parallel run's say over each record (stream_par.h) */
-	void *hook_ctx;
-};
 
 /* ---- helpers ---- */
 
@@ -510,6 +419,8 @@ static void percpu_thread(struct data_stream *d, uint64_t tsc)
 static int flow_branch(void *ctx, const struct btr_branch *b)
 {
 	struct data_stream *d = ctx;
+	if (d->warm)
+		return 0;
 	if (d->percpu) {
 		percpu_thread(d, b->tsc);
 		struct btr_branch c = *b;
@@ -530,6 +441,8 @@ static int flow_branches(void *ctx, const struct btr_branch *b, size_t n)
 {
 	struct data_stream *d = ctx;
 	struct btr_stream *s = d->s;
+	if (d->warm)
+		return 0;
 	if (!s->o.filter && !s->o.pid && !s->o.tid && !d->percpu && (s->o.branch || s->o.branches)) {
 		/* The common case, without a filter or a selection: the
 		 * batch's branches are all of one thread, so its process is
@@ -574,6 +487,8 @@ static int flow_counts(void *ctx, const struct btr_branch_count *c, size_t n)
 {
 	struct data_stream *d = ctx;
 	struct btr_stream *s = d->s;
+	if (d->warm)
+		return 0;
 	uint32_t pid = btr_stream_pid_of(s, d->tid);
 	uint64_t total = 0;
 	for (size_t i = 0; i < n; i++)
@@ -622,6 +537,8 @@ static int flow_insn(void *ctx, uint64_t ip, const struct btr_insn *insn)
 {
 	struct data_stream *d = ctx;
 	struct btr_stream *s = d->s;
+	if (d->warm)
+		return 0;
 	uint32_t tid = d->percpu ? d->cur_tid : d->tid;
 	uint32_t pid = d->percpu ? d->cur_pid : btr_stream_pid_of(s, d->tid);
 	if ((s->o.tid && tid != s->o.tid) || (s->o.pid && pid != s->o.pid))
@@ -676,6 +593,8 @@ static int flow_event(void *ctx, const struct btr_flow_event *fev)
 	struct data_stream *d = ctx;
 	if (d->percpu && (fev->type == BTR_FLOW_ENABLE || fev->type == BTR_FLOW_PAGING))
 		percpu_switch(d, fev);
+	if (d->warm)
+		return 0;
 	struct btr_stream_event ev = { .type = BTR_SEV_FLOW, .tid = d->percpu ? d->cur_tid : d->tid,
 				       .pid = d->percpu ? d->cur_pid : 0, .flow = fev,
 				       .reason = fev->reason, .offset = fev->offset };
@@ -694,7 +613,11 @@ static void pt_drop_decoder(struct btr_stream *s, struct data_stream *d)
 	s->n_live_flows--;
 }
 
-static int pt_new_decoder(struct btr_stream *s, struct data_stream *d)
+/* A new decoder for @d, whose data continue at stream offset @off: its
+ * events' offsets are stream offsets (as the gaps the stream reports),
+ * whichever record it starts at, so that a decoder started at any PSB
+ * of the stream (stream_par.c) says what the first one says. */
+static int pt_new_decoder(struct btr_stream *s, struct data_stream *d, uint64_t off)
 {
 	struct btr_ptflow_config cfg = s->flowcfg;
 	cfg.tid = d->tid;
@@ -715,8 +638,10 @@ static int pt_new_decoder(struct btr_stream *s, struct data_stream *d)
 	cfg.pid = d->percpu ? 0 : pid;   /* the branches come with it (flow_branches) */
 	d->flow_pid = cfg.pid;
 	int rc = btr__ptflow_new_reuse(img_of(s, pid, 0), &cfg, &s->spare, &d->flow);
-	if (rc == 0)
+	if (rc == 0) {
 		s->n_live_flows++;
+		btr__ptflow_restart(d->flow, off);
+	}
 	return rc;
 }
 
@@ -750,13 +675,47 @@ static int check_continuity(struct btr_stream *s, struct data_stream *d, const s
 	return 0;
 }
 
-static int on_pt(struct btr_stream *s, const struct btr_rec_data *r)
+void btr__stream_cut(struct btr_stream *s, size_t warm, size_t from, size_t to)
 {
+	s->cut.on = 1;
+	s->cut.warm = warm;
+	s->cut.from = from;
+	s->cut.to = to;
+}
+
+static int on_pt(struct btr_stream *s, const struct btr_rec_data *rec)
+{
+	struct btr_rec_data part;
+	const struct btr_rec_data *r = rec;
+	int seam = 0;
+	if (s->cut.on) {
+		/* the parallel run's part of the record (stream_par.h) */
+		s->cut.on = 0;
+		if (s->cut.from > s->cut.to || s->cut.to > rec->size || s->cut.warm > s->cut.from)
+			return -BTR_ERR_INVAL;
+		part = *rec;
+		part.data = rec->data + s->cut.from;
+		part.size = s->cut.to - s->cut.from;
+		part.stream_offset = rec->stream_offset + s->cut.from;
+		r = &part;
+		seam = s->cut.from > 0;
+	}
 	struct data_stream *d = ds_get(s, r->tid, r->cpu, BTR_REC_PT);
 	if (!d)
 		return -BTR_ERR_NOMEM;
 	/* perf writes tid -1 for a CPU's AUX area, btr's recorder 0 */
 	d->percpu = r->cpu >= 0 && (r->tid == 0 || r->tid == UINT32_MAX);
+	if (seam) {
+		/* The stream continues here, at a PSB: as the decoder of the
+		 * whole stream (another thread's, which decoded the data
+		 * before) would, with no gap; the decoder starts at the PSB
+		 * before (@warm) and decodes up to this one without output,
+		 * which gives it the state the whole stream's has here. */
+		d->fresh = 0;
+		d->evicted = 0;
+		d->started = 1;
+		d->next_off = r->stream_offset;
+	}
 	if (d->fresh) {
 		d->fresh = 0;
 		if (r->stream_offset == 0 && d->started) {
@@ -778,7 +737,7 @@ static int on_pt(struct btr_stream *s, const struct btr_rec_data *r)
 	}
 	d->evicted = 0;
 	if (!d->flow || restart) {
-		rc = pt_new_decoder(s, d);
+		rc = pt_new_decoder(s, d, r->stream_offset);
 		if (rc < 0)
 			return rc;
 	}
@@ -796,6 +755,14 @@ static int on_pt(struct btr_stream *s, const struct btr_rec_data *r)
 		cb.fold_ok = flow_fold_ok;
 		if (s->o.fold_block)
 			cb.fold_block = flow_fold_block;
+	}
+	if (seam) {
+		btr__ptflow_restart(d->flow, rec->stream_offset + s->cut.warm);
+		d->warm = 1;
+		rc = btr_ptflow_decode(d->flow, rec->data + s->cut.warm, s->cut.from - s->cut.warm, &cb);
+		d->warm = 0;
+		if (rc != 0)
+			return rc < 0 ? rc : s->stopped ? s->stopped : 1;
 	}
 	uint64_t folded = btr_ptflow_folded(d->flow);
 	rc = btr_ptflow_decode(d->flow, r->data, (size_t)r->size, &cb);
@@ -1094,6 +1061,10 @@ int btr_stream_new(const struct btr_stream_opts *opts, struct btr_stream **out)
 	if (!s)
 		return -BTR_ERR_NOMEM;
 	BTR_OPTS_COPY(&s->o, opts);
+	if (s->o.shards > 64 || (s->o.shards > 1 && s->o.shard >= s->o.shards)) {
+		free(s);
+		return -BTR_ERR_INVAL;
+	}
 	s->flowcfg.sz = sizeof(s->flowcfg);
 	int rc = btr_image_new(&s->img);
 	if (rc < 0)
@@ -1191,7 +1162,9 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 	s->st.records++;
 	if (s->hook) {
 		int h = s->hook(s->hook_ctx, rec);
-		if (h)
+		if (h == 2 && rec->type != BTR_REC_PT)
+			return -BTR_ERR_INVAL;
+		if (h && h != 2)
 			return h < 0 ? h : s->error ? s->error : s->stopped;
 	}
 	uint64_t cost = stream_code_cost(rec);   /* strings kept: the limit (stream_code.h) */
@@ -1324,6 +1297,7 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 	default:
 		break;   /* a newer record type: nothing to do with it */
 	}
+	s->cut.on = 0;   /* (a record on_pt did not see) */
 	if (s->error)
 		return s->error;
 	if (rc < 0)
@@ -1420,6 +1394,18 @@ void btr__stream_hook(struct btr_stream *s, stream_rec_hook fn, void *ctx)
 	s->hook_ctx = ctx;
 }
 
+int btr__stream_hooked(const struct btr_stream *s)
+{
+	return s->hook != NULL;
+}
+
+void btr__stream_hook_owned(struct btr_stream *s, stream_rec_hook fn, void *ctx, void (*free_ctx)(void *ctx))
+{
+	s->hook = fn;
+	s->hook_ctx = ctx;
+	s->hook_free = free_ctx;
+}
+
 const struct btr_stream_opts *btr__stream_opts(const struct btr_stream *s, const char **path)
 {
 	*path = s->reader ? s->path : NULL;
@@ -1508,6 +1494,8 @@ void btr_stream_free(struct btr_stream *s)
 {
 	if (!s)
 		return;
+	if (s->hook_free)
+		s->hook_free(s->hook_ctx);
 	stream_sw_free(&s->sw);
 	stream_loss_free(&s->loss);
 	for (size_t i = 0; i < s->n_ds; i++) {

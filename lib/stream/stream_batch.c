@@ -8,6 +8,7 @@
 #include "btr/error.h"
 #include "btr/trace.h"
 #include "internal.h"
+#include "stream_par.h"
 
 struct btr_batch {
 	struct btr_stream *s;
@@ -139,6 +140,8 @@ int btr_batch_open(const char *path, const struct btr_stream_opts *opts, unsigne
 		o.branch = take_one;
 		o.branches = take;
 		rc = btr_stream_open(path, &o, &bb->s);
+		if (!rc)
+			rc = btr__stream_shard_start(bb->s);
 	}
 	if (rc < 0) {
 		btr_batch_free(bb);

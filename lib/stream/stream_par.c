@@ -17,10 +17,24 @@
  * (thread, or CPU for per-CPU data) seen for the first time goes to the
  * decoder thread with the fewest data bytes so far.
  *
+ * One long thread (or CPU) of PT is cut into segments at PSBs, so that
+ * its data are decoded in several threads: after about seg_max bytes of
+ * a segment, at the next place where decoding can be taken over (a PSB,
+ * tracing enabled after it, a branch, the next PSB: btr__ptflow_seam), a
+ * new segment begins and goes to the decoder thread with the fewest
+ * bytes.  The old segment's thread decodes up to that second PSB; the new
+ * one's starts its decoder at the first PSB and decodes to the second
+ * without output (btr__stream_cut), which gives it the state there of a
+ * decoder of the whole stream: the branches, counts and events are those
+ * of one decoder, and the consumer sees one thread's run.  A record may
+ * hold several seams, each of its parts going to another thread; the
+ * calling thread hands on the parts of a record in order.
+ *
  * A decoder thread's output for a record is a list of blocks (items:
  * branches, counts, events); at most QUEUE_MAX bytes of them wait, the
  * decoder thread waits beyond that; the calling thread gives read blocks
  * back for reuse. */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +54,12 @@
  * faults, no allocator traffic per block). */
 #define BLOCK_BYTES (64u << 10)
 #define QUEUE_MAX (1u << 20)
+/* PT bytes of a segment of one thread's data (see above); a decoder
+ * thread with segments may hold the output of one ahead (a branch is 48
+ * bytes, PT holds one to a few per byte). */
+#define SEG_MAX (64u << 10)           /* the trace's bytes / (8 x threads), within these */
+#define SEG_MIN (8u << 10)
+#define SEG_QUEUE_MAX (4u << 20)
 #define FINISH_REC UINT64_MAX        /* the block of btr_stream_finish's output */
 
 /* ---- ownership of data records ---- */
@@ -47,12 +67,27 @@
 struct owner_ent {
 	uint64_t key;                /* (tid or cpu) + 1 in the low 32 bits, kind bit 32; 0: empty */
 	unsigned w;
+	uint64_t seg;                /* PT bytes of its segment so far */
+	int cut;                     /* its data have been cut into segments */
 };
 struct owners {
 	struct owner_ent *t;
 	size_t n, cap;               /* cap: a power of two */
 	unsigned nw;
 	uint64_t *bytes;             /* data bytes given to each decoder thread */
+	uint64_t seams;              /* segments begun in a thread's data */
+	uint64_t seg_max;            /* PT bytes of a segment (about) */
+};
+
+/* Where a data record goes: its bytes [@from[i], @from[i + 1]) (the last
+ * to its end) to decoder thread @w[i]; @from[0] is 0, the parts after the
+ * first are new segments of the record's thread, whose decoders start at
+ * @warm[i] (btr__stream_cut).  Each part goes to another thread. */
+struct place {
+	int cut;                  /* the thread's data have been cut (in this record or before) */
+	unsigned n;
+	unsigned w[MAX_JOBS];
+	size_t from[MAX_JOBS], warm[MAX_JOBS];
 };
 
 /* The key and size of data record @rec; 0 if it is not one. */
@@ -91,9 +126,18 @@ static uint64_t mix(uint64_t k)
 	return k ^ (k >> 33);
 }
 
-/* The decoder thread that owns data with @key (assigned now if new);
- * -BTR_ERR_NOMEM. */
-static int owner_of(struct owners *o, uint64_t key, uint64_t size)
+static unsigned least_bytes(const struct owners *o)
+{
+	unsigned best = 0;
+	for (unsigned w = 1; w < o->nw; w++)
+		if (o->bytes[w] < o->bytes[best])
+			best = w;
+	return best;
+}
+
+/* Where data record @rec with @key goes (assigned now if new), in *@pl;
+ * 0 or -BTR_ERR_NOMEM. */
+static int place_of(struct owners *o, const struct btr_record *rec, uint64_t key, uint64_t size, struct place *pl)
 {
 	if (2 * (o->n + 1) > o->cap) {
 		size_t nc = o->cap ? 2 * o->cap : 64;
@@ -114,23 +158,57 @@ static int owner_of(struct owners *o, uint64_t key, uint64_t size)
 	size_t j = mix(key) & (o->cap - 1);
 	while (o->t[j].key && o->t[j].key != key)
 		j = (j + 1) & (o->cap - 1);
-	if (!o->t[j].key) {
-		unsigned best = 0;
-		for (unsigned w = 1; w < o->nw; w++)
-			if (o->bytes[w] < o->bytes[best])
-				best = w;
-		o->t[j].key = key;
-		o->t[j].w = best;
+	struct owner_ent *e = &o->t[j];
+	if (!e->key) {
+		e->key = key;
+		e->w = least_bytes(o);
 		o->n++;
 	}
-	o->bytes[o->t[j].w] += size;
-	return (int)o->t[j].w;
+	pl->n = 1;
+	pl->cut = e->cut;
+	pl->w[0] = e->w;
+	pl->from[0] = pl->warm[0] = 0;
+	if (rec->type != BTR_REC_PT) {
+		o->bytes[e->w] += size;
+		return 0;
+	}
+	/* new segments: where the current one has seg_max bytes, at the next
+	 * place to take over, to a thread with fewer bytes than it that has
+	 * no part of the record yet */
+	const uint8_t *data = rec->u.data.data;
+	uint64_t used = (uint64_t)1 << e->w;
+	size_t start = 0, pos = e->seg >= o->seg_max ? 0 : o->seg_max - e->seg, warm, at;
+	while (pos < size && pl->n < o->nw) {
+		unsigned cur = pl->w[pl->n - 1], nx = o->nw;
+		for (unsigned w = 0; w < o->nw; w++)
+			if (!(used >> w & 1) && (nx == o->nw || o->bytes[w] < o->bytes[nx]))
+				nx = w;
+		if (nx == o->nw || o->bytes[nx] >= o->bytes[cur] + (pos - start) ||
+		    !btr__ptflow_seam(data + pos, (size_t)size - pos, &warm, &at))
+			break;
+		o->bytes[cur] += pos + at - start;
+		pl->w[pl->n] = nx;
+		pl->warm[pl->n] = pos + warm;
+		pl->from[pl->n] = start = pos + at;
+		pl->n++;
+		used |= (uint64_t)1 << nx;
+		e->seg = 0;
+		o->seams++;
+		pos = start + o->seg_max;
+	}
+	e->w = pl->w[pl->n - 1];
+	e->cut |= pl->n > 1;
+	pl->cut = e->cut;
+	o->bytes[e->w] += size - start;
+	e->seg += size - start;
+	return 0;
 }
 
-static int owners_init(struct owners *o, unsigned nw)
+static int owners_init(struct owners *o, unsigned nw, uint64_t seg_max)
 {
 	memset(o, 0, sizeof(*o));
 	o->nw = nw;
+	o->seg_max = seg_max;
 	o->bytes = calloc(nw, sizeof(*o->bytes));
 	return o->bytes ? 0 : -BTR_ERR_NOMEM;
 }
@@ -176,6 +254,8 @@ struct worker {
 	struct block *cur;
 	uint64_t nrec;           /* records seen */
 	int owned;               /* the record being processed is ours */
+	size_t qmax;             /* queued bytes at most: QUEUE_MAX, SEG_QUEUE_MAX once it has a segment */
+	uint64_t parts;          /* parts of records of data cut into segments it decoded */
 	double cpu;              /* its CPU seconds (for the debug log) */
 	int finishing;           /* btr_stream_finish runs */
 };
@@ -190,7 +270,39 @@ struct par {
 	uint64_t nrec;
 	int abort;
 	int waiting;             /* threads in pthread_cond_wait (signal only then) */
+	/* The messages said for data cut into segments (hashes): each
+	 * segment's decoder thread says what a decoder says once per thread
+	 * or CPU (the warning that no context switch names a CPU's threads),
+	 * the calling thread once. */
+	int cut;                 /* the record handed on is of such data */
+	uint64_t *said;
+	size_t nsaid, capsaid;
 };
+
+/* With p->cut, whether message @msg was said before; remembers it (the
+ * first SAID_MAX messages; on NOMEM not: said twice rather than lost). */
+#define SAID_MAX 4096
+static int said_before(struct par *p, const char *msg)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (const char *c = msg; *c; c++)
+		h = (h ^ (uint8_t)*c) * 0x100000001b3ULL;
+	for (size_t i = 0; p->cut && i < p->nsaid; i++)
+		if (p->said[i] == h)
+			return 1;
+	if (p->nsaid == SAID_MAX)
+		return 0;
+	if (p->nsaid == p->capsaid) {
+		size_t nc = p->capsaid ? 2 * p->capsaid : 16;
+		uint64_t *n = realloc(p->said, nc * sizeof(*n));
+		if (!n)
+			return 0;
+		p->said = n;
+		p->capsaid = nc;
+	}
+	p->said[p->nsaid++] = h;
+	return 0;
+}
 
 /* Puts w->cur on the queue (waits while the queue is full). */
 static void publish(struct worker *w, int last)
@@ -200,7 +312,7 @@ static void publish(struct worker *w, int last)
 	w->cur = NULL;
 	b->last = last;
 	pthread_mutex_lock(&p->mu);
-	while (w->queued >= QUEUE_MAX && !p->abort) {
+	while (w->queued >= w->qmax && !p->abort) {
 		p->waiting++;
 		pthread_cond_wait(&p->cv, &p->mu);
 		p->waiting--;
@@ -332,6 +444,32 @@ static void drop_log(void *ctx, enum btr_log_level level, const char *msg)
 	(void)ctx, (void)level, (void)msg;
 }
 
+/* What decoder thread @idx (with stream @s) does with data record @rec
+ * (the hook's return: 0 decode it, 1 skip it, 2 its part, which
+ * btr__stream_cut was given); @w (may be NULL) counts its segments. */
+static int part_of(struct owners *o, struct btr_stream *s, unsigned idx, const struct btr_record *rec, uint64_t key,
+		   uint64_t size, struct worker *w)
+{
+	struct place pl;
+	int rc = place_of(o, rec, key, size, &pl);
+	if (rc < 0)
+		return rc;
+	if (pl.n == 1)
+		return pl.w[0] == idx ? 0 : 1;
+	/* a record cut into segments: this thread's part, if any */
+	unsigned i = 0;
+	while (i < pl.n && pl.w[i] != idx)
+		i++;
+	if (i == pl.n)
+		return 1;
+	btr__stream_cut(s, pl.warm[i], pl.from[i], i + 1 < pl.n ? pl.from[i + 1] : (size_t)size);
+	if (w) {
+		w->parts++;
+		w->qmax = SEG_QUEUE_MAX;
+	}
+	return 2;
+}
+
 /* The decoder thread's say over each record of its stream. */
 static int worker_hook(void *ctx, const struct btr_record *rec)
 {
@@ -355,11 +493,61 @@ static int worker_hook(void *ctx, const struct btr_record *rec)
 	uint64_t key, size;
 	if (!data_key(rec, &key, &size))
 		return 0;
-	int o = owner_of(&w->own, key, size);
-	if (o < 0)
-		return w->err = o;
-	w->owned = (unsigned)o == w->idx;
-	return !w->owned;
+	int rc = part_of(&w->own, w->s, w->idx, rec, key, size, w);
+	if (rc < 0)
+		return w->err = rc;
+	w->owned = rc != 1;
+	return rc;
+}
+
+/* ---- a shard (btr_stream_opts.shards): one decoder thread's part, in
+ * the caller's thread ---- */
+
+struct shard {
+	struct owners own;
+	struct btr_stream *s;
+	unsigned idx;
+};
+
+static int shard_hook(void *ctx, const struct btr_record *rec)
+{
+	struct shard *sh = ctx;
+	uint64_t key, size;
+	if (!rec || !data_key(rec, &key, &size))
+		return 0;
+	return part_of(&sh->own, sh->s, sh->idx, rec, key, size, NULL);
+}
+
+static void shard_free(void *ctx)
+{
+	struct shard *sh = ctx;
+	owners_free(&sh->own);
+	free(sh);
+}
+
+/* The PT bytes of a segment in a run of @n threads over @path. */
+static uint64_t seg_bytes(const char *path, unsigned n)
+{
+	struct stat sb;
+	uint64_t seg = path && stat(path, &sb) == 0 ? (uint64_t)sb.st_size / (8 * n) : SEG_MAX;
+	return seg < SEG_MIN ? SEG_MIN : seg > SEG_MAX ? SEG_MAX : seg;
+}
+
+int btr__stream_shard_start(struct btr_stream *s)
+{
+	const char *path;
+	const struct btr_stream_opts *o = btr__stream_opts(s, &path);
+	if (o->shards <= 1 || btr__stream_hooked(s))
+		return 0;
+	struct shard *sh = calloc(1, sizeof(*sh));
+	if (!sh || owners_init(&sh->own, o->shards, seg_bytes(path, o->shards)) < 0) {
+		free(sh);
+		return -BTR_ERR_NOMEM;
+	}
+	sh->s = s;
+	sh->idx = o->shard;
+	btr__stream_hook_owned(s, shard_hook, sh, shard_free);
+	return 0;
 }
 
 /* CPU seconds of the calling thread (POSIX thread CPU clock), 0 if none. */
@@ -406,8 +594,9 @@ static void *worker_main(void *arg)
 /* ---- the calling thread ---- */
 
 /* Hands on block @b's items; returns 0, a stop value or an error. */
-static int replay(struct btr_stream *s, const struct block *b)
+static int replay(struct par *p, const struct block *b)
 {
+	struct btr_stream *s = p->s;
 	size_t at = 0;
 	int rc = 0;
 	while (at < b->len && !rc) {
@@ -422,7 +611,8 @@ static int replay(struct btr_stream *s, const struct block *b)
 			rc = btr__stream_replay_counts(s, d, it->n);
 			break;
 		case IT_LOG:
-			btr__log((enum btr_log_level)it->n, "%s", (const char *)d);
+			if (!said_before(p, d))
+				btr__log((enum btr_log_level)it->n, "%s", (const char *)d);
 			break;
 		default: {
 			struct btr_stream_event ev;
@@ -466,7 +656,7 @@ static int take(struct par *p, struct worker *w, uint64_t rec)
 			/* It stopped before this record: its error. */
 			return err ? err : -BTR_ERR_INVAL;
 		}
-		int rc = b->rec == rec ? replay(p->s, b) : -BTR_ERR_INVAL;
+		int rc = b->rec == rec ? replay(p, b) : -BTR_ERR_INVAL;
 		int last = b->last;
 		if (b->cap == BLOCK_BYTES) {
 			pthread_mutex_lock(&p->mu);
@@ -488,12 +678,15 @@ static int main_hook(void *ctx, const struct btr_record *rec)
 	if (!rec)
 		return 0;
 	uint64_t idx = p->nrec++, key, size;
+	struct place pl;
 	if (!data_key(rec, &key, &size))
 		return 0;
-	int o = owner_of(&p->own, key, size);
-	if (o < 0)
-		return o;
-	int rc = take(p, &p->w[o], idx);
+	int rc = place_of(&p->own, rec, key, size, &pl);
+	if (rc < 0)
+		return rc;
+	p->cut = pl.cut;
+	for (unsigned i = 0; i < pl.n && !rc; i++)
+		rc = take(p, &p->w[pl.w[i]], idx);
 	return rc < 0 ? rc : 1;
 }
 
@@ -507,7 +700,7 @@ static unsigned jobs_for(struct btr_stream *s, const char **path)
 	/* (@fold_ok asks the consumer's state as the decoder goes: that is
 	 * the calling thread's, so such a run decodes there; one thread's
 	 * data alone is one decoder's work) */
-	if (o->jobs == 1 || o->insn || o->fold_ok || (o->skip_unselected && o->tid) || !*path || st.records ||
+	if (o->jobs == 1 || o->shards > 1 || o->insn || o->fold_ok || (o->skip_unselected && o->tid) || !*path || st.records ||
 	    stat(*path, &sb) < 0 || !S_ISREG(sb.st_mode))
 		return 1;
 	if (o->jobs)
@@ -542,7 +735,9 @@ static int run_par(struct btr_stream *s, const char *path, unsigned n)
 	wo.event = cap_event;
 	wo.progress = NULL;
 	wo.jobs = 1;
-	int rc = owners_init(&p.own, n);
+	/* segments: a few for each thread on a trace of one thread */
+	uint64_t seg = seg_bytes(path, n);
+	int rc = owners_init(&p.own, n, seg);
 	if (rc < 0)
 		return rc;
 	if (!(p.w = calloc(n, sizeof(*p.w)))) {
@@ -556,8 +751,9 @@ static int run_par(struct btr_stream *s, const char *path, unsigned n)
 		struct worker *w = &p.w[i];
 		w->p = &p;
 		w->idx = i;
+		w->qmax = QUEUE_MAX;
 		wo.ctx = w;
-		if ((rc = owners_init(&w->own, n)) < 0 || (rc = btr_stream_open(path, &wo, &w->s)) < 0)
+		if ((rc = owners_init(&w->own, n, seg)) < 0 || (rc = btr_stream_open(path, &wo, &w->s)) < 0)
 			break;
 		btr__stream_hook(w->s, worker_hook, w);
 	}
@@ -587,6 +783,14 @@ static int run_par(struct btr_stream *s, const char *path, unsigned n)
 			busiest = p.w[i].cpu > busiest ? p.w[i].cpu : busiest;
 		btr_debug("stream: CPU seconds: calling thread %.3f, busiest decoder thread %.3f", thread_cpu() - cpu0,
 			  busiest);
+		if (p.own.seams) {
+			/* (how one thread's data went: counted by the tests) */
+			unsigned with = 0;
+			for (unsigned i = 0; i < n; i++)
+				with += p.w[i].parts > 0;
+			btr_debug("stream: segments of a thread's data after its first: %" PRIu64 ", decoded in %u decoder threads",
+				  p.own.seams, with);
+		}
 	}
 	pthread_mutex_lock(&p.mu);
 	p.abort = 1;
@@ -618,6 +822,7 @@ static int run_par(struct btr_stream *s, const char *path, unsigned n)
 	pthread_cond_destroy(&p.cv);
 	pthread_mutex_destroy(&p.mu);
 	owners_free(&p.own);
+	free(p.said);
 	free(p.w);
 	return rc;
 }
@@ -628,5 +833,9 @@ int btr_stream_run(struct btr_stream *s)
 	if (!s || (btr__stream_opts(s, &path), !path))
 		return -BTR_ERR_INVAL;   /* not made by btr_stream_open */
 	unsigned n = jobs_for(s, &path);
-	return n > 1 ? run_par(s, path, n) : run_seq(s);
+	if (n == 1) {
+		int rc = btr__stream_shard_start(s);
+		return rc < 0 ? rc : run_seq(s);
+	}
+	return run_par(s, path, n);
 }

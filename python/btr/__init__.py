@@ -147,7 +147,10 @@ class Trace:
     other threads' per-thread data is skipped, not decoded (the same
     branches, faster; btr_stream_opts.skip_unselected).  jobs: threads the
     analyses' decoding runs in (btr_stream_opts.jobs; 0 means 1 for now;
-    the results are the same).  on_loss: what the
+    the results are the same).  shard, shards (shards > 1): only this
+    shard of the trace's data is decoded (btr_stream_opts.shard: whole
+    threads and segments of long threads' PT cut at PSBs; every branch is
+    in exactly one shard; btr.dask.decode_sharded by="segment").  on_loss: what the
     reading calls do when data was lost ("raise": DataLostError, "warn":
     a DataLossWarning and the partial result, "ignore"); each call can
     override it.  The file is opened once here to check it is a trace;
@@ -156,7 +159,7 @@ class Trace:
     def __init__(self, path: _PathArg, *, pid: int = 0, tid: int = 0, filter: _t.Optional[str] = None,
                  root: _t.Optional[_PathArg] = None, debug_dirs: _t.Sequence[_PathArg] = (),
                  elfs: _t.Sequence[str] = (), skip_unselected: bool = True, on_loss: str = "raise",
-                 jobs: int = 0) -> None:
+                 jobs: int = 0, shard: int = 0, shards: int = 0) -> None:
         self._sym = None   # a decode-free batch whose images symbolize
         self._info = None
         self._pass = None  # stats and losses of the last whole decoding pass
@@ -183,6 +186,9 @@ class Trace:
             self._elfs.append((_path("elfs[%d]" % i, p)[1], base))
         self.skip_unselected = _flag("skip_unselected", skip_unselected)
         self.jobs = _int("jobs", jobs)
+        self.shard, self.shards = _int("shard", shard), _int("shards", shards)
+        if self.shards > 64 or (self.shards > 1 and self.shard >= self.shards):
+            raise ValueError("shard=%d of shards=%d: 0 <= shard < shards <= 64" % (self.shard, self.shards))
         self.on_loss = _choice("on_loss", on_loss, ON_LOSS)
         self._filter = None
         if self.filter is not None:
@@ -206,7 +212,8 @@ class Trace:
         alive by the caller with the returned tuple)."""
         keep = []
         o = _lib.StreamOpts(sz=_ctypes.sizeof(_lib.StreamOpts), pid=self.pid, tid=self.tid,
-                            skip_unselected=int(self.skip_unselected), jobs=self.jobs)
+                            skip_unselected=int(self.skip_unselected), jobs=self.jobs, shard=self.shard,
+                            shards=self.shards)
         if self._filter is not None:
             o.filter = _ctypes.pointer(self._filter)
         if self._root:

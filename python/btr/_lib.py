@@ -153,7 +153,8 @@ class StreamOpts(ctypes.Structure):
                 ("branch", c_void_p), ("event", EVENT_CB), ("insn", c_void_p), ("ctx", c_void_p),
                 ("branches", c_void_p), ("progress", c_void_p), ("progress_ctx", c_void_p),
                 ("skip_unselected", ctypes.c_int), ("counts", c_void_p), ("fold_ok", c_void_p),
-                ("fold_block", c_void_p), ("jobs", ctypes.c_uint)]
+                ("fold_block", c_void_p), ("jobs", ctypes.c_uint), ("shard", ctypes.c_uint),
+                ("shards", ctypes.c_uint)]
 
 
 class StreamStats(ctypes.Structure):

@@ -279,8 +279,15 @@ def shards(path, by: str = "thread", **trace_opts) -> _t.List[dict]:
     return [dict(trace_opts, **{key: i}) for i in ids] or [dict(trace_opts)]
 
 
+#: kinds whose results by="segment" shards give exactly: sums over branches
+#: (and their straight-line runs, which the decoder brings across a seam);
+#: call stacks (folded, pprof) begin empty at each segment
+SEGMENT_KINDS = ("fdata",) + COUNTS
+
+
 def decode_sharded(path, kind: str = "counts", by: str = "thread", *, client=None, compute: bool = True,
-                   errors: str = "raise", fan_in: int = 8, analysis_opts: _t.Optional[dict] = None, **trace_opts):
+                   errors: str = "raise", fan_in: int = 8, analysis_opts: _t.Optional[dict] = None,
+                   parts: int = 4, **trace_opts):
     """Decodes one trace as independent shards, one per thread (@by
     "thread") or per process ("process"), each a task selecting its
     thread/process (btr.Trace tid=/pid=), and merges their results of @kind
@@ -291,11 +298,31 @@ def decode_sharded(path, kind: str = "counts", by: str = "thread", *, client=Non
     shard reads the whole file but decodes only its own thread's data
     (btr.Trace skip_unselected); per-CPU data (perf -a) is decoded by every
     shard.  @client, @compute, @errors as for profile() (with "skip" or
-    "collect", a failing shard is named "PATH [tid=T]")."""
+    "collect", a failing shard is named "PATH [tid=T]").
+
+    @by "segment": @parts tasks (2 to 64), each decoding its share of
+    the trace's data (btr.Trace shard=): whole threads, and segments of a
+    long thread's (or CPU's) PT cut at PSBs, so that even a trace of one
+    thread is decoded in parallel.  Every branch is decoded by exactly one
+    task, each decoder brought to the state at its segment's start (the
+    straight-line run, return stack, timing), so sums over branches equal
+    the whole trace's: kinds "counts", "blocks", "edges", "fdata"
+    (SEGMENT_KINDS); "folded" and "pprof" need the call stack across the
+    segments and are refused (ValueError)."""
     _check(kind, errors)
     path = btr._path("path", path)[0]
+    if by == "segment":
+        if kind not in SEGMENT_KINDS:
+            raise ValueError("by='segment': kind %r needs call stacks across segments; one of %s" %
+                             (kind, ", ".join(SEGMENT_KINDS)))
+        n = btr._int("parts", parts)
+        if not 2 <= n <= 64:
+            raise ValueError("parts=%d is not between 2 and 64" % n)
+        tasks = [(path, dict(trace_opts, shard=i, shards=n), analysis_opts, "%s [shard=%d/%d]" % (path, i, n))
+                 for i in range(n)]
+        return _run(_graph(tasks, kind, errors, fan_in), errors, client, compute)
     if by not in ("thread", "process"):
-        raise ValueError("by=%r is not one of 'thread', 'process'" % (by,))
+        raise ValueError("by=%r is not one of 'thread', 'process', 'segment'" % (by,))
     c = _client(client)
     if c is not None:
         sh = c.submit(shards, path, by, pure=False, **trace_opts).result()

@@ -53,8 +53,8 @@ enum { CLI_OPT_FILTER = 0x1000, CLI_OPT_ELF, CLI_OPT_ROOT, CLI_OPT_DEBUG_DIR, CL
 	"                         the recorded module with the same build-id or name\n" \
 	"  --root DIR             look for recorded module paths under DIR first\n" \
 	"  --debug-dir DIR        look for modules in DIR by build-id and by name\n" \
-	"  -j, --jobs N           decode in N threads, whole threads of the trace each;\n" \
-	"                         the output is the same (default 1)\n" \
+	"  -j, --jobs N           decode in N threads (the trace's threads, long ones cut\n" \
+	"                         at PSBs); the output is the same (default 1)\n" \
 	"  --no-progress          no progress line on stderr (default: shown while the\n" \
 	"                         trace is read when stderr is a terminal; BTR_PROGRESS=0\n" \
 	"                         or 1 sets the default); --progress: always\n"
