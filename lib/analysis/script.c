@@ -79,17 +79,13 @@ static inline void out_hex(struct out *o, uint64_t v)
 /* "%16" PRIx64: right-aligned in 16 columns. */
 static inline void out_hex16(struct out *o, uint64_t v)
 {
-	char t[16];
-	int k = 0;
+	int k = 1;
+	for (uint64_t x = v >> 4; x; x >>= 4)
+		k++;
 	out_room(o, 16);
-	do {
-		t[k++] = "0123456789abcdef"[v & 15];
-		v >>= 4;
-	} while (v);
 	for (int i = k; i < 16; i++)
 		o->buf[o->n++] = ' ';
-	while (k)
-		o->buf[o->n++] = t[--k];
+	out_hex(o, v);
 }
 
 static inline void out_dec(struct out *o, uint64_t v)
