@@ -156,6 +156,9 @@ struct btr_report_result {
 	/* appended: the recorder traced only IP ranges (--ip-filter,
 	 * BTR_MACHINE_IP_FILTER): the counts cover the flow inside them */
 	int ip_filtered;
+	/* appended: snapshot windows (BTR_REC_WINDOW: `btr record -b qemu
+	 * --snapshot`), each decoded on its own; 0 for a continuous trace */
+	uint64_t windows;
 };
 
 struct btr_report;

@@ -36,6 +36,7 @@ enum btr_rec_type {
 	BTR_REC_SWITCH = 15,       /* struct btr_rec_switch: a thread starts / stops running on a CPU */
 	BTR_REC_CODE = 16,         /* struct btr_rec_code: code bytes no file holds (format 1.5) */
 	BTR_REC_SYMBOL = 17,       /* struct btr_rec_symbol: a function of generated code (format 1.5) */
+	BTR_REC_WINDOW = 18,       /* struct btr_rec_window: a snapshot window of a thread's PT begins (1.6) */
 	BTR_REC__MAX
 };
 
@@ -238,6 +239,29 @@ struct btr_rec_symbol {
 	const char *name;       /* reader-owned, never NULL */
 };
 
+/* Why a snapshot window was written (struct btr_rec_window.reason). */
+enum btr_window_reason {
+	BTR_WINDOW_TRIGGER = 1,  /* the thread called the trigger function at @ip (--trigger) */
+	BTR_WINDOW_REQUEST = 2,  /* a SIGUSR2 to the recorder asked for one */
+	BTR_WINDOW_END = 3,      /* the thread ended (exit, exec, end of the recording) */
+	BTR_WINDOW_KILLED = 4,   /* the thread's process was killed by a signal */
+};
+
+/* A snapshot window (flight recorder, `btr record -b qemu --snapshot`):
+ * the PT records of thread @tid that follow, from stream offset
+ * @stream_offset on (@size bytes in all), are a window of its flow that
+ * starts with a PSB+ and does not continue what came before it: no gap,
+ * no continuity (readers restart the thread's decoder there and say
+ * BTR_SEV_DISCONTINUITY).  Since format 1.6. */
+struct btr_rec_window {
+	uint32_t pid, tid;
+	uint32_t reason;        /* enum btr_window_reason */
+	uint32_t index;         /* the thread's windows before this one */
+	uint64_t stream_offset; /* where the window's data begins */
+	uint64_t size;          /* bytes of PT in the window */
+	uint64_t ip;            /* TRIGGER: the trigger's address, else 0 */
+};
+
 struct btr_record {
 	enum btr_rec_type type;
 	union {
@@ -252,6 +276,7 @@ struct btr_record {
 		struct btr_rec_switch sw;
 		struct btr_rec_code code;
 		struct btr_rec_symbol sym;
+		struct btr_rec_window win;
 	} u;
 };
 
@@ -261,9 +286,9 @@ struct btr_trace_reader;
 /* Format constants (docs/format.md).  A reader accepts every file whose
  * major version equals BTR_TRACE_VERSION_MAJOR, whatever its minor. */
 #define BTR_TRACE_VERSION_MAJOR 1
-#define BTR_TRACE_VERSION_MINOR 5   /* 1: BTR_REC_PROCESS; 2: BTR_REC_BTS_INSNS; 3: BTR_REC_SWITCH;
+#define BTR_TRACE_VERSION_MINOR 6   /* 1: BTR_REC_PROCESS; 2: BTR_REC_BTS_INSNS; 3: BTR_REC_SWITCH;
                                      * 4: BTR_PROC_LOST, thread_exit end + signo;
-                                     * 5: BTR_REC_CODE, BTR_REC_SYMBOL */
+                                     * 5: BTR_REC_CODE, BTR_REC_SYMBOL; 6: BTR_REC_WINDOW */
 #define BTR_TRACE_CHUNK_DEFAULT (1u << 20) /* writer: default chunk_size */
 #define BTR_TRACE_CHUNK_MIN 512u           /* writer: smaller chunk_size is raised to this */
 #define BTR_TRACE_CHUNK_MAX (64u << 20)    /* largest chunk payload either side accepts */

@@ -47,6 +47,7 @@ static const char *const type_names[BTR_REC__MAX] = {
 	[BTR_REC_SWITCH] = "switch",
 	[BTR_REC_CODE] = "code",
 	[BTR_REC_SYMBOL] = "symbol",
+	[BTR_REC_WINDOW] = "window",
 };
 
 const char *btr_rec_type_name(enum btr_rec_type type)
@@ -565,6 +566,17 @@ static int decode(struct btr_trace_reader *r, enum btr_rec_type type, const uint
 		x->size = c64(&c);
 		cstr(&c, r->str, BTR_TRACE_MAX_STRING + 1);
 		x->name = r->str;
+		break;
+	}
+	case BTR_REC_WINDOW: {   /* format 1.6 */
+		struct btr_rec_window *x = &rec->u.win;
+		x->pid = c32(&c);
+		x->tid = c32(&c);
+		x->reason = c32(&c);
+		x->index = c32(&c);
+		x->stream_offset = c64(&c);
+		x->size = c64(&c);
+		x->ip = c64(&c);
 		break;
 	}
 	case BTR_REC_PROCESS: {

@@ -44,7 +44,8 @@ static const struct cli_cmd cmd = {
 	"P (predicted), M (mispredicted), N (not taken), A (transaction abort),\n"
 	"cyc=N (LBR cycles), "
 	"insns=N (instructions since the previous branch of the thread),\n"
-	"k (kernel source).  Gaps in the data are '[gap ...]' lines.\n"
+	"k (kernel source).  Gaps in the data are '[gap ...]' lines; a snapshot\n"
+	"window (btr record -b qemu --snapshot) begins with a '[window ...]' line.\n"
 	"See docs/script.md.\n\n"
 	"Options:\n",
 	opts,
@@ -526,6 +527,21 @@ static int on_event(void *ctx, const struct btr_stream_event *ev)
 	 * GAP or OVERFLOW event): both are data the reader does not see. */
 	int reason = 0;
 	uint64_t offset = ev->offset;
+	if (ev->type == BTR_SEV_DISCONTINUITY && ev->rec && ev->rec->type == BTR_REC_WINDOW) {
+		/* A snapshot window: its branches do not continue the ones before */
+		static const char *const why[] = { "?", "trigger", "request", "end", "killed" };
+		const struct btr_rec_window *w = &ev->rec->u.win;
+		out_str(sc->o, "[window ");
+		out_dec(sc->o, w->pid);
+		out_ch(sc->o, '/');
+		out_dec(sc->o, w->tid);
+		out_ch(sc->o, ' ');
+		out_dec(sc->o, w->index);
+		out_ch(sc->o, ' ');
+		out_str(sc->o, w->reason <= 4 ? why[w->reason] : "?");
+		out_str(sc->o, "]\n");
+		return sc->o->err ? 1 : 0;
+	}
 	if (ev->type == BTR_SEV_GAP) {
 		reason = ev->reason;
 	} else if (ev->type == BTR_SEV_FLOW && ev->flow &&
