@@ -210,6 +210,9 @@ int main(void)
 		CHECK_EQ(w->w.index, (uint32_t)i);
 		CHECK_EQ(w->w.reason, i < 3 ? BTR_WINDOW_TRIGGER : BTR_WINDOW_END);
 		CHECK_EQ(w->w.size, w->n);
+		/* it starts with a PSB (02 82 x8): decodable from its first byte */
+		static const uint8_t psb[16] = { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82 };
+		CHECK(w->n >= 16 && !memcmp(w->pt, psb, 16));
 		CHECK(w->n <= SIZE + (i < 3 ? 16 : 0));
 		if (i < 3)   /* the end window starts where window 2 ended (its last PSB) */
 			CHECK(w->n >= SIZE / 2);
