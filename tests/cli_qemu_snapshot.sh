@@ -147,7 +147,7 @@ check "threads: each thread's window ends at its call of work" \
 check "info -v names qemu's --snapshot" grep -q '^  qemu:  .*--snapshot SIZE' "$tmp/info"
 
 # usage errors: one line, exit 2
-for args in "--trigger mark" "--snapshot 1K" "--snapshot 2G" "-b pt --snapshot 64K" "-b step --snapshot 64K" \
+for args in "--trigger mark" "-b qemu --snapshot" "--snapshot 1K" "--snapshot 2G" "-b pt --snapshot 64K" "-b step --snapshot 64K" \
 	"--snapshot 64K --max-snapshots 0" "--max-snapshots 3"; do
 	# shellcheck disable=SC2086
 	"$btr" record -q $args -o "$tmp/x.btr" -- "$prog" >/dev/null 2>"$tmp/err"

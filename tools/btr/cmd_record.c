@@ -56,7 +56,17 @@ static const struct cli_opt opts[] = {
 	  "      --stop SYM|ADDR    ... until SYM/ADDR is reached (default: until the start\n"
 	  "                         function returns); every entry, per thread (qemu: TIP.PGE/\n"
 	  "                         TIP.PGD; SYM@FILE for a library); step: full speed elsewhere\n", NULL },
+	{ "ring", OPT_RING, CLI_ARG,
+	  "      --ring N           flight recorder: keep only the last N branches per thread,\n"
+	  "                         written when the thread ends or the process dies (btr crash)\n", NULL },
+	{ "filter", OPT_FILTER, CLI_ARG, "      --filter EXPR      with --ring: keep only branches of these LBR_SELECT classes\n", NULL },
+	{ "inproc", OPT_INPROC, CLI_NOARG,
+	  "      --inproc           in-process agent (btr-step-agent.so, preloaded): TF set in\n"
+	  "                         the program's own SIGTRAP handler (~1.7x cheaper per trap here);\n"
+	  "                         main thread only; static programs, -p and --start fall\n"
+	  "                         back to ptrace stepping, saying so\n", NULL },
 	{ "snapshot", OPT_SNAP, CLI_NOARG,
+	  "QEMU flight recorder (docs/record.md, \"--snapshot SIZE with -b qemu\"):\n"
 	  "      --snapshot SIZE    qemu: flight recorder: each thread keeps its last SIZE\n"
 	  "                         bytes of PT (16K..1G; K, M, G suffixes), written as a\n"
 	  "                         window that decodes on its own on SIGUSR2 to btr, at\n"
@@ -68,15 +78,6 @@ static const struct cli_opt opts[] = {
 	{ "max-snapshots", OPT_MAXSNAP, CLI_ARG,
 	  "      --max-snapshots N  at most N --trigger windows in the recording (default\n"
 	  "                         16); the windows at the end are always written\n", NULL },
-	{ "ring", OPT_RING, CLI_ARG,
-	  "      --ring N           flight recorder: keep only the last N branches per thread,\n"
-	  "                         written when the thread ends or the process dies (btr crash)\n", NULL },
-	{ "filter", OPT_FILTER, CLI_ARG, "      --filter EXPR      with --ring: keep only branches of these LBR_SELECT classes\n", NULL },
-	{ "inproc", OPT_INPROC, CLI_NOARG,
-	  "      --inproc           in-process agent (btr-step-agent.so, preloaded): TF set in\n"
-	  "                         the program's own SIGTRAP handler (~1.7x cheaper per trap here);\n"
-	  "                         main thread only; static programs, -p and --start fall\n"
-	  "                         back to ptrace stepping, saying so\n", NULL },
 	{ "system", OPT_SYSTEM, CLI_NOARG,
 	  "Whole system (docs/record.md, \"Whole-system recording\"):\n"
 	  "      --system           boot a VM (qemu-system-x86_64 10+) whose only program is\n"
@@ -178,6 +179,7 @@ struct args {
 	int argc;
 	char **argv;                /* --snapshot SIZE: the word after --snapshot */
 	int quiet, verbose, inproc, hw_opt, system;
+	int snap_bare;              /* --snapshot without a SIZE (pt, bts) */
 	const char *ipf[8];
 	struct btr_filter filter;   /* --filter, parsed here once (o->branch_filter) */
 };
@@ -258,7 +260,7 @@ static int on_opt(void *ctx, int c, char *arg)
 	case OPT_USER: o->user = 1; break;
 	case OPT_KERNEL: o->kernel = 1; break;
 	case OPT_PERTHREAD: o->per_thread = 1; break;
-	case OPT_SNAP: o->snapshot = 1; break;
+	case OPT_SNAP: o->snapshot = x->snap_bare = 1; break;
 	case 'a': o->system_wide = 1; break;
 	case OPT_PTCFG: o->pt_config = arg; break;
 	case OPT_LBRF: o->lbr_filter = arg; break;
@@ -403,6 +405,8 @@ int cmd_record(int argc, char **argv)
 		return cli_usage_error("record", "-p PID needs -b step, pt, bts or lbr (qemu cannot attach)");
 	if (strcmp(b->name, "qemu") && o.ground_truth)
 		return cli_usage_error("record", "--ground-truth needs the qemu backend");
+	if (x.snap_bare && !strcmp(b->name, "qemu"))
+		return cli_usage_error("record", "-b qemu: --snapshot needs a SIZE (e.g. --snapshot 64K)");
 	if (hw_opt && strcmp(b->name, "pt") && strcmp(b->name, "bts") && strcmp(b->name, "lbr"))
 		return cli_usage_error("record", "--user/--kernel/--all-cpus/--per-thread/--pt-config/"
 				       "--snapshot/--lbr-filter/--period/--aux-size need -b pt, bts or lbr");
