@@ -203,8 +203,12 @@ void snap_flush(struct thr *t)
 /* thread_end, after its last bytes were flushed: the final window. */
 void snap_end(struct thr *t, uint32_t end)
 {
-	if (t->snap)
-		snap_write(t, end == BTR_THREAD_END_KILLED ? BTR_WINDOW_KILLED : BTR_WINDOW_END, 0, 0);
+	if (!t->snap)
+		return;
+	snap_write(t, end == BTR_THREAD_END_KILLED ? BTR_WINDOW_KILLED : BTR_WINDOW_END, 0, 0);
+	/* all written: an exec's other threads are finished by btr record
+	 * from the state, which then finds nothing more of this one */
+	t->snap->floor = stream_pos(t);
 }
 
 /* The trigger's block runs (its callback comes after the tracing one,
