@@ -477,6 +477,10 @@ const char *btr_rec_type_name(enum btr_rec_type type);
  * "running" (what is not one of enum btr_thread_end: "unknown"). */
 const char *btr_thread_end_name(uint32_t end);
 
+/* Returns the name of a window's reason: "trigger", "request", "end",
+ * "killed" (what is not one of enum btr_window_reason: "?"). */
+const char *btr_window_reason_name(uint32_t reason);
+
 #ifdef __cplusplus
 }
 #endif

@@ -200,13 +200,6 @@ static int a_event(void *state, const struct btr_stream_event *ev)
 	return 0;
 }
 
-/* enum btr_window_reason as a word. */
-static const char *win_reason(int reason)
-{
-	static const char *const r[] = { "?", "trigger", "request", "end", "killed" };
-	return reason >= 1 && reason <= 4 ? r[reason] : "?";
-}
-
 static const char *signame(int sig)
 {
 	static char buf[16];
@@ -242,7 +235,7 @@ static void print_text(FILE *f, const struct st *st)
 		}
 		if (c->win)
 			fprintf(f, "  snapshot window %" PRIu32 " (%s): the thread's last window before the death\n",
-				c->win_index, win_reason(c->win - 1));
+				c->win_index, btr_window_reason_name((uint32_t)(c->win - 1)));
 		fprintf(f, "  last %zu branches, oldest first:\n", c->n);
 		for (size_t j = 0; j < c->n; j++) {
 			const struct btr_branch *b = &c->b[j];
@@ -281,7 +274,7 @@ static void print_json(FILE *f, const struct st *st)
 		btr_json_str(f, c->ex.ip ? c->insn : NULL);
 		if (c->win)
 			fprintf(f, ", \"window\": {\"index\": %" PRIu32 ", \"reason\": \"%s\"}", c->win_index,
-				win_reason(c->win - 1));
+				btr_window_reason_name((uint32_t)(c->win - 1)));
 		if (st->addr_known)
 			fprintf(f, ", \"fault_addr\": \"0x%" PRIx64 "\", \"branches\": [", c->ex.addr);
 		else

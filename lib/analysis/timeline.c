@@ -192,9 +192,7 @@ static int t_event(void *p, const struct btr_stream_event *ev)
 /* The name of window mark @e. */
 static const char *mark_name(const struct tev *e, char *buf, size_t size)
 {
-	static const char *const r[] = { "?", "trigger", "request", "end", "killed" };
-	unsigned why = e->begin >> 8;
-	snprintf(buf, size, "snapshot window %" PRIu32 " (%s)", e->func, why <= 4 ? r[why] : "?");
+	snprintf(buf, size, "snapshot window %" PRIu32 " (%s)", e->func, btr_window_reason_name(e->begin >> 8));
 	return buf;
 }
 

@@ -63,6 +63,12 @@ const char *btr_thread_end_name(uint32_t end)
 	return end < BTR_ARRAY_SIZE(names) ? names[end] : names[0];
 }
 
+const char *btr_window_reason_name(uint32_t reason)
+{
+	static const char *const names[] = { "?", "trigger", "request", "end", "killed" };
+	return reason < BTR_ARRAY_SIZE(names) ? names[reason] : names[0];
+}
+
 /* ===================================================================== */
 /* Reader                                                                */
 /* ===================================================================== */

@@ -529,7 +529,6 @@ static int on_event(void *ctx, const struct btr_stream_event *ev)
 	uint64_t offset = ev->offset;
 	if (ev->type == BTR_SEV_DISCONTINUITY && ev->rec && ev->rec->type == BTR_REC_WINDOW) {
 		/* A snapshot window: its branches do not continue the ones before */
-		static const char *const why[] = { "?", "trigger", "request", "end", "killed" };
 		const struct btr_rec_window *w = &ev->rec->u.win;
 		out_str(sc->o, "[window ");
 		out_dec(sc->o, w->pid);
@@ -538,7 +537,7 @@ static int on_event(void *ctx, const struct btr_stream_event *ev)
 		out_ch(sc->o, ' ');
 		out_dec(sc->o, w->index);
 		out_ch(sc->o, ' ');
-		out_str(sc->o, w->reason <= 4 ? why[w->reason] : "?");
+		out_str(sc->o, btr_window_reason_name(w->reason));
 		out_str(sc->o, "]\n");
 		return sc->o->err ? 1 : 0;
 	}

@@ -215,10 +215,9 @@ static void dump_record(const struct btr_record *rec, int verbose, int hex)
 		print_quoted(stdout, rec->u.sym.name);
 		break;
 	case BTR_REC_WINDOW: {
-		static const char *const why[] = { "?", "trigger", "request", "end", "killed" };
 		const struct btr_rec_window *x = &rec->u.win;
 		printf(" pid=%" PRIu32 " tid=%" PRIu32 " reason=%s index=%" PRIu32 " offset=0x%" PRIx64 " size=%" PRIu64,
-		       x->pid, x->tid, x->reason < 5 ? why[x->reason] : "?", x->index, x->stream_offset, x->size);
+		       x->pid, x->tid, btr_window_reason_name(x->reason), x->index, x->stream_offset, x->size);
 		if (x->ip)
 			printf(" ip=0x%" PRIx64, x->ip);
 		break;
