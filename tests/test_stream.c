@@ -38,6 +38,8 @@ struct seen {
 	size_t n_ev;
 	char module_path[MAX_SEEN][PATH_MAX];   /* MODULE_LOAD .path per event, "" if NULL */
 	int ev_flow_type[MAX_SEEN];             /* FLOW: the flow event's type */
+	int windows;                            /* DISCONTINUITY events of WINDOW records */
+	uint64_t win_off[8];                    /* their .offset */
 };
 
 static int on_branch(void *ctx, const struct btr_branch *b)
@@ -62,6 +64,8 @@ static int on_event(void *ctx, const struct btr_stream_event *ev)
 {
 	struct seen *s = ctx;
 	s->ev_count[ev->type]++;
+	if (ev->type == BTR_SEV_DISCONTINUITY && ev->rec && ev->rec->type == BTR_REC_WINDOW && s->windows < 8)
+		s->win_off[s->windows++] = ev->offset;
 	if (s->n_ev < MAX_SEEN) {
 		s->ev[s->n_ev] = *ev;
 		snprintf(s->module_path[s->n_ev], PATH_MAX, "%s", ev->path ? ev->path : "");
@@ -935,8 +939,70 @@ static void test_code_records(void)
 	unlink(path);
 }
 
+/* Snapshot windows (BTR_REC_WINDOW, format 1.6): thread 7's PT as three
+ * windows, the second starting again at offset 0 (windows may overlap),
+ * the third after a jump: each decodes as a pass of its own, with a
+ * DISCONTINUITY (carrying the record) before it and no gap; the same
+ * records without the WINDOW records are gaps. */
+static void test_windows(void)
+{
+	uint8_t pt[256];
+	size_t n = encode_pass(pt, sizeof(pt));
+	for (int with = 1; with >= 0; with--) {
+		const char *path = "test_stream_win.btr";
+		struct btr_trace_writer *w;
+		struct btr_trace_writer_opts wo = { .sz = sizeof(wo), .chunk_size = 512 };
+		CHECK_EQ(btr_trace_writer_new(path, &wo, &w), 0);
+		struct btr_record m = { .type = BTR_REC_MACHINE };
+		snprintf(m.u.machine.backend, sizeof(m.u.machine.backend), "qemu");
+		m.u.machine.flags = BTR_MACHINE_USER_ONLY;
+		write_rec(w, &m);
+		const uint64_t at[3] = { 0, 0, n + 100 };
+		for (uint32_t i = 0; i < 3; i++) {
+			struct btr_record r = { .type = BTR_REC_WINDOW };
+			r.u.win = (struct btr_rec_window){ .pid = 7, .tid = 7, .reason = i < 2 ? BTR_WINDOW_TRIGGER
+											     : BTR_WINDOW_END,
+							   .index = i, .stream_offset = at[i], .size = n };
+			if (with)
+				write_rec(w, &r);
+			write_data(w, BTR_REC_PT, 7, at[i], pt, 5);   /* cut inside a packet */
+			write_data(w, BTR_REC_PT, 7, at[i] + 5, pt + 5, n - 5);
+		}
+		CHECK_EQ(btr_trace_writer_close(w), 0);
+		struct seen *s = calloc(1, sizeof(*s));
+		struct btr_stream_opts so = { .sz = sizeof(so), .branch = on_branch, .event = on_event, .ctx = s };
+		struct btr_stream *st;
+		CHECK_EQ(btr_stream_open(path, &so, &st), 0);
+		if (!st) {
+			free(s);
+			return;
+		}
+		CHECK_EQ(btr_image_add_bytes(btr_stream_image(st), code, sizeof(code), CODE_BASE), 0);
+		CHECK_EQ(btr_stream_run(st), 0);
+		struct btr_stream_stats sst;
+		btr_stream_get_stats(st, &sst);
+		if (with) {
+			CHECK_EQ(s->windows, 3);
+			CHECK_EQ(s->win_off[2], n + 100);
+			CHECK_EQ(s->ev_count[BTR_SEV_GAP], 0);
+			CHECK_EQ(sst.gaps, 0);
+			size_t k = count_tid(s, 7);
+			CHECK(k >= 15 && k % 3 == 0);
+			if (k >= 15 && k % 3 == 0 && k <= MAX_SEEN)
+				for (int i = 0; i < 3; i++)
+					check_pass(s->b + i * (k / 3), 7);
+		} else {
+			CHECK_EQ(s->windows, 0);
+			CHECK(s->ev_count[BTR_SEV_GAP] >= 2);   /* without them: jumps in the offsets */
+		}
+		btr_stream_free(st);
+		free(s);
+	}
+}
+
 int main(void)
 {
+	test_windows();
 	test_code_records();
 	test_losses();
 	test_processes();

@@ -27,6 +27,7 @@
  *                 qemu_filter.c)
  *   start=0xOFF@FILE, stop=0xOFF@FILE  trace each thread from an entry of
  *                 the function at OFF until it returns or stop is reached
+ *   snapshot=SIZE, trigger=0xOFF@FILE, maxsnap=N  flight recorder (qemu_snapshot.c)
  *
  * Processes (docs/record.md).  A guest fork is a host fork of QEMU: the
  * child inherits this plugin with all its memory, including the MAP_SHARED
@@ -133,6 +134,7 @@ void add_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff,
 	code_forget(start, size);
 	code_note_jitdump(path);
 	flt_module(path, start, size, pgoff, prot);
+	snap_module(path, start, size, pgoff, prot);
 	int backed = code_file_backed(path);
 	pthread_mutex_lock(&g.lock);
 	if (g.n_mods < sizeof(g.mods) / sizeof(g.mods[0])) {
@@ -183,6 +185,10 @@ void pt_flush(struct thr *t)
 	size_t n = btr_pt_enc_size(&t->enc);
 	if (!n)
 		return;
+	if (t->snap) {
+		snap_flush(t);   /* --snapshot: into the thread's ring */
+		return;
+	}
 	struct btr_record r = { .type = BTR_REC_PT };
 	r.u.data.tid = t->tid;
 	r.u.data.cpu = -1;
@@ -216,6 +222,7 @@ static void emit_psb(struct thr *t, uint64_t ip, int with_fup)
 	tnt_flush(t);
 	struct btr_pt_packet p = { .type = BTR_PT_PSB };
 	t->last_psb = stream_pos(t);
+	snap_psb(t);
 	btr_pt_enc_packet(&t->enc, &p);
 	t->enc.last_ip = 0;           /* the decoder resets its last IP at PSB */
 	emit_mode(t);
@@ -298,6 +305,7 @@ static struct thr *thr_get(unsigned vcpu)
 	t->vcpu = vcpu;
 	code_vcpu = (int)vcpu;
 	btr_pt_enc_init(&t->enc, t->buf, sizeof(t->buf));
+	snap_thread(t);
 	tnt_reset(t);
 	update_check(t);
 	if (g.gt_fd >= 0)
@@ -324,6 +332,7 @@ static void thread_end(struct thr *t, uint32_t end, int32_t code)
 	if (t->done)
 		return;
 	pt_flush(t);
+	snap_end(t, end);
 	gt_flush(t);
 	struct btr_record r = { .type = BTR_REC_THREAD_EXIT };
 	r.u.thread.pid = g.pid;
@@ -831,6 +840,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 							       (void *)(uintptr_t)(va | ((uint64_t)rep << 63)));
 	}
 	flt_trans_in(tb, n, b, counter_is_per_vcpu() ? tb_exec_own : tb_exec);
+	snap_trans(tb, b);   /* after the tracing callback: the trigger's window */
 	if (g.exe_mapped)   /* the first TB: the module map comes with it */
 		code_seen(tb, n, b->pc, b->end);
 }
@@ -1044,6 +1054,7 @@ static void fork_child(unsigned vcpu)
 	t->enabled = 0;
 	t->prev = NULL;
 	btr_pt_enc_init(&t->enc, t->buf, sizeof(t->buf));
+	snap_thread(t);
 	update_check(t);
 	announce(t);
 }
@@ -1077,6 +1088,7 @@ static void follow_exec(struct thr *t, uint64_t a1, uint64_t a2, uint64_t a3)
 	 * process image goes; other threads are finished from the state
 	 * file by `btr record`. */
 	pt_flush(t);
+	snap_end(t, BTR_THREAD_END_UNKNOWN);
 	gt_flush(t);
 	if (why) {
 		write_process(BTR_PROC_UNTRACED, x->untraced ? x->untraced_err : -BTR_ERR_UNSUPPORTED, why, x->path,
@@ -1155,6 +1167,7 @@ static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t
 		async_sent(0, a1, a2);
 	struct thr *t = thr_get(vcpu);
 	ensure_space(t);
+	snap_poll(t);
 	flt_syscall(vcpu, t, 0);
 	if (t->prev) {
 		/* The syscall instruction ended the previous TB. */
@@ -1338,6 +1351,7 @@ static void at_exit(qemu_plugin_id_t id, void *ud)
 	}
 	write_rec(&ex);
 	flt_stats();
+	snap_stats();
 	pthread_mutex_lock(&g.lock);
 	if (g.w && btr_trace_writer_close(g.w) < 0)
 		qemu_plugin_outs("btr: cannot finish the trace file\n");
@@ -1394,6 +1408,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		else if (!strncmp(argv[i], "start=", 6) && flt_start_arg(argv[i] + 6, 0) == 0)
 			;
 		else if (!strncmp(argv[i], "stop=", 5) && flt_start_arg(argv[i] + 5, 1) == 0)
+			;
+		else if (snap_arg(argv[i]) == 0)
 			;
 		else {
 			qemu_plugin_outs("btr: unknown plugin argument\n");

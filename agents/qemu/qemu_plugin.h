@@ -11,6 +11,7 @@
  *   qemu_fds.c         the plugin's descriptors survive the guest closing them
  *   qemu_user_info.c   the guest program's path, argv and load address
  *   qemu_counter.c     the counter that places a fault inside a block
+ *   qemu_snapshot.c    --snapshot: each thread's ring, windows on a trigger, SIGUSR2, the end
  * Private to agents/qemu/; the symbols are hidden (C_VISIBILITY_PRESET). */
 #ifndef BTR_QEMU_PLUGIN_H
 #define BTR_QEMU_PLUGIN_H
@@ -221,6 +222,25 @@ uint64_t counter_started(const struct thr *t, const struct tbinfo *p);
 /* Before qs_finish_thread in the plugin: makes p->count - t->base @t's
  * own count (v4). */
 void counter_pin(struct thr *t);
+
+/* ---- qemu_snapshot.c: --snapshot SIZE, --trigger, --max-snapshots ---- */
+extern int snap_on;
+/* snapshot=SIZE, trigger=0xOFF@FILE, maxsnap=N: 0, or -1 (not one of them, or bad). */
+int snap_arg(const char *arg);
+void snap_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot);
+/* After a thread's encoder is set up (a new thread, a fork child's): its ring. */
+void snap_thread(struct thr *t);
+/* A PSB+ begins at t->last_psb. */
+void snap_psb(struct thr *t);
+/* pt_flush of a thread with a ring (t->snap): into the ring, not the trace. */
+void snap_flush(struct thr *t);
+/* The thread ends (@end: enum btr_thread_end): its last window. */
+void snap_end(struct thr *t, uint32_t end);
+/* A SIGUSR2 to btr record since the thread last looked: its window. */
+void snap_poll(struct thr *t);
+/* A traced block @b is translated: the trigger's callback at the trigger. */
+void snap_trans(struct qemu_plugin_tb *tb, struct tbinfo *b);
+void snap_stats(void);
 
 /* ---- qemu_user_info.c ---- */
 /* g.args and the program path from QEMU's command line. */

@@ -119,6 +119,15 @@ struct btr_capture_opts {
 	const char *vm_kernel;    /* the kernel to boot (NULL: the newest /boot/vmlinuz-*) */
 	const char *vm_initrd;    /* the initramfs (NULL: generated: busybox, @argv[0] and its libraries) */
 	const char *vm_append;    /* more kernel command line, or NULL */
+	/* appended: qemu flight recorder (docs/record.md "Snapshots"): each
+	 * thread keeps its last @snapshot_size bytes of PT (>= 16 KiB) and
+	 * writes them as a window (BTR_REC_WINDOW) on SIGUSR2 to the
+	 * recorder, at its end, when its process dies of a signal, and at
+	 * each entry of @trigger (SYM, ADDR or SYM@FILE, as @start), at most
+	 * @max_snapshots (0: 16) trigger windows in all.  0: off. */
+	uint64_t snapshot_size;
+	const char *trigger;
+	unsigned max_snapshots;
 };
 
 #define BTR_CAPTURE_MAX_PROCESSES 1000

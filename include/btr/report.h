@@ -168,6 +168,9 @@ struct btr_report_result {
 	/* appended: the --ip-filter ranges the trace names (BTR_REC_IP_FILTER
 	 * records; older traces have none) */
 	const struct btr_report_range *ip_ranges; size_t n_ip_ranges;
+	/* appended: snapshot windows (BTR_REC_WINDOW: `btr record -b qemu
+	 * --snapshot`), each decoded on its own; 0 for a continuous trace */
+	uint64_t windows;
 };
 
 struct btr_report;

@@ -81,7 +81,9 @@ enum btr_stream_event_type {
 				  * thread's PT decoder was evicted, see below), or
 				  * a PT decoder failure */
 	BTR_SEV_DISCONTINUITY,   /* the next branch of .tid does not continue
-				  * from the previous one (a new LBR snapshot) */
+				  * from the previous one (a new LBR snapshot;
+				  * or a snapshot window: .rec is then its
+				  * BTR_REC_WINDOW record, .offset its start) */
 	BTR_SEV_PROCESS,         /* .rec: a BTR_REC_PROCESS record (process
 				  * start, exec with argv, untraced); .pid */
 	BTR_SEV_SWITCH,          /* .rec: a BTR_REC_SWITCH record (context

@@ -39,6 +39,7 @@ enum btr_rec_type {
 	BTR_REC_IP_FILTER = 18,    /* struct btr_rec_module: one range of --ip-filter (format 1.6):
 				    * file offsets [@pgoff, @pgoff + @size) of @path, or with
 				    * @path "" addresses [@start, @start + @size) */
+	BTR_REC_WINDOW = 19,       /* struct btr_rec_window: a snapshot window of a thread's PT begins (1.6) */
 	BTR_REC__MAX
 };
 
@@ -241,6 +242,29 @@ struct btr_rec_symbol {
 	const char *name;       /* reader-owned, never NULL */
 };
 
+/* Why a snapshot window was written (struct btr_rec_window.reason). */
+enum btr_window_reason {
+	BTR_WINDOW_TRIGGER = 1,  /* the thread called the trigger function at @ip (--trigger) */
+	BTR_WINDOW_REQUEST = 2,  /* a SIGUSR2 to the recorder asked for one */
+	BTR_WINDOW_END = 3,      /* the thread ended (exit, exec, end of the recording) */
+	BTR_WINDOW_KILLED = 4,   /* the thread's process was killed by a signal */
+};
+
+/* A snapshot window (flight recorder, `btr record -b qemu --snapshot`):
+ * the PT records of thread @tid that follow, from stream offset
+ * @stream_offset on (@size bytes in all), are a window of its flow that
+ * starts with a PSB+ and does not continue what came before it: no gap,
+ * no continuity (readers restart the thread's decoder there and say
+ * BTR_SEV_DISCONTINUITY).  Since format 1.6. */
+struct btr_rec_window {
+	uint32_t pid, tid;
+	uint32_t reason;        /* enum btr_window_reason */
+	uint32_t index;         /* the thread's windows before this one */
+	uint64_t stream_offset; /* where the window's data begins */
+	uint64_t size;          /* bytes of PT in the window */
+	uint64_t ip;            /* TRIGGER: the trigger's address, else 0 */
+};
+
 struct btr_record {
 	enum btr_rec_type type;
 	union {
@@ -255,6 +279,7 @@ struct btr_record {
 		struct btr_rec_switch sw;
 		struct btr_rec_code code;
 		struct btr_rec_symbol sym;
+		struct btr_rec_window win;
 	} u;
 };
 
@@ -266,7 +291,7 @@ struct btr_trace_reader;
 #define BTR_TRACE_VERSION_MAJOR 1
 #define BTR_TRACE_VERSION_MINOR 6   /* 1: BTR_REC_PROCESS; 2: BTR_REC_BTS_INSNS; 3: BTR_REC_SWITCH;
                                      * 4: BTR_PROC_LOST, thread_exit end + signo;
-                                     * 5: BTR_REC_CODE, BTR_REC_SYMBOL; 6: BTR_REC_IP_FILTER */
+                                     * 5: BTR_REC_CODE, BTR_REC_SYMBOL; 6: BTR_REC_IP_FILTER, BTR_REC_WINDOW */
 #define BTR_TRACE_CHUNK_DEFAULT (1u << 20) /* writer: default chunk_size */
 #define BTR_TRACE_CHUNK_MIN 512u           /* writer: smaller chunk_size is raised to this */
 #define BTR_TRACE_CHUNK_MAX (64u << 20)    /* largest chunk payload either side accepts */
@@ -454,6 +479,10 @@ const char *btr_rec_type_name(enum btr_rec_type type);
 /* Returns the name of a thread end: "unknown", "exited", "killed",
  * "running" (what is not one of enum btr_thread_end: "unknown"). */
 const char *btr_thread_end_name(uint32_t end);
+
+/* Returns the name of a window's reason: "trigger", "request", "end",
+ * "killed" (what is not one of enum btr_window_reason: "?"). */
+const char *btr_window_reason_name(uint32_t reason);
 
 #ifdef __cplusplus
 }

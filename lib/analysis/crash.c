@@ -29,6 +29,8 @@ struct tring {
 	uint32_t tid, pid;
 	struct btr_branch *b;   /* @cap entries, @next the slot to write */
 	size_t next, used;
+	int win;                /* 1 + the reason of the snapshot window its branches are of, 0: none */
+	uint32_t win_index;
 };
 
 struct crash {
@@ -42,6 +44,8 @@ struct crash {
 		char sym[256], file[512];
 		int line;
 	} *ends;                /* 2 per branch: from, to */
+	int win;                /* the branches are the end of snapshot window @win_index: 1 + reason; 0 none */
+	uint32_t win_index;
 };
 
 struct st {
@@ -139,6 +143,18 @@ static int a_event(void *state, const struct btr_stream_event *ev)
 		st->cap = ev->rec->u.machine.lbr_depth;
 		return 0;
 	}
+	if (ev->type == BTR_SEV_DISCONTINUITY && ev->rec && ev->rec->type == BTR_REC_WINDOW) {
+		/* A snapshot window (--snapshot): the thread's branches start
+		 * again; those before are of another window, not the flow that
+		 * led to the crash. */
+		struct tring *t = tring_of(st, ev->rec->u.win.tid);
+		if (!t)
+			return -BTR_ERR_NOMEM;
+		t->next = t->used = 0;
+		t->win = 1 + (int)ev->rec->u.win.reason;
+		t->win_index = ev->rec->u.win.index;
+		return 0;
+	}
 	if (ev->type != BTR_SEV_PROCESS_EXIT || !ev->rec->u.exit.signo)
 		return 0;
 	/* Before the image changes (exec): symbolize now. */
@@ -154,6 +170,10 @@ static int a_event(void *state, const struct btr_stream_event *ev)
 	for (size_t i = 0; i < st->nt; i++)
 		if (st->t[i].tid == c->ex.tid)
 			t = &st->t[i];
+	if (t) {
+		c->win = t->win;
+		c->win_index = t->win_index;
+	}
 	if (t && t->used) {
 		c->b = malloc(t->used * sizeof(*c->b));
 		c->ends = calloc(2 * t->used, sizeof(*c->ends));
@@ -213,6 +233,9 @@ static void print_text(FILE *f, const struct st *st)
 			else
 				fprintf(f, "  fault address: unknown (this backend does not record it)\n");
 		}
+		if (c->win)
+			fprintf(f, "  snapshot window %" PRIu32 " (%s): the thread's last window before the death\n",
+				c->win_index, btr_window_reason_name((uint32_t)(c->win - 1)));
 		fprintf(f, "  last %zu branches, oldest first:\n", c->n);
 		for (size_t j = 0; j < c->n; j++) {
 			const struct btr_branch *b = &c->b[j];
@@ -249,6 +272,9 @@ static void print_json(FILE *f, const struct st *st)
 		json_place(f, "ip", c->ex.ip, c->ip_sym, c->ip_file, c->ip_line);
 		fprintf(f, ", \"instruction\": ");
 		btr_json_str(f, c->ex.ip ? c->insn : NULL);
+		if (c->win)
+			fprintf(f, ", \"window\": {\"index\": %" PRIu32 ", \"reason\": \"%s\"}", c->win_index,
+				btr_window_reason_name((uint32_t)(c->win - 1)));
 		if (st->addr_known)
 			fprintf(f, ", \"fault_addr\": \"0x%" PRIx64 "\", \"branches\": [", c->ex.addr);
 		else

@@ -979,6 +979,8 @@ int btr_report_event(void *report, const struct btr_stream_event *ev)
 		invalidate(r, ev->tid, ev->tid == 0);
 		break;
 	case BTR_SEV_DISCONTINUITY:
+		if (ev->rec && ev->rec->type == BTR_REC_WINDOW)
+			r->res.windows++;
 		invalidate(r, ev->tid, 0);
 		break;
 	default:

@@ -150,8 +150,9 @@ int btr__report_write_json(FILE *f, const struct btr_report_result *res, const s
 		btr_json_str(f, m->loaded);
 		fputc('}', f);
 	}
-	fprintf(f, "%s],\n  \"gaps\": %" PRIu64 ",\n  \"overflows\": %" PRIu64 ",\n  \"gap_list\": [",
-		res->n_modules ? "\n  " : "", res->gaps, res->overflows);
+	fprintf(f, "%s],\n  \"gaps\": %" PRIu64 ",\n  \"overflows\": %" PRIu64 ",\n  \"windows\": %" PRIu64
+		   ",\n  \"gap_list\": [",
+		res->n_modules ? "\n  " : "", res->gaps, res->overflows, res->windows);
 	for (size_t i = 0; i < res->n_gap_list; i++) {
 		const struct btr_report_gap *g = &res->gap_list[i];
 		fprintf(f, "%s\n    {\"tid\": %" PRIu32 ", \"offset\": \"0x%" PRIx64 "\", \"source\": \"%s\", \"reason\": ",
@@ -589,6 +590,8 @@ int btr__report_write_text(FILE *f, const struct btr_report_result *res, const s
 	}
 	if (res->gaps > res->n_gap_list)
 		fprintf(f, "  ... %" PRIu64 " more\n", res->gaps - res->n_gap_list);
+	if (res->windows)
+		fprintf(f, "windows:      %" PRIu64 " snapshots, each decoded on its own (not joined)\n", res->windows);
 	fprintf(f, "data lost:    %s\n", lost ? "yes (the report covers what was read)" : "no");
 	for (size_t i = 0; i < n_losses && i < TEXT_LOSSES; i++) {
 		const struct btr_stream_loss *l = &losses[i];

@@ -251,6 +251,20 @@ static int a_event(void *state, const struct btr_stream_event *ev)
 	 * GAP or OVERFLOW event): both are data the reader does not see. */
 	int reason = 0;
 	uint64_t offset = ev->offset;
+	if (ev->type == BTR_SEV_DISCONTINUITY && ev->rec && ev->rec->type == BTR_REC_WINDOW) {
+		/* A snapshot window: its branches do not continue the ones before */
+		const struct btr_rec_window *w = &ev->rec->u.win;
+		out_str(sc->o, "[window ");
+		out_dec(sc->o, w->pid);
+		out_ch(sc->o, '/');
+		out_dec(sc->o, w->tid);
+		out_ch(sc->o, ' ');
+		out_dec(sc->o, w->index);
+		out_ch(sc->o, ' ');
+		out_str(sc->o, btr_window_reason_name(w->reason));
+		out_str(sc->o, "]\n");
+		return sc->o->err ? 1 : 0;
+	}
 	if (ev->type == BTR_SEV_GAP) {
 		reason = ev->reason;
 	} else if (ev->type == BTR_SEV_FLOW && ev->flow &&

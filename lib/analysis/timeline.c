@@ -29,11 +29,12 @@
 #include "profutil.h"
 
 #define AUTO_STEP 1000000u
+#define MARK 2u           /* struct tev.begin of a window mark */
 
 struct tev {
 	uint32_t tid, pid;
 	uint32_t func;
-	uint32_t begin;   /* 1 BEGIN, 0 END */
+	uint32_t begin;   /* 1 BEGIN, 0 END; MARK | reason << 8: a snapshot window begins (func: its index) */
 	uint64_t ts;
 };
 
@@ -166,9 +167,33 @@ static int t_fold_block(void *p, uint32_t pid, uint64_t start, uint64_t from, ui
 	return btr_callstack_fold_block(((struct timeline *)p)->cs, pid, start, from, to);
 }
 
+/* A snapshot window (BTR_REC_WINDOW) begins on @tid's track: a mark
+ * (an instant event) at the thread's clock, its calls after it. */
+static void window_mark(struct timeline *tl, const struct btr_rec_window *w)
+{
+	for (size_t i = 0; i < btr_callstack_nthreads(tl->cs); i++) {
+		struct btr_cs_thread *t = btr_callstack_thread(tl->cs, i);
+		if (t->tid == w->tid) {
+			put(tl, t, w->index, (int)(MARK | (w->reason & 0xff) << 8), clampv(tl, prof_clock(t, tl->o.weight)));
+			return;
+		}
+	}
+}
+
 static int t_event(void *p, const struct btr_stream_event *ev)
 {
-	return btr_callstack_event(((struct timeline *)p)->cs, ev);
+	struct timeline *tl = p;
+	int rc = btr_callstack_event(tl->cs, ev);
+	if (!rc && ev->type == BTR_SEV_DISCONTINUITY && ev->rec && ev->rec->type == BTR_REC_WINDOW)
+		window_mark(tl, &ev->rec->u.win);
+	return rc;
+}
+
+/* The name of window mark @e. */
+static const char *mark_name(const struct tev *e, char *buf, size_t size)
+{
+	snprintf(buf, size, "snapshot window %" PRIu32 " (%s)", e->func, btr_window_reason_name(e->begin >> 8));
+	return buf;
 }
 
 static int t_end(void *p, int status)
@@ -201,6 +226,14 @@ static int write_json(struct timeline *tl, FILE *out)
 		while (n-- > 0 && fread(&e, sizeof(e), 1, tl->ev) == 1) {
 			if (e.tid != t->tid)
 				continue;
+			char mb[64];
+			if ((e.begin & 0xff) == MARK) {
+				fprintf(out, ",\n{\"ph\": \"i\", \"s\": \"t\", \"pid\": %" PRIu32 ", \"tid\": %" PRIu32
+					     ", \"ts\": %" PRIu64 ", \"name\": ", e.pid, e.tid, e.ts);
+				btr_json_str(out, mark_name(&e, mb, sizeof(mb)));
+				fputc('}', out);
+				continue;
+			}
 			fprintf(out, ",\n{\"ph\": \"%c\", \"pid\": %" PRIu32 ", \"tid\": %" PRIu32 ", \"ts\": %" PRIu64
 				     ", \"name\": ",
 				e.begin ? 'B' : 'E', e.pid, e.tid, e.ts);
@@ -217,7 +250,7 @@ static int write_json(struct timeline *tl, FILE *out)
  * 10, track_event 11, interned_data 12, sequence_flags 13,
  * track_descriptor 60; TrackDescriptor: uuid 1, name 2, thread 4;
  * ThreadDescriptor: pid 1, tid 2, thread_name 5; TrackEvent: type 9
- * (SLICE_BEGIN 1, SLICE_END 2), name_iid 10, track_uuid 11;
+ * (SLICE_BEGIN 1, SLICE_END 2, INSTANT 3), name_iid 10, track_uuid 11, name 23;
  * InternedData.event_names 2; EventName: iid 1, name 2. */
 enum { SEQ_CLEARED = 1, SEQ_NEEDS = 2 };
 
@@ -275,6 +308,18 @@ static int write_pftrace(struct timeline *tl, FILE *out)
 			pb_uint_always(&pkt, 8, e.ts * 1000);   /* ns: one unit shows as 1 us */
 			pb_uint(&pkt, 10, seq);
 			pb_uint(&pkt, 13, SEQ_NEEDS);
+			if ((e.begin & 0xff) == MARK) {
+				/* TrackEvent: type INSTANT (3), name 23 */
+				char mb[64];
+				a.len = 0;
+				pb_uint(&a, 9, 3);
+				pb_str(&a, 23, mark_name(&e, mb, sizeof(mb)));
+				pb_uint(&a, 11, uuid);
+				pb_msg(&pkt, 11, &a);
+				if ((rc = flush_packet(out, &pkt)))
+					break;
+				continue;
+			}
 			if (e.begin && !seen[e.func]) {
 				seen[e.func] = 1;
 				c.len = 0;

@@ -152,13 +152,26 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	}
 }
 
+/* --snapshot: SIGUSR2 asks every thread for a window (QC_SNAPREQ). */
+static volatile sig_atomic_t snap_req;
+static void on_snapreq(int sig)
+{
+	(void)sig;
+	snap_req++;
+}
+
 static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 static struct sigaction old_sig[BTR_ARRAY_SIZE(fwd_signals)];
 static int old_sig_saved;
+static struct sigaction old_usr2;
+static int old_usr2_saved;
 
 /* The caller's handlers back (after btr_qemu_record installed its own). */
 static void restore_signals(void)
 {
+	if (old_usr2_saved)
+		sigaction(SIGUSR2, &old_usr2, NULL);
+	old_usr2_saved = 0;
 	if (!old_sig_saved)
 		return;
 	for (size_t i = 0; i < BTR_ARRAY_SIZE(fwd_signals); i++)
@@ -380,6 +393,44 @@ static int is_sync_signal(int sig)
 	       sig == SIGABRT || sig == SIGSYS;
 }
 
+/* --snapshot: thread @t's last window, from its ring in the state @qh
+ * (agents/qemu/qemu_snapshot.c writes the others): the process died
+ * (@signo) or exec'd (0). */
+static int salvage_window(const struct qs_hdr *qh, struct thr *t, struct btr_trace_writer *w,
+			  struct btr_capture_result *res, int signo)
+{
+	struct qs_snap *s = t->snap;
+	if (!qs_owns(qh, s) || !qs_owns(qh, s->ring) || !qs_owns(qh, s->psb) || !s->size || !s->cap_psb ||
+	    s->n_psb > s->cap_psb || !qs_owns(qh, s->ring + s->size - 1) ||
+	    !qs_owns(qh, (const uint8_t *)(s->psb + s->cap_psb) - 1))
+		return 0;   /* inconsistent: never happens for a sane state */
+	struct qs_span sp[3];
+	int n = qs_snap_window(t, sp);
+	if (!n)
+		return 0;
+	struct btr_record r = { .type = BTR_REC_WINDOW };
+	r.u.win.pid = qh->pid;
+	r.u.win.tid = t->tid;
+	r.u.win.reason = signo ? BTR_WINDOW_KILLED : BTR_WINDOW_END;
+	r.u.win.index = s->windows;
+	r.u.win.stream_offset = sp[0].off;
+	for (int i = 0; i < n; i++)
+		r.u.win.size += sp[i].len;
+	int rc = btr_trace_write(w, &r);
+	for (int i = 0; i < n && !rc; i++) {
+		memset(&r, 0, sizeof(r));
+		r.type = BTR_REC_PT;
+		r.u.data.tid = t->tid;
+		r.u.data.cpu = -1;
+		r.u.data.stream_offset = sp[i].off;
+		r.u.data.size = sp[i].len;
+		r.u.data.data = sp[i].p;
+		res->pt_bytes += sp[i].len;
+		rc = btr_trace_write(w, &r);
+	}
+	return rc;
+}
+
 /* QEMU died without the plugin's exit callback (a fatal signal, SIGKILL,
  * exec): finish every thread from the shared state file, mapped at the
  * plugin's address so that its pointers stay valid (qemu_state.h). */
@@ -462,7 +513,9 @@ static int salvage_state(const char *path, struct btr_trace_writer *w, struct bt
 		r.u.data.stream_offset = t->flushed;
 		r.u.data.size = btr_pt_enc_size(&t->enc);
 		r.u.data.data = t->enc.begin;
-		if (r.u.data.size) {
+		if (t->snap)
+			rc = salvage_window(qh, t, w, res, signo);   /* --snapshot: its last window */
+		else if (r.u.data.size) {
 			res->pt_bytes += r.u.data.size;
 			rc = btr_trace_write(w, &r);
 		}
@@ -869,11 +922,12 @@ static int filter_args(const struct btr_capture_opts *opts, char *buf, size_t si
 	return 0;
 }
 
-/* --start/--stop SPEC for the plugin: ",start=0xOFF@FILE" (@which 0) or
- * ",stop=..." appended to @buf.  SPEC is SYM or ADDR (a link-time address)
- * of the program @prog, or SYM@FILE / ADDR@FILE; resolved by
- * btr_ip_filter_parse, the one parser of symbols and addresses in files. */
-static int start_arg(const char *spec, const char *prog, int which, char *buf, size_t size)
+/* --start/--stop/--trigger SPEC for the plugin: ",NAME=0xOFF@FILE"
+ * appended to @buf, @name "start", "stop" or "trigger".  SPEC is SYM or
+ * ADDR (a link-time address) of the program @prog, or SYM@FILE /
+ * ADDR@FILE; resolved by btr_ip_filter_parse, the one parser of symbols
+ * and addresses in files. */
+static int start_arg(const char *spec, const char *prog, const char *name, char *buf, size_t size)
 {
 	char full[2 * PATH_MAX + 64], real[PATH_MAX];
 	struct btr_ip_filter f;
@@ -891,12 +945,11 @@ static int start_arg(const char *spec, const char *prog, int which, char *buf, s
 	if (rc < 0)
 		return rc;   /* the parser said why */
 	if (!realpath(f.module, real) || strchr(real, ',')) {
-		btr_err("--%s %s: %s: cannot pass it to the QEMU plugin", which ? "stop" : "start", spec, f.module);
+		btr_err("--%s %s: %s: cannot pass it to the QEMU plugin", name, spec, f.module);
 		return -BTR_ERR_INVAL;
 	}
 	size_t len = strlen(buf);
-	int k = snprintf(buf + len, size - len, ",%s=0x%llx@%s", which ? "stop" : "start",
-			 (unsigned long long)f.start, real);
+	int k = snprintf(buf + len, size - len, ",%s=0x%llx@%s", name, (unsigned long long)f.start, real);
 	return k < 0 || (size_t)k >= size - len ? -BTR_ERR_OVERFLOW : 0;
 }
 
@@ -936,9 +989,32 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		goto out_x;
 	if ((rc = filter_args(opts, fspec, sizeof(fspec))) < 0)
 		goto out_x;
-	if ((opts->start && (rc = start_arg(opts->start, cmd, 0, fspec, sizeof(fspec))) < 0) ||
-	    (opts->stop && (rc = start_arg(opts->stop, cmd, 1, fspec, sizeof(fspec))) < 0))
+	if ((opts->start && (rc = start_arg(opts->start, cmd, "start", fspec, sizeof(fspec))) < 0) ||
+	    (opts->stop && (rc = start_arg(opts->stop, cmd, "stop", fspec, sizeof(fspec))) < 0))
 		goto out_x;
+	int ipf = fspec[0] != 0;   /* --ip-filter, --start: TIP.PGD/PGE at the edges */
+	uint64_t snap = BTR_OPTS_GET(opts, snapshot_size, 0);
+	const char *trigger = BTR_OPTS_GET(opts, trigger, NULL);
+	if (trigger && !snap) {
+		btr_err("--trigger needs --snapshot SIZE");
+		rc = -BTR_ERR_INVAL;
+		goto out_x;
+	}
+	if (snap && (snap < (16u << 10) || snap > (1u << 30))) {
+		btr_err("--snapshot %llu: from 16 KiB to 1 GiB", (unsigned long long)snap);
+		rc = -BTR_ERR_INVAL;
+		goto out_x;
+	}
+	if (snap) {
+		size_t len = strlen(fspec);
+		int k = snprintf(fspec + len, sizeof(fspec) - len, ",snapshot=%llu,maxsnap=%u", (unsigned long long)snap,
+				 BTR_OPTS_GET(opts, max_snapshots, 16u));
+		if (k < 0 || (size_t)k >= sizeof(fspec) - len || (trigger && (rc = start_arg(trigger, cmd, "trigger", fspec,
+											   sizeof(fspec))) < 0)) {
+			rc = rc < 0 ? rc : -BTR_ERR_OVERFLOW;
+			goto out_x;
+		}
+	}
 	struct rlimit fl;
 	if (getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY && fl.rlim_cur < QS_SIZE) {
 		/* Each process's plugin state is a sparse file of QS_SIZE in
@@ -1033,6 +1109,30 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 			btr_err("%s: %s", pfile, strerror(ferr));
 		goto fail;
 	}
+
+	/* --snapshot: a SIGUSR2 to btr asks every thread of every process for
+	 * its window (the count page's QC_SNAPREQ, which they watch). */
+	uint64_t *cpage = NULL;
+	if (snap) {
+		int fd = open(pfile, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		void *m = fd >= 0 ? mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+		if (fd >= 0)
+			close(fd);
+		if (m == MAP_FAILED) {
+			rc = btr_err_from_errno(errno);
+			btr_err("%s: %s", pfile, strerror(errno));
+			goto fail;
+		}
+		cpage = m;
+		struct sigaction su;
+		memset(&su, 0, sizeof(su));
+		su.sa_handler = on_snapreq;   /* no SA_RESTART: the wait loop wakes up */
+		sigemptyset(&su.sa_mask);
+		snap_req = 0;
+		sigaction(SIGUSR2, &su, &old_usr2);
+		old_usr2_saved = 1;
+	}
+	sig_atomic_t snap_seen = 0;
 
 	char parg[6 * PATH_MAX + 160 + sizeof(fspec)];
 	/* qemu=: a guest execve starts the same QEMU command again (BTR_QEMU
@@ -1169,6 +1269,10 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 		if (errno == EINTR) {
 			if (progress)
 				poll_progress(dir, progress, progress_ctx);
+			if (cpage && snap_req != snap_seen) {
+				snap_seen = snap_req;
+				__atomic_add_fetch(&cpage[QC_SNAPREQ], 1, __ATOMIC_SEQ_CST);
+			}
 			if (got_signal && forwarded != got_signal) {
 				forwarded = got_signal;
 				/* on_signal passed a kill to CMD itself unless it
@@ -1190,6 +1294,9 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	}
 	child_pid = 0;
 	running = 0;   /* a signal from now on stops the assembly */
+	if (cpage)
+		munmap(cpage, 4096);
+	cpage = NULL;
 	prctl(PR_SET_CHILD_SUBREAPER, was_subreaper);
 	if (progress) {
 		if (got <= 0)
@@ -1212,7 +1319,7 @@ int btr_qemu_record(const struct btr_capture_opts *opts, struct btr_capture_resu
 	snprintf(m->backend, sizeof(m->backend), "qemu");
 	snprintf(m->cpu_vendor, sizeof(m->cpu_vendor), "qemu-tcg");
 	m->flags = BTR_MACHINE_USER_ONLY | (opts->no_retcomp ? 0 : BTR_MACHINE_PT_RETCOMP) |
-		   (fspec[0] ? BTR_MACHINE_IP_FILTER : 0);
+		   (ipf ? BTR_MACHINE_IP_FILTER : 0);
 	m->start_time_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 	if ((rc = btr_trace_write(w, &rec)) < 0)
 		goto fail;

@@ -726,6 +726,14 @@ static int on_pt(struct btr_stream *s, const struct btr_rec_data *rec)
 			pt_drop_decoder(s, d);
 		}
 	}
+	if (d->win_pending && r->stream_offset == d->win_off) {
+		/* A snapshot window (on_window): a stream of its own from its
+		 * PSB on, neither a gap nor a continuation. */
+		d->win_pending = 0;
+		d->started = 0;
+		d->evicted = 0;
+		pt_drop_decoder(s, d);
+	}
 	int restart, rc = check_continuity(s, d, r, &restart);
 	if (rc)
 		return rc;
@@ -899,6 +907,23 @@ static int on_bts(struct btr_stream *s, const struct btr_rec_data *r)
 	memcpy(d->carry, p + whole, n - whole);
 	d->carry_len = (unsigned)(n - whole);
 	return 0;
+}
+
+/* A snapshot window of a thread begins (BTR_REC_WINDOW, the qemu
+ * recorder's --snapshot): its PT records from the window's offset on are
+ * decoded as a new stream (on_pt), and consumers hear of it as a
+ * DISCONTINUITY whose .rec is the WINDOW record. */
+static int on_window(struct btr_stream *s, const struct btr_record *rec)
+{
+	const struct btr_rec_window *w = &rec->u.win;
+	struct data_stream *d = ds_get(s, w->tid, -1, BTR_REC_PT);
+	if (!d)
+		return -BTR_ERR_NOMEM;
+	d->win_pending = 1;
+	d->win_off = w->stream_offset;
+	struct btr_stream_event ev = { .type = BTR_SEV_DISCONTINUITY, .tid = w->tid, .pid = w->pid, .rec = rec,
+				       .offset = w->stream_offset };
+	return emit(s, &ev);
 }
 
 static int on_lbr(struct btr_stream *s, const struct btr_rec_lbr *r)
@@ -1289,6 +1314,11 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 	case BTR_REC_IP_FILTER:
 		ev.type = BTR_SEV_IP_FILTER;
 		rc = emit(s, &ev);
+		break;
+	case BTR_REC_WINDOW:
+		if (unselected(s, rec->u.win.tid, rec->u.win.pid))
+			break;
+		rc = on_window(s, rec);
 		break;
 	case BTR_REC_CODE:
 	case BTR_REC_SYMBOL:

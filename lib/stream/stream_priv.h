@@ -41,6 +41,8 @@ struct data_stream {
 	uint32_t flow_pid;        /* PT: the .pid its decoder writes into branches */
 	uint32_t cur_tid, cur_pid, img_pid;
 	uint64_t run_from, run_until; /* cur_tid runs in [run_from, run_until) */
+	int win_pending;          /* PT: a WINDOW record said a window starts at win_off */
+	uint64_t win_off;
 	int warm;                 /* PT: decoding without output (on_pt's cut) */
 };
 

@@ -48,6 +48,7 @@ static const char *const type_names[BTR_REC__MAX] = {
 	[BTR_REC_SWITCH] = "switch",
 	[BTR_REC_CODE] = "code",
 	[BTR_REC_SYMBOL] = "symbol",
+	[BTR_REC_WINDOW] = "window",
 };
 
 const char *btr_rec_type_name(enum btr_rec_type type)
@@ -61,6 +62,12 @@ const char *btr_thread_end_name(uint32_t end)
 {
 	static const char *const names[] = { "unknown", "exited", "killed", "running" };
 	return end < BTR_ARRAY_SIZE(names) ? names[end] : names[0];
+}
+
+const char *btr_window_reason_name(uint32_t reason)
+{
+	static const char *const names[] = { "?", "trigger", "request", "end", "killed" };
+	return reason < BTR_ARRAY_SIZE(names) ? names[reason] : names[0];
 }
 
 /* ===================================================================== */
@@ -567,6 +574,17 @@ static int decode(struct btr_trace_reader *r, enum btr_rec_type type, const uint
 		x->size = c64(&c);
 		cstr(&c, r->str, BTR_TRACE_MAX_STRING + 1);
 		x->name = r->str;
+		break;
+	}
+	case BTR_REC_WINDOW: {   /* format 1.6 */
+		struct btr_rec_window *x = &rec->u.win;
+		x->pid = c32(&c);
+		x->tid = c32(&c);
+		x->reason = c32(&c);
+		x->index = c32(&c);
+		x->stream_offset = c64(&c);
+		x->size = c64(&c);
+		x->ip = c64(&c);
 		break;
 	}
 	case BTR_REC_PROCESS: {

@@ -36,6 +36,7 @@
 #define PROCESS_FIXED 30u    /* + path + args + detail (u16 length each) */
 #define CODE_FIXED 32u       /* pid, flags, addr, hash, size, data_len + data (1.5) */
 #define SYMBOL_FIXED 26u     /* pid, source, addr, size + name (1.5) */
+#define WINDOW_FIXED 40u     /* pid, tid, reason, index, stream_offset, size, ip (1.6) */
 
 static inline void put16(uint8_t *p, uint16_t v)
 {

@@ -311,6 +311,9 @@ int btr_trace_write(struct btr_trace_writer *w, const struct btr_record *rec)
 	case BTR_REC_SWITCH:
 		body = SWITCH_FIXED;
 		break;
+	case BTR_REC_WINDOW:
+		body = WINDOW_FIXED;
+		break;
 	case BTR_REC_CODE:
 		if (!rec->u.code.size || rec->u.code.size > BTR_TRACE_MAX_CODE)
 			return -BTR_ERR_INVAL;
@@ -442,6 +445,17 @@ int btr_trace_write(struct btr_trace_writer *w, const struct btr_record *rec)
 		put32(p + 28, x->data ? x->size : 0);
 		if (x->data)
 			memcpy(p + CODE_FIXED, x->data, x->size);
+		break;
+	}
+	case BTR_REC_WINDOW: {
+		const struct btr_rec_window *x = &rec->u.win;
+		put32(p, x->pid);
+		put32(p + 4, x->tid);
+		put32(p + 8, x->reason);
+		put32(p + 12, x->index);
+		put64(p + 16, x->stream_offset);
+		put64(p + 24, x->size);
+		put64(p + 32, x->ip);
 		break;
 	}
 	case BTR_REC_SYMBOL: {

@@ -29,6 +29,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 
 /* Parses a number (decimal, or 0x hex).  Returns 0 or -1. */
 int cli_parse_u64(const char *s, uint64_t *out);
+/* Parses a size: a decimal number with an optional K, M or G (KiB, MiB,
+ * GiB: x 1024^n).  Returns 0 or -1. */
+int cli_parse_size(const char *s, uint64_t *out);
 
 /* Options every command that reads a trace shares: --filter, --elf,
  * --root, --debug-dir, --pid, --tid, --progress (cli_stream.c).  A

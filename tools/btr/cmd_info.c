@@ -299,7 +299,8 @@ int cmd_info(int argc, char **argv)
 		printf("  bts:   --user/--kernel, --snapshot (no IP ranges: BTS stores every branch)\n");
 		printf("  lbr:   --lbr-filter (branch classes), --user/--kernel (no IP ranges)\n");
 		printf("  qemu:  --ip-filter in software (8 ranges; code outside runs without callbacks), --start/--stop "
-		       "in software; user code only\n");
+		       "in software, --snapshot SIZE and --trigger SYM (flight recorder: windows of the last SIZE "
+		       "bytes per thread); user code only\n");
 		printf("  step:  --ip-filter in software (8 ranges; code outside runs at full speed), --start/--stop, "
 		       "--ring, --filter in software; user code only\n");
 	}

@@ -1,4 +1,5 @@
 /* cmd_record.c - btr record: run a command and record its control flow. */
+#include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,7 @@
 enum { OPT_NORETCOMP = 256, OPT_GT, OPT_DURATION, OPT_START, OPT_STOP, OPT_RING, OPT_FILTER, OPT_INPROC,
        OPT_NOFOLLOW, OPT_NOFORK, OPT_NOEXEC, OPT_MAXPROC, OPT_USER, OPT_KERNEL, OPT_PERTHREAD, OPT_IPF,
        OPT_PTCFG, OPT_SNAP, OPT_LBRF, OPT_PERIOD, OPT_AUX, OPT_PROGRESS, OPT_NOPROGRESS, OPT_SYSTEM,
-       OPT_VMKERNEL, OPT_INITRD, OPT_APPEND };
+       OPT_VMKERNEL, OPT_INITRD, OPT_APPEND, OPT_TRIGGER, OPT_MAXSNAP };
 
 /* -p attaches to a running process: --attach, and --pid, its old
  * spelling (kept for scripts; every other command's --pid selects a
@@ -64,6 +65,19 @@ static const struct cli_opt opts[] = {
 	  "                         the program's own SIGTRAP handler (~1.7x cheaper per trap here);\n"
 	  "                         main thread only; static programs, -p and --start fall\n"
 	  "                         back to ptrace stepping, saying so\n", NULL },
+	{ "snapshot", OPT_SNAP, CLI_NOARG,
+	  "QEMU flight recorder (docs/record.md, \"--snapshot SIZE with -b qemu\"):\n"
+	  "      --snapshot SIZE    qemu: flight recorder: each thread keeps its last SIZE\n"
+	  "                         bytes of PT (16K..1G; K, M, G suffixes), written as a\n"
+	  "                         window that decodes on its own on SIGUSR2 to btr, at\n"
+	  "                         the thread's end and when its process dies of a signal\n"
+	  "                         (pt, bts: --snapshot alone, below)\n", NULL },
+	{ "trigger", OPT_TRIGGER, CLI_ARG,
+	  "      --trigger SYM|ADDR qemu, with --snapshot: also a window at each entry of\n"
+	  "                         SYM (SYM@FILE for a library), ending at the call\n", NULL },
+	{ "max-snapshots", OPT_MAXSNAP, CLI_ARG,
+	  "      --max-snapshots N  at most N --trigger windows in the recording (default\n"
+	  "                         16); the windows at the end are always written\n", NULL },
 	{ "system", OPT_SYSTEM, CLI_NOARG,
 	  "Whole system (docs/record.md, \"Whole-system recording\"):\n"
 	  "      --system           boot a VM (qemu-system-x86_64 10+) whose only program is\n"
@@ -98,10 +112,10 @@ static const struct cli_opt opts[] = {
 	{ "pt-config", OPT_PTCFG, CLI_ARG,
 	  "      --pt-config LIST   pt: cyc, cyc_thresh=N, mtc_period=N, psb_period=N,\n"
 	  "                         notsc, nomtc, ptw, pwr_evt, nobranch\n", NULL },
-	{ "snapshot", OPT_SNAP, CLI_NOARG,
-	  "      --snapshot         pt, bts: keep the newest AUX data in a ring; write it on\n"
-	  "                         SIGUSR2 and at the end\n", NULL },
 	{ "lbr-filter", OPT_LBRF, CLI_ARG,
+	  /* (--snapshot's entry is above; its hardware meaning is shown here) */
+	  "      --snapshot         pt, bts: keep the newest AUX data in a ring; write it on\n"
+	  "                         SIGUSR2 and at the end\n"
 	  "      --lbr-filter EXPR  lbr: any, call, any_call, any_return, ind_call, ind_jump,\n"
 	  "                         cond, call_stack, user, kernel, hw_index, save_type\n", NULL },
 	{ "period", OPT_PERIOD, CLI_ARG, "      --period N         lbr: sample every N cycles (default 100003)\n", NULL },
@@ -164,7 +178,10 @@ static void record_progress(void *ctx, const struct btr_capture_progress *p)
 struct args {
 	const char *backend;
 	struct btr_capture_opts *o;
+	int argc;
+	char **argv;                /* --snapshot SIZE: the word after --snapshot */
 	int quiet, verbose, inproc, hw_opt, system;
+	int snap_bare;              /* --snapshot without a SIZE (pt, bts) */
 	const char *ipf[8];
 	struct btr_filter filter;   /* --filter, parsed here once (o->branch_filter) */
 };
@@ -175,6 +192,15 @@ static int on_opt(void *ctx, int c, char *arg)
 	struct btr_capture_opts *o = x->o;
 	char *end;
 	uint64_t v;
+	if (c == OPT_SNAP && optind < x->argc && cli_parse_size(x->argv[optind], &v) == 0) {
+		/* --snapshot SIZE (qemu): the size is the next word; --snapshot
+		 * alone is the hardware backends' AUX snapshot mode */
+		if (v < (16u << 10) || v > (1u << 30))
+			return cli_usage_error("record", "bad --snapshot size '%s' (16K..1G)", x->argv[optind]);
+		o->snapshot_size = v;
+		optind++;
+		return EXIT_OK;
+	}
 	if (c == OPT_USER || c == OPT_KERNEL || c == 'a' || c == OPT_PERTHREAD ||
 	    c == OPT_PTCFG || c == OPT_SNAP || c == OPT_LBRF || c == OPT_PERIOD || c == OPT_AUX)
 		x->hw_opt = 1;
@@ -203,6 +229,12 @@ static int on_opt(void *ctx, int c, char *arg)
 			return cli_usage_error("record", "bad duration '%s' (seconds > 0)", arg);
 		break;
 	case OPT_START: o->start = arg; break;
+	case OPT_TRIGGER: o->trigger = arg; break;
+	case OPT_MAXSNAP:
+		if (cli_parse_u64(arg, &v) < 0 || !v || v > 1000000)
+			return cli_usage_error("record", "bad --max-snapshots '%s' (1..1000000)", arg);
+		o->max_snapshots = (unsigned)v;
+		break;
 	case OPT_STOP: o->stop = arg; break;
 	case OPT_RING:
 		if (cli_parse_u64(arg, &v) < 0 || !v || v > (1u << 24))
@@ -230,7 +262,7 @@ static int on_opt(void *ctx, int c, char *arg)
 	case OPT_USER: o->user = 1; break;
 	case OPT_KERNEL: o->kernel = 1; break;
 	case OPT_PERTHREAD: o->per_thread = 1; break;
-	case OPT_SNAP: o->snapshot = 1; break;
+	case OPT_SNAP: o->snapshot = x->snap_bare = 1; break;
 	case 'a': o->system_wide = 1; break;
 	case OPT_PTCFG: o->pt_config = arg; break;
 	case OPT_LBRF: o->lbr_filter = arg; break;
@@ -261,7 +293,7 @@ static int record_system(struct btr_capture_opts *o, const struct args *x, const
 		return cli_usage_error("record", "--system needs a command to run in the VM");
 	if (strcmp(backend, "auto") || o->attach_pid || o->system_wide || o->per_thread || o->n_ip_filters ||
 	    o->pt_config || o->snapshot || o->lbr_filter || o->period || o->aux_size || o->ground_truth ||
-	    o->ring || o->start || x->inproc)
+	    o->ring || o->start || x->inproc || o->snapshot_size || o->trigger)
 		return cli_usage_error("record", "--system takes only -o, --user, --kernel, --vm-kernel, --initrd and "
 				       "--append");
 	if (!strcmp(o->output, "-"))
@@ -280,7 +312,7 @@ static int record_system(struct btr_capture_opts *o, const struct args *x, const
 int cmd_record(int argc, char **argv)
 {
 	struct btr_capture_opts o = { .sz = sizeof(o), .output = DEFAULT_OUTPUT };
-	struct args x = { .backend = "auto", .o = &o };
+	struct args x = { .backend = "auto", .o = &o, .argc = argc, .argv = argv };
 	int first, prc = cli_cmd_parse(&cmd, argc, argv, NULL, on_opt, &x, &first);
 	if (prc != EXIT_OK)
 		return prc == CLI_CMD_DONE ? EXIT_OK : prc;
@@ -299,6 +331,13 @@ int cmd_record(int argc, char **argv)
 		return cli_usage_error("record", "--filter needs --ring N");
 	if (o.stop && !o.start)
 		return cli_usage_error("record", "--stop needs --start");
+	if ((o.trigger || o.max_snapshots) && !o.snapshot_size)
+		return cli_usage_error("record", "--trigger and --max-snapshots need --snapshot SIZE");
+	if (o.snapshot_size && !strcmp(backend, "auto"))
+		backend = "qemu";   /* --snapshot SIZE: the qemu flight recorder */
+	if (o.snapshot_size && strcmp(backend, "qemu"))
+		return cli_usage_error("record", "--snapshot SIZE needs -b qemu (pt, bts: --snapshot alone, the AUX "
+				       "area's size is --aux-size)");
 	if ((stepopt || o.start) && !strcmp(backend, "auto"))
 		backend = "step";   /* --start: step, as before qemu had it too */
 	if (o.start && strcmp(backend, "step") && strcmp(backend, "qemu"))
@@ -368,6 +407,8 @@ int cmd_record(int argc, char **argv)
 		return cli_usage_error("record", "-p PID needs -b step, pt, bts or lbr (qemu cannot attach)");
 	if (strcmp(b->name, "qemu") && o.ground_truth)
 		return cli_usage_error("record", "--ground-truth needs the qemu backend");
+	if (x.snap_bare && !strcmp(b->name, "qemu"))
+		return cli_usage_error("record", "-b qemu: --snapshot needs a SIZE (e.g. --snapshot 64K)");
 	if (hw_opt && strcmp(b->name, "pt") && strcmp(b->name, "bts") && strcmp(b->name, "lbr"))
 		return cli_usage_error("record", "--user/--kernel/--all-cpus/--per-thread/--pt-config/"
 				       "--snapshot/--lbr-filter/--period/--aux-size need -b pt, bts or lbr");

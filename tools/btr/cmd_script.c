@@ -32,7 +32,8 @@ static const struct cli_cmd cmd = {
 	"P (predicted), M (mispredicted), N (not taken), A (transaction abort),\n"
 	"cyc=N (LBR cycles), "
 	"insns=N (instructions since the previous branch of the thread),\n"
-	"k (kernel source).  Gaps in the data are '[gap ...]' lines.\n"
+	"k (kernel source).  Gaps in the data are '[gap ...]' lines; a snapshot\n"
+	"window (btr record -b qemu --snapshot) begins with a '[window ...]' line.\n"
 	"See docs/script.md.\n\n"
 	"Options:\n",
 	opts,

@@ -215,6 +215,14 @@ static void dump_record(const struct btr_record *rec, int verbose, int hex)
 		       rec->u.sym.addr, rec->u.sym.size, rec->u.sym.source == BTR_SYM_JITDUMP ? "jitdump" : "perf-map");
 		print_quoted(stdout, rec->u.sym.name);
 		break;
+	case BTR_REC_WINDOW: {
+		const struct btr_rec_window *x = &rec->u.win;
+		printf(" pid=%" PRIu32 " tid=%" PRIu32 " reason=%s index=%" PRIu32 " offset=0x%" PRIx64 " size=%" PRIu64,
+		       x->pid, x->tid, btr_window_reason_name(x->reason), x->index, x->stream_offset, x->size);
+		if (x->ip)
+			printf(" ip=0x%" PRIx64, x->ip);
+		break;
+	}
 	case BTR_REC_SWITCH: {
 		const struct btr_rec_switch *x = &rec->u.sw;
 		printf(" %s pid=%" PRIu32 " tid=%" PRIu32 " cpu=%" PRId32 " tsc=%" PRIu64 "%s",

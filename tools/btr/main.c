@@ -74,6 +74,28 @@ int cli_parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
+int cli_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	unsigned sh = 0;
+	if (*end == 'K' || *end == 'k')
+		sh = 10;
+	else if (*end == 'M')
+		sh = 20;
+	else if (*end == 'G')
+		sh = 30;
+	if (sh)
+		end += !strcmp(end + 1, "iB") ? 3 : 1;
+	if (errno || *end || (sh && v > (UINT64_MAX >> sh)))
+		return -1;
+	*out = (uint64_t)v << sh;
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: btr COMMAND [OPTIONS] [ARGS]\n"

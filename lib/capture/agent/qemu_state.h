@@ -39,8 +39,12 @@ enum { TB_REP = 1, TB_FAULTS = 2 };
  * tracer run under btr, which btr record names), then one entry per started
  * process (pid | ppid << 32), up to QC_MAX_PIDS, so that the recorder can
  * name a process whose trace file could not be written. */
-enum { QC_STARTED = 0, QC_WERR = 1, QC_NPIDS = 2, QC_GTERR = 3, QC_PTRACE = 4, QC_PIDS = 5,
-       QC_MAX_PIDS = 4096 / 8 - QC_PIDS };
+enum { QC_STARTED = 0, QC_WERR = 1, QC_NPIDS = 2, QC_GTERR = 3, QC_PTRACE = 4, QC_SNAPREQ = 5, QC_SNAPS = 6,
+       QC_SNAPDROP = 7, QC_PIDS = 8, QC_MAX_PIDS = 4096 / 8 - QC_PIDS };
+/* --snapshot (agents/qemu/qemu_snapshot.c): [QC_SNAPREQ] counts the
+ * SIGUSR2s `btr record` got (each thread writes a window when it sees it
+ * change), [QC_SNAPS] the trigger windows written by every process
+ * (--max-snapshots caps it), [QC_SNAPDROP] the trigger calls beyond it. */
 /* An entry with this ppid: process pid exec'd a program whose trace could
  * not be written (it ran untraced). */
 #define QC_LOST_AFTER_EXEC UINT32_MAX
@@ -109,8 +113,10 @@ struct thr {
 	 * comes between blocks, not as a fault (Go's preemption signal shares
 	 * the handler of SIGSEGV). */
 	uint32_t async_sent;
+	struct qs_snap *snap; /* --snapshot: the thread's ring, else NULL */
 	uint8_t buf[PT_BUF];
 };
+
 
 #define GT_BUF (64 * 1024)    /* ground-truth entries buffered per thread */
 #define GT_MAGIC 0x54474254u  /* "BTGT" little-endian: ground-truth block header */
@@ -323,6 +329,67 @@ static inline void qs_finish_thread(const struct qs_hdr *h, struct thr *t, int s
 		emit_pgd(t);
 	}
 	t->prev = NULL;
+}
+
+/* --snapshot SIZE (flight recorder, agents/qemu/qemu_snapshot.c): the
+ * thread's stream is not written as it goes but kept in a ring of its
+ * last @size bytes, with the stream offsets of its latest PSBs, so that a
+ * window - the bytes from the oldest PSB within the last @size bytes to
+ * the end - decodes on its own.  In the shared state (allocated with the
+ * thread), so that `btr record` writes the last window of a thread whose
+ * QEMU died without an exit callback (salvage_state). */
+struct qs_snap {
+	uint64_t size;        /* ring bytes */
+	uint64_t floor;       /* a window starts at or after this offset (the
+			       * last PSB before the previous window's end) */
+	uint64_t req_seen;    /* QC_SNAPREQ handled */
+	uint32_t cap_psb, n_psb, top_psb;   /* psb[]: circular, top the newest */
+	uint32_t windows;     /* windows written */
+	uint64_t *psb;        /* @cap_psb stream offsets of PSBs */
+	uint8_t *ring;        /* stream byte at offset o is ring[o % size] */
+};
+
+/* One piece of a window: @len bytes at @p, stream offset @off. */
+struct qs_span {
+	const uint8_t *p;
+	uint64_t off, len;
+};
+
+/* The window of @t now: the bytes from the oldest PSB in its last
+ * s->size bytes (at or after s->floor) to the end of its stream, the
+ * flushed part from the ring, the rest from the encoder; at most 3
+ * pieces in @sp.  Returns how many (0: no PSB there, no window). */
+static inline int qs_snap_window(const struct thr *t, struct qs_span sp[3])
+{
+	const struct qs_snap *s = t->snap;
+	uint64_t end = stream_pos(t), lo = end > s->size ? end - s->size : 0;
+	uint64_t rlo = t->flushed > s->size ? t->flushed - s->size : 0;
+	if (lo < rlo)
+		lo = rlo;
+	if (lo < s->floor)
+		lo = s->floor;
+	uint64_t from = end;
+	for (uint32_t i = 0; i < s->n_psb && s->cap_psb; i++) {
+		uint64_t o = s->psb[(s->top_psb + s->cap_psb - s->n_psb + 1 + i) % s->cap_psb];
+		if (o >= lo && o < end) {
+			from = o;
+			break;
+		}
+	}
+	if (from >= end)
+		return 0;
+	int n = 0;
+	if (from < t->flushed) {
+		uint64_t a = from % s->size, len = t->flushed - from;
+		uint64_t first = len < s->size - a ? len : s->size - a;
+		sp[n++] = (struct qs_span){ s->ring + a, from, first };
+		if (first < len)
+			sp[n++] = (struct qs_span){ s->ring, from + first, len - first };
+	}
+	uint64_t e0 = from > t->flushed ? from - t->flushed : 0;
+	if (e0 < btr_pt_enc_size(&t->enc))
+		sp[n++] = (struct qs_span){ t->enc.begin + e0, t->flushed + e0, btr_pt_enc_size(&t->enc) - e0 };
+	return n;
 }
 
 #endif
