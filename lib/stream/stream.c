@@ -33,6 +33,7 @@
 #include "btr/lbr.h"
 #include "stream_par.h"
 #include "stream_priv.h"
+#include "stream_modules.h"
 
 /* Live PT flow decoders at most.  Each owns a block cache of several MiB,
  * so a trace with hundreds of threads (or a hostile one with thousands of
@@ -131,41 +132,6 @@ static int deliver(struct btr_stream *s, const struct btr_branch *b)
 	return stop_on(s, give(s, b));
 }
 
-static int add_loaded(struct btr_stream *s, const char *file, uint64_t bias, uint64_t start, uint64_t size,
-		      uint32_t pid)
-{
-	if (s->n_mods == s->cap_mods) {
-		size_t ncap = s->cap_mods ? s->cap_mods * 2 : 16;
-		struct loaded_module *nm = realloc(s->mods, ncap * sizeof(*nm));
-		if (!nm)
-			return -BTR_ERR_NOMEM;
-		s->mods = nm;
-		s->cap_mods = ncap;
-	}
-	char *f = strdup(file);
-	if (!f)
-		return -BTR_ERR_NOMEM;
-	s->mods[s->n_mods++] = (struct loaded_module){ .file = f, .bias = bias, .start = start, .size = size,
-					       .pid = pid };
-	return 0;
-}
-
-static int is_loaded(const struct btr_stream *s, const char *file, uint64_t bias, uint32_t pid)
-{
-	for (size_t i = 0; i < s->n_mods; i++)
-		if (s->mods[i].bias == bias && s->mods[i].pid == pid && !strcmp(s->mods[i].file, file))
-			return 1;
-	return 0;
-}
-
-static struct btr_image *img_of(struct btr_stream *s, uint32_t pid, int create);
-
-static void free_module(struct btr_stream *s, size_t i)
-{
-	free(s->mods[i].file);
-	s->mods[i] = s->mods[--s->n_mods];
-}
-
 /* Delivers the MODULE_UNLOAD event of dead module @i and removes it from
  * its process's image (the event comes first: consumers symbolize what
  * they hold with the module still there). */
@@ -182,8 +148,8 @@ static int retire_module(struct btr_stream *s, size_t i)
 	rec.u.module.path = m->file;
 	struct btr_stream_event ev = { .type = BTR_SEV_MODULE_UNLOAD, .rec = &rec, .tid = m->pid, .pid = m->pid };
 	int rc = emit(s, &ev);
-	btr_image_remove(img_of(s, m->pid, 0), m->start, m->size);
-	free_module(s, i);
+	btr_image_remove(stream_img_of(s, m->pid, 0), m->start, m->size);
+	stream_mod_drop(s, i);
 	return rc;
 }
 
@@ -231,46 +197,6 @@ static int retire_all(struct btr_stream *s, uint32_t pid, int every_pid)
 	return 0;
 }
 
-static int add_user_elfs(struct btr_stream *s, struct btr_image *img, uint32_t pid);
-
-/* The image of process @pid: the first image for pid 0 and for the first
- * process named; with @create a new one for another process (NULL only
- * when out of memory), else the first image for a process not seen. */
-static struct btr_image *img_of(struct btr_stream *s, uint32_t pid, int create)
-{
-	if (!pid)
-		return s->img;
-	if (s->last_proc < s->n_procs && s->procs[s->last_proc].pid == pid)
-		return s->procs[s->last_proc].img;
-	for (size_t i = 0; i < s->n_procs; i++)
-		if (s->procs[i].pid == pid) {
-			s->last_proc = i;
-			return s->procs[i].img;
-		}
-	if (!create && s->n_procs)
-		return s->img;
-	if (s->n_procs == s->cap_procs) {
-		size_t nc = s->cap_procs ? s->cap_procs * 2 : 8;
-		struct proc_image *np = realloc(s->procs, nc * sizeof(*np));
-		if (!np)
-			return NULL;
-		s->procs = np;
-		s->cap_procs = nc;
-	}
-	struct btr_image *img = s->img;
-	if (s->n_procs) {
-		if (btr_image_new(&img) < 0)
-			return NULL;
-		if (add_user_elfs(s, img, pid) < 0) {
-			btr_image_free(img);
-			return NULL;
-		}
-	}
-	s->procs[s->n_procs] = (struct proc_image){ .pid = pid, .img = img };
-	s->last_proc = s->n_procs++;
-	return img;
-}
-
 /* Places the file of module record @m into the image.  Returns 1 and
  * stores the file in @file if one was loaded (or already was), 0 if not
  * (no file, not code), negative on allocation failure. */
@@ -305,7 +231,7 @@ static int load_module(struct btr_stream *s, const struct btr_rec_module *m, cha
 			 m->start, m->pgoff, btr_errstr(rc));
 		return 0;
 	}
-	struct btr_image *img = img_of(s, m->pid, 1);
+	struct btr_image *img = stream_img_of(s, m->pid, 1);
 	if (!img)
 		return -BTR_ERR_NOMEM;
 	int revived = 0;
@@ -313,15 +239,15 @@ static int load_module(struct btr_stream *s, const struct btr_rec_module *m, cha
 	if (rc)
 		return rc < 0 ? rc : 0;   /* stopped: btr_stream_record sees it */
 	struct btr_image_module here;
-	if ((revived || is_loaded(s, file, bias, m->pid)) && m->size &&
+	if ((revived || stream_mod_is_loaded(s, file, bias, m->pid)) && m->size &&
 	    (btr_image_module_at(img, m->start, &here) != 0 || strcmp(here.path, file))) {
 		/* The file again where its ELF headers do not place it (node's
 		 * copy of its embedded builtins): its bytes there, raw. */
 		if ((rc = btr_image_add_file(img, file, m->pgoff, m->size, m->start)) == -BTR_ERR_NOMEM)
 			return rc;
-		return rc < 0 ? 1 : add_loaded(s, file, bias, m->start, m->size, m->pid) < 0 ? -BTR_ERR_NOMEM : 1;
+		return rc < 0 ? 1 : stream_mod_add(s, file, bias, m->start, m->size, m->pid) < 0 ? -BTR_ERR_NOMEM : 1;
 	}
-	if (revived || is_loaded(s, file, bias, m->pid))
+	if (revived || stream_mod_is_loaded(s, file, bias, m->pid))
 		return 1;   /* another mapping of the same file: said once */
 	if (mismatch) {
 		char want[41], have[41] = "none";
@@ -342,35 +268,12 @@ static int load_module(struct btr_stream *s, const struct btr_rec_module *m, cha
 		btr_warn("%s: %s", file, btr_errstr(rc));
 		return 0;
 	}
-	rc = add_loaded(s, file, bias, m->start, m->size, m->pid);
+	rc = stream_mod_add(s, file, bias, m->start, m->size, m->pid);
 	if (rc < 0)
 		return rc;
 	s->st.modules_loaded++;
 	btr_debug("module %s -> %s at bias 0x%" PRIx64, path, file, bias);
 	return 1;
-}
-
-/* Adds the user ELFs whose place is known (explicit base, or ET_EXEC) to
- * process @pid's image @img: they apply to every process. */
-static int add_user_elfs(struct btr_stream *s, struct btr_image *img, uint32_t pid)
-{
-	for (unsigned i = 0; i < s->n_uelfs; i++) {
-		struct user_elf *u = &s->uelfs[i];
-		if (!u->has_base && !u->is_exec)
-			continue;
-		uint64_t base = u->has_base ? u->base : 0;
-		if (is_loaded(s, u->path, base, pid))
-			continue;
-		int rc = btr_image_add_elf(img, u->path, base, 0);
-		if (rc < 0) {
-			btr_info("%s: %s", u->path, btr_errstr(rc));
-			return rc;
-		}
-		rc = add_loaded(s, u->path, base, 0, 0, pid);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
 }
 
 /* ---- data streams ---- */
@@ -566,8 +469,8 @@ static void percpu_switch(struct data_stream *d, const struct btr_flow_event *fe
 	d->cur_tid = tid;
 	d->cur_pid = pid;
 	if (pid != d->img_pid && d->flow) {
-		struct btr_image *img = img_of(s, pid, 0);
-		if (img && img != img_of(s, d->img_pid, 0))
+		struct btr_image *img = stream_img_of(s, pid, 0);
+		if (img && img != stream_img_of(s, d->img_pid, 0))
 			btr_ptflow_set_image(d->flow, img);
 		d->img_pid = pid;
 	}
@@ -637,7 +540,7 @@ static int pt_new_decoder(struct btr_stream *s, struct data_stream *d, uint64_t 
 	uint32_t pid = d->percpu ? d->img_pid : btr_stream_pid_of(s, d->tid);
 	cfg.pid = d->percpu ? 0 : pid;   /* the branches come with it (flow_branches) */
 	d->flow_pid = cfg.pid;
-	int rc = btr__ptflow_new_reuse(img_of(s, pid, 0), &cfg, &s->spare, &d->flow);
+	int rc = btr__ptflow_new_reuse(stream_img_of(s, pid, 0), &cfg, &s->spare, &d->flow);
 	if (rc == 0) {
 		s->n_live_flows++;
 		btr__ptflow_restart(d->flow, off);
@@ -824,9 +727,9 @@ static int bts_decode_run(struct btr_stream *s, struct data_stream *d, const uin
 	if (!n)
 		return 0;
 	if (!d->ins)
-		return btr_bts_decode(p, n, img_of(s, btr_stream_pid_of(s, d->tid), 0), d->tid, branch_cb, s);
+		return btr_bts_decode(p, n, stream_img_of(s, btr_stream_pid_of(s, d->tid), 0), d->tid, branch_cb, s);
 	d->rec_idx = off / BTS_REC_SIZE;
-	return btr_bts_decode(p, n, img_of(s, btr_stream_pid_of(s, d->tid), 0), d->tid, bts_insns_cb, d);
+	return btr_bts_decode(p, n, stream_img_of(s, btr_stream_pid_of(s, d->tid), 0), d->tid, bts_insns_cb, d);
 }
 
 static uint64_t le64_at(const uint8_t *p)
@@ -935,7 +838,7 @@ static int on_lbr(struct btr_stream *s, const struct btr_rec_lbr *r)
 	if (rc)
 		return rc;
 	s->st.lbr_snapshots++;
-	rc = btr_lbr_decode(r, img_of(s, r->pid ? r->pid : btr_stream_pid_of(s, r->tid), 0), branch_cb, s);
+	rc = btr_lbr_decode(r, stream_img_of(s, r->pid ? r->pid : btr_stream_pid_of(s, r->tid), 0), branch_cb, s);
 	if (s->stopped)
 		return s->stopped;
 	return rc == -BTR_ERR_NOMEM ? rc : 0;
@@ -987,7 +890,7 @@ static void on_machine(struct btr_stream *s, const struct btr_rec_machine *m)
  * Other processes' modules (system-wide perf recordings) stay. */
 static void drop_modules(struct btr_stream *s, uint32_t pid)
 {
-	struct btr_image *img = img_of(s, pid, 0);
+	struct btr_image *img = stream_img_of(s, pid, 0);
 	stream_code_clear(&s->code, img, pid);
 	for (size_t i = 0; i < s->n_mods;) {
 		struct loaded_module *m = &s->mods[i];
@@ -1006,7 +909,7 @@ static void drop_modules(struct btr_stream *s, uint32_t pid)
  * starts over. */
 static int on_start(struct btr_stream *s, uint32_t pid, uint32_t ppid)
 {
-	struct btr_image *img = img_of(s, pid, 1);
+	struct btr_image *img = stream_img_of(s, pid, 1);
 	if (!img)
 		return -BTR_ERR_NOMEM;
 	int rc = retire_all(s, pid, 0);
@@ -1018,11 +921,11 @@ static int on_start(struct btr_stream *s, uint32_t pid, uint32_t ppid)
 	size_t n = s->n_mods;
 	for (size_t i = 0; i < n; i++) {
 		struct loaded_module m = s->mods[i];
-		if (m.pid != ppid || !m.size || m.dead || is_loaded(s, m.file, m.bias, pid))
+		if (m.pid != ppid || !m.size || m.dead || stream_mod_is_loaded(s, m.file, m.bias, pid))
 			continue;
 		if (btr_image_add_elf(img, m.file, m.bias, 0) < 0)
 			continue;
-		rc = add_loaded(s, m.file, m.bias, m.start, m.size, pid);
+		rc = stream_mod_add(s, m.file, m.bias, m.start, m.size, pid);
 		if (rc < 0)
 			return rc;
 	}
@@ -1032,11 +935,11 @@ static int on_start(struct btr_stream *s, uint32_t pid, uint32_t ppid)
 static int on_exec(struct btr_stream *s, const struct btr_record *rec)
 {
 	uint32_t pid = rec->u.module.pid;
-	stream_code_clear(&s->code, img_of(s, pid, 0), pid);
+	stream_code_clear(&s->code, stream_img_of(s, pid, 0), pid);
 	for (size_t i = 0; i < s->n_mods;) {
 		struct loaded_module *m = &s->mods[i];
 		if (m->size && m->pid == pid) {
-			btr_image_remove(img_of(s, pid, 0), m->start, m->size);
+			btr_image_remove(stream_img_of(s, pid, 0), m->start, m->size);
 			free(m->file);
 			*m = s->mods[--s->n_mods];
 			continue;
@@ -1121,7 +1024,7 @@ int btr_stream_new(const struct btr_stream_opts *opts, struct btr_stream **out)
 			u->build_id_len = btr_elf_build_id(u->path, u->build_id, sizeof(u->build_id));
 		}
 	}
-	rc = add_user_elfs(s, s->img, 0);
+	rc = stream_add_user_elfs(s, s->img, 0);
 	if (rc < 0)
 		goto fail;
 	*out = s;
@@ -1322,7 +1225,7 @@ int btr_stream_record(struct btr_stream *s, const struct btr_record *rec)
 		break;
 	case BTR_REC_CODE:
 	case BTR_REC_SYMBOL:
-		rc = stream_code_on(&s->code, img_of(s, rec->type == BTR_REC_CODE ? rec->u.code.pid : rec->u.sym.pid, 1), rec);
+		rc = stream_code_on(&s->code, stream_img_of(s, rec->type == BTR_REC_CODE ? rec->u.code.pid : rec->u.sym.pid, 1), rec);
 		break;
 	default:
 		break;   /* a newer record type: nothing to do with it */
@@ -1477,7 +1380,7 @@ struct btr_image *btr_stream_image(struct btr_stream *s)
 
 struct btr_image *btr_stream_image_pid(struct btr_stream *s, uint32_t pid)
 {
-	return s ? img_of(s, pid, 0) : NULL;
+	return s ? stream_img_of(s, pid, 0) : NULL;
 }
 
 uint32_t btr_stream_pid_of(struct btr_stream *s, uint32_t tid)
