@@ -65,7 +65,7 @@ for i in "${!recorded[@]}"; do
 	[ $have_bolt = 1 ] || continue
 	for f in c o; do
 		llvm-bolt-16 "$bin" -o "$f.$n.bolt" -pa -data "$f.$n.pa" -w "$f.$n.yaml" >"$f.$n.log" 2>&1
-		check "$n: llvm-bolt-16 -pa reads the $f profile ($(tail -1 "$f.$n.log"))" [ $? -eq 0 ]
+		rc=$?; check "$n: llvm-bolt-16 -pa reads the $f profile ($(tail -1 "$f.$n.log"))" [ $rc -eq 0 ]
 	done
 	blocks=$(grep -c 'succ:.*cnt: [1-9]' "o.$n.yaml" 2>/dev/null)
 	check "$n: BOLT's profile has counted edges (${blocks:-0} blocks)" [ "${blocks:-0}" -gt 0 ]

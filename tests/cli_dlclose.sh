@@ -32,7 +32,7 @@ BTR_COUNT_PLUGIN=$build/btr-insn-count.so BTR_COUNT_OUT=$tmp/counts.txt BTR_QEMU
 rc=$?
 check "record exit 0 (got $rc: $(head -c 300 rec.out))" [ $rc -eq 0 ]
 "$btr" report --format json --top 50 dl.btr >dl.json 2>report.err
-check "report exit 0 ($(head -c 200 report.err))" [ $? -eq 0 ]
+rc=$?; check "report exit 0 ($(head -c 200 report.err))" [ $rc -eq 0 ]
 
 check "report: no gap, exact function totals, total = ground truth" python3 - dl.json dl.gt <<'PY'
 import json, struct, sys

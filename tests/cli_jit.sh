@@ -41,7 +41,7 @@ assert [c[3] for c in whole] == ['size=11', 'size=17', 'size=11'], whole
 assert 'repeat' not in whole[0] and 'repeat' not in whole[1] and 'repeat' in whole[2], whole
 PY
 "$btr" report --format json --top 50 jit.btr >jit.json 2>report.err
-check "report exit 0 ($(head -c 200 report.err))" [ $? -eq 0 ]
+rc=$?; check "report exit 0 ($(head -c 200 report.err))" [ $rc -eq 0 ]
 check "report: no gap, the JIT code's exact total, total = ground truth" python3 - jit.json jit.gt <<'PY'
 import json, struct, sys
 d = json.load(open(sys.argv[1]))

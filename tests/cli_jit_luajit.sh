@@ -30,7 +30,7 @@ rc=$?
 check "record exit 0 (got $rc: $(head -c 300 rec.out))" [ $rc -eq 0 ]
 check "luajit ran the loop" grep -qx 4666660 rec.out
 "$btr" report --format json --top 5 lj.btr >lj.json 2>report.err
-check "report exit 0 ($(head -c 200 report.err))" [ $? -eq 0 ]
+rc=$?; check "report exit 0 ($(head -c 200 report.err))" [ $rc -eq 0 ]
 check "report: no gap, total = the independent counter's, the JIT code a quarter or more" python3 - lj.json counts.txt <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

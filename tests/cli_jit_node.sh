@@ -41,7 +41,7 @@ rc=$?
 check "record exit 0 (got $rc: $(head -c 300 rec.out))" [ $rc -eq 0 ]
 check "node ran the loop" grep -qx 92580300 rec.out
 "$btr" report --format json --top 5 node.btr >node.json 2>report.err
-check "report exit 0 ($(head -c 200 report.err))" [ $? -eq 0 ]
+rc=$?; check "report exit 0 ($(head -c 200 report.err))" [ $rc -eq 0 ]
 pid=$(python3 -c "import json; print(json.load(open('node.json'))['processes'][0]['pid'])" 2>/dev/null)
 rm -f "/tmp/perf-$pid.map"
 check "report: no gap, compiled JS hotLoop among the top five, total = the independent counter's" python3 - node.json counts.txt <<'PY'

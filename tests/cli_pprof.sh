@@ -61,7 +61,7 @@ sys.exit(not (am == m and int(lo, 16) <= int(a, 16) < int(hi, 16)))' "${map:-x x
   # a profile of no samples (--pid of no process) of this trace names the
   # unit the trace counts in, not "branches"
   "$btr" pprof --pid 999999999 fib.btr -o none.pb.gz; check "pprof of no samples exit 0" [ $? -eq 0 ]
-  go tool pprof -raw none.pb.gz >none.txt 2>none.err; check "go tool pprof -raw reads it: $(head -1 none.err)" [ $? -eq 0 ]
+  go tool pprof -raw none.pb.gz >none.txt 2>none.err; rc=$?; check "go tool pprof -raw reads it: $(head -1 none.err)" [ $rc -eq 0 ]
   check "no samples: period type instructions count" grep -qx 'PeriodType: instructions count' none.txt
   check "no samples: sample type instructions/count" grep -qx 'instructions/count' none.txt
 fi

@@ -80,7 +80,7 @@ rec() {
   local rc=$?
   check "$name: record exit $want (got $rc: $(head -c 300 "$tmp/$name.err"))" [ $rc -eq "$want" ]
   "$btr" pt decode "$tmp/$name.btr" --insn >"$tmp/$name.insn" 2>"$tmp/$name.derr"
-  check "$name: decode exit 0 ($(head -c 200 "$tmp/$name.derr"))" [ $? -eq 0 ]
+  rc=$?; check "$name: decode exit 0 ($(head -c 200 "$tmp/$name.derr"))" [ $rc -eq 0 ]
   check "$name: decoded flow equals ground truth" python3 "$tmp/gt.py" "$tmp/$name.gt" "$tmp/$name.insn" "${MIN_THREADS:-1}"
   if ! python3 "$tmp/gt.py" "$tmp/$name.gt" "$tmp/$name.insn" "${MIN_THREADS:-1}" >/dev/null 2>&1; then
     # say where: the events and the trace's records
@@ -88,10 +88,10 @@ rec() {
     "$btr" trace dump "$tmp/$name.btr" 2>&1 | grep -v '^ *pt ' | head -60 >&2
   fi
   "$btr" report --format json "$tmp/$name.btr" >"$tmp/$name.json" 2>"$tmp/$name.rerr"
-  check "$name: report exit 0 ($(head -c 200 "$tmp/$name.rerr"))" [ $? -eq 0 ]
+  rc=$?; check "$name: report exit 0 ($(head -c 200 "$tmp/$name.rerr"))" [ $rc -eq 0 ]
   if [ ${#counter[@]} -gt 0 ]; then
     python3 "$src/tests/tools/insn_compare.py" "$tmp/$name.count" "$tmp/$name.json" >"$tmp/$name.cmp" 2>&1
-    check "$name: instructions == the independent counter's ($(tr '\n' ' ' <"$tmp/$name.cmp"))" [ $? -eq 0 ]
+    rc=$?; check "$name: instructions == the independent counter's ($(tr '\n' ' ' <"$tmp/$name.cmp"))" [ $rc -eq 0 ]
   fi
 }
 procs() { local name=$1; shift; check "$name: $1" python3 "$tmp/procs.py" "$tmp/$name.json" "$1"; }

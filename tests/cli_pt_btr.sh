@@ -16,9 +16,9 @@ trap 'rm -rf "$tmp"' EXIT
 for prog in flow_loops flow_threads flow_signals flow_sigpend; do
   exe="$build/prog_$prog"
   "$btr" record -q -o "$tmp/$prog.btr" --ground-truth "$tmp/$prog.gt" -- "$exe" >/dev/null 2>"$tmp/err"
-  check "$prog: record exit 0 ($(head -c 200 "$tmp/err"))" [ $? -eq 0 ]
+  rc=$?; check "$prog: record exit 0 ($(head -c 200 "$tmp/err"))" [ $rc -eq 0 ]
   "$btr" pt decode "$tmp/$prog.btr" --insn >"$tmp/$prog.insn" 2>"$tmp/err"
-  check "$prog: decode --insn exit 0 ($(head -c 200 "$tmp/err"))" [ $? -eq 0 ]
+  rc=$?; check "$prog: decode --insn exit 0 ($(head -c 200 "$tmp/err"))" [ $rc -eq 0 ]
   # every non-event line is exactly 16 lowercase hex digits (CONTRACT.md)
   check "$prog: --insn lines are 16 hex digits" \
     bash -c "! grep -v '^\[' '$tmp/$prog.insn' | grep -qvE '^[0-9a-f]{16}$'"

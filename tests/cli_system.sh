@@ -56,7 +56,7 @@ check "counter wrote its counts" grep -q '^kernel [1-9]' "$tmp/count"
 
 # btr's decoded instructions, and those in the upper half (the kernel's)
 "$btr" pt decode --stat --format json "$tmp/all.btr" >"$tmp/stat" 2>"$tmp/decode.err"
-check "pt decode --stat exits 0 ($(head -1 "$tmp/decode.err"))" [ $? -eq 0 ]
+rc=$?; check "pt decode --stat exits 0 ($(head -1 "$tmp/decode.err"))" [ $rc -eq 0 ]
 read -r bt bk gaps < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["instructions"], d["instructions_upper_half"], d["gaps"])' "$tmp/stat")
 bu=$((bt - bk))
 ck=$(awk '$1 == "kernel" { print $2 }' "$tmp/count")

@@ -4,7 +4,8 @@
 # unseen.  tests/lint_checks.py finds a check line with && or || outside
 # quotes in every tests/*.sh; this test fails on any.  It first proves the
 # lint can fail: a file with the pattern (in each of its forms) is flagged,
-# the same conditions written as separate checks are not.
+# the same conditions written as separate checks are not.  Also a check
+# that reads $? after a $(...) in its own words (it tests the substitution).
 # Args: $1 btr binary (unused), $2 build dir.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -22,6 +23,7 @@ sed 's/^|//' >"$tmp/bad.sh" <<'SH'
 |    [ $rc -eq 0 ] && grep -q 'the same' out
 |if [ -s f ]; then check "after then" [ 1 = 1 ] || true; fi
 |check "with a $(cmd "x" && y) in the message" [ 1 = 1 ] && [ 2 = 2 ]
+|cmd 2>err; check "exit 0 ($(head -c 9 err))" [ $? -eq 0 ]
 SH
 sed 's/^|//' >"$tmp/good.sh" <<'SH'
 check "two conditions" [ "$a" = 1 ]
@@ -29,13 +31,14 @@ check "two conditions" [ "$b" = 2 ]
 check "in one command" bash -c "grep -q x f && grep -q y f"
 check "&& in the message only ($(a && b))" [ 1 = 1 ]
 [ -s f ] && check "a guard before the check" [ 1 = 1 ]
+cmd 2>err; rc=$?; check "exit 0 ($(head -c 9 err))" [ $rc -eq 0 ]
 python3 - <<'PY'
 |check "x" [ 1 ] && inside a heredoc, not shell
 PY
 SH
 python3 "$src/lint_checks.py" "$tmp/bad.sh" >"$tmp/bad.out"; rc=$?
 check "the lint fails on the pattern (exit $rc)" [ $rc -eq 1 ]
-check "the lint names each of the 5 forms: $(cat "$tmp/bad.out")" [ "$(wc -l <"$tmp/bad.out")" -eq 5 ]
+check "the lint names each of the 6 forms: $(cat "$tmp/bad.out")" [ "$(wc -l <"$tmp/bad.out")" -eq 6 ]
 check "the lint names file and line" grep -q "bad.sh:3: check \"continued\"" "$tmp/bad.out"
 python3 "$src/lint_checks.py" "$tmp/good.sh" >"$tmp/good.out"; rc=$?
 check "the lint passes one check per condition (exit $rc): $(cat "$tmp/good.out")" [ $rc -eq 0 ]

@@ -28,7 +28,7 @@ valid() {
   local t=$1 what=$2
   "$btr" trace info "$t" >"$t.info" 2>&1; check "$what: trace info exit 0" [ $? -eq 0 ]
   check "$what: trace complete" grep -q '^complete: *yes' "$t.info"
-  "$btr" report --format json "$t" >"$t.json" 2>"$t.err"; check "$what: report exit 0 ($(head -c 200 "$t.err"))" [ $? -eq 0 ]
+  "$btr" report --format json "$t" >"$t.json" 2>"$t.err"; rc=$?; check "$what: report exit 0 ($(head -c 200 "$t.err"))" [ $rc -eq 0 ]
   check "$what: no trace data lost" [ "$(jget "$t.json" 'd["data_lost"]')" = False ]
   local gaps threads
   gaps=$(jget "$t.json" 'd["gaps"]'); threads=$(jget "$t.json" 'd["threads"]')

@@ -4,7 +4,10 @@ part of a condition: `check "what" [ A ] && B` (or `|| B`) counts A alone
 (tests/lib.sh), so B can fail unseen.  A `check` line (continuation lines
 joined, heredoc bodies skipped) must not hold && or || outside quotes;
 write one check per condition, or one command that tests both
-(bash -c "A && B").  Prints FILE:LINE: TEXT per finding; exit 1 if any."""
+(bash -c "A && B").  Also: a `check` that reads `$?` after a `$(...)` in
+its own words (`check "x $(head f)" [ $? -eq 0 ]`): the substitution sets
+`$?` before the test reads it, so it tests `head`, never the command; save
+the status first (rc=$?).  Prints FILE:LINE: TEXT per finding; exit 1 if any."""
 import re
 import sys
 
@@ -57,6 +60,9 @@ def findings(path):
         if m:
             end_tag = m.group(1)
         code = unquoted(line)
+        if re.search(r'(^|[;\s])check\s.*\$\(.*\$\?', line):
+            yield no, line.strip()
+            continue
         # a check (or check_skip) command anywhere in the line, e.g. after
         # `then` or `;`
         for part in re.split(r';|\bthen\b|\belse\b|\bdo\b', code):
