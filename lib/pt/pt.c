@@ -196,11 +196,11 @@ static inline uint64_t sext48(uint64_t v)
 static int decode_ext(struct btr_pt_pkt_decoder *d, const uint8_t *p, size_t avail,
 		      struct btr_pt_packet *pkt)
 {
-	const uint8_t b1 = p[1];
 	uint64_t v;
 	int id, sz;
 
 	NEED(PT_SIZE_EXT);
+	const uint8_t b1 = p[1];   /* (after NEED: a lone 0x02 may end the buffer) */
 	id = pt_pkt_find(p, avail);
 	if (id < 0)
 		return -BTR_ERR_AGAIN;
