@@ -20,6 +20,7 @@
 
 #include "check.h"
 #include "flowdiff.h"
+#include "qemu_run.h"
 #include "btr/error.h"
 #include "btr/perfattr.h"
 #include "btr/trace.h"
@@ -47,36 +48,16 @@ struct tr {
  * plugin's counts into @stats.  Returns btr's exit status. */
 static int record(const char *out, const char *const *spec, const char *stats)
 {
-	char *argv[32];
+	const char *args[25];
 	int n = 0;
-	argv[n++] = BTR;
-	argv[n++] = "record";
-	argv[n++] = "-q";
-	argv[n++] = "-b";
-	argv[n++] = "qemu";
-	for (int i = 0; spec && spec[i]; i++) {
+	for (int i = 0; spec && spec[i] && n < 24; i++) {
 		/* "start=SYM": --start SYM (the window of each call) */
 		int start = !strncmp(spec[i], "start=", 6);
-		argv[n++] = start ? "--start" : "--ip-filter";
-		argv[n++] = (char *)spec[i] + (start ? 6 : 0);
+		args[n++] = start ? "--start" : "--ip-filter";
+		args[n++] = spec[i] + (start ? 6 : 0);
 	}
-	argv[n++] = "-o";
-	argv[n++] = (char *)out;
-	argv[n++] = "--";
-	argv[n++] = (char *)prog;
-	argv[n] = NULL;
-	unlink(stats);
-	pid_t pid = fork();
-	if (pid == 0) {
-		int fd = open("/dev/null", O_WRONLY);
-		dup2(fd, 1);
-		setenv("BTR_QEMU_STATS", stats, 1);
-		execv(BTR, argv);
-		_exit(126);
-	}
-	int st;
-	waitpid(pid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	args[n] = NULL;
+	return qemu_record(BTR, out, args, prog, stats);
 }
 
 static long long callbacks(const char *stats)

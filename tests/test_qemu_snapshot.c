@@ -19,6 +19,7 @@
 
 #include "check.h"
 #include "flowdiff.h"
+#include "qemu_run.h"
 #include "btr/error.h"
 #include "btr/trace.h"
 
@@ -47,32 +48,7 @@ struct tr {
  * @stats.  Returns btr's exit status. */
 static int record(const char *out, const char *const *args, const char *stats)
 {
-	char *argv[32];
-	int n = 0;
-	argv[n++] = BTR;
-	argv[n++] = "record";
-	argv[n++] = "-q";
-	argv[n++] = "-b";
-	argv[n++] = "qemu";
-	for (int i = 0; args && args[i]; i++)
-		argv[n++] = (char *)args[i];
-	argv[n++] = "-o";
-	argv[n++] = (char *)out;
-	argv[n++] = "--";
-	argv[n++] = PROG;
-	argv[n] = NULL;
-	unlink(stats);
-	pid_t pid = fork();
-	if (pid == 0) {
-		int fd = open("/dev/null", O_WRONLY);
-		dup2(fd, 1);
-		setenv("BTR_QEMU_STATS", stats, 1);
-		execv(BTR, argv);
-		_exit(126);
-	}
-	int st;
-	waitpid(pid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return qemu_record(BTR, out, args, PROG, stats);
 }
 
 static void load(const char *path, struct tr *t)
