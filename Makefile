@@ -98,7 +98,7 @@ bench-pgo: release release-pgo
 fuzz: deps
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DBTR_FUZZ=ON -DBTR_WERROR=OFF >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
-	@scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+	@FUZZ_JOBS=$(JOBS) scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 # The whole suite under AddressSanitizer + UBSan, LeakSanitizer on (its
 # default on x86-64 Linux, made explicit; test_sanitizers proves it works).
@@ -107,15 +107,19 @@ fuzz: deps
 # ASAN_TORTURE_STEP multiplies cli_alloc_fail's sampling strides;
 # ASAN_RACE_REPS runs each of cli_race's cases once (make test runs them 5
 # times: repetition finds races, one run under ASan finds memory errors);
-# ASAN_PROCS_N short processes in cli_procs instead of 60.
-ASAN_TORTURE_STEP ?= 8
+# ASAN_PROCS_N short processes in cli_procs instead of 60;
+# ASAN_SAMPLE_STEP: the long case lists (hostile files x commands, benign
+# programs, conformance streams, writers, -j readers) run one case in K,
+# which one moving with TORTURE_SHIFT (tests/lib.sh `sampled`).
+ASAN_TORTURE_STEP ?= 16
+ASAN_SAMPLE_STEP ?= 2
 ASAN_RACE_REPS ?= 1
 ASAN_PROCS_N ?= 20
 asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DBTR_SANITIZE=ON >/dev/null
 	@cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1:$(ASAN_OPTIONS) UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  TORTURE_STEP=$(ASAN_TORTURE_STEP) TORTURE_SHIFT=$(TORTURE_SHIFT) BTR_RACE_REPS=$(ASAN_RACE_REPS) BTR_PROCS_N=$(ASAN_PROCS_N) ctest --output-on-failure -j $(JOBS)
+	  TORTURE_STEP=$(ASAN_TORTURE_STEP) TORTURE_SHIFT=$(TORTURE_SHIFT) BTR_RACE_REPS=$(ASAN_RACE_REPS) BTR_PROCS_N=$(ASAN_PROCS_N) BTR_SAMPLE_STEP=$(ASAN_SAMPLE_STEP) ctest --output-on-failure -j $(JOBS)
 
 # Allocation failure at EVERY allocation of every command of
 # tests/cli_alloc_fail.sh (ctest samples them; this takes minutes).

@@ -102,6 +102,18 @@ static inline void check_oracle_missing(const char *what)
 	}
 }
 
+/* True for one case in BTR_SAMPLE_STEP (default 1: every case), counting
+ * the calls; TORTURE_SHIFT moves which one (tests/lib.sh's `sampled`; `make
+ * asan` samples the long case lists, make test runs them all). */
+static inline int check_sampled(void)
+{
+	static unsigned long n;
+	const char *s = getenv("BTR_SAMPLE_STEP"), *sh = getenv("TORTURE_SHIFT");
+	unsigned long step = s ? strtoul(s, NULL, 10) : 1, shift = sh ? strtoul(sh, NULL, 10) : 0;
+	n++;
+	return step <= 1 || (n + shift) % step == 0;
+}
+
 static inline int check_done(void)
 {
 	printf("%d passed, %d failed\n", check_pass_, check_fail_);

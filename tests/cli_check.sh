@@ -9,6 +9,7 @@
 # 128 to 4096 characters through PLT and GOT, IFUNC slots, valgrind's
 # tools - give zero findings; the shared LBR
 # recording gives no high finding; options, exit codes and bad input.
+# BTR_SAMPLE_STEP=K (make asan) records one benign program in K.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -131,15 +132,17 @@ rec sh.btr /bin/sh -c 'ls | wc -l'; benign sh   # the shell, ls and wc: the whol
 check "sh -c 'ls | wc -l': three processes checked" \
   [ "$("$btr" report --format json sh.btr | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["processes"]))')" -eq 3 ]
 for p in flow_except flow_signals flow_loops flow_threads qemu_async qemu_crash qemu_dlopen qemu_mt symbols symbols_nopie; do
+  sampled || continue
   rec $p.btr "$build/prog_$p"; benign $p
 done
 # the step backend (trap-flag tracing, BTS records): the same programs, no findings
 for p in flow_except flow_signals flow_threads symbols; do
+  sampled || continue
   "$btr" record -q -b step -o st_$p.btr -- "$build/prog_$p" >/dev/null 2>&1
   check "step $p: recorded" [ -s st_$p.btr ]
   benign st_$p
 done
-if [ -x /usr/bin/python3 ]; then
+if [ -x /usr/bin/python3 ] && sampled; then
   # (math.log1p: libm calls its IFUNC through an IRELATIVE slot)
   rec py.btr /usr/bin/python3 -c 'import json, math; print(json.dumps([1]), math.log1p(.5))'
   benign py
@@ -165,6 +168,7 @@ assert d["findings"] == [] and d["stats"]["branches"] > 0, d' ; check "longname 
 # program (its own IRELATIVE slots), dlopen/dlclose of libm 20 times
 # (before: got-overwrite __log1p_ifunc@plt -> __log1p_fma, 1, 2 and 1)
 for p in benign_ifunc benign_ifunc_static benign_ifunc_dl; do
+  sampled || continue
   rec $p.btr "$build/prog_$p"; benign $p
 done
 
@@ -173,7 +177,7 @@ done
 # --tool=none: call-non-entry into the tool's functions, which only
 # .eh_frame names; code-modified in its translations; a return-hijack where
 # it starts itself on a new stack; 27 "/dev/null: cannot place it" warnings)
-if oracle valgrind "btr check on valgrind's tools (Debian valgrind)"; then
+if sampled && oracle valgrind "btr check on valgrind's tools (Debian valgrind)"; then
   for tool in ${BTR_CHECK_VG_TOOLS:-none}; do   # (BTR_CHECK_VG_TOOLS='none memcheck': memcheck too)
     rec vg_$tool.btr valgrind -q --tool=$tool /bin/true; benign vg_$tool
     check "vg_$tool: no warning about the /dev/null mapping" [ ! -s vg_$tool.err ]
@@ -186,6 +190,7 @@ fi
 # evaluator whose switch target follows a recursive call (was
 # return-mismatch: the table jump was taken for a longjmp).
 for p in benign_cold_o2 benign_eval_o2; do
+  sampled || continue
   rec $p.btr "$build/prog_$p"; benign $p
   if oracle strip "check of a stripped program"; then
     strip -o s_$p "$build/prog_$p" && rec s_$p.btr "./s_$p"; benign s_$p
@@ -216,7 +221,7 @@ rec bsetjmp.btr "$build/prog_benign_builtin_setjmp"; benign bsetjmp
 # without .type (STT_NOTYPE) reached through the PLT, each switch from the
 # same call site; raise/rescue is __builtin_longjmp (before: got-overwrite,
 # return-hijack, return-mismatch x2, jump-non-entry x3)
-if oracle ruby "check of ruby fibers and raise/rescue"; then
+if sampled && oracle ruby "check of ruby fibers and raise/rescue"; then
   rec ruby.btr ruby -e 'f = Fiber.new { 3.times { |i| Fiber.yield i }; :done }; 4.times { f.resume }
 g = Fiber.new { |x| Fiber.yield x * 2 }; g.resume(5); begin; raise "x"; rescue => e; e; end'
   benign ruby
@@ -224,7 +229,7 @@ fi
 # a forked child that longjmps to a setjmp made before the fork (perl's exit
 # in a child: return-mismatch before)
 rec forkjmp.btr "$build/prog_benign_forkjmp"; benign forkjmp
-if oracle perl "check of a perl fork and exit"; then
+if sampled && oracle perl "check of a perl fork and exit"; then
   rec perlfork.btr perl -e 'my $p = fork(); if (!$p) { exit(3) } waitpid($p, 0)'; benign perlfork
 fi
 # user-level context switches, which the trace shows as returns and jumps
@@ -235,7 +240,7 @@ fi
 # starts (their return into goexit+1), stack growth and panic/recover
 rec ucontext.btr "$build/prog_benign_ucontext"; benign ucontext
 rec sigcall.btr "$build/prog_benign_sigcall"; benign sigcall
-if oracle go "btr check on a Go program (Debian golang-go)"; then
+if sampled && oracle go "btr check on a Go program (Debian golang-go)"; then
   (export HOME=$tmp GOCACHE=$tmp/gocache GOPATH=$tmp/gopath GOFLAGS=-mod=mod
    go build -o gosched "$src/progs/go/benign_sched.go") >gobuild.txt 2>&1
   check "go build benign_sched: $(head -3 gobuild.txt)" [ -x gosched ]
@@ -278,7 +283,7 @@ fi
 # binary), make of three C files (ld.bfd: jump-non-entry, return-mismatch
 # x38 in a recursive switch, code-modified in ld.so after the LTO plugin's
 # gap)
-if oracle as "the assembled subjects" && oracle gcc "the assembled subjects" && oracle make "the assembled subjects"; then
+if sampled && oracle as "the assembled subjects" && oracle gcc "the assembled subjects" && oracle make "the assembled subjects"; then
   gcc -O2 -S -o cold.s "$src/progs/benign_cold_o2.c"
   rec as.btr as --64 -o cold.o cold.s; benign as
   mkdir proj

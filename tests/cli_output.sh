@@ -45,6 +45,7 @@ run() { # run "ARGS with OUT" NAME: runs btr, stdout to so.txt, stderr to err.tx
 
 while read -r kind line; do
 	[ -z "$line" ] && continue
+	sampled || continue   # (BTR_SAMPLE_STEP: make asan tries one writer in K)
 	cmd=${line%% *}
 	w="btr $line"
 	rm -rf sub; mkdir sub; cd sub

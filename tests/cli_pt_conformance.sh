@@ -195,6 +195,7 @@ first_diff() {
 for ptt in "$dir"/*.ptt "$own"/*.ptt; do
 	[ -f "$ptt" ] || continue
 	case $ptt in "$own"/*) nown=$((nown+1)) ;; esac
+	sampled || continue   # (BTR_SAMPLE_STEP: make asan runs one case in K)
 	n=${ptt##*/}; n=${n%.ptt}
 	cdir=${ptt%/*}
 	pt="$cdir/$n.pt"; bin="$cdir/$n.bin"
@@ -335,5 +336,5 @@ for ptt in "$dir"/*.ptt "$own"/*.ptt; do
 done
 
 check "btr's own cases (tests/ptt) ran: $nown" [ "$nown" -ge 10 ]
-check "more than 100 cases ran ($pass passed, $known_hit known): is $dir complete?" [ $((pass + known_hit)) -gt 100 ]
+check "more than 100 cases ran ($pass passed, $known_hit known): is $dir complete?" [ $((pass + known_hit)) -gt $((100 / ${BTR_SAMPLE_STEP:-1})) ]
 finish "libipt conformance" "$known_hit known, $vacuous vacuous ($nflow flow runs, $nevents with events compared, $ndump dumps)"

@@ -57,6 +57,17 @@ check() {
 	shift
 	if "$@"; then ok; else bad "$what"; fi
 }
+# sampled: true for one case in BTR_SAMPLE_STEP (default 1: every case),
+# counting the calls in this shell; TORTURE_SHIFT (make: the day of the
+# year) moves which one, so that successive days together run every case.
+# `make asan` samples the suite's long case lists this way (Makefile,
+# docs/reliability.md "Sanitizers"); make test runs them all.
+sample_n=0
+sampled() {
+	local step=${BTR_SAMPLE_STEP:-1}
+	sample_n=$((sample_n + 1))
+	[ "$step" -le 1 ] || [ $(( (sample_n + 10#${TORTURE_SHIFT:-0}) % step )) -eq 0 ]
+}
 skip() {
 	if [ "$fail" -ne 0 ]; then
 		echo "SKIP requested ($*) after $fail failed checks: reported as a failure" >&2

@@ -453,6 +453,8 @@ int main(void)
 			printf("note: %s not built or not usable, skipped\n", path);
 			continue;
 		}
+		if (!check_sampled())   /* (BTR_SAMPLE_STEP: make asan records one in K) */
+			continue;
 		char *cmd[] = { path, NULL };
 		int threads = !strcmp(progs[i], "flow_threads") ? 3 : !strcmp(progs[i], "qemu_mt") ? 4 : 1;
 		/* flow_signals: one store through NULL, its SIGSEGV handled */
