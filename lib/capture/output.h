@@ -36,4 +36,10 @@ int btr__find_in_path(const char *name, char *buf, size_t size);
  * (lib/capture/output.c).  Returns 0 or -BTR_ERR_NOENT. */
 int btr__find_beside_exe(const char *const *rels, size_t n, int mode, char *buf, size_t size);
 
+/* btr's cache directory (BTR_QEMU_CACHE, else $XDG_CACHE_HOME/btr, else
+ * $HOME/.cache/btr; scripts/build-qemu.sh's builds, --system's kernel
+ * symbols), written to @buf; not created.  Returns 0 or -1 (none set, or
+ * too long) (lib/capture/qemu_select.c). */
+int btr__cache_dir(char *buf, size_t size);
+
 #endif

@@ -188,8 +188,8 @@ int btr_qemu_probe_plugin(const char *qemu, const char *plugin, char *why, size_
 
 /* ---- the candidates ---- */
 
-/* The directory scripts/build-qemu.sh caches its builds in. */
-static int cache_dir(char *buf, size_t size)
+/* The directory scripts/build-qemu.sh caches its builds in (output.h). */
+int btr__cache_dir(char *buf, size_t size)
 {
 	const char *c = getenv("BTR_QEMU_CACHE"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
 	if (c && *c)
@@ -206,7 +206,7 @@ static int cache_dir(char *buf, size_t size)
 static int find_cached(char *buf, size_t size)
 {
 	char dir[PATH_MAX], best[NAME_MAX + 1] = "";
-	if (cache_dir(dir, sizeof(dir)) < 0)
+	if (btr__cache_dir(dir, sizeof(dir)) < 0)
 		return -BTR_ERR_NOENT;
 	DIR *d = opendir(dir);
 	if (!d)

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -115,7 +116,9 @@ static int cpio_libs(struct cpio *c, const char *exe)
 	return rc;
 }
 
-/* Writes the generated initramfs for @argv to @path. */
+/* Writes the generated initramfs for @argv to @path; @argv NULL: one whose
+ * /init writes the kernel's /proc/kallsyms to the second serial port
+ * (ttyS1) and powers off (kernel_symbols()). */
 static int make_initrd(const char *path, char *const *argv)
 {
 	char busybox[PATH_MAX], exe[PATH_MAX];
@@ -123,7 +126,7 @@ static int make_initrd(const char *path, char *const *argv)
 		btr_err("--system needs busybox for the generated initramfs (apt-get install busybox-static), or --initrd");
 		return -BTR_ERR_NOENT;
 	}
-	if (btr__find_in_path(argv[0], exe, sizeof(exe)) < 0 && (snprintf(exe, sizeof(exe), "%s", argv[0]), 1) &&
+	if (argv && btr__find_in_path(argv[0], exe, sizeof(exe)) < 0 && (snprintf(exe, sizeof(exe), "%s", argv[0]), 1) &&
 	    access(exe, X_OK) < 0) {
 		btr_err("%s: not found", argv[0]);
 		return -BTR_ERR_CHILD;
@@ -138,18 +141,21 @@ static int make_initrd(const char *path, char *const *argv)
 	for (size_t i = 0; i < BTR_ARRAY_SIZE(dirs); i++)
 		cpio_entry(&c, dirs[i], S_IFDIR | 0755, 0, 0, NULL, 0);
 	cpio_entry(&c, "dev/console", S_IFCHR | 0600, 5, 1, NULL, 0);
+	cpio_entry(&c, "dev/ttyS1", S_IFCHR | 0600, 4, 65, NULL, 0);
 	int rc = cpio_file(&c, busybox, "bin/busybox");
 	if (!rc)
 		rc = cpio_libs(&c, busybox);
-	if (!rc)
+	if (!rc && argv)
 		rc = cpio_file(&c, exe, exe);
-	if (!rc)
+	if (!rc && argv)
 		rc = cpio_libs(&c, exe);
-	/* /init: CMD, its status on the console, power off. */
+	/* /init: CMD, its status on the console, power off (or the symbols
+	 * to ttyS1: run as root, so with their addresses). */
 	char init[8192];
-	size_t n = (size_t)snprintf(init, sizeof(init),
-				    "#!/bin/busybox sh\n/bin/busybox mount -t proc proc /proc\n'%s'", exe);
-	for (int i = 1; argv[i] && n < sizeof(init); i++) {
+	size_t n = (size_t)snprintf(init, sizeof(init), "#!/bin/busybox sh\n/bin/busybox mount -t proc proc /proc\n%s%s%s",
+				    argv ? "'" : "/bin/busybox cat /proc/kallsyms >/dev/ttyS1",
+				    argv ? exe : "", argv ? "'" : "");
+	for (int i = 1; argv && argv[i] && n < sizeof(init); i++) {
 		if (strchr(argv[i], '\'')) {
 			btr_err("--system: argument %d contains a quote (not passed into the VM)", i);
 			rc = -BTR_ERR_INVAL;
@@ -176,7 +182,8 @@ static int make_initrd(const char *path, char *const *argv)
 
 /* ---- the kernel ---- */
 
-/* The newest /boot/vmlinuz-*: @kernel, and its System.map to @map. */
+/* The newest /boot/vmlinuz-*: @kernel, and its System.map to @map.
+ * Returns 1, 0 when that map has no text symbols, or an error. */
 static int find_kernel(const char *given, char *kernel, size_t ksize, char *map, size_t msize)
 {
 	if (given) {
@@ -224,11 +231,176 @@ static int find_kernel(const char *given, char *kernel, size_t ksize, char *map,
 		text = strstr(line, " T ") || strstr(line, " t ");
 	if (f)
 		fclose(f);
-	if (!text)
-		btr_warn("%s has no text symbols (Debian ships a placeholder; the real one is in linux-image-VERSION-dbg): "
-			 "without the kernel's interrupt and exception entry points its events are guessed, and the trace "
-			 "has gaps and no kernel function names", map);
-	return 0;
+	return text;   /* 0: Debian's placeholder (the real one is in linux-image-VERSION-dbg) */
+}
+
+/* ---- the kernel's symbols when its System.map is a placeholder ---- */
+
+struct ksym {
+	uint64_t a;
+	size_t i;
+	char t, name[200];
+};
+
+static int ksym_cmp(const void *x, const void *y)
+{
+	const struct ksym *a = x, *b = y;
+	return a->a != b->a ? (a->a < b->a ? -1 : 1) : (a->i > b->i) - (a->i < b->i);
+}
+
+/* The serial output @raw of `cat /proc/kallsyms` (CR LF line ends, module
+ * symbols with their "[module]") as a System.map at @out: sorted by
+ * address, one "ADDR T NAME" a line.  Returns the text symbols written. */
+static long kallsyms_to_map(const char *raw, const char *out)
+{
+	FILE *f = fopen(raw, "re");
+	if (!f)
+		return -1;
+	struct ksym *v = NULL;
+	size_t n = 0, cap = 0;
+	char line[512];
+	long text = 0;
+	while (fgets(line, sizeof(line), f)) {
+		struct ksym k = { .i = n };
+		if (sscanf(line, "%" SCNx64 " %c %199s", &k.a, &k.t, k.name) != 3 || !k.a)
+			continue;
+		if (n == cap) {
+			struct ksym *nv = realloc(v, (cap = cap ? 2 * cap : 65536) * sizeof(*v));
+			if (!nv)
+				break;
+			v = nv;
+		}
+		v[n++] = k;
+		text += k.t == 't' || k.t == 'T';
+	}
+	fclose(f);
+	qsort(v, n, sizeof(*v), ksym_cmp);
+	FILE *o = text > 0 ? fopen(out, "we") : NULL;
+	for (size_t i = 0; o && i < n; i++)
+		fprintf(o, "%016" PRIx64 " %c %s\n", v[i].a, v[i].t, v[i].name);
+	free(v);
+	if (!o || fclose(o) != 0)
+		return -1;
+	return text;
+}
+
+/* mkdir -p @dir (new directories @mode); 0 when it is a directory. */
+static int mkdir_p(const char *dir, mode_t mode)
+{
+	char d[PATH_MAX];
+	if (snprintf(d, sizeof(d), "%s", dir) >= (int)sizeof(d))
+		return -1;
+	for (char *s = strchr(d + 1, '/');; s = strchr(s + 1, '/')) {
+		if (s)
+			*s = 0;
+		if (mkdir(d, mode) < 0 && errno != EEXIST)
+			return -1;
+		if (!s)
+			break;
+		*s = '/';
+	}
+	struct stat st;
+	return stat(d, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+}
+
+/* A System.map for @kernel whose own map @map is a placeholder: the
+ * guest's /proc/kallsyms, read in a first boot without a plugin (nokaslr,
+ * as the recording boot: the same addresses), kept in btr's cache as
+ * kallsyms-KERNEL-SIZE-MTIME (the next recording of the same kernel boots
+ * once).  Writes its path to @map; a file to remove afterwards to @tmpmap
+ * (no cache directory), else "". */
+static int kernel_symbols(const char *qemu, const char *kernel, char *map, size_t msize, char *tmpmap, size_t tsize)
+{
+	struct stat ks;
+	char dir[PATH_MAX], cached[PATH_MAX + 256], raw[PATH_MAX], initrd[PATH_MAX], chardev[PATH_MAX + 32];
+	const char *base = strrchr(kernel, '/');
+	base = base ? base + 1 : kernel;
+	tmpmap[0] = 0;
+	if (stat(kernel, &ks) < 0)
+		return -BTR_ERR_NOENT;
+	int have_dir = btr__cache_dir(dir, sizeof(dir)) == 0;
+	if (have_dir) {
+		snprintf(cached, sizeof(cached), "%s/kallsyms-%s-%lld-%lld", dir, base, (long long)ks.st_size,
+			 (long long)ks.st_mtime);
+		if (access(cached, R_OK) == 0) {
+			snprintf(map, msize, "%s", cached);
+			return 0;
+		}
+	}
+	const char *tmp = getenv("TMPDIR");
+	tmp = tmp && *tmp ? tmp : "/tmp";
+	snprintf(raw, sizeof(raw), "%s/btr-kallsyms.XXXXXX", tmp);
+	snprintf(initrd, sizeof(initrd), "%s/btr-initrd.XXXXXX", tmp);
+	int fr = mkstemp(raw), fi = fr >= 0 ? mkstemp(initrd) : -1;
+	if (fr >= 0)
+		close(fr);
+	if (fi >= 0)
+		close(fi);
+	int rc = fr < 0 || fi < 0 ? -BTR_ERR_IO : make_initrd(initrd, NULL);
+	if (!rc && strchr(raw, ',')) {
+		btr_err("--system: QEMU's -serial option cannot take a path with a comma (%s)", raw);
+		rc = -BTR_ERR_INVAL;
+	}
+	if (!rc) {
+		btr_info("%s: its System.map is a placeholder; booting it once to read its /proc/kallsyms", kernel);
+		/* the console (ttyS0) nowhere, ttyS1 into @raw */
+		snprintf(chardev, sizeof(chardev), "file:%s", raw);
+		char append[] = "console=ttyS0 nokaslr panic=-1 quiet rdinit=/init";
+		char *qargv[] = { (char *)qemu, "-display", "none", "-monitor", "none", "-no-reboot", "-m", "256",
+				  "-accel", "tcg", "-smp", "1", "-net", "none", "-kernel", (char *)kernel, "-initrd",
+				  initrd, "-append", append, "-serial", "null", "-serial", chardev, NULL };
+		pid_t pid = fork();
+		if (pid == 0) {
+			int dn = open("/dev/null", O_RDWR | O_CLOEXEC);
+			if (dn >= 0) {
+				dup2(dn, 0);
+				dup2(dn, 1);
+			}
+			execv(qemu, qargv);
+			_exit(127);
+		}
+		int st = 0;
+		while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			btr_err("%s: the boot that reads its symbols failed (%s)", kernel, pid < 0 ? "fork" : "qemu");
+			rc = -BTR_ERR_CHILD;
+		}
+	}
+	if (!rc) {
+		/* into the cache (a temporary name first, then renamed: a
+		 * reader never sees half a map), else a temporary file */
+		char out[PATH_MAX + 272] = "";
+		int fo = -1;
+		if (have_dir && mkdir_p(dir, 0700) == 0) {
+			snprintf(out, sizeof(out), "%s.XXXXXX", cached);
+			fo = mkstemp(out);
+		}
+		if (fo < 0) {
+			snprintf(out, sizeof(out), "%s/btr-sysmap.XXXXXX", tmp);
+			fo = mkstemp(out);
+			have_dir = 0;
+		}
+		if (fo >= 0)
+			close(fo);
+		long text = fo >= 0 ? kallsyms_to_map(raw, out) : -1;
+		if (text < 1000) {
+			btr_err("%s: no symbols could be read from its /proc/kallsyms (%ld)", kernel, text);
+			if (fo >= 0)
+				unlink(out);
+			rc = -BTR_ERR_CHILD;
+		} else if (have_dir && rename(out, cached) == 0) {
+			snprintf(map, msize, "%s", cached);
+		} else {
+			snprintf(map, msize, "%s", out);
+			snprintf(tmpmap, tsize, "%s", out);
+		}
+	}
+	if (fr >= 0)
+		unlink(raw);
+	if (fi >= 0)
+		unlink(initrd);
+	return rc;
 }
 
 /* ---- recording ---- */
@@ -237,6 +409,7 @@ int btr_system_record(const struct btr_capture_opts *opts, struct btr_capture_re
 {
 	char qemu[PATH_MAX], plugin[PATH_MAX], kernel[PATH_MAX], map[PATH_MAX], initrd[PATH_MAX] = "";
 	char partial[PATH_MAX], append[4096], parg[4 * PATH_MAX + 64];
+	char tmpmap[PATH_MAX] = "";   /* a System.map made here, not kept (kernel_symbols) */
 	memset(res, 0, sizeof(*res));
 	if (!opts || !opts->argv || !opts->argv[0] || !opts->output || opts->output_fd > 0)
 		return -BTR_ERR_INVAL;
@@ -259,6 +432,7 @@ int btr_system_record(const struct btr_capture_opts *opts, struct btr_capture_re
 	int rc = find_kernel(opts->vm_kernel, kernel, sizeof(kernel), map, sizeof(map));
 	if (rc < 0)
 		return rc;
+	int map_text = rc;
 	if (opts->vm_initrd) {
 		snprintf(initrd, sizeof(initrd), "%s", opts->vm_initrd);
 		if (access(initrd, R_OK) < 0) {
@@ -279,6 +453,10 @@ int btr_system_record(const struct btr_capture_opts *opts, struct btr_capture_re
 			return rc;
 		}
 	}
+	if (map_text == 0 && kernel_symbols(qemu, kernel, map, sizeof(map), tmpmap, sizeof(tmpmap)) < 0)
+		btr_warn("%s has no text symbols and the kernel's /proc/kallsyms could not be read: without the "
+			 "kernel's interrupt and exception entry points its events are guessed, and the trace has gaps "
+			 "and no kernel function names", map);
 	/* nokaslr: System.map's addresses are the running kernel's. */
 	snprintf(append, sizeof(append), "console=ttyS0 nokaslr panic=-1 quiet rdinit=/init%s%s",
 		 opts->vm_append ? " " : "", opts->vm_append ? opts->vm_append : "");
@@ -327,5 +505,7 @@ int btr_system_record(const struct btr_capture_opts *opts, struct btr_capture_re
 out:
 	if (!opts->vm_initrd && initrd[0])
 		unlink(initrd);
+	if (tmpmap[0])
+		unlink(tmpmap);
 	return rc;
 }
