@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # cli_layering.sh - dependencies between the files of lib/ run one way: no
 # two files (no circle of files) call each other.  A lower file never calls
-# back into the one that uses it (docs/architecture.md, "Layering").
+# back into the one that uses it (docs/architecture.md, "Layering").  The
+# same holds for the files of the QEMU plugin (agents/qemu/).
 #
-# Read from the objects of libbtr (build/CMakeFiles/btr_objs.dir/lib/**.o):
-# file A depends on file B when A leaves a symbol undefined that B defines
-# (nm).  Every circle of such dependencies is a failure, listed with the
+# Read from the objects of libbtr (build/CMakeFiles/btr_objs.dir/lib/**.o)
+# and of the plugin (build/agents/qemu/CMakeFiles/btr-qemu.dir/*.o), each
+# set on its own: file A depends on file B when A leaves a symbol (a
+# function or a variable) undefined that B defines (nm).  Every circle of
+# such dependencies is a failure, listed with the
 # symbols that close it.  A first check proves the checker finds a circle,
 # on two tiny objects that call each other.
 # Args: $1 btr binary, $2 build dir, $3 shared dir.
@@ -83,4 +86,16 @@ if [ -n "$found" ]; then
 	bad "files of lib/ that call each other (split them so that the lower one never calls the upper one):"
 	printf '%s\n' "$found" >&2
 fi
-finish cli_layering "$n objects"
+
+# The QEMU plugin's files: the same rule, read from its own objects (a
+# sanitizer build adds copies of lib/'s sources there: not plugin files,
+# so left out by the source check).
+qobjs=$build/agents/qemu/CMakeFiles/btr-qemu.dir
+qfound=$(circles "$qobjs" "$src/agents/qemu")
+qn=$(cd "$qobjs" && find . -maxdepth 1 -name '*.o' | while read -r o; do [ -e "$src/agents/qemu/${o%.o}" ] && echo; done | wc -l)
+check "at least 12 plugin objects read (got $qn)" [ "$qn" -ge 12 ]
+if [ -n "$qfound" ]; then
+	bad "files of agents/qemu/ that call each other (the lower one must not call the upper one):"
+	printf '%s\n' "$qfound" >&2
+fi
+finish cli_layering "$n library objects, $qn plugin objects"

@@ -103,8 +103,13 @@ int flt_start_arg(const char *arg, int which)
 	return 0;
 }
 
-void flt_init(void)
+static void (*tb_exec_fn)(unsigned, void *);
+static struct thr *(*thr_first_fn)(unsigned, uint64_t);
+
+void flt_init(void (*exec)(unsigned, void *), struct thr *(*first)(unsigned, uint64_t))
 {
+	tb_exec_fn = exec;
+	thr_first_fn = first;
 	const char *s = getenv("BTR_QEMU_STATS");
 	stats = s && *s;
 }
@@ -352,7 +357,7 @@ void flt_tb_exec(unsigned vcpu, void *ud)
 	struct flt_thr *f = &ft[vcpu];
 	if (UNLIKELY(!flt_in(cur->pc))) {
 		if (!t && !g.off)
-			thr_first(vcpu, cur->pc);   /* the process's first block: its records, no PT */
+			thr_first_fn(vcpu, cur->pc);   /* the process's first block: its records, no PT */
 		return;
 	}
 	if (t && !t->done) {
@@ -369,7 +374,7 @@ void flt_tb_exec(unsigned vcpu, void *ud)
 	f->mwant = cur->kind == BTR_KIND_RET || cur->kind == BTR_KIND_JMP_IND || cur->kind == BTR_KIND_CALL_IND ? cur : NULL;
 	f->armed = cur->kind == BTR_KIND_RET || cur->kind == BTR_KIND_JMP_IND || cur->kind == BTR_KIND_CALL_IND ? cur
 														  : NULL;
-	(counter_is_per_vcpu() ? tb_exec_own : tb_exec)(vcpu, ud);
+	tb_exec_fn(vcpu, ud);
 }
 
 static int is_va(const uint64_t *va, const unsigned *n, uint64_t pc)
@@ -399,7 +404,7 @@ void flt_start_exec(unsigned vcpu, void *ud)
 	if (UNLIKELY(!t)) {
 		if (g.off)
 			return;
-		t = thr_first(vcpu, pc);
+		t = thr_first_fn(vcpu, pc);
 	}
 	if (t->done)
 		return;
@@ -409,7 +414,7 @@ void flt_start_exec(unsigned vcpu, void *ud)
 		f->on = 1;
 		f->depth = 0;
 		t->prev = NULL;    /* tb_exec: TIP.PGE at @pc */
-		(counter_is_per_vcpu() ? tb_exec_own : tb_exec)(vcpu, ud);
+		tb_exec_fn(vcpu, ud);
 		return;
 	}
 	struct tbinfo *p = t->prev;
@@ -439,7 +444,7 @@ void flt_start_exec(unsigned vcpu, void *ud)
 		f->on = 0;
 		return;
 	}
-	(counter_is_per_vcpu() ? tb_exec_own : tb_exec)(vcpu, ud);
+	tb_exec_fn(vcpu, ud);
 }
 
 /* A system call, or the end of the process (@at_exit): a thread whose

@@ -3,6 +3,16 @@
  * Part of the QEMU plugin (qemu_plugin.h); private to agents/qemu/. */
 #include "qemu_plugin.h"
 
+/* Reads guest memory without trusting the guest's pointer: a bad one
+ * makes the system call fail with EFAULT, which QEMU reports to the
+ * guest, and must not crash us. */
+int guest_read(uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len };
+	struct iovec remote = { (void *)(uintptr_t)(addr + g.guest_base), len };
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
+}
+
 /* Copies a NUL-terminated guest string (NULL if unreadable). */
 char *guest_strdup(uint64_t addr)
 {

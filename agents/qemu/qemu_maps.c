@@ -1,7 +1,73 @@
-/* qemu_maps.c - the plugin's module map from the guest's /proc/self/maps
- * and the ELF program headers of the executable and its interpreter.
+/* qemu_maps.c - the plugin's module map (g.mods, MODULE_LOAD and
+ * MODULE_UNLOAD records; each new module told to the files that place
+ * things in modules) from the guest's /proc/self/maps and the ELF program
+ * headers of the executable and its interpreter.
  * Part of the QEMU plugin (qemu_plugin.h); private to agents/qemu/. */
 #include "qemu_plugin.h"
+
+void write_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot)
+{
+	struct btr_record r = { .type = BTR_REC_MODULE_LOAD };
+	r.u.module.pid = g.pid;
+	r.u.module.prot = prot;
+	r.u.module.start = start;
+	r.u.module.size = size;
+	r.u.module.pgoff = pgoff;
+	r.u.module.path = path;
+	int n = btr_elf_build_id(path, r.u.module.build_id, sizeof(r.u.module.build_id));
+	r.u.module.build_id_len = n > 0 ? (uint8_t)n : 0;
+	write_rec(&r);
+}
+
+
+void add_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot)
+{
+	write_module(path, start, size, pgoff, prot);
+	code_forget(start, size);
+	code_note_jitdump(path);
+	flt_module(path, start, size, pgoff, prot);
+	snap_module(path, start, size, pgoff, prot);
+	int backed = code_file_backed(path);
+	pthread_mutex_lock(&g.lock);
+	if (g.n_mods < sizeof(g.mods) / sizeof(g.mods[0])) {
+		struct mod *m = &g.mods[g.n_mods];
+		m->start = start;
+		m->size = size;
+		m->pgoff = pgoff;
+		m->prot = prot;
+		m->backed = backed;
+		if ((m->path = strdup(path)))
+			g.n_mods++;
+	}
+	pthread_mutex_unlock(&g.lock);
+}
+
+
+/* munmap(@start, @size) by thread @t removed every module it covers
+ * entirely.  @t's PT so far goes out first: it holds the calls into the
+ * module, and a reader applies records in file order. */
+void remove_modules(struct thr *t, uint64_t start, uint64_t size)
+{
+	for (unsigned i = 0; i < g.n_mods;) {
+		struct mod *m = &g.mods[i];
+		if (m->start >= start && m->start + m->size <= start + size) {
+			pt_flush(t);
+			update_check(t);
+			struct btr_record r = { .type = BTR_REC_MODULE_UNLOAD };
+			r.u.module.pid = g.pid;
+			r.u.module.start = m->start;
+			r.u.module.size = m->size;
+			r.u.module.path = m->path;
+			write_rec(&r);
+			pthread_mutex_lock(&g.lock);
+			free(m->path);
+			*m = g.mods[--g.n_mods];
+			pthread_mutex_unlock(&g.lock);
+			continue;
+		}
+		i++;
+	}
+}
 
 /* Adds the executable PT_LOAD segments of ELF @path whose first page
  * (file offset 0) is mapped at guest address @base_map. */

@@ -29,7 +29,7 @@
  *                 the function at OFF until it returns or stop is reached
  *   snapshot=SIZE, trigger=0xOFF@FILE, maxsnap=N  flight recorder (qemu_snapshot.c)
  *
- * Processes (docs/record.md).  A guest fork is a host fork of QEMU: the
+ * Processes (qemu_procs.c, docs/record.md).  A guest fork is a host fork of QEMU: the
  * child inherits this plugin with all its memory, including the MAP_SHARED
  * state file, so at the fork's system call entry the plugin writes a
  * private copy of the state (fork_prepare) which the child maps over the
@@ -80,159 +80,7 @@
  */
 #include "qemu_plugin.h"
 
-BTR_QEMU_PLUGIN_VERSION_DEFINE;
-
-struct plugin_state g = { .lock = PTHREAD_MUTEX_INITIALIZER, .gt_fd = -1, .retcomp = 1, .follow_fork = 1,
-	.follow_exec = 1, .fork_fd = -1 };
-
-static uint32_t gettid_(void) { return (uint32_t)syscall(SYS_gettid); }
-
-
-/* ---- records ---- */
-
-/* @flush: at once (QEMU may die without calling us again, and `btr
- * record` then salvages every complete chunk), else with the next one. */
-void write_rec_ex(const struct btr_record *r, int flush)
-{
-	pthread_mutex_lock(&g.lock);
-	if (g.w && (btr_trace_write(g.w, r) < 0 || (flush && btr_trace_flush(g.w) < 0))) {
-		/* The writer is unusable ($TMPDIR full); keep the guest
-		 * running untraced rather than aborting it.  What was written
-		 * stays as pSTEM.btr.partial, and btr record learns why from
-		 * the shared page. */
-		char kept[PATH_MAX];
-		note_write_error(btr_trace_writer_error(g.w));
-		btr_trace_writer_abort_keep(g.w, kept, sizeof(kept));
-		g.w = NULL;
-	}
-	pthread_mutex_unlock(&g.lock);
-}
-
-void write_rec(const struct btr_record *r)
-{
-	write_rec_ex(r, 1);
-}
-
-static void write_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot)
-{
-	struct btr_record r = { .type = BTR_REC_MODULE_LOAD };
-	r.u.module.pid = g.pid;
-	r.u.module.prot = prot;
-	r.u.module.start = start;
-	r.u.module.size = size;
-	r.u.module.pgoff = pgoff;
-	r.u.module.path = path;
-	int n = btr_elf_build_id(path, r.u.module.build_id, sizeof(r.u.module.build_id));
-	r.u.module.build_id_len = n > 0 ? (uint8_t)n : 0;
-	write_rec(&r);
-}
-
-
-void add_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot)
-{
-	write_module(path, start, size, pgoff, prot);
-	code_forget(start, size);
-	code_note_jitdump(path);
-	flt_module(path, start, size, pgoff, prot);
-	snap_module(path, start, size, pgoff, prot);
-	int backed = code_file_backed(path);
-	pthread_mutex_lock(&g.lock);
-	if (g.n_mods < sizeof(g.mods) / sizeof(g.mods[0])) {
-		struct mod *m = &g.mods[g.n_mods];
-		m->start = start;
-		m->size = size;
-		m->pgoff = pgoff;
-		m->prot = prot;
-		m->backed = backed;
-		if ((m->path = strdup(path)))
-			g.n_mods++;
-	}
-	pthread_mutex_unlock(&g.lock);
-}
-
-
-/* munmap(@start, @size) by thread @t removed every module it covers
- * entirely.  @t's PT so far goes out first: it holds the calls into the
- * module, and a reader applies records in file order. */
-static void remove_modules(struct thr *t, uint64_t start, uint64_t size)
-{
-	for (unsigned i = 0; i < g.n_mods;) {
-		struct mod *m = &g.mods[i];
-		if (m->start >= start && m->start + m->size <= start + size) {
-			pt_flush(t);
-			update_check(t);
-			struct btr_record r = { .type = BTR_REC_MODULE_UNLOAD };
-			r.u.module.pid = g.pid;
-			r.u.module.start = m->start;
-			r.u.module.size = m->size;
-			r.u.module.path = m->path;
-			write_rec(&r);
-			pthread_mutex_lock(&g.lock);
-			free(m->path);
-			*m = g.mods[--g.n_mods];
-			pthread_mutex_unlock(&g.lock);
-			continue;
-		}
-		i++;
-	}
-}
-
 /* ---- PT stream per thread ---- */
-
-void pt_flush(struct thr *t)
-{
-	qs_pend_resolve(t, 0, 0);    /* the hole must be filled before it leaves */
-	size_t n = btr_pt_enc_size(&t->enc);
-	if (!n)
-		return;
-	if (t->snap) {
-		snap_flush(t);   /* --snapshot: into the thread's ring */
-		return;
-	}
-	struct btr_record r = { .type = BTR_REC_PT };
-	r.u.data.tid = t->tid;
-	r.u.data.cpu = -1;
-	r.u.data.stream_offset = t->flushed;
-	r.u.data.size = n;
-	r.u.data.data = t->enc.begin;
-	write_rec(&r);
-	t->flushed += n;
-	t->enc.pos = t->enc.begin;   /* keeps last_ip: the stream continues */
-}
-
-/* One pointer compare per TB covers both "flush soon" and "PSB due". */
-void update_check(struct thr *t)
-{
-	uint8_t *full = t->enc.end - PT_SLACK;
-	uint64_t due = t->last_psb + PSB_PERIOD;
-	uint8_t *psb = due <= t->flushed ? t->enc.begin : t->enc.begin + (due - t->flushed);
-	t->check_at = psb < full ? psb : full;
-}
-
-static void emit_mode(struct thr *t)
-{
-	struct btr_pt_packet p = { .type = BTR_PT_MODE_EXEC };
-	p.u.mode_exec.csl = 1;
-	btr_pt_enc_packet(&t->enc, &p);
-}
-
-/* PSB+: PSB, MODE.Exec, FUP (current IP, only while PacketEn), PSBEND. */
-static void emit_psb(struct thr *t, uint64_t ip, int with_fup)
-{
-	tnt_flush(t);
-	struct btr_pt_packet p = { .type = BTR_PT_PSB };
-	t->last_psb = stream_pos(t);
-	snap_psb(t);
-	btr_pt_enc_packet(&t->enc, &p);
-	t->enc.last_ip = 0;           /* the decoder resets its last IP at PSB */
-	emit_mode(t);
-	if (with_fup)
-		btr_pt_enc_ip(&t->enc, BTR_PT_FUP, ip);
-	p.type = BTR_PT_PSBEND;
-	btr_pt_enc_packet(&t->enc, &p);
-	t->rs_n = 0;                  /* no RET compression across a PSB */
-	update_check(t);
-}
 
 static void rs_push(struct thr *t, uint64_t ret)
 {
@@ -243,33 +91,6 @@ static void rs_push(struct thr *t, uint64_t ret)
 }
 
 /* ---- ground truth ---- */
-
-/* Writes the thread's logged instructions and empties its buffer; once a
- * write has failed (a full disk) the log is closed and the rest dropped
- * (`btr record` says the ground truth is incomplete). */
-static void gt_flush(struct thr *t)
-{
-	if (!t->gt || !t->gt_n)
-		return;
-	/* One writev on an O_APPEND file: every process appends to the same
-	 * log, and a block must not be split by another's. */
-	struct { uint32_t magic, tid; uint64_t n; } h = { GT_MAGIC, t->tid, t->gt_n };
-	struct iovec iov[2] = { { &h, sizeof(h) }, { t->gt, t->gt_n * 8 } };
-	pthread_mutex_lock(&g.lock);
-	ssize_t w = g.gt_fd >= 0 ? writev(g.gt_fd, iov, 2) : 0;
-	if (g.gt_fd >= 0 && w != (ssize_t)(sizeof(h) + t->gt_n * 8)) {
-		/* `btr record` says so (qemu_state.h); a short write to a
-		 * file sets no errno: the disk was full */
-		uint64_t zero = 0, e = w < 0 && errno ? (uint64_t)errno : ENOSPC;
-		if (g.count)
-			__atomic_compare_exchange_n(&g.count[QC_GTERR], &zero, e, 0, __ATOMIC_SEQ_CST,
-						    __ATOMIC_SEQ_CST);
-		close(g.gt_fd);
-		g.gt_fd = -1;
-	}
-	pthread_mutex_unlock(&g.lock);
-	t->gt_n = 0;
-}
 
 /* The instruction that was logged last did not complete (it faulted or
  * is restarted): drop it from the ground truth, as PT shows it as the
@@ -283,11 +104,6 @@ static void gt_unlog(struct thr *t, uint64_t ip)
 /* ---- threads ---- */
 
 static void announce(struct thr *t);
-
-/* The vcpu whose thread runs on this host thread (linux-user runs every
- * guest thread on its own host thread); -1 before its first TB.  Only
- * translation (qemu_code.c) asks. */
-__thread int code_vcpu = -1;
 
 static struct thr *thr_get(unsigned vcpu)
 {
@@ -367,16 +183,6 @@ static void async_branch(struct thr *t, uint64_t from, uint64_t to)
 	qs_pend_resolve(t, 0, 0);
 	emit_ip(t, BTR_PT_FUP, from);
 	btr_pt_enc_ip(&t->enc, BTR_PT_TIP, to);
-}
-
-/* Is @pc a signal handler?  Called on every indirect branch that is not
- * a compressed return, so it scans the few distinct handlers only. */
-int is_handler(uint64_t pc)
-{
-	for (unsigned i = 0; i < g.n_hlist; i++)
-		if (g.hlist[i] == pc)
-			return 1;
-	return 0;
 }
 
 /* A signal handler @pc was entered right after the branch ending @p,
@@ -597,7 +403,6 @@ static void resolve(struct thr *t, struct tbinfo *p, struct tbinfo *cur, uint64_
 }
 
 
-static void announce_process(void);
 
 __attribute__((noinline)) struct thr *thr_first(unsigned vcpu, uint64_t pc)
 {
@@ -850,198 +655,15 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 
 /* ---- system calls ---- */
 
-/* Reads guest memory without trusting the guest's pointer: a bad one
- * makes the system call fail with EFAULT, which QEMU reports to the
- * guest, and must not crash us. */
-int guest_read(uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = { buf, len };
-	struct iovec remote = { (void *)(uintptr_t)(addr + g.guest_base), len };
-	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
-}
-
 /* ---- processes ---- */
 
 static uint8_t forking[MAX_VCPUS];   /* the pending system call is a fork */
-int fork_fd[MAX_VCPUS];              /* fork_prepare's copy of the state, + 1 */
-static unsigned fork_seq[MAX_VCPUS];
 
-static uint64_t now_ns(void)
+/* The thread that forked goes on in the child (fork_child): the same
+ * thread, a new stream in a new process. */
+static void thr_forked(struct thr *t)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Opens this process's trace DIR/pSTEM.btr; its state file is created
- * (@state_from NULL) or is @state_from renamed to DIR/sSTEM.  Returns 0
- * or -1. */
-static int proc_open(const char *state_from)
-{
-	char stem[64], path[PATH_MAX];
-	snprintf(stem, sizeof(stem), "%020llu.%u", (unsigned long long)now_ns(), g.pid);
-	snprintf(path, sizeof(path), "%s/s%s", g.dir, stem);
-	if (state_from) {
-		if (rename(state_from, path) < 0)
-			return -1;
-	} else if (g.qs == NULL && qs_create(path) < 0) {
-		return -1;
-	}
-	snprintf(path, sizeof(path), "%s/p%s.btr", g.dir, stem);
-	struct btr_trace_writer_opts o = { .sz = sizeof(o), .compress = 0, .no_sync = 1, .min_fd = qs_fd_min() };
-	return btr_trace_writer_new(path, &o, &g.w) < 0 ? -1 : 0;
-}
-
-static void write_process(uint32_t event, int32_t reason, const char *detail, const char *path,
-			  const char *args, size_t args_len)
-{
-	struct btr_record r = { .type = BTR_REC_PROCESS };
-	r.u.process.pid = g.pid;
-	r.u.process.ppid = event == BTR_PROC_START ? g.ppid : 0;
-	r.u.process.event = event;
-	r.u.process.reason = reason;
-	r.u.process.path = path ? path : g.exe;
-	r.u.process.args = args ? args : g.args ? g.args : "";
-	r.u.process.args_len = (uint32_t)(args ? args_len : g.args ? g.args_len : 0);
-	if (r.u.process.args_len > BTR_TRACE_MAX_STRING)
-		r.u.process.args_len = 0;
-	r.u.process.detail = detail ? detail : "";
-	write_rec(&r);
-}
-
-/* The first TB: say what runs.  A QEMU started by follow_exec continues
- * a process: EXEC drops the old program's modules. */
-static void announce_process(void)
-{
-	g.announced_proc = 1;
-	read_cmdline();
-	snprintf(g.exe, sizeof(g.exe), "%s", user_binary());
-	if (g.execd) {
-		write_process(BTR_PROC_EXEC, 0, NULL, NULL, NULL, 0);
-		struct btr_record r = { .type = BTR_REC_EXEC };
-		r.u.module.pid = g.pid;
-		r.u.module.path = g.exe;
-		write_rec(&r);
-	} else {
-		write_process(BTR_PROC_START, 0, NULL, NULL, NULL, 0);
-	}
-}
-
-/* Parent, at the fork's entry: the start of the child's copy of the state,
- * the header and the forking thread's state (not its PT buffer), taken
- * before the parent runs on and changes them.  The rest (the blocks'
- * information) is copied by the child (fork_child): other threads go on
- * translating blocks until the fork itself, which QEMU makes while no
- * block is being translated, and the child's blocks must find theirs. */
-static void fork_prepare(unsigned vcpu, struct thr *t)
-{
-	fork_fd[vcpu] = 0;
-	if (!g.qs || !g.dir)
-		return;
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/f%u.%u", g.dir, t->tid, ++fork_seq[vcpu]);
-	int fd = qs_fd_high(open(path, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
-	if (fd < 0)
-		return;
-	uint64_t base = (uint64_t)(uintptr_t)g.qs;
-	uint64_t t_at = (uint64_t)(uintptr_t)t - base;
-	size_t t_len = (size_t)((uint8_t *)t->buf - (uint8_t *)t);
-	int ok = ftruncate(fd, (off_t)g.qs->size) == 0 &&
-		 pwrite(fd, g.qs, sizeof(struct qs_hdr), 0) == (ssize_t)sizeof(struct qs_hdr) &&
-		 (!qs_owns(g.qs, t) || pwrite(fd, t, t_len, (off_t)t_at) == (ssize_t)t_len);
-	if (!ok) {
-		close(fd);
-		unlink(path);
-		return;
-	}
-	fork_fd[vcpu] = fd + 1;
-}
-
-/* Parent, after the fork returned: the copy is the child's now. */
-static void fork_parent_done(unsigned vcpu, struct thr *t, int64_t ret)
-{
-	if (!fork_fd[vcpu])
-		return;
-	close(fork_fd[vcpu] - 1);
-	fork_fd[vcpu] = 0;
-	if (ret < 0) {
-		char path[PATH_MAX];
-		snprintf(path, sizeof(path), "%s/f%u.%u", g.dir, t->tid, fork_seq[vcpu]);
-		unlink(path);
-	}
-}
-
-static char off_detail[96];
-
-/* Child, when the fork returned 0: a new process with its own state,
- * trace and PROCESS start record; or untraced (--no-follow-fork,
- * --max-processes reached, a parent that is untraced), which is said in
- * a trace of its own holding only the START and UNTRACED records. */
-static void fork_child(unsigned vcpu)
-{
-	struct thr *t = g.off ? NULL : g.thr[vcpu];
-	uint32_t ptid = t ? t->tid : 0;
-	char fpath[PATH_MAX] = "";
-	int fd = fork_fd[vcpu] - 1;
-	fork_fd[vcpu] = 0;
-	if (fd >= 0)
-		snprintf(fpath, sizeof(fpath), "%s/f%u.%u", g.dir, ptid, fork_seq[vcpu]);
-	/* Another thread of the parent may have held the lock at the fork;
-	 * it does not exist here. */
-	pthread_mutex_init(&g.lock, NULL);
-	g.ppid = g.pid;
-	g.pid = (uint32_t)getpid();
-	/* The parent's writer shares the parent's file: drop it unclosed. */
-	g.w = NULL;
-	g.announced_proc = 1;
-	uint64_t n = g.count ? __atomic_add_fetch(&g.count[QC_STARTED], 1, __ATOMIC_SEQ_CST) : 0;
-	note_process();
-	if (!g.off && !g.follow_fork)
-		snprintf(off_detail, sizeof(off_detail), "--no-follow-fork");
-	else if (!g.off && g.max_procs && n > g.max_procs)
-		snprintf(off_detail, sizeof(off_detail), "--max-processes %llu reached",
-			 (unsigned long long)g.max_procs);
-	else if (!g.off && (fd < 0 || !g.qs || !fork_copy_rest(fd) || !qs_adopt_copy(fd)))
-		snprintf(off_detail, sizeof(off_detail), "cannot copy the plugin state");
-	else if (!g.off)
-		off_detail[0] = 0;
-	if (fd >= 0 && fd != qs_fd)
-		close(fd);
-	if (g.off || off_detail[0]) {
-		/* Nothing of the parent's state may be touched again: a
-		 * private zeroed mapping takes the shared one's place. */
-		if (fpath[0])
-			unlink(fpath);
-		if (g.qs && !g.off)
-			mmap(g.qs, QS_SIZE, PROT_READ | PROT_WRITE,
-			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
-		g.off = 1;
-		for (unsigned i = 0; i < MAX_VCPUS; i++)
-			g.thr[i] = NULL;
-		if (g.dir && proc_open(NULL) == 0) {
-			int err = strstr(off_detail, "max-processes") ? -BTR_ERR_LIMIT : -BTR_ERR_UNSUPPORTED;
-			write_process(BTR_PROC_START, 0, NULL, NULL, NULL, 0);
-			write_process(BTR_PROC_UNTRACED, err, off_detail, NULL, NULL, 0);
-			btr_trace_writer_close(g.w);
-			g.w = NULL;
-		}
-		return;
-	}
-	g.qs->pid = g.pid;
-	if (proc_open(fpath) < 0) {
-		g.off = 1;
-		return;
-	}
-	for (unsigned i = 0; i < MAX_VCPUS; i++)
-		if (i != vcpu)
-			g.thr[i] = NULL;
-	write_process(BTR_PROC_START, 0, NULL, NULL, NULL, 0);
-	for (unsigned i = 0; i < g.n_mods; i++)
-		write_module(g.mods[i].path, g.mods[i].start, g.mods[i].size, g.mods[i].pgoff, g.mods[i].prot);
-	code_fork_child();
-	if (!t)
-		return;
-	/* The same thread, a new stream in a new process. */
+	uint32_t ptid = t->tid;
 	t->tid = gettid_();
 	t->parent = ptid;
 	t->flushed = 0;
@@ -1057,96 +679,6 @@ static void fork_child(unsigned vcpu)
 	snap_thread(t);
 	update_check(t);
 	announce(t);
-}
-
-
-/* Guest execve(@a1, @a2, @a3) by thread @t: run the new program under
- * QEMU with this plugin again, so tracing continues; or record why it
- * runs untraced.  Returns only if QEMU's own execve is to run (it then
- * fails with the guest's errno, or runs the untraceable program). */
-static void follow_exec(struct thr *t, uint64_t a1, uint64_t a2, uint64_t a3)
-{
-	char *path = guest_strdup(a1);
-	char **argv = guest_strv(a2), **envp = guest_strv(a3);
-	struct qx *x = malloc(sizeof(*x));
-	if (path) {
-		/* The host's /proc/self/exe is QEMU: the guest means its program. */
-		char self[64];
-		snprintf(self, sizeof(self), "/proc/%u/exe", g.pid);
-		char real[PATH_MAX];
-		if ((!strcmp(path, "/proc/self/exe") || !strcmp(path, self)) && g.exe[0]) {
-			free(path);
-			path = strdup(realpath(g.exe, real) ? real : g.exe);
-		}
-	}
-	if (!path || !argv || !envp || !x || qx_resolve(x, path, argv) != 0)
-		goto out;
-	char packed[8192];
-	size_t plen = qx_pack_args(x->argv, x->argc, packed, sizeof(packed));
-	const char *why = x->untraced ? x->untraced : !g.follow_exec ? "--no-follow-exec" : NULL;
-	/* Everything of this thread so far must reach the file before the
-	 * process image goes; other threads are finished from the state
-	 * file by `btr record`. */
-	pt_flush(t);
-	snap_end(t, BTR_THREAD_END_UNKNOWN);
-	gt_flush(t);
-	if (why) {
-		write_process(BTR_PROC_UNTRACED, x->untraced ? x->untraced_err : -BTR_ERR_UNSUPPORTED, why, x->path,
-			      packed, plen);
-		goto out;
-	}
-	pthread_mutex_lock(&g.lock);
-	if (g.w)
-		btr_trace_flush(g.w);
-	pthread_mutex_unlock(&g.lock);
-	char **qa = calloc((size_t)x->argc + 8, sizeof(char *));
-	if (qa) {
-		size_t k = 0;
-		qa[k++] = g.qemu;
-		qa[k++] = "-plugin";
-		qa[k++] = g.plugarg;
-		qa[k++] = "-0";
-		qa[k++] = x->argv[0];
-		qa[k++] = x->path;
-		for (int i = 1; i < x->argc; i++)
-			qa[k++] = x->argv[i];
-		qa[k] = NULL;
-		/* QEMU reverses its environment into the guest's (btr_qemu_record
-		 * in lib/capture/qemu.c): given reversed, the order is the guest's. */
-		size_t ne = 0;
-		while (envp[ne])
-			ne++;
-		for (size_t i = 0; i < ne / 2; i++) {
-			char *tmp = envp[i];
-			envp[i] = envp[ne - 1 - i];
-			envp[ne - 1 - i] = tmp;
-		}
-		execve(g.qemu, qa, envp);
-		free(qa);
-	}
-out:
-	if (x)
-		qx_free(x);
-	free(x);
-	free(path);
-	free_strv(argv);
-	free_strv(envp);
-}
-
-static int is_fork_call(int64_t num, uint64_t a1)
-{
-	if (num == SYS_fork || num == SYS_vfork)
-		return 1;
-	/* QEMU turns CLONE_VFORK into a plain fork (posix_spawn's clone). */
-	if (num == SYS_clone)
-		return !(a1 & CLONE_VM) || (a1 & CLONE_VFORK);
-#ifdef SYS_clone3
-	if (num == SYS_clone3) {
-		uint64_t flags;
-		return guest_read(a1, &flags, 8) == 0 && (!(flags & CLONE_VM) || (flags & CLONE_VFORK));
-	}
-#endif
-	return 0;
 }
 
 static void syscall_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, uint64_t a1, uint64_t a2,
@@ -1251,7 +783,9 @@ static void syscall_ret_cb(qemu_plugin_id_t id, unsigned vcpu, int64_t num, int6
 	if (forking[vcpu]) {
 		forking[vcpu] = 0;
 		if (ret == 0) {
-			fork_child(vcpu);
+			struct thr *t = fork_child(vcpu);
+			if (t)
+				thr_forked(t);
 			return;
 		}
 		if (!g.off)
@@ -1464,7 +998,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		}
 	}
 	counter_init();
-	flt_init();
+	flt_init(counter_is_per_vcpu() ? tb_exec_own : tb_exec, thr_first);
 	qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
 	qemu_plugin_register_vcpu_exit_cb(id, vcpu_exit);
 	qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);

@@ -1,17 +1,26 @@
 /* qemu_plugin.h - the state and the functions the files of the QEMU
- * plugin (btr-qemu.so, agents/qemu/CMakeLists.txt) share: qemu_plugin.c
- * (callbacks, PT stream per thread, records, processes) and the files
- * split from it, which call only what this header declares:
- *   qemu_state_file.c  the shared state file and DIR/count, its copy for a fork child
- *   qemu_insn_scan.c   scans of translated instruction bytes (qemu_insn_scan.h)
+ * plugin (btr-qemu.so, agents/qemu/CMakeLists.txt) share.  Each file
+ * calls only files listed below it here (tests/cli_layering.sh reads the
+ * objects and fails on any two files that call each other):
+ *   qemu_plugin.c      the callbacks: translation, the TB-exec hot path,
+ *                      signals, system calls, threads; plugin arguments
+ *   qemu_procs.c       processes: their traces and PROCESS records, fork, execve
+ *   qemu_maps.c        the module map (MODULE_LOAD/UNLOAD) from the guest's /proc/self/maps
+ *   qemu_filter.c      --ip-filter, --start/--stop: the blocks traced, TIP.PGD/TIP.PGE
  *   qemu_code.c        code without a file (CODE records)
- *   qemu_maps.c        the module map from the guest's /proc/self/maps
- *   qemu_guest_str.c   guest strings and string vectors, the guest's argv
- *   qemu_filter.c      --ip-filter: the blocks traced, TIP.PGD/TIP.PGE at the ranges
- *   qemu_fds.c         the plugin's descriptors survive the guest closing them
- *   qemu_user_info.c   the guest program's path, argv and load address
- *   qemu_counter.c     the counter that places a fault inside a block
+ *   qemu_pt.c          a thread's PT leaves the encoder (pt_flush), PSB+
  *   qemu_snapshot.c    --snapshot: each thread's ring, windows on a trigger, SIGUSR2, the end
+ *   qemu_records.c     the trace's records (one writer), the ground-truth log
+ *   qemu_fds.c         the plugin's descriptors survive the guest closing them
+ *   qemu_state_file.c  the shared state file and DIR/count, its copy for a fork child
+ *   qemu_counter.c     the counter that places a fault inside a block
+ *   qemu_user_info.c   the guest program's path, argv and load address
+ *   qemu_guest_str.c   guest memory read safely, guest strings and string vectors
+ *   qemu_insn_scan.c   scans of translated instruction bytes (qemu_insn_scan.h)
+ *   qemu_stderr.c      QEMU's crash line off the guest's stderr
+ *   qemu_plugin_state.c  data only: the state g, code_vcpu, fork_fd, qemu_plugin_version
+ * A lower file that must run an upper one's code gets it as a function
+ * pointer (flt_init: the TB-exec callback, thr_first).
  * Private to agents/qemu/; the symbols are hidden (C_VISIBILITY_PRESET). */
 #ifndef BTR_QEMU_PLUGIN_H
 #define BTR_QEMU_PLUGIN_H
@@ -48,7 +57,7 @@
 #include "procmaps.h"
 #include "qemu_insn_scan.h"
 
-/* The plugin's state (qemu_plugin.c). */
+/* The plugin's state (qemu_plugin_state.c). */
 struct plugin_state {
 	pthread_mutex_t lock;          /* writer, gt file, module list */
 	struct btr_trace_writer *w;
@@ -92,25 +101,49 @@ extern struct plugin_state g;
 
 /* The vcpu whose thread runs on this host thread (linux-user runs every
  * guest thread on its own host thread); -1 before its first TB.  Only
- * translation (qemu_code.c) asks. */
+ * translation (qemu_code.c, qemu_filter.c) asks. */
 extern __thread int code_vcpu;
+extern int fork_fd[MAX_VCPUS];   /* fork_prepare's copy of the state, + 1 */
 
-/* ---- qemu_plugin.c ---- */
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* One pointer compare per TB covers both "flush soon" and "PSB due". */
+static inline void update_check(struct thr *t)
+{
+	uint8_t *full = t->enc.end - PT_SLACK;
+	uint64_t due = t->last_psb + PSB_PERIOD;
+	uint8_t *psb = due <= t->flushed ? t->enc.begin : t->enc.begin + (due - t->flushed);
+	t->check_at = psb < full ? psb : full;
+}
+
+/* Is @pc a signal handler?  Called on every indirect branch that is not
+ * a compressed return, so it scans the few distinct handlers only. */
+static inline int is_handler(uint64_t pc)
+{
+	for (unsigned i = 0; i < g.n_hlist; i++)
+		if (g.hlist[i] == pc)
+			return 1;
+	return 0;
+}
+
+static inline uint32_t gettid_(void) { return (uint32_t)syscall(SYS_gettid); }
+
+/* ---- qemu_records.c ---- */
 /* @flush: at once (QEMU may die without calling us again, and `btr
  * record` then salvages every complete chunk), else with the next one. */
 void write_rec_ex(const struct btr_record *r, int flush);
 void write_rec(const struct btr_record *r);
-/* A MODULE_LOAD record, and the module in g.mods. */
-void add_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot);
-/* Writes @t's PT so far as a record. */
-void pt_flush(struct thr *t);
-/* One pointer compare per TB covers both "flush soon" and "PSB due". */
-void update_check(struct thr *t);
-/* Reads guest memory without trusting the guest's pointer: 0, or -1. */
-int guest_read(uint64_t addr, void *buf, size_t len);
+/* Writes @t's logged instructions to the ground-truth log, empties its buffer. */
+void gt_flush(struct thr *t);
 
-#define LIKELY(x) __builtin_expect(!!(x), 1)
-#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* ---- qemu_pt.c ---- */
+/* Writes @t's PT so far as a record (into its ring under --snapshot). */
+void pt_flush(struct thr *t);
+/* MODE.Exec (64-bit code). */
+void emit_mode(struct thr *t);
+/* PSB+: PSB, MODE.Exec, FUP (current IP, only while PacketEn), PSBEND. */
+void emit_psb(struct thr *t, uint64_t ip, int with_fup);
 
 /* Adds one TNT bit; returns 1 when TNT_MAX are pending (to be flushed). */
 static inline int tnt_push(struct thr *t, unsigned taken)
@@ -126,9 +159,15 @@ static inline void tnt_add(struct thr *t, int taken)
 		tnt_flush(t);
 }
 
+/* Less than PT_SLACK bytes left in @t's encoder. */
+static inline int enc_low(const struct thr *t)
+{
+	return t->enc.end - t->enc.pos < PT_SLACK;
+}
+
 static inline void ensure_space(struct thr *t)
 {
-	if (UNLIKELY(t->enc.end - t->enc.pos < PT_SLACK)) {
+	if (UNLIKELY(enc_low(t))) {
 		pt_flush(t);
 		update_check(t);
 	}
@@ -145,8 +184,10 @@ void tb_exec_own(unsigned vcpu, void *ud);   /* a per-vCPU counter (v4) */
 extern int flt_on;
 /* filter=0xLO-0xHI@FILE: 0, or -1 (bad, or too many). */
 int flt_arg(const char *arg);
-/* BTR_QEMU_STATS (the counts flt_stats writes at the end). */
-void flt_init(void);
+/* BTR_QEMU_STATS (the counts flt_stats writes at the end); @exec: the
+ * plugin's TB-exec callback a block inside runs on to, @first: a thread's
+ * first block (the filter's callbacks run before them). */
+void flt_init(void (*exec)(unsigned, void *), struct thr *(*first)(unsigned, uint64_t));
 void flt_stats(void);
 /* A mapping of a file: the ranges in it. */
 void flt_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot);
@@ -192,7 +233,6 @@ void qemu_stderr_filter(void);
 void fds_close_before(unsigned vcpu, int64_t num, uint64_t a1, uint64_t a2, uint64_t a3);
 void fds_close_after(unsigned vcpu);
 void fds_named(int64_t num, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a5);
-extern int fork_fd[MAX_VCPUS];   /* qemu_plugin.c: fork_prepare's state copy, + 1 */
 /* Where the state's allocations start: the header's pages end. */
 #define QS_DATA_START ((sizeof(struct qs_hdr) + 4095) & ~4095ull)
 void qc_map(void);
@@ -209,6 +249,12 @@ void code_note_jitdump(const char *path);
 
 /* ---- qemu_maps.c ---- */
 void read_maps(uint64_t first_pc);
+/* A MODULE_LOAD record only (a fork child's copy of the map). */
+void write_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot);
+/* A MODULE_LOAD record, and the module in g.mods. */
+void add_module(const char *path, uint64_t start, uint64_t size, uint64_t pgoff, uint32_t prot);
+/* munmap(@start, @size) by thread @t: every module it covers entirely goes. */
+void remove_modules(struct thr *t, uint64_t start, uint64_t size);
 
 /* ---- qemu_counter.c ---- */
 /* Chooses the counter's form for this QEMU's API; 1: per vcpu (v4). */
@@ -242,6 +288,28 @@ void snap_poll(struct thr *t);
 void snap_trans(struct qemu_plugin_tb *tb, struct tbinfo *b);
 void snap_stats(void);
 
+/* ---- qemu_procs.c ---- */
+/* Opens this process's trace DIR/pSTEM.btr; its state file is created
+ * (@state_from NULL) or is @state_from renamed to DIR/sSTEM: 0 or -1. */
+int proc_open(const char *state_from);
+/* A PROCESS record (@path, @args NULL: the program's). */
+void write_process(uint32_t event, int32_t reason, const char *detail, const char *path, const char *args,
+		   size_t args_len);
+/* The first TB: say what runs (START, or EXEC after follow_exec). */
+void announce_process(void);
+/* Is the system call a fork (a new process, not a thread)? */
+int is_fork_call(int64_t num, uint64_t a1);
+/* Parent at a fork's entry: the child's copy of the state; after it returns. */
+void fork_prepare(unsigned vcpu, struct thr *t);
+void fork_parent_done(unsigned vcpu, struct thr *t, int64_t ret);
+/* Child, when the fork returned 0: its own state and trace, or untraced.
+ * Returns the thread that made the fork when it goes on traced (its
+ * stream to start anew), else NULL. */
+struct thr *fork_child(unsigned vcpu);
+/* Guest execve: QEMU with this plugin again; returns only when QEMU's own
+ * execve is to run. */
+void follow_exec(struct thr *t, uint64_t a1, uint64_t a2, uint64_t a3);
+
 /* ---- qemu_user_info.c ---- */
 /* g.args and the program path from QEMU's command line. */
 void read_cmdline(void);
@@ -251,6 +319,8 @@ const char *user_binary(void);
 uint64_t user_start_code(void);
 
 /* ---- qemu_guest_str.c ---- */
+/* Reads guest memory without trusting the guest's pointer: 0, or -1. */
+int guest_read(uint64_t addr, void *buf, size_t len);
 char *guest_strdup(uint64_t addr);
 void free_strv(char **v);
 char **guest_strv(uint64_t addr);

@@ -187,6 +187,9 @@ void snap_poll(struct thr *t)
 /* pt_flush in snapshot mode: the encoder's bytes go into the ring. */
 void snap_flush(struct thr *t)
 {
+	qs_pend_resolve(t, 0, 0);    /* the hole must be filled before it leaves */
+	if (!btr_pt_enc_size(&t->enc))
+		return;
 	struct qs_snap *s = t->snap;
 	uint64_t n = btr_pt_enc_size(&t->enc), keep = n < s->size ? n : s->size;
 	const uint8_t *p = t->enc.begin + (n - keep);
@@ -227,7 +230,10 @@ static void trigger_exec(unsigned vcpu, void *ud)
 		__atomic_add_fetch(&st_dropped, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	ensure_space(t);
+	if (UNLIKELY(enc_low(t))) {   /* ensure_space: t->snap, so pt_flush is snap_flush */
+		snap_flush(t);
+		update_check(t);
+	}
 	tnt_flush(t);
 	snap_write(t, BTR_WINDOW_TRIGGER, cur->pc, t->enabled && t->prev == cur);
 }
