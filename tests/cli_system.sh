@@ -91,6 +91,41 @@ check "report reads the trace" [ $? -eq 0 ]
 check "report: backend qemu-system" grep -q '^backend: *qemu-system' "$tmp/report"
 check "report: kernel functions named (schedule, do_syscall_64 ...)" \
 	grep -Eq '^ +[0-9]+ +[0-9.]+% +0xffffffff[0-9a-f]+ [a-z_]' "$tmp/report"
+# The guest program's own flow: every branch of it that a user-mode
+# recording of the same program (-b qemu, another plugin) holds is in the
+# whole-system trace as often (the system trace has more: busybox is
+# static at the same addresses; a syscall's target is the kernel's entry
+# there, 0 in user mode)
+if "$btr" record -q -b qemu -o "$tmp/user.btr" -- "$prog" >/dev/null 2>&1; then
+	# the program's executable segment
+	read -r lo hi < <(readelf -lW "$prog" | python3 -c 'import sys
+for l in sys.stdin:
+    w = l.split()
+    if w[:1] == ["LOAD"] and w[6:7] == ["R"] and w[7:8] == ["E"]:
+        print(w[2], hex(int(w[2], 16) + int(w[5], 16)))')
+	edges() {  # FILE: "from-to count" of the branches from [lo, hi), syscalls and events aside
+		"$btr" script "$1" 2>/dev/null | python3 -c '
+import sys, collections
+lo, hi = int(sys.argv[1], 16), int(sys.argv[2], 16)
+c = collections.Counter()
+for l in sys.stdin:
+    w = l.split()
+    if len(w) < 6 or w[3] != "->" or " async " in l or " syscall " in l:
+        continue
+    if lo <= int(w[2], 16) < hi:
+        c[w[2] + "-" + w[4]] += 1
+for k in sorted(c):
+    print(k, c[k])' "$lo" "$hi"
+	}
+	edges "$tmp/user.btr" >"$tmp/u.cnt"
+	edges "$tmp/all.btr" >"$tmp/s.cnt"
+	nu=$(wc -l <"$tmp/u.cnt")
+	short=$(join -a1 -e0 -o 0,1.2,2.2 "$tmp/u.cnt" "$tmp/s.cnt" | awk '$3 < $2' | head -3 | tr '\n' ' ')
+	check "the guest program's flow: its $nu edges of the user-mode recording, each as often in the system trace ($short)" \
+		[ "$nu" -gt 20 -a -z "$short" ]
+else
+	bad "btr record -b qemu $prog failed"
+fi
 check "report: user (CPL 3) and kernel branches" \
 	grep -Eq 'privilege: cpl_neq_0 \(user\) [1-9][0-9]*, cpl_eq_0 \(kernel\) [1-9]' "$tmp/report"
 finish cli_system

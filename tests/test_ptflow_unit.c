@@ -315,6 +315,36 @@ int main(void)
 	}
 	ipvec_free(&r.ips);
 
+	/* 3b. an interrupt where the flow is, at an address without code (a
+	 * whole-system trace: the interrupted TB never ran, so no bytes were
+	 * captured there): the event binds at the current IP before any
+	 * instruction there is decoded, so no code is needed and nothing is
+	 * lost (before: a "no code image" gap at each such event) */
+	s_begin();
+	s_psb(1, 0);
+	s_ip(BTR_PT_TIP_PGE, 0x1000);
+	s_tnt("0");
+	s_ip(BTR_PT_TIP, 0x9000);    /* jmp rax to code never captured */
+	s_ip(BTR_PT_FUP, 0x9000);    /* interrupted before its first instruction */
+	s_ip(BTR_PT_TIP, 0x1020);
+	s_ip(BTR_PT_TIP, 0x1032);
+	s_ip(BTR_PT_TIP_PGD, 0x3000);
+	{
+		static const uint64_t want[] = { 0x1000, 0x1004, 0x1006, 0x1020, 0x1021, 0x1032, 0x1033 };
+		CHECK_EQ(decode(&r, &cfg, 0), 0);
+		expect_ips("async at no code", &r, want, BTR_ARRAY_SIZE(want));
+		CHECK(!has_event(&r, BTR_FLOW_GAP));
+		CHECK_EQ(r.br[2].kind, BTR_KIND_ASYNC);
+		CHECK_EQ(r.br[2].from, 0x9000);
+		CHECK_EQ(r.br[2].to, 0x1020);
+		CHECK_EQ(r.br[2].insns, 0);
+		struct rec rf;
+		CHECK_EQ(decode_fast(&rf, &cfg), 0);
+		CHECK(!has_event(&rf, BTR_FLOW_GAP));
+		CHECK_EQ(rf.nbr, r.nbr);
+	}
+	ipvec_free(&r.ips);
+
 	/* 4. OVF, resume at the FUP */
 	s_begin();
 	s_psb(1, 0);

@@ -239,8 +239,14 @@ int ptf_walk(struct btr_ptflow *f, enum goal goal, uint64_t x, int suppressed, s
 	const int retcomp = !f->cfg.no_retcomp;
 
 	for (;;) {
-		if (btr_unlikely(!b))   /* no code with no bit left: see NOMAP_LATER */
+		if (btr_unlikely(!b)) {
+			/* no code with no bit left: see NOMAP_LATER; an
+			 * event bound where the flow is (its FUP's IP)
+			 * needs no code there: no instruction of it ran */
+			if (err == -BTR_ERR_NOMAP && goal == G_FUP && x == f->ip)
+				return 1;
 			return err == -BTR_ERR_NOMAP && goal == G_TNT && !f->tnt_total ? 0 : err;
+		}
 		if (btr_unlikely(f->stopped))
 			return 0;
 		if (goal == G_TNT) {
