@@ -783,6 +783,42 @@ int main(void)
 	}
 	ipvec_free(&r.ips);
 
+	/* 14b. the same in 32-bit code: each piece's decoder learns the mode
+	 * from its leading PSB+, which the sequential one already knew, with
+	 * tracing on there and off: one MODE event in both (parallel
+	 * decoding reported a second MODE at the PSB+ with tracing off) */
+	s_begin();
+	s_psb(0, 0x5000);
+	s_tnt("10");
+	s_ip(BTR_PT_TIP_PGD, 0x6000);
+	s_psb(0, 0);                      /* off */
+	s_ip(BTR_PT_TIP_PGE, 0x5000);
+	s_tnt("10");
+	s_psb(0, 0x5003);                 /* on */
+	s_ip(BTR_PT_TIP_PGD, 0x6000);
+	{
+		CHECK_EQ(decode(&r, &cfg, 0), 0);
+		struct rec rp;
+		memset(&rp, 0, sizeof(rp));
+		struct btr_ptflow_callbacks cb = { .branch = r_branch, .event = r_event, .ctx = &rp };
+		CHECK_EQ(btr_ptflow_decode_parallel(img, &cfg, sbuf, btr_pt_enc_size(&enc), 2, 8, &cb, NULL), 0);
+		unsigned modes = 0;
+		for (unsigned i = 0; i < rp.nev; i++)
+			if (rp.ev[i].type == BTR_FLOW_MODE) {
+				modes++;
+				CHECK_EQ(rp.ev[i].payload, BTR_MODE_32);
+			}
+		CHECK_EQ(modes, 1);
+		CHECK_EQ(rp.nbr, r.nbr);
+		CHECK_EQ(rp.nev, r.nev);
+		for (unsigned i = 0; i < r.nev && i < rp.nev; i++) {
+			CHECK_EQ(rp.ev[i].type, r.ev[i].type);
+			CHECK_EQ(rp.ev[i].ip, r.ev[i].ip);
+			CHECK_EQ(rp.ev[i].offset, r.ev[i].offset);
+		}
+	}
+	ipvec_free(&r.ips);
+
 	/* BBP blocks (PEBS via PT): inside a block a byte xxxxx100b starts a
 	 * BIP, not a short TNT.  The block stays open across timing, PAD and
 	 * FUP packets and ends at BEP (with its IP bit a status FUP follows) or
