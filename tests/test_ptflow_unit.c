@@ -386,6 +386,43 @@ int main(void)
 	}
 	ipvec_free(&r.ips);
 
+	/* 6b. APL12 (Goldmont: a FUP after OVF though tracing was off) does
+	 * not apply when the PSB+ after that FUP holds a FUP: tracing was on,
+	 * so the erratum's workaround must change nothing - the same
+	 * instructions and events as a decode without errata (the erratum's
+	 * own case, a PSB+ without FUP, is the conformance case apl12-psb). */
+	s_begin();
+	s_psb(1, 0);
+	s_ip(BTR_PT_TIP_PGE, 0x1000);
+	s_tnt("1");
+	s_simple(BTR_PT_OVF);
+	enc.last_ip = 0;
+	s_ip(BTR_PT_FUP, 0x1000);
+	s_psb(1, 0x1004);
+	s_tnt("0");
+	s_ipsup(BTR_PT_TIP_PGD);
+	{
+		struct btr_ptflow_config gm = cfg;
+		gm.cpu_family = 6;
+		gm.cpu_model = 0x5c;
+		char names[128];
+		btr_ptflow_errata_names(&gm, names, sizeof(names));
+		CHECK(strstr(names, "apl12") != NULL);
+		struct rec plain;
+		CHECK_EQ(decode(&plain, &cfg, 0), 0);
+		CHECK_EQ(decode(&r, &gm, 0), 0);
+		CHECK(has_event(&r, BTR_FLOW_OVERFLOW));
+		CHECK(plain.ips.n >= 5);
+		CHECK_EQ(ipvec_diff(&r.ips, plain.ips.v, plain.ips.n), -1);
+		CHECK_EQ(r.nev, plain.nev);
+		for (unsigned i = 0; i < r.nev && i < plain.nev; i++) {
+			CHECK_EQ(r.ev[i].type, plain.ev[i].type);
+			CHECK_EQ(r.ev[i].ip, plain.ev[i].ip);
+		}
+		ipvec_free(&plain.ips);
+	}
+	ipvec_free(&r.ips);
+
 	/* 7. MODE.Exec 32-bit code */
 	s_begin();
 	s_psb(0, 0x5000);
