@@ -140,6 +140,79 @@ static void modules_lines(void)
 	btr_image_free(img);
 }
 
+/* Rows of a PIE at a load bias: btr_image_foreach_line gives run-time
+ * addresses, each row's link address (run-time - bias) has the file and
+ * line addr2line (binutils, the oracle) gives for it (the last row of
+ * an address, as addr2line reports). */
+struct biasrows {
+	uint64_t addr[512];
+	int line[512];
+	char file[512][64];
+	int n;
+};
+
+static int on_biased_line(void *ctx, uint64_t addr, const char *file, int line)
+{
+	struct biasrows *r = ctx;
+	if (r->n < 512) {
+		const char *b = strrchr(file, '/');
+		r->addr[r->n] = addr;
+		r->line[r->n] = line;
+		snprintf(r->file[r->n], sizeof(r->file[0]), "%s", b ? b + 1 : file);
+		r->n++;
+	}
+	return 0;
+}
+
+static void lines_at_bias(void)
+{
+	const uint64_t bias = 0x555555554000ull;
+	struct btr_image *img = NULL;
+	CHECK_EQ(btr_image_new(&img), 0);
+	CHECK_EQ(btr_image_add_elf(img, PROG("flow_loops"), bias, 0), 0);
+	struct btr_function f;
+	CHECK_EQ(btr_image_function_by_name(img, "main", &f), 0);
+	CHECK(f.start > bias);
+	static struct biasrows r;
+	r.n = 0;
+	CHECK_EQ(btr_image_foreach_line(img, f.start, f.end, on_biased_line, &r), 0);
+	CHECK(r.n > 5);
+	char cmd[16384];
+	int k = snprintf(cmd, sizeof(cmd), "addr2line -e %s", PROG("flow_loops"));
+	for (int i = 0; i < r.n && k < (int)sizeof(cmd) - 32; i++) {
+		CHECK(r.addr[i] >= f.start && r.addr[i] < f.end);
+		k += snprintf(cmd + k, sizeof(cmd) - (size_t)k, " 0x%llx", (unsigned long long)(r.addr[i] - bias));
+	}
+	FILE *p = popen(cmd, "r");
+	CHECK(p != NULL);
+	char line[512];
+	int i = 0, same = 0, want = 0;
+	while (p && fgets(line, sizeof(line), p) && i < r.n) {
+		/* "/path/flow_loops.c:12" or "...:12 (discriminator 1)" */
+		char *colon = strrchr(line, ':');
+		char *d = strstr(line, " (discriminator");
+		if (d) {
+			*d = 0;
+			colon = strrchr(line, ':');
+		}
+		if (colon) {
+			*colon = 0;
+			const char *b = strrchr(line, '/');
+			/* several rows at one address: addr2line gives the last */
+			int last = i + 1 == r.n || r.addr[i + 1] != r.addr[i];
+			want += last;
+			same += last && atoi(colon + 1) == r.line[i] && !strcmp(b ? b + 1 : line, r.file[i]);
+		}
+		i++;
+	}
+	if (p)
+		CHECK_EQ(pclose(p), 0);
+	CHECK_EQ(i, r.n);
+	CHECK(want > 5);
+	CHECK_EQ(same, want);
+	btr_image_free(img);
+}
+
 /* Debian's python3.11 is stripped (only .dynsym): before FDEs, 78% of its
  * executed instructions fell into one "[python3.11]" bucket.  Now every
  * byte of its code segment but a few (padding) belongs to a function. */
@@ -186,6 +259,7 @@ int main(void)
 	stripped();
 	demangle();
 	modules_lines();
+	lines_at_bias();
 	python();
 	return check_done();
 }

@@ -416,6 +416,43 @@ int main(void)
 	}
 	ipvec_free(&r.ips);
 
+	/* 6b. APL12 (Goldmont: a FUP after OVF though tracing was off) does
+	 * not apply when the PSB+ after that FUP holds a FUP: tracing was on,
+	 * so the erratum's workaround must change nothing - the same
+	 * instructions and events as a decode without errata (the erratum's
+	 * own case, a PSB+ without FUP, is the conformance case apl12-psb). */
+	s_begin();
+	s_psb(1, 0);
+	s_ip(BTR_PT_TIP_PGE, 0x1000);
+	s_tnt("1");
+	s_simple(BTR_PT_OVF);
+	enc.last_ip = 0;
+	s_ip(BTR_PT_FUP, 0x1000);
+	s_psb(1, 0x1004);
+	s_tnt("0");
+	s_ipsup(BTR_PT_TIP_PGD);
+	{
+		struct btr_ptflow_config gm = cfg;
+		gm.cpu_family = 6;
+		gm.cpu_model = 0x5c;
+		char names[128];
+		btr_ptflow_errata_names(&gm, names, sizeof(names));
+		CHECK(strstr(names, "apl12") != NULL);
+		struct rec plain;
+		CHECK_EQ(decode(&plain, &cfg, 0), 0);
+		CHECK_EQ(decode(&r, &gm, 0), 0);
+		CHECK(has_event(&r, BTR_FLOW_OVERFLOW));
+		CHECK(plain.ips.n >= 5);
+		CHECK_EQ(ipvec_diff(&r.ips, plain.ips.v, plain.ips.n), -1);
+		CHECK_EQ(r.nev, plain.nev);
+		for (unsigned i = 0; i < r.nev && i < plain.nev; i++) {
+			CHECK_EQ(r.ev[i].type, plain.ev[i].type);
+			CHECK_EQ(r.ev[i].ip, plain.ev[i].ip);
+		}
+		ipvec_free(&plain.ips);
+	}
+	ipvec_free(&r.ips);
+
 	/* 7. MODE.Exec 32-bit code */
 	s_begin();
 	s_psb(0, 0x5000);
@@ -810,6 +847,42 @@ int main(void)
 			CHECK_EQ(rp.ev[i].offset, r.ev[i].offset);
 		}
 		CHECK(r.nev >= 5);   /* enable, gap, enable, disable, enable */
+	}
+	ipvec_free(&r.ips);
+
+	/* 14b. the same in 32-bit code: each piece's decoder learns the mode
+	 * from its leading PSB+, which the sequential one already knew, with
+	 * tracing on there and off: one MODE event in both (parallel
+	 * decoding reported a second MODE at the PSB+ with tracing off) */
+	s_begin();
+	s_psb(0, 0x5000);
+	s_tnt("10");
+	s_ip(BTR_PT_TIP_PGD, 0x6000);
+	s_psb(0, 0);                      /* off */
+	s_ip(BTR_PT_TIP_PGE, 0x5000);
+	s_tnt("10");
+	s_psb(0, 0x5003);                 /* on */
+	s_ip(BTR_PT_TIP_PGD, 0x6000);
+	{
+		CHECK_EQ(decode(&r, &cfg, 0), 0);
+		struct rec rp;
+		memset(&rp, 0, sizeof(rp));
+		struct btr_ptflow_callbacks cb = { .branch = r_branch, .event = r_event, .ctx = &rp };
+		CHECK_EQ(btr_ptflow_decode_parallel(img, &cfg, sbuf, btr_pt_enc_size(&enc), 2, 8, &cb, NULL), 0);
+		unsigned modes = 0;
+		for (unsigned i = 0; i < rp.nev; i++)
+			if (rp.ev[i].type == BTR_FLOW_MODE) {
+				modes++;
+				CHECK_EQ(rp.ev[i].payload, BTR_MODE_32);
+			}
+		CHECK_EQ(modes, 1);
+		CHECK_EQ(rp.nbr, r.nbr);
+		CHECK_EQ(rp.nev, r.nev);
+		for (unsigned i = 0; i < r.nev && i < rp.nev; i++) {
+			CHECK_EQ(rp.ev[i].type, r.ev[i].type);
+			CHECK_EQ(rp.ev[i].ip, r.ev[i].ip);
+			CHECK_EQ(rp.ev[i].offset, r.ev[i].offset);
+		}
 	}
 	ipvec_free(&r.ips);
 

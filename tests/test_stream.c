@@ -910,6 +910,19 @@ static void test_code_records(void)
 		}
 	}
 	CHECK_EQ(i, 5);
+	/* Renamed at once, while the names are all in order (re-JITed code
+	 * at the same address, next in the trace): the later name with the
+	 * larger extent, also past the new symbol's own smaller size. */
+	r = (struct btr_record){ .type = BTR_REC_SYMBOL };
+	r.u.sym = (struct btr_rec_symbol){ 7, BTR_SYM_PERF_MAP, 0x5000, 2, "JS:*warm" };
+	CHECK_EQ(btr_stream_record(st, &r), 0);
+	{
+		struct btr_function fw;
+		CHECK_EQ(btr_image_function(btr_stream_image_pid(st, 7), 0x5004, &fw), 0);
+		CHECK_STR(fw.name, "JS:*warm");
+		CHECK_EQ(fw.start, 0x5000);
+		CHECK_EQ(fw.end, 0x5005);
+	}
 	/* Bytes under a key that is not theirs: ignored. */
 	r = (struct btr_record){ .type = BTR_REC_CODE };
 	r.u.code = (struct btr_rec_code){ .pid = 7, .addr = 0x7000, .hash = 12345, .size = 3, .data = v1 };

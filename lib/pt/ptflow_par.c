@@ -103,8 +103,10 @@ static int deliver(const struct btr_ptflow_callbacks *cb, const struct btr_branc
 
 /* Delivers piece @pc's records.  With @quiet_head, the ENABLE and MODE
  * events of its leading PSB+ are dropped: the sequential decoder, which
- * was tracing there, reports none.  Returns 0 or 1 if a callback stopped. */
-static int replay(const struct piece *pc, const struct btr_ptflow_callbacks *cb, int quiet_head)
+ * was tracing there, reports none; a MODE that restates the mode last
+ * reported (@mode, updated) is dropped too.  Returns 0 or 1 if a callback
+ * stopped. */
+static int replay(const struct piece *pc, const struct btr_ptflow_callbacks *cb, int quiet_head, uint64_t *mode)
 {
 	size_t k = 0;
 	for (size_t e = 0; e <= pc->nev; e++) {
@@ -118,6 +120,14 @@ static int replay(const struct piece *pc, const struct btr_ptflow_callbacks *cb,
 		if (quiet_head && (ev->type == BTR_FLOW_ENABLE || ev->type == BTR_FLOW_MODE) &&
 		    ev->offset >= pc->start_off && ev->offset < pc->start_off + pc->head_len)
 			continue;
+		/* A piece's decoder starts in 64-bit mode and learns the mode
+		 * from its first PSB+, also where tracing was off: the
+		 * sequential decoder reports a MODE only when it changes. */
+		if (ev->type == BTR_FLOW_MODE) {
+			if (ev->payload == *mode)
+				continue;
+			*mode = ev->payload;
+		}
 		if (cb->event && cb->event(cb->ctx, ev))
 			return 1;
 	}
@@ -320,6 +330,7 @@ int btr_ptflow_decode_parallel(struct btr_image *img, const struct btr_ptflow_co
 	}
 	/* Deliver pieces in order. */
 	int prev_tail_on = 0;
+	uint64_t mode = BTR_MODE_64;   /* the mode last reported (the decoder's first) */
 	for (uint64_t idx = 0;; idx++) {
 		unsigned si = (unsigned)(idx % p.nslots);
 		pthread_mutex_lock(&p.mu);
@@ -336,7 +347,7 @@ int btr_ptflow_decode_parallel(struct btr_image *img, const struct btr_ptflow_co
 		if (pc->err && !ret)
 			ret = pc->err;
 		if (!ret)
-			ret = replay(pc, cb, prev_tail_on);
+			ret = replay(pc, cb, prev_tail_on, &mode);
 		prev_tail_on = pc->tail_on;
 		if (st) {
 			st->insns += pc->st.insns;
