@@ -319,6 +319,19 @@ int main(void)
 	CHECK_EQ(btr_check_new(&co, &a), -BTR_ERR_BAD_FILTER);
 	co.allow = "return-hijack\n";
 	CHECK_EQ(btr_check_new(&co, &a), -BTR_ERR_BAD_FILTER);
+
+	/* two returns in a row into code no call precedes: already a chain
+	 * (one is a return-hijack), naming both targets */
+	w = lbr_trace(path, PROG);
+	struct btr_lbr_entry rop2[2] = { { ret, mainf + BIAS, 0, 0 }, { ret, ret, 0, 0 } };
+	write_lbr(w, rop2, 2);
+	CHECK_EQ(btr_trace_writer_close(w), 0);
+	co.allow = NULL;
+	f = run_check(path, &co, "two returns: ", &a, &n);
+	CHECK_EQ(n, 1);
+	CHECK(n == 1 && !strcmp(f[0].kind, "rop-chain") && f[0].from == ret && f[0].to == ret &&
+	      f[0].severity == BTR_CHECK_HIGH && strstr(f[0].detail, "2 returns in a row"));
+	btr_analysis_free(a);
 	unlink(path);
 	split_functions();
 	fast_path();
