@@ -78,6 +78,11 @@ check "diff json: every delta is count_b - count_a, and some are negative or pos
 import json,sys; d=json.load(open(sys.argv[1]))
 v=[x for k in ("blocks_only_a","blocks_only_b","blocks_changed","edges_only_a","edges_only_b") for x in d[k]]
 sys.exit(0 if v and all(x["delta"]==x["count_b"]-x["count_a"] for x in v) and any(x["delta"]>0 for x in v) else 1)' "$tmp/d.json"
+# docs/diff.md: the changed blocks largest |B - A| first (the default
+# --top 20 of them): the first is the largest of all, none grows after it
+check "diff json: changed blocks largest |delta| first" python3 -c '
+import json,sys; d=[abs(x["delta"]) for x in json.load(open(sys.argv[1]))["blocks_changed"]]
+sys.exit(0 if len(d) > 2 and d[0] > d[-1] and all(a >= b for a, b in zip(d, d[1:])) else 1)' "$tmp/d.json"
 
 # ---- --pid / --tid / --filter on the views ----
 tid=$("$btr" report --format json "$tmp/a.btr" | python3 -c 'import json,sys; print(json.load(sys.stdin)["thread_list"][0]["tid"])')
