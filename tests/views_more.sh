@@ -22,6 +22,22 @@ check "annotate: source lines" grep -q 'flow_loops.c:20' "$tmp/ann.txt"
 check "annotate --source exit 0" [ $rc -eq 0 ]
 check "annotate --source: switch line x180" grep -Eq '^ +180 +19 .*switch' "$tmp/src.txt"
 check "annotate --source: 4 cases never ran" [ "$(grep -c '#####' "$tmp/src.txt")" -eq 4 ]
+# each counted line's count is the line's hits in cov's Cobertura report
+# (cli_oracles holds cov's line counts against gcov), up to classify's last
+# line with code (30, its closing brace: the 130 calls of the cases 2-4, 7
+# and default)
+"$btr" cov --format cobertura --module prog_flow_loops -o "$tmp/ann.xml" "$tmp/a.btr" 2>/dev/null
+check "annotate --source: the counts of cov's Cobertura lines, to the last (30)" python3 -c '
+import re, sys, xml.etree.ElementTree as ET
+m = [m for m in ET.parse(sys.argv[2]).iter("method") if m.get("name") == "classify"][0]
+want = {int(l.get("number")): int(l.get("hits")) for l in m.iter("line")}
+got = {}
+for l in open(sys.argv[1]):
+    x = re.match(r" *([0-9]+|#####) +([0-9]+)  ", l)
+    if x:
+        got[int(x.group(2))] = 0 if x.group(1) == "#####" else int(x.group(1))
+assert got and max(got) == max(want) == 30, (sorted(got), sorted(want))
+assert all(want.get(k) == v for k, v in got.items()), (got, want)' "$tmp/src.txt" "$tmp/ann.xml"
 # libc's symbols carry versions ("__libc_start_main@@GLIBC_2.34"); the name the
 # stack views print finds the function, which the program entered once
 "$btr" annotate --function __libc_start_main "$tmp/a.btr" >"$tmp/lsm.txt" 2>"$tmp/err"; rc=$?
