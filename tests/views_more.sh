@@ -38,6 +38,13 @@ for l in open(sys.argv[1]):
         got[int(x.group(2))] = 0 if x.group(1) == "#####" else int(x.group(1))
 assert got and max(got) == max(want) == 30, (sorted(got), sorted(want))
 assert all(want.get(k) == v for k, v in got.items()), (got, want)' "$tmp/src.txt" "$tmp/ann.xml"
+# main's loops, counted from flow_loops.c (n = 1: 6 rounds): a line's count
+# is how often it ran (its most-run instruction), not the sum over its
+# instructions (a for header's init and test)
+"$btr" annotate --source --function main "$tmp/a.btr" >"$tmp/src_main.txt"
+check "annotate --source main: lines 59-67 run 64, 64, 6, 6, 240, 240, 180, 180 times" \
+	[ "$(awk '$2 ~ /^(59|60|62|63|64|65|66|67)$/ {printf "%s:%s ", $2, $1}' "$tmp/src_main.txt")" = \
+	  "59:64 60:64 62:6 63:6 64:240 65:240 66:180 67:180 " ]
 # libc's symbols carry versions ("__libc_start_main@@GLIBC_2.34"); the name the
 # stack views print finds the function, which the program entered once
 "$btr" annotate --function __libc_start_main "$tmp/a.btr" >"$tmp/lsm.txt" 2>"$tmp/err"; rc=$?
