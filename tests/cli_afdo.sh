@@ -44,6 +44,12 @@ check "the indirect call lists add:$((n / 2)) and sub:$((n / 2))" \
 check "add's head samples are $((n / 2))" [ "$(head_of add)" = $((n / 2)) ]
 check "tri is nested under main at its call site" grep -Eq '^ 8(\.[0-9]+)?: tri:[0-9]+$' p.prof
 check "tri has no top-level entry" [ -z "$(head_of tri)" ]
+# tri's own lines nested under that call site, two columns in: its loop
+# (line 17, offset 3 from line 14) entered once per call, the n - calls
+# values of i that sq does not take
+check "tri's loop (offset 3) nested under main's call site, entered $((n - calls)) times" \
+  awk -v want=$((n - calls)) '/^ 8(\.[0-9]+)?: tri:/ {t = 1; next}
+	t && /^  [^ ]/ {if ($1 ~ /^3(\.[0-9]+)?:$/ && $2 == want) ok = 1; next} {t = 0} END {exit !ok}' p.prof
 check "every line well formed" awk '
 	/^[^ ]/ {if ($0 !~ /^[^ :]+:[0-9]+:[0-9]+$/) exit 1; next}
 	{sub(/^ +/, ""); if ($0 !~ /^[0-9]+(\.[0-9]+)?: ([0-9]+( [^ :]+:[0-9]+)*|[^ :]+:[0-9]+)$/) exit 1}' p.prof

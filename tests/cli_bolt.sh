@@ -34,6 +34,18 @@ rets=$(awk '$1==1 && $2=="is_prime" && $4==1 && $5=="count_primes" {s+=$8} END {
 check "is_prime returns 2000 times ($rets)" [ "$rets" = 2000 ]
 check "fdata lines well formed" awk 'NF!=8 || ($1!=0 && $1!=1) || ($4!=0 && $4!=1) || $8 !~ /^[0-9]+$/ {exit 1}' p.fdata
 check "pa lines well formed" awk '($1=="B" && NF==5) || ($1=="F" && NF==4) {next} {exit 1}' p.pa
+# main's calls through the PLT, from objdump's "call ADDR <NAME@plt>": with
+# an argument main calls atoi, malloc and free once each (lines 75, 76, 81);
+# the fdata names the stubs NAME@PLT (BOLT's names) at the call's offset
+main=$(nm "$prog" | awk '$3 == "main" {print $1}')
+objdump -d --no-show-raw-insn "$prog" | awk '/^[0-9a-f]+ <main>:/ {m = 1; next} /^$/ {m = 0}
+	m && /call.*@plt>$/ {sub(":", "", $1); n = $NF; gsub(/[<>]/, "", n); sub(/@plt$/, "@PLT", n); print $1, n}' |
+	while read -r a n; do printf '%x %s\n' $((16#$a - 16#$main)) "$n"; done >plt.sites
+awk '$1 == 1 && $2 == "main" && $4 == 1 && $5 ~ /@PLT$/ && $6 == "0" {print $3, $5, $8}' p.fdata | sort >plt.got
+check "main's PLT calls: atoi, free, malloc once each ($(tr '\n' ' ' <plt.got))" \
+	[ "$(awk '{print $2, $3}' plt.got | sort | tr '\n' ' ')" = "atoi@PLT 1 free@PLT 1 malloc@PLT 1 " ]
+check "main's PLT calls at objdump's call sites ($(tr '\n' ' ' <plt.sites))" \
+	[ -z "$(awk '{print $1, $2}' plt.got | grep -vxFf plt.sites)" ]
 # pre-aggregated "B FROM TO COUNT MISPRED": the branches into is_prime's
 # entry (its address as nm gives it) are count_primes' 2000 calls
 ip=$(nm "$prog" | awk '$3 == "is_prime" {print $1}' | sed 's/^0*//')

@@ -78,6 +78,12 @@ while IFS=$'\t' read -r name flags form; do
     check "btr $line: writes-file: $OUT written" [ -s "$OUT" ]
     check "btr $line: writes-file: nothing on stdout" [ ! -s out.txt ] ;;
   esac
+  # one operand more than the form takes: a usage error, before any file is read
+  case ",$flags," in *,reads-trace,*)
+    # shellcheck disable=SC2086
+    "$btr" $line extra.btr >out.txt 2>err.txt </dev/null; rc=$?
+    check "btr $line extra.btr: one operand too many, exit 2 (got $rc: $(head -c 200 err.txt))" [ $rc -eq 2 ] ;;
+  esac
 done < <(forms)
 check "forms run: $n" [ $n -ge 30 ]
 finish cli_commands "$n forms"

@@ -84,6 +84,18 @@ if __name__ == "__main__":
     local_faults = min(faults(big)[0] for _ in range(2))
     local = {k: btr.dask.profile(good, k, client=False) for k in ("folded", "counts")}
     whole = btr.dask.run_one(good[0], "counts")
+    # edges as a DataFrame: module columns are the paths of the trace's
+    # modules, "[no module]" where the raw array says 0xFFFFFFFF (the
+    # returns into the kernel's side of syscalls and signals)
+    t = btr.Trace(good[1])
+    raw = t.blocks()
+    t.close()
+    paths = [m["path"] for m in raw["modules"]] + ["[no module]"]
+    ef = btr.dask.run_one(good[1], "edges")
+    want = [paths[min(int(x), len(paths) - 1)] for x in raw["edges"]["to_module"]]
+    say(len(ef) == len(raw["edges"]) and (ef["to"].to_numpy() == raw["edges"]["to"]).all()
+        and list(ef["to_module"]) == want and "[no module]" in want,
+        "edges: to_module the module paths, [no module] for %d of %d" % (want.count("[no module]"), len(want)))
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl, \
             Client(cl) as c:
         for k in ("folded", "counts"):

@@ -94,6 +94,14 @@ else
 	"$btr" script --fields brstack "$q1" | tr ' ' '\n' | grep '^0x' | grep -vc '^0x0/0x0/' >"$tmp/n"
 	check "default format: one line per recorded LBR entry" [ "$(wc -l <"$tmp/q1.txt")" -eq "$(cat "$tmp/n")" ]
 	check "LBR cycles shown" grep -Eq 'cyc=[0-9]+' "$tmp/q1.txt"
+	# each entry's cyc= is the cycle count of its brstack entry (the 6th
+	# field, byte-identical to perf script's below; 0 there: no cyc=)
+	"$btr" script --fields brstack "$q1" | tr ' ' '\n' | grep '^0x' | grep -v '^0x0/0x0/' |
+		awk -F/ '{print $1, $2, $6}' | sort >"$tmp/q1.cyc.want"
+	awk '{c = 0; if (match($5, /cyc=[0-9]+/)) c = substr($5, RSTART + 4, RLENGTH - 4); print $2, $4, c}' \
+		"$tmp/q1.txt" | sort >"$tmp/q1.cyc.got"
+	check "every entry's cyc= is its brstack cycle count ($(grep -c . "$tmp/q1.cyc.got") entries)" \
+		cmp -s "$tmp/q1.cyc.want" "$tmp/q1.cyc.got"
 	check "LBR mispredictions shown" grep -Eq ' M(,|$)' "$tmp/q1.txt"
 	# M and P as often as the brstack entries (byte-identical to perf
 	# script's below) say mispredicted and predicted

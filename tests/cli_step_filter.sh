@@ -74,6 +74,10 @@ rc=$?
 check "unfiltered recording works ($(tail -1 "$tmp/full.err"))" [ $rc -eq 0 ]
 filtered work "$q" "300 2" -- "work@$q"
 same work full work
+check "work: the trace says it holds only the --ip-filter ranges (report: ip_filtered)" \
+	[ "$("$btr" report --format json "$tmp/work.btr" | grep -c '"ip_filtered": true')" -eq 1 ]
+check "full: the unfiltered trace does not" \
+	[ "$("$btr" report --format json "$tmp/full.btr" | grep -c '"ip_filtered"')" -eq 0 ]
 filtered cmp "$q" "300 2" -- "cmp@$q"
 same cmp full cmp
 filtered on_sig "$q" "300 2" -- "on_sig@$q"

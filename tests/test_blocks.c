@@ -375,6 +375,39 @@ static void check_diff(struct btr_analysis *ba, struct gt *ga, struct btr_analys
 	CHECK_EQ(d->n_blocks_changed, want_changed);
 	CHECK(want_changed > 0);
 	btr_diff_free(d);
+
+	/* Against a run that ran nothing, every block is only in one of
+	 * them, with its ground-truth count on its side and 0 on the other. */
+	const struct btr_blocks_result none = { 0 };
+	struct btr_diff *da = NULL, *db = NULL;
+	CHECK_EQ(btr_diff_compute(btr_blocks_get(ba), &none, &da), 0);
+	CHECK_EQ(btr_diff_compute(&none, btr_blocks_get(bb), &db), 0);
+	if (!da || !db) {
+		btr_diff_free(da);
+		btr_diff_free(db);
+		return;
+	}
+	bad = 0;
+	size_t known = 0;
+	for (size_t i = 0; i < da->n_blocks_only_a; i++) {
+		const struct btr_diff_item *it = &da->blocks_only_a[i];
+		const struct key *x = gt_block(ga, it);
+		known += x != NULL;
+		bad += it->count_b != 0 || it->delta != -(int64_t)it->count_a || (x && x->count != it->count_a);
+	}
+	for (size_t i = 0; i < db->n_blocks_only_b; i++) {
+		const struct btr_diff_item *it = &db->blocks_only_b[i];
+		const struct key *y = gt_block(gb, it);
+		known += y != NULL;
+		bad += it->count_a != 0 || it->delta != (int64_t)it->count_b || (y && y->count != it->count_b);
+	}
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(da->n_blocks_only_a, btr_blocks_get(ba)->n_blocks);
+	CHECK_EQ(db->n_blocks_only_b, btr_blocks_get(bb)->n_blocks);
+	CHECK(known > ga->nb / 2);
+	CHECK(da->n_blocks_only_b + da->n_blocks_changed + db->n_blocks_only_a + db->n_blocks_changed == 0);
+	btr_diff_free(da);
+	btr_diff_free(db);
 }
 
 /* Modules are numbered in path order whatever the order they were met in:

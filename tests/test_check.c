@@ -28,8 +28,18 @@
 #define PROG BTR_BINARY_DIR "/prog_check_smash"
 #define BIAS 0x555555554000ull
 
+static uint64_t sym_range(const char *path, const char *want, uint64_t *size);
+
 static uint64_t sym_addr(const char *path, const char *want)
 {
+	uint64_t size;
+	return sym_range(path, want, &size);
+}
+
+/* Address and size of the symbol @want of @path (0 if none). */
+static uint64_t sym_range(const char *path, const char *want, uint64_t *size)
+{
+	*size = 0;
 	elf_version(EV_CURRENT);
 	int fd = open(path, O_RDONLY);
 	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
@@ -44,8 +54,10 @@ static uint64_t sym_addr(const char *path, const char *want)
 			GElf_Sym s;
 			const char *n;
 			if (gelf_getsym(d, (int)i, &s) && (n = elf_strptr(e, sh.sh_link, s.st_name)) &&
-			    !strcmp(n, want))
+			    !strcmp(n, want)) {
 				v = s.st_value;
+				*size = s.st_size;
+			}
 		}
 	}
 	if (e)
@@ -73,6 +85,62 @@ static uint64_t find_insn(struct btr_image *img, uint64_t lo, int kind, uint64_t
 }
 
 static void write_lbr(struct btr_trace_writer *w, const struct btr_lbr_entry *e, uint32_t n);
+
+/* [*@lo, *@hi) of section @name of @path from its header; 0 if none. */
+static int scn_range(const char *path, const char *name, uint64_t *lo, uint64_t *hi)
+{
+	elf_version(EV_CURRENT);
+	int fd = open(path, O_RDONLY);
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	size_t shstr;
+	int found = 0;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while (e && !found && elf_getshdrstrndx(e, &shstr) == 0 && (scn = elf_nextscn(e, scn)) != NULL) {
+		const char *n = gelf_getshdr(scn, &sh) ? elf_strptr(e, shstr, sh.sh_name) : NULL;
+		if (n && !strcmp(n, name) && sh.sh_size) {
+			*lo = sh.sh_addr;
+			*hi = sh.sh_addr + sh.sh_size;
+			found = 1;
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return found;
+}
+
+/* The model of prog_check_smash against its own headers: gcc's FDE of
+ * a function spans exactly its symbol (st_value, st_size), the byte
+ * after it belongs to no FDE or the next function's; every PLT section
+ * (.plt, .plt.got here: __cxa_finalize) is PLT code to its last byte. */
+static void model(void)
+{
+	struct check_mod m;
+	memset(&m, 0, sizeof(m));
+	CHECK_EQ(check_mod_load(PROG, &m), 0);
+	static const char *const fns[] = { "win", "vuln", "main" };
+	for (size_t i = 0; i < N_OF(fns); i++) {
+		uint64_t size, start = sym_range(PROG, fns[i], &size), lo = 0, hi = 0;
+		CHECK(start && size);
+		CHECK(check_mod_fde_of(&m, start, &lo, &hi) && lo == start && hi == start + size);
+		CHECK(check_mod_fde_of(&m, start + size - 1, &lo, &hi) && lo == start && hi == start + size);
+		lo = hi = 0;
+		CHECK(!check_mod_fde_of(&m, start + size, &lo, &hi) || lo == start + size);
+	}
+	static const char *const plts[] = { ".plt", ".plt.sec", ".plt.got" };
+	int n = 0;
+	for (size_t i = 0; i < N_OF(plts); i++) {
+		uint64_t lo, hi;
+		if (!scn_range(PROG, plts[i], &lo, &hi))
+			continue;
+		n++;
+		CHECK(check_mod_in_plt(&m, lo) && check_mod_in_plt(&m, hi - 1));
+	}
+	CHECK(n >= 2);
+	CHECK(!check_mod_in_plt(&m, sym_addr(PROG, "main")));
+	check_mod_free(&m);
+}
 
 /* A .btr with the LBR machine record, @prog's text mapped at BIAS and
  * thread 77. */
@@ -319,8 +387,22 @@ int main(void)
 	CHECK_EQ(btr_check_new(&co, &a), -BTR_ERR_BAD_FILTER);
 	co.allow = "return-hijack\n";
 	CHECK_EQ(btr_check_new(&co, &a), -BTR_ERR_BAD_FILTER);
+
+	/* two returns in a row into code no call precedes: already a chain
+	 * (one is a return-hijack), naming both targets */
+	w = lbr_trace(path, PROG);
+	struct btr_lbr_entry rop2[2] = { { ret, mainf + BIAS, 0, 0 }, { ret, ret, 0, 0 } };
+	write_lbr(w, rop2, 2);
+	CHECK_EQ(btr_trace_writer_close(w), 0);
+	co.allow = NULL;
+	f = run_check(path, &co, "two returns: ", &a, &n);
+	CHECK_EQ(n, 1);
+	CHECK(n == 1 && !strcmp(f[0].kind, "rop-chain") && f[0].from == ret && f[0].to == ret &&
+	      f[0].severity == BTR_CHECK_HIGH && strstr(f[0].detail, "2 returns in a row"));
+	btr_analysis_free(a);
 	unlink(path);
 	split_functions();
 	fast_path();
+	model();
 	return check_done();
 }

@@ -55,5 +55,23 @@ int main(void)
 	CHECK_STR(run(btr_json_str, "a\"b\\c\n\x7f"), "\"a\\\"b\\\\c\\u000a\\u007f\"");
 	CHECK_STR(run(btr_json_str, "x\xffy\xc3\xa9"), "\"x\\ufffdy\xc3\xa9\"");
 	CHECK_STR(run(btr_json_str, NULL), "null");
+	/* The ill-formed sequences of Unicode's Table 3-7 at each edge of a
+	 * lead byte's second-byte range: one U+FFFD per byte, as Python's
+	 * bytes.decode("utf-8", "replace") gives for each; the well-formed
+	 * neighbours kept as they are. */
+	static const struct { const char *in, *out; } utf8[] = {
+		{ "\xe0\x80\x80", "\"\\ufffd\\ufffd\\ufffd\"" },           /* overlong U+0000 */
+		{ "\xe0\x9f\xbf", "\"\\ufffd\\ufffd\\ufffd\"" },           /* overlong U+07FF */
+		{ "\xe0\xa0\x80", "\"\xe0\xa0\x80\"" },                    /* U+0800 */
+		{ "\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"" },           /* surrogate U+D800 */
+		{ "\xed\x9f\xbf", "\"\xed\x9f\xbf\"" },                    /* U+D7FF */
+		{ "\xf0\x8f\xbf\xbf", "\"\\ufffd\\ufffd\\ufffd\\ufffd\"" },  /* overlong U+FFFF */
+		{ "\xf0\x90\x80\x80", "\"\xf0\x90\x80\x80\"" },            /* U+10000 */
+		{ "\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\"" },  /* above U+10FFFF */
+		{ "\xf4\x8f\xbf\xbf", "\"\xf4\x8f\xbf\xbf\"" },            /* U+10FFFF */
+		{ "\xc0\xaf", "\"\\ufffd\\ufffd\"" },                      /* overlong '/' */
+	};
+	for (size_t i = 0; i < sizeof(utf8) / sizeof(utf8[0]); i++)
+		CHECK_STR(run(btr_json_str, utf8[i].in), utf8[i].out);
 	return check_done();
 }

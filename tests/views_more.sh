@@ -22,6 +22,29 @@ check "annotate: source lines" grep -q 'flow_loops.c:20' "$tmp/ann.txt"
 check "annotate --source exit 0" [ $rc -eq 0 ]
 check "annotate --source: switch line x180" grep -Eq '^ +180 +19 .*switch' "$tmp/src.txt"
 check "annotate --source: 4 cases never ran" [ "$(grep -c '#####' "$tmp/src.txt")" -eq 4 ]
+# each counted line's count is the line's hits in cov's Cobertura report
+# (cli_oracles holds cov's line counts against gcov), up to classify's last
+# line with code (30, its closing brace: the 130 calls of the cases 2-4, 7
+# and default)
+"$btr" cov --format cobertura --module prog_flow_loops -o "$tmp/ann.xml" "$tmp/a.btr" 2>/dev/null
+check "annotate --source: the counts of cov's Cobertura lines, to the last (30)" python3 -c '
+import re, sys, xml.etree.ElementTree as ET
+m = [m for m in ET.parse(sys.argv[2]).iter("method") if m.get("name") == "classify"][0]
+want = {int(l.get("number")): int(l.get("hits")) for l in m.iter("line")}
+got = {}
+for l in open(sys.argv[1]):
+    x = re.match(r" *([0-9]+|#####) +([0-9]+)  ", l)
+    if x:
+        got[int(x.group(2))] = 0 if x.group(1) == "#####" else int(x.group(1))
+assert got and max(got) == max(want) == 30, (sorted(got), sorted(want))
+assert all(want.get(k) == v for k, v in got.items()), (got, want)' "$tmp/src.txt" "$tmp/ann.xml"
+# main's loops, counted from flow_loops.c (n = 1: 6 rounds): a line's count
+# is how often it ran (its most-run instruction), not the sum over its
+# instructions (a for header's init and test)
+"$btr" annotate --source --function main "$tmp/a.btr" >"$tmp/src_main.txt"
+check "annotate --source main: lines 59-67 run 64, 64, 6, 6, 240, 240, 180, 180 times" \
+	[ "$(awk '$2 ~ /^(59|60|62|63|64|65|66|67)$/ {printf "%s:%s ", $2, $1}' "$tmp/src_main.txt")" = \
+	  "59:64 60:64 62:6 63:6 64:240 65:240 66:180 67:180 " ]
 # libc's symbols carry versions ("__libc_start_main@@GLIBC_2.34"); the name the
 # stack views print finds the function, which the program entered once
 "$btr" annotate --function __libc_start_main "$tmp/a.btr" >"$tmp/lsm.txt" 2>"$tmp/err"; rc=$?
@@ -78,6 +101,11 @@ check "diff json: every delta is count_b - count_a, and some are negative or pos
 import json,sys; d=json.load(open(sys.argv[1]))
 v=[x for k in ("blocks_only_a","blocks_only_b","blocks_changed","edges_only_a","edges_only_b") for x in d[k]]
 sys.exit(0 if v and all(x["delta"]==x["count_b"]-x["count_a"] for x in v) and any(x["delta"]>0 for x in v) else 1)' "$tmp/d.json"
+# docs/diff.md: the changed blocks largest |B - A| first (the default
+# --top 20 of them): the first is the largest of all, none grows after it
+check "diff json: changed blocks largest |delta| first" python3 -c '
+import json,sys; d=[abs(x["delta"]) for x in json.load(open(sys.argv[1]))["blocks_changed"]]
+sys.exit(0 if len(d) > 2 and d[0] > d[-1] and all(a >= b for a, b in zip(d, d[1:])) else 1)' "$tmp/d.json"
 
 # ---- --pid / --tid / --filter on the views ----
 tid=$("$btr" report --format json "$tmp/a.btr" | python3 -c 'import json,sys; print(json.load(sys.stdin)["thread_list"][0]["tid"])')
