@@ -312,7 +312,7 @@ static int mkdir_p(const char *dir, mode_t mode)
 static int kernel_symbols(const char *qemu, const char *kernel, char *map, size_t msize, char *tmpmap, size_t tsize)
 {
 	struct stat ks;
-	char dir[PATH_MAX], cached[PATH_MAX + 256], raw[PATH_MAX], initrd[PATH_MAX], chardev[PATH_MAX + 32];
+	char dir[PATH_MAX], cached[PATH_MAX], raw[PATH_MAX], initrd[PATH_MAX], chardev[PATH_MAX + 32];
 	const char *base = strrchr(kernel, '/');
 	base = base ? base + 1 : kernel;
 	tmpmap[0] = 0;
@@ -320,9 +320,11 @@ static int kernel_symbols(const char *qemu, const char *kernel, char *map, size_
 		return -BTR_ERR_NOENT;
 	int have_dir = btr__cache_dir(dir, sizeof(dir)) == 0;
 	if (have_dir) {
-		snprintf(cached, sizeof(cached), "%s/kallsyms-%s-%lld-%lld", dir, base, (long long)ks.st_size,
-			 (long long)ks.st_mtime);
-		if (access(cached, R_OK) == 0) {
+		int n = snprintf(cached, sizeof(cached), "%s/kallsyms-%s-%lld-%lld", dir, base, (long long)ks.st_size,
+				 (long long)ks.st_mtime);
+		if (n < 0 || (size_t)n >= sizeof(cached))
+			have_dir = 0;   /* (a path too long: no cache) */
+		else if (access(cached, R_OK) == 0) {
 			snprintf(map, msize, "%s", cached);
 			return 0;
 		}
@@ -370,12 +372,10 @@ static int kernel_symbols(const char *qemu, const char *kernel, char *map, size_
 	if (!rc) {
 		/* into the cache (a temporary name first, then renamed: a
 		 * reader never sees half a map), else a temporary file */
-		char out[PATH_MAX + 272] = "";
+		char out[PATH_MAX] = "";
 		int fo = -1;
-		if (have_dir && mkdir_p(dir, 0700) == 0) {
-			snprintf(out, sizeof(out), "%s.XXXXXX", cached);
+		if (have_dir && mkdir_p(dir, 0700) == 0 && (size_t)snprintf(out, sizeof(out), "%s.XXXXXX", cached) < sizeof(out))
 			fo = mkstemp(out);
-		}
 		if (fo < 0) {
 			snprintf(out, sizeof(out), "%s/btr-sysmap.XXXXXX", tmp);
 			fo = mkstemp(out);
