@@ -4,7 +4,7 @@ BUILD ?= build
 RELEASE ?= build-release
 FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-FUZZ_SECONDS ?= 20
+FUZZ_SECONDS ?= 10
 
 .PHONY: all deps qemu qemu-if-needed build test demo bench bench-speed release-pgo bench-pgo fuzz asan torture mutants clean install
 
@@ -112,7 +112,7 @@ fuzz: deps
 # programs, conformance streams, writers, -j readers) run one case in K,
 # which one moving with TORTURE_SHIFT (tests/lib.sh `sampled`).
 ASAN_TORTURE_STEP ?= 16
-ASAN_SAMPLE_STEP ?= 2
+ASAN_SAMPLE_STEP ?= 3
 ASAN_RACE_REPS ?= 1
 ASAN_PROCS_N ?= 20
 asan: deps
